@@ -1,0 +1,22 @@
+# CUDA is optional: NIBBLE_CUDA=AUTO builds the kernels when a CUDA toolkit is found.
+# Sets NIBBLE_HAVE_CUDA and, when on, enables the CUDA language for the kernel targets.
+set(NIBBLE_HAVE_CUDA OFF)
+if(NOT NIBBLE_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS "/usr/local/cuda/bin/nvcc")
+    set(CMAKE_CUDA_COMPILER "/usr/local/cuda/bin/nvcc")
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_ARCHITECTURES ${NIBBLE_CUDA_ARCHITECTURES})
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 does not know nvcc's C++20 flag
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(NIBBLE_HAVE_CUDA ON)
+  elseif(NIBBLE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "NIBBLE_CUDA=ON but no CUDA compiler was found (looked for /usr/local/cuda/bin/nvcc and nvcc on PATH)")
+  else()
+    message(STATUS "nibble: no CUDA toolkit found; building the CPU-only configuration")
+  endif()
+endif()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs Nibble's build and test dependencies from Debian 12 packages.
+# Idempotent: packages already present are skipped; works as root or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format python3 python3-jinja2 python3-regex nodejs npm
+  prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+# The prometheus package would start a system service where systemd runs; tests start their own.
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,13 @@
+#pragma once
+// The nibble-engine subcommands. Each takes the arguments after its name
+// (args[0] is the subcommand) and returns the process exit code.
+#include <string>
+#include <vector>
+
+namespace nibble::engine::cli {
+
+using Args = std::vector<std::string>;
+
+int run_version(const Args& args);
+
+}  // namespace nibble::engine::cli

@@ -8,9 +8,14 @@ packages=(
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format python3 python3-jinja2 python3-regex nodejs npm
-  prometheus
+  clang-format prometheus
 )
+# Oracles that may already come from elsewhere (a newer Node, a Python with its own modules):
+# ask Debian for them only when the command or module is missing.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+command -v python3 >/dev/null || packages+=(python3)
+python3 -c 'import jinja2' 2>/dev/null || packages+=(python3-jinja2)
+python3 -c 'import regex' 2>/dev/null || packages+=(python3-regex)
 
 missing=()
 for p in "${packages[@]}"; do

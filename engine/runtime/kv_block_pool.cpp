@@ -1,0 +1,158 @@
+#include "engine/runtime/kv_block_pool.h"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+namespace nibble::runtime {
+namespace {
+constexpr std::uint64_t kRootHash = 0x9e3779b97f4a7c15ull;
+}
+
+KvBlockPool::KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching)
+    : block_size_(block_size), prefix_caching_(enable_prefix_caching), blocks_(std::size_t(num_blocks)) {
+  if (num_blocks <= 0 || block_size <= 0) {
+    throw std::invalid_argument("KV cache needs at least one block of at least one token, got " +
+                                std::to_string(num_blocks) + " blocks of " +
+                                std::to_string(block_size));
+  }
+  for (int id = 0; id < num_blocks; ++id) {
+    blocks_[std::size_t(id)].free_pos = free_list_.insert(free_list_.end(), id);
+    blocks_[std::size_t(id)].in_free_list = true;
+  }
+}
+
+std::uint64_t KvBlockPool::chain_hash(std::uint64_t parent, const int* tokens, int count) {
+  std::uint64_t h = parent;
+  for (int i = 0; i < count; ++i) {
+    h ^= std::uint64_t(std::uint32_t(tokens[i])) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+  }
+  return h;
+}
+
+std::vector<int> KvBlockPool::match_prefix(const Sequence& seq, int max_blocks) const {
+  std::vector<int> matched;
+  if (!prefix_caching_) return matched;
+  std::uint64_t parent = kRootHash;
+  for (int i = 0; i < max_blocks; ++i) {
+    const int* block_tokens = seq.tokens.data() + std::ptrdiff_t(i) * block_size_;
+    const std::uint64_t h = chain_hash(parent, block_tokens, block_size_);
+    auto it = cached_.find(h);
+    if (it == cached_.end()) break;
+    const Block& block = blocks_[std::size_t(it->second)];
+    if (!std::equal(block.tokens.begin(), block.tokens.end(), block_tokens)) break;
+    matched.push_back(it->second);
+    parent = h;
+  }
+  return matched;
+}
+
+int KvBlockPool::cached_prefix_tokens(const Sequence& seq) const {
+  if (!seq.block_table.empty()) return 0;
+  // The last token is always computed: its logits pick the next token.
+  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
+  return int(match_prefix(seq, max_blocks).size()) * block_size_;
+}
+
+bool KvBlockPool::can_allocate(const Sequence& seq, int num_new_tokens) const {
+  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
+  const std::vector<int> matched = match_prefix(seq, max_blocks);
+  const int cached_tokens = int(matched.size()) * block_size_;
+  int free_needed = blocks_for_tokens(cached_tokens + num_new_tokens) - int(matched.size());
+  for (int id : matched) free_needed += blocks_[std::size_t(id)].ref_count == 0 ? 1 : 0;
+  return free_needed <= num_free_blocks();
+}
+
+void KvBlockPool::reference(int block_id) {
+  Block& block = blocks_[std::size_t(block_id)];
+  if (block.in_free_list) {
+    free_list_.erase(block.free_pos);
+    block.in_free_list = false;
+  }
+  ++block.ref_count;
+}
+
+int KvBlockPool::take_free_block() {
+  if (free_list_.empty()) throw std::logic_error("KV block pool: allocation without a free block");
+  const int id = free_list_.front();
+  Block& block = blocks_[std::size_t(id)];
+  if (block.hashed) {  // evict its cached contents
+    auto it = cached_.find(block.hash);
+    if (it != cached_.end() && it->second == id) cached_.erase(it);
+    block.hashed = false;
+    block.tokens.clear();
+  }
+  reference(id);
+  return id;
+}
+
+void KvBlockPool::allocate(Sequence& seq, int num_new_tokens) {
+  assert(seq.block_table.empty());
+  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
+  const std::vector<int> matched = match_prefix(seq, max_blocks);
+  std::uint64_t parent = kRootHash;
+  for (std::size_t i = 0; i < matched.size(); ++i) {
+    reference(matched[i]);
+    seq.block_table.push_back(matched[i]);
+    parent = blocks_[std::size_t(matched[i])].hash;
+    seq.block_hashes.push_back(parent);
+  }
+  const int cached_tokens = int(matched.size()) * block_size_;
+  seq.num_computed_tokens = cached_tokens;
+  seq.num_cached_prompt_tokens = cached_tokens;
+  if (prefix_caching_) {
+    stats_.queried_tokens += std::uint64_t(seq.num_tokens());
+    stats_.hit_tokens += std::uint64_t(cached_tokens);
+  }
+  const int total = blocks_for_tokens(cached_tokens + num_new_tokens);
+  while (int(seq.block_table.size()) < total) seq.block_table.push_back(take_free_block());
+}
+
+bool KvBlockPool::can_append(const Sequence& seq, int num_new_tokens) const {
+  const int needed = blocks_for_tokens(seq.num_computed_tokens + num_new_tokens) -
+                     int(seq.block_table.size());
+  return needed <= num_free_blocks();
+}
+
+void KvBlockPool::append_slots(Sequence& seq, int num_new_tokens) {
+  const int total = blocks_for_tokens(seq.num_computed_tokens + num_new_tokens);
+  while (int(seq.block_table.size()) < total) seq.block_table.push_back(take_free_block());
+}
+
+void KvBlockPool::commit_computed(Sequence& seq) {
+  if (!prefix_caching_) return;
+  const int full_blocks = seq.num_computed_tokens / block_size_;
+  for (int i = int(seq.block_hashes.size()); i < full_blocks; ++i) {
+    const std::uint64_t parent = i == 0 ? kRootHash : seq.block_hashes[std::size_t(i - 1)];
+    const int* block_tokens = seq.tokens.data() + std::ptrdiff_t(i) * block_size_;
+    const std::uint64_t h = chain_hash(parent, block_tokens, block_size_);
+    seq.block_hashes.push_back(h);
+    const int id = seq.block_table[std::size_t(i)];
+    Block& block = blocks_[std::size_t(id)];
+    // If another block already holds this prefix, keep that one as the cached copy.
+    if (!block.hashed && cached_.emplace(h, id).second) {
+      block.hashed = true;
+      block.hash = h;
+      block.tokens.assign(block_tokens, block_tokens + block_size_);
+    }
+  }
+}
+
+void KvBlockPool::free(Sequence& seq) {
+  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+    Block& block = blocks_[std::size_t(*it)];
+    if (--block.ref_count > 0) continue;
+    // Blocks worth keeping (cached prefixes) go to the back, the rest are reused first.
+    block.free_pos = block.hashed ? free_list_.insert(free_list_.end(), *it)
+                                  : free_list_.insert(free_list_.begin(), *it);
+    block.in_free_list = true;
+  }
+  seq.block_table.clear();
+  seq.block_hashes.clear();
+  seq.num_computed_tokens = 0;
+}
+
+}  // namespace nibble::runtime

@@ -48,6 +48,7 @@ class Scheduler {
   void finish(Sequence& seq);
 
   std::size_t num_waiting() const { return waiting_.size(); }
+  Sequence* first_waiting() const { return waiting_.empty() ? nullptr : waiting_.front(); }
   std::size_t num_running() const { return running_.size(); }
   bool idle() const { return waiting_.empty() && running_.empty(); }
   std::uint64_t num_preemptions() const { return preemptions_; }

@@ -1,0 +1,326 @@
+#include "engine/runtime/engine_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+namespace nibble::runtime {
+
+struct EngineLoop::ActiveRequest {
+  GenerationRequest request;
+  std::vector<std::unique_ptr<Sequence>> sequences;  // one per choice (n)
+  std::vector<SamplerRng> rngs;
+  std::vector<Clock::time_point> last_token_time;
+  Clock::time_point first_scheduled{}, first_token{}, last_token{};
+  bool scheduled = false;
+  bool got_first_token = false;
+  int num_finished = 0;
+  FinishReason reason = FinishReason::kNone;  // of the request as a whole
+};
+
+namespace {
+
+std::uint64_t choice_seed(const SamplingParams& params, int choice) {
+  if (!params.seed) return std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
+  // Distinct, reproducible streams for each of the n choices of a seeded request.
+  std::uint64_t z = *params.seed + 0x9e3779b97f4a7c15ull * std::uint64_t(choice + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Registry& registry)
+    : config_(std::move(config)),
+      runner_(runner),
+      metrics_(registry, config_.model_name, std::max(config_.max_model_len, 1)),
+      pool_(runner.num_kv_blocks(), runner.kv_block_size(), config_.enable_prefix_caching),
+      scheduler_(config_.scheduler, pool_) {}
+
+EngineLoop::~EngineLoop() { drain_and_stop(std::chrono::milliseconds(0)); }
+
+void EngineLoop::start() { thread_ = std::thread([this] { run(); }); }
+
+int EngineLoop::max_tokens_per_sequence() const {
+  return std::min(config_.max_model_len, pool_.num_blocks() * pool_.block_size());
+}
+
+SubmitResult EngineLoop::submit(GenerationRequest request) {
+  if (!accepting_) return {SubmitStatus::kNotAccepting, "the engine is shutting down"};
+  const int limit = max_tokens_per_sequence();
+  if (request.prompt.empty() || int(request.prompt.size()) >= limit) {
+    return {SubmitStatus::kInvalid,
+            "prompt has " + std::to_string(request.prompt.size()) +
+                " tokens; it must have at least 1 and fewer than " + std::to_string(limit)};
+  }
+  {
+    std::lock_guard lock(inbox_mutex_);
+    if (int(inbox_.size()) + unscheduled_requests_.load() >= config_.max_queue_len) {
+      return {SubmitStatus::kQueueFull, "the request queue is full (" +
+                                            std::to_string(config_.max_queue_len) + " waiting)"};
+    }
+    request.arrival = Clock::now();
+    inbox_.push_back(std::move(request));
+  }
+  inbox_ready_.notify_one();
+  return {};
+}
+
+void EngineLoop::drain_and_stop(std::chrono::milliseconds timeout) {
+  accepting_ = false;
+  drain_deadline_ = Clock::now() + timeout;
+  draining_ = true;
+  inbox_ready_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineLoop::run() {
+  spdlog::info("engine loop started: {} KV blocks of {} tokens, max {} sequences, {} tokens per step",
+               pool_.num_blocks(), pool_.block_size(), config_.scheduler.max_num_seqs,
+               config_.scheduler.max_num_batched_tokens);
+  while (true) {
+    admit_inbox();
+    drop_cancelled();
+    if (draining_ && scheduler_.idle()) break;
+    if (draining_ && Clock::now() >= drain_deadline_) {
+      abort_everything(FinishReason::kAbort, "the engine shut down before the request finished");
+      break;
+    }
+    if (scheduler_.idle()) {
+      std::unique_lock lock(inbox_mutex_);
+      inbox_ready_.wait_for(lock, std::chrono::milliseconds(50),
+                            [this] { return !inbox_.empty() || draining_.load(); });
+      continue;
+    }
+    execute_step();
+    erase_finished_requests();
+    update_gauges();
+  }
+  admit_inbox();
+  abort_everything(FinishReason::kAbort, "the engine shut down before the request finished");
+  update_gauges();
+  spdlog::info("engine loop stopped");
+}
+
+void EngineLoop::admit_inbox() {
+  std::deque<GenerationRequest> incoming;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    incoming.swap(inbox_);
+    unscheduled_requests_ += int(incoming.size());
+  }
+  for (GenerationRequest& request : incoming) {
+    auto active = std::make_unique<ActiveRequest>();
+    const int n = std::max(1, request.params.n);
+    for (int choice = 0; choice < n; ++choice) {
+      auto seq = std::make_unique<Sequence>();
+      seq->id = next_sequence_id_++;
+      seq->tokens = request.prompt;
+      seq->num_prompt_tokens = int(request.prompt.size());
+      seq->params = request.params;
+      owner_[seq->id] = {active.get(), choice};
+      scheduler_.add(*seq);
+      active->rngs.emplace_back(choice_seed(request.params, choice));
+      active->sequences.push_back(std::move(seq));
+    }
+    active->last_token_time.resize(std::size_t(n));
+    active->request = std::move(request);
+    const std::string id = active->request.id;
+    requests_[id] = std::move(active);
+  }
+}
+
+void EngineLoop::drop_cancelled() {
+  for (auto& [id, request] : requests_) {
+    if (!request->request.channel->cancelled()) continue;
+    for (auto& seq : request->sequences) {
+      if (seq->status != SequenceStatus::kFinished) finish_sequence(*seq, FinishReason::kAbort);
+    }
+  }
+  erase_finished_requests();
+}
+
+void EngineLoop::execute_step() {
+  SchedulerOutput out = scheduler_.schedule();
+  if (out.empty()) {
+    // Nothing fits although nothing runs: the first waiting sequence can never be scheduled.
+    if (scheduler_.num_running() == 0) {
+      if (Sequence* stuck = scheduler_.first_waiting()) {
+        finish_sequence(*stuck, FinishReason::kError, "the prompt does not fit in the KV cache");
+      }
+    }
+    return;
+  }
+  const Clock::time_point scheduled_at = Clock::now();
+  for (const ScheduledSequence& s : out.scheduled) {
+    ActiveRequest& request = *owner_.at(s.seq->id).first;
+    if (!request.scheduled) {
+      request.scheduled = true;
+      request.first_scheduled = scheduled_at;
+      --unscheduled_requests_;
+    }
+  }
+
+  std::vector<float> logits;
+  try {
+    runner_.execute(out, logits);
+  } catch (const std::exception& e) {
+    spdlog::error("model step failed: {}", e.what());
+    for (const ScheduledSequence& s : out.scheduled) {
+      if (s.seq->status == SequenceStatus::kRunning) {
+        finish_sequence(*s.seq, FinishReason::kError, std::string("model step failed: ") + e.what());
+      }
+    }
+    return;
+  }
+
+  const int vocab = runner_.vocab_size();
+  std::vector<int> sampled(out.scheduled.size(), -1);
+  std::vector<SampledToken> samples(out.scheduled.size());
+  std::size_t row = 0;
+  for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
+    const ScheduledSequence& s = out.scheduled[i];
+    if (!s.samples_next_token) continue;
+    auto [request, choice] = owner_.at(s.seq->id);
+    const std::span<const float> row_logits(logits.data() + row * std::size_t(vocab), std::size_t(vocab));
+    ++row;
+    const std::span<const int> all(s.seq->tokens);
+    samples[i] = sample_token(row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
+                              all.subspan(std::size_t(s.seq->num_prompt_tokens)),
+                              request->rngs[std::size_t(choice)]);
+    sampled[i] = samples[i].token;
+  }
+  scheduler_.complete_step(out, sampled);
+
+  const Clock::time_point now = Clock::now();
+  for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
+    Sequence& seq = *out.scheduled[i].seq;
+    if (sampled[i] < 0 || seq.status != SequenceStatus::kRunning) continue;
+    auto [request, choice] = owner_.at(seq.id);
+    const int token = sampled[i];
+    metrics_.generation_tokens.inc();
+    if (!request->got_first_token) {
+      request->got_first_token = true;
+      request->first_token = now;
+      metrics_.time_to_first_token.observe(seconds(now - request->request.arrival));
+      metrics_.request_prefill_time.observe(seconds(now - request->first_scheduled));
+      metrics_.prompt_tokens.inc(double(request->request.prompt.size()));
+    } else if (seq.num_output_tokens() > 1) {
+      metrics_.inter_token_latency.observe(
+          seconds(now - request->last_token_time[std::size_t(choice)]));
+    }
+    request->last_token_time[std::size_t(choice)] = now;
+    request->last_token = now;
+
+    const SamplingParams& p = seq.params;
+    const bool is_eos = !p.ignore_eos && std::find(config_.eos_token_ids.begin(),
+                                                   config_.eos_token_ids.end(), token) !=
+                                             config_.eos_token_ids.end();
+    const bool is_stop_id =
+        std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
+    FinishReason reason = FinishReason::kNone;
+    if (is_eos || is_stop_id) reason = FinishReason::kStop;
+    else if (seq.num_output_tokens() >= p.max_tokens || seq.num_tokens() >= max_tokens_per_sequence())
+      reason = FinishReason::kLength;
+
+    TokenEvent event;
+    event.choice = choice;
+    event.token = token;
+    event.sample = std::move(samples[i]);
+    event.finish = reason;
+    event.stop_token = is_eos || is_stop_id;
+    event.num_prompt_tokens = seq.num_prompt_tokens;
+    event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
+    request->request.channel->push(std::move(event));
+    if (reason != FinishReason::kNone) finish_sequence(seq, reason);
+  }
+}
+
+void EngineLoop::finish_sequence(Sequence& seq, FinishReason reason, const std::string& error) {
+  auto [request, choice] = owner_.at(seq.id);
+  scheduler_.finish(seq);
+  ++request->num_finished;
+  if (reason == FinishReason::kAbort || reason == FinishReason::kError) {
+    TokenEvent event;
+    event.choice = choice;
+    event.finish = reason;
+    event.error = error;
+    event.num_prompt_tokens = seq.num_prompt_tokens;
+    request->request.channel->push(std::move(event));
+  }
+  // A request is as good as its worst choice: an error or abort of one marks the request.
+  if (request->reason == FinishReason::kNone || reason == FinishReason::kError ||
+      reason == FinishReason::kAbort) {
+    request->reason = reason;
+  }
+  if (!request->scheduled && request->num_finished == int(request->sequences.size())) {
+    request->scheduled = true;  // leaves the queue count without ever running
+    --unscheduled_requests_;
+  }
+}
+
+void EngineLoop::erase_finished_requests() {
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    ActiveRequest& r = *it->second;
+    if (r.num_finished < int(r.sequences.size())) {
+      ++it;
+      continue;
+    }
+    const Clock::time_point end = r.got_first_token ? r.last_token : Clock::now();
+    metrics_.e2e_request_latency.observe(seconds(end - r.request.arrival));
+    if (r.first_scheduled != Clock::time_point{}) {
+      metrics_.request_queue_time.observe(seconds(r.first_scheduled - r.request.arrival));
+    }
+    if (r.got_first_token) metrics_.request_decode_time.observe(seconds(r.last_token - r.first_token));
+    metrics_.request_prompt_tokens.observe(double(r.request.prompt.size()));
+    int generated = 0;
+    for (const auto& seq : r.sequences) generated += seq->num_output_tokens();
+    metrics_.request_generation_tokens.observe(double(generated));
+    metrics_.count_finished(finish_reason_name(r.reason));
+    for (const auto& seq : r.sequences) owner_.erase(seq->id);
+    it = requests_.erase(it);
+  }
+}
+
+void EngineLoop::abort_everything(FinishReason reason, const std::string& error) {
+  for (auto& [id, request] : requests_) {
+    for (auto& seq : request->sequences) {
+      if (seq->status != SequenceStatus::kFinished) finish_sequence(*seq, reason, error);
+    }
+  }
+  erase_finished_requests();
+}
+
+void EngineLoop::update_gauges() {
+  int running = 0, waiting = 0;
+  for (const auto& [id, request] : requests_) {
+    bool any_running = false, any_waiting = false;
+    for (const auto& seq : request->sequences) {
+      any_running |= seq->status == SequenceStatus::kRunning;
+      any_waiting |= seq->status == SequenceStatus::kWaiting;
+    }
+    running += any_running;
+    waiting += !any_running && any_waiting;
+  }
+  {
+    std::lock_guard lock(inbox_mutex_);
+    waiting += int(inbox_.size());
+  }
+  metrics_.requests_running.set(running);
+  metrics_.requests_waiting.set(waiting);
+  metrics_.kv_cache_usage_ratio.set(pool_.usage());
+  const PrefixCacheStats& stats = pool_.prefix_stats();
+  metrics_.prefix_cache_queries.inc(double(stats.queried_tokens - reported_prefix_.queried_tokens));
+  metrics_.prefix_cache_hits.inc(double(stats.hit_tokens - reported_prefix_.hit_tokens));
+  reported_prefix_ = stats;
+  metrics_.preemptions.inc(double(scheduler_.num_preemptions() - reported_preemptions_));
+  reported_preemptions_ = scheduler_.num_preemptions();
+}
+
+}  // namespace nibble::runtime

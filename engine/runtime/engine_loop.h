@@ -1,0 +1,105 @@
+#pragma once
+// The engine thread: owns the scheduler, the KV block pool and the model runner. HTTP threads
+// only submit requests and read their OutputChannel; everything else happens here, one step at
+// a time: admit new requests, drop cancelled ones, schedule, run the model, sample, emit.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/runtime/engine_metrics.h"
+#include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/runtime/output_channel.h"
+#include "engine/runtime/scheduler.h"
+
+namespace nibble::runtime {
+
+struct EngineConfig {
+  std::string model_name = "model";
+  SchedulerConfig scheduler;
+  int max_model_len = 4096;
+  int max_queue_len = 1024;          // waiting requests beyond this are refused
+  bool enable_prefix_caching = true;
+  std::vector<int> eos_token_ids;    // from generation_config.json / the tokenizer
+};
+
+struct GenerationRequest {
+  std::string id;
+  std::vector<int> prompt;
+  SamplingParams params;
+  std::shared_ptr<OutputChannel> channel;
+  std::chrono::steady_clock::time_point arrival{};  // set by submit()
+};
+
+enum class SubmitStatus { kAccepted, kQueueFull, kNotAccepting, kInvalid };
+struct SubmitResult {
+  SubmitStatus status = SubmitStatus::kAccepted;
+  std::string message;
+};
+
+class EngineLoop {
+ public:
+  EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Registry& registry);
+  ~EngineLoop();
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  void start();
+  // Thread-safe. Refuses when the waiting queue is full, when draining, or for a prompt that
+  // can never fit (longer than max_model_len or than the whole KV cache).
+  SubmitResult submit(GenerationRequest request);
+  // Stops accepting, lets running requests finish for up to timeout, aborts the rest, joins.
+  void drain_and_stop(std::chrono::milliseconds timeout);
+
+  bool accepting() const { return accepting_.load(); }
+  const EngineConfig& config() const { return config_; }
+  // Largest prompt + output the KV cache can hold for one sequence.
+  int max_tokens_per_sequence() const;
+
+ private:
+  struct ActiveRequest;
+  using Clock = std::chrono::steady_clock;
+
+  void run();
+  void admit_inbox();
+  void drop_cancelled();
+  void execute_step();
+  void finish_sequence(Sequence& seq, FinishReason reason, const std::string& error = {});
+  void finish_request_if_done(ActiveRequest& request);
+  void abort_everything(FinishReason reason, const std::string& error);
+  void erase_finished_requests();
+  void update_gauges();
+
+  EngineConfig config_;
+  ModelRunner& runner_;
+  EngineMetrics metrics_;
+  KvBlockPool pool_;
+  Scheduler scheduler_;
+
+  std::mutex inbox_mutex_;
+  std::condition_variable inbox_ready_;
+  std::deque<GenerationRequest> inbox_;
+  std::atomic<int> unscheduled_requests_{0};  // admitted but never scheduled, for the queue limit
+  std::atomic<bool> accepting_{true};
+  std::atomic<bool> stop_{false};
+  Clock::time_point drain_deadline_{};
+  std::atomic<bool> draining_{false};
+  std::thread thread_;
+
+  // Engine-thread state.
+  std::map<std::string, std::unique_ptr<ActiveRequest>> requests_;
+  std::map<std::int64_t, std::pair<ActiveRequest*, int>> owner_;  // sequence id -> request, choice
+  std::int64_t next_sequence_id_ = 0;
+  PrefixCacheStats reported_prefix_{};
+  std::uint64_t reported_preemptions_ = 0;
+};
+
+}  // namespace nibble::runtime

@@ -1,0 +1,28 @@
+#pragma once
+// What the engine loop needs from a model on a device: run one scheduled batch.
+// Implementations (engine/backend/cpu, engine/backend/cuda) own the weights and the KV cache
+// memory; the block ids in each sequence's block_table index that memory.
+#include <span>
+#include <vector>
+
+#include "engine/runtime/scheduler.h"
+
+namespace nibble::runtime {
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual int vocab_size() const = 0;
+  // Blocks of kv_block_size tokens the runner allocated room for.
+  virtual int num_kv_blocks() const = 0;
+  virtual int kv_block_size() const = 0;
+
+  // Computes tokens [num_computed_tokens, + num_new_tokens) of every scheduled sequence,
+  // writing their keys and values into the sequence's blocks, and writes one row of
+  // vocab_size() logits per sequence whose samples_next_token is set, in batch order.
+  // Throws on device failure; the engine then fails the batch's requests.
+  virtual void execute(const SchedulerOutput& batch, std::vector<float>& logits) = 0;
+};
+
+}  // namespace nibble::runtime

@@ -1,0 +1,33 @@
+#include "engine/runtime/output_channel.h"
+
+namespace nibble::runtime {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+    case FinishReason::kNone: break;
+  }
+  return "";
+}
+
+void OutputChannel::push(TokenEvent event) {
+  {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(event));
+  }
+  ready_.notify_one();
+}
+
+std::vector<TokenEvent> OutputChannel::pop(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  ready_.wait_for(lock, timeout, [this] { return !events_.empty(); });
+  std::vector<TokenEvent> out(std::make_move_iterator(events_.begin()),
+                              std::make_move_iterator(events_.end()));
+  events_.clear();
+  return out;
+}
+
+}  // namespace nibble::runtime

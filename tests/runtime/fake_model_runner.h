@@ -1,0 +1,64 @@
+#pragma once
+// A stand-in model for engine-loop tests: the next token is always (last token + 1) mod vocab.
+// It also keeps a fake KV cache (the token stored in every slot it was asked to write) and
+// checks, every step, that each sequence's earlier tokens are where its block table says:
+// a scheduler or prefix-cache bug shows up as a wrong slot here.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/runtime/model_runner.h"
+
+namespace nibble::runtime::testing {
+
+class FakeModelRunner : public ModelRunner {
+ public:
+  FakeModelRunner(int vocab, int num_blocks, int block_size)
+      : vocab_(vocab), num_blocks_(num_blocks), block_size_(block_size),
+        kv_(std::size_t(num_blocks * block_size), -1) {}
+
+  int vocab_size() const override { return vocab_; }
+  int num_kv_blocks() const override { return num_blocks_; }
+  int kv_block_size() const override { return block_size_; }
+
+  void execute(const SchedulerOutput& batch, std::vector<float>& logits) override {
+    ++steps;
+    if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
+    if (fail_next) {
+      fail_next = false;
+      throw std::runtime_error("injected device failure");
+    }
+    logits.clear();
+    for (const ScheduledSequence& s : batch.scheduled) {
+      const Sequence& seq = *s.seq;
+      const int begin = seq.num_computed_tokens, end = begin + s.num_new_tokens;
+      EXPECT_GE(int(seq.block_table.size()) * block_size_, end) << "no room for the new tokens";
+      for (int pos = 0; pos < begin; ++pos) {  // earlier KV must be intact
+        EXPECT_EQ(kv_[slot(seq, pos)], seq.tokens[std::size_t(pos)]) << "seq " << seq.id << " pos " << pos;
+      }
+      for (int pos = begin; pos < end; ++pos) kv_[slot(seq, pos)] = seq.tokens[std::size_t(pos)];
+      if (s.samples_next_token) {
+        std::vector<float> row(std::size_t(vocab_), 0.0f);
+        row[std::size_t((seq.tokens[std::size_t(end - 1)] + 1) % vocab_)] = 10.0f;
+        logits.insert(logits.end(), row.begin(), row.end());
+      }
+    }
+  }
+
+  std::atomic<int> steps{0};
+  std::atomic<bool> fail_next{false};
+  std::chrono::microseconds step_delay{0};  // makes a step take as long as a real one
+
+ private:
+  std::size_t slot(const Sequence& seq, int pos) const {
+    return std::size_t(seq.block_table[std::size_t(pos / block_size_)] * block_size_ + pos % block_size_);
+  }
+  int vocab_, num_blocks_, block_size_;
+  std::vector<int> kv_;
+};
+
+}  // namespace nibble::runtime::testing

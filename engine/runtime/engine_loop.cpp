@@ -59,6 +59,14 @@ SubmitResult EngineLoop::submit(GenerationRequest request) {
             "prompt has " + std::to_string(request.prompt.size()) +
                 " tokens; it must have at least 1 and fewer than " + std::to_string(limit)};
   }
+  const int vocab = runner_.vocab_size();
+  for (int id : request.prompt) {
+    if (id < 0 || id >= vocab) {
+      return {SubmitStatus::kInvalid, "token id " + std::to_string(id) +
+                                          " is outside the model's vocabulary of " +
+                                          std::to_string(vocab)};
+    }
+  }
   {
     std::lock_guard lock(inbox_mutex_);
     if (int(inbox_.size()) + unscheduled_requests_.load() >= config_.max_queue_len) {
@@ -93,6 +101,7 @@ void EngineLoop::run() {
       break;
     }
     if (scheduler_.idle()) {
+      update_gauges();  // the last requests may just have been dropped
       std::unique_lock lock(inbox_mutex_);
       inbox_ready_.wait_for(lock, std::chrono::milliseconds(50),
                             [this] { return !inbox_.empty() || draining_.load(); });
@@ -138,7 +147,13 @@ void EngineLoop::admit_inbox() {
 
 void EngineLoop::drop_cancelled() {
   for (auto& [id, request] : requests_) {
-    if (!request->request.channel->cancelled()) continue;
+    OutputChannel& channel = *request->request.channel;
+    for (int choice : channel.take_stopped_choices()) {  // stop strings found by the consumer
+      if (choice < 0 || choice >= int(request->sequences.size())) continue;
+      Sequence& seq = *request->sequences[std::size_t(choice)];
+      if (seq.status != SequenceStatus::kFinished) finish_sequence(seq, FinishReason::kStop);
+    }
+    if (!channel.cancelled()) continue;
     for (auto& seq : request->sequences) {
       if (seq->status != SequenceStatus::kFinished) finish_sequence(*seq, FinishReason::kAbort);
     }

@@ -1,5 +1,7 @@
 #include "engine/runtime/output_channel.h"
 
+#include <utility>
+
 namespace nibble::runtime {
 
 const char* finish_reason_name(FinishReason reason) {
@@ -28,6 +30,19 @@ std::vector<TokenEvent> OutputChannel::pop(std::chrono::milliseconds timeout) {
                               std::make_move_iterator(events_.end()));
   events_.clear();
   return out;
+}
+
+void OutputChannel::stop_choice(int choice) {
+  std::lock_guard lock(mutex_);
+  stopped_choices_.push_back(choice);
+  has_stopped_choices_ = true;
+}
+
+std::vector<int> OutputChannel::take_stopped_choices() {
+  if (!has_stopped_choices_.load()) return {};  // the engine asks every step: keep it lock-free
+  std::lock_guard lock(mutex_);
+  has_stopped_choices_ = false;
+  return std::exchange(stopped_choices_, {});
 }
 
 }  // namespace nibble::runtime

@@ -35,14 +35,20 @@ class OutputChannel {
   // Waits up to timeout for events; returns all queued ones (empty on timeout).
   std::vector<TokenEvent> pop(std::chrono::milliseconds timeout);
 
+  // The client went away: abort every choice at the next step.
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  // The consumer matched a stop string in this choice's text: finish it as "stop".
+  void stop_choice(int choice);
+  std::vector<int> take_stopped_choices();
 
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<TokenEvent> events_;
+  std::vector<int> stopped_choices_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> has_stopped_choices_{false};
 };
 
 }  // namespace nibble::runtime

@@ -1,0 +1,426 @@
+#include "engine/server/openai_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+#include <map>
+
+#include "engine/server/api_error.h"
+#include "engine/server/generation_session.h"
+#include "metrics/exposition.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  if (e.status() == 503) res.set_header("Retry-After", "1");
+  send_json(res, e.status(), e.body());
+}
+
+json parse_body(const httplib::Request& req) {
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) throw invalid_request("the request body is not valid JSON");
+  return body;
+}
+
+// Completions report logprobs column-wise; chat reports a list of entries.
+json completion_logprobs(const json& entries) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  for (const json& e : entries) {
+    tokens.push_back(e["token"]);
+    token_logprobs.push_back(e["logprob"]);
+    top.push_back(e["top"]);
+    offsets.push_back(e["offset"]);
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top},
+          {"text_offset", offsets}};
+}
+
+json format_logprobs(Endpoint endpoint, const json& entries) {
+  if (entries.is_null()) return nullptr;
+  return endpoint == Endpoint::kChat ? json{{"content", entries}} : completion_logprobs(entries);
+}
+
+struct PreparedRequest {
+  Endpoint endpoint;
+  std::string id;
+  std::string model;
+  std::vector<int> prompt;
+  std::string echo_text;  // completions with echo: the prompt, as text
+  runtime::SamplingParams params;
+  bool max_tokens_given = false;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// Everything the streaming callback needs, kept alive by the callback itself.
+struct StreamState {
+  PreparedRequest request;
+  std::int64_t created = 0;
+  std::unique_ptr<GenerationSession> session;
+  bool started = false;
+  bool finished = false;
+};
+
+json chunk_envelope(const PreparedRequest& r, std::int64_t created) {
+  return {{"id", r.id},
+          {"object", r.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created},
+          {"model", r.model},
+          {"choices", json::array()}};
+}
+
+bool write_event(httplib::DataSink& sink, const json& payload) {
+  const std::string line =
+      "data: " + payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+  return sink.write(line.data(), line.size());
+}
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
+                           const tokenizer::Tokenizer& tokenizer,
+                           const chat::ChatTemplate* chat_template, metrics::Registry& registry)
+    : config_(std::move(config)), engine_(engine), tokenizer_(tokenizer),
+      chat_template_(chat_template), registry_(registry), created_(std::time(nullptr)) {
+  route();
+}
+
+int OpenAiServer::bind() {
+  const int port = config_.port == 0 ? http_.bind_to_any_port(config_.host)
+                                     : (http_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
+  if (port < 0) {
+    throw std::runtime_error("cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
+                             " (address in use or not permitted)");
+  }
+  return port;
+}
+
+void OpenAiServer::listen() { http_.listen_after_bind(); }
+
+void OpenAiServer::route() {
+  const int threads = config_.http_threads;
+  http_.new_task_queue = [threads] { return new httplib::ThreadPool(std::size_t(threads)); };
+  http_.set_payload_max_length(config_.max_body_bytes);
+  http_.set_read_timeout(60, 0);
+
+  http_.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      send_json(res, 413, error_body(413, "invalid_request_error",
+                                     "the request body is larger than the limit of " +
+                                         std::to_string(config_.max_body_bytes) + " bytes"));
+    } else if (res.status == 404) {
+      send_json(res, 404, error_body(404, "not_found_error", "no such route"));
+    } else {
+      send_json(res, res.status, error_body(res.status, "invalid_request_error", "request failed"));
+    }
+  });
+  http_.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                                 std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("{} {}: {}", req.method, req.path, what);
+    send_json(res, 500, error_body(500, "internal_server_error", what));
+  });
+  http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (config_.api_key.empty() || !req.path.starts_with("/v1/")) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (req.get_header_value("Authorization") != "Bearer " + config_.api_key) {
+      send_error(res, unauthorized());
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const bool healthy = ready_ && engine_.accepting();
+    res.status = healthy ? 200 : 503;
+    res.set_content(healthy ? "ok" : (ready_ ? "draining" : "loading"), "text/plain");
+  });
+  http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(registry_.render(), metrics::kExpositionContentType);
+  });
+  http_.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"version", NIBBLE_VERSION}});
+  });
+  http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json model = {{"id", config_.served_model_name},
+                  {"object", "model"},
+                  {"created", created_},
+                  {"owned_by", "nibble"},
+                  {"root", config_.served_model_name},
+                  {"max_model_len", engine_.max_tokens_per_sequence()}};
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+  });
+  http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    completions(req, res);
+  });
+  http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    chat_completions(req, res);
+  });
+  http_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const json body = parse_body(req);
+      std::vector<int> ids;
+      if (body.contains("messages")) {
+        if (!chat_template_) throw invalid_request("this model has no chat template");
+        chat::ChatRequest chat;
+        chat.messages = body["messages"];
+        chat.add_generation_prompt = body.value("add_generation_prompt", true);
+        ids = tokenizer_.encode(chat_template_->render(chat));
+      } else if (body.contains("prompt") && body["prompt"].is_string()) {
+        ids = tokenizer_.encode(body["prompt"].get<std::string>(),
+                                {.add_special_tokens = body.value("add_special_tokens", true)});
+      } else {
+        throw invalid_request("send 'prompt' (a string) or 'messages'", "prompt");
+      }
+      send_json(res, 200, {{"tokens", ids}, {"count", ids.size()},
+                           {"max_model_len", engine_.max_tokens_per_sequence()}});
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, invalid_request(e.what()));
+    }
+  });
+  http_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const json body = parse_body(req);
+      if (!body.contains("tokens") || !body["tokens"].is_array()) {
+        throw invalid_request("'tokens' must be an array of token ids", "tokens");
+      }
+      std::vector<int> ids;
+      for (const json& t : body["tokens"]) {
+        if (!t.is_number_integer()) throw invalid_request("'tokens' must be an array of token ids", "tokens");
+        ids.push_back(t.get<int>());
+      }
+      send_json(res, 200, {{"prompt", tokenizer_.decode(ids)}});
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, invalid_request(e.what(), "tokens"));
+    }
+  });
+}
+
+namespace {
+
+// Checks lengths, submits to the engine and answers: a JSON body, or an SSE stream.
+void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
+                    const tokenizer::Tokenizer& tokenizer, httplib::Response& res) {
+  const int limit = engine.max_tokens_per_sequence();
+  const int prompt_len = int(request.prompt.size());
+  if (prompt_len == 0) throw invalid_request("the prompt is empty", "prompt");
+  if (prompt_len >= limit) {
+    throw invalid_request("This model's maximum context length is " + std::to_string(limit) +
+                              " tokens. However, your prompt has " + std::to_string(prompt_len) +
+                              " tokens. Please reduce the length of the prompt.",
+                          request.endpoint == Endpoint::kChat ? "messages" : "prompt");
+  }
+  runtime::SamplingParams& params = request.params;
+  if (!request.max_tokens_given && request.endpoint == Endpoint::kChat) {
+    params.max_tokens = limit - prompt_len;
+  } else if (std::int64_t(prompt_len) + params.max_tokens > limit) {
+    if (request.max_tokens_given) {
+      throw invalid_request("This model's maximum context length is " + std::to_string(limit) +
+                                " tokens. However, you requested " +
+                                std::to_string(std::int64_t(prompt_len) + params.max_tokens) +
+                                " tokens (" + std::to_string(prompt_len) + " in the prompt, " +
+                                std::to_string(params.max_tokens) +
+                                " in the completion). Please reduce the length of the prompt or "
+                                "completion.",
+                            "max_tokens");
+    }
+    params.max_tokens = limit - prompt_len;  // the completions default of 16 did not fit
+  }
+
+  auto channel = std::make_shared<runtime::OutputChannel>();
+  runtime::GenerationRequest submission{request.id, request.prompt, params, channel, {}};
+  const runtime::SubmitResult submitted = engine.submit(std::move(submission));
+  switch (submitted.status) {
+    case runtime::SubmitStatus::kAccepted: break;
+    case runtime::SubmitStatus::kQueueFull:
+    case runtime::SubmitStatus::kNotAccepting: throw service_unavailable(submitted.message);
+    case runtime::SubmitStatus::kInvalid: throw invalid_request(submitted.message, "prompt");
+  }
+  auto session = std::make_unique<GenerationSession>(tokenizer, request.endpoint, params,
+                                                     prompt_len, channel);
+  const std::int64_t created = std::time(nullptr);
+
+  if (!request.stream) {
+    const int n = std::max(1, params.n);
+    std::vector<std::string> text(static_cast<std::size_t>(n));
+    std::vector<json> entries(std::size_t(n), params.logprobs >= 0 ? json::array() : json(nullptr));
+    std::vector<std::string> finish(static_cast<std::size_t>(n));
+    while (!session->done()) {
+      for (ChoiceDelta& d : session->poll(1s)) {
+        text[std::size_t(d.index)] += d.text;
+        if (d.logprobs.is_array()) {
+          for (json& e : d.logprobs) entries[std::size_t(d.index)].push_back(std::move(e));
+        }
+        if (d.finish_reason) finish[std::size_t(d.index)] = *d.finish_reason;
+      }
+    }
+    if (session->error()) {
+      send_json(res, 500, error_body(500, "internal_server_error", *session->error()));
+      return;
+    }
+    json choices = json::array();
+    for (int i = 0; i < n; ++i) {
+      json choice = {{"index", i}, {"logprobs", format_logprobs(request.endpoint, entries[std::size_t(i)])},
+                     {"finish_reason", finish[std::size_t(i)]}};
+      if (request.endpoint == Endpoint::kChat) {
+        choice["message"] = {{"role", "assistant"}, {"content", text[std::size_t(i)]}};
+      } else {
+        choice["text"] = request.echo_text + text[std::size_t(i)];
+      }
+      choices.push_back(choice);
+    }
+    send_json(res, 200,
+              {{"id", request.id},
+               {"object", request.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+               {"created", created},
+               {"model", request.model},
+               {"choices", choices},
+               {"usage", session->usage()}});
+    return;
+  }
+
+  auto state = std::make_shared<StreamState>();
+  state->request = std::move(request);
+  state->created = created;
+  state->session = std::move(session);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [state](std::size_t, httplib::DataSink& sink) {
+        const PreparedRequest& r = state->request;
+        GenerationSession& session = *state->session;
+        if (!state->started) {  // chat: the role first; completions with echo: the prompt
+          state->started = true;
+          const int n = std::max(1, r.params.n);
+          for (int i = 0; i < n; ++i) {
+            json chunk = chunk_envelope(r, state->created);
+            if (r.endpoint == Endpoint::kChat) {
+              chunk["choices"].push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                          {"logprobs", nullptr}, {"finish_reason", nullptr}});
+            } else if (!r.echo_text.empty()) {
+              chunk["choices"].push_back({{"index", i}, {"text", r.echo_text}, {"logprobs", nullptr},
+                                          {"finish_reason", nullptr}});
+            } else {
+              continue;
+            }
+            if (!write_event(sink, chunk)) return false;
+          }
+        }
+        for (ChoiceDelta& d : session.poll(100ms)) {
+          if (d.text.empty() && !d.finish_reason && !d.logprobs.is_array()) continue;
+          json chunk = chunk_envelope(r, state->created);
+          json choice = {{"index", d.index},
+                         {"logprobs", format_logprobs(r.endpoint, d.logprobs)},
+                         {"finish_reason", d.finish_reason ? json(*d.finish_reason) : json(nullptr)}};
+          if (r.endpoint == Endpoint::kChat) {
+            choice["delta"] = d.text.empty() ? json::object() : json{{"content", d.text}};
+          } else {
+            choice["text"] = d.text;
+          }
+          chunk["choices"].push_back(choice);
+          if (!write_event(sink, chunk)) return false;  // the client went away
+        }
+        if (session.done()) {
+          if (session.error()) {
+            write_event(sink, error_body(500, "internal_server_error", *session.error()));
+          }
+          if (r.include_usage) {
+            json chunk = chunk_envelope(r, state->created);
+            chunk["usage"] = session.usage();
+            write_event(sink, chunk);
+          }
+          static const std::string done = "data: [DONE]\n\n";
+          sink.write(done.data(), done.size());
+          state->finished = true;
+          sink.done();
+        }
+        return true;
+      },
+      [state](bool success) {
+        if (!success || !state->finished) state->session->cancel();
+      });
+}
+
+}  // namespace
+
+void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
+  try {
+    CompletionRequest parsed = parse_completion_request(parse_body(req), config_.limits);
+    if (!parsed.model.empty() && parsed.model != config_.served_model_name) throw model_not_found(parsed.model);
+    PreparedRequest r;
+    r.endpoint = Endpoint::kCompletions;
+    r.id = "cmpl-" + std::to_string(created_) + "-" + std::to_string(next_request_id_++);
+    r.model = config_.served_model_name;
+    if (parsed.prompt_text) {
+      r.prompt = tokenizer_.encode(*parsed.prompt_text, {.add_special_tokens = parsed.add_special_tokens});
+    } else {
+      r.prompt = *parsed.prompt_ids;  // the engine checks them against the model's vocabulary
+    }
+    if (parsed.echo) r.echo_text = parsed.prompt_text ? *parsed.prompt_text : tokenizer_.decode(r.prompt);
+    r.params = parsed.params;
+    r.max_tokens_given = parsed.max_tokens_given;
+    r.stream = parsed.stream;
+    r.include_usage = parsed.include_usage;
+    run_generation(std::move(r), engine_, tokenizer_, res);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  }
+}
+
+void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
+  try {
+    ChatCompletionRequest parsed = parse_chat_request(parse_body(req), config_.limits);
+    if (!parsed.model.empty() && parsed.model != config_.served_model_name) throw model_not_found(parsed.model);
+    if (!chat_template_) {
+      throw invalid_request("this model has no chat template; use /v1/completions", "messages");
+    }
+    chat::ChatRequest chat;
+    chat.messages = parsed.messages;
+    chat.tools = parsed.tools;
+    chat.add_generation_prompt = parsed.add_generation_prompt;
+    chat.extra = parsed.template_kwargs;
+    std::string prompt;
+    try {
+      prompt = chat_template_->render(chat);
+    } catch (const std::exception& e) {
+      throw invalid_request(std::string("the chat template rejected the messages: ") + e.what(), "messages");
+    }
+    PreparedRequest r;
+    r.endpoint = Endpoint::kChat;
+    r.id = "chatcmpl-" + std::to_string(created_) + "-" + std::to_string(next_request_id_++);
+    r.model = config_.served_model_name;
+    // The template already holds the special tokens (as transformers' apply_chat_template).
+    r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
+    r.params = parsed.params;
+    r.max_tokens_given = parsed.max_tokens_given;
+    r.stream = parsed.stream;
+    r.include_usage = parsed.include_usage;
+    run_generation(std::move(r), engine_, tokenizer_, res);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  }
+}
+
+}  // namespace nibble::server

@@ -1,0 +1,60 @@
+#pragma once
+// The OpenAI-compatible HTTP API in front of one EngineLoop:
+//   GET  /v1/models, /health, /metrics, /version
+//   POST /v1/completions, /v1/chat/completions (JSON or SSE streams), /tokenize, /detokenize
+// HTTP threads parse, tokenize and stream; the engine thread does everything else.
+#include <httplib.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "engine/chat/chat_template.h"
+#include "engine/runtime/engine_loop.h"
+#include "engine/server/openai_request.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "metrics/registry.h"
+
+namespace nibble::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string served_model_name;
+  std::string api_key;                        // empty: no authentication
+  std::size_t max_body_bytes = 32u << 20;     // larger bodies get 413
+  int http_threads = 256;                     // each open stream holds one
+  RequestLimits limits;
+};
+
+class OpenAiServer {
+ public:
+  // chat_template may be null (a model without one): chat requests then get a 400.
+  OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
+               const tokenizer::Tokenizer& tokenizer, const chat::ChatTemplate* chat_template,
+               metrics::Registry& registry);
+
+  // Binds; returns the bound port (useful with port 0) or throws on failure.
+  int bind();
+  void listen();  // blocks until stop()
+  void stop() { http_.stop(); }
+  // /health answers 200 only when ready (model loaded) and the engine accepts work.
+  void set_ready(bool ready) { ready_ = ready; }
+
+ private:
+  void route();
+  void completions(const httplib::Request& req, httplib::Response& res);
+  void chat_completions(const httplib::Request& req, httplib::Response& res);
+
+  ServerConfig config_;
+  runtime::EngineLoop& engine_;
+  const tokenizer::Tokenizer& tokenizer_;
+  const chat::ChatTemplate* chat_template_;
+  metrics::Registry& registry_;
+  httplib::Server http_;
+  std::atomic<bool> ready_{false};
+  std::atomic<std::uint64_t> next_request_id_{0};
+  std::int64_t created_ = 0;
+};
+
+}  // namespace nibble::server

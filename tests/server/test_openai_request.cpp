@@ -1,0 +1,107 @@
+// Request validation, table-driven: each bad body gives a 400 naming the parameter.
+#include <gtest/gtest.h>
+
+#include "engine/server/api_error.h"
+#include "engine/server/openai_request.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+
+struct BadCase {
+  const char* body;
+  const char* param;
+};
+
+TEST(OpenAiRequest, BadCompletionBodiesNameTheParameter) {
+  const BadCase cases[] = {
+      {R"({"max_tokens": 5})", "prompt"},
+      {R"({"prompt": 5})", "prompt"},
+      {R"({"prompt": ["a", "b"]})", "prompt"},
+      {R"({"prompt": [1, -2]})", "prompt"},
+      {R"({"prompt": "x", "max_tokens": "ten"})", "max_tokens"},
+      {R"({"prompt": "x", "max_tokens": 0})", "max_tokens"},
+      {R"({"prompt": "x", "temperature": 2.5})", "temperature"},
+      {R"({"prompt": "x", "temperature": "hot"})", "temperature"},
+      {R"({"prompt": "x", "top_p": 0})", "top_p"},
+      {R"({"prompt": "x", "top_k": -2})", "top_k"},
+      {R"({"prompt": "x", "min_p": 1.5})", "min_p"},
+      {R"({"prompt": "x", "presence_penalty": 3})", "presence_penalty"},
+      {R"({"prompt": "x", "frequency_penalty": -3})", "frequency_penalty"},
+      {R"({"prompt": "x", "repetition_penalty": 0})", "repetition_penalty"},
+      {R"({"prompt": "x", "seed": "abc"})", "seed"},
+      {R"({"prompt": "x", "stop": 3})", "stop"},
+      {R"({"prompt": "x", "stop": [""]})", "stop"},
+      {R"({"prompt": "x", "stop_token_ids": [1.5]})", "stop_token_ids"},
+      {R"({"prompt": "x", "n": 0})", "n"},
+      {R"({"prompt": "x", "n": 1000})", "n"},
+      {R"({"prompt": "x", "logprobs": 50})", "logprobs"},
+      {R"({"prompt": "x", "stream": "yes"})", "stream"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options"},
+      {R"({"prompt": "x", "model": 7})", "model"},
+      {R"({"prompt": "x", "echo": 1})", "echo"},
+  };
+  for (const BadCase& c : cases) {
+    try {
+      parse_completion_request(json::parse(c.body), {});
+      ADD_FAILURE() << "accepted: " << c.body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << c.body;
+      EXPECT_EQ(e.body()["error"]["param"], c.param) << c.body << " -> " << e.what();
+    }
+  }
+}
+
+TEST(OpenAiRequest, BadChatBodiesNameTheParameter) {
+  const BadCase cases[] = {
+      {R"({})", "messages"},
+      {R"({"messages": []})", "messages"},
+      {R"({"messages": "hi"})", "messages"},
+      {R"({"messages": [{"content": "no role"}]})", "messages"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "top_logprobs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})", "max_completion_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})", "chat_template_kwargs"},
+  };
+  for (const BadCase& c : cases) {
+    try {
+      parse_chat_request(json::parse(c.body), {});
+      ADD_FAILURE() << "accepted: " << c.body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << c.body;
+      EXPECT_EQ(e.body()["error"]["param"], c.param) << c.body << " -> " << e.what();
+    }
+  }
+  EXPECT_THROW(parse_chat_request(json::array(), {}), ApiError);
+}
+
+TEST(OpenAiRequest, GoodBodiesMapToSamplingParams) {
+  CompletionRequest c = parse_completion_request(
+      json::parse(R"({"model": "m", "prompt": [[1, 2, 3]], "max_tokens": 7, "temperature": 0,
+                     "top_k": -1, "seed": 9, "stop": "##", "stream": true,
+                     "stream_options": {"include_usage": true}, "logprobs": 2, "n": 3,
+                     "unknown_extra_field": {"ignored": true}})"),
+      {});
+  EXPECT_EQ(c.prompt_ids, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(c.params.max_tokens, 7);
+  EXPECT_TRUE(c.params.greedy());
+  EXPECT_EQ(c.params.top_k, 0);
+  EXPECT_EQ(c.params.seed, 9u);
+  EXPECT_EQ(c.params.stop, (std::vector<std::string>{"##"}));
+  EXPECT_TRUE(c.stream && c.include_usage);
+  EXPECT_EQ(c.params.logprobs, 2);
+  EXPECT_EQ(c.params.n, 3);
+
+  ChatCompletionRequest chat = parse_chat_request(
+      json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 4,
+                     "logprobs": true, "top_logprobs": 2})"),
+      {});
+  EXPECT_EQ(chat.params.max_tokens, 4);
+  EXPECT_TRUE(chat.max_tokens_given);
+  EXPECT_EQ(chat.params.logprobs, 2);
+}
+
+}  // namespace
+}  // namespace nibble::server

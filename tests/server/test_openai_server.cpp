@@ -1,0 +1,252 @@
+// The OpenAI API end to end over HTTP, against the fake model and the byte-level tokenizer:
+// with prompt "a", the model generates "bcdef...".
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/server/server_harness.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+using testing::HarnessOptions;
+using testing::ServerHarness;
+
+json post(ServerHarness& h, const std::string& path, const json& body, int expected_status) {
+  auto c = h.client();
+  auto res = c.Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(res) << path;
+  if (!res) return nullptr;
+  EXPECT_EQ(res->status, expected_status) << path << " " << body.dump() << " -> " << res->body;
+  return json::parse(res->body, nullptr, false);
+}
+
+// Reads an SSE stream; returns the data payloads in order ("[DONE]" included as a string).
+std::vector<json> stream(ServerHarness& h, const std::string& path, const json& body) {
+  auto c = h.client();
+  std::string raw;
+  httplib::Request req;
+  auto res = c.Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(res);
+  if (!res) return {};
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_NE(res->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  std::vector<json> events;
+  std::istringstream lines(res->body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("data: ")) continue;
+    const std::string payload = line.substr(6);
+    events.push_back(payload == "[DONE]" ? json("[DONE]") : json::parse(payload));
+  }
+  return events;
+}
+
+TEST(OpenAiServer, ModelsHealthVersionMetrics) {
+  ServerHarness h;
+  auto c = h.client();
+  auto models = json::parse(c.Get("/v1/models")->body);
+  EXPECT_EQ(models["data"][0]["id"], "byte-model");
+  EXPECT_EQ(models["data"][0]["max_model_len"], 256);
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_TRUE(json::parse(c.Get("/version")->body).contains("version"));
+  auto metrics = c.Get("/metrics");
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("version=0.0.4"), std::string::npos);
+  EXPECT_NE(metrics->body.find("nibble_kv_cache_usage_ratio"), std::string::npos);
+  h.server->set_ready(false);
+  EXPECT_EQ(c.Get("/health")->status, 503);
+}
+
+TEST(OpenAiServer, CompletionWithUsageAndFinishReason) {
+  ServerHarness h;
+  json r = post(h, "/v1/completions", {{"model", "byte-model"}, {"prompt", "a"}, {"max_tokens", 4}, {"temperature", 0}}, 200);
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], "bcde");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 1);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(r["usage"]["total_tokens"], 5);
+}
+
+TEST(OpenAiServer, StopStringsAcrossTokensAreNotEmitted) {
+  ServerHarness h;
+  json r = post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 20}, {"stop", {"xyz", "ef"}}}, 200);
+  EXPECT_EQ(r["choices"][0]["text"], "bcd");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  json s = post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 20}, {"stop_token_ids", {100}}}, 200);
+  EXPECT_EQ(s["choices"][0]["text"], "bc");  // token 100 ('d') stops and is not text
+  EXPECT_EQ(s["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(s["usage"]["completion_tokens"], 3);
+}
+
+TEST(OpenAiServer, EchoAndLogprobs) {
+  ServerHarness h;
+  json r = post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}, {"echo", true}, {"logprobs", 2}}, 200);
+  EXPECT_EQ(r["choices"][0]["text"], "abc");
+  const json& lp = r["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"b", "c"}));
+  EXPECT_EQ(lp["text_offset"], json({0, 1}));
+  EXPECT_LT(lp["token_logprobs"][0].get<double>(), 0.0);
+  EXPECT_EQ(lp["top_logprobs"][0].size(), 2u);
+}
+
+TEST(OpenAiServer, StreamingMatchesNonStreamingAndEndsWithUsageAndDone) {
+  ServerHarness h;
+  auto events = stream(h, "/v1/completions",
+                       {{"prompt", "a"}, {"max_tokens", 5}, {"stream", true}, {"stream_options", {{"include_usage", true}}}});
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json& usage_chunk = events[events.size() - 2];
+  EXPECT_EQ(usage_chunk["usage"]["completion_tokens"], 5);
+  EXPECT_TRUE(usage_chunk["choices"].empty());
+  std::string text;
+  std::string finish;
+  for (std::size_t i = 0; i + 2 < events.size(); ++i) {
+    text += events[i]["choices"][0]["text"].get<std::string>();
+    if (!events[i]["choices"][0]["finish_reason"].is_null()) finish = events[i]["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, "bcdef");
+  EXPECT_EQ(finish, "length");
+}
+
+TEST(OpenAiServer, ChatUsesTheTemplateAndStreamsDeltas) {
+  ServerHarness h;
+  // The prompt ends "<|im_start|>assistant\n", so generation starts at byte 11.
+  json r = post(h, "/v1/chat/completions",
+                {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}}, 200);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(r["choices"][0]["message"]["content"], "\x0b\x0c\r");
+  // <|im_start|> user \n h i <|im_end|> \n <|im_start|> a s s i s t a n t \n
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 1 + 4 + 1 + 2 + 1 + 1 + 1 + 9 + 1);
+
+  auto events = stream(h, "/v1/chat/completions",
+                       {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}, {"stream", true}});
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(events.front()["object"], "chat.completion.chunk");
+  std::string content;
+  for (const json& e : events) {
+    if (e.is_string()) continue;
+    const json& delta = e["choices"][0]["delta"];
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+  }
+  EXPECT_EQ(content, "\x0b\x0c\r");
+}
+
+TEST(OpenAiServer, SeededSamplingIsReproducibleAndNChoicesDiffer) {
+  ServerHarness h;
+  const json body = {{"prompt", "a"}, {"max_tokens", 8}, {"temperature", 2.0}, {"seed", 42}, {"n", 3}};
+  json a = post(h, "/v1/completions", body, 200);
+  json b = post(h, "/v1/completions", body, 200);
+  ASSERT_EQ(a["choices"].size(), 3u);
+  EXPECT_EQ(a["choices"], b["choices"]);
+  EXPECT_EQ(a["usage"]["completion_tokens"], 24);
+}
+
+TEST(OpenAiServer, TokenizeAndDetokenize) {
+  ServerHarness h;
+  json t = post(h, "/tokenize", {{"prompt", "hi"}}, 200);
+  EXPECT_EQ(t["tokens"], json({104, 105}));
+  json d = post(h, "/detokenize", {{"tokens", {104, 105}}}, 200);
+  EXPECT_EQ(d["prompt"], "hi");
+  post(h, "/detokenize", {{"tokens", "nope"}}, 400);
+}
+
+struct ErrorCase {
+  std::string path;
+  std::string body;
+  int status;
+  std::string message_part;
+};
+
+TEST(OpenAiServer, BadInputGetsOpenAiErrorsWithTheRightStatus) {
+  ServerHarness h({.max_model_len = 64, .max_body_bytes = 4096});
+  const ErrorCase cases[] = {
+      {"/v1/completions", "{not json", 400, "not valid JSON"},
+      {"/v1/completions", R"({"prompt": 1})", 400, "prompt"},
+      {"/v1/completions", R"({"prompt": "a", "temperature": 9})", 400, "temperature"},
+      {"/v1/completions", R"({"prompt": "a", "model": "other"})", 404, "other"},
+      {"/v1/completions", R"({"prompt": [300]})", 400, "vocabulary"},
+      {"/v1/completions", R"({"prompt": ")" + std::string(80, 'x') + R"("})", 400, "80 tokens"},
+      {"/v1/completions", R"({"prompt": "a", "max_tokens": 100})", 400, "101 tokens"},
+      {"/v1/chat/completions", R"({"messages": []})", 400, "messages"},
+      {"/v1/completions", R"({"prompt": ")" + std::string(5000, 'x') + R"("})", 413, "limit"},
+      {"/v1/nope", "{}", 404, "no such route"},
+  };
+  for (const ErrorCase& c : cases) {
+    auto client = h.client();
+    auto res = client.Post(c.path, c.body, "application/json");
+    ASSERT_TRUE(res) << c.path;
+    EXPECT_EQ(res->status, c.status) << c.body.substr(0, 80) << " -> " << res->body;
+    json body = json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << res->body;
+    EXPECT_NE(body["error"]["message"].get<std::string>().find(c.message_part), std::string::npos)
+        << body.dump();
+  }
+  // The engine is still healthy and serving.
+  post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}}, 200);
+}
+
+TEST(OpenAiServer, ApiKeyIsRequiredOnV1Routes) {
+  ServerHarness h({.api_key = "sekret"});
+  auto c = h.client();
+  auto missing = c.Post("/v1/completions", R"({"prompt":"a"})", "application/json");
+  EXPECT_EQ(missing->status, 401);
+  EXPECT_EQ(json::parse(missing->body)["error"]["type"], "authentication_error");
+  httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
+  EXPECT_EQ(c.Post("/v1/completions", wrong, R"({"prompt":"a"})", "application/json")->status, 401);
+  httplib::Headers right = {{"Authorization", "Bearer sekret"}};
+  EXPECT_EQ(c.Post("/v1/completions", right, R"({"prompt":"a","max_tokens":1})", "application/json")->status, 200);
+  EXPECT_EQ(c.Get("/health")->status, 200);  // probes need no key
+}
+
+TEST(OpenAiServer, FullQueueAnswers503WithRetryAfter) {
+  ServerHarness h({.max_queue_len = 1, .max_num_seqs = 1, .step_delay = std::chrono::milliseconds(20)});
+  // One request runs, one waits; a third finds the queue full.
+  std::thread running([&] { post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 30}, {"ignore_eos", true}}, 200); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::thread waiting([&] { post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}}, 200); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto c = h.client();
+  auto res = c.Post("/v1/completions", R"({"prompt":"a","max_tokens":1})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  running.join();
+  waiting.join();
+  post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}}, 200);  // healthy again
+}
+
+TEST(OpenAiServer, ClientDisconnectMidStreamAbortsAndFreesBlocks) {
+  ServerHarness h({.step_delay = std::chrono::milliseconds(5)});
+  {
+    auto c = h.client();
+    int chunks = 0;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = json{{"prompt", "a"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}}.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) {
+      return ++chunks < 3;  // hang up after a few chunks
+    };
+    c.send(req);
+    EXPECT_EQ(chunks, 3);
+  }
+  const std::string aborted = "nibble_requests_total{model_name=\"byte-model\",finished_reason=\"abort\"} 1";
+  std::string metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = h.registry.render();
+    if (metrics.find(aborted) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(metrics.find(aborted), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("nibble_kv_cache_usage_ratio{model_name=\"byte-model\"} 0\n"), std::string::npos);
+  EXPECT_LT(h.runner.steps.load(), 150) << "the engine kept generating for a client that left";
+}
+
+}  // namespace
+}  // namespace nibble::server

@@ -1,0 +1,115 @@
+#include "tools/bench/bench_dataset.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <stdexcept>
+
+namespace nibble::bench {
+namespace {
+
+using nlohmann::json;
+
+std::string random_words(std::mt19937_64& rng, int words) {
+  static const char* const kSyllables[] = {"ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze",
+                                           "bar", "qua", "fen", "dor", "lin", "pex", "gro"};
+  std::string text;
+  for (int w = 0; w < words; ++w) {
+    if (w) text += ' ';
+    const int syllables = 1 + int(rng() % 3);
+    for (int s = 0; s < syllables; ++s) text += kSyllables[rng() % std::size(kSyllables)];
+  }
+  return text;
+}
+
+httplib::Headers auth_headers(const BenchOptions& o) {
+  if (o.api_key.empty()) return {};
+  return {{"Authorization", "Bearer " + o.api_key}};
+}
+
+std::optional<std::vector<int>> server_tokenize(httplib::Client& client, const BenchOptions& o,
+                                                const std::string& text) {
+  auto res = client.Post("/tokenize", auth_headers(o),
+                         json{{"model", o.model}, {"prompt", text}, {"add_special_tokens", false}}.dump(),
+                         "application/json");
+  if (!res || res->status != 200) return std::nullopt;
+  json body = json::parse(res->body, nullptr, false);
+  if (!body.is_object() || !body.contains("tokens")) return std::nullopt;
+  return body["tokens"].get<std::vector<int>>();
+}
+
+std::optional<std::string> server_detokenize(httplib::Client& client, const BenchOptions& o,
+                                             const std::vector<int>& ids) {
+  auto res = client.Post("/detokenize", auth_headers(o), json{{"model", o.model}, {"tokens", ids}}.dump(),
+                         "application/json");
+  if (!res || res->status != 200) return std::nullopt;
+  json body = json::parse(res->body, nullptr, false);
+  if (!body.is_object() || !body.contains("prompt")) return std::nullopt;
+  return body["prompt"].get<std::string>();
+}
+
+Dataset random_dataset(const BenchOptions& o) {
+  std::mt19937_64 rng(o.seed);
+  httplib::Client client(o.base_url);
+  client.set_connection_timeout(5, 0);
+  Dataset d;
+  d.exact_lengths = true;
+  for (int i = 0; i < o.num_prompts; ++i) {
+    BenchPrompt p;
+    // A distinct opening per prompt, so the prefix cache cannot serve one prompt from another.
+    p.text = "request " + std::to_string(i) + ": " + random_words(rng, o.input_len * 2);
+    if (d.exact_lengths) {
+      auto ids = server_tokenize(client, o, p.text);
+      if (ids && int(ids->size()) >= o.input_len) {
+        ids->resize(std::size_t(o.input_len));
+        p.expected_input_tokens = o.input_len;
+        if (o.endpoint == "completions") {
+          p.ids = *ids;
+        } else if (auto text = server_detokenize(client, o, *ids)) {
+          p.text = *text;
+        }
+      } else {
+        d.exact_lengths = false;  // no /tokenize: fall back to about one token per word
+      }
+    }
+    if (!d.exact_lengths) p.text = "request " + std::to_string(i) + ": " + random_words(rng, o.input_len);
+    d.prompts.push_back(std::move(p));
+  }
+  return d;
+}
+
+Dataset sharegpt_dataset(const BenchOptions& o, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read the ShareGPT file " + path);
+  json data = json::parse(in, nullptr, false);
+  if (!data.is_array()) throw std::runtime_error(path + " is not a ShareGPT JSON array");
+  std::vector<std::string> prompts;
+  for (const json& item : data) {
+    if (!item.is_object() || !item.contains("conversations")) continue;
+    for (const json& turn : item["conversations"]) {
+      if (turn.is_object() && turn.value("from", "") == "human" && turn.contains("value") &&
+          turn["value"].is_string() && !turn["value"].get<std::string>().empty()) {
+        prompts.push_back(turn["value"].get<std::string>());
+        break;
+      }
+    }
+  }
+  if (prompts.empty()) throw std::runtime_error(path + " holds no human turns");
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(prompts.begin(), prompts.end(), rng);
+  Dataset d;
+  for (int i = 0; i < o.num_prompts; ++i) d.prompts.push_back({prompts[std::size_t(i) % prompts.size()], {}, 0});
+  return d;
+}
+
+}  // namespace
+
+Dataset make_dataset(const BenchOptions& o) {
+  if (o.dataset == "random") return random_dataset(o);
+  return sharegpt_dataset(o, o.dataset.substr(std::string("sharegpt:").size()));
+}
+
+}  // namespace nibble::bench

@@ -1,0 +1,37 @@
+#pragma once
+// Turns one run's request results into the numbers `vllm bench serve` reports, prints them as
+// a summary block with an ASCII plot of output tokens/s over time, and as JSON.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "tools/bench/bench_request.h"
+
+namespace nibble::bench {
+
+struct Distribution {
+  double mean = 0, median = 0, p99 = 0;  // milliseconds
+};
+Distribution distribution_ms(std::vector<double> seconds);
+
+struct RunSummary {
+  int concurrency = 0;
+  double request_rate = 0;
+  int completed = 0, failed = 0;
+  double duration_s = 0;
+  long long input_tokens = 0, output_tokens = 0;
+  double request_throughput = 0, output_throughput = 0, total_throughput = 0;
+  int peak_concurrency = 0;
+  Distribution ttft, tpot, itl, e2e;
+  std::vector<double> output_tokens_per_second;  // over time, for the plot
+  double plot_bin_s = 1;
+  std::vector<std::string> errors;               // first few
+};
+
+RunSummary summarize(int concurrency, double request_rate, const std::vector<RequestResult>& results,
+                     double duration_s);
+std::string format_summary(const RunSummary& s);
+nlohmann::json summary_json(const RunSummary& s);
+
+}  // namespace nibble::bench

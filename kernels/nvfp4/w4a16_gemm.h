@@ -1,0 +1,41 @@
+#pragma once
+// W4A16 linear layer on the GPU: out[M, N] = x[M, K] . W[N, K]^T (+ residual), with W in the
+// repacked layout of w4a16_layout.h, BF16 activations and output, FP32 accumulation on
+// mma.sync m16n8k16 BF16 tensor cores (sm_80 and later; built for sm_90a and sm_120a/121a).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nibble::kernels {
+
+// Device copy of a repacked weight (see nvfp4::W4A16Weight for the layout and shapes).
+struct W4A16DeviceWeight {
+  const std::uint8_t* tiles = nullptr;   // [n_padded/128][k_padded/64][16][256]
+  const std::uint8_t* scales = nullptr;  // [n_padded/128][k_padded/64][16][32], E4M3 codes
+  std::int64_t n = 0, k = 0, n_padded = 0, k_padded = 0;
+  float global_factor = 1.0f;
+};
+
+// Block tile families: rows of x per block 16 (decode, M <= 16: "GEMV"), 64, 128.
+enum class W4A16Tile { kM16, kM64, kM128 };
+
+inline int w4a16_tile_rows(W4A16Tile tile) {
+  return tile == W4A16Tile::kM16 ? 16 : (tile == W4A16Tile::kM64 ? 64 : 128);
+}
+inline constexpr int kW4A16TileCols = 128;
+
+// x: [m, k] BF16 bits (row stride k); residual (may be null) and out: [m, n] BF16 bits.
+// splits > 1 splits K over blocks that add into workspace (w4a16_workspace_bytes(m, n): must
+// be all zero on entry and is left all zero; the last block of each output tile writes it
+// out); splits == 1 needs no workspace.
+inline std::size_t w4a16_workspace_bytes(std::int64_t m, std::int64_t n) {
+  const std::int64_t tiles = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 15) / 16);
+  return std::size_t(m * n + tiles) * 4;  // partial sums, then one arrival counter per tile
+}
+
+cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
+                         int splits, float* workspace, cudaStream_t stream);
+
+}  // namespace nibble::kernels

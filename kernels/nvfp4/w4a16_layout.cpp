@@ -1,0 +1,95 @@
+#include "kernels/nvfp4/w4a16_layout.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/nvfp4/nvfp4_ref.h"
+
+namespace nibble::nvfp4 {
+namespace {
+
+struct Position {
+  std::int64_t word;   // byte offset of the lane's 32-bit word in tiles
+  int bits[4];         // bit of m0, m1, m2, sign within the word
+  std::int64_t scale;  // into scales
+};
+
+// Where element (r, c) lives in the layout (see the header for the derivation).
+Position locate(std::int64_t k_padded, std::int64_t r, std::int64_t c) {
+  const std::int64_t tiles_k = k_padded / kW4A16TileK;
+  const std::int64_t tiles_per_group = kW4A16NAlign / kW4A16TileN;
+  const std::int64_t tile = ((r / kW4A16NAlign) * tiles_k + c / kW4A16TileK) * tiles_per_group +
+                            (r % kW4A16NAlign) / kW4A16TileN;
+  const std::int64_t kk = c % kW4A16TileK;
+  const int step = int(kk / 16), within = int(kk % 16);
+  const int h = within / 8, t = (within % 8) / 2, upper = within % 2;
+  const int lane = int(r % kW4A16TileN) * 4 + t;
+  const int pair = 2 * (step % 2) + h;
+  static constexpr int kBits[4][4] = {{6, 7, 8, 15}, {3, 4, 5, 12}, {0, 1, 2, 9}, {10, 11, 13, 14}};
+  Position pos;
+  pos.word = tile * kW4A16TileBytes + lane * 8 + (step / 2) * 4;
+  for (int i = 0; i < 4; ++i) pos.bits[i] = kBits[pair][i] + 16 * upper;
+  pos.scale = tile * kW4A16ScaleTileBytes + (r % kW4A16TileN) * 4 + step;
+  return pos;
+}
+
+std::uint32_t load_word(const std::vector<std::uint8_t>& bytes, std::int64_t at) {
+  std::uint32_t w = 0;
+  for (int i = 0; i < 4; ++i) w |= std::uint32_t(bytes[std::size_t(at + i)]) << (8 * i);
+  return w;
+}
+
+}  // namespace
+
+W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
+                             std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
+                             float global_factor) {
+  if (n <= 0 || k <= 0 || k % kBlockSize != 0 || packed.size() != std::size_t(n * k / 2) ||
+      scales.size() != std::size_t(n * k / kBlockSize)) {
+    throw std::invalid_argument(
+        "repack_for_w4a16: weight [" + std::to_string(n) + ", " + std::to_string(k) +
+        "] needs k a positive multiple of 16, " + std::to_string(n * k / 2) +
+        " packed bytes (got " + std::to_string(packed.size()) + ") and " +
+        std::to_string(n * k / kBlockSize) + " scales (got " + std::to_string(scales.size()) + ")");
+  }
+  W4A16Weight w;
+  w.n = n;
+  w.k = k;
+  w.n_padded = (n + kW4A16NAlign - 1) / kW4A16NAlign * kW4A16NAlign;
+  w.k_padded = (k + kW4A16KAlign - 1) / kW4A16KAlign * kW4A16KAlign;
+  w.global_factor = global_factor;
+  const std::int64_t tiles = (w.n_padded / kW4A16TileN) * (w.k_padded / kW4A16TileK);
+  w.tiles.assign(std::size_t(tiles * kW4A16TileBytes), 0);
+  w.scales.assign(std::size_t(tiles * kW4A16ScaleTileBytes), 0);
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      const std::uint8_t scale = scales[std::size_t(r * (k / kBlockSize) + c / kBlockSize)];
+      if ((scale & 0x7F) == 0x7F) {
+        throw std::invalid_argument("repack_for_w4a16: NaN block scale at row " +
+                                    std::to_string(r) + ", block " +
+                                    std::to_string(c / kBlockSize));
+      }
+      const std::uint8_t byte = packed[std::size_t(r * (k / 2) + c / 2)];
+      std::uint8_t code = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+      if ((scale & 0x7F) == 0) code = 0;  // value is zero; the kernels need the code zero too
+      const Position pos = locate(w.k_padded, r, c);
+      for (int i = 0; i < 4; ++i) {
+        if ((code >> i) & 1) {
+          w.tiles[std::size_t(pos.word + pos.bits[i] / 8)] |= std::uint8_t(1u << (pos.bits[i] % 8));
+        }
+      }
+      w.scales[std::size_t(pos.scale)] = scale;
+    }
+  }
+  return w;
+}
+
+float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
+  const Position pos = locate(w.k_padded, r, c);
+  const std::uint32_t word = load_word(w.tiles, pos.word);
+  std::uint8_t code = 0;
+  for (int i = 0; i < 4; ++i) code |= std::uint8_t(((word >> pos.bits[i]) & 1u) << i);
+  return e2m1_to_float(code) * e4m3_to_float(w.scales[std::size_t(pos.scale)]) * w.global_factor;
+}
+
+}  // namespace nibble::nvfp4

@@ -1,0 +1,62 @@
+#pragma once
+// The W4A16 weight layout: an NVFP4 weight [N, K] repacked once at load so that each lane of
+// a warp holds, in one 8-byte word, the E2M1 values of its mma.sync m16n8k16 B fragments for
+// four consecutive k16 steps. The kernels (w4a16_gemm.cu) read nothing else.
+//
+// Tiles of 8 rows (n) x 64 columns (k), 256 bytes each, stored [N_padded/128][K_padded/64][16]:
+//   the 16 tiles of a 128-row group at one k step are contiguous (4 KB), so a thread block
+//   that owns 128 rows streams one contiguous run of memory along K.
+//   lane l (0..31) owns bytes l*8..l*8+7 of the tile: row n = 8*tile_n + l/4, t = l%4.
+//   Word w (0, 1; little-endian 32-bit) covers k16 steps 2w and 2w+1 of the tile.
+//   A word holds 4 bf16x2 fragment pairs P = 2*(step%2) + h (h = 0: k = 2t, 2t+1; h = 1:
+//   k = 2t+8, 2t+9), each of two elements (lower k in the low half, "upper" in the high half).
+//   An element is its E2M1 code split into magnitude bits m0 m1 m2 and sign s, placed so that
+//   one shift and one mask put them at bf16 bits 6..8 and 15 (+16 for the upper element):
+//     P0: m at 6,7,8   s at 15     (decode: w & 0x81C081C0)
+//     P1: m at 3,4,5   s at 12     (decode: (w << 3) & 0x81C081C0)
+//     P2: m at 0,1,2   s at 9      (decode: (w << 6) & 0x81C081C0)
+//     P3: m at 10,11,13 s at 14    (the bits left over: three shifts, see w4a16_gemm.cu)
+//   and the same at +16 for the upper element.
+// Block scales (E4M3 codes, unchanged), 32 bytes per tile, same tile order (512 B per group
+// and k step):
+//   byte 4*(n%8) + step is the scale of row n for k16 step `step` of the tile.
+// Padding: N up to a multiple of kNAlign, K up to a multiple of kKAlign, with zero codes and
+// zero scales. A block whose scale is zero has its codes zeroed (the value is 0 either way);
+// the kernels rely on it. NaN block scales are rejected.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nibble::nvfp4 {
+
+inline constexpr std::int64_t kW4A16TileN = 8;
+inline constexpr std::int64_t kW4A16TileK = 64;
+inline constexpr std::int64_t kW4A16TileBytes = 256;
+inline constexpr std::int64_t kW4A16ScaleTileBytes = 32;
+inline constexpr std::int64_t kW4A16NAlign = 128;  // rows per tile group = block tile in n
+inline constexpr std::int64_t kW4A16KAlign = 64;
+
+struct W4A16Weight {
+  std::int64_t n = 0, k = 0;  // logical shape
+  std::int64_t n_padded = 0, k_padded = 0;
+  float global_factor = 1.0f;        // multiply form
+  std::vector<std::uint8_t> tiles;   // [n_padded/128][k_padded/64][16][256]
+  std::vector<std::uint8_t> scales;  // [n_padded/128][k_padded/64][16][32]
+};
+
+// packed: [n, k/2] E2M1 pairs (element 2i in the low nibble); scales: [n, k/16] E4M3.
+// Throws std::invalid_argument on sizes that disagree, k % 16 != 0 or a NaN block scale.
+W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
+                             std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
+                             float global_factor);
+
+// CPU reference of the layout: element (r, c) decoded from the repacked bytes,
+// e2m1 * e4m3 * global_factor; equals dequantize_element of the source matrix.
+float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c);
+
+// Weight bytes a kernel streams for this layout (codes + scales, padding included).
+inline std::int64_t w4a16_bytes(const W4A16Weight& w) {
+  return std::int64_t(w.tiles.size() + w.scales.size());
+}
+
+}  // namespace nibble::nvfp4

@@ -1,0 +1,69 @@
+#include "kernels/nvfp4_linear.h"
+
+#include <algorithm>
+
+namespace nibble::kernels {
+
+cudaError_t query_device_traits(DeviceTraits* traits) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  if ((err = cudaDeviceGetAttribute(&traits->sm_count, cudaDevAttrMultiProcessorCount, device)) !=
+      cudaSuccess) {
+    return err;
+  }
+  if ((err = cudaDeviceGetAttribute(&traits->major, cudaDevAttrComputeCapabilityMajor, device)) !=
+      cudaSuccess) {
+    return err;
+  }
+  return cudaDeviceGetAttribute(&traits->minor, cudaDevAttrComputeCapabilityMinor, device);
+}
+
+int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
+                const DeviceTraits& device) {
+  const std::int64_t rows = w4a16_tile_rows(tile);
+  const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + rows - 1) / rows);
+  // Resident blocks per SM: decode tiles are small (26 KB of shared memory, 64 registers), 8
+  // fit; the big tiles fit about 2. Split K so that the grid fills those slots in ONE wave
+  // (a second, partial wave costs as much as a full one).
+  const std::int64_t slots = std::int64_t(device.sm_count) * (tile == W4A16Tile::kM16 ? 8 : 2);
+  const std::int64_t k_tiles = (k + 63) / 64;
+  std::int64_t splits = std::max<std::int64_t>(1, slots / blocks);
+  // Each split adds m x 128 partial sums per block with atomics: keep that traffic under the
+  // block's weight traffic (4.6 KB per k-tile) by giving each split enough k-tiles. The
+  // factor comes from nibble-kernel-bench --sweep-splits on H100 (docs/performance.md).
+  const std::int64_t atomic_bytes = std::min<std::int64_t>(m, rows) * 128 * 4;
+  const std::int64_t min_k_tiles = std::max<std::int64_t>(2, (atomic_bytes * 2 + 4607) / 4608);
+  splits = std::min(splits, std::max<std::int64_t>(1, k_tiles / min_k_tiles));
+  return int(splits);
+}
+
+Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const DeviceTraits& device) {
+  Nvfp4LinearPlan plan;
+  // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
+  // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
+  const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
+  if (m <= 16) {
+    plan.tile = W4A16Tile::kM16;
+  } else if (m > 512 && blocks128 >= 2 * std::int64_t(device.sm_count)) {
+    plan.tile = W4A16Tile::kM128;
+  } else {
+    plan.tile = W4A16Tile::kM64;
+  }
+  plan.splits = plan_splits(plan.tile, m, n, k, device);
+  return plan;
+}
+
+cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, float* workspace,
+                         std::size_t workspace_bytes, const DeviceTraits& device,
+                         cudaStream_t stream) {
+  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device);
+  if (workspace == nullptr || workspace_bytes < nvfp4_linear_workspace_bytes(m, w.n)) {
+    plan.splits = 1;
+  }
+  return w4a16_linear(x, m, w, residual, out, plan.tile, plan.splits, workspace, stream);
+}
+
+}  // namespace nibble::kernels

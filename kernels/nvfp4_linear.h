@@ -1,0 +1,54 @@
+#pragma once
+// The one entry point the engine calls for an NVFP4 linear layer:
+//   out[M, N] = x[M, K] . W[N, K]^T (+ residual), BF16 in and out, W in NVFP4.
+// It picks the kernel by M, N, K and the device:
+//   M <= 16           W4A16, 16-row tiles ("GEMV": bound by weight bytes), split-K so that the
+//                     grid fills the GPU in one wave;
+//   M > 512 with >= 2 128-row tiles per SM
+//                     W4A16, 128-row tiles (8 m16 fragments per warp);
+//   otherwise         W4A16, 64-row tiles.
+// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md).
+// W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
+// not chosen here: it needs the activation quantizer in front and has not run on hardware.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/nvfp4/w4a16_gemm.h"
+
+namespace nibble::kernels {
+
+struct DeviceTraits {
+  int sm_count = 1;
+  int major = 0, minor = 0;
+};
+// Traits of the current device; cudaError_t from the runtime on failure.
+cudaError_t query_device_traits(DeviceTraits* traits);
+
+struct Nvfp4LinearPlan {
+  W4A16Tile tile = W4A16Tile::kM16;
+  int splits = 1;
+};
+Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const DeviceTraits& device);
+// The split count the planner would use with a given tile (benchmarks compare tiles with it).
+int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
+                const DeviceTraits& device);
+
+// Bytes of workspace the plan for (m, n) may use. The caller allocates it once, zeroes it
+// once (cudaMemset) and passes it to every call; calls leave it zero. Calls that share one
+// workspace must not run concurrently.
+inline std::size_t nvfp4_linear_workspace_bytes(std::int64_t m, std::int64_t n) {
+  return w4a16_workspace_bytes(m, n);
+}
+
+// x: [m, k] BF16 bits; residual: [m, n] or null; out: [m, n]. With workspace_bytes smaller
+// than the plan needs, K is not split. Returns the first CUDA error, cudaErrorInvalidValue on
+// shapes that disagree with the weight.
+cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, float* workspace,
+                         std::size_t workspace_bytes, const DeviceTraits& device,
+                         cudaStream_t stream);
+
+}  // namespace nibble::kernels

@@ -1,0 +1,52 @@
+#pragma once
+// Small harness for the GPU tests: a plain main (the device image has no GoogleTest), CUDA
+// calls checked one by one, results counted. Exit codes: 0 pass, 1 fail, 77 skipped (no GPU).
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace nibble::gpu_test {
+
+inline constexpr int kSkipExitCode = 77;
+
+struct CudaFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void check_cuda(cudaError_t err, const char* what, const char* file, int line) {
+  if (err != cudaSuccess) {
+    throw CudaFailure(std::string(file) + ":" + std::to_string(line) + ": " + what + " -> " +
+                      cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+  }
+}
+
+// Why there is no usable GPU, or "" when there is one.
+inline std::string no_gpu_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
+  if (count == 0) return "no CUDA device";
+  return "";
+}
+
+class Results {
+ public:
+  void record(bool ok, const std::string& name, const std::string& detail) {
+    std::printf("%s %s %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
+    std::fflush(stdout);
+    (ok ? passed_ : failed_)++;
+  }
+  int exit_code() const {
+    std::printf("%d passed, %d failed\n", passed_, failed_);
+    return failed_ == 0 && passed_ > 0 ? 0 : 1;
+  }
+
+ private:
+  int passed_ = 0, failed_ = 0;
+};
+
+}  // namespace nibble::gpu_test
+
+#define NIBBLE_CUDA_CHECK(expr) ::nibble::gpu_test::check_cuda((expr), #expr, __FILE__, __LINE__)

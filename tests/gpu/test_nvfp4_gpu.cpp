@@ -1,0 +1,373 @@
+// GPU checks of the NVFP4 kernels against the CPU reference (kernels/nvfp4/nvfp4_ref.h):
+//   * E2M1 conversion over every float32 bit pattern (--quick: selected ranges only);
+//   * BF16 -> NVFP4 activation quantization, byte for byte, and its global factor;
+//   * the W4A16 linear layer (every tile family, split-K, fused residual, and the dispatcher)
+//     at Llama-3.1-8B / Qwen3-30B-A3B shapes and awkward ones, relative error <= 1e-2.
+// Fresh random inputs each run (the seed is printed); outputs poisoned before each launch.
+// Exits 77 (ctest: skipped) when no GPU is present.
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/nvfp4/bf16.h"
+#include "kernels/nvfp4/nvfp4_ref.h"
+#include "kernels/nvfp4/quantize_activations.h"
+#include "kernels/nvfp4/w4a16_layout.h"
+#include "kernels/nvfp4_linear.h"
+#include "tests/gpu/gpu_check_support.h"
+
+namespace nibble::gpu_test {
+namespace {
+
+using nvfp4::bf16_bits;
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  std::size_t count = 0;
+  explicit DeviceBuffer(std::size_t n) : count(n) {
+    NIBBLE_CUDA_CHECK(cudaMalloc(&ptr, std::max<std::size_t>(1, n) * sizeof(T)));
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void upload(const std::vector<T>& v) {
+    NIBBLE_CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> v(count);
+    NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+  void poison() { NIBBLE_CUDA_CHECK(cudaMemset(ptr, 0xFF, count * sizeof(T))); }
+};
+
+// Runs f(begin, end) over [0, n) on all hardware threads.
+template <class F>
+void parallel_for(std::int64_t n, F f) {
+  const int threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  const std::int64_t per = (n + threads - 1) / threads;
+  for (int t = 0; t < threads; ++t) {
+    const std::int64_t b = t * per, e = std::min(n, b + per);
+    if (b < e) pool.emplace_back([=] { f(b, e); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+void check_e2m1(Results& results, bool quick) {
+  constexpr std::uint32_t kChunk = 1u << 26;
+  DeviceBuffer<std::uint8_t> codes(kChunk);
+  std::vector<std::uint32_t> starts;
+  std::uint32_t chunk = kChunk;
+  if (quick) {
+    chunk = 1u << 20;
+    for (std::uint32_t s : {0x00000000u, 0x3E700000u, 0x3F3F0000u, 0x3F9F0000u, 0x3FDF0000u,
+                            0x401F0000u, 0x405F0000u, 0x409F0000u, 0x7F700000u}) {
+      starts.push_back(s);
+      starts.push_back(s | 0x80000000u);
+    }
+  } else {
+    for (std::uint64_t s = 0; s < (1ull << 32); s += kChunk) starts.push_back(std::uint32_t(s));
+  }
+  std::uint64_t checked = 0, mismatches = 0;
+  std::uint32_t first_bad = 0;
+  std::vector<std::uint8_t> host(chunk);
+  for (std::uint32_t start : starts) {
+    codes.poison();
+    NIBBLE_CUDA_CHECK(kernels::e2m1_codes_for_bit_range(start, chunk, codes.ptr, nullptr));
+    NIBBLE_CUDA_CHECK(cudaMemcpy(host.data(), codes.ptr, chunk, cudaMemcpyDeviceToHost));
+    std::vector<std::uint64_t> bad(std::thread::hardware_concurrency() + 1, 0);
+    std::vector<std::uint32_t> where(bad.size(), 0);
+    std::atomic<int> slot{0};
+    parallel_for(chunk, [&](std::int64_t b, std::int64_t e) {
+      const int me = slot++;
+      for (std::int64_t i = b; i < e; ++i) {
+        const float x = std::bit_cast<float>(std::uint32_t(start + std::uint32_t(i)));
+        if (nvfp4::float_to_e2m1(x) != host[std::size_t(i)]) {
+          if (bad[me]++ == 0) where[me] = start + std::uint32_t(i);
+        }
+      }
+    });
+    for (std::size_t t = 0; t < bad.size(); ++t) {
+      if (bad[t] && !mismatches) first_bad = where[t];
+      mismatches += bad[t];
+    }
+    checked += chunk;
+  }
+  char detail[160];
+  std::snprintf(detail, sizeof detail, "%llu bit patterns, %llu mismatches (first 0x%08x)",
+                (unsigned long long)checked, (unsigned long long)mismatches, first_bad);
+  results.record(mismatches == 0 && checked > 0, quick ? "e2m1_sampled" : "e2m1_exhaustive",
+                 detail);
+}
+
+std::vector<bf16_bits> random_activations(std::mt19937_64& rng, std::int64_t rows, std::int64_t k) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<bf16_bits> x(std::size_t(rows * k));
+  for (std::int64_t b = 0; b < rows * k / 16; ++b) {
+    const float roll = unit(rng);
+    // Mostly N(0,1); some blocks zero, some tiny, some with outliers.
+    const float scale = roll < 0.03f ? 0.0f : (roll < 0.06f ? 1e-6f : (roll < 0.1f ? 50.0f : 1.0f));
+    for (int i = 0; i < 16; ++i)
+      x[std::size_t(b * 16 + i)] = nvfp4::float_to_bf16(normal(rng) * scale);
+  }
+  return x;
+}
+
+void check_quantize(Results& results, std::mt19937_64& rng) {
+  const std::int64_t shapes[][2] = {{1, 16}, {3, 48}, {7, 4096}, {16, 14336}, {33, 2064}};
+  for (const auto& s : shapes) {
+    const std::int64_t rows = s[0], k = s[1];
+    const auto x = random_activations(rng, rows, k);
+    DeviceBuffer<bf16_bits> dx(x.size());
+    dx.upload(x);
+    DeviceBuffer<float> scratch(1), g(1);
+    g.poison();
+    NIBBLE_CUDA_CHECK(
+        kernels::nvfp4_global_factor_bf16(dx.ptr, rows * k, scratch.ptr, g.ptr, nullptr));
+    DeviceBuffer<std::uint8_t> packed(std::size_t(rows * k / 2)),
+        scales(std::size_t(rows * k / 16));
+    packed.poison();
+    scales.poison();
+    NIBBLE_CUDA_CHECK(
+        kernels::quantize_bf16_to_nvfp4(dx.ptr, rows, k, g.ptr, packed.ptr, scales.ptr, nullptr));
+    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> xf(x.size());
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      xf[i] = nvfp4::bf16_to_float(x[i]);
+      amax = std::max(amax, std::fabs(xf[i]));
+    }
+    const float g_ref = nvfp4::global_factor_for_amax(amax);
+    const float g_dev = g.download()[0];
+    std::vector<std::uint8_t> p_ref(packed.count), s_ref(scales.count);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      nvfp4::quantize_row(std::span(xf).subspan(std::size_t(r * k), std::size_t(k)), g_ref,
+                          std::span(p_ref).subspan(std::size_t(r * k / 2), std::size_t(k / 2)),
+                          std::span(s_ref).subspan(std::size_t(r * k / 16), std::size_t(k / 16)));
+    }
+    const auto p_dev = packed.download();
+    const auto s_dev = scales.download();
+    std::size_t bad_p = 0, bad_s = 0;
+    for (std::size_t i = 0; i < p_ref.size(); ++i) bad_p += p_ref[i] != p_dev[i];
+    for (std::size_t i = 0; i < s_ref.size(); ++i) bad_s += s_ref[i] != s_dev[i];
+    char detail[200];
+    std::snprintf(detail, sizeof detail,
+                  "[%lld x %lld]: global %.9g vs %.9g, %zu/%zu packed and %zu/%zu scales differ",
+                  (long long)rows, (long long)k, double(g_dev), double(g_ref), bad_p, p_ref.size(),
+                  bad_s, s_ref.size());
+    results.record(g_dev == g_ref && bad_p == 0 && bad_s == 0, "quantize_activations", detail);
+  }
+}
+
+// A random but well-formed NVFP4 weight: every E2M1 code, E4M3 scales over a wide range,
+// some zero blocks (codes of a zero block are arbitrary here, as in a careless exporter).
+nvfp4::QuantizedMatrix random_weight(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
+  nvfp4::QuantizedMatrix q;
+  q.rows = n;
+  q.cols = k;
+  q.packed.resize(std::size_t(n * k / 2));
+  q.scales.resize(std::size_t(n * k / 16));
+  std::uniform_int_distribution<int> byte(0, 255), scale_code(0x18, 0x60), roll(0, 99);
+  for (auto& b : q.packed) b = std::uint8_t(byte(rng));
+  for (auto& s : q.scales) s = roll(rng) < 2 ? 0 : std::uint8_t(scale_code(rng));
+  std::uniform_real_distribution<float> gf(-8.0f, -2.0f);
+  q.global_factor = std::exp2(gf(rng));
+  return q;
+}
+
+struct LinearCase {
+  std::int64_t m, n, k;
+  bool residual;
+};
+
+double relative_error(const std::vector<double>& ref, const std::vector<double>& got) {
+  double num = 0.0, den = 0.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::isfinite(num) && den > 0.0 ? std::sqrt(num / den) : (num == 0.0 ? 0.0 : INFINITY);
+}
+
+void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
+                  const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace) {
+  const auto q = random_weight(rng, c.n, c.k);
+  const auto packed = nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor);
+  // The layout's CPU decode must equal the reference dequantization (spot check).
+  std::uniform_int_distribution<std::int64_t> rn(0, c.n - 1), rk(0, c.k - 1);
+  int layout_bad = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::int64_t r = rn(rng), col = rk(rng);
+    layout_bad += nvfp4::w4a16_element(packed, r, col) != nvfp4::dequantize_element(q, r, col);
+  }
+  DeviceBuffer<std::uint8_t> tiles(packed.tiles.size()), scales(packed.scales.size());
+  tiles.upload(packed.tiles);
+  scales.upload(packed.scales);
+  kernels::W4A16DeviceWeight w{
+      tiles.ptr,       scales.ptr,          packed.n, packed.k, packed.n_padded,
+      packed.k_padded, packed.global_factor};
+
+  const auto x = random_activations(rng, c.m, c.k);
+  std::vector<bf16_bits> res;
+  if (c.residual) res = random_activations(rng, c.m, c.n);
+  DeviceBuffer<bf16_bits> dx(x.size()), dres(res.size()), dout(std::size_t(c.m * c.n));
+  dx.upload(x);
+  if (c.residual) dres.upload(res);
+
+  // Reference on a sample of rows (all of them when m is small): double accumulation.
+  std::vector<std::int64_t> rows;
+  if (c.m <= 64) {
+    for (std::int64_t r = 0; r < c.m; ++r) rows.push_back(r);
+  } else {
+    std::uniform_int_distribution<std::int64_t> rm(0, c.m - 1);
+    rows = {0, c.m - 1};
+    for (int i = 0; i < 30; ++i) rows.push_back(rm(rng));
+  }
+  std::vector<float> wf(std::size_t(c.n * c.k));
+  parallel_for(c.n, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      nvfp4::dequantize_row(
+          std::span(q.packed).subspan(std::size_t(r * c.k / 2), std::size_t(c.k / 2)),
+          std::span(q.scales).subspan(std::size_t(r * c.k / 16), std::size_t(c.k / 16)),
+          q.global_factor, std::span(wf).subspan(std::size_t(r * c.k), std::size_t(c.k)));
+    }
+  });
+  std::vector<double> ref(rows.size() * std::size_t(c.n));
+  parallel_for(c.n, [&](std::int64_t b, std::int64_t e) {
+    for (std::size_t ri = 0; ri < rows.size(); ++ri) {
+      const bf16_bits* xr = x.data() + rows[ri] * c.k;
+      for (std::int64_t col = b; col < e; ++col) {
+        const float* wr = wf.data() + col * c.k;
+        double s = 0.0;
+        for (std::int64_t i = 0; i < c.k; ++i) s += double(nvfp4::bf16_to_float(xr[i])) * wr[i];
+        if (c.residual) s += nvfp4::bf16_to_float(res[std::size_t(rows[ri] * c.n + col)]);
+        ref[ri * std::size_t(c.n) + std::size_t(col)] = s;
+      }
+    }
+  });
+
+  struct Variant {
+    std::string name;
+    bool dispatcher;
+    kernels::W4A16Tile tile;
+    int splits;
+  };
+  std::vector<Variant> variants = {{"dispatch", true, kernels::W4A16Tile::kM16, 1}};
+  if (c.n * c.k <= 4096 * 4096) {
+    for (auto [tile, tname] :
+         {std::pair{kernels::W4A16Tile::kM16, "m16"}, std::pair{kernels::W4A16Tile::kM64, "m64"},
+          std::pair{kernels::W4A16Tile::kM128, "m128"}}) {
+      variants.push_back({std::string(tname) + "/split1", false, tile, 1});
+      variants.push_back({std::string(tname) + "/split3", false, tile, 3});
+    }
+  }
+  for (const auto& v : variants) {
+    dout.poison();
+    if (v.dispatcher) {
+      NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
+                                              dout.ptr, workspace.ptr,
+                                              workspace.count * sizeof(float), device, nullptr));
+    } else {
+      NIBBLE_CUDA_CHECK(kernels::w4a16_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
+                                              dout.ptr, v.tile, v.splits, workspace.ptr, nullptr));
+    }
+    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out = dout.download();
+    std::size_t unwritten = 0;
+    for (bf16_bits o : out) unwritten += !std::isfinite(nvfp4::bf16_to_float(o));
+    std::vector<double> got(ref.size());
+    for (std::size_t ri = 0; ri < rows.size(); ++ri) {
+      for (std::int64_t col = 0; col < c.n; ++col) {
+        got[ri * std::size_t(c.n) + std::size_t(col)] =
+            nvfp4::bf16_to_float(out[std::size_t(rows[ri] * c.n + col)]);
+      }
+    }
+    const double err = relative_error(ref, got);
+    char detail[200];
+    std::snprintf(detail, sizeof detail,
+                  "M=%lld N=%lld K=%lld%s: rel err %.2e over %zu rows, %zu non-finite/unwritten, "
+                  "layout mismatches %d",
+                  (long long)c.m, (long long)c.n, (long long)c.k, c.residual ? " +res" : "", err,
+                  rows.size(), unwritten, layout_bad);
+    results.record(err <= 1e-2 && unwritten == 0 && layout_bad == 0, "linear/" + v.name, detail);
+  }
+}
+
+int run(int argc, char** argv) {
+  const std::string reason = no_gpu_reason();
+  if (!reason.empty()) {
+    std::printf("SKIP: %s; the NVFP4 GPU checks need a CUDA GPU\n", reason.c_str());
+    return kSkipExitCode;
+  }
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) quick |= std::string(argv[i]) == "--quick";
+  const std::uint64_t seed = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
+  std::printf("seed %llu%s\n", (unsigned long long)seed, quick ? " (quick)" : "");
+  std::mt19937_64 rng(seed);
+  kernels::DeviceTraits device;
+  NIBBLE_CUDA_CHECK(kernels::query_device_traits(&device));
+  std::printf("device sm_%d%d, %d SMs\n", device.major, device.minor, device.sm_count);
+
+  Results results;
+  check_e2m1(results, quick);
+  check_quantize(results, rng);
+
+  std::vector<LinearCase> cases = {
+      // awkward: N = 1, K not a multiple of 64, M not a multiple of any tile
+      {1, 1, 16, false},
+      {2, 1, 48, true},
+      {5, 17, 80, false},
+      {8, 130, 1040, true},
+      {9, 257, 208, false},
+      {17, 300, 528, true},
+      {65, 129, 1008, false},
+      {130, 64, 64, true},
+      {2048, 200, 96, false},
+      // Qwen3-30B-A3B experts and Llama-3.1-8B layers
+      {1, 1536, 2048, false},
+      {16, 2048, 768, true},
+      {64, 1536, 2048, false},
+      {1, 6144, 4096, true},
+      {4, 4096, 4096, false},
+      {256, 2048, 768, false},
+  };
+  if (!quick) {
+    cases.push_back({8, 4096, 14336, true});
+    cases.push_back({2048, 4096, 4096, false});
+    cases.push_back({1, 28672, 4096, false});
+  }
+  std::size_t ws = 0;
+  for (const auto& c : cases)
+    ws = std::max(ws, kernels::nvfp4_linear_workspace_bytes(c.m, c.n) / 4);
+  DeviceBuffer<float> workspace(ws);
+  NIBBLE_CUDA_CHECK(cudaMemset(workspace.ptr, 0, ws * sizeof(float)));
+  for (const auto& c : cases) check_linear(results, rng, c, device, workspace);
+  const auto left = workspace.download();
+  const auto nonzero = std::count_if(left.begin(), left.end(), [](float v) { return v != 0.0f; });
+  results.record(nonzero == 0, "split_workspace_left_zero",
+                 std::to_string(nonzero) + " non-zero floats left");
+  return results.exit_code();
+}
+
+}  // namespace
+}  // namespace nibble::gpu_test
+
+int main(int argc, char** argv) {
+  try {
+    return nibble::gpu_test::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,79 @@
+// CPU checks of the W4A16 repacked weight layout (kernels/nvfp4/w4a16_layout.h): every element
+// decodes to the reference dequantization, padding is zero, bad inputs are refused.
+// Needs no GPU (ctest label unit). Plain main: the same source builds on the device image.
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/nvfp4/nvfp4_ref.h"
+#include "kernels/nvfp4/w4a16_layout.h"
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+  failures += !ok;
+}
+
+void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
+  std::vector<float> values(std::size_t(n * k));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& v : values) v = normal(rng);
+  // A zero block (row 0, block 0): its scale is zero, its codes must decode to zero.
+  for (int i = 0; i < 16; ++i) values[std::size_t(i)] = 0.0f;
+  auto q = nibble::nvfp4::quantize_matrix(values, n, k);
+  q.packed[0] = 0x3B;  // garbage codes in the zero block, as a careless exporter may leave
+  const auto w = nibble::nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor);
+  std::int64_t bad = 0;
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      bad += nibble::nvfp4::w4a16_element(w, r, c) != nibble::nvfp4::dequantize_element(q, r, c);
+    }
+  }
+  // Padding rows and columns decode to zero.
+  std::int64_t pad_bad = 0;
+  for (std::int64_t r = 0; r < w.n_padded; ++r) {
+    for (std::int64_t c = (r < n ? k : 0); c < w.k_padded; ++c) {
+      pad_bad += nibble::nvfp4::w4a16_element(w, r, c) != 0.0f;
+    }
+  }
+  expect(bad == 0 && pad_bad == 0 && w.n_padded % 128 == 0 && w.k_padded % 64 == 0 &&
+             std::int64_t(w.tiles.size()) == w.n_padded * w.k_padded / 2 &&
+             std::int64_t(w.scales.size()) == w.n_padded * w.k_padded / 16,
+         "layout [" + std::to_string(n) + ", " + std::to_string(k) + "]: " + std::to_string(bad) +
+             " element and " + std::to_string(pad_bad) + " padding mismatches");
+}
+
+template <class F>
+void expect_throws(F f, const std::string& what) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    expect(true, what + " (" + e.what() + ")");
+    return;
+  }
+  expect(false, what + ": no exception");
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937_64 rng(7);
+  const std::int64_t shapes[][2] = {{1, 16}, {3, 48}, {8, 64}, {9, 80}, {130, 1040}, {257, 208}};
+  for (const auto& s : shapes) check_shape(rng, s[0], s[1]);
+  std::vector<std::uint8_t> packed(8 * 16 / 2), scales(8 * 16 / 16, 0x38);
+  expect_throws([&] { nibble::nvfp4::repack_for_w4a16(packed, scales, 8, 24, 1.0f); },
+                "k not a multiple of 16 is refused");
+  expect_throws([&] { nibble::nvfp4::repack_for_w4a16(packed, scales, 9, 16, 1.0f); },
+                "sizes that disagree are refused");
+  scales[3] = 0x7F;
+  expect_throws([&] { nibble::nvfp4::repack_for_w4a16(packed, scales, 8, 16, 1.0f); },
+                "a NaN block scale is refused");
+  std::printf("%s\n", failures ? "FAILED" : "all passed");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds, tests and benchmarks the NVFP4 kernels in one go on a machine with a GPU (the device
+# machine of docs/performance.md): plain nvcc/g++, no CMake dependencies needed there.
+# Usage: tools/gpu-check.sh [--no-bench] [--no-sanitizer] [--ncu]; logs go to $OUT (or
+# ./gpu-check-out). --ncu adds an Nsight Compute profile of the first W4A16 launches (M = 1).
+# Exit status: non-zero if the build or a test failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$OUT"
+BUILD="${BUILD:-$PWD/build-gpu-check}"
+mkdir -p "$BUILD"
+ARCH="${GPU_ARCH:-90a}"
+export PATH="/usr/local/cuda/bin:$PATH"
+BENCH=1; SANITIZE=1; NCU=0
+for a in "$@"; do
+  case "$a" in --no-bench) BENCH=0 ;; --no-sanitizer) SANITIZE=0 ;; --ncu) NCU=1 ;; esac
+done
+status=0
+step() { echo "== $*"; }
+
+step "environment" | tee "$OUT/env.log"
+{ nvidia-smi -L; nvcc --version | tail -1; g++ --version | head -1; date -u; } >>"$OUT/env.log" 2>&1
+cat "$OUT/env.log"
+
+step "build (sm_$ARCH)"
+NVCC_FLAGS=(-O3 -std=c++17 -I. -gencode "arch=compute_$ARCH,code=sm_$ARCH" -Xptxas -v -Werror all-warnings -Xcompiler -Wall,-Wextra)
+CXX_FLAGS=(-O2 -std=c++20 -I. -I/usr/local/cuda/include -Wall -Wextra -Wpedantic -Werror)
+build_log="$OUT/build.log"
+: >"$build_log"
+objs=()
+for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu; do
+  o="$BUILD/$(basename "$f").o"; objs+=("$o")
+  nvcc "${NVCC_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
+done
+for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp; do
+  o="$BUILD/$(basename "$f").o"; objs+=("$o")
+  g++ "${CXX_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
+done
+g++ "${CXX_FLAGS[@]}" -c tests/gpu/test_nvfp4_gpu.cpp -o "$BUILD/test.o" >>"$build_log" 2>&1 &
+g++ "${CXX_FLAGS[@]}" -c tests/gpu/test_w4a16_layout.cpp -o "$BUILD/layout_test.o" >>"$build_log" 2>&1 &
+g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/kernel_bench.cpp -o "$BUILD/bench.o" >>"$build_log" 2>&1 &
+wait
+nvcc -o "$BUILD/test_nvfp4_gpu" "$BUILD/test.o" "${objs[@]}" >>"$build_log" 2>&1 || status=1
+nvcc -o "$BUILD/test_w4a16_layout" "$BUILD/layout_test.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/nvfp4_ref.cpp.o" >>"$build_log" 2>&1 || status=1
+nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
+grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40
+[ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }
+
+step "W4A4 (sm_120a/121a): block-scaled FP4 mma in PTX and SASS"
+w4a4_result="not built"
+if nvcc -std=c++17 -I. -gencode arch=compute_120a,code=sm_120a -cubin kernels/nvfp4/w4a4_sm120.cu -o "$BUILD/w4a4.cubin" >>"$OUT/w4a4.log" 2>&1; then
+  cuobjdump -sass "$BUILD/w4a4.cubin" >"$OUT/w4a4_sass.txt" 2>&1
+  n=$(grep -c -E 'OMMA|QMMA|MXF4' "$OUT/w4a4_sass.txt")
+  w4a4_result="SASS block-scaled FP4 MMA instructions: $n"
+  grep -m3 -E 'OMMA|QMMA|MXF4' "$OUT/w4a4_sass.txt"
+fi
+echo "$w4a4_result"
+
+step "tests"
+"$BUILD/test_w4a16_layout" 2>&1 | tee "$OUT/test_layout.log" | tail -3; layout_rc=${PIPESTATUS[0]}
+"$BUILD/test_nvfp4_gpu" 2>&1 | tee "$OUT/test_gpu.log" | grep -E 'FAIL|seed|device|passed' ; test_rc=${PIPESTATUS[0]}
+[ $layout_rc -ne 0 ] || [ $test_rc -ne 0 ] && status=1
+
+sanitizer_rc=skipped
+if [ $SANITIZE -eq 1 ]; then
+  step "compute-sanitizer memcheck (test binary, --quick)"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/test_nvfp4_gpu" --quick >"$OUT/memcheck.log" 2>&1
+  sanitizer_rc=$?
+  tail -4 "$OUT/memcheck.log"
+  [ $sanitizer_rc -ne 0 ] && status=1
+fi
+
+if [ $BENCH -eq 1 ]; then
+  step "benchmark"
+  "$BUILD/nibble-kernel-bench" --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.log"
+fi
+
+if [ $NCU -eq 1 ]; then
+  step "ncu (first W4A16 kernels of the benchmark)"
+  timeout 300 ncu --kernel-name regex:w4a16 --launch-count 2 --section SpeedOfLight \
+    --section WarpStateStats --section Occupancy --section LaunchStats \
+    "$BUILD/nibble-kernel-bench" --reps 1 >"$OUT/ncu.log" 2>&1
+  grep -E 'w4a16_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slot|Stall|Warp Cycles Per Issued' "$OUT/ncu.log" | head -40
+fi
+
+step "summary"
+printf '%-28s %s\n' "layout test (rc)" "$layout_rc" "gpu test (rc)" "$test_rc" \
+  "memcheck (rc)" "$sanitizer_rc" "w4a4" "$w4a4_result" \
+  "gpu test checks" "$(grep -E 'passed, ' "$OUT/test_gpu.log" | tail -1)"
+exit $status

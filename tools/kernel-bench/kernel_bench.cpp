@@ -1,0 +1,303 @@
+// nibble-kernel-bench: NVFP4 linear kernels against the two ceilings measured in the same run
+// (device copy bandwidth, read + write; cuBLAS BF16 GEMM at the same shapes).
+// Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 16, 64, 256, 2048.
+// Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
+// of graph replays (20 calls per graph), per call.
+// Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits]
+// --sweep-splits also times the 16-row tile at M = 1 and 16 for each split-K count (the
+// evidence behind the planner's choice).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/nvfp4/bf16.h"
+#include "kernels/nvfp4/w4a16_layout.h"
+#include "kernels/nvfp4_linear.h"
+
+namespace {
+
+#define CHECK_CUDA(expr)                                                   \
+  do {                                                                     \
+    const cudaError_t e_ = (expr);                                         \
+    if (e_ != cudaSuccess) {                                               \
+      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #expr, \
+                   cudaGetErrorString(e_));                                \
+      std::exit(1);                                                        \
+    }                                                                      \
+  } while (0)
+#define CHECK_CUBLAS(expr)                                                                         \
+  do {                                                                                             \
+    const cublasStatus_t s_ = (expr);                                                              \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
+      std::fprintf(stderr, "%s:%d: %s -> cublas status %d\n", __FILE__, __LINE__, #expr, int(s_)); \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+constexpr std::size_t kRotateBytes = 256ull << 20;  // > 5x H100's 50 MB L2
+
+struct Shape {
+  const char* model;
+  const char* layer;
+  std::int64_t k, n;
+};
+
+// Time per call of f(i, stream): kCallsPerGraph calls (i = 0, 1, ...: rotating weights) are
+// captured in one CUDA graph, so launch gaps stay out of the numbers; the graph is replayed
+// `reps` times between events after 2 warm-up replays; median replay time / calls, in us.
+constexpr int kCallsPerGraph = 20;
+
+template <class F>
+double median_us(int reps, cudaStream_t stream, F f) {
+  f(0, stream);  // outside the capture: one-time attribute calls, lazy module loading
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kCallsPerGraph; ++i) f(i, stream);
+  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < 2; ++i) CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    t.push_back(ms * 1000.0 / kCallsPerGraph);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void fill_random_bf16(std::uint16_t* dev, std::size_t count, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::uint16_t> h(count);
+  for (auto& v : h) v = nibble::nvfp4::float_to_bf16(normal(rng));
+  CHECK_CUDA(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 15;
+  const char* csv_path = nullptr;
+  bool sweep_splits = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--sweep-splits")) {
+      sweep_splits = true;
+    }
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("nibble-kernel-bench: no CUDA device\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  nibble::kernels::DeviceTraits device;
+  CHECK_CUDA(nibble::kernels::query_device_traits(&device));
+  std::mt19937_64 rng(12345);
+
+  // Ceiling 1: device-to-device copy of 1 GiB, bytes read + written.
+  const std::size_t copy_bytes = 1ull << 30;
+  void *src = nullptr, *dst = nullptr;
+  CHECK_CUDA(cudaMalloc(&src, copy_bytes));
+  CHECK_CUDA(cudaMalloc(&dst, copy_bytes));
+  CHECK_CUDA(cudaMemset(src, 1, copy_bytes));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // Plain event timing: one 1 GiB copy dwarfs any launch gap.
+  std::vector<double> copies_us;
+  cudaEvent_t c0, c1;
+  CHECK_CUDA(cudaEventCreate(&c0));
+  CHECK_CUDA(cudaEventCreate(&c1));
+  for (int i = 0; i < 12; ++i) {
+    CHECK_CUDA(cudaEventRecord(c0, stream));
+    CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(cudaEventRecord(c1, stream));
+    CHECK_CUDA(cudaEventSynchronize(c1));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, c0, c1));
+    if (i >= 2) copies_us.push_back(ms * 1000.0);
+  }
+  std::sort(copies_us.begin(), copies_us.end());
+  const double copy_us = copies_us[copies_us.size() / 2];
+  const double copy_gbs = 2.0 * copy_bytes / copy_us / 1e3;
+  CHECK_CUDA(cudaFree(src));
+  CHECK_CUDA(cudaFree(dst));
+  std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MB)\n", prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  std::printf("copy bandwidth (read+write): %.0f GB/s\n\n", copy_gbs);
+
+  cublasHandle_t cublas;
+  CHECK_CUBLAS(cublasCreate(&cublas));
+  CHECK_CUBLAS(cublasSetStream(cublas, stream));
+
+  const Shape shapes[] = {
+      {"llama3.1-8b", "qkv", 4096, 6144},           {"llama3.1-8b", "o", 4096, 4096},
+      {"llama3.1-8b", "gate_up", 4096, 28672},      {"llama3.1-8b", "down", 14336, 4096},
+      {"qwen3-30b-a3b", "exp.gate_up", 2048, 1536}, {"qwen3-30b-a3b", "exp.down", 768, 2048},
+  };
+  const std::int64_t ms[] = {1, 4, 16, 64, 256, 2048};
+  const std::int64_t max_m = 2048;
+
+  FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
+  if (csv) {
+    std::fprintf(csv,
+                 "model,layer,K,N,M,nvfp4_us,cublas_bf16_us,weight_GBps,copy_frac,"
+                 "nvfp4_TFLOPs,cublas_TFLOPs,speedup\n");
+  }
+  std::printf("%-14s %-12s %6s %6s %5s | %9s %9s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s\n",
+              "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "wGB/s", "%copy", "TFLOP/s",
+              "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us");
+  std::printf(
+      "(nvfp4 = the dispatcher; t16/t64/t128 = each W4A16 tile family forced, 0 = not run)\n");
+
+  // Per-M sums over the Llama layer set.
+  std::vector<double> llama_ours(std::size(ms), 0.0), llama_cublas(std::size(ms), 0.0);
+  double llama_bytes = 0.0;
+
+  for (const Shape& s : shapes) {
+    // NVFP4 weights: random codes and scales (no zeros), repacked, rotated.
+    std::uniform_int_distribution<int> byte(0, 255), scale(0x28, 0x48);
+    std::vector<std::uint8_t> packed(std::size_t(s.n * s.k / 2)),
+        scales(std::size_t(s.n * s.k / 16));
+    for (auto& b : packed) b = std::uint8_t(byte(rng));
+    for (auto& b : scales) b = std::uint8_t(scale(rng));
+    const auto w = nibble::nvfp4::repack_for_w4a16(packed, scales, s.n, s.k, 1e-3f);
+    const std::size_t wbytes = w.tiles.size() + w.scales.size();
+    const int copies = int(std::max<std::size_t>(2, kRotateBytes / wbytes + 1));
+    std::vector<nibble::kernels::W4A16DeviceWeight> dw(static_cast<std::size_t>(copies));
+    std::vector<void*> allocations;
+    for (auto& d : dw) {
+      std::uint8_t *t = nullptr, *sc = nullptr;
+      CHECK_CUDA(cudaMalloc(&t, w.tiles.size()));
+      CHECK_CUDA(cudaMalloc(&sc, w.scales.size()));
+      CHECK_CUDA(cudaMemcpy(t, w.tiles.data(), w.tiles.size(), cudaMemcpyHostToDevice));
+      CHECK_CUDA(cudaMemcpy(sc, w.scales.data(), w.scales.size(), cudaMemcpyHostToDevice));
+      d = {t, sc, w.n, w.k, w.n_padded, w.k_padded, w.global_factor};
+      allocations.push_back(t);
+      allocations.push_back(sc);
+    }
+    // BF16 weights for cuBLAS, rotated the same way.
+    const std::size_t bf16_bytes = std::size_t(s.n * s.k * 2);
+    const int bf16_copies = int(std::max<std::size_t>(2, kRotateBytes / bf16_bytes + 1));
+    std::vector<std::uint16_t*> wb(static_cast<std::size_t>(bf16_copies));
+    for (auto& p : wb) {
+      CHECK_CUDA(cudaMalloc(&p, bf16_bytes));
+      fill_random_bf16(p, std::size_t(s.n * s.k), rng);
+      allocations.push_back(p);
+    }
+    std::uint16_t *x = nullptr, *out = nullptr;
+    float* workspace = nullptr;
+    CHECK_CUDA(cudaMalloc(&x, std::size_t(max_m * s.k * 2)));
+    CHECK_CUDA(cudaMalloc(&out, std::size_t(max_m * s.n * 2)));
+    const std::size_t ws_bytes = nibble::kernels::nvfp4_linear_workspace_bytes(max_m, s.n);
+    CHECK_CUDA(cudaMalloc(&workspace, ws_bytes));
+    CHECK_CUDA(cudaMemset(workspace, 0, ws_bytes));
+    fill_random_bf16(x, std::size_t(max_m * s.k), rng);
+
+    const bool llama = std::string(s.model) == "llama3.1-8b";
+    const double real_wbytes = double(s.n * s.k) / 2 + double(s.n * s.k) / 16;
+    if (llama) llama_bytes += real_wbytes;
+    for (std::size_t mi = 0; mi < std::size(ms); ++mi) {
+      const std::int64_t m = ms[mi];
+      const double ours = median_us(reps, stream, [&](int i, cudaStream_t st) {
+        CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
+                                                 workspace, ws_bytes, device, st));
+      });
+      const float alpha = 1.0f, beta = 0.0f;
+      const double theirs = median_us(reps, stream, [&](int i, cudaStream_t) {
+        // Row-major out[M,N] = x[M,K] W[N,K]^T is column-major out^T = W^T(op T) x^T.
+        CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(s.n), int(m), int(s.k),
+                                  &alpha, wb[std::size_t(i % bf16_copies)], CUDA_R_16BF, int(s.k),
+                                  x, CUDA_R_16BF, int(s.k), &beta, out, CUDA_R_16BF, int(s.n),
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      });
+      // The other tile families at the same shape, to keep the dispatcher's choice honest.
+      auto tile_us = [&](nibble::kernels::W4A16Tile tile) {
+        const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
+        return median_us(reps, stream, [&](int i, cudaStream_t st) {
+          CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
+                                                   tile, splits, workspace, st));
+        });
+      };
+      const double t16 = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kM16) : 0.0;
+      const double t64 = tile_us(nibble::kernels::W4A16Tile::kM64);
+      const double t128 = m >= 16 ? tile_us(nibble::kernels::W4A16Tile::kM128) : 0.0;
+      const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
+      const double gbs = real_wbytes / ours / 1e3;
+      const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
+      if (llama) {
+        llama_ours[mi] += ours;
+        llama_cublas[mi] += theirs;
+      }
+      std::printf(
+          "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% | "
+          "%6.2fx | %6.1f %6.1f %6.1f\n",
+          s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
+          100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours, t16, t64, t128);
+      if (csv) {
+        std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f\n", s.model,
+                     s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
+                     gbs / copy_gbs, tf, tf_cub, theirs / ours);
+      }
+    }
+    if (sweep_splits) {
+      for (std::int64_t m : {std::int64_t(1), std::int64_t(16)}) {
+        std::printf(
+            "sweep %s %s M=%lld planner=%d:", s.model, s.layer, (long long)m,
+            nibble::kernels::plan_splits(nibble::kernels::W4A16Tile::kM16, m, s.n, s.k, device));
+        for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+          if (splits > w.k_padded / 64) break;
+          const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
+            CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,
+                                                     out, nibble::kernels::W4A16Tile::kM16, splits,
+                                                     workspace, st));
+          });
+          std::printf(" %d:%.1f", splits, t);
+        }
+        std::printf("\n");
+      }
+    }
+    for (void* p : allocations) CHECK_CUDA(cudaFree(p));
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(out));
+    CHECK_CUDA(cudaFree(workspace));
+  }
+
+  std::printf("\nLlama-3.1-8B layer set (4 linears, %.1f MB of NVFP4 weights incl. scales):\n",
+              llama_bytes / 1e6);
+  std::printf("%5s | %9s %9s | %8s %6s | %7s\n", "M", "nvfp4 us", "cuBLAS us", "wGB/s", "%copy",
+              "speedup");
+  for (std::size_t mi = 0; mi < std::size(ms); ++mi) {
+    const double gbs = llama_bytes / llama_ours[mi] / 1e3;
+    std::printf("%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx\n", (long long)ms[mi], llama_ours[mi],
+                llama_cublas[mi], gbs, 100.0 * gbs / copy_gbs, llama_cublas[mi] / llama_ours[mi]);
+  }
+  if (csv) std::fclose(csv);
+  CHECK_CUBLAS(cublasDestroy(cublas));
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  return 0;
+}

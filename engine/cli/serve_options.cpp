@@ -1,0 +1,187 @@
+#include "engine/cli/serve_options.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+
+namespace nibble::engine::cli {
+
+const char* const kServeUsage = R"(usage: nibble-engine serve --model DIR [options]
+
+Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
+/v1/models, /tokenize, /detokenize, /health, /metrics, /version).
+
+  --model DIR                      Hugging Face-layout model directory (BF16 or NVFP4)
+  --config FILE                    YAML file of these options (keys: long names); flags win
+  --host ADDR                      listen address (default 127.0.0.1)
+  --port N                         listen port (default 8000)
+  --served-model-name NAME         the name clients use (default: the directory's name)
+  --max-model-len N                prompt + output tokens per sequence (default: the model's)
+  --max-num-seqs N                 sequences in a batch (default 256)
+  --max-num-batched-tokens N       tokens per engine step, prefill and decode (default 2048)
+  --gpu-memory-utilization F       fraction of GPU memory to use (default 0.9)
+  --kv-cache-dtype auto|bf16|fp8   KV cache storage (default auto)
+  --kv-cache-memory-bytes N        KV cache size in bytes (CPU default 1 GiB)
+  --enable-prefix-caching          reuse KV of repeated prefixes (default on)
+  --no-enable-prefix-caching       turn it off
+  --api-key KEY                    require 'Authorization: Bearer KEY' on /v1 (or $NIBBLE_API_KEY)
+  --device auto|cpu|cuda           compute backend (default auto: cuda if built and present)
+  --quantization nvfp4             quantize a BF16 checkpoint to NVFP4 while loading
+  --max-queue-len N                waiting requests before 503 (default 1024)
+  --max-request-body-bytes N       larger bodies get 413 (default 33554432)
+  --drain-timeout SECONDS          on SIGTERM, time running requests get to finish (default 30)
+  --threads N                      CPU backend threads (default: all cores)
+  --http-threads N                 HTTP worker threads; each open stream holds one (default 256)
+  --log-level trace|debug|info|warn|error
+)";
+
+namespace {
+
+using Setter = std::function<void(const std::string& flag, const std::string& value)>;
+
+long long to_integer(const std::string& flag, const std::string& value, long long lo, long long hi) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || v < lo || v > hi) {
+    throw std::invalid_argument("--" + flag + " expects an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got '" + value + "'");
+  }
+  return v;
+}
+
+double to_number(const std::string& flag, const std::string& value, double lo, double hi) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end || !(v >= lo && v <= hi)) {
+    throw std::invalid_argument("--" + flag + " expects a number in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got '" + value + "'");
+  }
+  return v;
+}
+
+std::string one_of(const std::string& flag, const std::string& value,
+                   std::initializer_list<const char*> choices) {
+  for (const char* c : choices) {
+    if (value == c) return value;
+  }
+  std::string list;
+  for (const char* c : choices) list += std::string(list.empty() ? "" : ", ") + c;
+  throw std::invalid_argument("--" + flag + " must be one of " + list + ", got '" + value + "'");
+}
+
+bool to_bool(const std::string& flag, const std::string& value) {
+  if (value == "true" || value == "1" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "no") return false;
+  throw std::invalid_argument("--" + flag + " expects true or false, got '" + value + "'");
+}
+
+// Flags that take a value, by long name without dashes.
+std::map<std::string, Setter> value_flags(ServeOptions& o) {
+  constexpr long long kMax = std::numeric_limits<int>::max();
+  return {
+      {"model", [&](auto&, auto& v) { o.model = v; }},
+      {"host", [&](auto&, auto& v) { o.host = v; }},
+      {"port", [&](auto& f, auto& v) { o.port = int(to_integer(f, v, 0, 65535)); }},
+      {"served-model-name", [&](auto&, auto& v) { o.served_model_name = v; }},
+      {"max-model-len", [&](auto& f, auto& v) { o.max_model_len = int(to_integer(f, v, 1, kMax)); }},
+      {"max-num-seqs", [&](auto& f, auto& v) { o.max_num_seqs = int(to_integer(f, v, 1, 65536)); }},
+      {"max-num-batched-tokens", [&](auto& f, auto& v) { o.max_num_batched_tokens = int(to_integer(f, v, 1, kMax)); }},
+      {"gpu-memory-utilization", [&](auto& f, auto& v) { o.gpu_memory_utilization = to_number(f, v, 0.01, 1.0); }},
+      {"kv-cache-dtype", [&](auto& f, auto& v) { o.kv_cache_dtype = one_of(f, v, {"auto", "bf16", "fp8"}); }},
+      {"kv-cache-memory-bytes", [&](auto& f, auto& v) { o.kv_cache_memory_bytes = to_integer(f, v, 1, 1ll << 50); }},
+      {"enable-prefix-caching", [&](auto& f, auto& v) { o.enable_prefix_caching = to_bool(f, v); }},
+      {"api-key", [&](auto&, auto& v) { o.api_key = v; }},
+      {"device", [&](auto& f, auto& v) { o.device = one_of(f, v, {"auto", "cpu", "cuda"}); }},
+      {"quantization", [&](auto& f, auto& v) { o.quantization = one_of(f, v, {"nvfp4"}); }},
+      {"max-queue-len", [&](auto& f, auto& v) { o.max_queue_len = int(to_integer(f, v, 1, kMax)); }},
+      {"max-request-body-bytes", [&](auto& f, auto& v) { o.max_request_body_bytes = to_integer(f, v, 1024, 1ll << 34); }},
+      {"drain-timeout", [&](auto& f, auto& v) { o.drain_timeout = to_number(f, v, 0, 86400); }},
+      {"threads", [&](auto& f, auto& v) { o.threads = int(to_integer(f, v, 0, 1024)); }},
+      {"http-threads", [&](auto& f, auto& v) { o.http_threads = int(to_integer(f, v, 1, 65536)); }},
+      {"log-level", [&](auto& f, auto& v) { o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"}); }},
+  };
+}
+
+void apply_yaml(const std::string& path, ServeOptions& o) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument("--config " + path + ": " + e.what());
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw std::invalid_argument("--config " + path + ": expected a mapping of option: value");
+  auto setters = value_flags(o);
+  for (const auto& item : root) {
+    std::string key = item.first.as<std::string>();
+    std::replace(key.begin(), key.end(), '_', '-');
+    auto it = setters.find(key);
+    if (it == setters.end()) {
+      throw std::invalid_argument("--config " + path + ": unknown option '" + key + "' (see --help)");
+    }
+    if (!item.second.IsScalar()) {
+      throw std::invalid_argument("--config " + path + ": '" + key + "' must be a single value");
+    }
+    it->second(key, item.second.as<std::string>());
+  }
+}
+
+}  // namespace
+
+bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) {
+  if (const char* key = std::getenv("NIBBLE_API_KEY")) o.api_key = key;
+  // The file first, so that flags override it wherever they appear.
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) apply_yaml(args[i + 1], o);
+    if (args[i].starts_with("--config=")) apply_yaml(args[i].substr(9), o);
+  }
+  auto setters = value_flags(o);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kServeUsage, stdout);
+      return false;
+    }
+    if (!arg.starts_with("--")) throw std::invalid_argument("unexpected argument '" + arg + "' (see --help)");
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (name == "config") {
+      if (!has_value) ++i;
+      continue;
+    }
+    if (name == "no-enable-prefix-caching") {
+      o.enable_prefix_caching = false;
+      continue;
+    }
+    if (name == "enable-prefix-caching" && !has_value) {
+      o.enable_prefix_caching = true;
+      continue;
+    }
+    auto it = setters.find(name);
+    if (it == setters.end()) throw std::invalid_argument("unknown option --" + name + " (see --help)");
+    if (!has_value) {
+      if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
+      value = args[++i];
+    }
+    it->second(name, value);
+  }
+  if (o.model.empty()) throw std::invalid_argument("--model is required (see --help)");
+  return true;
+}
+
+}  // namespace nibble::engine::cli

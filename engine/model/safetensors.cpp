@@ -180,8 +180,7 @@ Checkpoint Checkpoint::open(const std::filesystem::path& dir) {
   if (std::filesystem::exists(index_path)) {
     std::ifstream in(index_path);
     json index = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (index.is_discarded() || !index.is_object())
-      fail(index_path, "not a valid JSON object");
+    if (index.is_discarded() || !index.is_object()) fail(index_path, "not a valid JSON object");
     auto map_it = index.find("weight_map");
     if (map_it == index.end() || !map_it->is_object())
       fail(index_path, "missing object 'weight_map'");
@@ -190,8 +189,8 @@ Checkpoint Checkpoint::open(const std::filesystem::path& dir) {
       if (!shard.is_string()) fail(index_path, "weight_map['" + name + "'] must be a file name");
       auto shard_name = shard.get<std::string>();
       if (shard_name.find('/') != std::string::npos || shard_name.starts_with("."))
-        fail(index_path, "weight_map['" + name + "'] names a file outside the model directory: " +
-                             shard_name);
+        fail(index_path,
+             "weight_map['" + name + "'] names a file outside the model directory: " + shard_name);
       auto& file = shards[shard_name];
       if (!file) {
         file = SafetensorsFile::open(dir / shard_name);

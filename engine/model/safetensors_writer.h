@@ -26,7 +26,21 @@ using TensorFiller = std::function<void(std::size_t index, std::span<std::byte> 
 
 // Throws ModelError on I/O failure or duplicate names. threads >= 1.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorSpec>& specs,
-                       const std::map<std::string, std::string>& metadata,
-                       const TensorFiller& fill, int threads);
+                       const std::map<std::string, std::string>& metadata, const TensorFiller& fill,
+                       int threads);
+
+// Several tensors computed together (an NVFP4 weight and its scales come from one matrix).
+struct WeightJob {
+  std::vector<TensorSpec> tensors;
+  // Fills one zeroed span per tensor, in the order of `tensors`.
+  std::function<void(std::vector<std::span<std::byte>>& out)> fill;
+  std::size_t byte_size() const;
+};
+
+// Writes a Hugging Face model directory's weights: model.safetensors when everything fits in
+// max_shard_bytes, else model-0000i-of-0000n.safetensors plus model.safetensors.index.json.
+// A job's tensors always land in the same shard. Progress is logged as shards complete.
+void write_checkpoint(const std::filesystem::path& dir, const std::vector<WeightJob>& jobs,
+                      std::size_t max_shard_bytes, int threads);
 
 }  // namespace nibble::model

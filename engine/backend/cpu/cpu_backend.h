@@ -1,0 +1,15 @@
+#pragma once
+// The CPU reference backend: FP32 forward pass for every supported architecture, NVFP4
+// weights dequantized on the fly, work spread over a thread pool. Slow and obviously correct;
+// GPU kernels are checked against it.
+#include <memory>
+
+#include "engine/backend/backend.h"
+#include "engine/model/model_weights.h"
+
+namespace nibble::backend {
+
+// threads <= 0 means one per hardware thread.
+std::unique_ptr<Backend> make_cpu_backend(model::ModelWeights weights, int threads);
+
+}  // namespace nibble::backend

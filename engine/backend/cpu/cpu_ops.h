@@ -1,0 +1,32 @@
+#pragma once
+// The FP32 building blocks of the CPU reference forward pass. Shapes are row-major;
+// T = tokens in the batch. NVFP4 weights are dequantized one row at a time as they are used.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/backend/cpu/thread_pool.h"
+#include "engine/model/linear.h"
+#include "engine/model/model_config.h"
+
+namespace nibble::backend::cpu {
+
+// y[T, out] = x[T, in] W^T (+ bias); rows of W are spread over the pool.
+void linear_forward(const model::Linear& w, std::span<const float> x, std::int64_t tokens,
+                    std::span<float> y, ThreadPool& pool);
+
+// x[rows, dim] -> x / sqrt(mean(x^2) + eps) * weight, in place.
+void rms_norm(std::span<float> x, std::int64_t dim, std::span<const float> weight, float eps);
+
+// Rotary frequencies for head_dim (dim / 2 values), with Llama-3 scaling when configured.
+std::vector<double> rope_inverse_frequencies(const model::RopeConfig& rope, int head_dim);
+
+// Rotates one head vector [head_dim] at `position` (rotate-half pairing: i with i + dim/2).
+void apply_rope(std::span<float> head, std::span<const double> inv_freq, int position);
+
+float silu(float x);
+
+// In-place softmax over x.
+void softmax(std::span<float> x);
+
+}  // namespace nibble::backend::cpu

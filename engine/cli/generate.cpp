@@ -1,0 +1,128 @@
+// nibble-engine generate: greedy decoding from token ids on the CPU reference backend, printing
+// one JSON line per step (token and top logits). A debugging entry point used by tests.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/greedy_decode.h"
+#include "engine/cli/commands.h"
+#include "engine/model/model_weights.h"
+#include "engine/model/quantize_on_load.h"
+
+namespace nibble::engine::cli {
+namespace {
+
+constexpr const char* kUsage =
+    R"(usage: nibble-engine generate --model DIR --prompt-ids 1,2,3 [options]
+
+Greedy decoding on the CPU reference backend. Prints one JSON line per generated token:
+  {"step": 0, "token": 42, "top": [[42, 3.51], [7, 3.12], ...]}
+then a summary line with all tokens and timings.
+
+  --model DIR       Hugging Face-layout model (BF16/F16/F32 or NVFP4 ModelOpt/compressed-tensors)
+  --prompt-ids IDS  comma-separated token ids
+  --max-tokens N    tokens to generate (default 16)
+  --top-k K         logits to print per step (default 5)
+  --threads N       CPU threads (default: all)
+  --quantization Q  none (default) or nvfp4: quantize a dense model's projections while loading
+)";
+
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+  std::vector<std::int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 0 || v > INT32_MAX)
+      throw std::invalid_argument("--prompt-ids: '" + item + "' is not a token id");
+    ids.push_back(std::int32_t(v));
+  }
+  if (ids.empty()) throw std::invalid_argument("--prompt-ids: no ids given");
+  return ids;
+}
+
+}  // namespace
+
+int run_generate(const Args& args) {
+  std::string model_dir, prompt;
+  std::string quantization = "none";
+  int max_tokens = 16, top_k = 5, threads = 0;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= args.size()) {
+      std::fprintf(stderr, "generate: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    const std::string& v = args[++i];
+    if (a == "--model")
+      model_dir = v;
+    else if (a == "--prompt-ids")
+      prompt = v;
+    else if (a == "--max-tokens")
+      max_tokens = std::stoi(v);
+    else if (a == "--top-k")
+      top_k = std::stoi(v);
+    else if (a == "--threads")
+      threads = std::stoi(v);
+    else if (a == "--quantization")
+      quantization = v;
+    else {
+      std::fprintf(stderr, "generate: unknown option %s\n\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (model_dir.empty() || prompt.empty()) {
+    std::fprintf(stderr, "generate: --model and --prompt-ids are required\n\n%s", kUsage);
+    return 2;
+  }
+  if (max_tokens < 1) {
+    std::fprintf(stderr, "generate: --max-tokens must be at least 1\n");
+    return 2;
+  }
+  if (quantization != "none" && quantization != "nvfp4") {
+    std::fprintf(stderr, "generate: --quantization must be none or nvfp4\n");
+    return 2;
+  }
+  const auto ids = parse_ids(prompt);
+  auto weights = model::load_model(model_dir);
+  if (quantization == "nvfp4")
+    spdlog::info("quantized {} projections to NVFP4 while loading",
+                 model::quantize_weights_nvfp4(weights));
+  auto backend = backend::make_cpu_backend(std::move(weights), threads);
+  std::vector<std::int32_t> tokens;
+  auto trace = backend::greedy_decode(
+      *backend, ids, max_tokens, top_k,
+      [&](int step, const backend::StepLogits& s, const std::vector<float>&) {
+        nlohmann::json top = nlohmann::json::array();
+        for (const auto& [id, logit] : s.top) top.push_back({id, logit});
+        nlohmann::json line = {{"step", step}, {"token", s.token}, {"top", top}};
+        std::printf("%s\n", line.dump().c_str());
+        std::fflush(stdout);
+        tokens.push_back(s.token);
+      });
+  const double decode_rate =
+      trace.decode_seconds > 0 ? double(max_tokens - 1) / trace.decode_seconds : 0.0;
+  nlohmann::json summary = {{"tokens", tokens},
+                            {"prompt_tokens", ids.size()},
+                            {"prefill_seconds", trace.prefill_seconds},
+                            {"decode_tokens_per_second", decode_rate}};
+  std::printf("%s\n", summary.dump().c_str());
+  spdlog::info("prefill {} tokens in {:.3f} s; decode {:.2f} tokens/s", ids.size(),
+               trace.prefill_seconds, decode_rate);
+  return 0;
+}
+
+}  // namespace nibble::engine::cli

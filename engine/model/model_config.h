@@ -1,0 +1,56 @@
+#pragma once
+// config.json -> ModelConfig for the architectures Nibble runs. Anything that would change the
+// math in a way we do not implement (other rope types, sliding windows in use, biases, activations)
+// is refused with a ModelError naming the field, rather than run wrongly.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace nibble::model {
+
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe };
+
+struct RopeConfig {
+  double theta = 10000.0;
+  bool llama3 = false;  // Llama 3.1 frequency scaling (rope_type "llama3")
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string architecture;  // as written in config.json, e.g. "Qwen3ForCausalLM"
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;  // dense MLP
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  float rms_norm_eps = 1e-6f;
+  RopeConfig rope;
+  int max_position_embeddings = 0;
+  int max_context = 0;  // positions we can run exactly (min of max positions and sliding window)
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;  // Qwen2
+  bool qk_norm = false;   // Qwen3: RMSNorm over each head of q and k before RoPE
+  // Mixture of experts (Qwen3-MoE); num_experts == 0 means every layer is dense.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers;
+
+  bool layer_is_moe(int layer) const;
+};
+
+// Throws ModelError naming `source` (the config path) and the offending field.
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source);
+ModelConfig load_model_config(const std::filesystem::path& model_dir);
+
+}  // namespace nibble::model

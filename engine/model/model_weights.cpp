@@ -1,0 +1,69 @@
+#include "engine/model/model_weights.h"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/model/model_error.h"
+#include "engine/model/safetensors.h"
+
+namespace nibble::model {
+
+ModelWeights load_model(const std::filesystem::path& dir) {
+  ModelWeights m;
+  m.config = load_model_config(dir);
+  m.quant = load_quant_config(dir);
+  auto ck = Checkpoint::open(dir);
+  const auto& c = m.config;
+  const std::int64_t H = c.hidden_size, D = c.head_dim;
+  const std::int64_t q_out = std::int64_t(c.num_heads) * D,
+                     kv_out = std::int64_t(c.num_kv_heads) * D;
+  auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in) {
+    return load_linear(ck, m.quant.format, name, out, in);
+  };
+
+  m.embed = load_floats(ck, "model.embed_tokens.weight", std::int64_t(c.vocab_size) * H);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights w;
+    w.input_norm = load_floats(ck, p + "input_layernorm.weight", H);
+    w.post_attention_norm = load_floats(ck, p + "post_attention_layernorm.weight", H);
+    w.q = linear(p + "self_attn.q_proj", q_out, H);
+    w.k = linear(p + "self_attn.k_proj", kv_out, H);
+    w.v = linear(p + "self_attn.v_proj", kv_out, H);
+    w.o = linear(p + "self_attn.o_proj", H, q_out);
+    if (c.qkv_bias && (w.q.bias.empty() || w.k.bias.empty() || w.v.bias.empty()))
+      throw ModelError(dir.string() + ": " + c.architecture + " needs q/k/v biases; missing in " +
+                       p + "self_attn");
+    if (c.qk_norm) {
+      w.q_norm = load_floats(ck, p + "self_attn.q_norm.weight", D);
+      w.k_norm = load_floats(ck, p + "self_attn.k_norm.weight", D);
+    }
+    w.moe = c.layer_is_moe(l);
+    if (w.moe) {
+      w.router = linear(p + "mlp.gate", c.num_experts, H);
+      for (int e = 0; e < c.num_experts; ++e) {
+        const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
+        w.experts.push_back({linear(ep + "gate_proj", c.moe_intermediate_size, H),
+                             linear(ep + "up_proj", c.moe_intermediate_size, H),
+                             linear(ep + "down_proj", H, c.moe_intermediate_size)});
+      }
+    } else {
+      w.gate = linear(p + "mlp.gate_proj", c.intermediate_size, H);
+      w.up = linear(p + "mlp.up_proj", c.intermediate_size, H);
+      w.down = linear(p + "mlp.down_proj", H, c.intermediate_size);
+    }
+    m.layers.push_back(std::move(w));
+  }
+  m.final_norm = load_floats(ck, "model.norm.weight", H);
+  if (c.tie_word_embeddings) {
+    m.lm_head.out_features = c.vocab_size;
+    m.lm_head.in_features = H;
+    m.lm_head.dense = m.embed;
+  } else {
+    m.lm_head = linear("lm_head", c.vocab_size, H);
+  }
+  spdlog::info("loaded {} ({} layers, quantization {}) from {}", c.architecture, c.num_layers,
+               quant_format_name(m.quant.format), dir.string());
+  return m;
+}
+
+}  // namespace nibble::model

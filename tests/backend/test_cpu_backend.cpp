@@ -1,0 +1,222 @@
+// The CPU backend on small in-memory models of each architecture: a prompt run in one prefill,
+// in chunks, or token by token gives the same logits (the KV cache and positions are right),
+// NVFP4 weights give exactly the dense model of their dequantized values, and bad calls fail
+// without changing the sequence.
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/backend/greedy_decode.h"
+
+namespace nibble::backend {
+namespace {
+
+using model::Linear;
+using model::ModelConfig;
+using model::ModelWeights;
+
+struct Rng {
+  std::mt19937 gen{20261123};
+  std::vector<float> values(std::int64_t n, float scale, float offset = 0.0f) {
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = offset + u(gen);
+    return v;
+  }
+  Linear linear(std::int64_t out, std::int64_t in, bool bias = false) {
+    Linear l;
+    l.out_features = out;
+    l.in_features = in;
+    l.dense = values(out * in, std::sqrt(3.0f / float(in)));
+    if (bias) l.bias = values(out, 0.5f);
+    return l;
+  }
+};
+
+ModelConfig small_config(model::Arch arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.vocab_size = 97;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = arch == model::Arch::Llama ? 8 : 16;
+  c.max_position_embeddings = c.max_context = 64;
+  c.rope.theta = 10000.0;
+  if (arch == model::Arch::Llama) {
+    c.rope.llama3 = true;
+    c.rope.factor = 8.0;
+    c.rope.original_max_position_embeddings = 16;
+  }
+  c.qkv_bias = arch == model::Arch::Qwen2;
+  c.qk_norm = arch == model::Arch::Qwen3 || arch == model::Arch::Qwen3Moe;
+  if (arch == model::Arch::Qwen3Moe) {
+    c.num_experts = 4;
+    c.num_experts_per_tok = 2;
+    c.moe_intermediate_size = 16;
+    c.norm_topk_prob = true;
+  }
+  return c;
+}
+
+ModelWeights random_model(const ModelConfig& c) {
+  Rng rng;
+  ModelWeights m;
+  m.config = c;
+  const std::int64_t H = c.hidden_size, D = c.head_dim;
+  m.embed = rng.values(std::int64_t(c.vocab_size) * H, 1.0f);
+  for (int l = 0; l < c.num_layers; ++l) {
+    model::LayerWeights w;
+    w.input_norm = rng.values(H, 0.2f, 1.0f);
+    w.post_attention_norm = rng.values(H, 0.2f, 1.0f);
+    w.q = rng.linear(c.num_heads * D, H, c.qkv_bias);
+    w.k = rng.linear(c.num_kv_heads * D, H, c.qkv_bias);
+    w.v = rng.linear(c.num_kv_heads * D, H, c.qkv_bias);
+    w.o = rng.linear(H, c.num_heads * D);
+    if (c.qk_norm) {
+      w.q_norm = rng.values(D, 0.2f, 1.0f);
+      w.k_norm = rng.values(D, 0.2f, 1.0f);
+    }
+    w.moe = c.layer_is_moe(l);
+    if (w.moe) {
+      w.router = rng.linear(c.num_experts, H);
+      for (int e = 0; e < c.num_experts; ++e)
+        w.experts.push_back({rng.linear(c.moe_intermediate_size, H),
+                             rng.linear(c.moe_intermediate_size, H),
+                             rng.linear(H, c.moe_intermediate_size)});
+    } else {
+      w.gate = rng.linear(c.intermediate_size, H);
+      w.up = rng.linear(c.intermediate_size, H);
+      w.down = rng.linear(H, c.intermediate_size);
+    }
+    m.layers.push_back(std::move(w));
+  }
+  m.final_norm = rng.values(H, 0.2f, 1.0f);
+  m.lm_head = rng.linear(c.vocab_size, H);
+  return m;
+}
+
+std::vector<float> run(Backend& b, const std::vector<std::vector<std::int32_t>>& chunks) {
+  auto seq = b.new_sequence(32);
+  std::vector<float> logits(std::size_t(b.config().vocab_size));
+  for (const auto& chunk : chunks) b.forward(*seq, chunk, logits);
+  return logits;
+}
+
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, double(std::abs(a[i] - b[i])));
+    ref = std::max(ref, double(std::abs(b[i])));
+  }
+  return diff / ref;
+}
+
+class CpuBackendArch : public ::testing::TestWithParam<model::Arch> {};
+
+TEST_P(CpuBackendArch, PrefillChunkedPrefillAndDecodeAgree) {
+  auto backend = make_cpu_backend(random_model(small_config(GetParam())), 2);
+  const std::vector<std::int32_t> prompt = {5, 17, 3, 96, 0, 42, 42, 8, 61};
+  auto whole = run(*backend, {prompt});
+  auto chunked = run(*backend, {{5, 17, 3, 96}, {0, 42}, {42, 8, 61}});
+  std::vector<std::vector<std::int32_t>> singles;
+  for (auto t : prompt) singles.push_back({t});
+  auto one_by_one = run(*backend, singles);
+  EXPECT_LT(max_relative_difference(chunked, whole), 1e-5);
+  EXPECT_LT(max_relative_difference(one_by_one, whole), 1e-5);
+  // The logits depend on earlier tokens (attention works), not only on the last one.
+  auto last_only = run(*backend, {{61}});
+  EXPECT_GT(max_relative_difference(last_only, whole), 1e-2);
+}
+
+std::string arch_name(const ::testing::TestParamInfo<model::Arch>& info) {
+  static const char* const kNames[] = {"Llama", "Mistral", "Qwen2", "Qwen3", "Qwen3Moe"};
+  return kNames[int(info.param)];
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, CpuBackendArch,
+                         ::testing::Values(model::Arch::Llama, model::Arch::Qwen2,
+                                           model::Arch::Qwen3, model::Arch::Qwen3Moe),
+                         arch_name);
+
+TEST(CpuBackend, Nvfp4WeightsComputeTheirDequantizedValues) {
+  auto dense = random_model(small_config(model::Arch::Qwen3Moe));
+  auto quantized = dense;
+  auto quantize = [](Linear& l) {
+    l.fp4 = nvfp4::quantize_matrix(l.dense, l.out_features, l.in_features);
+    l.quantized = true;
+    l.dense = nvfp4::dequantize_matrix(l.fp4);
+  };
+  for (std::size_t i = 0; i < dense.layers.size(); ++i) {
+    auto& q = quantized.layers[i];
+    for (Linear* l : {&q.q, &q.k, &q.v, &q.o, &q.gate, &q.up, &q.down})
+      if (!l->dense.empty()) quantize(*l);
+    for (auto& e : q.experts)
+      for (Linear* l : {&e.gate, &e.up, &e.down}) quantize(*l);
+  }
+  auto dequantized = quantized;  // same values, dense
+  for (auto& layer : dequantized.layers) {
+    for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+      l->quantized = false;
+    for (auto& e : layer.experts)
+      for (Linear* l : {&e.gate, &e.up, &e.down}) l->quantized = false;
+  }
+  for (auto& layer : quantized.layers) {
+    for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+      if (l->quantized) l->dense.clear();  // the FP4 path must not fall back to dense
+    for (auto& e : layer.experts)
+      for (Linear* l : {&e.gate, &e.up, &e.down}) l->dense.clear();
+  }
+  auto a = make_cpu_backend(std::move(quantized), 2);
+  auto b = make_cpu_backend(std::move(dequantized), 1);
+  auto c = make_cpu_backend(std::move(dense), 1);
+  const std::vector<std::int32_t> prompt = {1, 2, 3, 50, 60};
+  auto la = run(*a, {prompt}), lb = run(*b, {prompt}), lc = run(*c, {prompt});
+  EXPECT_LT(max_relative_difference(la, lb), 1e-6);
+  // Quantization changes the model measurably but not wildly (~20 dB per weight).
+  const double quant_effect = max_relative_difference(la, lc);
+  EXPECT_GT(quant_effect, 1e-4);
+  EXPECT_LT(quant_effect, 0.5);
+}
+
+TEST(CpuBackend, BadCallsFailAndLeaveTheSequenceUnchanged) {
+  auto backend = make_cpu_backend(random_model(small_config(model::Arch::Qwen3)), 1);
+  auto other = make_cpu_backend(random_model(small_config(model::Arch::Qwen3)), 1);
+  auto seq = backend->new_sequence(4);
+  std::vector<float> logits(97), short_logits(5);
+  std::vector<std::int32_t> ok = {1, 2}, bad_id = {1, 97}, negative = {-1}, too_many = {1, 2, 3};
+  backend->forward(*seq, ok, logits);
+  EXPECT_EQ(seq->length(), 2);
+  EXPECT_THROW(backend->forward(*seq, bad_id, logits), BackendError);
+  EXPECT_THROW(backend->forward(*seq, negative, logits), BackendError);
+  EXPECT_THROW(backend->forward(*seq, too_many, logits), BackendError);
+  EXPECT_THROW(backend->forward(*seq, ok, short_logits), BackendError);
+  EXPECT_THROW(backend->forward(*seq, {}, logits), BackendError);
+  EXPECT_THROW(other->forward(*seq, ok, logits), BackendError);
+  EXPECT_EQ(seq->length(), 2);
+  EXPECT_THROW(backend->new_sequence(0), BackendError);
+  EXPECT_THROW(backend->new_sequence(65), BackendError);
+}
+
+TEST(GreedyDecode, FeedsBackTheArgmaxAndReportsTopLogits) {
+  auto backend = make_cpu_backend(random_model(small_config(model::Arch::Llama)), 2);
+  auto trace = greedy_decode(*backend, {3, 4, 5}, 5, 3);
+  ASSERT_EQ(trace.steps.size(), 5u);
+  // Replaying prompt + generated tokens as one prefill reproduces the last step's logits.
+  std::vector<std::int32_t> all = {3, 4, 5};
+  for (std::size_t i = 0; i + 1 < trace.steps.size(); ++i) all.push_back(trace.steps[i].token);
+  auto logits = run(*backend, {all});
+  auto top = top_logits(logits, 3);
+  EXPECT_EQ(top[0].first, trace.steps.back().token);
+  EXPECT_NEAR(top[0].second, trace.steps.back().top[0].second, 1e-4);
+  EXPECT_GE(trace.steps[0].top[0].second, trace.steps[0].top[1].second);
+  EXPECT_EQ(top_logits({1.0f, 3.0f, 3.0f, 2.0f}, 2),
+            (std::vector<std::pair<std::int32_t, float>>{{1, 3.0f}, {2, 3.0f}}));
+}
+
+}  // namespace
+}  // namespace nibble::backend

@@ -1,0 +1,131 @@
+// config.json parsing: each architecture's fields, rope scaling in both spellings, and refusals.
+#include "engine/model/model_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model/model_error.h"
+
+namespace nibble::model {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+json base(const char* arch) {
+  return {{"architectures", {arch}},        {"vocab_size", 1000},       {"hidden_size", 64},
+          {"num_hidden_layers", 4},         {"num_attention_heads", 8}, {"num_key_value_heads", 2},
+          {"intermediate_size", 128},       {"rms_norm_eps", 1e-5},     {"rope_theta", 500000.0},
+          {"max_position_embeddings", 2048}};
+}
+
+std::string refusal(const json& j) {
+  try {
+    parse_model_config(j, "cfg.json");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(ModelConfig, LlamaWithLlama3RopeScaling) {
+  json j = base("LlamaForCausalLM");
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  j["tie_word_embeddings"] = true;
+  auto c = parse_model_config(j, "cfg.json");
+  EXPECT_EQ(c.arch, Arch::Llama);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 500000.0);
+  EXPECT_TRUE(c.rope.llama3);
+  EXPECT_DOUBLE_EQ(c.rope.factor, 8.0);
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 8192);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.layer_is_moe(0));
+}
+
+TEST(ModelConfig, TransformersV5RopeParametersAreRead) {
+  json j = base("LlamaForCausalLM");
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 1234.0},
+                          {"factor", 2.0},           {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 2.0}, {"original_max_position_embeddings", 64}};
+  auto c = parse_model_config(j, "cfg.json");
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1234.0);
+  EXPECT_TRUE(c.rope.llama3);
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 64);
+}
+
+TEST(ModelConfig, QwenFamilies) {
+  auto q2 = parse_model_config(base("Qwen2ForCausalLM"), "cfg.json");
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FALSE(q2.qk_norm);
+  json j3 = base("Qwen3ForCausalLM");
+  j3["head_dim"] = 16;
+  auto q3 = parse_model_config(j3, "cfg.json");
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_EQ(q3.head_dim, 16);
+  json moe = base("Qwen3MoeForCausalLM");
+  moe["num_experts"] = 8;
+  moe["num_experts_per_tok"] = 2;
+  moe["moe_intermediate_size"] = 32;
+  moe["norm_topk_prob"] = true;
+  moe["decoder_sparse_step"] = 2;
+  moe["mlp_only_layers"] = {3};
+  auto m = parse_model_config(moe, "cfg.json");
+  EXPECT_EQ(m.num_experts, 8);
+  EXPECT_TRUE(m.norm_topk_prob);
+  EXPECT_FALSE(m.layer_is_moe(0));  // (0+1) % 2 != 0
+  EXPECT_TRUE(m.layer_is_moe(1));
+  EXPECT_FALSE(m.layer_is_moe(2));
+  EXPECT_FALSE(m.layer_is_moe(3));  // listed in mlp_only_layers
+}
+
+TEST(ModelConfig, MistralSlidingWindowCapsTheContext) {
+  json j = base("MistralForCausalLM");
+  j["sliding_window"] = 512;
+  EXPECT_EQ(parse_model_config(j, "cfg.json").max_context, 512);
+  j["sliding_window"] = nullptr;
+  EXPECT_EQ(parse_model_config(j, "cfg.json").max_context, 2048);
+}
+
+TEST(ModelConfig, MathChangingFieldsAreRefusedByName) {
+  json j = base("GPT2LMHeadModel");
+  EXPECT_THAT(refusal(j), HasSubstr("'GPT2LMHeadModel' is not supported"));
+  j = base("LlamaForCausalLM");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  EXPECT_THAT(refusal(j), AllOf(HasSubstr("cfg.json"), HasSubstr("rope_scaling.rope_type"),
+                                HasSubstr("'yarn'")));
+  j = base("Qwen2ForCausalLM");
+  j["use_sliding_window"] = true;
+  EXPECT_THAT(refusal(j), HasSubstr("use_sliding_window"));
+  j = base("LlamaForCausalLM");
+  j["hidden_act"] = "gelu";
+  EXPECT_THAT(refusal(j), HasSubstr("hidden_act"));
+  j = base("LlamaForCausalLM");
+  j["attention_bias"] = true;
+  EXPECT_THAT(refusal(j), HasSubstr("attention_bias"));
+  j = base("LlamaForCausalLM");
+  j["num_key_value_heads"] = 3;
+  EXPECT_THAT(refusal(j), HasSubstr("num_key_value_heads"));
+  j = base("LlamaForCausalLM");
+  j.erase("hidden_size");
+  EXPECT_THAT(refusal(j), HasSubstr("'hidden_size': required"));
+  j = base("Qwen3MoeForCausalLM");
+  j["num_experts"] = 4;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 32;
+  j["shared_expert_intermediate_size"] = 64;
+  EXPECT_THAT(refusal(j), HasSubstr("shared experts"));
+}
+
+}  // namespace
+}  // namespace nibble::model

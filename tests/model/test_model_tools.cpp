@@ -1,0 +1,170 @@
+// nibble-make-model and nibble-quantize end to end: deterministic output, sharding, both NVFP4
+// layouts loading to the same weights, and --dequantize reproducing the NVFP4 model exactly.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/greedy_decode.h"
+#include "engine/model/model_weights.h"
+#include "engine/model/quantize_on_load.h"
+#include "tests/model/safetensors_fixture.h"
+#include "tests/support/child_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace nibble {
+namespace {
+
+using nibble::testing::run_command;
+using ::testing::HasSubstr;
+
+const std::string kMake = NIBBLE_MAKE_MODEL;
+const std::string kQuantize = NIBBLE_QUANTIZE;
+
+void make(const std::string& args, const std::filesystem::path& out) {
+  auto r = run_command(kMake + " --threads 2 " + args + " --output " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+void quantize(const std::string& args, const std::filesystem::path& in,
+              const std::filesystem::path& out) {
+  auto r = run_command(kQuantize + " --threads 2 " + args + " --input " + in.string() +
+                       " --output " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+std::vector<float> logits_of(const std::filesystem::path& dir) {
+  auto backend = backend::make_cpu_backend(model::load_model(dir), 2);
+  auto seq = backend->new_sequence(8);
+  std::vector<float> logits(std::size_t(backend->config().vocab_size));
+  backend->forward(*seq, std::vector<std::int32_t>{7, 1000, 3, 99}, logits);
+  return logits;
+}
+
+TEST(MakeModel, SameSeedSameBytesOtherSeedOtherBytes) {
+  nibble::testing::TempDir dir;
+  make("--arch qwen3_moe --preset tiny --seed 3", dir.path() / "a");
+  make("--arch qwen3_moe --preset tiny --seed 3", dir.path() / "b");
+  make("--arch qwen3_moe --preset tiny --seed 4", dir.path() / "c");
+  auto a = model::testing::read_all(dir.path() / "a/model.safetensors");
+  EXPECT_EQ(a, model::testing::read_all(dir.path() / "b/model.safetensors"));
+  EXPECT_NE(a, model::testing::read_all(dir.path() / "c/model.safetensors"));
+  auto cfg = model::load_model_config(dir.path() / "a");
+  EXPECT_EQ(cfg.arch, model::Arch::Qwen3Moe);
+  EXPECT_EQ(cfg.vocab_size, 151936);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "a/generation_config.json"));
+}
+
+TEST(MakeModel, ShardedOutputLoadsLikeOneFile) {
+  nibble::testing::TempDir dir;
+  make("--arch llama --preset tiny --seed 5", dir.path() / "one");
+  make("--arch llama --preset tiny --seed 5 --max-shard-mb 4", dir.path() / "many");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "one/model.safetensors.index.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "many/model.safetensors.index.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "many/model-00002-of-00003.safetensors"));
+  EXPECT_EQ(logits_of(dir.path() / "one"), logits_of(dir.path() / "many"));
+}
+
+TEST(Quantize, BothLayoutsLoadToTheSameWeights) {
+  nibble::testing::TempDir dir;
+  make("--arch qwen3 --preset tiny --seed 6", dir.path() / "bf16");
+  quantize("--format modelopt", dir.path() / "bf16", dir.path() / "mo");
+  quantize("--format compressed-tensors", dir.path() / "bf16", dir.path() / "ct");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "mo/hf_quant_config.json"));
+  auto mo = model::load_model(dir.path() / "mo");
+  auto ct = model::load_model(dir.path() / "ct");
+  EXPECT_EQ(mo.quant.format, model::QuantFormat::ModelOpt);
+  EXPECT_EQ(ct.quant.format, model::QuantFormat::CompressedTensors);
+  const auto& a = mo.layers[1].down;
+  const auto& b = ct.layers[1].down;
+  ASSERT_TRUE(a.quantized && b.quantized);
+  EXPECT_EQ(a.fp4.packed, b.fp4.packed);
+  EXPECT_EQ(a.fp4.scales, b.fp4.scales);
+  // compressed-tensors round-trips the factor through its reciprocal: equal to ~1 ulp.
+  EXPECT_NEAR(a.fp4.global_factor, b.fp4.global_factor, 1e-6 * a.fp4.global_factor);
+  EXPECT_FALSE(mo.lm_head.quantized);  // tied to the BF16 embedding
+  const auto la = logits_of(dir.path() / "mo"), lb = logits_of(dir.path() / "ct");
+  for (std::size_t i = 0; i < la.size(); i += 997)
+    EXPECT_NEAR(la[i], lb[i], 1e-4 * std::abs(la[i]) + 1e-5);
+  // Quantizing twice is refused.
+  auto r = run_command(kQuantize + " --input " + (dir.path() / "mo").string() + " --output " +
+                       (dir.path() / "again").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("already quantized"));
+}
+
+TEST(Quantize, QuantizingWhileLoadingMatchesTheQuantizedCheckpoint) {
+  nibble::testing::TempDir dir;
+  make("--arch qwen3_moe --preset tiny --seed 9", dir.path() / "bf16");
+  quantize("--format modelopt", dir.path() / "bf16", dir.path() / "fp4");
+  auto on_load = model::load_model(dir.path() / "bf16");
+  EXPECT_EQ(model::quantize_weights_nvfp4(on_load),
+            8 + 3 + 3 * 8);  // attention, dense MLP, experts
+  EXPECT_FALSE(on_load.layers[1].router.quantized);
+  auto from_file = model::load_model(dir.path() / "fp4");
+  EXPECT_EQ(on_load.layers[1].experts[3].up.fp4.packed,
+            from_file.layers[1].experts[3].up.fp4.packed);
+  EXPECT_EQ(on_load.layers[0].q.fp4.scales, from_file.layers[0].q.fp4.scales);
+  EXPECT_EQ(on_load.layers[0].q.fp4.global_factor, from_file.layers[0].q.fp4.global_factor);
+}
+
+TEST(Quantize, DequantizeToF32ReproducesTheNvfp4ModelExactly) {
+  nibble::testing::TempDir dir;
+  make("--arch qwen3_moe --preset tiny --seed 7 --dtype nvfp4 --format compressed-tensors",
+       dir.path() / "fp4");
+  quantize("--dequantize --dtype f32", dir.path() / "fp4", dir.path() / "dense");
+  auto dense = model::load_model(dir.path() / "dense");
+  EXPECT_EQ(dense.quant.format, model::QuantFormat::None);
+  EXPECT_FALSE(dense.layers[0].q.quantized);
+  EXPECT_EQ(logits_of(dir.path() / "fp4"), logits_of(dir.path() / "dense"));
+}
+
+TEST(Generate, PrintsOneJsonLinePerStepAndASummary) {
+  nibble::testing::TempDir dir;
+  make("--arch llama --preset tiny --seed 8", dir.path() / "m");
+  auto r =
+      run_command(std::string(NIBBLE_ENGINE) + " generate --model " + (dir.path() / "m").string() +
+                  " --prompt-ids 5,6,7 --max-tokens 4 --top-k 2 --threads 1 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 5u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(lines[std::size_t(i)]["step"], i);
+    EXPECT_EQ(lines[std::size_t(i)]["top"].size(), 2u);
+    EXPECT_EQ(lines[std::size_t(i)]["token"], lines[std::size_t(i)]["top"][0][0]);
+    EXPECT_EQ(lines[4]["tokens"][std::size_t(i)], lines[std::size_t(i)]["token"]);
+  }
+  // The same greedy tokens as the library path.
+  auto backend = backend::make_cpu_backend(model::load_model(dir.path() / "m"), 1);
+  auto trace = backend::greedy_decode(*backend, {5, 6, 7}, 4, 1);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token);
+  auto bad = run_command(std::string(NIBBLE_ENGINE) + " generate --model " +
+                         (dir.path() / "m").string() + " --prompt-ids 5,x");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("'x' is not a token id"));
+  bad = run_command(std::string(NIBBLE_ENGINE) + " generate --model " + dir.path().string() +
+                    " --prompt-ids 5");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("config.json"));
+}
+
+TEST(Tools, HelpAndBadArguments) {
+  auto help = run_command(kMake + " --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("--preset"));
+  help = run_command(kQuantize + " --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("--dequantize"));
+  EXPECT_EQ(run_command(kMake + " --arch gpt2 --preset tiny --output /tmp/x").exit_code, 1);
+  EXPECT_EQ(run_command(kMake + " --arch llama").exit_code, 2);
+  EXPECT_EQ(run_command(kQuantize + " --input /nonexistent --output /tmp/y").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace nibble

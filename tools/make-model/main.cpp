@@ -1,0 +1,255 @@
+// nibble-make-model: writes a Hugging Face-layout model with deterministic random weights of a
+// real architecture's shape (config.json, safetensors, generation_config.json, tokenizer files).
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/model/model_config.h"
+#include "engine/model/model_error.h"
+#include "engine/model/nvfp4_checkpoint.h"
+#include "engine/model/safetensors_writer.h"
+#include "kernels/nvfp4/bf16.h"
+#include "kernels/nvfp4/nvfp4_ref.h"
+#include "tools/make-model/presets.h"
+#include "tools/make-model/random_weights.h"
+
+namespace {
+
+using namespace nibble;
+using model::DType;
+using model::QuantFormat;
+using model::TensorSpec;
+using model::WeightJob;
+
+constexpr const char* kUsage =
+    R"(usage: nibble-make-model --arch ARCH --preset PRESET --output DIR [options]
+
+Writes a Hugging Face-layout model with deterministic random weights (same seed, same bytes).
+
+  --arch       llama | qwen3 | qwen3_moe
+  --preset     tiny | small | llama-3.1-8b | qwen3-8b | qwen3-30b-a3b
+  --seed N     random seed (default 0)
+  --dtype      bf16 | nvfp4 (default bf16); nvfp4 quantizes every attention/MLP/expert
+               projection and keeps embeddings, lm_head, norms and MoE routers in BF16
+  --format     modelopt | compressed-tensors (NVFP4 layout, default modelopt)
+  --tokenizer DIR   copy tokenizer.json, tokenizer_config.json (and friends) from DIR
+  --max-shard-mb N  split safetensors into shards of at most N MB (default 5000)
+  --threads N  worker threads (default: all cores)
+  --output DIR directory to write (created)
+)";
+
+struct Options {
+  std::string arch, preset, dtype = "bf16", format = "modelopt", tokenizer, output;
+  std::uint64_t seed = 0;
+  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::size_t max_shard_bytes = std::size_t(5000) << 20;
+};
+
+enum class Init { Embedding, Norm, Linear };
+
+// One weight of the model: its module name (without .weight), shape [out, in] or [n], how it is
+// initialized and whether it is stored as NVFP4.
+struct Weight {
+  std::string module;
+  std::vector<std::int64_t> shape;
+  Init init;
+  bool quantize;
+};
+
+std::vector<Weight> list_weights(const model::ModelConfig& c, bool nvfp4) {
+  const std::int64_t H = c.hidden_size, D = c.head_dim;
+  const std::int64_t q = std::int64_t(c.num_heads) * D, kv = std::int64_t(c.num_kv_heads) * D;
+  std::vector<Weight> w;
+  w.push_back({"model.embed_tokens", {c.vocab_size, H}, Init::Embedding, false});
+  auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in) {
+    w.push_back({name, {out, in}, Init::Linear, nvfp4});
+  };
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    w.push_back({p + "input_layernorm", {H}, Init::Norm, false});
+    linear(p + "self_attn.q_proj", q, H);
+    linear(p + "self_attn.k_proj", kv, H);
+    linear(p + "self_attn.v_proj", kv, H);
+    linear(p + "self_attn.o_proj", H, q);
+    if (c.qk_norm) {
+      w.push_back({p + "self_attn.q_norm", {D}, Init::Norm, false});
+      w.push_back({p + "self_attn.k_norm", {D}, Init::Norm, false});
+    }
+    w.push_back({p + "post_attention_layernorm", {H}, Init::Norm, false});
+    if (c.layer_is_moe(l)) {
+      w.push_back({p + "mlp.gate", {c.num_experts, H}, Init::Linear, false});  // router
+      for (int e = 0; e < c.num_experts; ++e) {
+        const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
+        linear(ep + "gate_proj", c.moe_intermediate_size, H);
+        linear(ep + "up_proj", c.moe_intermediate_size, H);
+        linear(ep + "down_proj", H, c.moe_intermediate_size);
+      }
+    } else {
+      linear(p + "mlp.gate_proj", c.intermediate_size, H);
+      linear(p + "mlp.up_proj", c.intermediate_size, H);
+      linear(p + "mlp.down_proj", H, c.intermediate_size);
+    }
+  }
+  w.push_back({"model.norm", {H}, Init::Norm, false});
+  if (!c.tie_word_embeddings) w.push_back({"lm_head", {c.vocab_size, H}, Init::Linear, false});
+  return w;
+}
+
+// Values: embeddings U(-1, 1); norms 1 + U(-0.2, 0.2) (so a wrong norm shows); linears
+// U(-a, a) with std 1/sqrt(in_features), so activations keep their scale through the layers.
+float init_value(const Weight& w, std::uint64_t stream, std::uint64_t i) {
+  const float u = tools::uniform_at(stream, i);
+  switch (w.init) {
+    case Init::Embedding:
+      return u;
+    case Init::Norm:
+      return 1.0f + 0.2f * u;
+    case Init::Linear:
+      return u * std::sqrt(3.0f / float(w.shape.back()));
+  }
+  return 0.0f;
+}
+
+WeightJob make_job(const Weight& w, std::uint64_t seed, QuantFormat format) {
+  std::int64_t numel = 1;
+  for (auto d : w.shape) numel *= d;
+  const std::uint64_t stream = tools::tensor_stream(seed, w.module + ".weight");
+  if (!w.quantize) {
+    return {{{w.module + ".weight", DType::BF16, w.shape}},
+            [w, stream, numel](std::vector<std::span<std::byte>>& out) {
+              auto* dst = out[0].data();
+              for (std::int64_t i = 0; i < numel; ++i) {
+                auto b = nvfp4::float_to_bf16(init_value(w, stream, std::uint64_t(i)));
+                std::memcpy(dst + 2 * i, &b, 2);
+              }
+            }};
+  }
+  return {model::nvfp4_linear_specs(format, w.module, w.shape[0], w.shape[1]),
+          [w, stream, numel, format](std::vector<std::span<std::byte>>& out) {
+            std::vector<float> values(static_cast<std::size_t>(numel));
+            for (std::int64_t i = 0; i < numel; ++i)
+              values[std::size_t(i)] = init_value(w, stream, std::uint64_t(i));
+            auto q = nvfp4::quantize_matrix(values, w.shape[0], w.shape[1]);
+            // Static activation scale for inputs of magnitude up to ~8 (W4A4 engines use it).
+            model::fill_nvfp4_linear(format, q, nvfp4::global_factor_for_amax(8.0f), out);
+          }};
+}
+
+void write_json(const std::filesystem::path& path, const nlohmann::ordered_json& j) {
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw model::ModelError(path.string() + ": write failed");
+}
+
+bool parse_args(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "nibble-make-model: %s needs a value\n", a.c_str());
+      return false;
+    }
+    std::string v = argv[++i];
+    if (a == "--arch")
+      o.arch = v;
+    else if (a == "--preset")
+      o.preset = v;
+    else if (a == "--dtype")
+      o.dtype = v;
+    else if (a == "--format")
+      o.format = v;
+    else if (a == "--tokenizer")
+      o.tokenizer = v;
+    else if (a == "--output")
+      o.output = v;
+    else if (a == "--seed")
+      o.seed = std::stoull(v);
+    else if (a == "--threads")
+      o.threads = std::max(1, std::stoi(v));
+    else if (a == "--max-shard-mb")
+      o.max_shard_bytes = std::size_t(std::max(1, std::stoi(v))) << 20;
+    else {
+      std::fprintf(stderr, "nibble-make-model: unknown option %s\n\n%s", a.c_str(), kUsage);
+      return false;
+    }
+  }
+  if (o.arch.empty() || o.preset.empty() || o.output.empty()) {
+    std::fprintf(stderr, "nibble-make-model: --arch, --preset and --output are required\n\n%s",
+                 kUsage);
+    return false;
+  }
+  if (o.dtype != "bf16" && o.dtype != "nvfp4") {
+    std::fprintf(stderr, "nibble-make-model: --dtype must be bf16 or nvfp4, got %s\n",
+                 o.dtype.c_str());
+    return false;
+  }
+  if (o.format != "modelopt" && o.format != "compressed-tensors") {
+    std::fprintf(stderr, "nibble-make-model: --format must be modelopt or compressed-tensors\n");
+    return false;
+  }
+  return true;
+}
+
+void copy_tokenizer(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (!std::filesystem::exists(from / "tokenizer.json"))
+    throw model::ModelError(from.string() + ": no tokenizer.json in the --tokenizer directory");
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                           "vocab.json", "merges.txt"})
+    if (std::filesystem::exists(from / name))
+      std::filesystem::copy_file(from / name, to / name,
+                                 std::filesystem::copy_options::overwrite_existing);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    if (!parse_args(argc, argv, o)) return 2;
+    const auto start = std::chrono::steady_clock::now();
+    auto config = tools::make_preset_config(o.arch, o.preset);
+    const bool nvfp4 = o.dtype == "nvfp4";
+    const auto format =
+        o.format == "modelopt" ? QuantFormat::ModelOpt : QuantFormat::CompressedTensors;
+    std::vector<std::string> excluded = {"lm_head", "model.embed_tokens"};
+    if (o.arch == "qwen3_moe")
+      excluded.push_back(format == QuantFormat::ModelOpt ? "model.layers.*.mlp.gate"
+                                                         : "re:.*mlp\\.gate$");
+    if (nvfp4) config["quantization_config"] = model::quantization_config_json(format, excluded);
+    // Our own parser checks what we are about to write.
+    const auto parsed = model::parse_model_config(config, "generated config.json");
+
+    const std::filesystem::path out = o.output;
+    std::filesystem::create_directories(out);
+    std::vector<WeightJob> jobs;
+    for (const auto& w : list_weights(parsed, nvfp4)) jobs.push_back(make_job(w, o.seed, format));
+    spdlog::info("writing {} {} ({}{}, seed {}) to {} with {} threads", o.arch, o.preset, o.dtype,
+                 nvfp4 ? " " + o.format : "", o.seed, out.string(), o.threads);
+    model::write_checkpoint(out, jobs, o.max_shard_bytes, o.threads);
+
+    write_json(out / "config.json", config);
+    write_json(out / "generation_config.json", {{"bos_token_id", config["bos_token_id"]},
+                                                {"eos_token_id", config["eos_token_id"]},
+                                                {"do_sample", false}});
+    if (nvfp4 && format == QuantFormat::ModelOpt)
+      write_json(out / "hf_quant_config.json", model::hf_quant_config_json(excluded));
+    if (!o.tokenizer.empty()) copy_tokenizer(o.tokenizer, out);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    spdlog::info("done in {:.1f} s", seconds);
+    return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("nibble-make-model: {}", e.what());
+    return 1;
+  }
+}

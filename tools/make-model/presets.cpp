@@ -1,0 +1,119 @@
+#include "tools/make-model/presets.h"
+
+namespace nibble::tools {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct Shape {
+  int hidden, intermediate, layers, heads, kv_heads, head_dim;
+  bool tied;
+  int experts = 0, experts_per_tok = 0, moe_intermediate = 0;
+};
+
+ordered_json llama_config(const Shape& s, int max_positions) {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", 128256},
+          {"hidden_size", s.hidden},
+          {"intermediate_size", s.intermediate},
+          {"num_hidden_layers", s.layers},
+          {"num_attention_heads", s.heads},
+          {"num_key_value_heads", s.kv_heads},
+          {"head_dim", s.head_dim},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", max_positions},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 500000.0},
+          {"rope_scaling",
+           {{"rope_type", "llama3"},
+            {"factor", 8.0},
+            {"low_freq_factor", 1.0},
+            {"high_freq_factor", 4.0},
+            {"original_max_position_embeddings", 8192}}},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"mlp_bias", false},
+          {"initializer_range", 0.02},
+          {"pretraining_tp", 1},
+          {"use_cache", true},
+          {"tie_word_embeddings", s.tied},
+          {"bos_token_id", 128000},
+          {"eos_token_id", 128001},
+          {"torch_dtype", "bfloat16"}};
+}
+
+ordered_json qwen3_config(const Shape& s, bool moe) {
+  ordered_json c = {{"architectures", {moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"}},
+                    {"model_type", moe ? "qwen3_moe" : "qwen3"},
+                    {"vocab_size", 151936},
+                    {"hidden_size", s.hidden},
+                    {"intermediate_size", s.intermediate},
+                    {"num_hidden_layers", s.layers},
+                    {"num_attention_heads", s.heads},
+                    {"num_key_value_heads", s.kv_heads},
+                    {"head_dim", s.head_dim},
+                    {"hidden_act", "silu"},
+                    {"max_position_embeddings", 40960},
+                    {"rms_norm_eps", 1e-6},
+                    {"rope_theta", 1000000.0},
+                    {"rope_scaling", nullptr},
+                    {"attention_bias", false},
+                    {"attention_dropout", 0.0},
+                    {"use_sliding_window", false},
+                    {"sliding_window", nullptr},
+                    {"max_window_layers", s.layers},
+                    {"initializer_range", 0.02},
+                    {"use_cache", true},
+                    {"tie_word_embeddings", s.tied},
+                    {"bos_token_id", 151643},
+                    {"eos_token_id", 151645},
+                    {"torch_dtype", "bfloat16"}};
+  if (moe) {
+    c["num_experts"] = s.experts;
+    c["num_experts_per_tok"] = s.experts_per_tok;
+    c["moe_intermediate_size"] = s.moe_intermediate;
+    c["norm_topk_prob"] = true;
+    c["decoder_sparse_step"] = 1;
+    c["mlp_only_layers"] = ordered_json::array();
+    c["output_router_logits"] = false;
+    c["router_aux_loss_coef"] = 0.001;
+  }
+  return c;
+}
+
+}  // namespace
+
+ordered_json make_preset_config(const std::string& arch, const std::string& preset) {
+  if (arch != "llama" && arch != "qwen3" && arch != "qwen3_moe")
+    throw PresetError("--arch must be llama, qwen3 or qwen3_moe, got '" + arch + "'");
+  const bool moe = arch == "qwen3_moe";
+  Shape s{};
+  if (preset == "tiny") {
+    // Small enough to carry to the oracle machine: the embedding dominates (real vocabularies).
+    s = {32, 64, 2, 4, 2, arch == "llama" ? 8 : 16, arch != "llama", 8, 2, 32};
+    if (moe) {
+      ordered_json c = qwen3_config(s, true);
+      c["mlp_only_layers"] = {0};  // one dense layer and one MoE layer
+      return c;
+    }
+  } else if (preset == "small") {
+    s = {256, 768, 4, 8, 4, 32, false, 16, 4, 128};
+  } else if (preset == "llama-3.1-8b") {
+    if (arch != "llama") throw PresetError("preset llama-3.1-8b needs --arch llama");
+    return llama_config({4096, 14336, 32, 32, 8, 128, false}, 131072);
+  } else if (preset == "qwen3-8b") {
+    if (arch != "qwen3") throw PresetError("preset qwen3-8b needs --arch qwen3");
+    s = {4096, 12288, 36, 32, 8, 128, false};
+  } else if (preset == "qwen3-30b-a3b") {
+    if (arch != "qwen3_moe") throw PresetError("preset qwen3-30b-a3b needs --arch qwen3_moe");
+    s = {2048, 6144, 48, 32, 4, 128, false, 128, 8, 768};
+  } else {
+    throw PresetError(
+        "--preset must be tiny, small, llama-3.1-8b, qwen3-8b or qwen3-30b-a3b, got '" + preset +
+        "'");
+  }
+  return arch == "llama" ? llama_config(s, 131072) : qwen3_config(s, moe);
+}
+
+}  // namespace nibble::tools

@@ -29,7 +29,9 @@ const ByteTables& tables() {
 
 }  // namespace
 
-const std::string& byte_to_unicode(unsigned char b) { return tables().encode[b]; }
+const std::string& byte_to_unicode(unsigned char b) {
+  return tables().encode[b];
+}
 
 std::string bytes_to_byte_level(std::string_view bytes) {
   std::string out;

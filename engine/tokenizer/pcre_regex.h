@@ -1,6 +1,7 @@
 #pragma once
-// A compiled PCRE2 pattern in UTF mode with Unicode properties (\p{L}, \s as Unicode), as the
-// Split pre-tokenizers and Replace normalizers of tokenizer.json need.
+// A compiled PCRE2 pattern in UTF mode with Unicode properties (\p{L}), as the Split
+// pre-tokenizers and Replace normalizers of tokenizer.json need. \s means what it means in
+// JavaScript (the transformers.js oracle), not PCRE2's slightly different set.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,7 +26,20 @@ class PcreRegex {
   std::unique_ptr<Impl> impl_;
 };
 
-// Escapes a literal string for use inside a pattern.
-std::string regex_escape(std::string_view literal);
+// The `pattern` field of Split / Replace steps: {"String": literal} or {"Regex": pcre}.
+class TextPattern {
+ public:
+  // `pattern` is the JSON object's text form already parsed by the caller.
+  static TextPattern literal(std::string text);
+  static TextPattern regex(const std::string& pattern, const std::string& where);
+
+  std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
+  // Replaces every match with `content`.
+  std::string replace_all(std::string_view text, std::string_view content) const;
+
+ private:
+  std::string literal_;
+  std::shared_ptr<PcreRegex> regex_;
+};
 
 }  // namespace nibble::tokenizer

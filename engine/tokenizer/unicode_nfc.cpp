@@ -47,7 +47,8 @@ void decompose(char32_t cp, std::vector<char32_t>& out) {
   auto it = std::lower_bound(std::begin(kDecompositions), std::end(kDecompositions), cp,
                              [](const Decomposition& d, char32_t v) { return d.cp < v; });
   if (it != std::end(kDecompositions) && it->cp == cp) {
-    out.insert(out.end(), kDecompositionData + it->offset, kDecompositionData + it->offset + it->length);
+    out.insert(out.end(), kDecompositionData + it->offset,
+               kDecompositionData + it->offset + it->length);
   } else {
     out.push_back(cp);
   }
@@ -60,10 +61,11 @@ char32_t compose(char32_t a, char32_t b) {
   if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
       b < kTBase + kTCount)
     return a + (b - kTBase);
-  auto it = std::lower_bound(std::begin(kCompositions), std::end(kCompositions), std::pair{a, b},
-                             [](const Composition& c, std::pair<char32_t, char32_t> v) {
-                               return c.first < v.first || (c.first == v.first && c.second < v.second);
-                             });
+  auto it =
+      std::lower_bound(std::begin(kCompositions), std::end(kCompositions), std::pair{a, b},
+                       [](const Composition& c, std::pair<char32_t, char32_t> v) {
+                         return c.first < v.first || (c.first == v.first && c.second < v.second);
+                       });
   return it != std::end(kCompositions) && it->first == a && it->second == b ? it->composite : 0;
 }
 
@@ -71,7 +73,8 @@ char32_t compose(char32_t a, char32_t b) {
 
 std::string to_nfc(std::string_view text) {
   const auto cps = decode_utf8(text);
-  if (std::all_of(cps.begin(), cps.end(), [](char32_t c) { return c < kNfcFastLimit; })) return std::string(text);
+  if (std::all_of(cps.begin(), cps.end(), [](char32_t c) { return c < kNfcFastLimit; }))
+    return std::string(text);
 
   std::vector<char32_t> d;
   d.reserve(cps.size() + 8);
@@ -84,8 +87,9 @@ std::string to_nfc(std::string_view text) {
     }
     std::size_t j = i;
     while (j < d.size() && combining_class(d[j]) != 0) ++j;
-    std::stable_sort(d.begin() + i, d.begin() + j,
-                     [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); });
+    std::stable_sort(d.begin() + i, d.begin() + j, [](char32_t a, char32_t b) {
+      return combining_class(a) < combining_class(b);
+    });
     i = j;
   }
   // Canonical composition.

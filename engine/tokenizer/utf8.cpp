@@ -97,7 +97,8 @@ std::vector<char32_t> decode_utf8(std::string_view text) {
     std::size_t n = utf8_sequence_length(lead);
     if (pos + n > text.size()) n = text.size() - pos;
     char32_t cp = n == 1 ? lead : lead & (0xFF >> (n + 1));
-    for (std::size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(text[pos + i]) & 0x3F);
+    for (std::size_t i = 1; i < n; ++i)
+      cp = (cp << 6) | (static_cast<unsigned char>(text[pos + i]) & 0x3F);
     cps.push_back(cp);
     pos += n;
   }

@@ -8,6 +8,9 @@ namespace nibble::engine::cli {
 
 using Args = std::vector<std::string>;
 
+int run_generate(const Args& args);
+int run_render_chat(const Args& args);
+int run_tokenize(const Args& args);
 int run_version(const Args& args);
 
 }  // namespace nibble::engine::cli

@@ -15,6 +15,6 @@ function(nibble_add_test name)
   endif()
   gtest_discover_tests(${name}
     PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-               ENVIRONMENT "NIBBLE_SOURCE_DIR=${PROJECT_SOURCE_DIR};NIBBLE_BINARY_DIR=${PROJECT_BINARY_DIR}"
+               ENVIRONMENT "NIBBLE_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
     DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -48,47 +48,45 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 
 // ctest runs each test in its own process, so each asks node only for its own tokenizer.
 OracleRun run_oracle(const std::string& name) {
-  {
-    OracleRun r;
-    const std::string src = source_dir();
-    auto install = nibble::testing::run_command("bash " + src + "/tests/oracle/npm/install.sh");
-    if (install.exit_code == 3) {
-      r.unavailable = install.output;
-      return r;
-    }
-    if (install.exit_code != 0) {
-      r.failure = "install.sh failed: " + install.output;
-      return r;
-    }
-    nibble::testing::TempDir dir;
-    const auto out = dir.path() / "ids.json";
-    auto node = nibble::testing::run_command("node " + src + "/tests/oracle/tokenizer/encode.mjs " +
-                                             src + "/tests/oracle/tokenizer/corpus.json " + name +
-                                             " > " + out.string());
-    if (node.exit_code != 0) {
-      r.failure = "encode.mjs failed: " + node.output;
-      return r;
-    }
-    r.ids = read_json(out);
-
-    r.mixed_lines = testing::mixed_corpus_lines(kMixedBytes, kMixedSeed);
-    const auto mixed = dir.path() / "mixed.txt";
-    {
-      std::ofstream text(mixed, std::ios::binary);
-      for (std::size_t i = 0; i < r.mixed_lines.size(); ++i)
-        text << r.mixed_lines[i] << (i + 1 < r.mixed_lines.size() ? "\n" : "");
-    }
-    const auto mixed_out = dir.path() / "mixed_ids.json";
-    node =
-        nibble::testing::run_command("node " + src + "/tests/oracle/tokenizer/encode.mjs --lines " +
-                                     mixed.string() + " " + name + " > " + mixed_out.string());
-    if (node.exit_code != 0) {
-      r.failure = "encode.mjs --lines failed: " + node.output;
-      return r;
-    }
-    r.mixed_ids = read_json(mixed_out);
+  OracleRun r;
+  const std::string src = source_dir();
+  auto install = nibble::testing::run_command("bash " + src + "/tests/oracle/npm/install.sh");
+  if (install.exit_code == 3) {
+    r.unavailable = install.output;
     return r;
   }
+  if (install.exit_code != 0) {
+    r.failure = "install.sh failed: " + install.output;
+    return r;
+  }
+  nibble::testing::TempDir dir;
+  const auto out = dir.path() / "ids.json";
+  auto node = nibble::testing::run_command("node " + src + "/tests/oracle/tokenizer/encode.mjs " +
+                                           src + "/tests/oracle/tokenizer/corpus.json " + name +
+                                           " > " + out.string());
+  if (node.exit_code != 0) {
+    r.failure = "encode.mjs failed: " + node.output;
+    return r;
+  }
+  r.ids = read_json(out);
+
+  r.mixed_lines = testing::mixed_corpus_lines(kMixedBytes, kMixedSeed);
+  const auto mixed = dir.path() / "mixed.txt";
+  {
+    std::ofstream text(mixed, std::ios::binary);
+    for (std::size_t i = 0; i < r.mixed_lines.size(); ++i)
+      text << r.mixed_lines[i] << (i + 1 < r.mixed_lines.size() ? "\n" : "");
+  }
+  const auto mixed_out = dir.path() / "mixed_ids.json";
+  node =
+      nibble::testing::run_command("node " + src + "/tests/oracle/tokenizer/encode.mjs --lines " +
+                                   mixed.string() + " " + name + " > " + mixed_out.string());
+  if (node.exit_code != 0) {
+    r.failure = "encode.mjs --lines failed: " + node.output;
+    return r;
+  }
+  r.mixed_ids = read_json(mixed_out);
+  return r;
 }
 
 std::string printable(const std::string& s) {

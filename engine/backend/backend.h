@@ -2,9 +2,11 @@
 // The compute backend interface: runs a loaded model's forward pass over a KV cache.
 // Implementations: cpu/ (FP32 reference, this file's first user) and later CUDA.
 //
-// Ownership: a Backend owns the model weights it was created with. A SequenceState (one
-// sequence's KV cache and length) is created by a backend, owned by the caller, and may only be
-// passed back to the backend that created it.
+// Two ways to run: forward() over one SequenceState (a sequence's own KV cache and length; the
+// debugging and oracle path), and forward_batch() over a paged KvCache shared by many sequences
+// (the serving path: the engine's block tables say which cache blocks hold which positions).
+// Ownership: a Backend owns the model weights it was created with. SequenceState and KvCache
+// are created by a backend, owned by the caller, and may only be passed back to that backend.
 // Failures: every call throws BackendError on bad arguments (empty or out-of-vocabulary tokens,
 // too many positions, a logits buffer of the wrong size, a state from another backend); the
 // sequence state is left unchanged when a call fails.
@@ -29,6 +31,22 @@ class SequenceState {
   virtual int capacity() const = 0;  // positions it can hold
 };
 
+// Paged KV storage: num_blocks blocks of block_size positions, for every layer.
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual int num_blocks() const = 0;
+  virtual int block_size() const = 0;
+};
+
+// One sequence's share of a batched step.
+struct BatchItem {
+  std::span<const std::int32_t> tokens;  // computed now, at positions [start, start + size)
+  int start = 0;                         // positions [0, start) are already in the cache
+  std::span<const int> block_table;      // block i holds positions [i*block_size, (i+1)*block_size)
+  std::span<float> logits;               // vocab_size floats for the last token, or empty: none
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -43,6 +61,15 @@ class Backend {
   // last of them to `logits` (exactly vocab_size floats).
   virtual void forward(SequenceState& seq, std::span<const std::int32_t> tokens,
                        std::span<float> logits) = 0;
+
+  // Bytes one cache block of block_size positions takes across all layers (for sizing).
+  virtual std::size_t kv_block_bytes(int block_size) const = 0;
+  virtual std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) = 0;
+  // Runs every item's tokens in one step (weights are read once for the whole batch), writing
+  // their keys and values into `cache` through the items' block tables. Throws BackendError on
+  // bad arguments (a block table too short for its positions, a block id out of range, ...)
+  // before anything is written.
+  virtual void forward_batch(KvCache& cache, std::span<const BatchItem> items) = 0;
 };
 
 }  // namespace nibble::backend

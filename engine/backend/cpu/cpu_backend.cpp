@@ -15,15 +15,36 @@ using cpu::ThreadPool;
 using model::LayerWeights;
 using model::ModelConfig;
 
-// One sequence's KV cache: per layer, [capacity, kv_heads * head_dim] for k and for v.
+// Paged KV storage: per layer, [num_blocks * block_size, kv_heads * head_dim] for k and for v.
+class CpuKvCache : public KvCache {
+ public:
+  CpuKvCache(const ModelConfig& c, int num_blocks, int block_size, const void* owner)
+      : owner(owner), blocks(num_blocks), block(block_size),
+        width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)) {
+    const std::size_t rows = std::size_t(num_blocks) * std::size_t(block_size);
+    k.resize(std::size_t(c.num_layers));
+    v.resize(std::size_t(c.num_layers));
+    for (auto& layer : k) layer.resize(rows * width);
+    for (auto& layer : v) layer.resize(rows * width);
+  }
+  int num_blocks() const override { return blocks; }
+  int block_size() const override { return block; }
+
+  const void* owner;
+  int blocks, block;
+  std::size_t width;
+  std::vector<std::vector<float>> k, v;
+};
+
+// A sequence of its own (forward()): a private cache whose block table is the identity.
+constexpr int kSequenceBlockSize = 16;
 class CpuSequence : public SequenceState {
  public:
   CpuSequence(const ModelConfig& c, int capacity, const void* owner)
-      : owner(owner), capacity_(capacity), width(std::size_t(c.num_kv_heads) * c.head_dim) {
-    k.resize(std::size_t(c.num_layers));
-    v.resize(std::size_t(c.num_layers));
-    for (auto& layer : k) layer.resize(std::size_t(capacity) * width);
-    for (auto& layer : v) layer.resize(std::size_t(capacity) * width);
+      : owner(owner), capacity_(capacity),
+        cache(c, (capacity + kSequenceBlockSize - 1) / kSequenceBlockSize, kSequenceBlockSize, owner),
+        table(std::size_t(cache.num_blocks())) {
+    std::iota(table.begin(), table.end(), 0);
   }
   int length() const override { return length_; }
   int capacity() const override { return capacity_; }
@@ -31,8 +52,8 @@ class CpuSequence : public SequenceState {
   const void* owner;
   int capacity_;
   int length_ = 0;
-  std::size_t width;
-  std::vector<std::vector<float>> k, v;
+  CpuKvCache cache;
+  std::vector<int> table;
 };
 
 class CpuBackend : public Backend {
@@ -56,7 +77,6 @@ class CpuBackend : public Backend {
   void forward(SequenceState& state, std::span<const std::int32_t> tokens,
                std::span<float> logits) override {
     auto* seq = dynamic_cast<CpuSequence*>(&state);
-    const auto& c = w_.config;
     if (!seq || seq->owner != this)
       throw BackendError("cpu backend: sequence state belongs to another backend");
     if (tokens.empty()) throw BackendError("cpu backend: forward needs at least one token");
@@ -64,33 +84,109 @@ class CpuBackend : public Backend {
       throw BackendError("cpu backend: " + std::to_string(tokens.size()) + " tokens after " +
                          std::to_string(seq->length_) + " exceed the sequence capacity " +
                          std::to_string(seq->capacity_));
-    if (logits.size() != std::size_t(c.vocab_size))
+    if (logits.size() != std::size_t(w_.config.vocab_size))
       throw BackendError("cpu backend: logits buffer holds " + std::to_string(logits.size()) +
-                         " floats, vocab_size is " + std::to_string(c.vocab_size));
-    for (auto t : tokens)
-      if (t < 0 || t >= c.vocab_size)
-        throw BackendError("cpu backend: token id " + std::to_string(t) +
-                           " outside vocabulary of " + std::to_string(c.vocab_size));
+                         " floats, vocab_size is " + std::to_string(w_.config.vocab_size));
+    const BatchItem item{tokens, seq->length_, seq->table, logits};
+    forward_batch(seq->cache, std::span(&item, 1));
+    seq->length_ += int(tokens.size());
+  }
 
-    const std::int64_t T = std::int64_t(tokens.size()), H = c.hidden_size;
+  std::size_t kv_block_bytes(int block_size) const override {
+    const auto& c = w_.config;
+    return std::size_t(c.num_layers) * 2 * std::size_t(block_size) * std::size_t(c.num_kv_heads) *
+           std::size_t(c.head_dim) * sizeof(float);
+  }
+
+  std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) override {
+    if (num_blocks < 1 || block_size < 1)
+      throw BackendError("cpu backend: a KV cache needs at least one block of one position");
+    return std::make_unique<CpuKvCache>(w_.config, num_blocks, block_size, this);
+  }
+
+  void forward_batch(KvCache& kv, std::span<const BatchItem> items) override {
+    auto* cache = dynamic_cast<CpuKvCache*>(&kv);
+    const auto& c = w_.config;
+    if (!cache || cache->owner != this)
+      throw BackendError("cpu backend: KV cache belongs to another backend");
+    // Validate everything before touching the cache, so a bad call changes nothing.
+    std::int64_t T = 0;
+    for (const BatchItem& item : items) {
+      if (item.tokens.empty()) throw BackendError("cpu backend: a batch item has no tokens");
+      const std::int64_t end = std::int64_t(item.start) + std::int64_t(item.tokens.size());
+      if (item.start < 0 || end > c.max_context)
+        throw BackendError("cpu backend: positions up to " + std::to_string(end) +
+                           " exceed the model's context of " + std::to_string(c.max_context));
+      if (std::int64_t(item.block_table.size()) * cache->block < end)
+        throw BackendError("cpu backend: a block table of " + std::to_string(item.block_table.size()) +
+                           " blocks cannot hold " + std::to_string(end) + " positions");
+      for (int b : item.block_table)
+        if (b < 0 || b >= cache->blocks)
+          throw BackendError("cpu backend: block id " + std::to_string(b) + " outside the cache's " +
+                             std::to_string(cache->blocks) + " blocks");
+      if (!item.logits.empty() && item.logits.size() != std::size_t(c.vocab_size))
+        throw BackendError("cpu backend: logits buffer holds " + std::to_string(item.logits.size()) +
+                           " floats, vocab_size is " + std::to_string(c.vocab_size));
+      for (auto t : item.tokens)
+        if (t < 0 || t >= c.vocab_size)
+          throw BackendError("cpu backend: token id " + std::to_string(t) +
+                             " outside vocabulary of " + std::to_string(c.vocab_size));
+      T += std::int64_t(item.tokens.size());
+    }
+    if (T == 0) return;
+
+    // Row t of the batch: which item it belongs to and its position in that sequence.
+    std::vector<Row> rows;
+    rows.reserve(std::size_t(T));
+    for (std::size_t i = 0; i < items.size(); ++i)
+      for (std::size_t j = 0; j < items[i].tokens.size(); ++j)
+        rows.push_back({&items[i], items[i].start + int(j)});
+
+    const std::int64_t H = c.hidden_size;
     std::vector<float> x(std::size_t(T * H));
-    for (std::int64_t t = 0; t < T; ++t)
-      std::copy_n(w_.embed.begin() + std::int64_t(tokens[std::size_t(t)]) * H, H,
-                  x.begin() + t * H);
+    std::int64_t t = 0;
+    for (const BatchItem& item : items)
+      for (auto token : item.tokens) std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, x.begin() + H * t++);
     for (int l = 0; l < c.num_layers; ++l) {
-      attention_block(l, *seq, x, T);
+      attention_block(l, *cache, rows, x);
       mlp_block(w_.layers[std::size_t(l)], x, T);
     }
-    seq->length_ += int(T);
-    std::vector<float> last(x.end() - H, x.end());
+
+    // Logits for the last token of every item that wants them, in one lm_head pass.
+    std::vector<const BatchItem*> wanting;
+    std::vector<float> last;
+    std::int64_t end_row = 0;
+    for (const BatchItem& item : items) {
+      end_row += std::int64_t(item.tokens.size());
+      if (item.logits.empty()) continue;
+      wanting.push_back(&item);
+      last.insert(last.end(), x.begin() + (end_row - 1) * H, x.begin() + end_row * H);
+    }
+    if (wanting.empty()) return;
+    const std::int64_t R = std::int64_t(wanting.size());
     cpu::rms_norm(last, H, w_.final_norm, c.rms_norm_eps);
-    cpu::linear_forward(w_.lm_head, last, 1, logits, pool_);
+    std::vector<float> logits(std::size_t(R * c.vocab_size));
+    cpu::linear_forward(w_.lm_head, last, R, logits, pool_);
+    for (std::int64_t r = 0; r < R; ++r)
+      std::copy_n(logits.begin() + r * c.vocab_size, c.vocab_size, wanting[std::size_t(r)]->logits.begin());
   }
 
  private:
-  void attention_block(int l, CpuSequence& seq, std::vector<float>& x, std::int64_t T) {
+  struct Row {
+    const BatchItem* item;
+    int position;
+  };
+
+  // The cache row holding `position` of the sequence that `item` belongs to.
+  static std::int64_t slot(const CpuKvCache& cache, const BatchItem& item, int position) {
+    return std::int64_t(item.block_table[std::size_t(position / cache.block)]) * cache.block +
+           position % cache.block;
+  }
+
+  void attention_block(int l, CpuKvCache& cache, const std::vector<Row>& rows, std::vector<float>& x) {
     const auto& c = w_.config;
     const LayerWeights& w = w_.layers[std::size_t(l)];
+    const std::int64_t T = std::int64_t(rows.size());
     const std::int64_t H = c.hidden_size, D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
     std::vector<float> h = x;
     cpu::rms_norm(h, H, w.input_norm, c.rms_norm_eps);
@@ -103,33 +199,35 @@ class CpuBackend : public Backend {
       cpu::rms_norm(q, D, w.q_norm, c.rms_norm_eps);
       cpu::rms_norm(k, D, w.k_norm, c.rms_norm_eps);
     }
-    const int start = seq.length_;
+    auto& kc = cache.k[std::size_t(l)];
+    auto& vc = cache.v[std::size_t(l)];
     for (std::int64_t t = 0; t < T; ++t) {
+      const int position = rows[std::size_t(t)].position;
       for (std::int64_t hd = 0; hd < Hq; ++hd)
         cpu::apply_rope(std::span(q).subspan(std::size_t((t * Hq + hd) * D), std::size_t(D)),
-                        inv_freq_, start + int(t));
+                        inv_freq_, position);
       for (std::int64_t hd = 0; hd < Hkv; ++hd)
         cpu::apply_rope(std::span(k).subspan(std::size_t((t * Hkv + hd) * D), std::size_t(D)),
-                        inv_freq_, start + int(t));
+                        inv_freq_, position);
+      const std::int64_t s = slot(cache, *rows[std::size_t(t)].item, position);
+      std::copy_n(k.begin() + t * Hkv * D, Hkv * D, kc.begin() + s * Hkv * D);
+      std::copy_n(v.begin() + t * Hkv * D, Hkv * D, vc.begin() + s * Hkv * D);
     }
-    auto& kc = seq.k[std::size_t(l)];
-    auto& vc = seq.v[std::size_t(l)];
-    std::copy(k.begin(), k.end(), kc.begin() + std::int64_t(start) * Hkv * D);
-    std::copy(v.begin(), v.end(), vc.begin() + std::int64_t(start) * Hkv * D);
 
-    // Causal attention: token t sees positions [0, start + t]; query head hd reads kv head
-    // hd / (Hq / Hkv) (grouped-query attention).
+    // Causal attention: the token at position p sees positions [0, p] of its own sequence;
+    // query head hd reads kv head hd / (Hq / Hkv) (grouped-query attention).
     std::vector<float> attn(std::size_t(T * Hq * D));
     const float scale = 1.0f / std::sqrt(float(D));
     pool_.parallel_for(T * Hq, [&](std::int64_t begin, std::int64_t end) {
       std::vector<float> scores;
       for (std::int64_t i = begin; i < end; ++i) {
         const std::int64_t t = i / Hq, hd = i % Hq, kvh = hd / (Hq / Hkv);
-        const std::int64_t n = start + t + 1;
+        const Row& row = rows[std::size_t(t)];
+        const std::int64_t n = row.position + 1;
         const float* qv = q.data() + (t * Hq + hd) * D;
         scores.assign(std::size_t(n), 0.0f);
         for (std::int64_t p = 0; p < n; ++p) {
-          const float* kv = kc.data() + (p * Hkv + kvh) * D;
+          const float* kv = kc.data() + (slot(cache, *row.item, int(p)) * Hkv + kvh) * D;
           float s = 0.0f;
           for (std::int64_t d = 0; d < D; ++d) s += qv[d] * kv[d];
           scores[std::size_t(p)] = s * scale;
@@ -137,7 +235,7 @@ class CpuBackend : public Backend {
         cpu::softmax(scores);
         float* out = attn.data() + (t * Hq + hd) * D;
         for (std::int64_t p = 0; p < n; ++p) {
-          const float* vv = vc.data() + (p * Hkv + kvh) * D;
+          const float* vv = vc.data() + (slot(cache, *row.item, int(p)) * Hkv + kvh) * D;
           for (std::int64_t d = 0; d < D; ++d) out[d] += scores[std::size_t(p)] * vv[d];
         }
       }

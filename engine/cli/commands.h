@@ -10,6 +10,7 @@ using Args = std::vector<std::string>;
 
 int run_generate(const Args& args);
 int run_render_chat(const Args& args);
+int run_serve(const Args& args);
 int run_tokenize(const Args& args);
 int run_version(const Args& args);
 

@@ -44,7 +44,8 @@ namespace {
 
 using Setter = std::function<void(const std::string& flag, const std::string& value)>;
 
-long long to_integer(const std::string& flag, const std::string& value, long long lo, long long hi) {
+long long to_integer(const std::string& flag, const std::string& value, long long lo,
+                     long long hi) {
   std::size_t used = 0;
   long long v = 0;
   try {
@@ -53,8 +54,8 @@ long long to_integer(const std::string& flag, const std::string& value, long lon
     used = 0;
   }
   if (used != value.size() || v < lo || v > hi) {
-    throw std::invalid_argument("--" + flag + " expects an integer in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "], got '" + value + "'");
+    throw std::invalid_argument("--" + flag + " expects an integer in [" + std::to_string(lo) +
+                                ", " + std::to_string(hi) + "], got '" + value + "'");
   }
   return v;
 }
@@ -93,22 +94,37 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
       {"host", [&](auto&, auto& v) { o.host = v; }},
       {"port", [&](auto& f, auto& v) { o.port = int(to_integer(f, v, 0, 65535)); }},
       {"served-model-name", [&](auto&, auto& v) { o.served_model_name = v; }},
-      {"max-model-len", [&](auto& f, auto& v) { o.max_model_len = int(to_integer(f, v, 1, kMax)); }},
+      {"max-model-len",
+       [&](auto& f, auto& v) { o.max_model_len = int(to_integer(f, v, 1, kMax)); }},
       {"max-num-seqs", [&](auto& f, auto& v) { o.max_num_seqs = int(to_integer(f, v, 1, 65536)); }},
-      {"max-num-batched-tokens", [&](auto& f, auto& v) { o.max_num_batched_tokens = int(to_integer(f, v, 1, kMax)); }},
-      {"gpu-memory-utilization", [&](auto& f, auto& v) { o.gpu_memory_utilization = to_number(f, v, 0.01, 1.0); }},
-      {"kv-cache-dtype", [&](auto& f, auto& v) { o.kv_cache_dtype = one_of(f, v, {"auto", "bf16", "fp8"}); }},
-      {"kv-cache-memory-bytes", [&](auto& f, auto& v) { o.kv_cache_memory_bytes = to_integer(f, v, 1, 1ll << 50); }},
+      {"max-num-batched-tokens",
+       [&](auto& f, auto& v) { o.max_num_batched_tokens = int(to_integer(f, v, 1, kMax)); }},
+      {"gpu-memory-utilization",
+       [&](auto& f, auto& v) { o.gpu_memory_utilization = to_number(f, v, 0.01, 1.0); }},
+      {"kv-cache-dtype",
+       [&](auto& f, auto& v) {
+         o.kv_cache_dtype = one_of(f, v, {"auto", "bf16", "fp8"});
+       }},
+      {"kv-cache-memory-bytes",
+       [&](auto& f, auto& v) { o.kv_cache_memory_bytes = to_integer(f, v, 1, 1ll << 50); }},
       {"enable-prefix-caching", [&](auto& f, auto& v) { o.enable_prefix_caching = to_bool(f, v); }},
       {"api-key", [&](auto&, auto& v) { o.api_key = v; }},
-      {"device", [&](auto& f, auto& v) { o.device = one_of(f, v, {"auto", "cpu", "cuda"}); }},
+      {"device",
+       [&](auto& f, auto& v) {
+         o.device = one_of(f, v, {"auto", "cpu", "cuda"});
+       }},
       {"quantization", [&](auto& f, auto& v) { o.quantization = one_of(f, v, {"nvfp4"}); }},
-      {"max-queue-len", [&](auto& f, auto& v) { o.max_queue_len = int(to_integer(f, v, 1, kMax)); }},
-      {"max-request-body-bytes", [&](auto& f, auto& v) { o.max_request_body_bytes = to_integer(f, v, 1024, 1ll << 34); }},
+      {"max-queue-len",
+       [&](auto& f, auto& v) { o.max_queue_len = int(to_integer(f, v, 1, kMax)); }},
+      {"max-request-body-bytes",
+       [&](auto& f, auto& v) { o.max_request_body_bytes = to_integer(f, v, 1024, 1ll << 34); }},
       {"drain-timeout", [&](auto& f, auto& v) { o.drain_timeout = to_number(f, v, 0, 86400); }},
       {"threads", [&](auto& f, auto& v) { o.threads = int(to_integer(f, v, 0, 1024)); }},
       {"http-threads", [&](auto& f, auto& v) { o.http_threads = int(to_integer(f, v, 1, 65536)); }},
-      {"log-level", [&](auto& f, auto& v) { o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"}); }},
+      {"log-level",
+       [&](auto& f, auto& v) {
+         o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"});
+       }},
   };
 }
 
@@ -120,14 +136,16 @@ void apply_yaml(const std::string& path, ServeOptions& o) {
     throw std::invalid_argument("--config " + path + ": " + e.what());
   }
   if (root.IsNull()) return;
-  if (!root.IsMap()) throw std::invalid_argument("--config " + path + ": expected a mapping of option: value");
+  if (!root.IsMap())
+    throw std::invalid_argument("--config " + path + ": expected a mapping of option: value");
   auto setters = value_flags(o);
   for (const auto& item : root) {
     std::string key = item.first.as<std::string>();
     std::replace(key.begin(), key.end(), '_', '-');
     auto it = setters.find(key);
     if (it == setters.end()) {
-      throw std::invalid_argument("--config " + path + ": unknown option '" + key + "' (see --help)");
+      throw std::invalid_argument("--config " + path + ": unknown option '" + key +
+                                  "' (see --help)");
     }
     if (!item.second.IsScalar()) {
       throw std::invalid_argument("--config " + path + ": '" + key + "' must be a single value");
@@ -152,7 +170,8 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       std::fputs(kServeUsage, stdout);
       return false;
     }
-    if (!arg.starts_with("--")) throw std::invalid_argument("unexpected argument '" + arg + "' (see --help)");
+    if (!arg.starts_with("--"))
+      throw std::invalid_argument("unexpected argument '" + arg + "' (see --help)");
     std::string name = arg.substr(2), value;
     bool has_value = false;
     if (auto eq = name.find('='); eq != std::string::npos) {
@@ -173,7 +192,8 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       continue;
     }
     auto it = setters.find(name);
-    if (it == setters.end()) throw std::invalid_argument("unknown option --" + name + " (see --help)");
+    if (it == setters.end())
+      throw std::invalid_argument("unknown option --" + name + " (see --help)");
     if (!has_value) {
       if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
       value = args[++i];

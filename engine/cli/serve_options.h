@@ -9,24 +9,24 @@
 namespace nibble::engine::cli {
 
 struct ServeOptions {
-  std::string model;                     // model directory (Hugging Face layout)
+  std::string model;  // model directory (Hugging Face layout)
   std::string host = "127.0.0.1";
   int port = 8000;
-  std::string served_model_name;         // default: the model directory's name
-  int max_model_len = 0;                 // 0: the model's max_position_embeddings
+  std::string served_model_name;  // default: the model directory's name
+  int max_model_len = 0;          // 0: the model's max_position_embeddings
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
   double gpu_memory_utilization = 0.9;
-  std::string kv_cache_dtype = "auto";   // auto | bf16 | fp8
+  std::string kv_cache_dtype = "auto";     // auto | bf16 | fp8
   std::int64_t kv_cache_memory_bytes = 0;  // 0: GPU from utilization; CPU 1 GiB
   bool enable_prefix_caching = true;
-  std::string api_key;                   // also $NIBBLE_API_KEY
-  std::string device = "auto";           // auto | cpu | cuda
-  std::string quantization;              // "" | nvfp4 (quantize a BF16 checkpoint at load)
+  std::string api_key;          // also $NIBBLE_API_KEY
+  std::string device = "auto";  // auto | cpu | cuda
+  std::string quantization;     // "" | nvfp4 (quantize a BF16 checkpoint at load)
   int max_queue_len = 1024;
   std::int64_t max_request_body_bytes = 32ll << 20;
-  double drain_timeout = 30;             // seconds
-  int threads = 0;                       // CPU backend threads, 0 = all cores
+  double drain_timeout = 30;  // seconds
+  int threads = 0;            // CPU backend threads, 0 = all cores
   int http_threads = 256;
   std::string log_level = "info";
 };

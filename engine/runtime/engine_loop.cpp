@@ -43,9 +43,13 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
       pool_(runner.num_kv_blocks(), runner.kv_block_size(), config_.enable_prefix_caching),
       scheduler_(config_.scheduler, pool_) {}
 
-EngineLoop::~EngineLoop() { drain_and_stop(std::chrono::milliseconds(0)); }
+EngineLoop::~EngineLoop() {
+  drain_and_stop(std::chrono::milliseconds(0));
+}
 
-void EngineLoop::start() { thread_ = std::thread([this] { run(); }); }
+void EngineLoop::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 int EngineLoop::max_tokens_per_sequence() const {
   return std::min(config_.max_model_len, pool_.num_blocks() * pool_.block_size());
@@ -55,9 +59,9 @@ SubmitResult EngineLoop::submit(GenerationRequest request) {
   if (!accepting_) return {SubmitStatus::kNotAccepting, "the engine is shutting down"};
   const int limit = max_tokens_per_sequence();
   if (request.prompt.empty() || int(request.prompt.size()) >= limit) {
-    return {SubmitStatus::kInvalid,
-            "prompt has " + std::to_string(request.prompt.size()) +
-                " tokens; it must have at least 1 and fewer than " + std::to_string(limit)};
+    return {SubmitStatus::kInvalid, "prompt has " + std::to_string(request.prompt.size()) +
+                                        " tokens; it must have at least 1 and fewer than " +
+                                        std::to_string(limit)};
   }
   const int vocab = runner_.vocab_size();
   for (int id : request.prompt) {
@@ -70,8 +74,8 @@ SubmitResult EngineLoop::submit(GenerationRequest request) {
   {
     std::lock_guard lock(inbox_mutex_);
     if (int(inbox_.size()) + unscheduled_requests_.load() >= config_.max_queue_len) {
-      return {SubmitStatus::kQueueFull, "the request queue is full (" +
-                                            std::to_string(config_.max_queue_len) + " waiting)"};
+      return {SubmitStatus::kQueueFull,
+              "the request queue is full (" + std::to_string(config_.max_queue_len) + " waiting)"};
     }
     request.arrival = Clock::now();
     inbox_.push_back(std::move(request));
@@ -89,9 +93,10 @@ void EngineLoop::drain_and_stop(std::chrono::milliseconds timeout) {
 }
 
 void EngineLoop::run() {
-  spdlog::info("engine loop started: {} KV blocks of {} tokens, max {} sequences, {} tokens per step",
-               pool_.num_blocks(), pool_.block_size(), config_.scheduler.max_num_seqs,
-               config_.scheduler.max_num_batched_tokens);
+  spdlog::info(
+      "engine loop started: {} KV blocks of {} tokens, max {} sequences, {} tokens per step",
+      pool_.num_blocks(), pool_.block_size(), config_.scheduler.max_num_seqs,
+      config_.scheduler.max_num_batched_tokens);
   while (true) {
     admit_inbox();
     drop_cancelled();
@@ -189,7 +194,8 @@ void EngineLoop::execute_step() {
     spdlog::error("model step failed: {}", e.what());
     for (const ScheduledSequence& s : out.scheduled) {
       if (s.seq->status == SequenceStatus::kRunning) {
-        finish_sequence(*s.seq, FinishReason::kError, std::string("model step failed: ") + e.what());
+        finish_sequence(*s.seq, FinishReason::kError,
+                        std::string("model step failed: ") + e.what());
       }
     }
     return;
@@ -203,12 +209,13 @@ void EngineLoop::execute_step() {
     const ScheduledSequence& s = out.scheduled[i];
     if (!s.samples_next_token) continue;
     auto [request, choice] = owner_.at(s.seq->id);
-    const std::span<const float> row_logits(logits.data() + row * std::size_t(vocab), std::size_t(vocab));
+    const std::span<const float> row_logits(logits.data() + row * std::size_t(vocab),
+                                            std::size_t(vocab));
     ++row;
     const std::span<const int> all(s.seq->tokens);
-    samples[i] = sample_token(row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
-                              all.subspan(std::size_t(s.seq->num_prompt_tokens)),
-                              request->rngs[std::size_t(choice)]);
+    samples[i] = sample_token(
+        row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
+        all.subspan(std::size_t(s.seq->num_prompt_tokens)), request->rngs[std::size_t(choice)]);
     sampled[i] = samples[i].token;
   }
   scheduler_.complete_step(out, sampled);
@@ -234,14 +241,16 @@ void EngineLoop::execute_step() {
     request->last_token = now;
 
     const SamplingParams& p = seq.params;
-    const bool is_eos = !p.ignore_eos && std::find(config_.eos_token_ids.begin(),
-                                                   config_.eos_token_ids.end(), token) !=
-                                             config_.eos_token_ids.end();
-    const bool is_stop_id =
-        std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
+    const bool is_eos =
+        !p.ignore_eos && std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(),
+                                   token) != config_.eos_token_ids.end();
+    const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) !=
+                            p.stop_token_ids.end();
     FinishReason reason = FinishReason::kNone;
-    if (is_eos || is_stop_id) reason = FinishReason::kStop;
-    else if (seq.num_output_tokens() >= p.max_tokens || seq.num_tokens() >= max_tokens_per_sequence())
+    if (is_eos || is_stop_id)
+      reason = FinishReason::kStop;
+    else if (seq.num_output_tokens() >= p.max_tokens ||
+             seq.num_tokens() >= max_tokens_per_sequence())
       reason = FinishReason::kLength;
 
     TokenEvent event;
@@ -292,7 +301,8 @@ void EngineLoop::erase_finished_requests() {
     if (r.first_scheduled != Clock::time_point{}) {
       metrics_.request_queue_time.observe(seconds(r.first_scheduled - r.request.arrival));
     }
-    if (r.got_first_token) metrics_.request_decode_time.observe(seconds(r.last_token - r.first_token));
+    if (r.got_first_token)
+      metrics_.request_decode_time.observe(seconds(r.last_token - r.first_token));
     metrics_.request_prompt_tokens.observe(double(r.request.prompt.size()));
     int generated = 0;
     for (const auto& seq : r.sequences) generated += seq->num_output_tokens();

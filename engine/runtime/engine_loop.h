@@ -26,9 +26,9 @@ struct EngineConfig {
   std::string model_name = "model";
   SchedulerConfig scheduler;
   int max_model_len = 4096;
-  int max_queue_len = 1024;          // waiting requests beyond this are refused
+  int max_queue_len = 1024;  // waiting requests beyond this are refused
   bool enable_prefix_caching = true;
-  std::vector<int> eos_token_ids;    // from generation_config.json / the tokenizer
+  std::vector<int> eos_token_ids;  // from generation_config.json / the tokenizer
 };
 
 struct GenerationRequest {

@@ -16,37 +16,83 @@ std::vector<double> one_two_five_buckets(double limit) {
   }
 }
 
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                          0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                           20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
 const std::vector<double> kInterTokenBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
                                                 0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
                                                 7.5,  10.0,  20.0, 40.0,  80.0};
-const std::vector<double> kRequestTimeBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,
-                                                 5.0,  10.0, 15.0, 20.0, 30.0, 40.0,  50.0,
+const std::vector<double> kRequestTimeBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                                 5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                                  60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 }  // namespace
 
-EngineMetrics::EngineMetrics(metrics::Registry& r, const std::string& model_name,
-                             int max_model_len)
-    : requests_running(r.gauge("nibble_requests_running", "Requests whose sequences are in the running batch.", {"model_name"}).labels({model_name})),
-      requests_waiting(r.gauge("nibble_requests_waiting", "Requests queued, waiting to be scheduled (including preempted ones).", {"model_name"}).labels({model_name})),
-      kv_cache_usage_ratio(r.gauge("nibble_kv_cache_usage_ratio", "Fraction of KV cache blocks held by running sequences, 0 to 1.", {"model_name"}).labels({model_name})),
-      prefix_cache_queries(r.counter("nibble_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", {"model_name"}).labels({model_name})),
-      prefix_cache_hits(r.counter("nibble_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", {"model_name"}).labels({model_name})),
-      preemptions(r.counter("nibble_preemptions_total", "Sequences preempted because the KV cache was full (recomputed later).", {"model_name"}).labels({model_name})),
-      prompt_tokens(r.counter("nibble_prompt_tokens_total", "Prompt tokens processed (cached ones included).", {"model_name"}).labels({model_name})),
-      generation_tokens(r.counter("nibble_generation_tokens_total", "Tokens generated.", {"model_name"}).labels({model_name})),
-      requests_by_reason(r.counter("nibble_requests_total", "Finished requests by finish reason (stop, length, abort, error).", {"model_name", "finished_reason"})),
-      time_to_first_token(r.histogram("nibble_time_to_first_token_seconds", "Time from arrival to the first generated token.", kTtftBuckets, {"model_name"}).labels({model_name})),
-      inter_token_latency(r.histogram("nibble_inter_token_latency_seconds", "Time between consecutive generated tokens of a sequence.", kInterTokenBuckets, {"model_name"}).labels({model_name})),
-      e2e_request_latency(r.histogram("nibble_e2e_request_latency_seconds", "Time from arrival to the last token.", kRequestTimeBuckets, {"model_name"}).labels({model_name})),
-      request_queue_time(r.histogram("nibble_request_queue_time_seconds", "Time from arrival to first being scheduled.", kRequestTimeBuckets, {"model_name"}).labels({model_name})),
-      request_prefill_time(r.histogram("nibble_request_prefill_time_seconds", "Time from first being scheduled to the first token.", kRequestTimeBuckets, {"model_name"}).labels({model_name})),
-      request_decode_time(r.histogram("nibble_request_decode_time_seconds", "Time from the first token to the last.", kRequestTimeBuckets, {"model_name"}).labels({model_name})),
-      request_prompt_tokens(r.histogram("nibble_request_prompt_tokens", "Prompt length of finished requests, in tokens.", one_two_five_buckets(max_model_len), {"model_name"}).labels({model_name})),
-      request_generation_tokens(r.histogram("nibble_request_generation_tokens", "Generated tokens of finished requests.", one_two_five_buckets(max_model_len), {"model_name"}).labels({model_name})),
+EngineMetrics::EngineMetrics(metrics::Registry& r, const std::string& model_name, int max_model_len)
+    : requests_running(r.gauge("nibble_requests_running",
+                               "Requests whose sequences are in the running batch.", {"model_name"})
+                           .labels({model_name})),
+      requests_waiting(
+          r.gauge("nibble_requests_waiting",
+                  "Requests queued, waiting to be scheduled (including preempted ones).",
+                  {"model_name"})
+              .labels({model_name})),
+      kv_cache_usage_ratio(r.gauge("nibble_kv_cache_usage_ratio",
+                                   "Fraction of KV cache blocks held by running sequences, 0 to 1.",
+                                   {"model_name"})
+                               .labels({model_name})),
+      prefix_cache_queries(r.counter("nibble_prefix_cache_queries_total",
+                                     "Prompt tokens looked up in the prefix cache.", {"model_name"})
+                               .labels({model_name})),
+      prefix_cache_hits(r.counter("nibble_prefix_cache_hits_total",
+                                  "Prompt tokens found in the prefix cache.", {"model_name"})
+                            .labels({model_name})),
+      preemptions(r.counter("nibble_preemptions_total",
+                            "Sequences preempted because the KV cache was full (recomputed later).",
+                            {"model_name"})
+                      .labels({model_name})),
+      prompt_tokens(r.counter("nibble_prompt_tokens_total",
+                              "Prompt tokens processed (cached ones included).", {"model_name"})
+                        .labels({model_name})),
+      generation_tokens(
+          r.counter("nibble_generation_tokens_total", "Tokens generated.", {"model_name"})
+              .labels({model_name})),
+      requests_by_reason(
+          r.counter("nibble_requests_total",
+                    "Finished requests by finish reason (stop, length, abort, error).",
+                    {"model_name", "finished_reason"})),
+      time_to_first_token(r.histogram("nibble_time_to_first_token_seconds",
+                                      "Time from arrival to the first generated token.",
+                                      kTtftBuckets, {"model_name"})
+                              .labels({model_name})),
+      inter_token_latency(r.histogram("nibble_inter_token_latency_seconds",
+                                      "Time between consecutive generated tokens of a sequence.",
+                                      kInterTokenBuckets, {"model_name"})
+                              .labels({model_name})),
+      e2e_request_latency(r.histogram("nibble_e2e_request_latency_seconds",
+                                      "Time from arrival to the last token.", kRequestTimeBuckets,
+                                      {"model_name"})
+                              .labels({model_name})),
+      request_queue_time(r.histogram("nibble_request_queue_time_seconds",
+                                     "Time from arrival to first being scheduled.",
+                                     kRequestTimeBuckets, {"model_name"})
+                             .labels({model_name})),
+      request_prefill_time(r.histogram("nibble_request_prefill_time_seconds",
+                                       "Time from first being scheduled to the first token.",
+                                       kRequestTimeBuckets, {"model_name"})
+                               .labels({model_name})),
+      request_decode_time(r.histogram("nibble_request_decode_time_seconds",
+                                      "Time from the first token to the last.", kRequestTimeBuckets,
+                                      {"model_name"})
+                              .labels({model_name})),
+      request_prompt_tokens(r.histogram("nibble_request_prompt_tokens",
+                                        "Prompt length of finished requests, in tokens.",
+                                        one_two_five_buckets(max_model_len), {"model_name"})
+                                .labels({model_name})),
+      request_generation_tokens(r.histogram("nibble_request_generation_tokens",
+                                            "Generated tokens of finished requests.",
+                                            one_two_five_buckets(max_model_len), {"model_name"})
+                                    .labels({model_name})),
       model_name_(model_name) {}
 
 void EngineMetrics::count_finished(const std::string& reason) {

@@ -9,8 +9,7 @@
 namespace nibble::runtime {
 
 struct EngineMetrics {
-  EngineMetrics(metrics::Registry& registry, const std::string& model_name,
-                int max_model_len);
+  EngineMetrics(metrics::Registry& registry, const std::string& model_name, int max_model_len);
 
   metrics::Gauge& requests_running;
   metrics::Gauge& requests_waiting;

@@ -11,7 +11,9 @@ constexpr std::uint64_t kRootHash = 0x9e3779b97f4a7c15ull;
 }
 
 KvBlockPool::KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching)
-    : block_size_(block_size), prefix_caching_(enable_prefix_caching), blocks_(std::size_t(num_blocks)) {
+    : block_size_(block_size),
+      prefix_caching_(enable_prefix_caching),
+      blocks_(std::size_t(num_blocks)) {
   if (num_blocks <= 0 || block_size <= 0) {
     throw std::invalid_argument("KV cache needs at least one block of at least one token, got " +
                                 std::to_string(num_blocks) + " blocks of " +
@@ -112,8 +114,8 @@ void KvBlockPool::allocate(Sequence& seq, int num_new_tokens) {
 }
 
 bool KvBlockPool::can_append(const Sequence& seq, int num_new_tokens) const {
-  const int needed = blocks_for_tokens(seq.num_computed_tokens + num_new_tokens) -
-                     int(seq.block_table.size());
+  const int needed =
+      blocks_for_tokens(seq.num_computed_tokens + num_new_tokens) - int(seq.block_table.size());
   return needed <= num_free_blocks();
 }
 

@@ -30,7 +30,9 @@ class KvBlockPool {
   // Fraction of blocks referenced by some sequence (cached-but-free blocks count as free).
   double usage() const { return 1.0 - double(num_free_blocks()) / double(num_blocks()); }
   const PrefixCacheStats& prefix_stats() const { return stats_; }
-  int blocks_for_tokens(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  int blocks_for_tokens(int num_tokens) const {
+    return (num_tokens + block_size_ - 1) / block_size_;
+  }
 
   // Admission of a sequence with no blocks: reuse its cached prefix (leaving at least one
   // token to compute, whose logits are needed) and allocate blocks for num_new_tokens more.
@@ -70,7 +72,7 @@ class KvBlockPool {
   int block_size_;
   bool prefix_caching_;
   std::vector<Block> blocks_;
-  std::list<int> free_list_;  // front: evicted first
+  std::list<int> free_list_;                       // front: evicted first
   std::unordered_map<std::uint64_t, int> cached_;  // chained hash -> block id
   PrefixCacheStats stats_;
 };

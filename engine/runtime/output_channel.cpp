@@ -6,11 +6,16 @@ namespace nibble::runtime {
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kAbort: return "abort";
-    case FinishReason::kError: return "error";
-    case FinishReason::kNone: break;
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+    case FinishReason::kNone:
+      break;
   }
   return "";
 }

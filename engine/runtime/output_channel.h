@@ -19,12 +19,12 @@ enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
 const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abort", "error"
 
 struct TokenEvent {
-  int choice = 0;                       // which of the request's n sequences
-  int token = -1;                       // -1 for an event that only finishes
-  SampledToken sample;                  // logprobs when asked for
+  int choice = 0;       // which of the request's n sequences
+  int token = -1;       // -1 for an event that only finishes
+  SampledToken sample;  // logprobs when asked for
   FinishReason finish = FinishReason::kNone;
-  bool stop_token = false;              // token is EOS or a stop_token_id: not part of the text
-  std::string error;                    // for kError
+  bool stop_token = false;  // token is EOS or a stop_token_id: not part of the text
+  std::string error;        // for kError
   int num_prompt_tokens = 0;
   int num_cached_prompt_tokens = 0;
 };

@@ -40,8 +40,8 @@ int argmax(const std::vector<float>& x) {
 int draw(std::vector<float>& x, const SamplingParams& params, SamplerRng& rng) {
   for (float& v : x) v /= params.temperature;
   const int vocab = int(x.size());
-  const bool filtered = (params.top_k > 0 && params.top_k < vocab) || params.top_p < 1.0f ||
-                        params.min_p > 0.0f;
+  const bool filtered =
+      (params.top_k > 0 && params.top_k < vocab) || params.top_p < 1.0f || params.min_p > 0.0f;
 
   std::vector<int> order(x.size());
   std::iota(order.begin(), order.end(), 0);
@@ -60,7 +60,8 @@ int draw(std::vector<float>& x, const SamplingParams& params, SamplerRng& rng) {
   const float max_logit = x[filtered ? order[0] : std::size_t(argmax(x))];
   std::vector<double> probs(kept);
   double total = 0;
-  for (std::size_t i = 0; i < kept; ++i) total += probs[i] = std::exp(double(x[order[i]] - max_logit));
+  for (std::size_t i = 0; i < kept; ++i)
+    total += probs[i] = std::exp(double(x[order[i]] - max_logit));
   for (double& p : probs) p /= total;
 
   if (params.top_p < 1.0f) {

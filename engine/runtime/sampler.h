@@ -20,7 +20,7 @@ struct TokenLogprob {
 
 struct SampledToken {
   int token = 0;
-  float logprob = 0.0f;                   // of the chosen token, raw distribution
+  float logprob = 0.0f;                    // of the chosen token, raw distribution
   std::vector<TokenLogprob> top_logprobs;  // size params.logprobs, most likely first
 };
 

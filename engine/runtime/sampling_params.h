@@ -21,7 +21,7 @@ struct SamplingParams {
   std::vector<std::string> stop;    // stop strings, not emitted
   std::vector<int> stop_token_ids;  // stop tokens, not emitted
   bool ignore_eos = false;
-  int logprobs = -1;                // -1: none; k >= 0: sampled token's logprob plus top k
+  int logprobs = -1;  // -1: none; k >= 0: sampled token's logprob plus top k
   int n = 1;
 
   bool greedy() const { return temperature <= 0.0f; }

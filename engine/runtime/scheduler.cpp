@@ -7,7 +7,8 @@ namespace nibble::runtime {
 
 Scheduler::Scheduler(SchedulerConfig config, KvBlockPool& pool) : config_(config), pool_(pool) {
   if (config_.max_num_seqs < 1 || config_.max_num_batched_tokens < 1) {
-    throw std::invalid_argument("scheduler needs max_num_seqs >= 1 and max_num_batched_tokens >= 1");
+    throw std::invalid_argument(
+        "scheduler needs max_num_seqs >= 1 and max_num_batched_tokens >= 1");
   }
 }
 
@@ -50,7 +51,8 @@ SchedulerOutput Scheduler::schedule() {
     }
     if (preempted_self) continue;
     pool_.append_slots(*seq, num_new);
-    out.scheduled.push_back({seq, num_new, seq->num_computed_tokens + num_new == seq->num_tokens()});
+    out.scheduled.push_back(
+        {seq, num_new, seq->num_computed_tokens + num_new == seq->num_tokens()});
     budget -= num_new;
   }
 

@@ -15,9 +15,9 @@
 namespace nibble::runtime {
 
 struct SchedulerConfig {
-  int max_num_seqs = 256;             // running sequences at once
-  int max_num_batched_tokens = 2048;  // tokens computed per step, prefill and decode together
-  bool enable_chunked_prefill = true; // a long prompt may take several steps
+  int max_num_seqs = 256;              // running sequences at once
+  int max_num_batched_tokens = 2048;   // tokens computed per step, prefill and decode together
+  bool enable_chunked_prefill = true;  // a long prompt may take several steps
 };
 
 struct ScheduledSequence {

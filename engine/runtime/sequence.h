@@ -12,17 +12,17 @@ enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
 struct Sequence {
   std::int64_t id = 0;
-  std::vector<int> tokens;            // prompt, then generated tokens
+  std::vector<int> tokens;  // prompt, then generated tokens
   int num_prompt_tokens = 0;
   SamplingParams params;
   SequenceStatus status = SequenceStatus::kWaiting;
 
   // KV state. Tokens [0, num_computed_tokens) have their keys and values in the cache.
   int num_computed_tokens = 0;
-  std::vector<int> block_table;       // cache block ids, block i holds tokens [16i, 16i+16)
+  std::vector<int> block_table;  // cache block ids, block i holds tokens [16i, 16i+16)
   // Chained hashes of the leading full blocks registered with the prefix cache.
   std::vector<std::uint64_t> block_hashes;
-  int num_cached_prompt_tokens = 0;   // served from the prefix cache at the last admission
+  int num_cached_prompt_tokens = 0;  // served from the prefix cache at the last admission
   int num_preemptions = 0;
 
   int num_tokens() const { return int(tokens.size()); }

@@ -12,8 +12,11 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string type, const std::string& message, std::string param = {},
            std::string code = {})
-      : std::runtime_error(message), status_(status), type_(std::move(type)),
-        param_(std::move(param)), code_(std::move(code)) {}
+      : std::runtime_error(message),
+        status_(status),
+        type_(std::move(type)),
+        param_(std::move(param)),
+        code_(std::move(code)) {}
 
   int status() const { return status_; }
   nlohmann::json body() const;

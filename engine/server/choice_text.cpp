@@ -6,13 +6,15 @@ namespace nibble::server {
 
 ChoiceText::ChoiceText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stop,
                        bool skip_special_tokens)
-    : decoder_(tokenizer, tokenizer::DecodeOptions{.skip_special_tokens = skip_special_tokens}),
+    : tokenizer_(tokenizer),
+      decoder_(tokenizer, tokenizer::DecodeOptions{.skip_special_tokens = skip_special_tokens}),
       stop_(std::move(stop)) {
   for (const std::string& s : stop_) holdback_ = std::max(holdback_, s.size() - 1);
 }
 
 std::string ChoiceText::push(int token) {
   if (stopped_) return {};
+  if (!tokenizer_.contains(token)) return {};  // a padding row of the model's vocabulary
   pending_ += decoder_.push(token);
   return release(false);
 }
@@ -32,10 +34,11 @@ std::string ChoiceText::release(bool final) {
     pending_.clear();
     return out;
   }
-  std::size_t cut = final ? pending_.size()
-                          : (pending_.size() > holdback_ ? pending_.size() - holdback_ : 0);
+  std::size_t cut =
+      final ? pending_.size() : (pending_.size() > holdback_ ? pending_.size() - holdback_ : 0);
   // Never cut inside a UTF-8 character: back up to its first byte.
-  while (cut > 0 && cut < pending_.size() && (static_cast<unsigned char>(pending_[cut]) & 0xC0) == 0x80) {
+  while (cut > 0 && cut < pending_.size() &&
+         (static_cast<unsigned char>(pending_[cut]) & 0xC0) == 0x80) {
     --cut;
   }
   std::string out = pending_.substr(0, cut);

@@ -24,6 +24,7 @@ class ChoiceText {
  private:
   std::string release(bool final);
 
+  const tokenizer::Tokenizer& tokenizer_;
   tokenizer::StreamDecoder decoder_;
   std::vector<std::string> stop_;
   std::size_t holdback_ = 0;

@@ -12,18 +12,23 @@ nlohmann::json utf8_bytes(const std::string& s) {
 }  // namespace
 
 GenerationSession::GenerationSession(const tokenizer::Tokenizer& tokenizer, Endpoint endpoint,
-                                     const runtime::SamplingParams& params,
-                                     int num_prompt_tokens,
+                                     const runtime::SamplingParams& params, int num_prompt_tokens,
                                      std::shared_ptr<runtime::OutputChannel> channel)
-    : tokenizer_(tokenizer), endpoint_(endpoint), logprobs_(params.logprobs),
-      num_prompt_tokens_(num_prompt_tokens), channel_(std::move(channel)),
-      choices_(std::size_t(std::max(1, params.n))), text_length_(choices_.size(), 0) {
+    : tokenizer_(tokenizer),
+      endpoint_(endpoint),
+      logprobs_(params.logprobs),
+      num_prompt_tokens_(num_prompt_tokens),
+      channel_(std::move(channel)),
+      choices_(std::size_t(std::max(1, params.n))),
+      text_length_(choices_.size(), 0) {
   for (Choice& c : choices_) c.text = std::make_unique<ChoiceText>(tokenizer_, params.stop);
 }
 
 nlohmann::json GenerationSession::logprob_entry(const runtime::SampledToken& sample,
                                                 std::size_t text_offset) const {
-  auto token_text = [this](int id) { return tokenizer_.decode({id}); };
+  auto token_text = [this](int id) {
+    return tokenizer_.contains(id) ? tokenizer_.decode({id}) : std::string();
+  };
   if (endpoint_ == Endpoint::kChat) {
     nlohmann::json top = nlohmann::json::array();
     for (const auto& t : sample.top_logprobs) {
@@ -31,11 +36,14 @@ nlohmann::json GenerationSession::logprob_entry(const runtime::SampledToken& sam
       top.push_back({{"token", s}, {"logprob", t.logprob}, {"bytes", utf8_bytes(s)}});
     }
     const std::string s = token_text(sample.token);
-    return {{"token", s}, {"logprob", sample.logprob}, {"bytes", utf8_bytes(s)}, {"top_logprobs", top}};
+    return {
+        {"token", s}, {"logprob", sample.logprob}, {"bytes", utf8_bytes(s)}, {"top_logprobs", top}};
   }
   nlohmann::json top = nlohmann::json::object();
   for (const auto& t : sample.top_logprobs) top[token_text(t.token)] = t.logprob;
-  return {{"token", token_text(sample.token)}, {"logprob", sample.logprob}, {"top", top},
+  return {{"token", token_text(sample.token)},
+          {"logprob", sample.logprob},
+          {"top", top},
           {"offset", text_offset}};
 }
 
@@ -54,7 +62,8 @@ std::vector<ChoiceDelta> GenerationSession::poll(std::chrono::milliseconds timeo
       ++choice.num_tokens;
       if (!e.stop_token) {
         if (logprobs_ >= 0) {
-          entries[std::size_t(e.choice)].push_back(logprob_entry(e.sample, text_length_[std::size_t(e.choice)] + delta.text.size()));
+          entries[std::size_t(e.choice)].push_back(
+              logprob_entry(e.sample, text_length_[std::size_t(e.choice)] + delta.text.size()));
         }
         delta.text += choice.text->push(e.token);
       }
@@ -65,7 +74,8 @@ std::vector<ChoiceDelta> GenerationSession::poll(std::chrono::milliseconds timeo
       reason = "stop";
     } else if (e.finish != runtime::FinishReason::kNone) {
       delta.text += choice.text->finish();
-      if (e.finish == runtime::FinishReason::kError) error_ = e.error.empty() ? "generation failed" : e.error;
+      if (e.finish == runtime::FinishReason::kError)
+        error_ = e.error.empty() ? "generation failed" : e.error;
       reason = runtime::finish_reason_name(e.finish);
     }
     if (reason) {

@@ -32,7 +32,8 @@ long long integer_in(const json& body, const char* name, long long lo, long long
                      long long fallback) {
   const json* v = field(body, name);
   if (!v) return fallback;
-  if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>())) {
+  if (!v->is_number_integer() &&
+      !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>())) {
     throw invalid_request(std::string("'") + name + "' must be an integer", name);
   }
   const long long x = v->is_number_integer() ? v->get<long long>() : (long long)v->get<double>();
@@ -47,7 +48,8 @@ long long integer_in(const json& body, const char* name, long long lo, long long
 bool boolean(const json& body, const char* name, bool fallback) {
   const json* v = field(body, name);
   if (!v) return fallback;
-  if (!v->is_boolean()) throw invalid_request(std::string("'") + name + "' must be a boolean", name);
+  if (!v->is_boolean())
+    throw invalid_request(std::string("'") + name + "' must be a boolean", name);
   return v->get<bool>();
 }
 
@@ -56,7 +58,8 @@ std::vector<int> token_ids(const json& v, const char* name) {
   for (const json& id : v) {
     if (!id.is_number_integer() || id.get<long long>() < 0 ||
         id.get<long long>() > std::numeric_limits<int>::max()) {
-      throw invalid_request(std::string("'") + name + "' must hold non-negative integer token ids", name);
+      throw invalid_request(std::string("'") + name + "' must hold non-negative integer token ids",
+                            name);
     }
     ids.push_back(id.get<int>());
   }
@@ -74,7 +77,8 @@ std::string model_of(const json& body) {
 void parse_sampling(const json& body, const RequestLimits& limits, runtime::SamplingParams& p,
                     bool& max_tokens_given) {
   constexpr long long kMaxInt = std::numeric_limits<int>::max();
-  const char* max_name = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  const char* max_name =
+      field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   max_tokens_given = field(body, max_name) != nullptr;
   p.max_tokens = int(integer_in(body, max_name, 1, kMaxInt, p.max_tokens));
   p.temperature = float(number_in(body, "temperature", 0, 2, 1));
@@ -99,23 +103,25 @@ void parse_sampling(const json& body, const RequestLimits& limits, runtime::Samp
       p.stop = {stop->get<std::string>()};
     } else if (stop->is_array()) {
       for (const json& s : *stop) {
-        if (!s.is_string()) throw invalid_request("'stop' must be a string or an array of strings", "stop");
+        if (!s.is_string())
+          throw invalid_request("'stop' must be a string or an array of strings", "stop");
         p.stop.push_back(s.get<std::string>());
       }
     } else {
       throw invalid_request("'stop' must be a string or an array of strings", "stop");
     }
     if (int(p.stop.size()) > limits.max_stop_strings) {
-      throw invalid_request("'stop' may hold at most " + std::to_string(limits.max_stop_strings) +
-                                " strings",
-                            "stop");
+      throw invalid_request(
+          "'stop' may hold at most " + std::to_string(limits.max_stop_strings) + " strings",
+          "stop");
     }
     for (const std::string& s : p.stop) {
       if (s.empty()) throw invalid_request("'stop' strings must not be empty", "stop");
     }
   }
   if (const json* ids = field(body, "stop_token_ids")) {
-    if (!ids->is_array()) throw invalid_request("'stop_token_ids' must be an array of integers", "stop_token_ids");
+    if (!ids->is_array())
+      throw invalid_request("'stop_token_ids' must be an array of integers", "stop_token_ids");
     p.stop_token_ids = token_ids(*ids, "stop_token_ids");
   }
   p.ignore_eos = boolean(body, "ignore_eos", false);
@@ -125,8 +131,11 @@ void parse_sampling(const json& body, const RequestLimits& limits, runtime::Samp
 void parse_stream(const json& body, bool& stream, bool& include_usage) {
   stream = boolean(body, "stream", false);
   if (const json* options = field(body, "stream_options")) {
-    if (!options->is_object()) throw invalid_request("'stream_options' must be an object", "stream_options");
-    if (!stream) throw invalid_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    if (!options->is_object())
+      throw invalid_request("'stream_options' must be an object", "stream_options");
+    if (!stream)
+      throw invalid_request("'stream_options' is only allowed when 'stream' is true",
+                            "stream_options");
     include_usage = boolean(*options, "include_usage", false);
   }
 }
@@ -178,7 +187,8 @@ ChatCompletionRequest parse_chat_request(const json& body, const RequestLimits& 
       throw invalid_request(where + ".role must be a string", "messages");
     }
     auto content = m.find("content");
-    if (content != m.end() && !content->is_null() && !content->is_string() && !content->is_array()) {
+    if (content != m.end() && !content->is_null() && !content->is_string() &&
+        !content->is_array()) {
       throw invalid_request(where + ".content must be a string or an array of parts", "messages");
     }
   }
@@ -188,7 +198,8 @@ ChatCompletionRequest parse_chat_request(const json& body, const RequestLimits& 
     r.tools = *tools;
   }
   if (const json* kwargs = field(body, "chat_template_kwargs")) {
-    if (!kwargs->is_object()) throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    if (!kwargs->is_object())
+      throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
     r.template_kwargs = *kwargs;
   }
   r.add_generation_prompt = boolean(body, "add_generation_prompt", true);

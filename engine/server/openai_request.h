@@ -19,8 +19,8 @@ struct RequestLimits {
 };
 
 struct CompletionRequest {
-  std::string model;                          // empty: the served model
-  std::optional<std::string> prompt_text;     // exactly one of these two
+  std::string model;                       // empty: the served model
+  std::optional<std::string> prompt_text;  // exactly one of these two
   std::optional<std::vector<int>> prompt_ids;
   runtime::SamplingParams params;
   bool max_tokens_given = false;
@@ -32,7 +32,7 @@ struct CompletionRequest {
 
 struct ChatCompletionRequest {
   std::string model;
-  nlohmann::json messages;                   // validated: non-empty array of {role, content...}
+  nlohmann::json messages;  // validated: non-empty array of {role, content...}
   nlohmann::json tools = nullptr;
   nlohmann::json template_kwargs = nlohmann::json::object();  // chat_template_kwargs
   bool add_generation_prompt = true;
@@ -40,7 +40,7 @@ struct ChatCompletionRequest {
   bool max_tokens_given = false;
   bool stream = false;
   bool include_usage = false;
-  bool logprobs = false;                     // then params.logprobs = top_logprobs
+  bool logprobs = false;  // then params.logprobs = top_logprobs
 };
 
 CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);

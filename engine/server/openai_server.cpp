@@ -41,7 +41,9 @@ json completion_logprobs(const json& entries) {
     top.push_back(e["top"]);
     offsets.push_back(e["offset"]);
   }
-  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top},
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top},
           {"text_offset", offsets}};
 }
 
@@ -90,22 +92,29 @@ bool write_event(httplib::DataSink& sink, const json& payload) {
 OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
                            const tokenizer::Tokenizer& tokenizer,
                            const chat::ChatTemplate* chat_template, metrics::Registry& registry)
-    : config_(std::move(config)), engine_(engine), tokenizer_(tokenizer),
-      chat_template_(chat_template), registry_(registry), created_(std::time(nullptr)) {
+    : config_(std::move(config)),
+      engine_(engine),
+      tokenizer_(tokenizer),
+      chat_template_(chat_template),
+      registry_(registry),
+      created_(std::time(nullptr)) {
   route();
 }
 
 int OpenAiServer::bind() {
-  const int port = config_.port == 0 ? http_.bind_to_any_port(config_.host)
-                                     : (http_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
+  const int port = config_.port == 0
+                       ? http_.bind_to_any_port(config_.host)
+                       : (http_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
   if (port < 0) {
-    throw std::runtime_error("cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
-                             " (address in use or not permitted)");
+    throw std::runtime_error("cannot listen on " + config_.host + ":" +
+                             std::to_string(config_.port) + " (address in use or not permitted)");
   }
   return port;
 }
 
-void OpenAiServer::listen() { http_.listen_after_bind(); }
+void OpenAiServer::listen() {
+  http_.listen_after_bind();
+}
 
 void OpenAiServer::route() {
   const int threads = config_.http_threads;
@@ -116,27 +125,28 @@ void OpenAiServer::route() {
   http_.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 413) {
-      send_json(res, 413, error_body(413, "invalid_request_error",
-                                     "the request body is larger than the limit of " +
-                                         std::to_string(config_.max_body_bytes) + " bytes"));
+      send_json(res, 413,
+                error_body(413, "invalid_request_error",
+                           "the request body is larger than the limit of " +
+                               std::to_string(config_.max_body_bytes) + " bytes"));
     } else if (res.status == 404) {
       send_json(res, 404, error_body(404, "not_found_error", "no such route"));
     } else {
       send_json(res, res.status, error_body(res.status, "invalid_request_error", "request failed"));
     }
   });
-  http_.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
-                                 std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("{} {}: {}", req.method, req.path, what);
-    send_json(res, 500, error_body(500, "internal_server_error", what));
-  });
+  http_.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("{} {}: {}", req.method, req.path, what);
+        send_json(res, 500, error_body(500, "internal_server_error", what));
+      });
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (config_.api_key.empty() || !req.path.starts_with("/v1/")) {
       return httplib::Server::HandlerResponse::Unhandled;
@@ -190,8 +200,10 @@ void OpenAiServer::route() {
       } else {
         throw invalid_request("send 'prompt' (a string) or 'messages'", "prompt");
       }
-      send_json(res, 200, {{"tokens", ids}, {"count", ids.size()},
-                           {"max_model_len", engine_.max_tokens_per_sequence()}});
+      send_json(res, 200,
+                {{"tokens", ids},
+                 {"count", ids.size()},
+                 {"max_model_len", engine_.max_tokens_per_sequence()}});
     } catch (const ApiError& e) {
       send_error(res, e);
     } catch (const std::exception& e) {
@@ -206,7 +218,8 @@ void OpenAiServer::route() {
       }
       std::vector<int> ids;
       for (const json& t : body["tokens"]) {
-        if (!t.is_number_integer()) throw invalid_request("'tokens' must be an array of token ids", "tokens");
+        if (!t.is_number_integer())
+          throw invalid_request("'tokens' must be an array of token ids", "tokens");
         ids.push_back(t.get<int>());
       }
       send_json(res, 200, {{"prompt", tokenizer_.decode(ids)}});
@@ -219,6 +232,62 @@ void OpenAiServer::route() {
 }
 
 namespace {
+
+// One call of the SSE content provider: the opening chunks, then whatever the engine produced.
+bool write_stream_events(StreamState& state, httplib::DataSink& sink) {
+  const PreparedRequest& r = state.request;
+  GenerationSession& session = *state.session;
+  if (!state.started) {  // chat: the role first; completions with echo: the prompt
+    state.started = true;
+    const int n = std::max(1, r.params.n);
+    for (int i = 0; i < n; ++i) {
+      json chunk = chunk_envelope(r, state.created);
+      if (r.endpoint == Endpoint::kChat) {
+        chunk["choices"].push_back({{"index", i},
+                                    {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", nullptr}});
+      } else if (!r.echo_text.empty()) {
+        chunk["choices"].push_back({{"index", i},
+                                    {"text", r.echo_text},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", nullptr}});
+      } else {
+        continue;
+      }
+      if (!write_event(sink, chunk)) return false;
+    }
+  }
+  for (ChoiceDelta& d : session.poll(100ms)) {
+    if (d.text.empty() && !d.finish_reason && !d.logprobs.is_array()) continue;
+    json chunk = chunk_envelope(r, state.created);
+    json choice = {{"index", d.index},
+                   {"logprobs", format_logprobs(r.endpoint, d.logprobs)},
+                   {"finish_reason", d.finish_reason ? json(*d.finish_reason) : json(nullptr)}};
+    if (r.endpoint == Endpoint::kChat) {
+      choice["delta"] = d.text.empty() ? json::object() : json{{"content", d.text}};
+    } else {
+      choice["text"] = d.text;
+    }
+    chunk["choices"].push_back(choice);
+    if (!write_event(sink, chunk)) return false;  // the client went away
+  }
+  if (session.done()) {
+    if (session.error()) {
+      write_event(sink, error_body(500, "internal_server_error", *session.error()));
+    }
+    if (r.include_usage) {
+      json chunk = chunk_envelope(r, state.created);
+      chunk["usage"] = session.usage();
+      write_event(sink, chunk);
+    }
+    static const std::string done = "data: [DONE]\n\n";
+    sink.write(done.data(), done.size());
+    state.finished = true;
+    sink.done();
+  }
+  return true;
+}
 
 // Checks lengths, submits to the engine and answers: a JSON body, or an SSE stream.
 void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
@@ -253,13 +322,16 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   runtime::GenerationRequest submission{request.id, request.prompt, params, channel, {}};
   const runtime::SubmitResult submitted = engine.submit(std::move(submission));
   switch (submitted.status) {
-    case runtime::SubmitStatus::kAccepted: break;
+    case runtime::SubmitStatus::kAccepted:
+      break;
     case runtime::SubmitStatus::kQueueFull:
-    case runtime::SubmitStatus::kNotAccepting: throw service_unavailable(submitted.message);
-    case runtime::SubmitStatus::kInvalid: throw invalid_request(submitted.message, "prompt");
+    case runtime::SubmitStatus::kNotAccepting:
+      throw service_unavailable(submitted.message);
+    case runtime::SubmitStatus::kInvalid:
+      throw invalid_request(submitted.message, "prompt");
   }
-  auto session = std::make_unique<GenerationSession>(tokenizer, request.endpoint, params,
-                                                     prompt_len, channel);
+  auto session =
+      std::make_unique<GenerationSession>(tokenizer, request.endpoint, params, prompt_len, channel);
   const std::int64_t created = std::time(nullptr);
 
   if (!request.stream) {
@@ -282,7 +354,8 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
     }
     json choices = json::array();
     for (int i = 0; i < n; ++i) {
-      json choice = {{"index", i}, {"logprobs", format_logprobs(request.endpoint, entries[std::size_t(i)])},
+      json choice = {{"index", i},
+                     {"logprobs", format_logprobs(request.endpoint, entries[std::size_t(i)])},
                      {"finish_reason", finish[std::size_t(i)]}};
       if (request.endpoint == Endpoint::kChat) {
         choice["message"] = {{"role", "assistant"}, {"content", text[std::size_t(i)]}};
@@ -291,13 +364,14 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
       }
       choices.push_back(choice);
     }
-    send_json(res, 200,
-              {{"id", request.id},
-               {"object", request.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
-               {"created", created},
-               {"model", request.model},
-               {"choices", choices},
-               {"usage", session->usage()}});
+    send_json(
+        res, 200,
+        {{"id", request.id},
+         {"object", request.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+         {"created", created},
+         {"model", request.model},
+         {"choices", choices},
+         {"usage", session->usage()}});
     return;
   }
 
@@ -309,54 +383,15 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   res.set_chunked_content_provider(
       "text/event-stream",
       [state](std::size_t, httplib::DataSink& sink) {
-        const PreparedRequest& r = state->request;
-        GenerationSession& session = *state->session;
-        if (!state->started) {  // chat: the role first; completions with echo: the prompt
-          state->started = true;
-          const int n = std::max(1, r.params.n);
-          for (int i = 0; i < n; ++i) {
-            json chunk = chunk_envelope(r, state->created);
-            if (r.endpoint == Endpoint::kChat) {
-              chunk["choices"].push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                          {"logprobs", nullptr}, {"finish_reason", nullptr}});
-            } else if (!r.echo_text.empty()) {
-              chunk["choices"].push_back({{"index", i}, {"text", r.echo_text}, {"logprobs", nullptr},
-                                          {"finish_reason", nullptr}});
-            } else {
-              continue;
-            }
-            if (!write_event(sink, chunk)) return false;
-          }
+        // An exception must not escape into httplib's writer thread: it would end the process.
+        try {
+          return write_stream_events(*state, sink);
+        } catch (const std::exception& e) {
+          spdlog::error("stream {} failed: {}", state->request.id, e.what());
+          write_event(sink, error_body(500, "internal_server_error", e.what()));
+          state->session->cancel();
+          return false;
         }
-        for (ChoiceDelta& d : session.poll(100ms)) {
-          if (d.text.empty() && !d.finish_reason && !d.logprobs.is_array()) continue;
-          json chunk = chunk_envelope(r, state->created);
-          json choice = {{"index", d.index},
-                         {"logprobs", format_logprobs(r.endpoint, d.logprobs)},
-                         {"finish_reason", d.finish_reason ? json(*d.finish_reason) : json(nullptr)}};
-          if (r.endpoint == Endpoint::kChat) {
-            choice["delta"] = d.text.empty() ? json::object() : json{{"content", d.text}};
-          } else {
-            choice["text"] = d.text;
-          }
-          chunk["choices"].push_back(choice);
-          if (!write_event(sink, chunk)) return false;  // the client went away
-        }
-        if (session.done()) {
-          if (session.error()) {
-            write_event(sink, error_body(500, "internal_server_error", *session.error()));
-          }
-          if (r.include_usage) {
-            json chunk = chunk_envelope(r, state->created);
-            chunk["usage"] = session.usage();
-            write_event(sink, chunk);
-          }
-          static const std::string done = "data: [DONE]\n\n";
-          sink.write(done.data(), done.size());
-          state->finished = true;
-          sink.done();
-        }
-        return true;
       },
       [state](bool success) {
         if (!success || !state->finished) state->session->cancel();
@@ -368,17 +403,20 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
 void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
   try {
     CompletionRequest parsed = parse_completion_request(parse_body(req), config_.limits);
-    if (!parsed.model.empty() && parsed.model != config_.served_model_name) throw model_not_found(parsed.model);
+    if (!parsed.model.empty() && parsed.model != config_.served_model_name)
+      throw model_not_found(parsed.model);
     PreparedRequest r;
     r.endpoint = Endpoint::kCompletions;
     r.id = "cmpl-" + std::to_string(created_) + "-" + std::to_string(next_request_id_++);
     r.model = config_.served_model_name;
     if (parsed.prompt_text) {
-      r.prompt = tokenizer_.encode(*parsed.prompt_text, {.add_special_tokens = parsed.add_special_tokens});
+      r.prompt =
+          tokenizer_.encode(*parsed.prompt_text, {.add_special_tokens = parsed.add_special_tokens});
     } else {
       r.prompt = *parsed.prompt_ids;  // the engine checks them against the model's vocabulary
     }
-    if (parsed.echo) r.echo_text = parsed.prompt_text ? *parsed.prompt_text : tokenizer_.decode(r.prompt);
+    if (parsed.echo)
+      r.echo_text = parsed.prompt_text ? *parsed.prompt_text : tokenizer_.decode(r.prompt);
     r.params = parsed.params;
     r.max_tokens_given = parsed.max_tokens_given;
     r.stream = parsed.stream;
@@ -392,7 +430,8 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
 void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
   try {
     ChatCompletionRequest parsed = parse_chat_request(parse_body(req), config_.limits);
-    if (!parsed.model.empty() && parsed.model != config_.served_model_name) throw model_not_found(parsed.model);
+    if (!parsed.model.empty() && parsed.model != config_.served_model_name)
+      throw model_not_found(parsed.model);
     if (!chat_template_) {
       throw invalid_request("this model has no chat template; use /v1/completions", "messages");
     }
@@ -405,7 +444,8 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     try {
       prompt = chat_template_->render(chat);
     } catch (const std::exception& e) {
-      throw invalid_request(std::string("the chat template rejected the messages: ") + e.what(), "messages");
+      throw invalid_request(std::string("the chat template rejected the messages: ") + e.what(),
+                            "messages");
     }
     PreparedRequest r;
     r.endpoint = Endpoint::kChat;

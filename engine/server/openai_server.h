@@ -21,9 +21,9 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string served_model_name;
-  std::string api_key;                        // empty: no authentication
-  std::size_t max_body_bytes = 32u << 20;     // larger bodies get 413
-  int http_threads = 256;                     // each open stream holds one
+  std::string api_key;                     // empty: no authentication
+  std::size_t max_body_bytes = 32u << 20;  // larger bodies get 413
+  int http_threads = 256;                  // each open stream holds one
   RequestLimits limits;
 };
 

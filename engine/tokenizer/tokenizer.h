@@ -45,6 +45,9 @@ class Tokenizer {
   // Raw bytes of one token as it decodes at position `first ? 0 : >0` (for streaming).
   std::string decode_token_bytes(TokenId id, bool first) const;
   bool is_special(TokenId id) const;
+  // Whether id names a token. Models often pad their vocabulary past the tokenizer's
+  // (Qwen3: 151936 rows, 151669 tokens); generated ids in that gap decode to nothing.
+  bool contains(TokenId id) const { return model_->id_to_token(id) != nullptr; }
   std::size_t vocab_size() const { return model_->vocab_size(); }
   std::optional<TokenId> token_to_id(std::string_view token) const {
     return model_->token_to_id(token);

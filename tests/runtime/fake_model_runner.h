@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "engine/runtime/model_runner.h"
@@ -18,7 +18,9 @@ namespace nibble::runtime::testing {
 class FakeModelRunner : public ModelRunner {
  public:
   FakeModelRunner(int vocab, int num_blocks, int block_size)
-      : vocab_(vocab), num_blocks_(num_blocks), block_size_(block_size),
+      : vocab_(vocab),
+        num_blocks_(num_blocks),
+        block_size_(block_size),
         kv_(std::size_t(num_blocks * block_size), -1) {}
 
   int vocab_size() const override { return vocab_; }
@@ -38,12 +40,13 @@ class FakeModelRunner : public ModelRunner {
       const int begin = seq.num_computed_tokens, end = begin + s.num_new_tokens;
       EXPECT_GE(int(seq.block_table.size()) * block_size_, end) << "no room for the new tokens";
       for (int pos = 0; pos < begin; ++pos) {  // earlier KV must be intact
-        EXPECT_EQ(kv_[slot(seq, pos)], seq.tokens[std::size_t(pos)]) << "seq " << seq.id << " pos " << pos;
+        EXPECT_EQ(kv_[slot(seq, pos)], seq.tokens[std::size_t(pos)])
+            << "seq " << seq.id << " pos " << pos;
       }
       for (int pos = begin; pos < end; ++pos) kv_[slot(seq, pos)] = seq.tokens[std::size_t(pos)];
       if (s.samples_next_token) {
         std::vector<float> row(std::size_t(vocab_), 0.0f);
-        row[std::size_t((seq.tokens[std::size_t(end - 1)] + 1) % vocab_)] = 10.0f;
+        row[std::size_t((seq.tokens[std::size_t(end - 1)] + 1) % vocab_)] = 100.0f;  // certain even at temperature 1
         logits.insert(logits.end(), row.begin(), row.end());
       }
     }
@@ -55,7 +58,8 @@ class FakeModelRunner : public ModelRunner {
 
  private:
   std::size_t slot(const Sequence& seq, int pos) const {
-    return std::size_t(seq.block_table[std::size_t(pos / block_size_)] * block_size_ + pos % block_size_);
+    return std::size_t(seq.block_table[std::size_t(pos / block_size_)] * block_size_ +
+                       pos % block_size_);
   }
   int vocab_, num_blocks_, block_size_;
   std::vector<int> kv_;

@@ -71,10 +71,14 @@ TEST(EngineLoop, GeneratesUntilMaxTokens) {
   EXPECT_EQ(c.finish[0], FinishReason::kLength);
   engine.drain_and_stop(1s);
   const std::string text = registry.render();
-  EXPECT_NE(text.find("nibble_generation_tokens_total{model_name=\"fake\"} 5"), std::string::npos) << text;
-  EXPECT_NE(text.find("nibble_requests_total{model_name=\"fake\",finished_reason=\"length\"} 1"), std::string::npos);
-  EXPECT_NE(text.find("nibble_time_to_first_token_seconds_count{model_name=\"fake\"} 1"), std::string::npos);
-  EXPECT_NE(text.find("nibble_inter_token_latency_seconds_count{model_name=\"fake\"} 4"), std::string::npos);
+  EXPECT_NE(text.find("nibble_generation_tokens_total{model_name=\"fake\"} 5"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("nibble_requests_total{model_name=\"fake\",finished_reason=\"length\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("nibble_time_to_first_token_seconds_count{model_name=\"fake\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("nibble_inter_token_latency_seconds_count{model_name=\"fake\"} 4"),
+            std::string::npos);
 }
 
 TEST(EngineLoop, StopsAtEosAndStopTokenIdsUnlessIgnored) {
@@ -126,7 +130,8 @@ TEST(EngineLoop, ManyConcurrentRequestsThroughASmallCacheAllComplete) {
   }
   engine.drain_and_stop(1s);
   const std::string text = registry.render();
-  EXPECT_NE(text.find("nibble_kv_cache_usage_ratio{model_name=\"fake\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nibble_kv_cache_usage_ratio{model_name=\"fake\"} 0\n"), std::string::npos)
+      << text;
   EXPECT_EQ(text.find("nibble_preemptions_total{model_name=\"fake\"} 0\n"), std::string::npos)
       << "a cache this small must force preemptions";
 }
@@ -160,7 +165,8 @@ TEST(EngineLoop, RefusesWhenTheQueueIsFullOrThePromptCannotFit) {
   SubmitResult full = engine.submit(request("c", {1}, 1));
   EXPECT_EQ(full.status, SubmitStatus::kQueueFull);
   EXPECT_NE(full.message.find("2 waiting"), std::string::npos);
-  EXPECT_EQ(engine.submit(request("big", std::vector<int>(32, 1), 1)).status, SubmitStatus::kInvalid);
+  EXPECT_EQ(engine.submit(request("big", std::vector<int>(32, 1), 1)).status,
+            SubmitStatus::kInvalid);
   EXPECT_EQ(engine.submit(request("empty", {}, 1)).status, SubmitStatus::kInvalid);
 }
 

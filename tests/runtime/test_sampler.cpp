@@ -18,7 +18,8 @@ std::map<int, double> frequencies(const std::vector<float>& logits, const Sampli
                                   int draws, std::uint64_t seed = 7) {
   SamplerRng rng(seed);
   std::map<int, double> freq;
-  for (int i = 0; i < draws; ++i) freq[sample_token(logits, params, {}, {}, rng).token] += 1.0 / draws;
+  for (int i = 0; i < draws; ++i)
+    freq[sample_token(logits, params, {}, {}, rng).token] += 1.0 / draws;
   return freq;
 }
 

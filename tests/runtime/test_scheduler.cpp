@@ -74,7 +74,8 @@ TEST(Scheduler, RespectsMaxNumSeqs) {
 
 TEST(Scheduler, NoChunkingWaitsForRoom) {
   KvBlockPool pool(64, 16, false);
-  Scheduler scheduler({.max_num_seqs = 8, .max_num_batched_tokens = 64, .enable_chunked_prefill = false}, pool);
+  Scheduler scheduler(
+      {.max_num_seqs = 8, .max_num_batched_tokens = 64, .enable_chunked_prefill = false}, pool);
   auto a = make_seq(1, 40, 2), b = make_seq(2, 40, 2);
   scheduler.add(*a);
   scheduler.add(*b);

@@ -51,7 +51,8 @@ class ServerHarness {
     server_config.api_key = o.api_key;
     server_config.max_body_bytes = o.max_body_bytes;
     server_config.http_threads = 32;
-    server = std::make_unique<OpenAiServer>(server_config, *engine, tokenizer, &chat_template, registry);
+    server =
+        std::make_unique<OpenAiServer>(server_config, *engine, tokenizer, &chat_template, registry);
     port = server->bind();
     engine->start();
     server->set_ready(true);

@@ -52,7 +52,8 @@ TEST(ChoiceText, MultiByteCharactersAreNeverSplit) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     std::string piece = text.push(static_cast<unsigned char>(s[i]));
     if (!piece.empty()) {
-      EXPECT_NE(static_cast<unsigned char>(piece.back()) & 0xC0, 0xC0u) << "chunk ends on a lead byte";
+      EXPECT_NE(static_cast<unsigned char>(piece.back()) & 0xC0, 0xC0u)
+          << "chunk ends on a lead byte";
     }
     out += piece;
   }

@@ -18,8 +18,8 @@ TEST(OpenAiNpmClient, OfficialClientWorksUnchanged) {
   ASSERT_EQ(install.exit_code, 0) << install.output;
 
   testing::ServerHarness h;
-  const nlohmann::json expect = {{"prompt", "a"}, {"completion4", "bcde"}, {"chat_prompt", "hi"},
-                                 {"chat3", "\x0b\x0c\r"}};
+  const nlohmann::json expect = {
+      {"prompt", "a"}, {"completion4", "bcde"}, {"chat_prompt", "hi"}, {"chat3", "\x0b\x0c\r"}};
   auto result = nibble::testing::run_command(
       node + " " + root + "/tests/oracle/openai/client_check.mjs http://127.0.0.1:" +
       std::to_string(h.port) + "/v1 byte-model '" + expect.dump() + "'");

@@ -62,8 +62,10 @@ TEST(OpenAiRequest, BadChatBodiesNameTheParameter) {
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "top_logprobs"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})", "max_completion_tokens"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})", "chat_template_kwargs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})",
+       "max_completion_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
+       "chat_template_kwargs"},
   };
   for (const BadCase& c : cases) {
     try {

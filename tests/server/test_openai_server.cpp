@@ -61,7 +61,9 @@ TEST(OpenAiServer, ModelsHealthVersionMetrics) {
 
 TEST(OpenAiServer, CompletionWithUsageAndFinishReason) {
   ServerHarness h;
-  json r = post(h, "/v1/completions", {{"model", "byte-model"}, {"prompt", "a"}, {"max_tokens", 4}, {"temperature", 0}}, 200);
+  json r =
+      post(h, "/v1/completions",
+           {{"model", "byte-model"}, {"prompt", "a"}, {"max_tokens", 4}, {"temperature", 0}}, 200);
   EXPECT_EQ(r["object"], "text_completion");
   EXPECT_EQ(r["choices"][0]["text"], "bcde");
   EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
@@ -72,10 +74,12 @@ TEST(OpenAiServer, CompletionWithUsageAndFinishReason) {
 
 TEST(OpenAiServer, StopStringsAcrossTokensAreNotEmitted) {
   ServerHarness h;
-  json r = post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 20}, {"stop", {"xyz", "ef"}}}, 200);
+  json r = post(h, "/v1/completions",
+                {{"prompt", "a"}, {"max_tokens", 20}, {"stop", {"xyz", "ef"}}}, 200);
   EXPECT_EQ(r["choices"][0]["text"], "bcd");
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
-  json s = post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 20}, {"stop_token_ids", {100}}}, 200);
+  json s = post(h, "/v1/completions",
+                {{"prompt", "a"}, {"max_tokens", 20}, {"stop_token_ids", {100}}}, 200);
   EXPECT_EQ(s["choices"][0]["text"], "bc");  // token 100 ('d') stops and is not text
   EXPECT_EQ(s["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(s["usage"]["completion_tokens"], 3);
@@ -83,7 +87,8 @@ TEST(OpenAiServer, StopStringsAcrossTokensAreNotEmitted) {
 
 TEST(OpenAiServer, EchoAndLogprobs) {
   ServerHarness h;
-  json r = post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}, {"echo", true}, {"logprobs", 2}}, 200);
+  json r = post(h, "/v1/completions",
+                {{"prompt", "a"}, {"max_tokens", 2}, {"echo", true}, {"logprobs", 2}}, 200);
   EXPECT_EQ(r["choices"][0]["text"], "abc");
   const json& lp = r["choices"][0]["logprobs"];
   EXPECT_EQ(lp["tokens"], json({"b", "c"}));
@@ -95,7 +100,10 @@ TEST(OpenAiServer, EchoAndLogprobs) {
 TEST(OpenAiServer, StreamingMatchesNonStreamingAndEndsWithUsageAndDone) {
   ServerHarness h;
   auto events = stream(h, "/v1/completions",
-                       {{"prompt", "a"}, {"max_tokens", 5}, {"stream", true}, {"stream_options", {{"include_usage", true}}}});
+                       {{"prompt", "a"},
+                        {"max_tokens", 5},
+                        {"stream", true},
+                        {"stream_options", {{"include_usage", true}}}});
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events.back(), "[DONE]");
   const json& usage_chunk = events[events.size() - 2];
@@ -105,7 +113,8 @@ TEST(OpenAiServer, StreamingMatchesNonStreamingAndEndsWithUsageAndDone) {
   std::string finish;
   for (std::size_t i = 0; i + 2 < events.size(); ++i) {
     text += events[i]["choices"][0]["text"].get<std::string>();
-    if (!events[i]["choices"][0]["finish_reason"].is_null()) finish = events[i]["choices"][0]["finish_reason"];
+    if (!events[i]["choices"][0]["finish_reason"].is_null())
+      finish = events[i]["choices"][0]["finish_reason"];
   }
   EXPECT_EQ(text, "bcdef");
   EXPECT_EQ(finish, "length");
@@ -122,8 +131,9 @@ TEST(OpenAiServer, ChatUsesTheTemplateAndStreamsDeltas) {
   // <|im_start|> user \n h i <|im_end|> \n <|im_start|> a s s i s t a n t \n
   EXPECT_EQ(r["usage"]["prompt_tokens"], 1 + 4 + 1 + 2 + 1 + 1 + 1 + 9 + 1);
 
-  auto events = stream(h, "/v1/chat/completions",
-                       {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}, {"stream", true}});
+  auto events = stream(
+      h, "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}, {"stream", true}});
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.front()["choices"][0]["delta"]["role"], "assistant");
   EXPECT_EQ(events.front()["object"], "chat.completion.chunk");
@@ -138,7 +148,8 @@ TEST(OpenAiServer, ChatUsesTheTemplateAndStreamsDeltas) {
 
 TEST(OpenAiServer, SeededSamplingIsReproducibleAndNChoicesDiffer) {
   ServerHarness h;
-  const json body = {{"prompt", "a"}, {"max_tokens", 8}, {"temperature", 2.0}, {"seed", 42}, {"n", 3}};
+  const json body = {
+      {"prompt", "a"}, {"max_tokens", 8}, {"temperature", 2.0}, {"seed", 42}, {"n", 3}};
   json a = post(h, "/v1/completions", body, 200);
   json b = post(h, "/v1/completions", body, 200);
   ASSERT_EQ(a["choices"].size(), 3u);
@@ -199,16 +210,23 @@ TEST(OpenAiServer, ApiKeyIsRequiredOnV1Routes) {
   httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
   EXPECT_EQ(c.Post("/v1/completions", wrong, R"({"prompt":"a"})", "application/json")->status, 401);
   httplib::Headers right = {{"Authorization", "Bearer sekret"}};
-  EXPECT_EQ(c.Post("/v1/completions", right, R"({"prompt":"a","max_tokens":1})", "application/json")->status, 200);
+  EXPECT_EQ(c.Post("/v1/completions", right, R"({"prompt":"a","max_tokens":1})", "application/json")
+                ->status,
+            200);
   EXPECT_EQ(c.Get("/health")->status, 200);  // probes need no key
 }
 
 TEST(OpenAiServer, FullQueueAnswers503WithRetryAfter) {
-  ServerHarness h({.max_queue_len = 1, .max_num_seqs = 1, .step_delay = std::chrono::milliseconds(20)});
+  ServerHarness h(
+      {.max_queue_len = 1, .max_num_seqs = 1, .step_delay = std::chrono::milliseconds(20)});
   // One request runs, one waits; a third finds the queue full.
-  std::thread running([&] { post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 30}, {"ignore_eos", true}}, 200); });
+  std::thread running([&] {
+    post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 30}, {"ignore_eos", true}}, 200);
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  std::thread waiting([&] { post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}}, 200); });
+  std::thread waiting([&] {
+    post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}}, 200);
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   auto c = h.client();
   auto res = c.Post("/v1/completions", R"({"prompt":"a","max_tokens":1})", "application/json");
@@ -228,7 +246,8 @@ TEST(OpenAiServer, ClientDisconnectMidStreamAbortsAndFreesBlocks) {
     httplib::Request req;
     req.method = "POST";
     req.path = "/v1/completions";
-    req.body = json{{"prompt", "a"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}}.dump();
+    req.body =
+        json{{"prompt", "a"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}}.dump();
     req.set_header("Content-Type", "application/json");
     req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) {
       return ++chunks < 3;  // hang up after a few chunks
@@ -236,7 +255,8 @@ TEST(OpenAiServer, ClientDisconnectMidStreamAbortsAndFreesBlocks) {
     c.send(req);
     EXPECT_EQ(chunks, 3);
   }
-  const std::string aborted = "nibble_requests_total{model_name=\"byte-model\",finished_reason=\"abort\"} 1";
+  const std::string aborted =
+      "nibble_requests_total{model_name=\"byte-model\",finished_reason=\"abort\"} 1";
   std::string metrics;
   for (int i = 0; i < 100; ++i) {
     metrics = h.registry.render();
@@ -244,7 +264,8 @@ TEST(OpenAiServer, ClientDisconnectMidStreamAbortsAndFreesBlocks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_NE(metrics.find(aborted), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("nibble_kv_cache_usage_ratio{model_name=\"byte-model\"} 0\n"), std::string::npos);
+  EXPECT_NE(metrics.find("nibble_kv_cache_usage_ratio{model_name=\"byte-model\"} 0\n"),
+            std::string::npos);
   EXPECT_LT(h.runner.steps.load(), 150) << "the engine kept generating for a client that left";
 }
 

@@ -14,8 +14,8 @@ namespace {
 using nlohmann::json;
 
 std::string random_words(std::mt19937_64& rng, int words) {
-  static const char* const kSyllables[] = {"ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze",
-                                           "bar", "qua", "fen", "dor", "lin", "pex", "gro"};
+  static const char* const kSyllables[] = {"ka", "lo",  "mi",  "ne",  "ru",  "sa",  "ti",  "vo",
+                                           "ze", "bar", "qua", "fen", "dor", "lin", "pex", "gro"};
   std::string text;
   for (int w = 0; w < words; ++w) {
     if (w) text += ' ';
@@ -32,9 +32,10 @@ httplib::Headers auth_headers(const BenchOptions& o) {
 
 std::optional<std::vector<int>> server_tokenize(httplib::Client& client, const BenchOptions& o,
                                                 const std::string& text) {
-  auto res = client.Post("/tokenize", auth_headers(o),
-                         json{{"model", o.model}, {"prompt", text}, {"add_special_tokens", false}}.dump(),
-                         "application/json");
+  auto res =
+      client.Post("/tokenize", auth_headers(o),
+                  json{{"model", o.model}, {"prompt", text}, {"add_special_tokens", false}}.dump(),
+                  "application/json");
   if (!res || res->status != 200) return std::nullopt;
   json body = json::parse(res->body, nullptr, false);
   if (!body.is_object() || !body.contains("tokens")) return std::nullopt;
@@ -43,8 +44,8 @@ std::optional<std::vector<int>> server_tokenize(httplib::Client& client, const B
 
 std::optional<std::string> server_detokenize(httplib::Client& client, const BenchOptions& o,
                                              const std::vector<int>& ids) {
-  auto res = client.Post("/detokenize", auth_headers(o), json{{"model", o.model}, {"tokens", ids}}.dump(),
-                         "application/json");
+  auto res = client.Post("/detokenize", auth_headers(o),
+                         json{{"model", o.model}, {"tokens", ids}}.dump(), "application/json");
   if (!res || res->status != 200) return std::nullopt;
   json body = json::parse(res->body, nullptr, false);
   if (!body.is_object() || !body.contains("prompt")) return std::nullopt;
@@ -75,7 +76,8 @@ Dataset random_dataset(const BenchOptions& o) {
         d.exact_lengths = false;  // no /tokenize: fall back to about one token per word
       }
     }
-    if (!d.exact_lengths) p.text = "request " + std::to_string(i) + ": " + random_words(rng, o.input_len);
+    if (!d.exact_lengths)
+      p.text = "request " + std::to_string(i) + ": " + random_words(rng, o.input_len);
     d.prompts.push_back(std::move(p));
   }
   return d;
@@ -101,7 +103,8 @@ Dataset sharegpt_dataset(const BenchOptions& o, const std::string& path) {
   std::mt19937_64 rng(o.seed);
   std::shuffle(prompts.begin(), prompts.end(), rng);
   Dataset d;
-  for (int i = 0; i < o.num_prompts; ++i) d.prompts.push_back({prompts[std::size_t(i) % prompts.size()], {}, 0});
+  for (int i = 0; i < o.num_prompts; ++i)
+    d.prompts.push_back({prompts[std::size_t(i) % prompts.size()], {}, 0});
   return d;
 }
 

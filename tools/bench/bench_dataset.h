@@ -10,9 +10,9 @@
 namespace nibble::bench {
 
 struct BenchPrompt {
-  std::string text;                       // for chat, and for completions without ids
-  std::optional<std::vector<int>> ids;    // exact token ids for completions when known
-  int expected_input_tokens = 0;          // 0 when unknown
+  std::string text;                     // for chat, and for completions without ids
+  std::optional<std::vector<int>> ids;  // exact token ids for completions when known
+  int expected_input_tokens = 0;        // 0 when unknown
 };
 
 struct Dataset {

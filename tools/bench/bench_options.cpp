@@ -55,19 +55,25 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
     }
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
-    if (flag == "--base-url") o.base_url = value;
-    else if (flag == "--model") o.model = value;
+    if (flag == "--base-url")
+      o.base_url = value;
+    else if (flag == "--model")
+      o.model = value;
     else if (flag == "--endpoint") {
-      if (value != "completions" && value != "chat") throw std::invalid_argument("--endpoint is completions or chat");
+      if (value != "completions" && value != "chat")
+        throw std::invalid_argument("--endpoint is completions or chat");
       o.endpoint = value;
     } else if (flag == "--dataset") {
       if (value != "random" && !value.starts_with("sharegpt:")) {
         throw std::invalid_argument("--dataset is random or sharegpt:FILE");
       }
       o.dataset = value;
-    } else if (flag == "--input-len") o.input_len = positive_int(flag, value);
-    else if (flag == "--output-len") o.output_len = positive_int(flag, value);
-    else if (flag == "--num-prompts") o.num_prompts = positive_int(flag, value);
+    } else if (flag == "--input-len")
+      o.input_len = positive_int(flag, value);
+    else if (flag == "--output-len")
+      o.output_len = positive_int(flag, value);
+    else if (flag == "--num-prompts")
+      o.num_prompts = positive_int(flag, value);
     else if (flag == "--max-concurrency") {
       o.max_concurrency.clear();
       std::stringstream in(value);
@@ -77,12 +83,18 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
     } else if (flag == "--request-rate") {
       char* end = nullptr;
       o.request_rate = std::strtod(value.c_str(), &end);
-      if (value == "inf") o.request_rate = 0;
-      else if (*end || o.request_rate < 0) throw std::invalid_argument("--request-rate expects a number >= 0 or inf");
-    } else if (flag == "--seed") o.seed = std::uint64_t(std::stoull(value));
-    else if (flag == "--json") o.json_path = value;
-    else if (flag == "--api-key") o.api_key = value;
-    else throw std::invalid_argument("unknown option " + flag + " (see --help)");
+      if (value == "inf")
+        o.request_rate = 0;
+      else if (*end || o.request_rate < 0)
+        throw std::invalid_argument("--request-rate expects a number >= 0 or inf");
+    } else if (flag == "--seed")
+      o.seed = std::uint64_t(std::stoull(value));
+    else if (flag == "--json")
+      o.json_path = value;
+    else if (flag == "--api-key")
+      o.api_key = value;
+    else
+      throw std::invalid_argument("unknown option " + flag + " (see --help)");
   }
   return true;
 }

@@ -8,16 +8,16 @@ namespace nibble::bench {
 
 struct BenchOptions {
   std::string base_url = "http://127.0.0.1:8000";
-  std::string model;                   // empty: the first model /v1/models lists
+  std::string model;                     // empty: the first model /v1/models lists
   std::string endpoint = "completions";  // or "chat"
-  std::string dataset = "random";      // or "sharegpt:FILE"
+  std::string dataset = "random";        // or "sharegpt:FILE"
   int input_len = 256;
   int output_len = 128;
   int num_prompts = 100;
   std::vector<int> max_concurrency = {1};
-  double request_rate = 0;             // requests/s, Poisson arrivals; 0 means all at once
+  double request_rate = 0;  // requests/s, Poisson arrivals; 0 means all at once
   std::uint64_t seed = 0;
-  std::string json_path;               // write results here too
+  std::string json_path;  // write results here too
   std::string api_key;
   bool progress = true;
 };

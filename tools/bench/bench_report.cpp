@@ -23,8 +23,8 @@ Distribution distribution_ms(std::vector<double> seconds) {
   return d;
 }
 
-RunSummary summarize(int concurrency, double request_rate, const std::vector<RequestResult>& results,
-                     double duration_s) {
+RunSummary summarize(int concurrency, double request_rate,
+                     const std::vector<RequestResult>& results, double duration_s) {
   RunSummary s;
   s.concurrency = concurrency;
   s.request_rate = request_rate;
@@ -45,11 +45,13 @@ RunSummary summarize(int concurrency, double request_rate, const std::vector<Req
     ttft.push_back(r.ttft);
     e2e.push_back(r.e2e);
     if (r.output_tokens > 1) tpot.push_back((r.e2e - r.ttft) / (r.output_tokens - 1));
-    for (std::size_t i = 1; i < r.chunk_times.size(); ++i) itl.push_back(r.chunk_times[i] - r.chunk_times[i - 1]);
+    for (std::size_t i = 1; i < r.chunk_times.size(); ++i)
+      itl.push_back(r.chunk_times[i] - r.chunk_times[i - 1]);
   }
   std::sort(edges.begin(), edges.end());
   int in_flight = 0;
-  for (auto [t, delta] : edges) s.peak_concurrency = std::max(s.peak_concurrency, in_flight += delta);
+  for (auto [t, delta] : edges)
+    s.peak_concurrency = std::max(s.peak_concurrency, in_flight += delta);
   s.ttft = distribution_ms(ttft);
   s.tpot = distribution_ms(tpot);
   s.itl = distribution_ms(itl);
@@ -86,7 +88,8 @@ std::string format_summary(const RunSummary& s) {
     std::snprintf(b, sizeof b, "%.*f", digits, v);
     return std::string(b);
   };
-  std::snprintf(line, sizeof line, "============ Serving Benchmark Result (max concurrency %d) ============\n",
+  std::snprintf(line, sizeof line,
+                "============ Serving Benchmark Result (max concurrency %d) ============\n",
                 s.concurrency);
   out += line;
   row("Successful requests:", std::to_string(s.completed));
@@ -100,21 +103,26 @@ std::string format_summary(const RunSummary& s) {
   row("Peak concurrent requests:", std::to_string(s.peak_concurrency));
   row("Total token throughput (tok/s):", num(s.total_throughput));
   const std::pair<const char*, const Distribution*> groups[] = {
-      {"Time to First Token", &s.ttft}, {"Time per Output Token (excl. 1st token)", &s.tpot},
-      {"Inter-token Latency", &s.itl}, {"End-to-end Latency", &s.e2e}};
+      {"Time to First Token", &s.ttft},
+      {"Time per Output Token (excl. 1st token)", &s.tpot},
+      {"Inter-token Latency", &s.itl},
+      {"End-to-end Latency", &s.e2e}};
   const char* names[] = {"TTFT", "TPOT", "ITL", "E2EL"};
   for (int g = 0; g < 4; ++g) {
-    std::snprintf(line, sizeof line, "%s\n", ("---------------" + std::string(groups[g].first) + "---------------").c_str());
+    std::snprintf(line, sizeof line, "%s\n",
+                  ("---------------" + std::string(groups[g].first) + "---------------").c_str());
     out += line;
     row(("Mean " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->mean));
     row(("Median " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->median));
     row(("P99 " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->p99));
   }
   // The plot: one column per time bin, 8 rows, scaled to the peak.
-  const double peak = s.output_tokens_per_second.empty()
-                          ? 0
-                          : *std::max_element(s.output_tokens_per_second.begin(), s.output_tokens_per_second.end());
-  std::snprintf(line, sizeof line, "Output tokens/s over time (peak %.1f, %.2f s per column)\n", peak, s.plot_bin_s);
+  const double peak =
+      s.output_tokens_per_second.empty()
+          ? 0
+          : *std::max_element(s.output_tokens_per_second.begin(), s.output_tokens_per_second.end());
+  std::snprintf(line, sizeof line, "Output tokens/s over time (peak %.1f, %.2f s per column)\n",
+                peak, s.plot_bin_s);
   out += line;
   for (int level = 8; level >= 1 && peak > 0; --level) {
     std::string bar = "  |";
@@ -131,23 +139,24 @@ nlohmann::json summary_json(const RunSummary& s) {
   auto dist = [](const Distribution& d) {
     return nlohmann::json{{"mean_ms", d.mean}, {"median_ms", d.median}, {"p99_ms", d.p99}};
   };
-  return {{"max_concurrency", s.concurrency},
-          {"request_rate", s.request_rate > 0 ? nlohmann::json(s.request_rate) : nlohmann::json("inf")},
-          {"completed", s.completed},
-          {"failed", s.failed},
-          {"duration_s", s.duration_s},
-          {"total_input_tokens", s.input_tokens},
-          {"total_output_tokens", s.output_tokens},
-          {"request_throughput", s.request_throughput},
-          {"output_throughput", s.output_throughput},
-          {"total_token_throughput", s.total_throughput},
-          {"peak_concurrency", s.peak_concurrency},
-          {"ttft", dist(s.ttft)},
-          {"tpot", dist(s.tpot)},
-          {"itl", dist(s.itl)},
-          {"e2e_latency", dist(s.e2e)},
-          {"output_tokens_per_second_over_time", s.output_tokens_per_second},
-          {"plot_bin_s", s.plot_bin_s}};
+  return {
+      {"max_concurrency", s.concurrency},
+      {"request_rate", s.request_rate > 0 ? nlohmann::json(s.request_rate) : nlohmann::json("inf")},
+      {"completed", s.completed},
+      {"failed", s.failed},
+      {"duration_s", s.duration_s},
+      {"total_input_tokens", s.input_tokens},
+      {"total_output_tokens", s.output_tokens},
+      {"request_throughput", s.request_throughput},
+      {"output_throughput", s.output_throughput},
+      {"total_token_throughput", s.total_throughput},
+      {"peak_concurrency", s.peak_concurrency},
+      {"ttft", dist(s.ttft)},
+      {"tpot", dist(s.tpot)},
+      {"itl", dist(s.itl)},
+      {"e2e_latency", dist(s.e2e)},
+      {"output_tokens_per_second_over_time", s.output_tokens_per_second},
+      {"plot_bin_s", s.plot_bin_s}};
 }
 
 }  // namespace nibble::bench

@@ -26,11 +26,11 @@ struct RunSummary {
   Distribution ttft, tpot, itl, e2e;
   std::vector<double> output_tokens_per_second;  // over time, for the plot
   double plot_bin_s = 1;
-  std::vector<std::string> errors;               // first few
+  std::vector<std::string> errors;  // first few
 };
 
-RunSummary summarize(int concurrency, double request_rate, const std::vector<RequestResult>& results,
-                     double duration_s);
+RunSummary summarize(int concurrency, double request_rate,
+                     const std::vector<RequestResult>& results, double duration_s);
 std::string format_summary(const RunSummary& s);
 nlohmann::json summary_json(const RunSummary& s);
 

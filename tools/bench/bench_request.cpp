@@ -14,12 +14,9 @@ double since(Clock::time_point t0, Clock::time_point t) {
 }
 
 json request_body(const BenchOptions& o, const BenchPrompt& p) {
-  json body = {{"model", o.model},
-               {"max_tokens", o.output_len},
-               {"ignore_eos", true},
-               {"temperature", 0},
-               {"stream", true},
-               {"stream_options", {{"include_usage", true}}}};
+  json body = {{"model", o.model},   {"max_tokens", o.output_len},
+               {"ignore_eos", true}, {"temperature", 0},
+               {"stream", true},     {"stream_options", {{"include_usage", true}}}};
   if (o.endpoint == "chat") {
     body["messages"] = json::array({{{"role", "user"}, {"content", p.text}}});
   } else if (p.ids) {

@@ -14,10 +14,10 @@ using Clock = std::chrono::steady_clock;
 struct RequestResult {
   bool ok = false;
   std::string error;
-  double start = 0;                  // seconds since the run started
-  double ttft = 0;                   // seconds
-  double e2e = 0;                    // seconds
-  std::vector<double> chunk_times;   // seconds since the run started, one per content chunk
+  double start = 0;                 // seconds since the run started
+  double ttft = 0;                  // seconds
+  double e2e = 0;                   // seconds
+  std::vector<double> chunk_times;  // seconds since the run started, one per content chunk
   int prompt_tokens = 0;
   int output_tokens = 0;
 };

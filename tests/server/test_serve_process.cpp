@@ -1,0 +1,256 @@
+// `nibble-engine serve` as users run it: a real process, a tiny random model, the real Qwen3
+// tokenizer. Load with cancellations and preemption, overload, prefix caching, SIGTERM drain,
+// and a real Prometheus scraping it during a benchmark.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/server/serve_process.h"
+#include "tools/bench/bench_runner.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::ServeProcess;
+
+#define REQUIRE_TINY_MODEL(dir)                                 \
+  std::string why_##dir;                                        \
+  const std::string dir = testing::tiny_model_dir(why_##dir);   \
+  if (dir.empty()) {                                            \
+    if (nibble::testing::tools_required()) FAIL() << why_##dir; \
+    GTEST_SKIP() << why_##dir;                                  \
+  }
+
+// Streams one completion; returns the number of content chunks, or -1 on failure.
+// cancel_after > 0 hangs up after that many chunks.
+struct StreamOutcome {
+  int status = 0;
+  int chunks = 0;
+  std::string finish_reason;
+  int completion_tokens = -1;
+  std::string error;
+};
+
+StreamOutcome stream_completion(int port, const json& body, int cancel_after = 0) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(300, 0);
+  StreamOutcome out;
+  std::string buffer;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.response_handler = [&](const httplib::Response& res) {
+    out.status = res.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    buffer.append(data, n);
+    std::size_t end;
+    while ((end = buffer.find("\n\n")) != std::string::npos) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (!event.starts_with("data: {")) continue;
+      json chunk = json::parse(event.substr(6), nullptr, false);
+      if (chunk.contains("usage") && chunk["usage"].is_object())
+        out.completion_tokens = chunk["usage"]["completion_tokens"];
+      if (!chunk.contains("choices") || chunk["choices"].empty()) continue;
+      ++out.chunks;
+      if (!chunk["choices"][0]["finish_reason"].is_null())
+        out.finish_reason = chunk["choices"][0]["finish_reason"];
+      if (cancel_after > 0 && out.chunks >= cancel_after) return false;
+    }
+    return true;
+  };
+  auto result = c.send(req);
+  if (!result && out.status == 0) out.error = httplib::to_string(result.error());
+  return out;
+}
+
+TEST(ServeProcess, TwoHundredConcurrentStreamsWithCancellationsAndPreemption) {
+  REQUIRE_TINY_MODEL(model);
+  // 160 blocks of 16 tokens: far less than 200 sequences of ~60 tokens need.
+  ServeProcess serve(model, {"--kv-cache-memory-bytes", std::to_string(160 * 8192),
+                             "--max-num-batched-tokens", "512"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  std::vector<StreamOutcome> outcomes(200);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 200; ++i) {
+    clients.emplace_back([&, i] {
+      const json body = {{"prompt", "Request number " + std::to_string(i) + " tells a story about"},
+                         {"max_tokens", 40},
+                         {"ignore_eos", true},
+                         {"stream", true},
+                         {"stream_options", {{"include_usage", true}}}};
+      outcomes[std::size_t(i)] = stream_completion(serve.port, body, i % 4 == 0 ? 3 : 0);
+    });
+  }
+  for (auto& t : clients) t.join();
+  int completed = 0;
+  for (int i = 0; i < 200; ++i) {
+    const StreamOutcome& o = outcomes[std::size_t(i)];
+    EXPECT_EQ(o.status, 200) << i << " " << o.error;
+    if (i % 4 == 0) continue;  // hung up on purpose
+    EXPECT_EQ(o.finish_reason, "length") << i;
+    EXPECT_EQ(o.completion_tokens, 40) << i;
+    ++completed;
+  }
+  EXPECT_EQ(completed, 150);
+  ASSERT_TRUE(serve.process->running()) << serve.process->log();
+  // Every request is accounted for, and every block came back.
+  double finished = 0;
+  for (int i = 0; i < 100 && finished < 200; ++i) {
+    finished =
+        std::max(
+            0.0,
+            serve.metric("nibble_requests_total{model_name=\"tiny\",finished_reason=\"length\"}")) +
+        std::max(0.0, serve.metric(
+                          "nibble_requests_total{model_name=\"tiny\",finished_reason=\"abort\"}"));
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(finished, 200);
+  EXPECT_EQ(serve.metric("nibble_kv_cache_usage_ratio{model_name=\"tiny\"}"), 0);
+  EXPECT_GT(serve.metric("nibble_preemptions_total{model_name=\"tiny\"}"), 0);
+  EXPECT_EQ(serve.metric("nibble_requests_running{model_name=\"tiny\"}"), 0);
+}
+
+TEST(ServeProcess, OverloadAnswers503AndStaysHealthy) {
+  REQUIRE_TINY_MODEL(model);
+  ServeProcess serve(model, {"--max-num-seqs", "2", "--max-queue-len", "3"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  std::atomic<int> ok{0}, unavailable{0}, retry_after{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 24; ++i) {
+    clients.emplace_back([&] {
+      auto c = serve.client();
+      auto res = c.Post("/v1/completions",
+                        json{{"prompt", "x"}, {"max_tokens", 300}, {"ignore_eos", true}}.dump(),
+                        "application/json");
+      if (!res) return;
+      if (res->status == 200) ++ok;
+      if (res->status == 503) {
+        ++unavailable;
+        if (res->get_header_value("Retry-After") == "1") ++retry_after;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_GT(unavailable.load(), 0);
+  EXPECT_EQ(retry_after.load(), unavailable.load());
+  EXPECT_GE(ok.load(), 5);
+  EXPECT_EQ(ok + unavailable, 24);
+  EXPECT_EQ(serve.client().Get("/health")->status, 200);
+  auto after = serve.client().Post("/v1/completions", R"({"prompt":"x","max_tokens":2})",
+                                   "application/json");
+  EXPECT_EQ(after->status, 200);
+}
+
+TEST(ServeProcess, RepeatedLongPrefixHitsTheCacheAndCutsTimeToFirstToken) {
+  REQUIRE_TINY_MODEL(model);
+  ServeProcess serve(model, {});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  std::string prompt;
+  for (int i = 0; i < 200; ++i) prompt += "The quick brown fox " + std::to_string(i) + ". ";
+  int prompt_tokens = 0;
+  auto timed = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    auto res = serve.client().Post(
+        "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 1}}.dump(), "application/json");
+    EXPECT_EQ(res->status, 200) << res->body;
+    prompt_tokens = json::parse(res->body, nullptr, false)["usage"].value("prompt_tokens", 0);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double first = timed();
+  const double hits_before = serve.metric("nibble_prefix_cache_hits_total{model_name=\"tiny\"}");
+  const double second = timed();
+  const double hits =
+      serve.metric("nibble_prefix_cache_hits_total{model_name=\"tiny\"}") - hits_before;
+  EXPECT_GT(prompt_tokens, 1000);
+  EXPECT_GE(hits, prompt_tokens - 32)
+      << "the whole prompt but its last block should come from the cache";
+  EXPECT_LT(second, first / 2) << "first " << first << " s, second " << second << " s";
+  RecordProperty("ttft_uncached_s", std::to_string(first));
+  RecordProperty("ttft_cached_s", std::to_string(second));
+}
+
+TEST(ServeProcess, SigtermDrainsRunningRequestsAndExitsZero) {
+  REQUIRE_TINY_MODEL(model);
+  ServeProcess serve(model, {"--drain-timeout", "30"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  StreamOutcome outcome;
+  std::thread client([&] {
+    outcome = stream_completion(
+        serve.port,
+        {{"prompt", "Hello"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}});
+  });
+  std::this_thread::sleep_for(300ms);
+  kill(serve.process->pid(), SIGTERM);
+  std::this_thread::sleep_for(100ms);
+  auto health = serve.client().Get("/health");
+  ASSERT_TRUE(health) << "the server must keep answering while it drains";
+  EXPECT_EQ(health->status, 503) << "a draining engine must fail its health check";
+  client.join();
+  EXPECT_EQ(outcome.finish_reason, "length") << "the running request must finish during the drain";
+  const int status = serve.process->stop(30s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << serve.process->log();
+}
+
+TEST(ServeProcess, PrometheusScrapesTheEngineDuringABenchmark) {
+  REQUIRE_TINY_MODEL(model);
+  NIBBLE_REQUIRE_TOOL(prometheus, "prometheus");
+  ServeProcess serve(model, {});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  nibble::testing::TempDir dir;
+  std::ofstream(dir.path() / "prometheus.yml")
+      << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: nibble\n"
+      << "    static_configs:\n      - targets: ['127.0.0.1:" << serve.port << "']\n";
+  const int prom_port = nibble::testing::pick_free_port();
+  nibble::testing::ChildProcess prom(
+      {prometheus, "--config.file=" + (dir.path() / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir.path() / "data").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
+      (dir.path() / "prometheus.log").string());
+  bench::BenchOptions o;
+  o.base_url = "http://127.0.0.1:" + std::to_string(serve.port);
+  o.model = "tiny";
+  o.input_len = 32;
+  o.output_len = 32;
+  o.num_prompts = 40;
+  o.progress = false;
+  const bench::Dataset dataset = bench::make_dataset(o);
+  const auto bench_start = std::chrono::steady_clock::now();
+  int runs = 0;
+  while (std::chrono::steady_clock::now() - bench_start < 6s || runs == 0) {
+    EXPECT_EQ(bench::run_benchmark(o, dataset, 4).failed, 0);
+    ++runs;
+  }
+  httplib::Client pc("127.0.0.1", prom_port);
+  auto query = [&](const std::string& q) {
+    auto res = pc.Get("/api/v1/query", httplib::Params{{"query", q}}, {});
+    if (!res || res->status != 200) return json::array();
+    json body = json::parse(res->body, nullptr, false);
+    return body.is_object() ? body["data"]["result"] : json::array();
+  };
+  json ttft, rate;
+  for (int i = 0; i < 120 && (ttft.empty() || rate.empty()); ++i) {
+    ttft = query(
+        "histogram_quantile(0.9, sum by (le) "
+        "(rate(nibble_time_to_first_token_seconds_bucket[1m])))");
+    rate = query("sum(rate(nibble_generation_tokens_total[1m]))");
+    std::this_thread::sleep_for(250ms);
+  }
+  ASSERT_FALSE(ttft.empty()) << prom.log();
+  ASSERT_FALSE(rate.empty()) << prom.log();
+  EXPECT_GT(std::stod(ttft[0]["value"][1].get<std::string>()), 0.0);
+  EXPECT_GT(std::stod(rate[0]["value"][1].get<std::string>()), 0.0);
+}
+
+}  // namespace
+}  // namespace nibble::server

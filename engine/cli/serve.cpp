@@ -79,6 +79,9 @@ int run_serve(const Args& args) {
         "serve: --device cuda: the CUDA backend is not part of this build yet; use --device cpu");
     return 2;
   }
+  if (o.kv_cache_dtype != "auto") {
+    spdlog::warn("--kv-cache-dtype {}: the CPU backend keeps its KV cache in FP32", o.kv_cache_dtype);
+  }
   const fs::path model_dir = o.model;
   if (o.served_model_name.empty())
     o.served_model_name = fs::path(o.model).lexically_normal().filename().string();

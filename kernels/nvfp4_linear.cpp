@@ -21,6 +21,16 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
 
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
+  if (tile == W4A16Tile::kGemv) {
+    // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
+    // 8 or 4 when that leaves SMs idle (2 resident blocks per SM).
+    const std::int64_t tiles_k = (k + 63) / 64;
+    const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 15) / 16);
+    const std::int64_t slots = std::int64_t(device.sm_count) * 2;
+    std::int64_t per = 16;
+    while (per > 4 && blocks * ((tiles_k + per - 1) / per) < slots) per /= 2;
+    return int((tiles_k + per - 1) / per);
+  }
   const std::int64_t rows = w4a16_tile_rows(tile);
   const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + rows - 1) / rows);
   // Resident blocks per SM: decode tiles are small (26 KB of shared memory, 64 registers), 8
@@ -45,6 +55,8 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
   if (m <= 16) {
+    // kM16, not kGemv: at M = 1..16 the shared-memory pipeline measured faster on every
+    // Llama and Qwen shape (docs/performance.md, 2026-11-23).
     plan.tile = W4A16Tile::kM16;
   } else if (m > 512 && blocks128 >= 2 * std::int64_t(device.sm_count)) {
     plan.tile = W4A16Tile::kM128;

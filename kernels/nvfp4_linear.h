@@ -7,7 +7,9 @@
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles.
-// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md).
+// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md). The decode kernel
+// W4A16Tile::kGemv (weights straight to registers) is built and tested but not chosen: it
+// measured slower than the 16-row tiles at every M <= 16 shape.
 // W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
 // not chosen here: it needs the activation quantizer in front and has not run on hardware.
 #include <cuda_runtime.h>

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds, tests and benchmarks the NVFP4 kernels in one go on a machine with a GPU (the device
 # machine of docs/performance.md): plain nvcc/g++, no CMake dependencies needed there.
-# Usage: tools/gpu-check.sh [--no-bench] [--no-sanitizer] [--ncu]; logs go to $OUT (or
-# ./gpu-check-out). --ncu adds an Nsight Compute profile of the first W4A16 launches (M = 1).
+# Usage: tools/gpu-check.sh [--no-bench] [--no-sanitizer] [--fast] [--sweep] [--ncu]; logs go to
+# $OUT (or ./gpu-check-out). --fast: sampled E2M1 check and no sanitizer (intermediate runs;
+# the full check is the default). --sweep: the benchmark also sweeps split-K counts.
+# --ncu adds an Nsight Compute profile of the first W4A16 launches (M = 1).
 # Exit status: non-zero if the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +14,10 @@ BUILD="${BUILD:-$PWD/build-gpu-check}"
 mkdir -p "$BUILD"
 ARCH="${GPU_ARCH:-90a}"
 export PATH="/usr/local/cuda/bin:$PATH"
-BENCH=1; SANITIZE=1; NCU=0
+BENCH=1; SANITIZE=1; NCU=0; TEST_ARGS=(); BENCH_ARGS=()
 for a in "$@"; do
-  case "$a" in --no-bench) BENCH=0 ;; --no-sanitizer) SANITIZE=0 ;; --ncu) NCU=1 ;; esac
+  case "$a" in --no-bench) BENCH=0 ;; --no-sanitizer) SANITIZE=0 ;; --ncu) NCU=1 ;;
+    --fast) SANITIZE=0; TEST_ARGS=(--sampled-e2m1) ;; --sweep) BENCH_ARGS=(--sweep-splits) ;; esac
 done
 status=0
 step() { echo "== $*"; }
@@ -29,7 +32,7 @@ CXX_FLAGS=(-O2 -std=c++20 -I. -I/usr/local/cuda/include -Wall -Wextra -Wpedantic
 build_log="$OUT/build.log"
 : >"$build_log"
 objs=()
-for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu; do
+for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemv.cu; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   nvcc "${NVCC_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
@@ -59,7 +62,7 @@ echo "$w4a4_result"
 
 step "tests"
 "$BUILD/test_w4a16_layout" 2>&1 | tee "$OUT/test_layout.log" | tail -3; layout_rc=${PIPESTATUS[0]}
-"$BUILD/test_nvfp4_gpu" 2>&1 | tee "$OUT/test_gpu.log" | grep -E 'FAIL|seed|device|passed' ; test_rc=${PIPESTATUS[0]}
+"$BUILD/test_nvfp4_gpu" "${TEST_ARGS[@]}" 2>&1 | tee "$OUT/test_gpu.log" | grep -E 'FAIL|seed|device|passed' ; test_rc=${PIPESTATUS[0]}
 [ $layout_rc -ne 0 ] || [ $test_rc -ne 0 ] && status=1
 
 sanitizer_rc=skipped
@@ -73,7 +76,7 @@ fi
 
 if [ $BENCH -eq 1 ]; then
   step "benchmark"
-  "$BUILD/nibble-kernel-bench" --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.log"
+  "$BUILD/nibble-kernel-bench" --csv "$OUT/bench.csv" "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/bench.log"
 fi
 
 if [ $NCU -eq 1 ]; then

@@ -17,11 +17,13 @@ struct W4A16DeviceWeight {
   float global_factor = 1.0f;
 };
 
-// Block tile families: rows of x per block 16 (decode, M <= 16: "GEMV"), 64, 128.
-enum class W4A16Tile { kM16, kM64, kM128 };
+// Block tile families: rows of x per block 16 (through shared memory), 64, 128, and kGemv:
+// 16 rows, the weights streamed from global memory straight into registers (decode, small M;
+// w4a16_gemv.cu).
+enum class W4A16Tile { kM16, kM64, kM128, kGemv };
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
-  return tile == W4A16Tile::kM16 ? 16 : (tile == W4A16Tile::kM64 ? 64 : 128);
+  return tile == W4A16Tile::kM64 ? 64 : (tile == W4A16Tile::kM128 ? 128 : 16);
 }
 inline constexpr int kW4A16TileCols = 128;
 
@@ -37,5 +39,11 @@ inline std::size_t w4a16_workspace_bytes(std::int64_t m, std::int64_t n) {
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                          int splits, float* workspace, cudaStream_t stream);
+
+// The kGemv kernel (w4a16_gemv.cu); w4a16_linear forwards to it. Arguments as above, already
+// validated.
+cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                              const std::uint16_t* residual, std::uint16_t* out, int splits,
+                              float* workspace, cudaStream_t stream);
 
 }  // namespace nibble::kernels

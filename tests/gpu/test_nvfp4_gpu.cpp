@@ -1,7 +1,9 @@
 // GPU checks of the NVFP4 kernels against the CPU reference (kernels/nvfp4/nvfp4_ref.h):
-//   * E2M1 conversion over every float32 bit pattern (--quick: selected ranges only);
+//   * E2M1 conversion over every float32 bit pattern (--quick or --sampled-e2m1: selected
+//     ranges only; --quick also drops the largest linear-layer shapes);
 //   * BF16 -> NVFP4 activation quantization, byte for byte, and its global factor;
-//   * the W4A16 linear layer (every tile family, split-K, fused residual, and the dispatcher)
+//   * the W4A16 linear layer (every tile family incl. the decode kernel, split-K, fused
+//     residual, and the dispatcher)
 //     at Llama-3.1-8B / Qwen3-30B-A3B shapes and awkward ones, relative error <= 1e-2.
 // Fresh random inputs each run (the seed is printed); outputs poisoned before each launch.
 // Exits 77 (ctest: skipped) when no GPU is present.
@@ -267,10 +269,14 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
   if (c.n * c.k <= 4096 * 4096) {
     for (auto [tile, tname] :
          {std::pair{kernels::W4A16Tile::kM16, "m16"}, std::pair{kernels::W4A16Tile::kM64, "m64"},
-          std::pair{kernels::W4A16Tile::kM128, "m128"}}) {
+          std::pair{kernels::W4A16Tile::kM128, "m128"},
+          std::pair{kernels::W4A16Tile::kGemv, "gemv"}}) {
       variants.push_back({std::string(tname) + "/split1", false, tile, 1});
       variants.push_back({std::string(tname) + "/split3", false, tile, 3});
     }
+  } else if (c.m <= 16) {
+    // One split over a long K walks the decode kernel's x slice through several chunks.
+    variants.push_back({"gemv/split1", false, kernels::W4A16Tile::kGemv, 1});
   }
   for (const auto& v : variants) {
     dout.poison();
@@ -310,8 +316,11 @@ int run(int argc, char** argv) {
     std::printf("SKIP: %s; the NVFP4 GPU checks need a CUDA GPU\n", reason.c_str());
     return kSkipExitCode;
   }
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) quick |= std::string(argv[i]) == "--quick";
+  bool quick = false, sampled_e2m1 = false;
+  for (int i = 1; i < argc; ++i) {
+    quick |= std::string(argv[i]) == "--quick";
+    sampled_e2m1 |= std::string(argv[i]) == "--sampled-e2m1";
+  }
   const std::uint64_t seed = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
   std::printf("seed %llu%s\n", (unsigned long long)seed, quick ? " (quick)" : "");
   std::mt19937_64 rng(seed);
@@ -320,7 +329,7 @@ int run(int argc, char** argv) {
   std::printf("device sm_%d%d, %d SMs\n", device.major, device.minor, device.sm_count);
 
   Results results;
-  check_e2m1(results, quick);
+  check_e2m1(results, quick || sampled_e2m1);
   check_quantize(results, rng);
 
   std::vector<LinearCase> cases = {
@@ -334,6 +343,8 @@ int run(int argc, char** argv) {
       {65, 129, 1008, false},
       {130, 64, 64, true},
       {2048, 200, 96, false},
+      {3, 1, 3088, true},  // N = 1, K = 48 tiles + 16: chunk and stream tails (decode kernel)
+      {12, 260, 1104, false},
       // Qwen3-30B-A3B experts and Llama-3.1-8B layers
       {1, 1536, 2048, false},
       {16, 2048, 768, true},

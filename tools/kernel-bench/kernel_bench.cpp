@@ -4,8 +4,8 @@
 // Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
 // of graph replays (20 calls per graph), per call.
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits]
-// --sweep-splits also times the 16-row tile at M = 1 and 16 for each split-K count (the
-// evidence behind the planner's choice).
+// --sweep-splits also times the 16-row and the decode (kGemv) tiles at M = 1 and 16 for each
+// split-K count (the evidence behind the planner's choice).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -168,11 +168,12 @@ int main(int argc, char** argv) {
                  "model,layer,K,N,M,nvfp4_us,cublas_bf16_us,weight_GBps,copy_frac,"
                  "nvfp4_TFLOPs,cublas_TFLOPs,speedup\n");
   }
-  std::printf("%-14s %-12s %6s %6s %5s | %9s %9s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s\n",
+  std::printf("%-14s %-12s %6s %6s %5s | %9s %9s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s\n",
               "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "wGB/s", "%copy", "TFLOP/s",
-              "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us");
+              "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv");
   std::printf(
-      "(nvfp4 = the dispatcher; t16/t64/t128 = each W4A16 tile family forced, 0 = not run)\n");
+      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv = each W4A16 tile family forced, 0 = not "
+      "run)\n");
 
   // Per-M sums over the Llama layer set.
   std::vector<double> llama_ours(std::size(ms), 0.0), llama_cublas(std::size(ms), 0.0);
@@ -246,6 +247,7 @@ int main(int argc, char** argv) {
       const double t16 = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kM16) : 0.0;
       const double t64 = tile_us(nibble::kernels::W4A16Tile::kM64);
       const double t128 = m >= 16 ? tile_us(nibble::kernels::W4A16Tile::kM128) : 0.0;
+      const double tgemv = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kGemv) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
@@ -255,9 +257,10 @@ int main(int argc, char** argv) {
       }
       std::printf(
           "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% | "
-          "%6.2fx | %6.1f %6.1f %6.1f\n",
+          "%6.2fx | %6.1f %6.1f %6.1f %6.1f\n",
           s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
-          100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours, t16, t64, t128);
+          100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours, t16, t64, t128,
+          tgemv);
       if (csv) {
         std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f\n", s.model,
                      s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
@@ -265,20 +268,21 @@ int main(int argc, char** argv) {
       }
     }
     if (sweep_splits) {
-      for (std::int64_t m : {std::int64_t(1), std::int64_t(16)}) {
-        std::printf(
-            "sweep %s %s M=%lld planner=%d:", s.model, s.layer, (long long)m,
-            nibble::kernels::plan_splits(nibble::kernels::W4A16Tile::kM16, m, s.n, s.k, device));
-        for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
-          if (splits > w.k_padded / 64) break;
-          const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
-            CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,
-                                                     out, nibble::kernels::W4A16Tile::kM16, splits,
-                                                     workspace, st));
-          });
-          std::printf(" %d:%.1f", splits, t);
+      for (auto [tile, tname] : {std::pair{nibble::kernels::W4A16Tile::kM16, "m16"},
+                                 std::pair{nibble::kernels::W4A16Tile::kGemv, "gemv"}}) {
+        for (std::int64_t m : {std::int64_t(1), std::int64_t(16)}) {
+          std::printf("sweep %s %s %s M=%lld planner=%d:", tname, s.model, s.layer, (long long)m,
+                      nibble::kernels::plan_splits(tile, m, s.n, s.k, device));
+          for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+            if (splits > w.k_padded / 64) break;
+            const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
+              CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,
+                                                       out, tile, splits, workspace, st));
+            });
+            std::printf(" %d:%.1f", splits, t);
+          }
+          std::printf("\n");
         }
-        std::printf("\n");
       }
     }
     for (void* p : allocations) CHECK_CUDA(cudaFree(p));

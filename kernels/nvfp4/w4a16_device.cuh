@@ -1,0 +1,73 @@
+#pragma once
+// Device helpers shared by the W4A16 kernels (w4a16_gemm.cu, w4a16_gemv.cu): mma.sync
+// m16n8k16 BF16, ldmatrix, and the FP4 / E4M3 -> BF16 decode of the repacked layout.
+//
+// FP4 -> BF16 without a table: an E2M1 code's 3 magnitude bits placed at bf16 bits 6..8 (and
+// its sign at bit 15; the layout stores them so that one shift and one mask do it) read as a bf16
+// equal to value * 2^-126 (E2M1 exponent 0 lands on bf16 subnormals, exponents 1..3 on tiny
+// normals). Multiplying by the block scale stored as bf16(e4m3 * 2^116) gives value * e4m3 * 2^-10
+// exactly (at most 6 significant bits), and the epilogue multiplies by global_factor * 2^10.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+namespace nibble::kernels::w4a16_detail {
+
+__device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+__device__ inline void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N>
+__device__ inline void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* smem) {
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+__device__ inline void mma_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Fragment pair P of a layout word -> bf16x2 of value * 2^-126 (bit placement: w4a16_layout.h).
+template <int P>
+__device__ inline std::uint32_t tiny_bf16x2(std::uint32_t w) {
+  constexpr std::uint32_t kMask = 0x81C081C0u;  // bf16 bits 6..8 and 15, both halves
+  if constexpr (P == 0) return w & kMask;
+  if constexpr (P == 1) return (w << 3) & kMask;
+  if constexpr (P == 2) return (w << 6) & kMask;
+  return ((w >> 4) & 0x00C000C0u) | ((w >> 5) & 0x01000100u) | ((w << 1) & 0x80008000u);
+}
+
+// Two E4M3 codes (low byte first) -> bf16x2 of e4m3 * 2^116; exact. Zero codes give a
+// non-zero bf16, harmless because the repack zeroes the codes of zero-scale blocks.
+__device__ inline std::uint32_t e4m3x2_to_scaled_bf16x2(std::uint32_t two_codes) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_codes & 0xFFFF), __NV_E4M3);
+  const std::uint32_t bits = std::uint32_t(h.x) | (std::uint32_t(h.y) << 16);
+  // fp16 exponent bias 15 -> bf16 bias 127, plus 116: add (112 + 116) to the exponent field.
+  return (((bits >> 3) & 0x0FFF0FFFu) + 0x72007200u) | (bits & 0x80008000u);
+}
+
+__device__ inline std::uint32_t bf16x2_mul(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  // fma with -0 addend: an exact product keeps its sign, +0 stays +0.
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+  return d;
+}
+
+}  // namespace nibble::kernels::w4a16_detail

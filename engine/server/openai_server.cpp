@@ -13,6 +13,19 @@
 #include "metrics/exposition.h"
 
 namespace nibble::server {
+// A validated request of either endpoint, tokenized and ready for the engine.
+struct PreparedRequest {
+  Endpoint endpoint;
+  std::string id;
+  std::string model;
+  std::vector<int> prompt;
+  std::string echo_text;  // completions with echo: the prompt, as text
+  runtime::SamplingParams params;
+  bool max_tokens_given = false;
+  bool stream = false;
+  bool include_usage = false;
+};
+
 namespace {
 
 using nlohmann::json;
@@ -54,18 +67,6 @@ json format_logprobs(Endpoint endpoint, const json& entries) {
   if (entries.is_null()) return nullptr;
   return endpoint == Endpoint::kChat ? json{{"content", entries}} : completion_logprobs(entries);
 }
-
-struct PreparedRequest {
-  Endpoint endpoint;
-  std::string id;
-  std::string model;
-  std::vector<int> prompt;
-  std::string echo_text;  // completions with echo: the prompt, as text
-  runtime::SamplingParams params;
-  bool max_tokens_given = false;
-  bool stream = false;
-  bool include_usage = false;
-};
 
 // Everything the streaming callback needs, kept alive by the callback itself.
 struct StreamState {
@@ -407,15 +408,29 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
 
 }  // namespace
 
+// What both endpoints' requests carry, checked against the served model; the id follows
+// OpenAI's prefixes (cmpl-, chatcmpl-).
+template <typename Parsed>
+PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
+  if (!parsed.model.empty() && parsed.model != config_.served_model_name) {
+    throw model_not_found(parsed.model);
+  }
+  PreparedRequest r;
+  r.endpoint = endpoint;
+  r.id = std::string(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-") +
+         std::to_string(created_) + "-" + std::to_string(next_request_id_++);
+  r.model = config_.served_model_name;
+  r.params = parsed.params;
+  r.max_tokens_given = parsed.max_tokens_given;
+  r.stream = parsed.stream;
+  r.include_usage = parsed.include_usage;
+  return r;
+}
+
 void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
   try {
     CompletionRequest parsed = parse_completion_request(parse_body(req), config_.limits);
-    if (!parsed.model.empty() && parsed.model != config_.served_model_name)
-      throw model_not_found(parsed.model);
-    PreparedRequest r;
-    r.endpoint = Endpoint::kCompletions;
-    r.id = "cmpl-" + std::to_string(created_) + "-" + std::to_string(next_request_id_++);
-    r.model = config_.served_model_name;
+    PreparedRequest r = prepare(Endpoint::kCompletions, parsed);
     if (parsed.prompt_text) {
       r.prompt =
           tokenizer_.encode(*parsed.prompt_text, {.add_special_tokens = parsed.add_special_tokens});
@@ -424,10 +439,6 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
     }
     if (parsed.echo)
       r.echo_text = parsed.prompt_text ? *parsed.prompt_text : tokenizer_.decode(r.prompt);
-    r.params = parsed.params;
-    r.max_tokens_given = parsed.max_tokens_given;
-    r.stream = parsed.stream;
-    r.include_usage = parsed.include_usage;
     run_generation(std::move(r), engine_, tokenizer_, res);
   } catch (const ApiError& e) {
     send_error(res, e);
@@ -437,8 +448,7 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
 void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
   try {
     ChatCompletionRequest parsed = parse_chat_request(parse_body(req), config_.limits);
-    if (!parsed.model.empty() && parsed.model != config_.served_model_name)
-      throw model_not_found(parsed.model);
+    PreparedRequest r = prepare(Endpoint::kChat, parsed);
     if (!chat_template_) {
       throw invalid_request("this model has no chat template; use /v1/completions", "messages");
     }
@@ -454,16 +464,8 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
       throw invalid_request(std::string("the chat template rejected the messages: ") + e.what(),
                             "messages");
     }
-    PreparedRequest r;
-    r.endpoint = Endpoint::kChat;
-    r.id = "chatcmpl-" + std::to_string(created_) + "-" + std::to_string(next_request_id_++);
-    r.model = config_.served_model_name;
     // The template already holds the special tokens (as transformers' apply_chat_template).
     r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
-    r.params = parsed.params;
-    r.max_tokens_given = parsed.max_tokens_given;
-    r.stream = parsed.stream;
-    r.include_usage = parsed.include_usage;
     run_generation(std::move(r), engine_, tokenizer_, res);
   } catch (const ApiError& e) {
     send_error(res, e);

@@ -17,6 +17,9 @@
 
 namespace nibble::server {
 
+struct PreparedRequest;
+enum class Endpoint;
+
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8000;
@@ -45,6 +48,8 @@ class OpenAiServer {
   void route();
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat_completions(const httplib::Request& req, httplib::Response& res);
+  template <typename Parsed>
+  PreparedRequest prepare(Endpoint endpoint, const Parsed& parsed);
 
   ServerConfig config_;
   runtime::EngineLoop& engine_;

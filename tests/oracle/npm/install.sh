@@ -4,6 +4,10 @@
 # with that message, or fail under CI=true).
 set -uo pipefail
 cd "$(dirname "$0")"
+# Tests that need the oracles run in parallel under ctest: one npm ci at a time, the others
+# wait for it and then find the stamp.
+exec 9>.install.lock
+flock 9
 stamp=node_modules/.nibble-lock-stamp
 if [ -f "$stamp" ] && cmp -s package-lock.json "$stamp"; then
   echo "npm oracles: up to date"

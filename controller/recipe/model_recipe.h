@@ -1,0 +1,67 @@
+#pragma once
+// ModelRecipe (apiVersion nibble.dev/v1alpha1): the desired state of one served model.
+// docs/recipes.md documents every field; defaults are applied by parse_model_recipe.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nibble::recipe {
+
+inline constexpr const char* kApiVersion = "nibble.dev/v1alpha1";
+inline constexpr const char* kKind = "ModelRecipe";
+
+// Where the weights come from: hf://org/name[@revision], file:///abs/path, or a plain path.
+struct ModelSource {
+  enum class Kind { kHuggingFace, kFile };
+  Kind kind = Kind::kFile;
+  std::string repo;      // org/name, for kHuggingFace
+  std::string revision;  // default "main"
+  std::string path;      // for kFile
+  std::string original;  // as written in the recipe
+};
+
+struct EngineSettings {  // each maps to one `nibble-engine serve` flag
+  std::optional<int> max_model_len;
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 2048;
+  std::string kv_cache_dtype = "auto";  // auto | bf16 | fp8
+  double gpu_memory_utilization = 0.9;
+  bool enable_prefix_caching = true;
+  std::string quantization;             // "" | nvfp4
+  std::string device = "auto";          // auto | cpu | cuda
+  std::vector<std::string> extra_args;  // passed through as they are
+};
+
+struct Replicas {
+  int min = 1;
+  int max = 1;
+};
+
+struct Autoscaling {
+  std::string metric = "inflight";  // inflight | running | waiting | kv_cache_usage
+  double target_per_replica = 8;
+  int scale_down_delay_seconds = 300;
+  int idle_seconds_before_zero = 600;  // with replicas.min 0: idle time before scaling to zero
+};
+
+struct Placement {
+  bool solo_only = false;
+  std::map<std::string, std::string> node_selector;
+  std::vector<std::map<std::string, std::string>> tolerations;
+};
+
+struct ModelRecipe {
+  std::string name;  // metadata.name, a DNS-1123 label
+  std::map<std::string, std::string> labels;
+  std::int64_t generation = 1;  // bumped by the store on every spec change
+  ModelSource source;
+  std::string served_name;  // default: name
+  EngineSettings engine;
+  Replicas replicas;
+  Autoscaling autoscaling;
+  Placement placement;
+};
+
+}  // namespace nibble::recipe

@@ -1,0 +1,183 @@
+// ModelRecipe parsing: defaults, every validation error with its field path, unknown fields.
+#include <gtest/gtest.h>
+
+#include "controller/recipe/recipe_parse.h"
+
+namespace nibble::recipe {
+namespace {
+
+const char* kFull = R"(
+apiVersion: nibble.dev/v1alpha1
+kind: ModelRecipe
+metadata:
+  name: qwen3-30b-a3b
+  labels: {team: research}
+spec:
+  model:
+    source: hf://nvidia/Qwen3-30B-A3B-NVFP4@abc123
+    servedName: qwen3-30b
+  engine:
+    maxModelLen: 32768
+    maxNumSeqs: 64
+    kvCacheDtype: fp8
+    gpuMemoryUtilization: 0.8
+    enablePrefixCaching: false
+    extraArgs: ["--threads", "4"]
+  replicas: {min: 0, max: 4}
+  autoscaling: {metric: inflight, targetPerReplica: 8, scaleDownDelaySeconds: 120}
+  placement:
+    soloOnly: true
+    nodeSelector: {nvidia.com/gpu.product: GB10}
+    tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+)";
+
+bool has_error(const ParseResult& r, const std::string& field, const std::string& part) {
+  for (const FieldError& e : r.errors) {
+    if (e.field == field && e.message.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(RecipeParse, FullRecipe) {
+  ParseResult r = parse_model_recipe(kFull);
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const ModelRecipe& m = r.recipe;
+  EXPECT_EQ(m.name, "qwen3-30b-a3b");
+  EXPECT_EQ(m.labels.at("team"), "research");
+  EXPECT_EQ(m.source.kind, ModelSource::Kind::kHuggingFace);
+  EXPECT_EQ(m.source.repo, "nvidia/Qwen3-30B-A3B-NVFP4");
+  EXPECT_EQ(m.source.revision, "abc123");
+  EXPECT_EQ(m.served_name, "qwen3-30b");
+  EXPECT_EQ(*m.engine.max_model_len, 32768);
+  EXPECT_EQ(m.engine.max_num_seqs, 64);
+  EXPECT_EQ(m.engine.kv_cache_dtype, "fp8");
+  EXPECT_FALSE(m.engine.enable_prefix_caching);
+  EXPECT_EQ(m.replicas.min, 0);
+  EXPECT_EQ(m.replicas.max, 4);
+  EXPECT_EQ(m.autoscaling.scale_down_delay_seconds, 120);
+  EXPECT_TRUE(m.placement.solo_only);
+  EXPECT_EQ(m.placement.node_selector.at("nvidia.com/gpu.product"), "GB10");
+  EXPECT_EQ(m.placement.tolerations.at(0).at("operator"), "Exists");
+  const std::vector<std::string> args = engine_args(m);
+  const std::vector<std::string> expected = {"--served-model-name",
+                                             "qwen3-30b",
+                                             "--max-num-seqs",
+                                             "64",
+                                             "--max-num-batched-tokens",
+                                             "2048",
+                                             "--kv-cache-dtype",
+                                             "fp8",
+                                             "--gpu-memory-utilization",
+                                             "0.800000",
+                                             "--device",
+                                             "auto",
+                                             "--max-model-len",
+                                             "32768",
+                                             "--no-enable-prefix-caching",
+                                             "--threads",
+                                             "4"};
+  EXPECT_EQ(args, expected);
+}
+
+TEST(RecipeParse, MinimalRecipeGetsDefaults) {
+  ParseResult r = parse_model_recipe(R"({"apiVersion": "nibble.dev/v1alpha1", "kind": "ModelRecipe",
+    "metadata": {"name": "demo"}, "spec": {"model": {"source": "/models/demo"}}})");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.recipe.served_name, "demo");
+  EXPECT_EQ(r.recipe.source.kind, ModelSource::Kind::kFile);
+  EXPECT_EQ(r.recipe.source.path, "/models/demo");
+  EXPECT_EQ(r.recipe.replicas.min, 1);
+  EXPECT_EQ(r.recipe.replicas.max, 1);
+  EXPECT_EQ(r.recipe.engine.max_num_seqs, 256);
+  EXPECT_FALSE(r.recipe.engine.max_model_len.has_value());
+  EXPECT_EQ(r.recipe.autoscaling.metric, "inflight");
+}
+
+struct BadCase {
+  const char* spec_yaml;  // under spec:, model source added unless the case sets one
+  const char* field;
+  const char* message_part;
+};
+
+TEST(RecipeParse, EveryErrorNamesItsField) {
+  const BadCase cases[] = {
+      {"model: {source: 'hf://justaname'}", "spec.model.source", "hf://org/name"},
+      {"model: {source: 'file://relative'}", "spec.model.source", "absolute path"},
+      {"model: {source: 's3://bucket/x'}", "spec.model.source", "unsupported scheme"},
+      {"model: {}", "spec.model.source", "is required"},
+      {"model: {source: /m, sourse: /n}", "spec.model.sourse", "unknown field"},
+      {"model: {source: /m}\nengine: {maxNumSeqs: 0}", "spec.engine.maxNumSeqs",
+       "between 1 and 65536"},
+      {"model: {source: /m}\nengine: {maxNumSeqs: lots}", "spec.engine.maxNumSeqs", "integer"},
+      {"model: {source: /m}\nengine: {kvCacheDtype: int4}", "spec.engine.kvCacheDtype",
+       "one of auto, bf16, fp8"},
+      {"model: {source: /m}\nengine: {gpuMemoryUtilization: 1.5}",
+       "spec.engine.gpuMemoryUtilization", "between"},
+      {"model: {source: /m}\nengine: {enablePrefixCaching: maybe}",
+       "spec.engine.enablePrefixCaching", "true or false"},
+      {"model: {source: /m}\nengine: {extraArgs: --x}", "spec.engine.extraArgs", "list of strings"},
+      {"model: {source: /m}\nengine: {maxModelLenn: 4096}", "spec.engine.maxModelLenn",
+       "unknown field"},
+      {"model: {source: /m}\nreplicas: {min: 3, max: 2}", "spec.replicas.max", "must be >= min"},
+      {"model: {source: /m}\nreplicas: {min: -1}", "spec.replicas.min", "between 0 and 1024"},
+      {"model: {source: /m}\nautoscaling: {metric: gpu}", "spec.autoscaling.metric", "one of"},
+      {"model: {source: /m}\nautoscaling: {targetPerReplica: 0}",
+       "spec.autoscaling.targetPerReplica", "between"},
+      {"model: {source: /m}\nplacement: {tolerations: {key: x}}", "spec.placement.tolerations",
+       "list"},
+      {"model: {source: /m}\nplacement: {tolerations: [{keyy: x}]}",
+       "spec.placement.tolerations[0].keyy", "unknown field"},
+      {"model: {source: /m}\nreplica: {min: 1}", "spec.replica", "unknown field"},
+      {"model: {source: /m}\nengine: [1, 2]", "spec.engine", "must be a mapping"},
+  };
+  for (const BadCase& c : cases) {
+    const std::string text =
+        std::string(
+            "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n  ") +
+        [&] {
+          std::string indented;
+          for (char ch : std::string(c.spec_yaml)) {
+            indented += ch;
+            if (ch == '\n') indented += "  ";
+          }
+          return indented;
+        }();
+    ParseResult r = parse_model_recipe(text);
+    EXPECT_TRUE(has_error(r, c.field, c.message_part)) << c.spec_yaml << "\n-> " << r.error_text();
+  }
+}
+
+TEST(RecipeParse, EnvelopeErrors) {
+  EXPECT_TRUE(has_error(
+      parse_model_recipe(
+          "apiVersion: v1\nkind: ModelRecipe\nmetadata: {name: a}\nspec: {model: {source: /m}}"),
+      "apiVersion", "nibble.dev/v1alpha1"));
+  EXPECT_TRUE(has_error(parse_model_recipe("apiVersion: nibble.dev/v1alpha1\nkind: Pod\nmetadata: "
+                                           "{name: a}\nspec: {model: {source: /m}}"),
+                        "kind", "ModelRecipe"));
+  EXPECT_TRUE(
+      has_error(parse_model_recipe("apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: "
+                                   "{name: Bad_Name}\nspec: {model: {source: /m}}"),
+                "metadata.name", "DNS-1123"));
+  EXPECT_TRUE(has_error(
+      parse_model_recipe("apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: a}"),
+      "spec", "is required"));
+  EXPECT_FALSE(parse_model_recipe("{unclosed: [").ok());
+  EXPECT_FALSE(parse_model_recipe("- just\n- a list").ok());
+  EXPECT_FALSE(parse_model_recipe("").ok());
+  EXPECT_FALSE(
+      parse_model_recipe("{[1, 2]: x, apiVersion: nibble.dev/v1alpha1}").ok());  // non-string key
+}
+
+TEST(RecipeParse, Dns1123Labels) {
+  EXPECT_TRUE(is_dns1123_label("a"));
+  EXPECT_TRUE(is_dns1123_label("llama-3-1-8b"));
+  EXPECT_FALSE(is_dns1123_label("-a"));
+  EXPECT_FALSE(is_dns1123_label("a-"));
+  EXPECT_FALSE(is_dns1123_label("A"));
+  EXPECT_FALSE(is_dns1123_label("a.b"));
+  EXPECT_FALSE(is_dns1123_label(std::string(64, 'a')));
+}
+
+}  // namespace
+}  // namespace nibble::recipe

@@ -1,0 +1,86 @@
+// `nibble import`: spark-vllm-docker recipes to ModelRecipes, flags mapped or listed as dropped.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "controller/recipe/recipe_parse.h"
+#include "controller/recipe/recipe_yaml.h"
+#include "controller/recipe/spark_vllm_import.h"
+
+namespace nibble::recipe {
+namespace {
+
+std::string read(const std::string& relative) {
+  std::ifstream in(std::string(NIBBLE_SOURCE_DIR) + "/" + relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool dropped(const ImportResult& r, const std::string& flag) {
+  for (const auto& d : r.dropped) {
+    if (d.flag == flag) return true;
+  }
+  return false;
+}
+
+TEST(SparkVllmImport, ExampleRecipeMapsFlagsAndListsTheRest) {
+  ImportResult r =
+      import_spark_vllm_recipe(read("examples/recipes/spark-vllm/qwen3-30b-a3b-nvfp4.yaml"));
+  ASSERT_TRUE(r.ok()) << r.errors.at(0);
+  EXPECT_EQ(r.recipe.name, "qwen3-30b-a3b-nvfp4");
+  EXPECT_EQ(r.recipe.source.repo, "nvidia/Qwen3-30B-A3B-NVFP4");
+  EXPECT_EQ(r.recipe.served_name, "qwen3-30b");
+  EXPECT_EQ(*r.recipe.engine.max_model_len, 32768);  // from {max_model_len} in defaults
+  EXPECT_EQ(r.recipe.engine.max_num_seqs, 64);
+  EXPECT_EQ(r.recipe.engine.kv_cache_dtype, "fp8");
+  EXPECT_DOUBLE_EQ(r.recipe.engine.gpu_memory_utilization, 0.8);
+  EXPECT_TRUE(r.recipe.placement.solo_only);
+  EXPECT_TRUE(dropped(r, "--port 8000"));
+  EXPECT_TRUE(dropped(r, "--trust-remote-code"));
+  EXPECT_TRUE(dropped(r, "--reasoning-parser qwen3"));
+  EXPECT_FALSE(dropped(r, "-tp 1"));  // one GPU: nothing lost
+  EXPECT_EQ(r.dropped.size(), 5u);
+}
+
+TEST(SparkVllmImport, OutputIsAValidRecipeThatRoundTrips) {
+  ImportResult r =
+      import_spark_vllm_recipe(read("examples/recipes/spark-vllm/qwen3-30b-a3b-nvfp4.yaml"));
+  ASSERT_TRUE(r.ok());
+  ParseResult parsed = parse_model_recipe(to_yaml(r.recipe));
+  ASSERT_TRUE(parsed.ok()) << parsed.error_text();
+  EXPECT_EQ(to_yaml(parsed.recipe), to_yaml(r.recipe));
+  // The committed imported example is what the tool prints today.
+  ParseResult committed = parse_model_recipe(read("examples/recipes/qwen3-30b-a3b-imported.yaml"));
+  ASSERT_TRUE(committed.ok()) << committed.error_text();
+  EXPECT_EQ(to_yaml(committed.recipe), to_yaml(r.recipe));
+}
+
+TEST(SparkVllmImport, Refusals) {
+  EXPECT_FALSE(import_spark_vllm_recipe("name: x\ncommand: sglang serve y").ok());
+  EXPECT_FALSE(import_spark_vllm_recipe("command: vllm serve a/b").ok());  // no name
+  EXPECT_FALSE(
+      import_spark_vllm_recipe("name: x\ncluster_only: true\ncommand: vllm serve a/b").ok());
+  EXPECT_FALSE(import_spark_vllm_recipe("name: x\ncommand: vllm serve a/b --port {port}")
+                   .ok());  // no default
+  EXPECT_FALSE(
+      import_spark_vllm_recipe("name: x\ncommand: \"vllm serve 'a/b\"").ok());  // unclosed quote
+  EXPECT_FALSE(import_spark_vllm_recipe("[not, a, map]").ok());
+  ImportResult tp = import_spark_vllm_recipe(
+      "name: Big One\ncommand: vllm serve org/big -tp 2 --kv-cache-dtype int4");
+  ASSERT_TRUE(tp.ok());
+  EXPECT_EQ(tp.recipe.name, "big-one");
+  EXPECT_TRUE(dropped(tp, "-tp 2"));
+  EXPECT_TRUE(dropped(tp, "--kv-cache-dtype int4"));
+}
+
+TEST(SparkVllmImport, CommandLineSplitting) {
+  EXPECT_EQ(split_command_line("vllm serve a \\\n  --x 'two words' --y=\"q\\\"t\""),
+            (std::vector<std::string>{"vllm", "serve", "a", "--x", "two words", "--y=q\"t"}));
+  EXPECT_EQ(to_dns1123_label("Nemotron-3-Nano NVFP4!"), "nemotron-3-nano-nvfp4");
+  EXPECT_EQ(to_dns1123_label("___"), "imported");
+}
+
+}  // namespace
+}  // namespace nibble::recipe

@@ -1,6 +1,8 @@
 // nibble: the command-line client of Nibble's controller. Today: `import` (spark-vllm-docker
-// recipes → ModelRecipe) and `validate`; apply/get/describe/delete come with the controller.
+// recipes → ModelRecipe), `validate` and `pull` (hf:// models into the cache);
+// apply/get/describe/delete come with the controller.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -9,6 +11,7 @@
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/recipe_yaml.h"
 #include "controller/recipe/spark_vllm_import.h"
+#include "controller/source/model_downloader.h"
 
 namespace {
 
@@ -18,6 +21,10 @@ commands:
   import FILE     convert a spark-vllm-docker recipe to a ModelRecipe (YAML on stdout;
                   dropped vLLM flags listed on stderr)
   validate FILE   check a ModelRecipe; prints every problem with its field
+  pull hf://org/name[@revision] [CACHE_DIR]
+                  download the files serving needs into CACHE_DIR (default
+                  $NIBBLE_CACHE or ~/.cache/nibble), resuming interrupted files;
+                  HF_TOKEN for gated repos, HF_ENDPOINT for a mirror
 )";
 
 bool read_file(const char* path, std::string& out) {
@@ -66,6 +73,35 @@ int run_validate(const char* path) {
   return 0;
 }
 
+int run_pull(const std::string& source_text, std::string cache_dir) {
+  std::vector<nibble::recipe::FieldError> errors;
+  const nibble::recipe::ModelSource source =
+      nibble::recipe::parse_model_source(source_text, errors);
+  if (!errors.empty() || source.kind != nibble::recipe::ModelSource::Kind::kHuggingFace) {
+    std::fprintf(stderr, "nibble pull: '%s' is not hf://org/name[@revision]\n",
+                 source_text.c_str());
+    return 2;
+  }
+  if (cache_dir.empty()) {
+    const char* env = std::getenv("NIBBLE_CACHE");
+    const char* home = std::getenv("HOME");
+    cache_dir = env ? env : std::string(home ? home : ".") + "/.cache/nibble";
+  }
+  nibble::source::DownloadOptions options = nibble::source::download_options_from_env();
+  nibble::source::TerminalProgressBar bar;
+  options.on_progress = [&bar](const nibble::source::DownloadProgress& p) { bar.update(p); };
+  try {
+    const auto dir = nibble::source::ModelDownloader(options).download(source, cache_dir);
+    bar.finish();
+    std::printf("%s\n", dir.c_str());
+    return 0;
+  } catch (const nibble::source::SourceError& e) {
+    bar.finish();
+    std::fprintf(stderr, "nibble pull: %s\n", e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +113,13 @@ int main(int argc, char** argv) {
   if ((command == "import" || command == "validate") && argc != 3) {
     std::fprintf(stderr, "usage: nibble %s FILE\n", command.c_str());
     return 2;
+  }
+  if (command == "pull") {
+    if (argc != 3 && argc != 4) {
+      std::fprintf(stderr, "usage: nibble pull hf://org/name[@revision] [CACHE_DIR]\n");
+      return 2;
+    }
+    return run_pull(argv[2], argc == 4 ? argv[3] : "");
   }
   if (command == "import") return run_import(argv[2]);
   if (command == "validate") return run_validate(argv[2]);

@@ -144,7 +144,7 @@ TEST(ServeProcess, OverloadAnswers503AndStaysHealthy) {
   for (auto& t : clients) t.join();
   EXPECT_GT(unavailable.load(), 0);
   EXPECT_EQ(retry_after.load(), unavailable.load());
-  EXPECT_GE(ok.load(), 5);
+  EXPECT_GE(ok.load(), 3) << "a queue of 3 takes at least the first 3 requests";
   EXPECT_EQ(ok + unavailable, 24);
   EXPECT_EQ(serve.client().Get("/health")->status, 200);
   auto after = serve.client().Post("/v1/completions", R"({"prompt":"x","max_tokens":2})",

@@ -224,16 +224,17 @@ TEST(OpenAiServer, ApiKeyIsRequiredOnV1Routes) {
 
 TEST(OpenAiServer, FullQueueAnswers503WithRetryAfter) {
   ServerHarness h(
-      {.max_queue_len = 1, .max_num_seqs = 1, .step_delay = std::chrono::milliseconds(20)});
-  // One request runs, one waits; a third finds the queue full.
+      {.max_queue_len = 1, .max_num_seqs = 1, .step_delay = std::chrono::milliseconds(50)});
+  // One request runs (30 steps of 50 ms), one waits; a third finds the queue full. The pauses
+  // between them are a fifth of the first request's run time, so a slow machine keeps the order.
   std::thread running([&] {
     post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 30}, {"ignore_eos", true}}, 200);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::thread waiting([&] {
     post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}}, 200);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto c = h.client();
   auto res = c.Post("/v1/completions", R"({"prompt":"a","max_tokens":1})", "application/json");
   ASSERT_TRUE(res);

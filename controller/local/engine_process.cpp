@@ -1,0 +1,127 @@
+#include "controller/local/engine_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace nibble::local {
+namespace {
+
+bool is_zombie(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');  // the command name may hold spaces and parentheses
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+}  // namespace
+
+std::unique_ptr<EngineProcess> EngineProcess::start(const EngineLaunch& launch, int port) {
+  std::vector<std::string> argv_storage = {launch.binary};
+  argv_storage.insert(argv_storage.end(), launch.args.begin(), launch.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = launch.log_file.string();
+
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    setsid();  // its own session: survives the controller, gets signals as a group
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none,
+                nullptr);  // the controller may block signals; the engine must not
+    execvp(argv[0], argv.data());
+    dprintf(STDERR_FILENO, "nibble-controller: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  return std::unique_ptr<EngineProcess>(new EngineProcess(pid, port, false));
+}
+
+std::unique_ptr<EngineProcess> EngineProcess::adopt(pid_t pid, int port) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH)) return nullptr;
+  return std::unique_ptr<EngineProcess>(new EngineProcess(pid, port, true));
+}
+
+EngineProcess::~EngineProcess() {
+  if (!adopted_ && !exit_status_) exit_status();  // reap if it already exited
+}
+
+std::optional<int> EngineProcess::exit_status() {
+  if (exit_status_) return exit_status_;
+  if (adopted_) {
+    // It may still be our child (the backend was re-created in this process): reap it then.
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exit_status_ = status;
+    } else if ((::kill(pid_, 0) != 0 && errno == ESRCH) || is_zombie(pid_)) {
+      exit_status_ = -1;  // gone, or dead and waiting for a parent that is not us
+    }
+    return exit_status_;
+  }
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) exit_status_ = status;
+  return exit_status_;
+}
+
+bool EngineProcess::healthy(std::chrono::milliseconds timeout) const {
+  httplib::Client client("127.0.0.1", port_);
+  const auto secs = timeout.count() / 1000, usecs = (timeout.count() % 1000) * 1000;
+  client.set_connection_timeout(secs, usecs);
+  client.set_read_timeout(secs, usecs);
+  auto res = client.Get("/health");
+  return res && res->status == 200;
+}
+
+void EngineProcess::terminate() {
+  if (!exit_status_) ::kill(pid_, SIGTERM);
+}
+
+void EngineProcess::kill() {
+  if (exit_status_) return;
+  if (::kill(-pid_, SIGKILL) != 0) ::kill(pid_, SIGKILL);  // its whole session, else the process
+}
+
+int pick_free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string describe_exit(int status) {
+  if (status < 0) return "exited (status unknown: adopted process)";
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace nibble::local

@@ -1,0 +1,59 @@
+#pragma once
+// One `nibble-engine serve` child of the controller: started in its own session (so a
+// controller restart does not take it down and signals reach all of it), output appended to a
+// log file, readiness from GET /health. A process the controller did not start itself (found
+// in the state directory after a restart) is adopted: it can be probed and signalled, and its
+// exit is seen when the pid stops existing.
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nibble::local {
+
+struct EngineLaunch {
+  std::string binary;              // nibble-engine
+  std::vector<std::string> args;   // after the binary: serve --model ... --port N ...
+  std::filesystem::path log_file;  // stdout and stderr, appended
+};
+
+class EngineProcess {
+ public:
+  // Throws std::runtime_error when fork fails; an exec failure shows as an exit with code 127.
+  static std::unique_ptr<EngineProcess> start(const EngineLaunch& launch, int port);
+  // A running engine found after a controller restart; nullptr if the pid is gone.
+  static std::unique_ptr<EngineProcess> adopt(pid_t pid, int port);
+
+  ~EngineProcess();  // reaps a child that exited; never kills
+  EngineProcess(const EngineProcess&) = delete;
+  EngineProcess& operator=(const EngineProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int port() const { return port_; }
+  bool adopted() const { return adopted_; }
+
+  // Exit status as from waitpid (children) or -1 (adopted: unknown), once it has exited.
+  std::optional<int> exit_status();
+  // GET /health answered 200 within `timeout`.
+  bool healthy(std::chrono::milliseconds timeout = std::chrono::milliseconds(500)) const;
+  void terminate();  // SIGTERM: the engine drains and exits 0
+  void kill();       // SIGKILL
+
+ private:
+  EngineProcess(pid_t pid, int port, bool adopted) : pid_(pid), port_(port), adopted_(adopted) {}
+  pid_t pid_;
+  int port_;
+  bool adopted_;
+  std::optional<int> exit_status_;
+};
+
+// A free TCP port on 127.0.0.1 at the time of the call.
+int pick_free_port();
+// Describes a waitpid status for people ("exited with code 1", "killed by signal 9").
+std::string describe_exit(int status);
+
+}  // namespace nibble::local

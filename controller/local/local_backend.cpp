@@ -1,0 +1,219 @@
+#include "controller/local/local_backend.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "controller/recipe/recipe_parse.h"
+
+namespace nibble::local {
+namespace {
+
+using reconcile::ReplicaPhase;
+namespace fs = std::filesystem;
+
+std::string new_replica_id(const std::string& recipe) {
+  static std::mt19937_64 rng(std::random_device{}());
+  static const char* const kAlphabet = "bcdfghjklmnpqrstvwxz2456789";  // as Kubernetes pod suffixes
+  std::string suffix;
+  for (int i = 0; i < 5; ++i) suffix += kAlphabet[rng() % 27];
+  return recipe + "-" + suffix;
+}
+
+}  // namespace
+
+LocalBackend::LocalBackend(LocalBackendConfig config) : config_(std::move(config)) {
+  fs::create_directories(config_.state_dir / "replicas");
+  fs::create_directories(config_.state_dir / "logs");
+}
+
+LocalBackend::~LocalBackend() = default;
+
+fs::path LocalBackend::record_path(const std::string& id) const {
+  return config_.state_dir / "replicas" / (id + ".json");
+}
+
+void LocalBackend::write_record(const Replica& r) const {
+  const nlohmann::json record = {{"id", r.id},
+                                 {"recipe", r.recipe},
+                                 {"spec_hash", r.spec_hash},
+                                 {"pid", r.process->pid()},
+                                 {"port", r.process->port()},
+                                 {"log_file", r.log_file.string()}};
+  const fs::path path = record_path(r.id), tmp = path.string() + ".tmp";
+  std::ofstream(tmp) << record.dump(2) << "\n";
+  fs::rename(tmp, path);  // atomic: a crash leaves the old record or the new, never half of one
+}
+
+void LocalBackend::remove_record(const Replica& r) const {
+  std::error_code ec;
+  fs::remove(record_path(r.id), ec);
+}
+
+void LocalBackend::adopt_running() {
+  for (const auto& entry : fs::directory_iterator(config_.state_dir / "replicas")) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("pid") || !j.contains("id")) {
+      spdlog::warn("ignoring unreadable replica record {}", entry.path().string());
+      continue;
+    }
+    auto process = EngineProcess::adopt(j.value("pid", 0), j.value("port", 0));
+    if (!process) {
+      spdlog::info("replica {} is gone (pid {}); forgetting it", j.value("id", ""),
+                   j.value("pid", 0));
+      std::error_code ec;
+      fs::remove(entry.path(), ec);
+      continue;
+    }
+    Replica r;
+    r.id = j.value("id", "");
+    r.recipe = j.value("recipe", "");
+    r.spec_hash = j.value("spec_hash", "");
+    r.log_file = j.value("log_file", "");
+    r.process = std::move(process);
+    r.since = reconcile::Clock::now();
+    spdlog::info("adopted replica {} of {} (pid {}, port {})", r.id, r.recipe, r.process->pid(),
+                 r.process->port());
+    replicas_.emplace(r.id, std::move(r));
+  }
+}
+
+std::vector<reconcile::ObservedReplica> LocalBackend::observe(const std::string& recipe,
+                                                              reconcile::Clock::time_point now) {
+  std::vector<reconcile::ObservedReplica> out;
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    Replica& r = it->second;
+    if (r.recipe != recipe) {
+      ++it;
+      continue;
+    }
+    const std::optional<int> exit = r.process->exit_status();
+    if (r.phase == ReplicaPhase::kDraining) {
+      if (exit) {  // drained: gone
+        spdlog::info("replica {} stopped ({})", r.id, describe_exit(*exit));
+        remove_record(r);
+        it = replicas_.erase(it);
+        continue;
+      }
+      if (now >= r.drain_deadline) {
+        spdlog::warn("replica {} did not drain within {} s: SIGKILL", r.id,
+                     config_.drain_timeout.count());
+        r.process->kill();
+      }
+    } else if (exit && r.phase != ReplicaPhase::kExited) {
+      // A ready stretch long enough resets the back-off; otherwise the failures add up.
+      const bool stable =
+          r.phase == ReplicaPhase::kReady && now - r.since >= backoff_.reset_after_ready;
+      r.consecutive_failures = stable ? 1 : r.consecutive_failures + 1;
+      last_exit_by_recipe_[recipe] =
+          "replica " + r.id + " " + describe_exit(*exit) + " (log: " + r.log_file.string() + ")";
+      spdlog::warn("{}", last_exit_by_recipe_[recipe]);
+      r.phase = ReplicaPhase::kExited;
+      r.since = now;
+    } else if (r.phase == ReplicaPhase::kStarting && r.process->healthy()) {
+      spdlog::info("replica {} of {} is ready on port {}", r.id, recipe, r.process->port());
+      r.phase = ReplicaPhase::kReady;
+      r.since = now;
+    } else if (r.phase == ReplicaPhase::kReady && !r.process->healthy()) {
+      r.phase = ReplicaPhase::kStarting;  // draining on its own or stuck: not routable
+      r.since = now;
+    }
+    out.push_back({r.id, r.spec_hash, r.phase, r.since, r.consecutive_failures});
+    ++it;
+  }
+  return out;
+}
+
+void LocalBackend::apply(const recipe::ModelRecipe& recipe, const std::string& spec_hash,
+                         const fs::path& model_dir, const reconcile::Action& action,
+                         reconcile::Clock::time_point now) {
+  switch (action.kind) {
+    case reconcile::ActionKind::kStart: {
+      Replica r;
+      r.id = new_replica_id(recipe.name);
+      r.recipe = recipe.name;
+      r.spec_hash = spec_hash;
+      r.log_file = config_.state_dir / "logs" / (r.id + ".log");
+      const int port = pick_free_port();
+      EngineLaunch launch{config_.engine_binary,
+                          {"serve", "--model", model_dir.string(), "--host", "127.0.0.1", "--port",
+                           std::to_string(port)},
+                          r.log_file};
+      for (const std::string& a : recipe::engine_args(recipe)) launch.args.push_back(a);
+      for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
+      r.process = EngineProcess::start(launch, port);
+      r.since = now;
+      r.consecutive_failures = failures_by_recipe_[recipe.name];
+      write_record(r);
+      spdlog::info("started replica {} of {} (pid {}, port {}): {}", r.id, recipe.name,
+                   r.process->pid(), port, action.reason);
+      replicas_.emplace(r.id, std::move(r));
+      break;
+    }
+    case reconcile::ActionKind::kDrain: {
+      auto it = replicas_.find(action.replica_id);
+      if (it == replicas_.end()) return;
+      it->second.phase = ReplicaPhase::kDraining;
+      it->second.drain_deadline = now + config_.drain_timeout;
+      it->second.process->terminate();
+      spdlog::info("draining replica {}: {}", action.replica_id, action.reason);
+      break;
+    }
+    case reconcile::ActionKind::kRemoveExited: {
+      auto it = replicas_.find(action.replica_id);
+      if (it == replicas_.end()) return;
+      failures_by_recipe_[it->second.recipe] = it->second.consecutive_failures;
+      remove_record(it->second);
+      replicas_.erase(it);
+      break;
+    }
+  }
+}
+
+std::vector<ReadyEndpoint> LocalBackend::ready_endpoints(const std::string& recipe) const {
+  std::vector<ReadyEndpoint> out;
+  for (const auto& [id, r] : replicas_) {
+    if (r.recipe == recipe && r.phase == ReplicaPhase::kReady)
+      out.push_back({id, r.process->port()});
+  }
+  return out;
+}
+
+std::vector<std::string> LocalBackend::recipes() const {
+  std::vector<std::string> out;
+  for (const auto& [id, r] : replicas_) {
+    if (out.empty() || out.back() != r.recipe) out.push_back(r.recipe);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string LocalBackend::last_exit(const std::string& recipe) const {
+  auto it = last_exit_by_recipe_.find(recipe);
+  return it == last_exit_by_recipe_.end() ? "" : it->second;
+}
+
+void LocalBackend::stop_all(std::chrono::seconds grace) {
+  for (auto& [id, r] : replicas_) r.process->terminate();
+  const auto deadline = reconcile::Clock::now() + grace;
+  for (auto& [id, r] : replicas_) {
+    while (!r.process->exit_status() && reconcile::Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!r.process->exit_status()) r.process->kill();
+    for (int i = 0; i < 100 && !r.process->exit_status(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    remove_record(r);
+  }
+  replicas_.clear();
+}
+
+}  // namespace nibble::local

@@ -1,6 +1,7 @@
-// nibble: the command-line client of Nibble's controller. Today: `import` (spark-vllm-docker
-// recipes → ModelRecipe), `validate` and `pull` (hf:// models into the cache);
-// apply/get/describe/delete come with the controller.
+// nibble: the command-line client of Nibble's controller: apply/get/describe/delete/wait
+// through the controller's local API (controller_commands.h), plus `import` (spark-vllm-docker
+// recipes → ModelRecipe), `validate` and `pull` (hf:// models into the cache), which work
+// without a controller.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "controller/cli/controller_commands.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/recipe_yaml.h"
 #include "controller/recipe/spark_vllm_import.h"
@@ -17,7 +19,21 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: nibble <command> [args]
 
-commands:
+commands (through a running nibble-controller; --controller URL or $NIBBLE_CONTROLLER,
+default http://127.0.0.1:8001):
+  apply -f FILE [-f FILE...] [--dry-run]
+                  create or update recipes (FILE may hold several, separated by ---;
+                  - reads stdin)
+  get recipes [NAME...] [-o wide|json]
+                  phase, ready/desired replicas and endpoint of each recipe
+  describe recipe NAME
+                  status, conditions, engines (pid, port, log file) and spec
+  delete recipe NAME... | delete -f FILE
+                  remove recipes; their engines drain and stop
+  wait recipe/NAME [--for condition=Ready] [--timeout 300s]
+                  block until the condition is True
+
+commands (local):
   import FILE     convert a spark-vllm-docker recipe to a ModelRecipe (YAML on stdout;
                   dropped vLLM flags listed on stderr)
   validate FILE   check a ModelRecipe; prints every problem with its field
@@ -105,6 +121,12 @@ int run_pull(const std::string& source_text, std::string cache_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `nibble --controller URL COMMAND ...` as well as `nibble COMMAND ... --controller URL`.
+  if (argc >= 3 && !std::strcmp(argv[1], "--controller")) {
+    setenv("NIBBLE_CONTROLLER", argv[2], 1);
+    argv += 2;
+    argc -= 2;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -121,6 +143,12 @@ int main(int argc, char** argv) {
     }
     return run_pull(argv[2], argc == 4 ? argv[3] : "");
   }
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  if (command == "apply") return nibble::cli::run_apply(rest);
+  if (command == "get") return nibble::cli::run_get(rest);
+  if (command == "describe") return nibble::cli::run_describe(rest);
+  if (command == "delete") return nibble::cli::run_delete(rest);
+  if (command == "wait") return nibble::cli::run_wait(rest);
   if (command == "import") return run_import(argv[2]);
   if (command == "validate") return run_validate(argv[2]);
   std::fprintf(stderr, "nibble: unknown command '%s'\n\n%s", command.c_str(), kUsage);

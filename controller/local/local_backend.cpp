@@ -186,6 +186,16 @@ std::vector<ReadyEndpoint> LocalBackend::ready_endpoints(const std::string& reci
   return out;
 }
 
+std::vector<ReplicaInfo> LocalBackend::replicas(const std::string& recipe) const {
+  std::vector<ReplicaInfo> out;
+  for (const auto& [id, r] : replicas_) {
+    if (r.recipe == recipe)
+      out.push_back(
+          {id, r.spec_hash, r.log_file.string(), r.phase, r.process->pid(), r.process->port()});
+  }
+  return out;
+}
+
 std::vector<std::string> LocalBackend::recipes() const {
   std::vector<std::string> out;
   for (const auto& [id, r] : replicas_) {

@@ -23,6 +23,12 @@ struct LocalBackendConfig {
   std::vector<std::string> extra_engine_args;  // e.g. --threads 2 for tests
 };
 
+struct ReplicaInfo {  // for status and `nibble describe`
+  std::string id, spec_hash, log_file;
+  reconcile::ReplicaPhase phase = reconcile::ReplicaPhase::kStarting;
+  int pid = 0, port = 0;
+};
+
 struct ReadyEndpoint {
   std::string replica_id;
   int port = 0;
@@ -43,6 +49,7 @@ class LocalBackend {
              const std::filesystem::path& model_dir, const reconcile::Action& action,
              reconcile::Clock::time_point now);
   std::vector<ReadyEndpoint> ready_endpoints(const std::string& recipe) const;
+  std::vector<ReplicaInfo> replicas(const std::string& recipe) const;
   // Recipes that still have replicas (so deleted recipes get drained).
   std::vector<std::string> recipes() const;
   // The last exit of a replica of this recipe, for status messages ("" if none).

@@ -1,6 +1,10 @@
 // ModelRecipe parsing: defaults, every validation error with its field path, unknown fields.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "controller/recipe/recipe_parse.h"
 
 namespace nibble::recipe {
@@ -177,6 +181,22 @@ TEST(RecipeParse, Dns1123Labels) {
   EXPECT_FALSE(is_dns1123_label("A"));
   EXPECT_FALSE(is_dns1123_label("a.b"));
   EXPECT_FALSE(is_dns1123_label(std::string(64, 'a')));
+}
+
+// Every example recipe the docs point to parses without a problem.
+TEST(RecipeParse, ExamplesAreValid) {
+  int checked = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(NIBBLE_SOURCE_DIR) + "/examples/recipes")) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const ParseResult r = parse_model_recipe(text.str());
+    EXPECT_TRUE(r.ok()) << entry.path() << ":\n" << r.error_text();
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
 }
 
 }  // namespace

@@ -1,0 +1,160 @@
+#include "controller/api/api_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/recipe/yaml_documents.h"
+#include "metrics/http_endpoint.h"
+
+namespace nibble::controller {
+namespace {
+
+using nlohmann::json;
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(2) + "\n", "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& code,
+                const std::string& message, json details = json::array()) {
+  send_json(res, status,
+            {{"error", {{"message", message}, {"code", code}, {"details", std::move(details)}}}});
+}
+
+const char* change_name(store::Change change) {
+  switch (change) {
+    case store::Change::kCreated:
+      return "created";
+    case store::Change::kConfigured:
+      return "configured";
+    case store::Change::kUnchanged:
+      return "unchanged";
+  }
+  return "unchanged";
+}
+
+}  // namespace
+
+ApiServer::ApiServer(ApiConfig config, ControllerLoop& loop, store::RecipeStore& store,
+                     metrics::Registry& registry)
+    : config_(std::move(config)), loop_(loop), store_(store), registry_(registry) {
+  routes();
+}
+
+ApiServer::~ApiServer() {
+  stop();
+}
+
+void ApiServer::routes() {
+  server_.set_payload_max_length(config_.max_body_bytes);
+  server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("OK", "text/plain");
+  });
+  metrics::serve_metrics(server_, registry_);
+  server_.Get("/api/v1/recipes", [this](const httplib::Request&, httplib::Response& res) {
+    json items = json::array();
+    for (const RecipeStatus& st : loop_.statuses()) items.push_back(to_json(st));
+    send_json(
+        res, 200,
+        {{"apiVersion", "nibble.dev/v1alpha1"}, {"kind", "ModelRecipeList"}, {"items", items}});
+  });
+  server_.Get(
+      R"(/api/v1/recipes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string name = req.matches[1];
+        const auto st = loop_.status(name);
+        const std::string spec = store_.read(name);
+        if (!st && spec.empty()) {
+          send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+          return;
+        }
+        send_json(res, 200, {{"status", st ? to_json(*st) : json::object()}, {"spec", spec}});
+      });
+  auto apply = [this](const httplib::Request& req, httplib::Response& res) {
+    this->apply(req, res);
+  };
+  server_.Put("/api/v1/recipes", apply);
+  server_.Post("/api/v1/recipes", apply);
+  server_.Delete(R"(/api/v1/recipes/([^/]+))",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   const std::string name = req.matches[1];
+                   if (!store_.remove(name)) {
+                     send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+                     return;
+                   }
+                   spdlog::info("api: modelrecipe {} deleted; draining its replicas", name);
+                   loop_.wake();
+                   send_json(res, 200, {{"name", name}, {"result", "deleted"}});
+                 });
+  server_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      send_error(res, 413, "RequestEntityTooLarge", "the request body is larger than allowed");
+    } else if (res.status == 404) {
+      send_error(res, 404, "NotFound", "no such path: " + req.method + " " + req.path);
+    }
+  });
+}
+
+void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
+  const std::vector<std::string> docs = recipe::split_yaml_documents(req.body);
+  if (docs.empty()) {
+    send_error(res, 400, "BadRequest", "the request body holds no recipe");
+    return;
+  }
+  // Validate all before storing any, so a file with one bad recipe changes nothing.
+  json details = json::array();
+  std::vector<recipe::ParseResult> parsed;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    parsed.push_back(recipe::parse_model_recipe(docs[i]));
+    for (const recipe::FieldError& e : parsed.back().errors) {
+      details.push_back({{"document", i},
+                         {"name", parsed.back().recipe.name},
+                         {"field", e.field},
+                         {"message", e.message}});
+    }
+  }
+  if (!details.empty()) {
+    std::string message = "invalid ModelRecipe:";
+    for (const auto& d : details)
+      message += "\n  " + d["field"].get<std::string>() + ": " + d["message"].get<std::string>();
+    send_error(res, 422, "Invalid", message, details);
+    return;
+  }
+  json results = json::array();
+  const bool dry_run = req.get_param_value("dryRun") == "true";
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    if (dry_run) {
+      results.push_back({{"name", parsed[i].recipe.name}, {"result", "valid (dry run)"}});
+      continue;
+    }
+    const store::ApplyResult r = store_.apply(docs[i]);
+    results.push_back({{"name", r.parsed.recipe.name}, {"result", change_name(r.change)}});
+    if (r.change != store::Change::kUnchanged)
+      spdlog::info("api: modelrecipe {} {}", r.parsed.recipe.name, change_name(r.change));
+  }
+  if (!dry_run) loop_.wake();
+  send_json(res, 200, {{"items", results}});
+}
+
+bool ApiServer::start() {
+  port_ = config_.port == 0
+              ? server_.bind_to_any_port(config_.host)
+              : (server_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
+  if (port_ <= 0) {
+    spdlog::error("the controller API cannot listen on {}:{} (in use? --api-port to change)",
+                  config_.host, config_.port);
+    return false;
+  }
+  thread_ = std::thread([this] { server_.listen_after_bind(); });
+  spdlog::info("controller API on http://{}:{}", config_.host, port_);
+  return true;
+}
+
+void ApiServer::stop() {
+  server_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace nibble::controller

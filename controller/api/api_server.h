@@ -1,0 +1,52 @@
+#pragma once
+// The controller's local API (default 127.0.0.1:8001), used by `nibble apply/get/describe/
+// delete`; loopback only by default, since it starts processes:
+//   GET    /api/v1/recipes          {"kind": "ModelRecipeList", "items": [status...]}
+//   GET    /api/v1/recipes/NAME     {"status": {...}, "spec": "<stored YAML>"}
+//   PUT    /api/v1/recipes          body: one or more YAML/JSON recipes (`---`); all are
+//   POST   /api/v1/recipes          validated first, none stored if any is invalid (422);
+//                                   ?dryRun=true validates only
+//   DELETE /api/v1/recipes/NAME     404 when there is no such recipe
+//   GET    /healthz, /metrics       the controller's own health and metrics
+// Errors come in the OpenAI/Kubernetes-like shape {"error": {"message", "code", "details"}}.
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "controller/loop/controller_loop.h"
+#include "controller/store/recipe_store.h"
+#include "metrics/registry.h"
+
+namespace nibble::controller {
+
+struct ApiConfig {
+  std::string host = "127.0.0.1";
+  int port = 8001;  // 0: any free port
+  std::size_t max_body_bytes = 1 << 20;
+};
+
+class ApiServer {
+ public:
+  ApiServer(ApiConfig config, ControllerLoop& loop, store::RecipeStore& store,
+            metrics::Registry& registry);
+  ~ApiServer();
+  bool start();  // false (logged) when the address cannot be bound
+  int port() const { return port_; }
+  void stop();
+
+ private:
+  void routes();
+  void apply(const httplib::Request& req, httplib::Response& res);
+
+  ApiConfig config_;
+  ControllerLoop& loop_;
+  store::RecipeStore& store_;
+  metrics::Registry& registry_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace nibble::controller

@@ -1,0 +1,145 @@
+#include "controller/daemon/controller_options.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace nibble::controller {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string home() {
+  return env_or("HOME", "/tmp");
+}
+
+// nibble-engine installed next to this binary, or in the build tree (build/engine/), else
+// whatever PATH finds.
+std::string default_engine() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const fs::path& candidate :
+         {self.parent_path() / "nibble-engine",
+          self.parent_path().parent_path().parent_path() / "engine" / "nibble-engine"}) {
+      if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return "nibble-engine";
+}
+
+int to_int(const std::string& flag, const std::string& v, int lo, int hi) {
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || n < lo || n > hi) {
+    throw std::invalid_argument(flag + ": expected an integer from " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + ", got '" + v + "'");
+  }
+  return n;
+}
+
+}  // namespace
+
+const char* const kControllerUsage = R"(usage: nibble-controller [options]
+
+Reconciles ModelRecipes into nibble-engine processes on this machine and serves one
+OpenAI-compatible endpoint for all of them.
+
+  -f, --recipe FILE          apply this recipe file at start-up (repeatable; YAML or JSON,
+                             several recipes separated by ---)
+  --state-dir DIR            recipes/, status/, replicas/ and engine logs/
+                             (default $NIBBLE_STATE_DIR or ~/.local/state/nibble)
+  --cache-dir DIR            hf:// model downloads (default $NIBBLE_CACHE or ~/.cache/nibble)
+  --host HOST                OpenAI endpoint address (default 0.0.0.0)
+  --port PORT                OpenAI endpoint port (default 8000)
+  --api-host HOST            controller API address for `nibble` (default 127.0.0.1)
+  --api-port PORT            controller API port (default 8001)
+  --engine PATH              nibble-engine binary (default: next to this one, else PATH)
+  --engine-arg ARG           add ARG to every engine's command line (repeatable)
+  --resync-seconds S         seconds between reconcile passes (default 2)
+  --drain-timeout S          SIGTERM, then SIGKILL after S seconds (default 30)
+  --hold-timeout S           how long a request waits for a replica to start (default 120)
+  --keep-engines-on-exit     leave engines running on SIGTERM/SIGINT (the next controller
+                             adopts them); by default they are drained and stopped
+  --log-level LEVEL          trace|debug|info|warn|error (default info)
+  -h, --help                 this text
+)";
+
+bool parse_controller_options(const std::vector<std::string>& args, ControllerOptions& o) {
+  o.state_dir = env_or("NIBBLE_STATE_DIR", home() + "/.local/state/nibble");
+  o.cache_dir = env_or("NIBBLE_CACHE", home() + "/.cache/nibble");
+  o.engine = default_engine();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i], value;
+    bool has_value = false;
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto next = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= args.size()) throw std::invalid_argument(flag + ": missing value");
+      return args[++i];
+    };
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(kControllerUsage, stdout);
+      return false;
+    } else if (flag == "-f" || flag == "--recipe") {
+      o.recipe_files.push_back(next());
+    } else if (flag == "--state-dir") {
+      o.state_dir = next();
+    } else if (flag == "--cache-dir") {
+      o.cache_dir = next();
+    } else if (flag == "--host") {
+      o.host = next();
+    } else if (flag == "--port") {
+      o.port = to_int(flag, next(), 0, 65535);
+    } else if (flag == "--api-host") {
+      o.api_host = next();
+    } else if (flag == "--api-port") {
+      o.api_port = to_int(flag, next(), 0, 65535);
+    } else if (flag == "--engine") {
+      o.engine = next();
+    } else if (flag == "--engine-arg") {
+      o.engine_args.push_back(next());
+    } else if (flag == "--resync-seconds") {
+      const std::string v = next();
+      char* end = nullptr;
+      const double s = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(s >= 0.05 && s <= 3600))
+        throw std::invalid_argument(flag + ": expected seconds from 0.05 to 3600, got '" + v + "'");
+      o.resync = std::chrono::milliseconds(static_cast<long>(s * 1000));
+    } else if (flag == "--drain-timeout") {
+      o.drain_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
+    } else if (flag == "--hold-timeout") {
+      o.hold_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
+    } else if (flag == "--keep-engines-on-exit") {
+      o.keep_engines_on_exit = true;
+    } else if (flag == "--log-level") {
+      o.log_level = next();
+      if (o.log_level != "trace" && o.log_level != "debug" && o.log_level != "info" &&
+          o.log_level != "warn" && o.log_level != "error")
+        throw std::invalid_argument(flag + ": expected trace|debug|info|warn|error, got '" +
+                                    o.log_level + "'");
+    } else {
+      throw std::invalid_argument("unknown option '" + args[i] + "' (see --help)");
+    }
+  }
+  return true;
+}
+
+}  // namespace nibble::controller

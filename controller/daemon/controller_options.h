@@ -1,0 +1,31 @@
+#pragma once
+// `nibble-controller` options. Every error names the flag; defaults put state under the XDG
+// directories so a plain `nibble-controller -f recipe.yaml` works for a desktop user.
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace nibble::controller {
+
+struct ControllerOptions {
+  std::string state_dir;         // recipes/, replicas/, logs/, status/
+  std::string cache_dir;         // hf:// downloads
+  std::string host = "0.0.0.0";  // the router's OpenAI endpoint
+  int port = 8000;
+  std::string api_host = "127.0.0.1";
+  int api_port = 8001;
+  std::string engine;                     // nibble-engine binary
+  std::vector<std::string> engine_args;   // added to every engine's command line
+  std::vector<std::string> recipe_files;  // applied at start-up
+  std::chrono::milliseconds resync{2000};
+  std::chrono::seconds drain_timeout{30};
+  std::chrono::seconds hold_timeout{120};
+  bool keep_engines_on_exit = false;
+  std::string log_level = "info";
+};
+
+// Returns false when --help or --version was handled (printed). Throws std::invalid_argument.
+bool parse_controller_options(const std::vector<std::string>& args, ControllerOptions& options);
+extern const char* const kControllerUsage;
+
+}  // namespace nibble::controller

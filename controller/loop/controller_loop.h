@@ -1,0 +1,93 @@
+#pragma once
+// The controller's reconcile loop for the local backend. Each pass is level-triggered: it
+// reloads every recipe from the store, measures load, lets the autoscaler pick a replica count,
+// plans with the pure reconcile core, carries the plan out through the local backend, publishes
+// the ready replicas to the router and writes each recipe's status (state_dir/status/*.json).
+// Passes run every `resync` and at once after wake() (an apply, a delete, a request held for a
+// recipe at zero replicas).
+//
+// An invalid edit of a running recipe keeps the last valid spec running and reports the errors
+// in the Degraded condition, as an API server would reject the edit; replicas of a recipe whose
+// file is gone are drained.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controller/autoscaler/autoscaler.h"
+#include "controller/local/local_backend.h"
+#include "controller/loop/controller_metrics.h"
+#include "controller/loop/model_resolver.h"
+#include "controller/loop/recipe_status.h"
+#include "controller/router/route_table.h"
+#include "controller/store/recipe_store.h"
+
+namespace nibble::controller {
+
+// What the router knows about one recipe's traffic.
+struct RouterLoad {
+  int inflight = 0;  // forwarded and held requests
+  int held = 0;      // held for a replica to become ready
+  std::chrono::steady_clock::time_point last_request{};
+};
+
+struct ControllerLoopConfig {
+  std::filesystem::path state_dir;
+  std::chrono::milliseconds resync{2000};
+  std::string endpoint;  // the router's URL, shown in status
+};
+
+class ControllerLoop {
+ public:
+  ControllerLoop(ControllerLoopConfig config, store::RecipeStore& store,
+                 local::LocalBackend& backend, ModelResolver& models, router::RouteTable& routes,
+                 metrics::Registry& registry,
+                 std::function<RouterLoad(const std::string& recipe)> router_load);
+
+  // One pass over every recipe.
+  void reconcile_once();
+  // Passes until stop is set (checked at every wake-up).
+  void run(const std::atomic<bool>& stop);
+  void wake();
+
+  std::vector<RecipeStatus> statuses() const;
+  std::optional<RecipeStatus> status(const std::string& name) const;
+
+ private:
+  struct Running {  // the last valid spec of a recipe
+    recipe::ModelRecipe recipe;
+    std::string spec_hash;
+    std::int64_t generation = 0;
+  };
+  RecipeStatus reconcile_recipe(const Running& running, const RecipeStatus& previous,
+                                reconcile::Clock::time_point now);
+  void drain_deleted(const std::string& name, reconcile::Clock::time_point now);
+  autoscaler::Load measure_load(const std::string& name);
+  void publish_status(const RecipeStatus& status);
+  void forget_status(const std::string& name);
+
+  ControllerLoopConfig config_;
+  store::RecipeStore& store_;
+  local::LocalBackend& backend_;
+  ModelResolver& models_;
+  router::RouteTable& routes_;
+  ControllerMetrics metrics_;
+  std::function<RouterLoad(const std::string&)> router_load_;
+
+  std::map<std::string, Running> running_;  // by recipe name
+  std::map<std::string, autoscaler::ScaleState> scale_;
+  std::map<std::string, std::string> last_written_;  // status JSON as written, by name
+
+  mutable std::mutex mutex_;  // guards statuses_ and wake_
+  std::condition_variable woken_;
+  bool wake_ = false;
+  std::map<std::string, RecipeStatus> statuses_;
+};
+
+}  // namespace nibble::controller

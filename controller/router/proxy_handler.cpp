@@ -1,0 +1,199 @@
+#include "controller/router/proxy_handler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "controller/router/request_scope.h"
+#include "controller/router/response_relay.h"
+#include "controller/router/router_error.h"
+#include "controller/router/upstream_call.h"
+
+namespace nibble::router {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Retry-After for a model with no replica that can answer now, and for one whose replicas
+// all refused (draining or full: they come back within seconds).
+constexpr int kNoReplicaRetryAfterS = 5;
+constexpr int kRefusedRetryAfterS = 1;
+// A hold waits in slices so that stop() ends it promptly.
+constexpr auto kHoldSlice = 250ms;
+
+std::string served_names(const RouteTable& routes) {
+  std::vector<std::string> names;
+  for (const RouteEntry& e : routes.entries()) names.push_back(e.served_model_name);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none)" : out;
+}
+
+// What a request keeps alive until its last byte: its accounting and its replica's count.
+struct ForwardedRequest {
+  ForwardedRequest(InflightTracker& tracker, RouterMetrics& metrics, const RouteEntry& entry)
+      : scope(tracker, metrics, entry.recipe, entry.served_model_name) {}
+  RequestScope scope;
+  std::optional<ReplicaLease> lease;
+};
+
+}  // namespace
+
+ProxyHandler::ProxyHandler(RouteTable& routes, InflightTracker& tracker, RouterMetrics& metrics,
+                           const RouterConfig& config, CallRegistry& calls)
+    : routes_(routes), tracker_(tracker), metrics_(metrics), config_(config), calls_(calls) {}
+
+void ProxyHandler::set_demand_callback(DemandCallback callback) {
+  std::lock_guard lock(callback_mutex_);
+  demand_callback_ = std::move(callback);
+}
+
+void ProxyHandler::notify_demand(const std::string& recipe) {
+  DemandCallback callback;
+  {
+    std::lock_guard lock(callback_mutex_);
+    callback = demand_callback_;
+  }
+  if (!callback) return;
+  try {
+    callback(recipe);
+  } catch (const std::exception& e) {  // the controller's problem must not fail the request
+    spdlog::error("router: demand callback for recipe '{}' failed: {}", recipe, e.what());
+  }
+}
+
+std::optional<RouteEntry> ProxyHandler::hold(const RouteEntry& entry) {
+  tracker_.begin_hold(entry.recipe);
+  spdlog::info("router: holding a request for model '{}' until a replica of recipe '{}' is ready",
+               entry.served_model_name, entry.recipe);
+  notify_demand(entry.recipe);
+  const auto deadline = std::chrono::steady_clock::now() + config_.hold_timeout;
+  std::optional<RouteEntry> ready;
+  while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
+    const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kHoldSlice);
+    ready = routes_.wait_for_ready(entry.recipe, slice_end);
+    if (ready || !routes_.find_by_recipe(entry.recipe)) break;
+  }
+  tracker_.end_hold(entry.recipe);
+  return ready;
+}
+
+void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
+  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    metrics_.requests.labels({"", "400"}).inc();
+    send_error(res, 400, "invalid_request_error",
+               "the request body is not a JSON object (" + req.path + " expects one)");
+    return;
+  }
+  const auto model_field = body.find("model");
+  if (model_field == body.end() || !model_field->is_string()) {
+    metrics_.requests.labels({"", "400"}).inc();
+    send_error(res, 400, "invalid_request_error",
+               "the request needs \"model\", a string naming one of the served models: " +
+                   served_names(routes_),
+               "", "model");
+    return;
+  }
+  const std::string model = model_field->get<std::string>();
+  std::optional<RouteEntry> entry = routes_.find_by_model(model);
+  if (!entry) {
+    // Unknown names are counted without their name, so clients cannot grow the label set.
+    metrics_.requests.labels({"", "404"}).inc();
+    send_error(res, 404, "invalid_request_error",
+               "The model '" + model + "' does not exist; served models: " + served_names(routes_),
+               "model_not_found", "model");
+    return;
+  }
+
+  auto forwarded = std::make_shared<ForwardedRequest>(tracker_, metrics_, *entry);
+  RequestScope& scope = forwarded->scope;
+  auto fail = [&](int status, const std::string& type, const std::string& message,
+                  int retry_after_s = 0) {
+    scope.set_status(status);
+    if (retry_after_s > 0) {
+      send_unavailable(res, message, retry_after_s);
+      res.status = status;
+    } else {
+      send_error(res, status, type, message);
+    }
+  };
+
+  if (entry->ready.empty()) {
+    if (!entry->scale_from_zero && !entry->starting) {
+      fail(503, "service_unavailable", "model '" + model + "' has no ready replica",
+           kNoReplicaRetryAfterS);
+      return;
+    }
+    entry = hold(*entry);
+    if (!entry && stopping_) {
+      fail(503, "service_unavailable", "the router is stopping", kRefusedRetryAfterS);
+      return;
+    }
+    if (!entry) {
+      fail(503, "service_unavailable",
+           "model '" + model + "' has no ready replica after waiting " +
+               std::to_string(config_.hold_timeout.count()) + " s for one to start",
+           kNoReplicaRetryAfterS);
+      return;
+    }
+  }
+
+  std::set<std::string> tried;
+  bool last_refused = false;  // the last replica answered 503 rather than failing to connect
+  std::string last_error;
+  const int max_attempts = std::max(1, config_.max_attempts);
+  for (int attempt = 0; attempt < max_attempts && !stopping_; ++attempt) {
+    if (attempt > 0) {
+      // Replicas may have come or gone while the last one failed.
+      if (auto fresh = routes_.find_by_recipe(entry->recipe)) entry = std::move(fresh);
+    }
+    std::optional<ReplicaEndpoint> replica = tracker_.acquire(*entry, tried);
+    if (!replica) break;
+    if (attempt > 0) metrics_.retries.labels({model}).inc();
+    tried.insert(replica->id);
+    ReplicaLease lease(tracker_, entry->recipe, replica->id);
+    auto call = UpstreamCall::start(*replica, req, config_.read_timeout);
+    calls_.add(call);
+    switch (call->wait_head()) {
+      case UpstreamCall::Head::kReceived:
+        scope.set_status(call->status());
+        forwarded->lease.emplace(std::move(lease));
+        relay_response(call, forwarded, res);
+        return;
+      case UpstreamCall::Head::kTimedOut:
+        fail(504, "timeout",
+             "replica '" + replica->id + "' of model '" + model + "' sent no answer within " +
+                 std::to_string(config_.read_timeout.count()) + " s");
+        return;
+      case UpstreamCall::Head::kCancelled:
+        fail(503, "service_unavailable", "the router is stopping", kRefusedRetryAfterS);
+        return;
+      case UpstreamCall::Head::kRetryable:
+        last_error = call->error();
+        last_refused = call->refused();
+        spdlog::warn("router: replica '{}' of model '{}' failed before answering: {}", replica->id,
+                     model, last_error);
+        break;
+    }
+  }
+  if (stopping_) {
+    fail(503, "service_unavailable", "the router is stopping", kRefusedRetryAfterS);
+  } else if (last_refused) {
+    fail(503, "service_unavailable",
+         "every replica of model '" + model + "' tried (" + std::to_string(tried.size()) +
+             ") is draining or full",
+         kRefusedRetryAfterS);
+  } else {
+    fail(502, "bad_gateway",
+         "no replica of model '" + model + "' could be reached (" + std::to_string(tried.size()) +
+             " tried; last error: " + last_error + ")");
+  }
+}
+
+}  // namespace nibble::router

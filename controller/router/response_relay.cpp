@@ -1,0 +1,109 @@
+#include "controller/router/response_relay.h"
+
+#include <strings.h>
+
+#include <charconv>
+#include <optional>
+#include <string>
+
+namespace nibble::router {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long one provider call waits for a chunk before handing control back to httplib (which
+// checks whether the server is stopping).
+constexpr auto kPollInterval = 100ms;
+
+bool same_name(const std::string& a, const char* b) {
+  return strcasecmp(a.c_str(), b) == 0;
+}
+
+// Framing and connection headers belong to one hop; httplib writes the router's own.
+bool is_hop_header(const std::string& name) {
+  for (const char* hop : {"Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length",
+                          "Content-Type", "Trailer", "Upgrade"}) {
+    if (same_name(name, hop)) return true;
+  }
+  return false;
+}
+
+std::optional<std::size_t> content_length(const httplib::Headers& headers) {
+  for (const auto& [name, value] : headers) {
+    if (!same_name(name, "Content-Length")) continue;
+    std::size_t length = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+    if (ec == std::errc() && end == value.data() + value.size()) return length;
+  }
+  return std::nullopt;
+}
+
+std::string content_type(const httplib::Headers& headers) {
+  for (const auto& [name, value] : headers) {
+    if (!same_name(name, "Content-Type")) continue;
+    // httplib compresses chunked bodies for clients that accept gzip unless the type is exactly
+    // text/event-stream, and compression would hold events back; SSE is UTF-8 by definition,
+    // so a charset parameter carries nothing.
+    if (value.starts_with("text/event-stream")) return "text/event-stream";
+    return value;
+  }
+  return "application/octet-stream";
+}
+
+// Moves what the upstream has into the sink. False ends the response as failed: the client
+// then sees a connection closed before the body's end, as it would from the engine itself.
+bool pump(UpstreamCall& call, httplib::DataSink& sink, bool chunked) {
+  std::string chunk;
+  switch (call.next_chunk(chunk, kPollInterval)) {
+    case UpstreamCall::Next::kChunk:
+      return sink.write(chunk.data(), chunk.size());
+    case UpstreamCall::Next::kWaiting:
+      return true;
+    case UpstreamCall::Next::kEnd:
+      if (!chunked) return false;  // fewer bytes than the upstream's Content-Length
+      sink.done();
+      return true;
+    case UpstreamCall::Next::kFailed:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+void relay_response(std::shared_ptr<UpstreamCall> call, std::shared_ptr<void> keep_alive,
+                    httplib::Response& res) {
+  const httplib::Headers& headers = call->headers();
+  res.status = call->status();
+  for (const auto& [name, value] : headers) {
+    if (!is_hop_header(name)) res.headers.emplace(name, value);
+  }
+  const std::string type = content_type(headers);
+  auto release = [call](bool success) {
+    if (!success || !call->finished()) call->cancel();
+  };
+  const std::optional<std::size_t> length = content_length(headers);
+  if (length && *length == 0) {
+    res.set_content("", type);
+    release(true);
+    return;
+  }
+  if (length) {
+    res.set_content_provider(
+        *length, type,
+        [call, keep_alive](std::size_t, std::size_t, httplib::DataSink& sink) {
+          return pump(*call, sink, false);
+        },
+        release);
+  } else {
+    res.set_chunked_content_provider(
+        type,
+        [call, keep_alive](std::size_t, httplib::DataSink& sink) {
+          return pump(*call, sink, true);
+        },
+        release);
+  }
+}
+
+}  // namespace nibble::router

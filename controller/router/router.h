@@ -1,0 +1,70 @@
+#pragma once
+// One OpenAI-compatible endpoint in front of every recipe's ready replicas (DESIGN.md, router):
+//   GET  /v1/models   every served name in the RouteTable, ready or not
+//   GET  /health      200 "OK" from the router itself
+//   GET  /metrics     the registry (nibble_controller_router_* among it)
+//   POST /v1/chat/completions, /v1/completions, /v1/embeddings, /tokenize, /detokenize
+//                     to the recipe named by "model" (see proxy_handler.h)
+// The controller publishes replicas into the RouteTable and reads load back through inflight(),
+// held() and last_request() to scale; a held request calls the demand callback so that the
+// controller acts at once.
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "controller/router/call_registry.h"
+#include "controller/router/inflight_tracker.h"
+#include "controller/router/proxy_handler.h"
+#include "controller/router/route_table.h"
+#include "controller/router/router_config.h"
+#include "controller/router/router_metrics.h"
+#include "metrics/registry.h"
+
+namespace nibble::router {
+
+class Router {
+ public:
+  Router(RouteTable& routes, metrics::Registry& registry, RouterConfig config);
+  ~Router();  // stops
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  // Binds (false + spdlog error when it cannot) and serves on a background thread.
+  bool start();
+  int port() const { return port_; }  // the bound port
+  // Ends held requests and upstream calls in progress, then stops serving. Idempotent.
+  void stop();
+
+  // For the autoscaler, per recipe (RouteEntry::recipe):
+  int inflight(const std::string& recipe) const;  // forwarded + held, right now
+  int held(const std::string& recipe) const;      // held waiting for a ready replica
+  // When the last request arrived or was answered; zero (the epoch) if never.
+  std::chrono::steady_clock::time_point last_request(const std::string& recipe) const;
+  // Called (from the HTTP thread) when a request starts being held for a recipe with no ready
+  // replica, so the controller runs a pass at once instead of waiting for its next tick.
+  void set_demand_callback(std::function<void(const std::string& recipe)> callback);
+
+  // Requests this router has in flight on one replica (tests, debugging).
+  int replica_inflight(const std::string& recipe, const std::string& replica_id) const;
+
+ private:
+  void route();
+
+  RouteTable& routes_;
+  metrics::Registry& registry_;
+  RouterConfig config_;
+  RouterMetrics metrics_;
+  InflightTracker tracker_;
+  CallRegistry calls_;
+  ProxyHandler proxy_;
+  httplib::Server http_;
+  std::thread serve_thread_;
+  int port_ = -1;
+  const long long created_;  // "created" of every /v1/models entry
+};
+
+}  // namespace nibble::router

@@ -1,0 +1,178 @@
+#include "controller/router/upstream_call.h"
+
+#include <strings.h>
+
+#include <thread>
+
+namespace nibble::router {
+
+namespace {
+
+// Headers that describe one hop's connection or framing, not the request: httplib sets its own.
+// Accept-Encoding is dropped so that the replica answers uncompressed and the router can pass
+// the bytes through as they come (the router's own server compresses for the client if asked).
+bool is_hop_header(const std::string& name) {
+  static const char* const kHop[] = {"Host",
+                                     "Content-Length",
+                                     "Connection",
+                                     "Keep-Alive",
+                                     "Transfer-Encoding",
+                                     "TE",
+                                     "Trailer",
+                                     "Upgrade",
+                                     "Proxy-Connection",
+                                     "Proxy-Authorization",
+                                     "Accept-Encoding",
+                                     "REMOTE_ADDR",
+                                     "REMOTE_PORT",
+                                     "LOCAL_ADDR",
+                                     "LOCAL_PORT"};
+  for (const char* hop : kHop) {
+    if (strcasecmp(hop, name.c_str()) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<UpstreamCall> UpstreamCall::start(const ReplicaEndpoint& replica,
+                                                  const httplib::Request& request,
+                                                  std::chrono::seconds read_timeout) {
+  std::shared_ptr<UpstreamCall> call(new UpstreamCall());
+  httplib::Request up;
+  up.method = request.method;
+  // The target as the client sent it (path and query, still percent-encoded); request.path is
+  // decoded and has no query.
+  up.path = request.target.empty() ? request.path : request.target;
+  up.body = request.body;
+  for (const auto& [name, value] : request.headers) {
+    if (!is_hop_header(name)) up.headers.emplace(name, value);
+  }
+  std::thread([call, replica, up = std::move(up), read_timeout]() mutable {
+    call->run(replica, std::move(up), read_timeout);
+  }).detach();
+  return call;
+}
+
+void UpstreamCall::run(const ReplicaEndpoint& replica, httplib::Request request,
+                       std::chrono::seconds read_timeout) {
+  httplib::Client client(replica.host, replica.port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(read_timeout);
+  client.set_keep_alive(false);
+  client.set_decompress(false);  // bytes pass through untouched
+  client.set_url_encode(false);  // the target is already encoded
+  {
+    std::lock_guard lock(mutex_);
+    if (cancelled_) {
+      finished_ = true;
+      error_ = "cancelled before sending";
+      changed_.notify_all();
+      return;
+    }
+    client_ = &client;
+  }
+  bool draining = false;
+  request.response_handler = [this, &draining](const httplib::Response& r) {
+    std::lock_guard lock(mutex_);
+    if (r.status == 503) {  // a draining or full engine: nothing was sent to the client yet
+      draining = true;
+      return false;
+    }
+    status_ = r.status;
+    headers_ = r.headers;
+    head_ready_ = true;
+    changed_.notify_all();
+    return !cancelled_;
+  };
+  request.content_receiver = [this](const char* data, std::size_t size, std::uint64_t,
+                                    std::uint64_t) {
+    std::unique_lock lock(mutex_);
+    // Backpressure: a client that reads slowly makes this read wait, and the engine's writes
+    // then wait on TCP, instead of the router queueing the whole answer.
+    changed_.wait(lock, [&] { return cancelled_ || queued_bytes_ < kMaxQueuedBytes; });
+    if (cancelled_) return false;  // stop reading: send() returns and closes the connection
+    chunks_.emplace_back(data, size);
+    queued_bytes_ += size;
+    changed_.notify_all();
+    return true;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  httplib::Response response;
+  httplib::Error error = httplib::Error::Success;
+  const bool ok = client.send(request, response, error);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  // httplib reports a read timeout as a read error; only the elapsed time tells them apart.
+  const bool timed_out = !ok && error == httplib::Error::Read &&
+                         elapsed >= std::chrono::milliseconds(read_timeout) * 9 / 10;
+  std::string message;
+  if (!ok) {
+    message = draining ? "replica answered 503 (draining or full)"
+                       : std::string(httplib::to_string(error));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    client_ = nullptr;
+  }
+  finish(ok, std::move(message), timed_out, draining);
+}
+
+void UpstreamCall::finish(bool ok, std::string error, bool timed_out, bool refused) {
+  std::lock_guard lock(mutex_);
+  finished_ = true;
+  refused_ = refused;
+  succeeded_ = ok;
+  timed_out_ = timed_out;
+  error_ = std::move(error);
+  changed_.notify_all();
+}
+
+UpstreamCall::Head UpstreamCall::wait_head() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return head_ready_ || finished_ || cancelled_; });
+  if (cancelled_) return Head::kCancelled;
+  if (head_ready_) return Head::kReceived;
+  return timed_out_ ? Head::kTimedOut : Head::kRetryable;
+}
+
+std::string UpstreamCall::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+bool UpstreamCall::refused() const {
+  std::lock_guard lock(mutex_);
+  return refused_;
+}
+
+bool UpstreamCall::finished() const {
+  std::lock_guard lock(mutex_);
+  return finished_;
+}
+
+UpstreamCall::Next UpstreamCall::next_chunk(std::string& out, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, wait, [&] { return !chunks_.empty() || finished_ || cancelled_; });
+  if (cancelled_) return Next::kFailed;
+  if (!chunks_.empty()) {
+    out = std::move(chunks_.front());
+    chunks_.pop_front();
+    queued_bytes_ -= out.size();
+    changed_.notify_all();  // room in the queue for the upstream thread
+    return Next::kChunk;
+  }
+  if (!finished_) return Next::kWaiting;
+  return succeeded_ ? Next::kEnd : Next::kFailed;
+}
+
+void UpstreamCall::cancel() {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return;
+  cancelled_ = true;
+  // Unblocks a read waiting on a silent upstream; the engine then sees its client close.
+  // httplib's stop() only shuts the socket down while send() is using it, which is safe.
+  if (client_ != nullptr) client_->stop();
+  changed_.notify_all();
+}
+
+}  // namespace nibble::router

@@ -1,0 +1,71 @@
+// Reading an engine's load from its /metrics page, and the controller's command line.
+#include <gtest/gtest.h>
+
+#include "controller/daemon/controller_options.h"
+#include "controller/loop/engine_load.h"
+
+namespace nibble::controller {
+namespace {
+
+TEST(EngineLoad, SumsRunningAndWaitingTakesTheLargestKvUsage) {
+  const std::string page =
+      "# HELP nibble_requests_running Requests whose sequences are in the running batch.\n"
+      "# TYPE nibble_requests_running gauge\n"
+      "nibble_requests_running{model_name=\"a\"} 3\n"
+      "nibble_requests_running{model_name=\"b}\\\"x\"} 2\n"
+      "nibble_requests_running_other 100\n"
+      "nibble_requests_waiting{model_name=\"a\"} 5 1700000000000\n"
+      "nibble_kv_cache_usage_ratio{model_name=\"a\"} 0.25\n"
+      "nibble_kv_cache_usage_ratio{model_name=\"b\"} 0.5\n"
+      "nibble_requests_waiting_total 9\n";
+  const auto load = parse_engine_load(page);
+  ASSERT_TRUE(load);
+  EXPECT_DOUBLE_EQ(load->running, 5);
+  EXPECT_DOUBLE_EQ(load->waiting, 5);
+  EXPECT_DOUBLE_EQ(load->kv_cache_usage, 0.5);
+}
+
+TEST(EngineLoad, PagesWithoutTheGaugesAreNotEngines) {
+  EXPECT_FALSE(parse_engine_load(""));
+  EXPECT_FALSE(parse_engine_load("# TYPE x gauge\nx 1\nnibble_requests_running_x 4\n"));
+  EXPECT_FALSE(parse_engine_load("nibble_requests_running{unterminated=\"} 3\n"));
+  const auto only_waiting = parse_engine_load("nibble_requests_waiting 7\n");
+  ASSERT_TRUE(only_waiting);
+  EXPECT_DOUBLE_EQ(only_waiting->waiting, 7);
+  EXPECT_DOUBLE_EQ(only_waiting->running, 0);
+}
+
+TEST(ControllerOptions, FlagsAndErrors) {
+  ControllerOptions o;
+  ASSERT_TRUE(
+      parse_controller_options({"-f", "a.yaml", "--recipe=b.yaml", "--port", "9000", "--api-port=0",
+                                "--engine-arg", "--threads", "--engine-arg=2", "--resync-seconds",
+                                "0.5", "--keep-engines-on-exit", "--state-dir", "/tmp/s"},
+                               o));
+  EXPECT_EQ(o.recipe_files, (std::vector<std::string>{"a.yaml", "b.yaml"}));
+  EXPECT_EQ(o.port, 9000);
+  EXPECT_EQ(o.api_port, 0);
+  EXPECT_EQ(o.engine_args, (std::vector<std::string>{"--threads", "2"}));
+  EXPECT_EQ(o.resync, std::chrono::milliseconds(500));
+  EXPECT_TRUE(o.keep_engines_on_exit);
+  EXPECT_EQ(o.state_dir, "/tmp/s");
+
+  auto error_of = [](std::vector<std::string> args) {
+    ControllerOptions ignored;
+    try {
+      parse_controller_options(args, ignored);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({"--port", "70000"}).find("--port"), std::string::npos);
+  EXPECT_NE(error_of({"--port", "80x"}).find("'80x'"), std::string::npos);
+  EXPECT_NE(error_of({"--resync-seconds", "0"}).find("--resync-seconds"), std::string::npos);
+  EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level"), std::string::npos);
+  EXPECT_NE(error_of({"--bogus"}).find("unknown option '--bogus'"), std::string::npos);
+  EXPECT_NE(error_of({"-f"}).find("missing value"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nibble::controller

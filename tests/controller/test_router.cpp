@@ -1,0 +1,626 @@
+// The controller's router against fake replicas (httplib servers on loopback): model lookup and
+// OpenAI errors, least-in-flight balancing, unbuffered SSE passthrough, retry before the first
+// byte only, client disconnects reaching the replica, holding requests for a scaled-to-zero
+// recipe, and the router's metrics.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "controller/router/router.h"
+#include "metrics/registry.h"
+#include "tests/support/external_tool.h"
+#include "tests/support/temp_dir.h"
+
+namespace nibble::router {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// A one-shot flag that threads wait on with a timeout.
+class Latch {
+ public:
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    changed_.notify_all();
+  }
+  bool wait(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return open_; });
+  }
+  bool is_open() {
+    std::lock_guard lock(mutex_);
+    return open_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+};
+
+// A replica stand-in. By default it answers every model route with 200 and
+// {"replica": name, "body": <the request body>}; `handler` replaces that.
+class FakeUpstream {
+ public:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+  explicit FakeUpstream(std::string name, Handler handler = {})
+      : name_(std::move(name)), handler_(std::move(handler)) {
+    auto serve = [this](const httplib::Request& req, httplib::Response& res) {
+      ++hits;
+      if (handler_) return handler_(req, res);
+      res.set_header("X-Replica", name_);
+      res.set_content(json{{"replica", name_}, {"body", req.body}, {"target", req.target}}.dump(),
+                      "application/json");
+    };
+    for (const char* path : {"/v1/chat/completions", "/v1/completions", "/tokenize"}) {
+      server_.Post(path, serve);
+    }
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
+  }
+  ~FakeUpstream() {
+    server_.stop();
+    thread_.join();
+  }
+
+  ReplicaEndpoint endpoint() const { return {.id = name_, .port = port_}; }
+  std::atomic<int> hits{0};
+
+ private:
+  std::string name_;
+  Handler handler_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+RouterConfig test_config() {
+  RouterConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.hold_timeout = 1s;
+  config.read_timeout = 10s;
+  config.threads = 16;
+  return config;
+}
+
+RouteEntry entry(std::string recipe, std::string model, std::vector<ReplicaEndpoint> ready) {
+  return {.recipe = std::move(recipe),
+          .served_model_name = std::move(model),
+          .ready = std::move(ready)};
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void start(RouterConfig config = test_config()) {
+    router_ = std::make_unique<Router>(routes_, registry_, config);
+    ASSERT_TRUE(router_->start());
+    ASSERT_GT(router_->port(), 0);
+  }
+
+  httplib::Client client() {
+    httplib::Client c("127.0.0.1", router_->port());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+
+  httplib::Result chat(const std::string& model, const std::string& extra = "") {
+    const std::string body =
+        R"({"model":")" + model + R"(","messages":[{"role":"user","content":"hi"}])" + extra + "}";
+    return client().Post("/v1/chat/completions", body, "application/json");
+  }
+
+  std::string metrics_page() {
+    auto res = client().Get("/metrics");
+    EXPECT_TRUE(res);
+    return res ? res->body : std::string();
+  }
+
+  // The value of one sample line (name{labels}), or 0 when the page has no such line.
+  double sample(const std::string& series) {
+    std::istringstream lines(metrics_page());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    }
+    return 0;
+  }
+
+  template <typename Predicate>
+  static bool eventually(Predicate done, std::chrono::milliseconds timeout = 5s) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return done();
+  }
+
+  RouteTable routes_;
+  metrics::Registry registry_;
+  std::unique_ptr<Router> router_;
+};
+
+TEST_F(RouterTest, ModelsListsEveryServedNameAndHealthAnswers) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("recipe-a", "model-a", {a.endpoint()}));
+  RouteEntry idle = entry("recipe-b", "model-b", {});
+  idle.scale_from_zero = true;
+  routes_.publish(idle);
+  start();
+
+  auto res = client().Get("/v1/models");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  const json models = json::parse(res->body);
+  EXPECT_EQ(models["object"], "list");
+  ASSERT_EQ(models["data"].size(), 2u);
+  std::set<std::string> ids;
+  for (const json& m : models["data"]) {
+    ids.insert(m["id"].get<std::string>());
+    EXPECT_EQ(m["object"], "model");
+    EXPECT_EQ(m["owned_by"], "nibble");
+    EXPECT_GT(m["created"].get<long long>(), 1'600'000'000);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"model-a", "model-b"}));
+
+  auto health = client().Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "OK");
+}
+
+TEST_F(RouterTest, UnknownModelIs404InOpenAiShapeNamingServedModels) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("recipe-a", "model-a", {a.endpoint()}));
+  start();
+
+  auto res = chat("no-such-model");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  const json error = json::parse(res->body)["error"];
+  EXPECT_EQ(error["type"], "invalid_request_error");
+  EXPECT_EQ(error["code"], "model_not_found");
+  EXPECT_EQ(error["param"], "model");
+  EXPECT_NE(error["message"].get<std::string>().find("no-such-model"), std::string::npos);
+  EXPECT_NE(error["message"].get<std::string>().find("model-a"), std::string::npos);
+  EXPECT_EQ(a.hits, 0);
+}
+
+TEST_F(RouterTest, BodyThatIsNotJsonOrHasNoModelIs400) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("recipe-a", "model-a", {a.endpoint()}));
+  start();
+
+  auto bad = client().Post("/v1/chat/completions", "{not json", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["type"], "invalid_request_error");
+
+  auto no_model = client().Post("/v1/completions", R"({"prompt":"hi"})", "application/json");
+  ASSERT_TRUE(no_model);
+  EXPECT_EQ(no_model->status, 400);
+  const json error = json::parse(no_model->body)["error"];
+  EXPECT_EQ(error["param"], "model");
+  EXPECT_NE(error["message"].get<std::string>().find("model-a"), std::string::npos);
+
+  auto not_string = client().Post("/tokenize", R"({"model":7,"prompt":"hi"})", "application/json");
+  ASSERT_TRUE(not_string);
+  EXPECT_EQ(not_string->status, 400);
+  EXPECT_EQ(a.hits, 0);
+}
+
+TEST_F(RouterTest, OversizedBodyAndUnknownRouteAnswerInOpenAiShape) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("r", "m", {a.endpoint()}));
+  RouterConfig config = test_config();
+  config.max_body_bytes = 1024;
+  start(config);
+
+  const std::string big = R"({"model":"m","prompt":")" + std::string(2048, 'x') + R"("})";
+  auto res = client().Post("/v1/completions", big, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find("1024"),
+            std::string::npos);
+
+  res = client().Get("/v1/nothing-here");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(json::parse(res->body)["error"]["type"], "not_found_error");
+  EXPECT_EQ(a.hits, 0);
+}
+
+TEST_F(RouterTest, ForwardsBodyTargetHeadersAndUpstreamErrorsAsTheyAre) {
+  std::string seen_auth;
+  FakeUpstream a("a-0", [&](const httplib::Request& req, httplib::Response& res) {
+    seen_auth = req.get_header_value("Authorization");
+    if (req.body.find("bad") != std::string::npos) {
+      res.status = 400;
+      res.set_content(R"({"error":{"message":"max_tokens too large"}})", "application/json");
+      return;
+    }
+    res.status = 201;
+    res.set_header("X-Replica", "a-0");
+    res.set_content(json{{"body", req.body}, {"target", req.target}}.dump(), "application/json");
+  });
+  routes_.publish(entry("recipe-a", "model-a", {a.endpoint()}));
+  start();
+
+  const std::string body = R"({"model":"model-a","prompt":"hello"})";
+  auto res = client().Post("/v1/completions?trace=1", {{"Authorization", "Bearer secret"}}, body,
+                           "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 201);
+  EXPECT_EQ(res->get_header_value("X-Replica"), "a-0");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  const json echoed = json::parse(res->body);
+  EXPECT_EQ(echoed["body"], body);
+  EXPECT_EQ(echoed["target"], "/v1/completions?trace=1");
+  EXPECT_EQ(seen_auth, "Bearer secret");
+
+  // An engine's own error passes through untouched and is not retried.
+  auto bad =
+      client().Post("/v1/completions", R"({"model":"model-a","prompt":"bad"})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["message"], "max_tokens too large");
+  EXPECT_EQ(a.hits, 2);
+}
+
+TEST_F(RouterTest, SendsEachRequestToTheReplicaWithFewestInFlight) {
+  Latch release_slow;
+  auto handler = [&](const std::string& name) {
+    return [&, name](const httplib::Request& req, httplib::Response& res) {
+      if (req.body.find("slow") != std::string::npos) release_slow.wait(10s);
+      res.set_content(json{{"replica", name}}.dump(), "application/json");
+    };
+  };
+  FakeUpstream a("a-0", handler("a-0"));
+  FakeUpstream b("b-0", handler("b-0"));
+  routes_.publish(entry("r", "m", {a.endpoint(), b.endpoint()}));
+  start();
+
+  std::thread slow([&] {
+    auto res = chat("m", R"(,"user":"slow")");
+    EXPECT_TRUE(res && res->status == 200);
+  });
+  ASSERT_TRUE(eventually([&] { return a.hits + b.hits == 1; }));
+  FakeUpstream& busy = a.hits == 1 ? a : b;
+  FakeUpstream& idle = a.hits == 1 ? b : a;
+  EXPECT_EQ(router_->inflight("r"), 1);
+  EXPECT_EQ(router_->replica_inflight("r", busy.endpoint().id), 1);
+  EXPECT_EQ(router_->replica_inflight("r", idle.endpoint().id), 0);
+
+  for (int i = 0; i < 4; ++i) {
+    auto res = chat("m");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(json::parse(res->body)["replica"], idle.endpoint().id);
+  }
+  EXPECT_EQ(busy.hits, 1);
+  EXPECT_EQ(idle.hits, 4);
+
+  release_slow.open();
+  slow.join();
+  EXPECT_TRUE(eventually([&] { return router_->inflight("r") == 0; }));
+  EXPECT_EQ(router_->replica_inflight("r", busy.endpoint().id), 0);
+
+  // Equally loaded replicas take turns.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(chat("m"));
+  EXPECT_EQ(a.hits + b.hits, 9);
+  EXPECT_EQ(busy.hits, 3);
+  EXPECT_EQ(idle.hits, 6);
+  EXPECT_GT(router_->last_request("r").time_since_epoch().count(), 0);
+}
+
+TEST_F(RouterTest, StreamsEventsThroughAsTheReplicaWritesThem) {
+  Latch client_got_first;
+  std::atomic<bool> second_waited_for_client{false};
+  FakeUpstream a("a-0", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [&, step = 0](std::size_t, httplib::DataSink& sink) mutable {
+          if (step++ == 0) {
+            const std::string first = "data: {\"n\":1}\n\n";
+            return sink.write(first.data(), first.size());
+          }
+          // A buffering router would hold the first event back, so this wait would time out.
+          second_waited_for_client = client_got_first.wait(5s);
+          const std::string rest = "data: {\"n\":2}\n\ndata: [DONE]\n\n";
+          sink.write(rest.data(), rest.size());
+          sink.done();
+          return true;
+        });
+  });
+  routes_.publish(entry("r", "m", {a.endpoint()}));
+  start();
+
+  std::string received;
+  int status = 0;
+  std::string content_type;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.headers = {{"Content-Type", "application/json"}, {"Accept-Encoding", "gzip"}};
+  req.body = R"({"model":"m","stream":true,"messages":[]})";
+  req.response_handler = [&](const httplib::Response& r) {
+    status = r.status;
+    content_type = r.get_header_value("Content-Type");
+    return true;
+  };
+  req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+    received.append(data, size);
+    if (received.find("\"n\":1") != std::string::npos) client_got_first.open();
+    return true;
+  };
+  auto res = client().send(req);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(content_type, "text/event-stream");
+  EXPECT_TRUE(second_waited_for_client) << "the first event reached the client only later";
+  EXPECT_EQ(received, "data: {\"n\":1}\n\ndata: {\"n\":2}\n\ndata: [DONE]\n\n");
+}
+
+TEST_F(RouterTest, RetriesAnotherReplicaWhenOneRefusesConnections) {
+  FakeUpstream good("good-0");
+  const ReplicaEndpoint dead{.id = "dead-0", .port = testing::pick_free_port()};
+  routes_.publish(entry("r", "m", {dead, good.endpoint()}));
+  start();
+
+  for (int i = 0; i < 4; ++i) {
+    auto res = chat("m");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(json::parse(res->body)["replica"], "good-0");
+  }
+  EXPECT_EQ(good.hits, 4);
+  // Ties rotate over [dead, good], so requests 1 and 3 tried the dead one first.
+  EXPECT_EQ(sample(R"(nibble_controller_router_retries_total{model_name="m"})"), 2);
+  EXPECT_EQ(router_->replica_inflight("r", "dead-0"), 0);
+}
+
+TEST_F(RouterTest, RetriesAnotherReplicaWhenOneIsDraining) {
+  FakeUpstream draining("draining-0", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 503;
+    res.set_header("Retry-After", "1");
+    res.set_content(R"({"error":{"message":"draining"}})", "application/json");
+  });
+  FakeUpstream good("good-0");
+  routes_.publish(entry("r", "m", {draining.endpoint(), good.endpoint()}));
+  start();
+
+  for (int i = 0; i < 4; ++i) {
+    auto res = chat("m");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+  }
+  EXPECT_EQ(good.hits, 4);
+  EXPECT_EQ(draining.hits, 2);
+  EXPECT_EQ(sample(R"(nibble_controller_router_retries_total{model_name="m"})"), 2);
+
+  // Every replica refusing: the client gets a 503 it may retry.
+  routes_.publish(entry("r", "m", {draining.endpoint()}));
+  auto res = chat("m");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(draining.hits, 3);
+}
+
+TEST_F(RouterTest, GivesUpWithoutRetryingOnceBytesReachedTheClient) {
+  FakeUpstream breaking("breaking-0", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("text/event-stream",
+                                     [](std::size_t offset, httplib::DataSink& sink) {
+                                       if (offset > 0) return false;  // dies mid-stream
+                                       const std::string first = "data: partial\n\n";
+                                       return sink.write(first.data(), first.size());
+                                     });
+  });
+  FakeUpstream good("good-0");
+  routes_.publish(entry("r", "m", {breaking.endpoint(), good.endpoint()}));
+  start();
+
+  std::string received;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = R"({"model":"m","stream":true})";
+  req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+    received.append(data, size);
+    return true;
+  };
+  auto res = client().send(req);
+  EXPECT_FALSE(res) << "a stream cut short must not look complete to the client";
+  EXPECT_EQ(received, "data: partial\n\n");
+  EXPECT_EQ(breaking.hits, 1);
+  EXPECT_EQ(good.hits, 0);
+  EXPECT_EQ(sample(R"(nibble_controller_router_retries_total{model_name="m"})"), 0);
+}
+
+TEST_F(RouterTest, ClientHangingUpClosesTheReplicaConnection) {
+  std::atomic<bool> write_failed{false};
+  std::atomic<Clock::rep> failed_at{0};
+  FakeUpstream slow("slow-0", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider(
+        "text/event-stream", [&](std::size_t, httplib::DataSink& sink) {
+          std::this_thread::sleep_for(50ms);
+          const std::string tick = "data: tick\n\n";
+          if (!sink.write(tick.data(), tick.size())) {
+            write_failed = true;
+            failed_at = Clock::now().time_since_epoch().count();
+            return false;
+          }
+          return true;  // streams until the write fails (or the server stops)
+        });
+  });
+  routes_.publish(entry("r", "m", {slow.endpoint()}));
+  start();
+
+  Clock::time_point hung_up;
+  {
+    httplib::Client c = client();
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.headers = {{"Content-Type", "application/json"}};
+    req.body = R"({"model":"m","stream":true})";
+    req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+      return std::string(data, size).find("tick") == std::string::npos;  // hang up at once
+    };
+    auto res = c.send(req);
+    EXPECT_FALSE(res);
+    c.stop();
+    hung_up = Clock::now();
+  }
+  ASSERT_TRUE(eventually([&] { return write_failed.load(); }, 5s))
+      << "the replica kept streaming to a client that left";
+  const auto took = Clock::time_point(Clock::duration(failed_at.load())) - hung_up;
+  EXPECT_LT(took, 2s);
+  EXPECT_TRUE(eventually([&] { return router_->inflight("r") == 0; }));
+  EXPECT_EQ(router_->replica_inflight("r", "slow-0"), 0);
+}
+
+TEST_F(RouterTest, HoldsARequestUntilAReplicaIsPublished) {
+  FakeUpstream a("a-0");
+  RouteEntry cold = entry("r", "m", {});
+  cold.scale_from_zero = true;
+  routes_.publish(cold);
+  RouterConfig config = test_config();
+  config.hold_timeout = 5s;
+  start(config);
+
+  std::thread publisher;
+  std::atomic<int> demands{0};
+  std::atomic<int> held_at_demand{-1};
+  std::string demanded;
+  router_->set_demand_callback([&](const std::string& recipe) {
+    demanded = recipe;
+    held_at_demand = router_->held(recipe);
+    ++demands;
+    publisher = std::thread([&] {  // a replica becomes ready a little later
+      std::this_thread::sleep_for(300ms);
+      routes_.publish(entry("r", "m", {a.endpoint()}));
+    });
+  });
+
+  const auto started = Clock::now();
+  auto res = chat("m");
+  const auto took = Clock::now() - started;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(json::parse(res->body)["replica"], "a-0");
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 4s);
+  EXPECT_EQ(demands, 1);
+  EXPECT_EQ(demanded, "r");
+  EXPECT_EQ(held_at_demand, 1);
+  EXPECT_EQ(router_->held("r"), 0);
+  EXPECT_TRUE(eventually([&] { return router_->inflight("r") == 0; }));
+  publisher.join();
+}
+
+TEST_F(RouterTest, HoldEndsIn503WithRetryAfterWhenNoReplicaComes) {
+  RouteEntry cold = entry("r", "m", {});
+  cold.scale_from_zero = true;
+  routes_.publish(cold);
+  routes_.publish(entry("r2", "m2", {}));  // no replica and none coming
+  start();                                 // hold_timeout 1 s
+
+  auto started = Clock::now();
+  auto res = chat("m");
+  auto took = Clock::now() - started;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_FALSE(res->get_header_value("Retry-After").empty());
+  EXPECT_EQ(json::parse(res->body)["error"]["type"], "service_unavailable");
+  EXPECT_GE(took, 900ms);
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(router_->held("r"), 0);
+  EXPECT_EQ(router_->inflight("r"), 0);
+
+  started = Clock::now();
+  res = chat("m2");
+  took = Clock::now() - started;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_FALSE(res->get_header_value("Retry-After").empty());
+  EXPECT_LT(took, 500ms) << "a recipe that cannot start a replica must not hold requests";
+}
+
+TEST_F(RouterTest, StopEndsRequestsWaitingOnASilentReplica) {
+  Latch release;
+  FakeUpstream silent("silent-0", [&](const httplib::Request&, httplib::Response& res) {
+    release.wait(10s);
+    res.set_content("{}", "application/json");
+  });
+  routes_.publish(entry("r", "m", {silent.endpoint()}));
+  start();
+
+  std::thread waiting([&] { chat("m"); });
+  ASSERT_TRUE(eventually([&] { return silent.hits == 1; }));
+  const auto started = Clock::now();
+  router_->stop();
+  EXPECT_LT(Clock::now() - started, 2s);
+  waiting.join();
+  release.open();
+}
+
+TEST_F(RouterTest, MetricsCountRequestsByModelAndCode) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("r", "m", {a.endpoint()}));
+  start();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(chat("m"));
+  ASSERT_TRUE(chat("unknown"));
+
+  const std::string page = metrics_page();
+  for (const char* family : {"# TYPE nibble_controller_router_requests_total counter",
+                             "# TYPE nibble_controller_router_request_duration_seconds histogram",
+                             "# TYPE nibble_controller_router_inflight_requests gauge",
+                             "# TYPE nibble_controller_router_retries_total counter"}) {
+    EXPECT_NE(page.find(family), std::string::npos) << family;
+  }
+  EXPECT_EQ(sample(R"(nibble_controller_router_requests_total{model_name="m",code="200"})"), 3);
+  EXPECT_EQ(sample(R"(nibble_controller_router_requests_total{model_name="",code="404"})"), 1);
+  EXPECT_EQ(sample(R"(nibble_controller_router_request_duration_seconds_count{model_name="m"})"),
+            3);
+  EXPECT_EQ(
+      sample(
+          R"(nibble_controller_router_request_duration_seconds_bucket{model_name="m",le="+Inf"})"),
+      3);
+  EXPECT_EQ(sample(R"(nibble_controller_router_inflight_requests{model_name="m"})"), 0);
+  EXPECT_NE(page.find("nibble_controller_router_retries_total{model_name=\"m\"} 0\n"),
+            std::string::npos);
+
+  // The page must also satisfy Prometheus' own checker where it is installed.
+  NIBBLE_REQUIRE_TOOL(promtool, "promtool");
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "metrics.txt").string();
+  std::ofstream(path) << page;
+  const std::string command = promtool + " check metrics < " + path + " 2>&1";
+  std::FILE* out = popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string report;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, out)) report += buffer;
+  EXPECT_EQ(pclose(out), 0) << report;
+}
+
+}  // namespace
+}  // namespace nibble::router

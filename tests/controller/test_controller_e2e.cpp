@@ -138,6 +138,18 @@ TEST(ControllerE2E, ApplyServeScaleCrashRollDelete) {
       c.metric(R"(nibble_controller_router_requests_total{model_name="tiny-chat",code="200"})"),
       120);
   EXPECT_NE(c.log().find("scale down to 1 after 4 s"), std::string::npos);
+  {
+    // The controller's whole page (controller and router families) passes Prometheus' checker.
+    NIBBLE_REQUIRE_TOOL(promtool, "promtool");
+    auto page = c.api().Get("/metrics");
+    ASSERT_TRUE(page);
+    EXPECT_NE(page->body.find("nibble_controller_reconcile_pass_duration_seconds_bucket"),
+              std::string::npos);
+    const std::string path = (c.state_dir.path() / "metrics.txt").string();
+    std::ofstream(path) << page->body;
+    const auto check = nibble::testing::run_command(promtool + " check metrics < " + path + " 2>&1");
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+  }
 
   // kill -9 of an engine → restarted, Ready again
   const std::vector<int> before_crash = c.engine_pids("tiny");

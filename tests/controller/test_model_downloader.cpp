@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/loop/model_resolver.h"
 #include "controller/source/hub_files.h"
 #include "controller/source/model_downloader.h"
 #include "tests/support/temp_dir.h"
@@ -247,6 +248,46 @@ TEST_F(FakeHub, ErrorsSayWhatToDo) {
   unreachable.endpoint = "http://127.0.0.1:1";
   EXPECT_NE(error_of("org/tiny", unreachable).find("network error"), std::string::npos);
   EXPECT_NE(error_of("not-a-repo", options()).find("must be org/name"), std::string::npos);
+}
+
+// The controller's resolver: downloads on a background thread (the pass sees Downloading), then
+// serves the cache; a restarted controller finds the completed download without the network.
+TEST_F(FakeHub, ResolverDownloadsInTheBackgroundThenUsesTheCacheOffline) {
+  using State = controller::ResolvedModel::State;
+  auto settle = [](controller::ModelResolver& resolver, const recipe::ModelSource& src) {
+    controller::ResolvedModel r = resolver.resolve(src);
+    for (int i = 0; i < 200 && r.state == State::kDownloading; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      r = resolver.resolve(src);
+    }
+    return r;
+  };
+  controller::ModelResolver resolver(cache_.path(), options());
+  const controller::ResolvedModel first = resolver.resolve(source("org/tiny"));
+  EXPECT_EQ(first.state, State::kDownloading);
+  const controller::ResolvedModel done = settle(resolver, source("org/tiny"));
+  ASSERT_EQ(done.state, State::kReady) << done.message;
+  EXPECT_EQ(read_file(done.dir / "model.safetensors"), weights_);
+  EXPECT_TRUE(fs::exists(done.dir / ".nibble-download-complete"));
+
+  DownloadOptions offline = options();
+  offline.endpoint = "http://127.0.0.1:1";  // nothing listens there
+  controller::ModelResolver restarted(cache_.path(), offline);
+  const controller::ResolvedModel again = restarted.resolve(source("org/tiny"));
+  EXPECT_EQ(again.state, State::kReady);
+  EXPECT_EQ(again.dir, done.dir);
+
+  // A failed download is reported, and not retried on every pass.
+  const controller::ResolvedModel gated = settle(resolver, source("org/gated"));
+  EXPECT_EQ(gated.state, State::kFailed);
+  EXPECT_NE(gated.message.find("HF_TOKEN"), std::string::npos) << gated.message;
+  EXPECT_EQ(resolver.resolve(source("org/gated")).state, State::kFailed);
+
+  recipe::ModelSource path;
+  path.path = (cache_.path() / "nowhere").string();
+  const controller::ResolvedModel missing = resolver.resolve(path);
+  EXPECT_EQ(missing.state, State::kFailed);
+  EXPECT_NE(missing.message.find("has no config.json"), std::string::npos);
 }
 
 TEST(HubFiles, PathValidationAndServingFilter) {

@@ -7,7 +7,7 @@
 #include "engine/chat/template_builtins.h"
 #include "engine/chat/template_error.h"
 #include "engine/chat/template_parser.h"
-#include "engine/chat/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::chat {
 namespace {
@@ -333,10 +333,10 @@ class Renderer {
         if (i < 0) i += n;
         return i >= 0 && i < n ? obj.as_list()[i] : Value::undefined(missing);
       }
-      const std::u32string cps = utf8_decode(obj.as_string());
+      const std::u32string cps = nibble::text::to_code_points(obj.as_string());
       const int64_t n = static_cast<int64_t>(cps.size());
       if (i < 0) i += n;
-      return i >= 0 && i < n ? Value::string(utf8_encode(cps.substr(i, 1)))
+      return i >= 0 && i < n ? Value::string(nibble::text::from_code_points(cps.substr(i, 1)))
                              : Value::undefined(missing);
     }
     if ((obj.is_list() || obj.is_string()) && !key.is_string())
@@ -356,12 +356,12 @@ class Renderer {
         ptr[i] = &parts[i];
       }
     if (obj.is_string()) {
-      const std::u32string cps = utf8_decode(obj.as_string());
+      const std::u32string cps = nibble::text::to_code_points(obj.as_string());
       std::u32string out;
       for (int64_t i :
            slice_indices(static_cast<int64_t>(cps.size()), ptr[0], ptr[1], ptr[2], e.line))
         out.push_back(cps[i]);
-      return Value::string(utf8_encode(out));
+      return Value::string(nibble::text::from_code_points(out));
     }
     if (obj.is_list()) {
       ValueList out;

@@ -2,14 +2,40 @@
 
 #include <stdexcept>
 
-#include "engine/chat/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::chat {
 
+bool is_python_space(char32_t cp) {
+  switch (cp) {
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x1C:
+    case 0x1D:
+    case 0x1E:
+    case 0x1F:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+      return true;
+    default:
+      return cp >= 0x2000 && cp <= 0x200A;
+  }
+}
+
 std::string py_strip(const std::string& s, const std::optional<std::string>& chars,
                      StripSide side) {
-  const std::u32string cps = utf8_decode(s);
-  const std::u32string set = chars ? utf8_decode(*chars) : std::u32string();
+  const std::u32string cps = nibble::text::to_code_points(s);
+  const std::u32string set = chars ? nibble::text::to_code_points(*chars) : std::u32string();
   auto strip_me = [&](char32_t c) {
     return chars ? set.find(c) != std::u32string::npos : is_python_space(c);
   };
@@ -18,14 +44,14 @@ std::string py_strip(const std::string& s, const std::optional<std::string>& cha
     while (b < e && strip_me(cps[b])) ++b;
   if (side != StripSide::Left)
     while (e > b && strip_me(cps[e - 1])) --e;
-  return utf8_encode(std::u32string_view(cps).substr(b, e - b));
+  return nibble::text::from_code_points(std::u32string_view(cps).substr(b, e - b));
 }
 
 std::vector<std::string> py_split(const std::string& s, const std::optional<std::string>& sep,
                                   long maxsplit) {
   std::vector<std::string> out;
   if (!sep) {
-    const std::u32string cps = utf8_decode(s);
+    const std::u32string cps = nibble::text::to_code_points(s);
     size_t i = 0;
     while (true) {
       while (i < cps.size() && is_python_space(cps[i])) ++i;
@@ -33,12 +59,12 @@ std::vector<std::string> py_split(const std::string& s, const std::optional<std:
       if (maxsplit >= 0 && static_cast<long>(out.size()) == maxsplit) {
         size_t e = cps.size();
         while (e > i && is_python_space(cps[e - 1])) --e;
-        out.push_back(utf8_encode(std::u32string_view(cps).substr(i, e - i)));
+        out.push_back(nibble::text::from_code_points(std::u32string_view(cps).substr(i, e - i)));
         break;
       }
       size_t j = i;
       while (j < cps.size() && !is_python_space(cps[j])) ++j;
-      out.push_back(utf8_encode(std::u32string_view(cps).substr(i, j - i)));
+      out.push_back(nibble::text::from_code_points(std::u32string_view(cps).substr(i, j - i)));
       i = j;
     }
     return out;
@@ -74,14 +100,14 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
                        long count) {
   std::string out;
   if (old.empty()) {  // Python inserts `with` between every code point
-    const std::u32string cps = utf8_decode(s);
+    const std::u32string cps = nibble::text::to_code_points(s);
     long n = 0;
     for (size_t i = 0; i <= cps.size(); ++i) {
       if (count < 0 || n < count) {
         out += with;
         ++n;
       }
-      if (i < cps.size()) utf8_append(out, cps[i]);
+      if (i < cps.size()) nibble::text::append_utf8(out, cps[i]);
     }
     return out;
   }

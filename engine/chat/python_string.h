@@ -7,6 +7,9 @@
 
 namespace nibble::chat {
 
+// Python's str.isspace() for one code point.
+bool is_python_space(char32_t cp);
+
 enum class StripSide { Both, Left, Right };
 // chars == nullopt: strip Python whitespace; else any code point in *chars.
 std::string py_strip(const std::string& s, const std::optional<std::string>& chars, StripSide side);

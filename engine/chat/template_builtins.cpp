@@ -8,7 +8,7 @@
 
 #include "engine/chat/python_string.h"
 #include "engine/chat/template_args.h"
-#include "engine/chat/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::chat {
 
@@ -21,7 +21,7 @@ int64_t python_len(const Value& v, int line) {
     case Value::Kind::Undefined:
       return 0;
     case Value::Kind::String:
-      return static_cast<int64_t>(utf8_decode(v.as_string()).size());
+      return static_cast<int64_t>(nibble::text::to_code_points(v.as_string()).size());
     case Value::Kind::List:
       return static_cast<int64_t>(v.as_list().size());
     case Value::Kind::Dict:
@@ -44,8 +44,8 @@ ValueList iterate(const Value& v, int line) {
     }
     case Value::Kind::String: {
       ValueList chars;
-      for (char32_t c : utf8_decode(v.as_string()))
-        chars.push_back(Value::string(utf8_encode(std::u32string(1, c))));
+      for (char32_t c : nibble::text::to_code_points(v.as_string()))
+        chars.push_back(Value::string(nibble::text::from_code_points(std::u32string(1, c))));
       return chars;
     }
     default:
@@ -216,9 +216,9 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& args
   }
   if (name == "reverse") {
     if (v.is_string()) {
-      std::u32string cps = utf8_decode(v.as_string());
+      std::u32string cps = nibble::text::to_code_points(v.as_string());
       std::reverse(cps.begin(), cps.end());
-      return Value::string(utf8_encode(cps));
+      return Value::string(nibble::text::from_code_points(cps));
     }
     ValueList items = iterate(v, line);
     std::reverse(items.begin(), items.end());

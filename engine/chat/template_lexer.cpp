@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "engine/chat/template_error.h"
-#include "engine/chat/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::chat {
 namespace {
@@ -257,7 +257,7 @@ class Lexer {
           const unsigned long cp = std::strtoul(hex.c_str(), &endp, 16);
           if (endp != hex.c_str() + n)
             throw TemplateError("bad \\" + std::string(1, esc) + " escape", line_);
-          utf8_append(out, static_cast<char32_t>(cp));
+          nibble::text::append_utf8(out, static_cast<char32_t>(cp));
           i += n;
           break;
         }

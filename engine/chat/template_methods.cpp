@@ -4,7 +4,7 @@
 #include "engine/chat/python_string.h"
 #include "engine/chat/template_args.h"
 #include "engine/chat/template_builtins.h"
-#include "engine/chat/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::chat {
 namespace {
@@ -93,9 +93,11 @@ Value call_string_method(const std::string& s, const std::string& name, const Ca
     if (name == "find") {
       const size_t at = s.find(sub);
       if (at == std::string::npos) return Value::integer(-1);
-      return Value::integer(static_cast<int64_t>(utf8_decode(s.substr(0, at)).size()));
+      return Value::integer(
+          static_cast<int64_t>(nibble::text::to_code_points(s.substr(0, at)).size()));
     }
-    if (sub.empty()) return Value::integer(static_cast<int64_t>(utf8_decode(s).size()) + 1);
+    if (sub.empty())
+      return Value::integer(static_cast<int64_t>(nibble::text::to_code_points(s).size()) + 1);
     int64_t n = 0;
     for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
     return Value::integer(n);
@@ -124,7 +126,7 @@ Value call_string_method(const std::string& s, const std::string& name, const Ca
   }
   if (name == "isdigit" || name == "isspace") {
     BoundArgs a(name, args, {}, line);
-    const std::u32string cps = utf8_decode(s);
+    const std::u32string cps = nibble::text::to_code_points(s);
     if (cps.empty()) return Value::boolean(false);
     for (char32_t c : cps) {
       const bool ok = name == "isspace" ? is_python_space(c) : (c >= '0' && c <= '9');

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "engine/chat/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::chat {
 
@@ -152,7 +152,7 @@ std::string repr_string(const std::string& s) {
   const bool has_double = s.find('"') != std::string::npos;
   const char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
-  for (char32_t cp : utf8_decode(s)) {
+  for (char32_t cp : nibble::text::to_code_points(s)) {
     if (cp == '\\')
       out += "\\\\";
     else if (cp == static_cast<char32_t>(quote))
@@ -168,7 +168,7 @@ std::string repr_string(const std::string& s) {
       std::snprintf(b, sizeof b, "\\x%02x", static_cast<unsigned>(cp));
       out += b;
     } else {
-      utf8_append(out, cp);
+      nibble::text::append_utf8(out, cp);
     }
   }
   return out + quote;
@@ -298,7 +298,7 @@ namespace {
 
 void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';
-  for (char32_t cp : utf8_decode(s)) {
+  for (char32_t cp : nibble::text::to_code_points(s)) {
     switch (cp) {
       case '"':
         out += "\\\"";
@@ -334,7 +334,7 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
                     static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
       out += b;
     } else {
-      utf8_append(out, cp);
+      nibble::text::append_utf8(out, cp);
     }
   }
   out += '"';

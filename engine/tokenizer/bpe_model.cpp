@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <queue>
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::tokenizer {
 namespace {
@@ -147,7 +147,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<TokenId>& out) cons
   std::vector<Symbol> symbols;
   symbols.reserve(word.size());
   for (std::size_t pos = 0; pos < word.size();) {
-    std::size_t n = utf8_sequence_length(static_cast<unsigned char>(word[pos]));
+    std::size_t n = nibble::text::utf8_sequence_length(static_cast<unsigned char>(word[pos]));
     if (pos + n > word.size()) n = word.size() - pos;
     const auto ch = word.substr(pos, n);
     const auto id = token_to_id(ch);

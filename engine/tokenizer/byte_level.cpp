@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::tokenizer {
 namespace {
@@ -16,7 +16,7 @@ struct ByteTables {
     for (int b = 0; b < 256; ++b) {
       const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
       const char32_t cp = printable ? static_cast<char32_t>(b) : next++;
-      append_utf8(encode[b], cp);
+      nibble::text::append_utf8(encode[b], cp);
       decode[cp] = static_cast<unsigned char>(b);
     }
   }
@@ -45,7 +45,7 @@ std::optional<std::string> byte_level_to_bytes(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   const auto& dec = tables().decode;
-  for (char32_t cp : decode_utf8(text)) {
+  for (char32_t cp : nibble::text::decode_utf8(text)) {
     auto it = dec.find(cp);
     if (it == dec.end()) return std::nullopt;
     out.push_back(static_cast<char>(it->second));

@@ -1,6 +1,6 @@
 #include "engine/tokenizer/stream_decoder.h"
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::tokenizer {
 
@@ -14,14 +14,14 @@ std::string StreamDecoder::push(TokenId id) {
   }
   pending_ += tokenizer_.decode_token_bytes(id, first_);
   first_ = false;
-  const std::size_t ready = complete_utf8_prefix(pending_);
-  std::string out = sanitize_utf8(std::string_view(pending_).substr(0, ready));
+  const std::size_t ready = nibble::text::complete_utf8_prefix(pending_);
+  std::string out = nibble::text::sanitize_utf8(std::string_view(pending_).substr(0, ready));
   pending_.erase(0, ready);
   return out;
 }
 
 std::string StreamDecoder::flush() {
-  std::string out = sanitize_utf8(pending_);
+  std::string out = nibble::text::sanitize_utf8(pending_);
   pending_.clear();
   return out;
 }

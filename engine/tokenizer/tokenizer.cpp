@@ -4,7 +4,7 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::tokenizer {
 namespace {
@@ -100,7 +100,7 @@ void Tokenizer::encode_plain(std::string_view text, bool first_section,
 std::vector<TokenId> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
   // Invalid UTF-8 becomes U+FFFD first, exactly as the JS tokenizer sees the text after
   // TextDecoder; no stage below ever sees ill-formed input.
-  const std::string clean = sanitize_utf8(text);
+  const std::string clean = nibble::text::sanitize_utf8(text);
   std::vector<TokenId> ids;
   if (options.add_special_tokens) ids = template_.prefix;
   const auto sections = added_->split(clean);
@@ -143,7 +143,7 @@ std::string Tokenizer::decode(const std::vector<TokenId>& ids, const DecodeOptio
   if (decoder_) decoder_->decode(pieces, DecodeContext{});
   std::string bytes;
   for (const auto& p : pieces) bytes += p.text;
-  return sanitize_utf8(bytes);
+  return nibble::text::sanitize_utf8(bytes);
 }
 
 std::string Tokenizer::decode_token_bytes(TokenId id, bool first) const {

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <vector>
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::tokenizer {
 namespace {
@@ -72,7 +72,7 @@ char32_t compose(char32_t a, char32_t b) {
 }  // namespace
 
 std::string to_nfc(std::string_view text) {
-  const auto cps = decode_utf8(text);
+  const auto cps = nibble::text::decode_utf8(text);
   if (std::all_of(cps.begin(), cps.end(), [](char32_t c) { return c < kNfcFastLimit; }))
     return std::string(text);
 
@@ -118,7 +118,7 @@ std::string to_nfc(std::string_view text) {
   }
   std::string result;
   result.reserve(text.size());
-  for (char32_t cp : out) append_utf8(result, cp);
+  for (char32_t cp : out) nibble::text::append_utf8(result, cp);
   return result;
 }
 

@@ -1,6 +1,6 @@
 #include "tests/tokenizer/mixed_corpus.h"
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
 namespace nibble::tokenizer::testing {
 namespace {
@@ -71,7 +71,7 @@ void append_fragment(Rng& rng, std::string& line) {
     case 5: {  // 1..12 CJK ideographs
       const std::size_t n = 1 + rng.below(12);
       for (std::size_t i = 0; i < n; ++i)
-        append_utf8(line, static_cast<char32_t>(0x4E00 + rng.below(0x5000)));
+        nibble::text::append_utf8(line, static_cast<char32_t>(0x4E00 + rng.below(0x5000)));
       break;
     }
     case 6:

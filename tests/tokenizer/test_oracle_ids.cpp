@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/text/utf8.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode_nfc.h"
-#include "engine/tokenizer/utf8.h"
 #include "tests/support/child_process.h"
 #include "tests/support/external_tool.h"
 #include "tests/support/temp_dir.h"
@@ -90,12 +90,12 @@ OracleRun run_oracle(const std::string& name) {
 }
 
 std::string printable(const std::string& s) {
-  return nlohmann::json(sanitize_utf8(s)).dump();
+  return nlohmann::json(nibble::text::sanitize_utf8(s)).dump();
 }
 
 // What decode(encode(x)) can at best give back for each tokenizer.
 std::string round_trip_target(const std::string& name, const std::string& text) {
-  std::string clean = sanitize_utf8(text);
+  std::string clean = nibble::text::sanitize_utf8(text);
   if (name == "qwen3") return to_nfc(clean);
   if (name == "gemma3") {
     for (std::size_t pos; (pos = clean.find("\xE2\x96\x81")) != std::string::npos;)

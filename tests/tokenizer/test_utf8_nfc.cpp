@@ -1,9 +1,9 @@
 // UTF-8 repair (same U+FFFD count as JS TextDecoder), completeness for streaming, and NFC.
 #include <gtest/gtest.h>
 
+#include "engine/text/utf8.h"
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/unicode_nfc.h"
-#include "engine/tokenizer/utf8.h"
 
 namespace nibble::tokenizer {
 namespace {
@@ -12,32 +12,36 @@ const std::string kFffd = "\xEF\xBF\xBD";
 
 TEST(SanitizeUtf8, KeepsValidText) {
   const std::string text = "héllo 中文 😀";
-  EXPECT_EQ(sanitize_utf8(text), text);
+  EXPECT_EQ(nibble::text::sanitize_utf8(text), text);
 }
 
 TEST(SanitizeUtf8, ReplacesMaximalSubpartsLikeTextDecoder) {
   // Values from `new TextDecoder().decode(Uint8Array.of(...))` in node 20.
-  EXPECT_EQ(sanitize_utf8("a\xFF"
-                          "b"),
+  EXPECT_EQ(nibble::text::sanitize_utf8("a\xFF"
+                                        "b"),
             "a" + kFffd + "b");
-  EXPECT_EQ(sanitize_utf8("\xE4\xB8"
-                          "x"),
-            kFffd + "x");                               // truncated 3-byte: one U+FFFD
-  EXPECT_EQ(sanitize_utf8("\x80\x80"), kFffd + kFffd);  // lone continuations: one each
-  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), kFffd + kFffd);  // overlong lead is never valid
-  EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"),
-            kFffd + kFffd + kFffd);                 // surrogate: ED then A0 rejected
-  EXPECT_EQ(sanitize_utf8("\xF0\x9F\x98"), kFffd);  // truncated emoji at the end
-  EXPECT_EQ(sanitize_utf8("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
+  EXPECT_EQ(nibble::text::sanitize_utf8("\xE4\xB8"
+                                        "x"),
+            kFffd + "x");  // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(nibble::text::sanitize_utf8("\x80\x80"),
+            kFffd + kFffd);  // lone continuations: one each
+  EXPECT_EQ(nibble::text::sanitize_utf8("\xC0\xAF"),
+            kFffd + kFffd);  // overlong lead is never valid
+  EXPECT_EQ(nibble::text::sanitize_utf8("\xED\xA0\x80"),
+            kFffd + kFffd + kFffd);                               // surrogate: ED then A0 rejected
+  EXPECT_EQ(nibble::text::sanitize_utf8("\xF0\x9F\x98"), kFffd);  // truncated emoji at the end
+  EXPECT_EQ(nibble::text::sanitize_utf8("\xF4\x90\x80\x80"),
+            kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
 }
 
 TEST(CompleteUtf8Prefix, HoldsBackOnlyAnIncompleteTail) {
-  EXPECT_EQ(complete_utf8_prefix("ab"), 2u);
-  EXPECT_EQ(complete_utf8_prefix("ab\xE4\xB8"), 2u);
-  EXPECT_EQ(complete_utf8_prefix("ab\xE4\xB8\xAD"), 5u);
-  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98"), 0u);
-  EXPECT_EQ(complete_utf8_prefix("\xFF"), 1u);       // can never complete: released
-  EXPECT_EQ(complete_utf8_prefix("\xE4\xB8x"), 3u);  // cut short by a bad byte: released
+  EXPECT_EQ(nibble::text::complete_utf8_prefix("ab"), 2u);
+  EXPECT_EQ(nibble::text::complete_utf8_prefix("ab\xE4\xB8"), 2u);
+  EXPECT_EQ(nibble::text::complete_utf8_prefix("ab\xE4\xB8\xAD"), 5u);
+  EXPECT_EQ(nibble::text::complete_utf8_prefix("\xF0\x9F\x98"), 0u);
+  EXPECT_EQ(nibble::text::complete_utf8_prefix("\xFF"), 1u);  // can never complete: released
+  EXPECT_EQ(nibble::text::complete_utf8_prefix("\xE4\xB8x"),
+            3u);  // cut short by a bad byte: released
 }
 
 TEST(Nfc, ComposesReordersAndLeavesStableTextAlone) {

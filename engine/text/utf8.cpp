@@ -1,6 +1,6 @@
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/utf8.h"
 
-namespace nibble::tokenizer {
+namespace nibble::text {
 namespace {
 
 constexpr char32_t kReplacement = 0xFFFD;
@@ -105,6 +105,18 @@ std::vector<char32_t> decode_utf8(std::string_view text) {
   return cps;
 }
 
+std::u32string to_code_points(std::string_view bytes) {
+  const std::vector<char32_t> cps = decode_utf8(sanitize_utf8(bytes));
+  return std::u32string(cps.begin(), cps.end());
+}
+
+std::string from_code_points(std::u32string_view code_points) {
+  std::string out;
+  out.reserve(code_points.size());
+  for (char32_t cp : code_points) append_utf8(out, cp);
+  return out;
+}
+
 std::size_t complete_utf8_prefix(std::string_view bytes) {
   std::size_t pos = 0;
   while (pos < bytes.size()) {
@@ -122,4 +134,4 @@ std::size_t complete_utf8_prefix(std::string_view bytes) {
   return pos;
 }
 
-}  // namespace nibble::tokenizer
+}  // namespace nibble::text

@@ -33,10 +33,26 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
   }
   const std::int64_t rows = w4a16_tile_rows(tile);
   const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + rows - 1) / rows);
-  // Resident blocks per SM: decode tiles are small (26 KB of shared memory, 64 registers), 8
-  // fit; the big tiles fit about 2. Split K so that the grid fills those slots in ONE wave
-  // (a second, partial wave costs as much as a full one).
-  const std::int64_t slots = std::int64_t(device.sm_count) * (tile == W4A16Tile::kM16 ? 8 : 2);
+  if (tile == W4A16Tile::kM16 || tile == W4A16Tile::kM8 || tile == W4A16Tile::kM16Wide) {
+    // From nibble-kernel-bench --sweep-splits on H100 (docs/performance.md, 2026-11-23 v7):
+    // up to 4 rows the split-K sums are cheap and the best count gives each block >= 8 k tiles
+    // with at least 2 blocks per SM (at most 8 fit); with more rows the sums cost more than
+    // the parallelism buys beyond ~2 blocks per SM (gate_up M = 16: 1 split 31.7 µs, 4: 44.3).
+    const std::int64_t k_tiles = (k + 63) / 64;
+    const std::int64_t sms = device.sm_count;
+    const std::int64_t per_sm = tile == W4A16Tile::kM16Wide ? 4 : 8;  // resident blocks
+    std::int64_t splits = 0;
+    if (m <= 4) {
+      const std::int64_t fill = std::min(k_tiles / 2, (2 * sms + blocks - 1) / blocks);
+      splits = std::max(std::min(k_tiles / 8, per_sm * sms / blocks), fill);
+    } else {
+      splits = std::min(k_tiles / 8, 2 * sms / blocks);
+    }
+    return int(std::max<std::int64_t>(1, splits));
+  }
+  // 64- and 128-row tiles: about 2 fit per SM. Split K so that the grid fills those slots in
+  // ONE wave (a second, partial wave costs as much as a full one).
+  const std::int64_t slots = std::int64_t(device.sm_count) * 2;
   const std::int64_t k_tiles = (k + 63) / 64;
   std::int64_t splits = std::max<std::int64_t>(1, slots / blocks);
   // Each split adds m x 128 partial sums per block with atomics: keep that traffic under the
@@ -54,10 +70,14 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
-  if (m <= 16) {
-    // kM16, not kGemv: at M = 1..16 the shared-memory pipeline measured faster on every
-    // Llama and Qwen shape (docs/performance.md, 2026-11-23).
-    plan.tile = W4A16Tile::kM16;
+  if (m <= 8) {
+    // kM8 (x as the mma's B operand: half the mma.sync of kM16); kGemv measured slower than
+    // both on every Llama and Qwen shape (docs/performance.md, 2026-11-23).
+    plan.tile = W4A16Tile::kM8;
+  } else if (m <= 16) {
+    // 8 warps per block, K split in the block: the grid stays at <= 2 blocks per SM (split-K
+    // sums of 16 rows are costly) without running short of warps.
+    plan.tile = W4A16Tile::kM16Wide;
   } else if (m > 512 && blocks128 >= 2 * std::int64_t(device.sm_count)) {
     plan.tile = W4A16Tile::kM128;
   } else {
@@ -70,12 +90,12 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, bool overlap) {
   Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device);
   if (workspace == nullptr || workspace_bytes < nvfp4_linear_workspace_bytes(m, w.n)) {
     plan.splits = 1;
   }
-  return w4a16_linear(x, m, w, residual, out, plan.tile, plan.splits, workspace, stream);
+  return w4a16_linear(x, m, w, residual, out, plan.tile, plan.splits, workspace, stream, overlap);
 }
 
 }  // namespace nibble::kernels

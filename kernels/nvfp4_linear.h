@@ -2,14 +2,18 @@
 // The one entry point the engine calls for an NVFP4 linear layer:
 //   out[M, N] = x[M, K] . W[N, K]^T (+ residual), BF16 in and out, W in NVFP4.
 // It picks the kernel by M, N, K and the device:
-//   M <= 16           W4A16, 16-row tiles ("GEMV": bound by weight bytes), split-K so that the
-//                     grid fills the GPU in one wave;
+//   M <= 8            W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
+//                     A operand), bound by weight bytes;
+//   M <= 16           W4A16, 16-row tiles with 8 warps (kM16Wide: a block's K range split over
+//                     two warp groups, summed in shared memory);
+//                     both split K: up to 4 rows >= 8 k tiles per split and >= 2 blocks per SM,
+//                     above that at most 2 blocks per SM (partial sums cost more with more rows);
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles.
-// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md). The decode kernel
-// W4A16Tile::kGemv (weights straight to registers) is built and tested but not chosen: it
-// measured slower than the 16-row tiles at every M <= 16 shape.
+// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits).
+// The decode kernel W4A16Tile::kGemv (weights straight to registers) is built and tested but not
+// chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape.
 // W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
 // not chosen here: it needs the activation quantizer in front and has not run on hardware.
 #include <cuda_runtime.h>
@@ -47,10 +51,10 @@ inline std::size_t nvfp4_linear_workspace_bytes(std::int64_t m, std::int64_t n) 
 
 // x: [m, k] BF16 bits; residual: [m, n] or null; out: [m, n]. With workspace_bytes smaller
 // than the plan needs, K is not split. Returns the first CUDA error, cudaErrorInvalidValue on
-// shapes that disagree with the weight.
+// shapes that disagree with the weight. overlap: programmatic dependent launch (w4a16_gemm.h).
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,
-                         cudaStream_t stream);
+                         cudaStream_t stream, bool overlap = false);
 
 }  // namespace nibble::kernels

@@ -4,7 +4,10 @@
 # Usage: tools/gpu-check.sh [--no-bench] [--no-sanitizer] [--fast] [--sweep] [--ncu]; logs go to
 # $OUT (or ./gpu-check-out). --fast: sampled E2M1 check and no sanitizer (intermediate runs;
 # the full check is the default). --sweep: the benchmark also sweeps split-K counts.
-# --ncu adds an Nsight Compute profile of the first W4A16 launches (M = 1).
+# --ncu adds an Nsight Compute profile (full set) of the read ceilings and the 8-row, 16-row and
+# decode (gemv) tiles in both group orders (nibble-kernel-bench --profile; NCU_LAYERS, NCU_MS
+# pick the shapes, default gate_up,qkv at M = 1). The W4A16 SASS always goes to
+# $OUT/w4a16_sass.txt.
 # Exit status: non-zero if the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,7 @@ for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kerne
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   nvcc "${NVCC_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
+nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/read_ceiling.cu -o "$BUILD/read_ceiling.o" >>"$build_log" 2>&1 &
 for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   g++ "${CXX_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
@@ -46,9 +50,12 @@ g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/kernel_bench.cpp -o "$BUILD/bench.o"
 wait
 nvcc -o "$BUILD/test_nvfp4_gpu" "$BUILD/test.o" "${objs[@]}" >>"$build_log" 2>&1 || status=1
 nvcc -o "$BUILD/test_w4a16_layout" "$BUILD/layout_test.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/nvfp4_ref.cpp.o" >>"$build_log" 2>&1 || status=1
-nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
+nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
 grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40
 [ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }
+
+# The W4A16 SASS (instruction mix of the main loops; see kernels/nvfp4/PERF_NOTES.md).
+for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemv.cu.o"; do cuobjdump -sass "$o"; done >"$OUT/w4a16_sass.txt" 2>&1
 
 step "W4A4 (sm_120a/121a): block-scaled FP4 mma in PTX and SASS"
 w4a4_result="not built"
@@ -80,11 +87,12 @@ if [ $BENCH -eq 1 ]; then
 fi
 
 if [ $NCU -eq 1 ]; then
-  step "ncu (first W4A16 kernels of the benchmark)"
-  timeout 300 ncu --kernel-name regex:w4a16 --launch-count 2 --section SpeedOfLight \
-    --section WarpStateStats --section Occupancy --section LaunchStats \
-    "$BUILD/nibble-kernel-bench" --reps 1 >"$OUT/ncu.log" 2>&1
-  grep -E 'w4a16_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slot|Stall|Warp Cycles Per Issued' "$OUT/ncu.log" | head -40
+  step "ncu (nibble-kernel-bench --profile --layers ${NCU_LAYERS:-gate_up,qkv} --ms ${NCU_MS:-1})"
+  timeout 200 ncu --set full --kernel-name regex:'w4a16|read_' \
+    "$BUILD/nibble-kernel-bench" --profile --layers "${NCU_LAYERS:-gate_up,qkv}" \
+    --ms "${NCU_MS:-1}" >"$OUT/ncu.log" 2>&1
+  echo "ncu rc $?"
+  grep -E '^  [a-z_:<>0-9A-Za-z ]+\(|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|L2 Hit Rate|Mem Busy|Max Bandwidth' "$OUT/ncu.log" | head -150
 fi
 
 step "summary"

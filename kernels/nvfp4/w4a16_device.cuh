@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace nibble::kernels::w4a16_detail {
@@ -27,11 +28,48 @@ __device__ inline void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Programmatic dependent launch (sm_90+). A launch that allows it may start before the previous
+// kernel in the stream has finished: nothing that kernel writes (x, residual, out, workspace) may
+// be touched before wait_for_previous_grid(); the weights may. Both are no-ops otherwise.
+__device__ inline void wait_for_previous_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ inline void allow_next_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
+// Launch configuration with programmatic dependent launch on or off.
+struct LaunchWithOverlap {
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attribute{};
+  LaunchWithOverlap(dim3 grid, int threads, int smem, cudaStream_t stream, bool overlap) {
+    config.gridDim = grid;
+    config.blockDim = dim3(unsigned(threads));
+    config.dynamicSmemBytes = std::size_t(smem);
+    config.stream = stream;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = overlap ? 1 : 0;
+  }
+};
+
 __device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* smem) {
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
+}
+
+// The same with a shared-memory address (cvta already applied).
+__device__ inline void ldmatrix_x4_at(std::uint32_t (&r)[4], unsigned smem_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address));
 }
 
 __device__ inline void mma_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
@@ -53,14 +91,35 @@ __device__ inline std::uint32_t tiny_bf16x2(std::uint32_t w) {
   return ((w >> 4) & 0x00C000C0u) | ((w >> 5) & 0x01000100u) | ((w << 1) & 0x80008000u);
 }
 
-// Two E4M3 codes (low byte first) -> bf16x2 of e4m3 * 2^116; exact. Zero codes give a
-// non-zero bf16, harmless because the repack zeroes the codes of zero-scale blocks.
+// Two non-negative E4M3 codes (low byte first; the layout stores them so) -> bf16x2 of
+// e4m3 * 2^116; exact. The fp16 of an E4M3 value is normal with its low 7 mantissa bits zero,
+// so one shift moves both halves to bf16 positions and one add rebiases the exponents
+// (fp16 bias 15 -> bf16 bias 127, plus 116: add 112 + 116). Zero codes give a non-zero bf16,
+// harmless because the repack zeroes the codes of zero-scale blocks.
 __device__ inline std::uint32_t e4m3x2_to_scaled_bf16x2(std::uint32_t two_codes) {
   const __half2_raw h =
       __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_codes & 0xFFFF), __NV_E4M3);
   const std::uint32_t bits = std::uint32_t(h.x) | (std::uint32_t(h.y) << 16);
-  // fp16 exponent bias 15 -> bf16 bias 127, plus 116: add (112 + 116) to the exponent field.
-  return (((bits >> 3) & 0x0FFF0FFFu) + 0x72007200u) | (bits & 0x80008000u);
+  return (bits >> 3) + 0x72007200u;
+}
+
+// a * {pair.half[H], pair.half[H]}: written as a half broadcast so that ptxas can use the
+// multiply's operand swizzle instead of a separate PRMT.
+template <int H>
+__device__ inline std::uint32_t bf16x2_mul_by_half(std::uint32_t a, std::uint32_t pair) {
+  std::uint32_t d;
+  if constexpr (H == 0) {
+    asm("{.reg .b16 lo, hi;\n .reg .b32 s;\n mov.b32 {lo, hi}, %2;\n mov.b32 s, {lo, lo};\n"
+        " fma.rn.bf16x2 %0, %1, s, %3;}\n"
+        : "=r"(d)
+        : "r"(a), "r"(pair), "r"(0x80008000u));
+  } else {
+    asm("{.reg .b16 lo, hi;\n .reg .b32 s;\n mov.b32 {lo, hi}, %2;\n mov.b32 s, {hi, hi};\n"
+        " fma.rn.bf16x2 %0, %1, s, %3;}\n"
+        : "=r"(d)
+        : "r"(a), "r"(pair), "r"(0x80008000u));
+  }
+  return d;
 }
 
 __device__ inline std::uint32_t bf16x2_mul(std::uint32_t a, std::uint32_t b) {

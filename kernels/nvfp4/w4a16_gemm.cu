@@ -11,14 +11,27 @@ using namespace w4a16_detail;
 
 constexpr int kBk = 64;
 
-template <int MT_, int NT_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_>
+// SWAP: x is the mma's B operand (8 rows of x as n8) and the weights its A operand (two 8-row
+// tiles as m16): half the mma.sync of the regular form when a block has at most 8 rows.
+// KSPLIT = 2: two groups of WM x WN warps; a stage holds two k steps (one "sub-stage" each, in
+// the one-step format) and group h computes sub-stage h; the groups' sums meet in shared memory
+// at the end. Twice the warps per block without more split-K traffic.
+template <int MT_, int NT_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_, bool SWAP_ = false,
+          int KSPLIT_ = 1>
 struct TileShape {
   static constexpr int MT = MT_, NT = NT_, WM = WM_, WN = WN_, STAGES = STAGES_;
-  static constexpr int BM = 16 * MT * WM, BN = 8 * NT * WN, THREADS = 32 * WM * WN;
+  static constexpr bool SWAP = SWAP_;
+  static constexpr int KSPLIT = KSPLIT_;
+  static constexpr int BM = SWAP ? 8 : 16 * MT * WM, BN = 8 * NT * WN;
+  static constexpr int GROUP_THREADS = 32 * WM * WN, THREADS = GROUP_THREADS * KSPLIT;
+  static constexpr int ACC_N = SWAP ? NT / 2 : NT;  // accumulator fragments per m16 row tile
+  static_assert(!SWAP || (MT == 1 && WM == 1 && NT % 2 == 0), "SWAP: one row tile of 8");
+  static_assert(KSPLIT == 1 || (KSPLIT == 2 && !SWAP), "KSPLIT: 2, regular tiles only");
   static constexpr int A_BYTES = BM * kBk * 2;
   static constexpr int B_BYTES = (BN / 8) * 256;
   static constexpr int S_BYTES = (BN / 8) * 32;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES + S_BYTES;
+  static constexpr int SUB_BYTES = A_BYTES + B_BYTES + S_BYTES;
+  static constexpr int STAGE_BYTES = SUB_BYTES * KSPLIT;
   static constexpr int SMEM = STAGE_BYTES * STAGES;
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;  // resident blocks per SM: caps registers
   static_assert(BN == kW4A16TileCols, "a block owns one 128-row weight group");
@@ -26,37 +39,181 @@ struct TileShape {
 
 // Warps split N first: a warp decodes each weight fragment once and reuses it over its MT
 // row tiles, so WM > 1 pays the FP4 decode twice for the same block.
-using ShapeM16 = TileShape<1, 4, 1, 4, 4, 8>;   // 16 x 128, 4 warps, 26 KB, 8 blocks/SM
-using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;   // 64 x 128, 4 warps, 50 KB
+using ShapeM8 = TileShape<1, 4, 1, 4, 4, 8, true>;  // 8 x 128 swapped, 4 warps, 22 KB
+using ShapeM16 = TileShape<1, 4, 1, 4, 4, 8>;       // 16 x 128, 4 warps, 26 KB, 8 blocks/SM
+using ShapeM16Wide = TileShape<1, 4, 1, 4, 4, 4, false, 2>;  // 16 x 128, 8 warps, 53 KB
+using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;                // 64 x 128, 4 warps, 50 KB
 using ShapeM128 = TileShape<8, 4, 1, 4, 4, 2>;  // 128 x 128, 4 warps, 82 KB (GB10: <= 99 KB)
 
-// One k step of the pipeline: x rows [m0, m0 + BM) and the 128-row weight group's tiles and
-// scales (contiguous: 4 KB + 512 B, see w4a16_layout.h).
+// Issues one k step of the pipeline with a fixed, precomputed set of 16-byte cp.async per
+// thread (no per-step index arithmetic beyond a pointer bump): x rows [m0, m0 + BM) (`load_x`)
+// and the 128-row weight group's 4 KB of tiles + 512 B of scales (`load_weights`).
 template <class S>
-__device__ inline void load_stage(std::uint8_t* stage, const std::uint16_t* __restrict__ x,
-                                  int rows, std::int64_t k, std::int64_t m0, std::int64_t kt,
-                                  const std::uint8_t* __restrict__ group_tiles,
-                                  const std::uint8_t* __restrict__ group_scales) {
-  std::uint8_t* a_s = stage;
-  std::uint8_t* b_s = stage + S::A_BYTES;
-  std::uint8_t* s_s = b_s + S::B_BYTES;
-  // x: `rows` real rows (the rest of the tile was zeroed once) x 8 chunks of 16 bytes; chunk
-  // ch of row r goes to chunk (ch ^ r%8): ldmatrix then reads 8 rows of one chunk from 8
-  // different bank groups.
-  const std::uint16_t* x_tile = x + m0 * k + kt * kBk;
-  const std::int64_t cols_left = k - kt * kBk;
-  for (int c = threadIdx.x; c < rows * 8; c += S::THREADS) {
-    const int r = c / 8, ch = c % 8;
-    const bool valid = ch * 8 < cols_left;
-    cp_async16(a_s + r * 128 + ((ch ^ (r & 7)) * 16), valid ? x_tile + r * k + ch * 8 : x, valid);
+struct StageLoader {
+  // Each warp group's threads load their own sub-stage (k step kt_begin + KSPLIT * j + group).
+  static constexpr int kThreads = S::GROUP_THREADS;
+  static constexpr int kRowsPerPass = kThreads / 8;  // x rows covered by one chunk per thread
+  static constexpr int kXPerThread = (S::BM + kRowsPerPass - 1) / kRowsPerPass;
+  static constexpr int kTilesPerThread = S::B_BYTES / 16 / kThreads;
+  static_assert((S::BM % kRowsPerPass == 0 || S::BM < kRowsPerPass) &&
+                    S::B_BYTES % (16 * kThreads) == 0 && S::S_BYTES / 16 <= kThreads,
+                "the loader needs whole passes");
+
+  // The next k step to load: x and weights advance separately (the prologue requests the
+  // weights of several steps before their x).
+  const std::uint16_t* x_next;  // this thread's first x chunk
+  const std::uint8_t* w_next;   // this thread's 16 bytes of tiles
+  const std::uint8_t* s_next;   // this thread's 16 bytes of scales (threads < S_BYTES / 16)
+  std::int64_t x_pass_stride;   // elements between this thread's x chunks
+  std::int64_t w_stride;        // bytes of tiles from one k step to the next
+  int x_cols_left;              // columns of x left from this thread's chunk on (<= 0: past k)
+  unsigned a_dst, w_dst;        // offsets in a stage
+  bool s_loader;
+  unsigned x_rows_mask;             // bit j: chunk j is a real row
+  std::int64_t x_kt, w_kt, kt_end;  // KSPLIT > 1: the next k steps, to skip those past the range
+
+  __device__ StageLoader(const std::uint16_t* x, std::int64_t k, std::int64_t m0, int rows,
+                         std::int64_t kt_begin, const std::uint8_t* group_tiles,
+                         const std::uint8_t* group_scales, std::int64_t kt_stride,
+                         std::int64_t kt_end_) {
+    const int group = threadIdx.x / kThreads, tid = threadIdx.x % kThreads;
+    const int ch = tid % 8, first_row = tid / 8;
+    kt_begin += group;
+    x_kt = w_kt = kt_begin;
+    kt_end = kt_end_;
+    x_next = x + (m0 + first_row) * k + kt_begin * kBk + ch * 8;
+    x_pass_stride = kRowsPerPass * k;
+    x_cols_left = int(k - kt_begin * kBk - ch * 8);
+    x_rows_mask = 0;
+#pragma unroll
+    for (int j = 0; j < kXPerThread; ++j) {
+      if (first_row + j * kRowsPerPass < rows) x_rows_mask |= 1u << j;
+    }
+    // chunk ch of row r goes to chunk (ch ^ r%8) (r % 8 is the same in every pass): ldmatrix then
+    // reads 8 rows of one chunk from 8 different bank groups.
+    a_dst = unsigned(group * S::SUB_BYTES + first_row * 128 + ((ch ^ (first_row & 7)) * 16));
+    w_stride = kt_stride * 4096;
+    w_next = group_tiles + kt_begin * w_stride + tid * 16;
+    s_next = group_scales + kt_begin * (kt_stride * 512) + tid * 16;
+    w_dst = unsigned(group * S::SUB_BYTES + S::A_BYTES + tid * 16);
+    s_loader = tid < S::S_BYTES / 16;
   }
-  const std::uint8_t* t_src = group_tiles + kt * (kW4A16TileCols / 8) * 256;
-  for (int c = threadIdx.x; c < S::B_BYTES / 16; c += S::THREADS) {
-    cp_async16(b_s + c * 16, t_src + c * 16, true);
+
+  // x_any: any valid address of x, the source of the zero-filled copies past k.
+  __device__ void load_x(std::uint8_t* stage, const std::uint16_t* x_any) {
+    const bool col_ok = x_cols_left > 0;  // columns past k: zero-filled (source size 0)
+    bool in_range = true;
+    if constexpr (S::KSPLIT > 1) {
+      in_range = x_kt < kt_end;
+      x_kt += S::KSPLIT;
+    }
+#pragma unroll
+    for (int j = 0; j < kXPerThread; ++j) {
+      if (in_range && (x_rows_mask & (1u << j))) {
+        cp_async16(stage + a_dst + j * kRowsPerPass * 128,
+                   col_ok ? x_next + j * x_pass_stride : x_any, col_ok);
+      }
+    }
+    x_next += S::KSPLIT * kBk;
+    x_cols_left -= S::KSPLIT * kBk;
   }
-  const std::uint8_t* s_src = group_scales + kt * (kW4A16TileCols / 8) * 32;
-  for (int c = threadIdx.x; c < S::S_BYTES / 16; c += S::THREADS) {
-    cp_async16(s_s + c * 16, s_src + c * 16, true);
+
+  __device__ void load_weights(std::uint8_t* stage) {
+    bool in_range = true;
+    if constexpr (S::KSPLIT > 1) {
+      in_range = w_kt < kt_end;
+      w_kt += S::KSPLIT;
+    }
+    if (in_range) {
+#pragma unroll
+      for (int j = 0; j < kTilesPerThread; ++j) {
+        cp_async16(stage + w_dst + j * kThreads * 16, w_next + j * kThreads * 16, true);
+      }
+      if (s_loader) cp_async16(stage + w_dst + S::B_BYTES, s_next, true);
+    }
+    w_next += S::KSPLIT * w_stride;
+    s_next += S::KSPLIT * w_stride / 8;
+  }
+};
+
+// Split K: adds this block's partial sums into the workspace, 16 bytes per red: lanes 2u and
+// 2u + 1 swap halves so that the even lane holds 4 columns of row g and the odd lane 4 columns
+// of row g + 8.
+template <class S>
+__device__ inline void add_partial_sums(const float (&acc)[S::MT][S::NT][4], float* workspace,
+                                        std::int64_t m, std::int64_t n, std::int64_t row0,
+                                        std::int64_t col0, int lane, float out_scale) {
+  const bool odd = lane & 1;
+#pragma unroll
+  for (int mt = 0; mt < S::MT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < S::NT; ++nt) {
+      const float* v = acc[mt][nt];
+      const float r0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? v[0] : v[2], 1);
+      const float r1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? v[1] : v[3], 1);
+      const float q[4] = {odd ? r0 : v[0], odd ? r1 : v[1], odd ? v[2] : r0, odd ? v[3] : r1};
+      const std::int64_t row = row0 + mt * 16 + lane / 4 + (odd ? 8 : 0);
+      const std::int64_t col = col0 + nt * 8 + ((lane % 4) / 2) * 4;
+      if (row >= m) continue;
+      float* at = workspace + row * n + col;
+      if (n % 4 == 0 && col + 3 < n) {
+        atomicAdd(reinterpret_cast<float4*>(at), make_float4(q[0] * out_scale, q[1] * out_scale,
+                                                             q[2] * out_scale, q[3] * out_scale));
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (col + i < n) atomicAdd(at + i, q[i] * out_scale);
+        }
+      }
+    }
+  }
+}
+
+// SWAP epilogue: c0,c1 are x rows 2t, 2t+1 of weight row g of tile 2p, c2,c3 the same of tile
+// 2p + 1. The block's 8 x 128 tile goes through shared memory (the pipeline is drained) so that
+// rows leave as 16-byte stores or reds.
+template <class S>
+__device__ inline void store_swapped_tile(const float (&acc)[S::MT][S::ACC_N][4],
+                                          std::uint8_t* smem, std::int64_t m, std::int64_t n,
+                                          std::int64_t m0, std::int64_t n0, int wn, int lane,
+                                          float out_scale, const std::uint16_t* residual,
+                                          std::uint16_t* out, float* workspace) {
+  float* tile = reinterpret_cast<float*>(smem);  // [8][BN]
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the stages
+#pragma unroll
+  for (int p = 0; p < S::ACC_N; ++p) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = (lane % 4) * 2 + (e & 1);
+      const int c = (wn * S::NT + 2 * p + (e >> 1)) * 8 + lane / 4;
+      tile[r * S::BN + c] = acc[0][p][e] * out_scale;
+    }
+  }
+  __syncthreads();
+  const int rows = int(m - m0 < S::BM ? m - m0 : S::BM);
+  for (int idx = threadIdx.x; idx < rows * (S::BN / 4); idx += S::THREADS) {
+    const int r = idx / (S::BN / 4), c = (idx % (S::BN / 4)) * 4;
+    const std::int64_t row = m0 + r, col = n0 + c;
+    const float4 v = *reinterpret_cast<const float4*>(tile + r * S::BN + c);
+    const float q[4] = {v.x, v.y, v.z, v.w};
+    float* at = workspace + row * n + col;
+    if (workspace != nullptr && n % 4 == 0 && col + 3 < n) {
+      atomicAdd(reinterpret_cast<float4*>(at), v);
+      continue;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (col + i >= n) break;
+      if (workspace != nullptr) {
+        atomicAdd(at + i, q[i]);
+      } else {
+        const float res = residual != nullptr
+                              ? __bfloat162float(__ushort_as_bfloat16(residual[row * n + col + i]))
+                              : 0.0f;
+        out[row * n + col + i] = __bfloat16_as_ushort(__float2bfloat16_rn(q[i] + res));
+      }
+    }
   }
 }
 
@@ -64,119 +221,193 @@ template <class S>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     w4a16_kernel(const std::uint16_t* __restrict__ x, std::int64_t m, std::int64_t n,
                  std::int64_t k, const std::uint8_t* __restrict__ tiles,
-                 const std::uint8_t* __restrict__ scales, std::int64_t tiles_k, float out_scale,
-                 const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
-                 float* __restrict__ workspace, int kt_per_split) {
+                 const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
+                 W4A16Strides strides, float out_scale, const std::uint16_t* __restrict__ residual,
+                 std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int wm = warp / S::WN, wn = warp % S::WN;
+  const int kgroup = warp / (S::WM * S::WN), group_warp = warp % (S::WM * S::WN);
+  const int wm = group_warp / S::WN, wn = group_warp % S::WN;
   const std::int64_t m0 = std::int64_t(blockIdx.y) * S::BM;
   const std::int64_t n0 = std::int64_t(blockIdx.x) * S::BN;
-  const std::uint8_t* group_tiles = tiles + std::int64_t(blockIdx.x) * tiles_k * (S::BN / 8) * 256;
-  const std::uint8_t* group_scales = scales + std::int64_t(blockIdx.x) * tiles_k * (S::BN / 8) * 32;
+  const std::uint8_t* group_tiles = tiles + std::int64_t(blockIdx.x) * strides.group * 4096;
+  const std::uint8_t* group_scales = scales + std::int64_t(blockIdx.x) * strides.group * 512;
   const std::int64_t kt_begin = std::int64_t(blockIdx.z) * kt_per_split;
   const std::int64_t kt_end = kt_begin + kt_per_split < tiles_k ? kt_begin + kt_per_split : tiles_k;
   const int nk = int(kt_end - kt_begin);
+  const int n_stages = (nk + S::KSPLIT - 1) / S::KSPLIT;
 
-  float acc[S::MT][S::NT][4];
+  float acc[S::MT][S::ACC_N][4];
 #pragma unroll
   for (int i = 0; i < S::MT; ++i)
 #pragma unroll
-    for (int j = 0; j < S::NT; ++j)
+    for (int j = 0; j < S::ACC_N; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
   // Rows of the x tile past m stay zero in every stage: zero them once, never load them.
   const int rows = int(m - m0 < S::BM ? m - m0 : S::BM);
   if (rows < S::BM) {
-    for (int st = 0; st < S::STAGES; ++st) {
-      uint4* a_s = reinterpret_cast<uint4*>(smem + st * S::STAGE_BYTES);
+    for (int sub = 0; sub < S::STAGES * S::KSPLIT; ++sub) {
+      uint4* a_s = reinterpret_cast<uint4*>(smem + sub * S::SUB_BYTES);
       for (int c = rows * 8 + threadIdx.x; c < S::BM * 8; c += S::THREADS) {
         a_s[c] = make_uint4(0, 0, 0, 0);
       }
     }
   }
 
+  StageLoader<S> loader(x, k, m0, rows, kt_begin, group_tiles, group_scales, strides.kt, kt_end);
+  // Prologue: the weights need nothing from the previous kernel, so they are requested before
+  // waiting for it (programmatic dependent launch). Group 0 holds them all and x of stage 0;
+  // groups 1.. hold x of the later stages, so wait_group below still sees stage i complete.
 #pragma unroll
   for (int st = 0; st < S::STAGES - 1; ++st) {
-    if (st < nk) {
-      load_stage<S>(smem + st * S::STAGE_BYTES, x, rows, k, m0, kt_begin + st, group_tiles,
-                    group_scales);
-    }
+    if (st < n_stages) loader.load_weights(smem + st * S::STAGE_BYTES);
+  }
+  wait_for_previous_grid();
+#pragma unroll
+  for (int st = 0; st < S::STAGES - 1; ++st) {
+    if (st < n_stages) loader.load_x(smem + st * S::STAGE_BYTES, x);
     cp_async_commit();
   }
 
-  for (int i = 0; i < nk; ++i) {
+  // Per-lane shared-memory offsets, fixed for the whole loop. ldmatrix row r (lane & 15) of
+  // chunk 2 * step + lane / 16 sits at r * 128 + ((chunk ^ (r % 8)) * 16); as stage bases are
+  // multiples of 128 that is (base + offset at step 0) ^ (step * 32).
+  const unsigned smem_base = unsigned(__cvta_generic_to_shared(smem));
+  // SWAP: ldmatrix matrix i = lane / 8 is chunk 4 * q + i of rows 0..7, i.e. the b fragments of
+  // k16 steps 2q and 2q + 1: (row r = lane % 8 offset at q = 0) ^ (q * 64).
+  const int a_row = S::SWAP ? (lane & 7) : wm * S::MT * 16 + (lane & 15);
+  const int a_chunk = S::SWAP ? (lane >> 3) : (lane >> 4);
+  const unsigned a_lane = unsigned(a_row * 128 + ((a_chunk ^ (a_row & 7)) * 16));
+  const int b_lane = wn * S::NT * 256 + lane * 8;
+  const int s_lane = wn * S::NT * 32 + (lane / 4) * 4;
+  int read_stage = 0, write_stage = S::STAGES - 1;
+  for (int i = 0; i < n_stages; ++i) {
     cp_async_wait<S::STAGES - 2>();
     __syncthreads();
-    const int next = i + S::STAGES - 1;
-    if (next < nk) {
-      load_stage<S>(smem + (next % S::STAGES) * S::STAGE_BYTES, x, rows, k, m0, kt_begin + next,
-                    group_tiles, group_scales);
+    if (i + S::STAGES - 1 < n_stages) {
+      std::uint8_t* stage = smem + write_stage * S::STAGE_BYTES;
+      loader.load_x(stage, x);
+      loader.load_weights(stage);
     }
     cp_async_commit();
+    write_stage = write_stage + 1 == S::STAGES ? 0 : write_stage + 1;
 
-    const std::uint8_t* a_s = smem + (i % S::STAGES) * S::STAGE_BYTES;
-    const std::uint8_t* b_s = a_s + S::A_BYTES;
-    const std::uint8_t* s_s = b_s + S::B_BYTES;
+    const int sub = read_stage * S::KSPLIT + kgroup;
+    read_stage = read_stage + 1 == S::STAGES ? 0 : read_stage + 1;
+    if (S::KSPLIT > 1 && i * S::KSPLIT + kgroup >= nk) continue;  // this group's step is past K
+    const std::uint8_t* a_s = smem + sub * S::SUB_BYTES;
+    const unsigned a_addr = smem_base + unsigned(sub * S::SUB_BYTES) + a_lane;
+    const std::uint8_t* b_s = a_s + S::A_BYTES + b_lane;
+    const std::uint8_t* s_s = a_s + S::A_BYTES + S::B_BYTES + s_lane;
     uint2 codes[S::NT];
     std::uint32_t scale01[S::NT], scale23[S::NT];
 #pragma unroll
     for (int nt = 0; nt < S::NT; ++nt) {
-      const int j = wn * S::NT + nt;
-      codes[nt] = *reinterpret_cast<const uint2*>(b_s + j * 256 + lane * 8);
-      const std::uint32_t sc =
-          *reinterpret_cast<const std::uint32_t*>(s_s + j * 32 + (lane / 4) * 4);
+      codes[nt] = *reinterpret_cast<const uint2*>(b_s + nt * 256);
+      const std::uint32_t sc = *reinterpret_cast<const std::uint32_t*>(s_s + nt * 32);
       scale01[nt] = e4m3x2_to_scaled_bf16x2(sc);
       scale23[nt] = e4m3x2_to_scaled_bf16x2(sc >> 16);
     }
+    if constexpr (S::SWAP) {
+      std::uint32_t xb[2][4];  // b fragments: [q][2 * (step % 2) + half] for step 2q + step % 2
 #pragma unroll
-    for (int step = 0; step < 4; ++step) {
-      std::uint32_t a[S::MT][4];
+      for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[q], a_addr ^ unsigned(q * 64));
 #pragma unroll
-      for (int mt = 0; mt < S::MT; ++mt) {
-        const int row = wm * S::MT * 16 + mt * 16 + (lane & 15);
-        const int chunk = 2 * step + (lane >> 4);
-        ldmatrix_x4(a[mt], a_s + row * 128 + ((chunk ^ (row & 7)) * 16));
+      for (int step = 0; step < 4; ++step) {
+#pragma unroll
+        for (int p = 0; p < S::ACC_N; ++p) {
+          // A rows g and g + 8 are row g of tiles 2p and 2p + 1 (w4a16_layout.h: one lane, one
+          // row).
+          std::uint32_t a[4];
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            const int nt = 2 * p + t;
+            const std::uint32_t word = step < 2 ? codes[nt].x : codes[nt].y;
+            const std::uint32_t pair = step < 2 ? scale01[nt] : scale23[nt];
+            a[t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
+                              : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
+            a[2 + t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
+                                  : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+          }
+          mma_bf16(acc[0][p], a, xb[step / 2][2 * (step % 2)], xb[step / 2][2 * (step % 2) + 1]);
+        }
       }
+    } else {
 #pragma unroll
-      for (int nt = 0; nt < S::NT; ++nt) {
-        const std::uint32_t word = step < 2 ? codes[nt].x : codes[nt].y;
-        const std::uint32_t pair = step < 2 ? scale01[nt] : scale23[nt];
-        const std::uint32_t s2 = __byte_perm(pair, 0, (step & 1) ? 0x3232 : 0x1010);
-        const std::uint32_t b0 =
-            bf16x2_mul((step & 1) ? tiny_bf16x2<2>(word) : tiny_bf16x2<0>(word), s2);
-        const std::uint32_t b1 =
-            bf16x2_mul((step & 1) ? tiny_bf16x2<3>(word) : tiny_bf16x2<1>(word), s2);
+      for (int step = 0; step < 4; ++step) {
+        std::uint32_t a[S::MT][4];
 #pragma unroll
-        for (int mt = 0; mt < S::MT; ++mt) mma_bf16(acc[mt][nt], a[mt], b0, b1);
+        for (int mt = 0; mt < S::MT; ++mt) {
+          ldmatrix_x4_at(a[mt], (a_addr + unsigned(mt * 16 * 128)) ^ unsigned(step * 32));
+        }
+#pragma unroll
+        for (int nt = 0; nt < S::NT; ++nt) {
+          const std::uint32_t word = step < 2 ? codes[nt].x : codes[nt].y;
+          const std::uint32_t pair = step < 2 ? scale01[nt] : scale23[nt];
+          const std::uint32_t b0 = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
+                                              : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
+          const std::uint32_t b1 = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
+                                              : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+#pragma unroll
+          for (int mt = 0; mt < S::MT; ++mt) mma_bf16(acc[mt][nt], a[mt], b0, b1);
+        }
       }
     }
   }
+  allow_next_grid();  // the next kernel's blocks may start during this one's epilogue
 
-  // Epilogue: c0,c1 at (row g, cols 2t, 2t+1), c2,c3 at row g+8.
+  if constexpr (S::KSPLIT > 1) {
+    // Group 1's sums join group 0's through shared memory (the pipeline is drained).
+    float* exchange = reinterpret_cast<float*>(smem);  // [group warp][MT][NT][4][32 lanes]
+    cp_async_wait<0>();
+    __syncthreads();
+    if (kgroup == 1) {
 #pragma unroll
-  for (int mt = 0; mt < S::MT; ++mt) {
+      for (int mt = 0; mt < S::MT; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < S::NT; ++nt) {
+        for (int nt = 0; nt < S::NT; ++nt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const std::int64_t row = m0 + wm * S::MT * 16 + mt * 16 + lane / 4 + half * 8;
-        const std::int64_t col = n0 + (wn * S::NT + nt) * 8 + (lane % 4) * 2;
-        if (row >= m || col >= n) continue;
-        const float v0 = acc[mt][nt][2 * half] * out_scale;
-        const float v1 = acc[mt][nt][2 * half + 1] * out_scale;
-        const bool pair = col + 1 < n;
-        const std::int64_t at = row * n + col;
-        if (workspace != nullptr) {
-          if (pair && n % 2 == 0) {
-            atomicAdd(reinterpret_cast<float2*>(workspace + at), make_float2(v0, v1));  // 8-B red
-          } else {
-            atomicAdd(workspace + at, v0);
-            if (pair) atomicAdd(workspace + at + 1, v1);
-          }
-        } else {
-          float r0 = v0, r1 = v1;
+          for (int e = 0; e < 4; ++e)
+            exchange[(((group_warp * S::MT + mt) * S::NT + nt) * 4 + e) * 32 + lane] =
+                acc[mt][nt][e];
+    }
+    __syncthreads();
+    if (kgroup == 0) {
+#pragma unroll
+      for (int mt = 0; mt < S::MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < S::NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            acc[mt][nt][e] +=
+                exchange[(((group_warp * S::MT + mt) * S::NT + nt) * 4 + e) * 32 + lane];
+    }
+  }
+
+  // Epilogue: c0,c1 at (row g, cols 2t, 2t+1), c2,c3 at row g+8 (group 0 only).
+  if constexpr (S::SWAP) {
+    store_swapped_tile<S>(acc, smem, m, n, m0, n0, wn, lane, out_scale, residual, out, workspace);
+  } else if (kgroup > 0) {
+    // group 1's sums were added to group 0's
+  } else if (workspace != nullptr) {
+    add_partial_sums<S>(acc, workspace, m, n, m0 + wm * S::MT * 16, n0 + wn * S::NT * 8, lane,
+                        out_scale);
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < S::MT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < S::NT; ++nt) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const std::int64_t row = m0 + wm * S::MT * 16 + mt * 16 + lane / 4 + half * 8;
+          const std::int64_t col = n0 + (wn * S::NT + nt) * 8 + (lane % 4) * 2;
+          if (row >= m || col >= n) continue;
+          const bool pair = col + 1 < n;
+          const std::int64_t at = row * n + col;
+          float r0 = acc[mt][nt][2 * half] * out_scale;
+          float r1 = acc[mt][nt][2 * half + 1] * out_scale;
           if (residual != nullptr) {
             r0 += __bfloat162float(__ushort_as_bfloat16(residual[at]));
             if (pair) r1 += __bfloat162float(__ushort_as_bfloat16(residual[at + 1]));
@@ -214,7 +445,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, bool overlap) {
   // Once per kernel, before any stream capture: the opt-in to > 48 KB of shared memory.
   static const cudaError_t attribute_err =
       S::SMEM > 48 * 1024
@@ -232,31 +463,36 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const float out_scale = w.global_factor * 1024.0f;
   const dim3 grid(unsigned(w.n_padded / S::BN), unsigned((m + S::BM - 1) / S::BM),
                   unsigned(splits));
-  w4a16_kernel<S><<<grid, S::THREADS, S::SMEM, stream>>>(x, m, w.n, w.k, w.tiles, w.scales, tiles_k,
-                                                         out_scale, residual, out,
-                                                         split ? workspace : nullptr, kt_per_split);
-  return cudaGetLastError();
+  LaunchWithOverlap launch(grid, S::THREADS, S::SMEM, stream, overlap);
+  const cudaError_t err = cudaLaunchKernelEx(
+      &launch.config, w4a16_kernel<S>, x, m, w.n, w.k, w.tiles, w.scales, tiles_k, w4a16_strides(w),
+      out_scale, residual, out, split ? workspace : nullptr, kt_per_split);
+  return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                         int splits, float* workspace, cudaStream_t stream) {
+                         int splits, float* workspace, cudaStream_t stream, bool overlap) {
   if (m < 0 || w.n <= 0 || w.k <= 0 || w.k % 16 != 0 || w.n_padded % kW4A16TileCols != 0 ||
       w.k_padded % kBk != 0 || w.n_padded < w.n || w.k_padded < w.k) {
     return cudaErrorInvalidValue;
   }
   if (m == 0) return cudaSuccess;
   switch (tile) {
+    case W4A16Tile::kM8:
+      return launch<ShapeM8>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kM16:
-      return launch<ShapeM16>(x, m, w, residual, out, splits, workspace, stream);
+      return launch<ShapeM16>(x, m, w, residual, out, splits, workspace, stream, overlap);
+    case W4A16Tile::kM16Wide:
+      return launch<ShapeM16Wide>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kM64:
-      return launch<ShapeM64>(x, m, w, residual, out, splits, workspace, stream);
+      return launch<ShapeM64>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kM128:
-      return launch<ShapeM128>(x, m, w, residual, out, splits, workspace, stream);
+      return launch<ShapeM128>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kGemv:
-      return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream);
+      return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream, overlap);
   }
   return cudaErrorInvalidValue;
 }

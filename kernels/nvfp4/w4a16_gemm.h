@@ -11,19 +11,41 @@ namespace nibble::kernels {
 
 // Device copy of a repacked weight (see nvfp4::W4A16Weight for the layout and shapes).
 struct W4A16DeviceWeight {
-  const std::uint8_t* tiles = nullptr;   // [n_padded/128][k_padded/64][16][256]
-  const std::uint8_t* scales = nullptr;  // [n_padded/128][k_padded/64][16][32], E4M3 codes
+  const std::uint8_t* tiles = nullptr;   // [group steps][16][256]
+  const std::uint8_t* scales = nullptr;  // [group steps][16][32], E4M3 codes
   std::int64_t n = 0, k = 0, n_padded = 0, k_padded = 0;
   float global_factor = 1.0f;
+  bool k_major = false;  // group-step order of tiles and scales (nvfp4::W4A16Weight::k_major)
 };
 
-// Block tile families: rows of x per block 16 (through shared memory), 64, 128, and kGemv:
+// Where a group step lives: group g, k step kt is group step g * group + kt * kt (in units of
+// one group step: 4 KB of tiles, 512 B of scales).
+struct W4A16Strides {
+  std::int64_t group, kt;
+};
+inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
+  const std::int64_t groups = w.n_padded / 128, tiles_k = w.k_padded / 64;
+  return w.k_major ? W4A16Strides{1, groups} : W4A16Strides{tiles_k, 1};
+}
+
+// Block tile families: rows of x per block 8 (kM8: x as the mma's B operand, weights as A), 16
+// (through shared memory; kM16Wide: 8 warps, a block's K range split over two warp groups), 64,
+// 128, and kGemv:
 // 16 rows, the weights streamed from global memory straight into registers (decode, small M;
 // w4a16_gemv.cu).
-enum class W4A16Tile { kM16, kM64, kM128, kGemv };
+enum class W4A16Tile { kM8, kM16, kM16Wide, kM64, kM128, kGemv };
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
-  return tile == W4A16Tile::kM64 ? 64 : (tile == W4A16Tile::kM128 ? 128 : 16);
+  switch (tile) {
+    case W4A16Tile::kM8:
+      return 8;
+    case W4A16Tile::kM64:
+      return 64;
+    case W4A16Tile::kM128:
+      return 128;
+    default:
+      return 16;
+  }
 }
 inline constexpr int kW4A16TileCols = 128;
 
@@ -31,19 +53,22 @@ inline constexpr int kW4A16TileCols = 128;
 // splits > 1 splits K over blocks that add into workspace (w4a16_workspace_bytes(m, n): must
 // be all zero on entry and is left all zero; the last block of each output tile writes it
 // out); splits == 1 needs no workspace.
+// overlap: launch with programmatic dependent launch (sm_90+): the kernel's blocks may start while
+// the previous kernel in the stream is still running and fetch their first weights early; they
+// wait for it before touching x, residual, out or workspace. Safe after any kernel.
 inline std::size_t w4a16_workspace_bytes(std::int64_t m, std::int64_t n) {
-  const std::int64_t tiles = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 15) / 16);
+  const std::int64_t tiles = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 7) / 8);
   return std::size_t(m * n + tiles) * 4;  // partial sums, then one arrival counter per tile
 }
 
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                         int splits, float* workspace, cudaStream_t stream);
+                         int splits, float* workspace, cudaStream_t stream, bool overlap = false);
 
 // The kGemv kernel (w4a16_gemv.cu); w4a16_linear forwards to it. Arguments as above, already
 // validated.
 cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
-                              float* workspace, cudaStream_t stream);
+                              float* workspace, cudaStream_t stream, bool overlap = false);
 
 }  // namespace nibble::kernels

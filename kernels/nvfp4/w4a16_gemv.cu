@@ -78,9 +78,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     w4a16_gemv_kernel(const std::uint16_t* __restrict__ x, std::int64_t m, std::int64_t n,
                       std::int64_t k, const std::uint8_t* __restrict__ tiles,
                       const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
-                      float out_scale, const std::uint16_t* __restrict__ residual,
-                      std::uint16_t* __restrict__ out, float* __restrict__ workspace,
-                      int kt_per_split) {
+                      W4A16Strides strides, float out_scale,
+                      const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
+                      float* __restrict__ workspace, int kt_per_split) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   std::uint8_t* xs = smem;
   float* partial = reinterpret_cast<float*>(smem + kXBytes);
@@ -92,12 +92,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int rows = int(m - m0 < kRows ? m - m0 : kRows);
   // This warp's 4 tiles inside the group's 4 KB (+ 512 B of scales) per k step.
   const std::uint8_t* my_tiles =
-      tiles + std::int64_t(blockIdx.x) * tiles_k * 4096 + quarter * kStepCodes;
+      tiles + std::int64_t(blockIdx.x) * strides.group * 4096 + quarter * kStepCodes;
   const std::uint8_t* my_scales =
-      scales + std::int64_t(blockIdx.x) * tiles_k * 512 + quarter * kTilesPerWarp * 32;
+      scales + std::int64_t(blockIdx.x) * strides.group * 512 + quarter * kTilesPerWarp * 32;
+  const std::int64_t tile_step = strides.kt * 4096, scale_step = strides.kt * 512;
   const std::int64_t kt_begin = std::int64_t(blockIdx.z) * kt_per_split;
   const std::int64_t kt_end = kt_begin + kt_per_split < tiles_k ? kt_begin + kt_per_split : tiles_k;
 
+  wait_for_previous_grid();  // x is read from the first chunk on
   for (int i = threadIdx.x; i < kRows * kGroupN; i += kThreads) partial[i] = 0.0f;
   float acc[kTilesPerWarp][4];
 #pragma unroll
@@ -126,7 +128,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int d = 0; d < kDepth - 1; ++d) {
       if (d < steps) {
         const std::int64_t kt = c0 + stream + std::int64_t(d) * kStreams;
-        issue_step(ring + d * kStepBytes, my_tiles + kt * 4096, my_scales + kt * 512, lane);
+        issue_step(ring + d * kStepBytes, my_tiles + kt * tile_step, my_scales + kt * scale_step,
+                   lane);
       }
       cp_async_commit();
     }
@@ -138,7 +141,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       __syncwarp();                 // ... for every lane; and all lanes are done with step i - 1
       if (i + kDepth - 1 < steps) {
         const std::int64_t kt = c0 + stream + std::int64_t(i + kDepth - 1) * kStreams;
-        issue_step(ring + refill * kStepBytes, my_tiles + kt * 4096, my_scales + kt * 512, lane);
+        issue_step(ring + refill * kStepBytes, my_tiles + kt * tile_step,
+                   my_scales + kt * scale_step, lane);
       }
       cp_async_commit();
       compute_step(acc, ring + slot * kStepBytes, xs + (stream + i * kStreams) * 2048, lane);
@@ -148,6 +152,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     cp_async_wait<0>();
   }
 
+  allow_next_grid();  // the next kernel's blocks may start during this one's epilogue
   // c0,c1 at (row g, cols 2t, 2t+1) of the tile, c2,c3 at row g + 8.
 #pragma unroll
   for (int j = 0; j < kTilesPerWarp; ++j) {
@@ -202,7 +207,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
-                              float* workspace, cudaStream_t stream) {
+                              float* workspace, cudaStream_t stream, bool overlap) {
   const std::int64_t tiles_k = w.k_padded / 64;
   if (splits < 1) splits = 1;
   if (splits > tiles_k) splits = int(tiles_k);
@@ -216,10 +221,12 @@ cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A1
   if (attribute_err != cudaSuccess) return attribute_err;
   const dim3 grid(unsigned(w.n_padded / kGroupN), unsigned((m + kRows - 1) / kRows),
                   unsigned(splits));
-  w4a16_gemv_kernel<<<grid, kThreads, kSmem, stream>>>(x, m, w.n, w.k, w.tiles, w.scales, tiles_k,
-                                                       w.global_factor * 1024.0f, residual, out,
-                                                       split ? workspace : nullptr, kt_per_split);
-  return cudaGetLastError();
+  LaunchWithOverlap launch(grid, kThreads, kSmem, stream, overlap);
+  const cudaError_t err =
+      cudaLaunchKernelEx(&launch.config, w4a16_gemv_kernel, x, m, w.n, w.k, w.tiles, w.scales,
+                         tiles_k, w4a16_strides(w), w.global_factor * 1024.0f, residual, out,
+                         split ? workspace : nullptr, kt_per_split);
+  return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 }  // namespace nibble::kernels

@@ -15,11 +15,13 @@ struct Position {
 };
 
 // Where element (r, c) lives in the layout (see the header for the derivation).
-Position locate(std::int64_t k_padded, std::int64_t r, std::int64_t c) {
-  const std::int64_t tiles_k = k_padded / kW4A16TileK;
+Position locate(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
+  const std::int64_t tiles_k = w.k_padded / kW4A16TileK;
+  const std::int64_t groups = w.n_padded / kW4A16NAlign;
   const std::int64_t tiles_per_group = kW4A16NAlign / kW4A16TileN;
-  const std::int64_t tile = ((r / kW4A16NAlign) * tiles_k + c / kW4A16TileK) * tiles_per_group +
-                            (r % kW4A16NAlign) / kW4A16TileN;
+  const std::int64_t group = r / kW4A16NAlign, kt = c / kW4A16TileK;
+  const std::int64_t group_step = w.k_major ? kt * groups + group : group * tiles_k + kt;
+  const std::int64_t tile = group_step * tiles_per_group + (r % kW4A16NAlign) / kW4A16TileN;
   const std::int64_t kk = c % kW4A16TileK;
   const int step = int(kk / 16), within = int(kk % 16);
   const int h = within / 8, t = (within % 8) / 2, upper = within % 2;
@@ -43,7 +45,7 @@ std::uint32_t load_word(const std::vector<std::uint8_t>& bytes, std::int64_t at)
 
 W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
                              std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
-                             float global_factor) {
+                             float global_factor, bool k_major) {
   if (n <= 0 || k <= 0 || k % kBlockSize != 0 || packed.size() != std::size_t(n * k / 2) ||
       scales.size() != std::size_t(n * k / kBlockSize)) {
     throw std::invalid_argument(
@@ -58,6 +60,7 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
   w.n_padded = (n + kW4A16NAlign - 1) / kW4A16NAlign * kW4A16NAlign;
   w.k_padded = (k + kW4A16KAlign - 1) / kW4A16KAlign * kW4A16KAlign;
   w.global_factor = global_factor;
+  w.k_major = k_major;
   const std::int64_t tiles = (w.n_padded / kW4A16TileN) * (w.k_padded / kW4A16TileK);
   w.tiles.assign(std::size_t(tiles * kW4A16TileBytes), 0);
   w.scales.assign(std::size_t(tiles * kW4A16ScaleTileBytes), 0);
@@ -72,20 +75,23 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
       const std::uint8_t byte = packed[std::size_t(r * (k / 2) + c / 2)];
       std::uint8_t code = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);
       if ((scale & 0x7F) == 0) code = 0;  // value is zero; the kernels need the code zero too
-      const Position pos = locate(w.k_padded, r, c);
+      // A negative scale's sign moves into the codes (e2m1 * -s == -e2m1 * s exactly): the
+      // kernels convert non-negative scales with one shift and one add.
+      if (scale & 0x80) code ^= 0x8;
+      const Position pos = locate(w, r, c);
       for (int i = 0; i < 4; ++i) {
         if ((code >> i) & 1) {
           w.tiles[std::size_t(pos.word + pos.bits[i] / 8)] |= std::uint8_t(1u << (pos.bits[i] % 8));
         }
       }
-      w.scales[std::size_t(pos.scale)] = scale;
+      w.scales[std::size_t(pos.scale)] = std::uint8_t(scale & 0x7F);
     }
   }
   return w;
 }
 
 float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
-  const Position pos = locate(w.k_padded, r, c);
+  const Position pos = locate(w, r, c);
   const std::uint32_t word = load_word(w.tiles, pos.word);
   std::uint8_t code = 0;
   for (int i = 0; i < 4; ++i) code |= std::uint8_t(((word >> pos.bits[i]) & 1u) << i);

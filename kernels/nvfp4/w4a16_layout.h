@@ -1,11 +1,16 @@
 #pragma once
 // The W4A16 weight layout: an NVFP4 weight [N, K] repacked once at load so that each lane of
 // a warp holds, in one 8-byte word, the E2M1 values of its mma.sync m16n8k16 B fragments for
-// four consecutive k16 steps. The kernels (w4a16_gemm.cu) read nothing else.
+// four consecutive k16 steps. The kernels (w4a16_gemm.cu) read nothing else. The same lane
+// words of two 8-row tiles form an m16n8k16 A fragment (rows g and g + 8), which the 8-row
+// swapped tile (kM8) uses with x as the B operand.
 //
-// Tiles of 8 rows (n) x 64 columns (k), 256 bytes each, stored [N_padded/128][K_padded/64][16]:
-//   the 16 tiles of a 128-row group at one k step are contiguous (4 KB), so a thread block
-//   that owns 128 rows streams one contiguous run of memory along K.
+// Tiles of 8 rows (n) x 64 columns (k), 256 bytes each; the 16 tiles of a 128-row group at one
+//   k step are contiguous (4 KB, a "group step"). Group steps are stored in one of two orders:
+//   group-major [N_padded/128][K_padded/64] (a block that owns 128 rows streams one contiguous
+//   run along K) or k-major [K_padded/64][N_padded/128] (blocks working on the same k step of
+//   neighbouring groups read neighbouring memory, so the whole GPU sweeps one window). On H100
+//   both orders measured the same (docs/performance.md); group-major is the default.
 //   lane l (0..31) owns bytes l*8..l*8+7 of the tile: row n = 8*tile_n + l/4, t = l%4.
 //   Word w (0, 1; little-endian 32-bit) covers k16 steps 2w and 2w+1 of the tile.
 //   A word holds 4 bf16x2 fragment pairs P = 2*(step%2) + h (h = 0: k = 2t, 2t+1; h = 1:
@@ -17,8 +22,9 @@
 //     P2: m at 0,1,2   s at 9      (decode: (w << 6) & 0x81C081C0)
 //     P3: m at 10,11,13 s at 14    (the bits left over: three shifts, see w4a16_gemm.cu)
 //   and the same at +16 for the upper element.
-// Block scales (E4M3 codes, unchanged), 32 bytes per tile, same tile order (512 B per group
-// and k step):
+// Block scales (E4M3 codes, made non-negative: a negative scale's sign flips the sign bits of
+// its block's codes instead), 32 bytes per tile, same tile and group-step order (512 B
+// per group step):
 //   byte 4*(n%8) + step is the scale of row n for k16 step `step` of the tile.
 // Padding: N up to a multiple of kNAlign, K up to a multiple of kKAlign, with zero codes and
 // zero scales. A block whose scale is zero has its codes zeroed (the value is 0 either way);
@@ -40,15 +46,16 @@ struct W4A16Weight {
   std::int64_t n = 0, k = 0;  // logical shape
   std::int64_t n_padded = 0, k_padded = 0;
   float global_factor = 1.0f;        // multiply form
-  std::vector<std::uint8_t> tiles;   // [n_padded/128][k_padded/64][16][256]
-  std::vector<std::uint8_t> scales;  // [n_padded/128][k_padded/64][16][32]
+  bool k_major = false;              // group-step order (see above)
+  std::vector<std::uint8_t> tiles;   // [group steps][16][256]
+  std::vector<std::uint8_t> scales;  // [group steps][16][32]
 };
 
 // packed: [n, k/2] E2M1 pairs (element 2i in the low nibble); scales: [n, k/16] E4M3.
 // Throws std::invalid_argument on sizes that disagree, k % 16 != 0 or a NaN block scale.
 W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
                              std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
-                             float global_factor);
+                             float global_factor, bool k_major = false);
 
 // CPU reference of the layout: element (r, c) decoded from the repacked bytes,
 // e2m1 * e4m3 * global_factor; equals dequantize_element of the source matrix.

@@ -172,8 +172,9 @@ void check_quantize(Results& results, std::mt19937_64& rng) {
   }
 }
 
-// A random but well-formed NVFP4 weight: every E2M1 code, E4M3 scales over a wide range,
-// some zero blocks (codes of a zero block are arbitrary here, as in a careless exporter).
+// A random but well-formed NVFP4 weight: every E2M1 code, E4M3 scales over a wide range (some
+// negative), some zero blocks (codes of a zero block are arbitrary here, as in a careless
+// exporter).
 nvfp4::QuantizedMatrix random_weight(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
   nvfp4::QuantizedMatrix q;
   q.rows = n;
@@ -182,7 +183,11 @@ nvfp4::QuantizedMatrix random_weight(std::mt19937_64& rng, std::int64_t n, std::
   q.scales.resize(std::size_t(n * k / 16));
   std::uniform_int_distribution<int> byte(0, 255), scale_code(0x18, 0x60), roll(0, 99);
   for (auto& b : q.packed) b = std::uint8_t(byte(rng));
-  for (auto& s : q.scales) s = roll(rng) < 2 ? 0 : std::uint8_t(scale_code(rng));
+  for (auto& s : q.scales) {
+    const int r = roll(rng);
+    s = r < 2 ? 0 : std::uint8_t(scale_code(rng));
+    if (r == 1 || r >= 95) s |= 0x80;  // -0 and negative scales: the repack folds the sign
+  }
   std::uniform_real_distribution<float> gf(-8.0f, -2.0f);
   q.global_factor = std::exp2(gf(rng));
   return q;
@@ -206,19 +211,28 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
                   const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace) {
   const auto q = random_weight(rng, c.n, c.k);
   const auto packed = nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor);
+  const auto packed_k =
+      nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor, /*k_major=*/true);
   // The layout's CPU decode must equal the reference dequantization (spot check).
   std::uniform_int_distribution<std::int64_t> rn(0, c.n - 1), rk(0, c.k - 1);
   int layout_bad = 0;
   for (int i = 0; i < 2000; ++i) {
     const std::int64_t r = rn(rng), col = rk(rng);
     layout_bad += nvfp4::w4a16_element(packed, r, col) != nvfp4::dequantize_element(q, r, col);
+    layout_bad += nvfp4::w4a16_element(packed_k, r, col) != nvfp4::dequantize_element(q, r, col);
   }
   DeviceBuffer<std::uint8_t> tiles(packed.tiles.size()), scales(packed.scales.size());
+  DeviceBuffer<std::uint8_t> tiles_k(packed.tiles.size()), scales_k(packed.scales.size());
   tiles.upload(packed.tiles);
   scales.upload(packed.scales);
-  kernels::W4A16DeviceWeight w{
-      tiles.ptr,       scales.ptr,          packed.n, packed.k, packed.n_padded,
-      packed.k_padded, packed.global_factor};
+  tiles_k.upload(packed_k.tiles);
+  scales_k.upload(packed_k.scales);
+  const kernels::W4A16DeviceWeight weight_gm{
+      tiles.ptr,       scales.ptr,           packed.n, packed.k, packed.n_padded,
+      packed.k_padded, packed.global_factor, false};
+  const kernels::W4A16DeviceWeight weight_km{
+      tiles_k.ptr,       scales_k.ptr,           packed_k.n, packed_k.k, packed_k.n_padded,
+      packed_k.k_padded, packed_k.global_factor, true};
 
   const auto x = random_activations(rng, c.m, c.k);
   std::vector<bf16_bits> res;
@@ -264,29 +278,42 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
     bool dispatcher;
     kernels::W4A16Tile tile;
     int splits;
+    bool k_major = false, overlap = false;
   };
-  std::vector<Variant> variants = {{"dispatch", true, kernels::W4A16Tile::kM16, 1}};
+  // The dispatcher in both layouts (and with programmatic dependent launch); the tile families
+  // forced, both layouts, on the smaller shapes.
+  std::vector<Variant> variants = {
+      {"dispatch", true, kernels::W4A16Tile::kM16, 1},
+      {"dispatch/k-major", true, kernels::W4A16Tile::kM16, 1, true},
+      {"dispatch/k-major/pdl", true, kernels::W4A16Tile::kM16, 1, true, true}};
   if (c.n * c.k <= 4096 * 4096) {
     for (auto [tile, tname] :
-         {std::pair{kernels::W4A16Tile::kM16, "m16"}, std::pair{kernels::W4A16Tile::kM64, "m64"},
-          std::pair{kernels::W4A16Tile::kM128, "m128"},
+         {std::pair{kernels::W4A16Tile::kM8, "m8"}, std::pair{kernels::W4A16Tile::kM16, "m16"},
+          std::pair{kernels::W4A16Tile::kM16Wide, "m16wide"},
+          std::pair{kernels::W4A16Tile::kM64, "m64"}, std::pair{kernels::W4A16Tile::kM128, "m128"},
           std::pair{kernels::W4A16Tile::kGemv, "gemv"}}) {
-      variants.push_back({std::string(tname) + "/split1", false, tile, 1});
-      variants.push_back({std::string(tname) + "/split3", false, tile, 3});
+      for (bool k_major : {false, true}) {
+        const std::string suffix = k_major ? "/k-major" : "";
+        variants.push_back({std::string(tname) + "/split1" + suffix, false, tile, 1, k_major});
+        variants.push_back({std::string(tname) + "/split3" + suffix, false, tile, 3, k_major});
+      }
     }
   } else if (c.m <= 16) {
     // One split over a long K walks the decode kernel's x slice through several chunks.
     variants.push_back({"gemv/split1", false, kernels::W4A16Tile::kGemv, 1});
+    variants.push_back({"gemv/split1/k-major", false, kernels::W4A16Tile::kGemv, 1, true});
   }
   for (const auto& v : variants) {
     dout.poison();
+    const kernels::W4A16DeviceWeight& w = v.k_major ? weight_km : weight_gm;
     if (v.dispatcher) {
-      NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
-                                              dout.ptr, workspace.ptr,
-                                              workspace.count * sizeof(float), device, nullptr));
+      NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(
+          dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr, dout.ptr, workspace.ptr,
+          workspace.count * sizeof(float), device, nullptr, v.overlap));
     } else {
       NIBBLE_CUDA_CHECK(kernels::w4a16_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
-                                              dout.ptr, v.tile, v.splits, workspace.ptr, nullptr));
+                                              dout.ptr, v.tile, v.splits, workspace.ptr, nullptr,
+                                              v.overlap));
     }
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     const auto out = dout.download();
@@ -308,6 +335,82 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
                   rows.size(), unwritten, layout_bad);
     results.record(err <= 1e-2 && unwritten == 0 && layout_bad == 0, "linear/" + v.name, detail);
   }
+}
+
+// out[r, :] = x[r, :] . W^T in double, W dequantized by the CPU reference.
+std::vector<double> reference_product(const nvfp4::QuantizedMatrix& q,
+                                      const std::vector<bf16_bits>& x, std::int64_t m) {
+  const std::int64_t n = q.rows, k = q.cols;
+  std::vector<double> ref(std::size_t(m * n));
+  parallel_for(n, [&](std::int64_t b, std::int64_t e) {
+    std::vector<float> wr(static_cast<std::size_t>(k));
+    for (std::int64_t col = b; col < e; ++col) {
+      nvfp4::dequantize_row(
+          std::span(q.packed).subspan(std::size_t(col * k / 2), std::size_t(k / 2)),
+          std::span(q.scales).subspan(std::size_t(col * k / 16), std::size_t(k / 16)),
+          q.global_factor, wr);
+      for (std::int64_t r = 0; r < m; ++r) {
+        double sum = 0.0;
+        for (std::int64_t i = 0; i < k; ++i)
+          sum += double(nvfp4::bf16_to_float(x[std::size_t(r * k + i)])) * wr[i];
+        ref[std::size_t(r * n + col)] = sum;
+      }
+    }
+  });
+  return ref;
+}
+
+// Programmatic dependent launch: y1 = x W1^T, then y2 = y1 W2^T launched with overlap right
+// behind it (sharing the split-K workspace). If the second kernel read y1 or touched the
+// workspace before the first finished, y2 would hold poison or wrong sums.
+void check_overlap_chain(Results& results, std::mt19937_64& rng,
+                         const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace) {
+  const std::int64_t m = 4, k = 4096, n1 = 4096, n2 = 6144;
+  const auto q1 = random_weight(rng, n1, k), q2 = random_weight(rng, n2, n1);
+  const auto p1 = nvfp4::repack_for_w4a16(q1.packed, q1.scales, n1, k, q1.global_factor, true);
+  const auto p2 = nvfp4::repack_for_w4a16(q2.packed, q2.scales, n2, n1, q2.global_factor, true);
+  DeviceBuffer<std::uint8_t> t1(p1.tiles.size()), s1(p1.scales.size()), t2(p2.tiles.size()),
+      s2(p2.scales.size());
+  t1.upload(p1.tiles);
+  s1.upload(p1.scales);
+  t2.upload(p2.tiles);
+  s2.upload(p2.scales);
+  const kernels::W4A16DeviceWeight w1{t1.ptr,      s1.ptr,           n1,  k, p1.n_padded,
+                                      p1.k_padded, p1.global_factor, true};
+  const kernels::W4A16DeviceWeight w2{t2.ptr,      s2.ptr,           n2,  n1, p2.n_padded,
+                                      p2.k_padded, p2.global_factor, true};
+  const auto x = random_activations(rng, m, k);
+  DeviceBuffer<bf16_bits> dx(x.size()), y1(std::size_t(m * n1)), y2(std::size_t(m * n2));
+  dx.upload(x);
+  const std::size_t ws_bytes = workspace.count * sizeof(float);
+  double worst1 = 0.0, worst2 = 0.0;
+  std::size_t unwritten = 0;
+  for (int round = 0; round < 4; ++round) {
+    y1.poison();
+    y2.poison();
+    NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(dx.ptr, m, w1, nullptr, y1.ptr, workspace.ptr, ws_bytes,
+                                            device, nullptr, true));
+    NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(y1.ptr, m, w2, nullptr, y2.ptr, workspace.ptr, ws_bytes,
+                                            device, nullptr, true));
+    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto h1 = y1.download(), h2 = y2.download();
+    std::vector<double> g1(h1.size()), g2(h2.size());
+    for (std::size_t i = 0; i < h1.size(); ++i) g1[i] = nvfp4::bf16_to_float(h1[i]);
+    for (std::size_t i = 0; i < h2.size(); ++i) g2[i] = nvfp4::bf16_to_float(h2[i]);
+    for (double v : g1) unwritten += !std::isfinite(v);
+    for (double v : g2) unwritten += !std::isfinite(v);
+    // y2's reference starts from the y1 the GPU produced (the chain's real input).
+    worst1 = std::max(worst1, relative_error(reference_product(q1, x, m), g1));
+    worst2 = std::max(worst2, relative_error(reference_product(q2, h1, m), g2));
+  }
+  char detail[200];
+  std::snprintf(detail, sizeof detail,
+                "M=%lld, %lldx%lld then %lldx%lld, 4 rounds: worst rel err %.2e / %.2e, %zu "
+                "non-finite",
+                (long long)m, (long long)k, (long long)n1, (long long)n1, (long long)n2, worst1,
+                worst2, unwritten);
+  results.record(worst1 <= 1e-2 && worst2 <= 1e-2 && unwritten == 0, "linear/overlap_chain",
+                 detail);
 }
 
 int run(int argc, char** argv) {
@@ -358,12 +461,13 @@ int run(int argc, char** argv) {
     cases.push_back({2048, 4096, 4096, false});
     cases.push_back({1, 28672, 4096, false});
   }
-  std::size_t ws = 0;
+  std::size_t ws = kernels::nvfp4_linear_workspace_bytes(4, 6144) / 4;  // overlap chain
   for (const auto& c : cases)
     ws = std::max(ws, kernels::nvfp4_linear_workspace_bytes(c.m, c.n) / 4);
   DeviceBuffer<float> workspace(ws);
   NIBBLE_CUDA_CHECK(cudaMemset(workspace.ptr, 0, ws * sizeof(float)));
   for (const auto& c : cases) check_linear(results, rng, c, device, workspace);
+  check_overlap_chain(results, rng, device, workspace);
   const auto left = workspace.download();
   const auto nonzero = std::count_if(left.begin(), left.end(), [](float v) { return v != 0.0f; });
   results.record(nonzero == 0, "split_workspace_left_zero",

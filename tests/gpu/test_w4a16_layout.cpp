@@ -20,7 +20,7 @@ void expect(bool ok, const std::string& what) {
   failures += !ok;
 }
 
-void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
+void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k, bool k_major) {
   std::vector<float> values(std::size_t(n * k));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& v : values) v = normal(rng);
@@ -28,7 +28,11 @@ void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
   for (int i = 0; i < 16; ++i) values[std::size_t(i)] = 0.0f;
   auto q = nibble::nvfp4::quantize_matrix(values, n, k);
   q.packed[0] = 0x3B;  // garbage codes in the zero block, as a careless exporter may leave
-  const auto w = nibble::nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor);
+  // Negative scales (legal E4M3, unusual in checkpoints) and a negative zero: the repack moves
+  // the sign into the codes.
+  for (std::size_t i = 1; i < q.scales.size(); i += 3) q.scales[i] |= 0x80;
+  const auto w =
+      nibble::nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor, k_major);
   std::int64_t bad = 0;
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
@@ -45,8 +49,9 @@ void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
   expect(bad == 0 && pad_bad == 0 && w.n_padded % 128 == 0 && w.k_padded % 64 == 0 &&
              std::int64_t(w.tiles.size()) == w.n_padded * w.k_padded / 2 &&
              std::int64_t(w.scales.size()) == w.n_padded * w.k_padded / 16,
-         "layout [" + std::to_string(n) + ", " + std::to_string(k) + "]: " + std::to_string(bad) +
-             " element and " + std::to_string(pad_bad) + " padding mismatches");
+         std::string(k_major ? "k-major" : "group-major") + " layout [" + std::to_string(n) + ", " +
+             std::to_string(k) + "]: " + std::to_string(bad) + " element and " +
+             std::to_string(pad_bad) + " padding mismatches");
 }
 
 template <class F>
@@ -65,7 +70,9 @@ void expect_throws(F f, const std::string& what) {
 int main() {
   std::mt19937_64 rng(7);
   const std::int64_t shapes[][2] = {{1, 16}, {3, 48}, {8, 64}, {9, 80}, {130, 1040}, {257, 208}};
-  for (const auto& s : shapes) check_shape(rng, s[0], s[1]);
+  for (bool k_major : {false, true}) {
+    for (const auto& s : shapes) check_shape(rng, s[0], s[1], k_major);
+  }
   std::vector<std::uint8_t> packed(8 * 16 / 2), scales(8 * 16 / 16, 0x38);
   expect_throws([&] { nibble::nvfp4::repack_for_w4a16(packed, scales, 8, 24, 1.0f); },
                 "k not a multiple of 16 is refused");

@@ -3,9 +3,14 @@
 // Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 16, 64, 256, 2048.
 // Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
 // of graph replays (20 calls per graph), per call.
-// Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits]
-// --sweep-splits also times the 16-row and the decode (kGemv) tiles at M = 1 and 16 for each
-// split-K count (the evidence behind the planner's choice).
+// Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic).
+// Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
+//                            [--profile]
+// --sweep-splits also times the 8-row tile at M = 1 and 8 and the wide 16-row tile at M = 16
+// for each split-K count (the evidence behind the planner's choice). --layers / --ms keep only
+// those layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
+// fixed order (read linear, read grouped group-major, read grouped k-major, then the 8-row,
+// 16-row and gemv tiles, each group-major then k-major) and times nothing: for Nsight Compute.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +25,7 @@
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
+#include "tools/kernel-bench/read_ceiling.h"
 
 namespace {
 
@@ -86,6 +92,26 @@ double median_us(int reps, cudaStream_t stream, F f) {
   return t[t.size() / 2];
 }
 
+// "a,b,c" -> {"a", "b", "c"}.
+std::vector<std::string> split_list(const char* list) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = list;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+      if (*p == '\0') break;
+    } else {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+bool selected(const std::vector<std::string>& filter, const std::string& name) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
+}
+
 void fill_random_bf16(std::uint16_t* dev, std::size_t count, std::mt19937_64& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<std::uint16_t> h(count);
@@ -98,7 +124,8 @@ void fill_random_bf16(std::uint16_t* dev, std::size_t count, std::mt19937_64& rn
 int main(int argc, char** argv) {
   int reps = 15;
   const char* csv_path = nullptr;
-  bool sweep_splits = false;
+  bool sweep_splits = false, profile = false;
+  std::vector<std::string> layer_filter, m_filter;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
@@ -106,6 +133,12 @@ int main(int argc, char** argv) {
       csv_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--sweep-splits")) {
       sweep_splits = true;
+    } else if (!std::strcmp(argv[i], "--profile")) {
+      profile = true;
+    } else if (!std::strcmp(argv[i], "--layers") && i + 1 < argc) {
+      layer_filter = split_list(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--ms") && i + 1 < argc) {
+      m_filter = split_list(argv[++i]);
     }
   }
   int count = 0;
@@ -166,20 +199,28 @@ int main(int argc, char** argv) {
   if (csv) {
     std::fprintf(csv,
                  "model,layer,K,N,M,nvfp4_us,cublas_bf16_us,weight_GBps,copy_frac,"
-                 "nvfp4_TFLOPs,cublas_TFLOPs,speedup\n");
+                 "nvfp4_TFLOPs,cublas_TFLOPs,speedup,nvfp4_overlap_us\n");
   }
-  std::printf("%-14s %-12s %6s %6s %5s | %9s %9s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s\n",
-              "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "wGB/s", "%copy", "TFLOP/s",
-              "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv");
+  std::printf(
+      "%-14s %-12s %6s %6s %5s | %9s %9s %7s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s | "
+      "%6s %6s %6s %6s %6s %6s\n",
+      "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "+P us", "wGB/s", "%copy",
+      "TFLOP/s", "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv", "t16K", "t16P",
+      "t16KP", "gemvK", "t8 us", "t16W");
   std::printf(
       "(nvfp4 = the dispatcher; t16/t64/t128/tgemv = each W4A16 tile family forced, 0 = not "
-      "run)\n");
+      "run; K = k-major layout, P = programmatic dependent launch; +P = the dispatcher with "
+      "it)\n");
 
   // Per-M sums over the Llama layer set.
-  std::vector<double> llama_ours(std::size(ms), 0.0), llama_cublas(std::size(ms), 0.0);
+  std::vector<double> llama_ours(std::size(ms), 0.0), llama_cublas(std::size(ms), 0.0),
+      llama_overlap(std::size(ms), 0.0);
   double llama_bytes = 0.0;
 
+  unsigned* sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   for (const Shape& s : shapes) {
+    if (!selected(layer_filter, s.layer)) continue;
     // NVFP4 weights: random codes and scales (no zeros), repacked, rotated.
     std::uniform_int_distribution<int> byte(0, 255), scale(0x28, 0x48);
     std::vector<std::uint8_t> packed(std::size_t(s.n * s.k / 2)),
@@ -187,23 +228,36 @@ int main(int argc, char** argv) {
     for (auto& b : packed) b = std::uint8_t(byte(rng));
     for (auto& b : scales) b = std::uint8_t(scale(rng));
     const auto w = nibble::nvfp4::repack_for_w4a16(packed, scales, s.n, s.k, 1e-3f);
+    const auto wk = nibble::nvfp4::repack_for_w4a16(packed, scales, s.n, s.k, 1e-3f, true);
     const std::size_t wbytes = w.tiles.size() + w.scales.size();
     const int copies = int(std::max<std::size_t>(2, kRotateBytes / wbytes + 1));
-    std::vector<nibble::kernels::W4A16DeviceWeight> dw(static_cast<std::size_t>(copies));
+    std::vector<nibble::kernels::W4A16DeviceWeight> dw(static_cast<std::size_t>(copies)),
+        dwk(static_cast<std::size_t>(copies));
     std::vector<void*> allocations;
-    for (auto& d : dw) {
-      std::uint8_t *t = nullptr, *sc = nullptr;
-      CHECK_CUDA(cudaMalloc(&t, w.tiles.size()));
-      CHECK_CUDA(cudaMalloc(&sc, w.scales.size()));
-      CHECK_CUDA(cudaMemcpy(t, w.tiles.data(), w.tiles.size(), cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(sc, w.scales.data(), w.scales.size(), cudaMemcpyHostToDevice));
-      d = {t, sc, w.n, w.k, w.n_padded, w.k_padded, w.global_factor};
-      allocations.push_back(t);
-      allocations.push_back(sc);
+    for (auto [devs, host] : {std::pair{&dw, &w}, std::pair{&dwk, &wk}}) {
+      for (auto& d : *devs) {
+        std::uint8_t *t = nullptr, *sc = nullptr;
+        CHECK_CUDA(cudaMalloc(&t, host->tiles.size()));
+        CHECK_CUDA(cudaMalloc(&sc, host->scales.size()));
+        CHECK_CUDA(cudaMemcpy(t, host->tiles.data(), host->tiles.size(), cudaMemcpyHostToDevice));
+        CHECK_CUDA(
+            cudaMemcpy(sc, host->scales.data(), host->scales.size(), cudaMemcpyHostToDevice));
+        d = {t,
+             sc,
+             host->n,
+             host->k,
+             host->n_padded,
+             host->k_padded,
+             host->global_factor,
+             host->k_major};
+        allocations.push_back(t);
+        allocations.push_back(sc);
+      }
     }
     // BF16 weights for cuBLAS, rotated the same way.
     const std::size_t bf16_bytes = std::size_t(s.n * s.k * 2);
-    const int bf16_copies = int(std::max<std::size_t>(2, kRotateBytes / bf16_bytes + 1));
+    const int bf16_copies =
+        profile ? 0 : int(std::max<std::size_t>(2, kRotateBytes / bf16_bytes + 1));
     std::vector<std::uint16_t*> wb(static_cast<std::size_t>(bf16_copies));
     for (auto& p : wb) {
       CHECK_CUDA(cudaMalloc(&p, bf16_bytes));
@@ -222,11 +276,54 @@ int main(int argc, char** argv) {
     const bool llama = std::string(s.model) == "llama3.1-8b";
     const double real_wbytes = double(s.n * s.k) / 2 + double(s.n * s.k) / 16;
     if (llama) llama_bytes += real_wbytes;
-    for (std::size_t mi = 0; mi < std::size(ms); ++mi) {
+    using nibble::kernels::W4A16Tile;
+    if (profile) {
+      for (std::int64_t m : ms) {
+        if (!selected(m_filter, std::to_string(m))) continue;
+        const int s16 = nibble::kernels::plan_splits(W4A16Tile::kM16, m, s.n, s.k, device);
+        CHECK_CUDA(nibble::bench::read_weight_linear(dw[0], sink, device.sm_count, stream));
+        CHECK_CUDA(nibble::bench::read_weight_grouped(dw[0], s16, sink, stream));
+        CHECK_CUDA(nibble::bench::read_weight_grouped(dwk[0], s16, sink, stream));
+        for (W4A16Tile tile : {W4A16Tile::kM8, W4A16Tile::kM16, W4A16Tile::kGemv}) {
+          const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
+          for (const auto* d : {&dw[0], &dwk[0]}) {
+            CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, *d, nullptr, out, tile, splits,
+                                                     workspace, stream));
+          }
+        }
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        std::printf("profile %s %s M=%lld: 9 launches\n", s.model, s.layer, (long long)m);
+      }
+    } else {
+      // Read ceilings: the weight read once (all copies rotate), no arithmetic.
+      const int s16 = nibble::kernels::plan_splits(W4A16Tile::kM16, 1, s.n, s.k, device);
+      const double r_lin = median_us(reps, stream, [&](int i, cudaStream_t st) {
+        CHECK_CUDA(nibble::bench::read_weight_linear(dw[std::size_t(i % copies)], sink,
+                                                     device.sm_count, st));
+      });
+      const double r_gm = median_us(reps, stream, [&](int i, cudaStream_t st) {
+        CHECK_CUDA(nibble::bench::read_weight_grouped(dw[std::size_t(i % copies)], s16, sink, st));
+      });
+      const double r_km = median_us(reps, stream, [&](int i, cudaStream_t st) {
+        CHECK_CUDA(nibble::bench::read_weight_grouped(dwk[std::size_t(i % copies)], s16, sink, st));
+      });
+      const double layout_bytes = double(w.tiles.size() + w.scales.size());
+      std::printf(
+          "read %s %s (%.1f MB): linear %.1f us (%.0f GB/s), grouped group-major %.1f us (%.0f "
+          "GB/s), grouped k-major %.1f us (%.0f GB/s), split %d\n",
+          s.model, s.layer, layout_bytes / 1e6, r_lin, layout_bytes / r_lin / 1e3, r_gm,
+          layout_bytes / r_gm / 1e3, r_km, layout_bytes / r_km / 1e3, s16);
+    }
+    for (std::size_t mi = 0; mi < std::size(ms) && !profile; ++mi) {
       const std::int64_t m = ms[mi];
+      if (!selected(m_filter, std::to_string(m))) continue;
       const double ours = median_us(reps, stream, [&](int i, cudaStream_t st) {
         CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
                                                  workspace, ws_bytes, device, st));
+      });
+      const double ours_overlap = median_us(reps, stream, [&](int i, cudaStream_t st) {
+        CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
+                                                 workspace, ws_bytes, device, st, true));
       });
       const float alpha = 1.0f, beta = 0.0f;
       const double theirs = median_us(reps, stream, [&](int i, cudaStream_t) {
@@ -237,55 +334,70 @@ int main(int argc, char** argv) {
                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       });
       // The other tile families at the same shape, to keep the dispatcher's choice honest.
-      auto tile_us = [&](nibble::kernels::W4A16Tile tile) {
+      auto tile_us = [&](nibble::kernels::W4A16Tile tile, bool k_major = false,
+                         bool overlap = false) {
         const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
+        const auto& weights = k_major ? dwk : dw;
         return median_us(reps, stream, [&](int i, cudaStream_t st) {
-          CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
-                                                   tile, splits, workspace, st));
+          CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, weights[std::size_t(i % copies)], nullptr,
+                                                   out, tile, splits, workspace, st, overlap));
         });
       };
       const double t16 = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kM16) : 0.0;
       const double t64 = tile_us(nibble::kernels::W4A16Tile::kM64);
       const double t128 = m >= 16 ? tile_us(nibble::kernels::W4A16Tile::kM128) : 0.0;
       const double tgemv = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kGemv) : 0.0;
+      const double t16k = m <= 64 ? tile_us(W4A16Tile::kM16, true) : 0.0;
+      const double t16p = m <= 64 ? tile_us(W4A16Tile::kM16, false, true) : 0.0;
+      const double t16kp = m <= 64 ? tile_us(W4A16Tile::kM16, true, true) : 0.0;
+      const double tgemvk = m <= 64 ? tile_us(W4A16Tile::kGemv, true) : 0.0;
+      const double t8 = m <= 16 ? tile_us(W4A16Tile::kM8) : 0.0;
+      const double t16w = m <= 64 ? tile_us(W4A16Tile::kM16Wide) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
       if (llama) {
         llama_ours[mi] += ours;
+        llama_overlap[mi] += ours_overlap;
         llama_cublas[mi] += theirs;
       }
       std::printf(
-          "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% | "
-          "%6.2fx | %6.1f %6.1f %6.1f %6.1f\n",
-          s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
-          100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours, t16, t64, t128,
-          tgemv);
+          "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f %7.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% "
+          "| "
+          "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f\n",
+          s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs,
+          ours_overlap, gbs, 100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours,
+          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w);
       if (csv) {
-        std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f\n", s.model,
+        std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f,%.2f\n", s.model,
                      s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
-                     gbs / copy_gbs, tf, tf_cub, theirs / ours);
+                     gbs / copy_gbs, tf, tf_cub, theirs / ours, ours_overlap);
       }
     }
     if (sweep_splits) {
-      for (auto [tile, tname] : {std::pair{nibble::kernels::W4A16Tile::kM16, "m16"},
-                                 std::pair{nibble::kernels::W4A16Tile::kGemv, "gemv"}}) {
-        for (std::int64_t m : {std::int64_t(1), std::int64_t(16)}) {
-          std::printf("sweep %s %s %s M=%lld planner=%d:", tname, s.model, s.layer, (long long)m,
-                      nibble::kernels::plan_splits(tile, m, s.n, s.k, device));
-          for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
-            if (splits > w.k_padded / 64) break;
-            const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
-              CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,
-                                                       out, tile, splits, workspace, st));
-            });
-            std::printf(" %d:%.1f", splits, t);
-          }
-          std::printf("\n");
+      struct SweepCase {
+        W4A16Tile tile;
+        const char* tname;
+        std::int64_t m;
+      };
+      for (auto [tile, tname, m] :
+           {SweepCase{W4A16Tile::kM8, "m8", 1}, SweepCase{W4A16Tile::kM8, "m8", 8},
+            SweepCase{W4A16Tile::kM16Wide, "m16wide", 16}}) {
+        std::printf("sweep %s %s %s M=%lld planner=%d:", tname, s.model, s.layer, (long long)m,
+                    nibble::kernels::plan_splits(tile, m, s.n, s.k, device));
+        for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+          if (splits > w.k_padded / 64) break;
+          const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
+            CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,
+                                                     out, tile, splits, workspace, st));
+          });
+          std::printf(" %d:%.1f", splits, t);
         }
+        std::printf("\n");
       }
     }
     for (void* p : allocations) CHECK_CUDA(cudaFree(p));
+    allocations.clear();
     CHECK_CUDA(cudaFree(x));
     CHECK_CUDA(cudaFree(out));
     CHECK_CUDA(cudaFree(workspace));
@@ -293,14 +405,17 @@ int main(int argc, char** argv) {
 
   std::printf("\nLlama-3.1-8B layer set (4 linears, %.1f MB of NVFP4 weights incl. scales):\n",
               llama_bytes / 1e6);
-  std::printf("%5s | %9s %9s | %8s %6s | %7s\n", "M", "nvfp4 us", "cuBLAS us", "wGB/s", "%copy",
-              "speedup");
+  std::printf("%5s | %9s %9s | %8s %6s | %7s | %9s %6s\n", "M", "nvfp4 us", "cuBLAS us", "wGB/s",
+              "%copy", "speedup", "+P us", "%copy");
   for (std::size_t mi = 0; mi < std::size(ms); ++mi) {
     const double gbs = llama_bytes / llama_ours[mi] / 1e3;
-    std::printf("%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx\n", (long long)ms[mi], llama_ours[mi],
-                llama_cublas[mi], gbs, 100.0 * gbs / copy_gbs, llama_cublas[mi] / llama_ours[mi]);
+    const double gbs_p = llama_bytes / llama_overlap[mi] / 1e3;
+    std::printf("%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx | %9.1f %5.1f%%\n", (long long)ms[mi],
+                llama_ours[mi], llama_cublas[mi], gbs, 100.0 * gbs / copy_gbs,
+                llama_cublas[mi] / llama_ours[mi], llama_overlap[mi], 100.0 * gbs_p / copy_gbs);
   }
   if (csv) std::fclose(csv);
+  CHECK_CUDA(cudaFree(sink));
   CHECK_CUBLAS(cublasDestroy(cublas));
   CHECK_CUDA(cudaStreamDestroy(stream));
   return 0;

@@ -213,11 +213,14 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, const Reci
   autoscaler::ScaleState& scale = scale_[r.name];
   const int before = scale.desired;
   const autoscaler::Decision decision = autoscaler::decide(r, measure_load(r.name), scale, now);
-  if (before < 0 || decision.desired == before) {
+  const char* direction = before < 0 || decision.desired == before ? "keep"
+                          : decision.desired > before              ? "up"
+                                                                   : "down";
+  metrics_.autoscaler_decisions.labels({r.name, direction}).inc();
+  if (direction[0] == 'k') {
     spdlog::debug("autoscaler {}: {}", r.name, decision.reason);
   } else {
     spdlog::info("autoscaler {}: {}", r.name, decision.reason);
-    metrics_.autoscaler_decisions.labels({r.name, decision.desired > before ? "up" : "down"}).inc();
   }
   st.desired_replicas = decision.desired;
   st.autoscaler = decision.reason;

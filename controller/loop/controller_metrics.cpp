@@ -23,9 +23,10 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
           "nibble_controller_replica_restarts_total",
           "Engine replicas that exited without being asked to; each is restarted after a back-off.",
           {"recipe"})),
-      autoscaler_decisions(r.counter("nibble_controller_autoscaler_decisions_total",
-                                     "Changes of the desired replica count.",
-                                     {"recipe", "direction"})),
+      autoscaler_decisions(
+          r.counter("nibble_controller_autoscaler_decisions_total",
+                    "Autoscaler decisions, one per recipe per pass: up, down or keep.",
+                    {"recipe", "direction"})),
       recipe_info(r.gauge("nibble_controller_recipe_phase",
                           "1 for the recipe's current phase, 0 for the others it had.",
                           {"recipe", "phase"})) {}

@@ -18,7 +18,7 @@ struct ControllerMetrics {
   metrics::GaugeFamily& desired_replicas;        // recipe
   metrics::GaugeFamily& ready_replicas;          // recipe
   metrics::CounterFamily& replica_restarts;      // recipe: engines that exited unasked (restarted)
-  metrics::CounterFamily& autoscaler_decisions;  // recipe, direction = up | down
+  metrics::CounterFamily& autoscaler_decisions;  // recipe, direction = up | down | keep
   metrics::GaugeFamily& recipe_info;             // recipe, phase: 1 for the current phase
 };
 

@@ -147,7 +147,8 @@ TEST(ControllerE2E, ApplyServeScaleCrashRollDelete) {
               std::string::npos);
     const std::string path = (c.state_dir.path() / "metrics.txt").string();
     std::ofstream(path) << page->body;
-    const auto check = nibble::testing::run_command(promtool + " check metrics < " + path + " 2>&1");
+    const auto check =
+        nibble::testing::run_command(promtool + " check metrics < " + path + " 2>&1");
     EXPECT_EQ(check.exit_code, 0) << check.output;
   }
 
@@ -236,6 +237,9 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
   write_file(recipes / "dup.yaml", recipe("dup", model, "tiny-chat", ""));
   write_file(recipes / "bounds.yaml",
              recipe("bounds", model, "bounds", "  replicas: {min: 3, max: 1}\n"));
+  // Valid, but its engine exits at once: restarted with back-off, shown as CrashLoopBackOff.
+  write_file(recipes / "crashy.yaml",
+             recipe("crashy", model, "crashy", "    extraArgs: [\"--no-such-flag\"]\n"));
   struct Expect {
     std::string name, phase, degraded, message;
   };
@@ -245,6 +249,7 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
       {"nomodel", "Degraded", "True/ModelUnavailable", "/nonexistent/model"},
       {"dup", "Invalid", "True/InvalidSpec", "already served by recipe 'good'"},
       {"bounds", "Invalid", "True/InvalidSpec", "spec.replicas"},
+      {"crashy", "Degraded", "True/CrashLoopBackOff", "exited with code 2 (log: "},
   };
   for (const Expect& e : expects) {
     EXPECT_TRUE(eventually([&] { return phase(c.status(e.name)) == e.phase; }, 20s))
@@ -253,8 +258,19 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
     EXPECT_EQ(c.condition(e.name, "Ready").rfind("False/", 0), 0u) << e.name;
     EXPECT_NE(c.status(e.name).value("lastError", "").find(e.message), std::string::npos)
         << e.name << ": " << c.status(e.name).dump(2);
-    EXPECT_TRUE(c.engine_pids(e.name).empty()) << e.name;
+    if (e.name != "crashy") {
+      EXPECT_TRUE(c.engine_pids(e.name).empty()) << e.name;
+    }
   }
+  // The back-off grows (1 s, 2 s, 4 s, ...): from the first restart to the third takes
+  // 2 + 4 s, where a fixed delay would take 2 s.
+  auto restarts = [&] {
+    return c.metric(R"(nibble_controller_replica_restarts_total{recipe="crashy"})");
+  };
+  ASSERT_TRUE(eventually([&] { return restarts() >= 1; }, 20s));
+  const auto first_restart = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return restarts() >= 3; }, 30s)) << restarts();
+  EXPECT_GE(std::chrono::steady_clock::now() - first_restart, 4500ms);
   auto described = c.nibble("describe recipe typo");
   EXPECT_NE(described.output.find("InvalidSpec"), std::string::npos) << described.output;
 
@@ -278,7 +294,7 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
   const json list = json::parse(models->body);
   std::set<std::string> ids;
   for (const auto& m : list["data"]) ids.insert(m.value("id", ""));
-  EXPECT_EQ(ids, (std::set<std::string>{"nomodel", "tiny-chat"}));
+  EXPECT_EQ(ids, (std::set<std::string>{"crashy", "nomodel", "tiny-chat"}));
   EXPECT_EQ(c.stop(), 0);
   for (int pid : pids) EXPECT_FALSE(process_alive(pid));
 }

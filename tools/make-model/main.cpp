@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "engine/model/safetensors_writer.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
+#include "tools/common/tool_flags.h"
 #include "tools/make-model/presets.h"
 #include "tools/make-model/random_weights.h"
 
@@ -149,39 +152,37 @@ void write_json(const std::filesystem::path& path, const nlohmann::ordered_json&
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
+  try {
+    tools::ToolFlags f("nibble-make-model", argc, argv);
+    while (f.next()) {
+      if (f.is("--help") || f.is("-h")) {
+        std::fputs(kUsage, stdout);
+        std::exit(0);
+      } else if (f.is("--arch")) {
+        o.arch = f.value();
+      } else if (f.is("--preset")) {
+        o.preset = f.value();
+      } else if (f.is("--dtype")) {
+        o.dtype = f.value();
+      } else if (f.is("--format")) {
+        o.format = f.value();
+      } else if (f.is("--tokenizer")) {
+        o.tokenizer = f.value();
+      } else if (f.is("--output")) {
+        o.output = f.value();
+      } else if (f.is("--seed")) {
+        o.seed = static_cast<std::uint64_t>(f.integer(0, std::numeric_limits<long long>::max()));
+      } else if (f.is("--threads")) {
+        o.threads = static_cast<int>(f.integer(1, 4096));
+      } else if (f.is("--max-shard-mb")) {
+        o.max_shard_bytes = static_cast<std::size_t>(f.integer(1, 1 << 20)) << 20;
+      } else {
+        f.unknown();
+      }
     }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nibble-make-model: %s needs a value\n", a.c_str());
-      return false;
-    }
-    std::string v = argv[++i];
-    if (a == "--arch")
-      o.arch = v;
-    else if (a == "--preset")
-      o.preset = v;
-    else if (a == "--dtype")
-      o.dtype = v;
-    else if (a == "--format")
-      o.format = v;
-    else if (a == "--tokenizer")
-      o.tokenizer = v;
-    else if (a == "--output")
-      o.output = v;
-    else if (a == "--seed")
-      o.seed = std::stoull(v);
-    else if (a == "--threads")
-      o.threads = std::max(1, std::stoi(v));
-    else if (a == "--max-shard-mb")
-      o.max_shard_bytes = std::size_t(std::max(1, std::stoi(v))) << 20;
-    else {
-      std::fprintf(stderr, "nibble-make-model: unknown option %s\n\n%s", a.c_str(), kUsage);
-      return false;
-    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return false;
   }
   if (o.arch.empty() || o.preset.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-make-model: --arch, --preset and --output are required\n\n%s",

@@ -21,6 +21,7 @@
 #include "engine/model/safetensors_writer.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
+#include "tools/common/tool_flags.h"
 
 namespace {
 
@@ -204,39 +205,35 @@ int dequantize(const Options& o) {
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
+  try {
+    tools::ToolFlags f("nibble-quantize", argc, argv);
+    while (f.next()) {
+      if (f.is("--help") || f.is("-h")) {
+        std::fputs(kUsage, stdout);
+        std::exit(0);
+      } else if (f.is("--dequantize")) {
+        o.dequantize = true;
+      } else if (f.is("--input")) {
+        o.input = f.value();
+      } else if (f.is("--output")) {
+        o.output = f.value();
+      } else if (f.is("--format")) {
+        o.format = f.value();
+      } else if (f.is("--exclude")) {
+        o.exclude.push_back(f.value());
+      } else if (f.is("--dtype")) {
+        o.dtype = f.value();
+      } else if (f.is("--threads")) {
+        o.threads = static_cast<int>(f.integer(1, 4096));
+      } else if (f.is("--max-shard-mb")) {
+        o.max_shard_bytes = static_cast<std::size_t>(f.integer(1, 1 << 20)) << 20;
+      } else {
+        f.unknown();
+      }
     }
-    if (a == "--dequantize") {
-      o.dequantize = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nibble-quantize: %s needs a value\n", a.c_str());
-      return false;
-    }
-    std::string v = argv[++i];
-    if (a == "--input")
-      o.input = v;
-    else if (a == "--output")
-      o.output = v;
-    else if (a == "--format")
-      o.format = v;
-    else if (a == "--exclude")
-      o.exclude.push_back(v);
-    else if (a == "--dtype")
-      o.dtype = v;
-    else if (a == "--threads")
-      o.threads = std::max(1, std::stoi(v));
-    else if (a == "--max-shard-mb")
-      o.max_shard_bytes = std::size_t(std::max(1, std::stoi(v))) << 20;
-    else {
-      std::fprintf(stderr, "nibble-quantize: unknown option %s\n\n%s", a.c_str(), kUsage);
-      return false;
-    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return false;
   }
   if (o.input.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-quantize: --input and --output are required\n\n%s", kUsage);

@@ -1,0 +1,53 @@
+#include "tools/common/tool_flags.h"
+
+#include <stdexcept>
+
+namespace nibble::tools {
+
+ToolFlags::ToolFlags(std::string tool, int argc, char** argv)
+    : tool_(std::move(tool)), args_(argv + (argc > 0 ? 1 : 0), argv + (argc > 0 ? argc : 0)) {}
+
+bool ToolFlags::next() {
+  if (next_ >= args_.size()) return false;
+  flag_ = args_[next_++];
+  has_inline_value_ = false;
+  if (flag_.rfind("--", 0) == 0) {
+    if (const auto eq = flag_.find('='); eq != std::string::npos) {
+      inline_value_ = flag_.substr(eq + 1);
+      flag_.resize(eq);
+      has_inline_value_ = true;
+    }
+  } else if (flag_.empty() || flag_[0] != '-') {
+    throw std::invalid_argument(tool_ + ": unexpected argument '" + flag_ + "' (flags only)");
+  }
+  return true;
+}
+
+std::string ToolFlags::value() {
+  if (has_inline_value_) return inline_value_;
+  if (next_ >= args_.size()) throw std::invalid_argument(tool_ + ": " + flag_ + " needs a value");
+  return args_[next_++];
+}
+
+long long ToolFlags::integer(long long lo, long long hi) {
+  const std::string v = value();
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || n < lo || n > hi) {
+    throw std::invalid_argument(tool_ + ": " + flag_ + " expects an integer from " +
+                                std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v +
+                                "'");
+  }
+  return n;
+}
+
+void ToolFlags::unknown() const {
+  throw std::invalid_argument(tool_ + ": unknown option " + flag_ + " (see --help)");
+}
+
+}  // namespace nibble::tools

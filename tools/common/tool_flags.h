@@ -1,0 +1,35 @@
+#pragma once
+// The command line of the project's small tools (nibble-make-model, nibble-quantize): walks
+// `--flag value`, `--flag=value` and bare switches, and turns every mistake (missing value,
+// number out of range, unknown flag) into std::invalid_argument naming the tool and the flag,
+// so each tool's parser only maps flags to fields.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nibble::tools {
+
+class ToolFlags {
+ public:
+  ToolFlags(std::string tool, int argc, char** argv);
+
+  // Moves to the next flag; false when the arguments are used up.
+  bool next();
+  bool is(std::string_view flag) const { return flag_ == flag; }
+  const std::string& flag() const { return flag_; }
+
+  // The current flag's value: after '=' or the next argument.
+  std::string value();
+  long long integer(long long lo, long long hi);
+  [[noreturn]] void unknown() const;
+
+ private:
+  std::string tool_;
+  std::vector<std::string> args_;
+  std::size_t next_ = 0;
+  std::string flag_;
+  std::string inline_value_;
+  bool has_inline_value_ = false;
+};
+
+}  // namespace nibble::tools

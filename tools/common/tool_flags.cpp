@@ -1,5 +1,7 @@
 #include "tools/common/tool_flags.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace nibble::tools {
@@ -48,6 +50,35 @@ long long ToolFlags::integer(long long lo, long long hi) {
 
 void ToolFlags::unknown() const {
   throw std::invalid_argument(tool_ + ": unknown option " + flag_ + " (see --help)");
+}
+
+bool parse_tool_flags(const std::string& tool, const char* usage, int argc, char** argv,
+                      const std::function<bool(ToolFlags&)>& on_flag) {
+  try {
+    ToolFlags flags(tool, argc, argv);
+    while (flags.next()) {
+      if (flags.is("--help") || flags.is("-h")) {
+        std::fputs(usage, stdout);
+        std::exit(0);
+      }
+      if (!on_flag(flags)) flags.unknown();
+    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return false;
+  }
+  return true;
+}
+
+bool take_writer_flag(ToolFlags& flags, int& threads, std::size_t& max_shard_bytes) {
+  if (flags.is("--threads")) {
+    threads = static_cast<int>(flags.integer(1, 4096));
+  } else if (flags.is("--max-shard-mb")) {
+    max_shard_bytes = static_cast<std::size_t>(flags.integer(1, 1 << 20)) << 20;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace nibble::tools

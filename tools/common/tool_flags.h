@@ -3,6 +3,8 @@
 // `--flag value`, `--flag=value` and bare switches, and turns every mistake (missing value,
 // number out of range, unknown flag) into std::invalid_argument naming the tool and the flag,
 // so each tool's parser only maps flags to fields.
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,5 +33,15 @@ class ToolFlags {
   std::string inline_value_;
   bool has_inline_value_ = false;
 };
+
+// The whole command line: --help/-h prints `usage` and exits 0; each other flag goes to
+// `on_flag`, which returns false for a flag it does not know. Errors are printed on stderr;
+// returns false after one.
+bool parse_tool_flags(const std::string& tool, const char* usage, int argc, char** argv,
+                      const std::function<bool(ToolFlags&)>& on_flag);
+
+// The flags every model-writing tool takes: --threads N and --max-shard-mb N. Returns false when
+// the current flag is neither.
+bool take_writer_flag(ToolFlags& flags, int& threads, std::size_t& max_shard_bytes);
 
 }  // namespace nibble::tools

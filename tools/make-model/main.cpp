@@ -152,38 +152,27 @@ void write_json(const std::filesystem::path& path, const nlohmann::ordered_json&
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
-  try {
-    tools::ToolFlags f("nibble-make-model", argc, argv);
-    while (f.next()) {
-      if (f.is("--help") || f.is("-h")) {
-        std::fputs(kUsage, stdout);
-        std::exit(0);
-      } else if (f.is("--arch")) {
-        o.arch = f.value();
-      } else if (f.is("--preset")) {
-        o.preset = f.value();
-      } else if (f.is("--dtype")) {
-        o.dtype = f.value();
-      } else if (f.is("--format")) {
-        o.format = f.value();
-      } else if (f.is("--tokenizer")) {
-        o.tokenizer = f.value();
-      } else if (f.is("--output")) {
-        o.output = f.value();
-      } else if (f.is("--seed")) {
-        o.seed = static_cast<std::uint64_t>(f.integer(0, std::numeric_limits<long long>::max()));
-      } else if (f.is("--threads")) {
-        o.threads = static_cast<int>(f.integer(1, 4096));
-      } else if (f.is("--max-shard-mb")) {
-        o.max_shard_bytes = static_cast<std::size_t>(f.integer(1, 1 << 20)) << 20;
-      } else {
-        f.unknown();
-      }
-    }
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return false;
-  }
+  const bool ok =
+      tools::parse_tool_flags("nibble-make-model", kUsage, argc, argv, [&](tools::ToolFlags& f) {
+        if (f.is("--arch"))
+          o.arch = f.value();
+        else if (f.is("--preset"))
+          o.preset = f.value();
+        else if (f.is("--dtype"))
+          o.dtype = f.value();
+        else if (f.is("--format"))
+          o.format = f.value();
+        else if (f.is("--tokenizer"))
+          o.tokenizer = f.value();
+        else if (f.is("--output"))
+          o.output = f.value();
+        else if (f.is("--seed"))
+          o.seed = static_cast<std::uint64_t>(f.integer(0, std::numeric_limits<long long>::max()));
+        else
+          return tools::take_writer_flag(f, o.threads, o.max_shard_bytes);
+        return true;
+      });
+  if (!ok) return false;
   if (o.arch.empty() || o.preset.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-make-model: --arch, --preset and --output are required\n\n%s",
                  kUsage);

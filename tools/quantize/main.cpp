@@ -205,36 +205,25 @@ int dequantize(const Options& o) {
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
-  try {
-    tools::ToolFlags f("nibble-quantize", argc, argv);
-    while (f.next()) {
-      if (f.is("--help") || f.is("-h")) {
-        std::fputs(kUsage, stdout);
-        std::exit(0);
-      } else if (f.is("--dequantize")) {
-        o.dequantize = true;
-      } else if (f.is("--input")) {
-        o.input = f.value();
-      } else if (f.is("--output")) {
-        o.output = f.value();
-      } else if (f.is("--format")) {
-        o.format = f.value();
-      } else if (f.is("--exclude")) {
-        o.exclude.push_back(f.value());
-      } else if (f.is("--dtype")) {
-        o.dtype = f.value();
-      } else if (f.is("--threads")) {
-        o.threads = static_cast<int>(f.integer(1, 4096));
-      } else if (f.is("--max-shard-mb")) {
-        o.max_shard_bytes = static_cast<std::size_t>(f.integer(1, 1 << 20)) << 20;
-      } else {
-        f.unknown();
-      }
-    }
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return false;
-  }
+  const bool ok =
+      tools::parse_tool_flags("nibble-quantize", kUsage, argc, argv, [&](tools::ToolFlags& f) {
+        if (f.is("--dequantize"))
+          o.dequantize = true;
+        else if (f.is("--input"))
+          o.input = f.value();
+        else if (f.is("--output"))
+          o.output = f.value();
+        else if (f.is("--format"))
+          o.format = f.value();
+        else if (f.is("--exclude"))
+          o.exclude.push_back(f.value());
+        else if (f.is("--dtype"))
+          o.dtype = f.value();
+        else
+          return tools::take_writer_flag(f, o.threads, o.max_shard_bytes);
+        return true;
+      });
+  if (!ok) return false;
   if (o.input.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-quantize: --input and --output are required\n\n%s", kUsage);
     return false;

@@ -19,9 +19,12 @@ struct Subcommand {
 
 // Add new subcommands here, one line each, sorted by name.
 constexpr Subcommand kSubcommands[] = {
-    {"generate", "greedy decoding from token ids (CPU reference)", nibble::engine::cli::run_generate},
-    {"render-chat", "chat messages (JSON) to the model's prompt", nibble::engine::cli::run_render_chat},
-    {"serve", "serve the model over the OpenAI-compatible HTTP API", nibble::engine::cli::run_serve},
+    {"generate", "greedy decoding from token ids (CPU reference)",
+     nibble::engine::cli::run_generate},
+    {"render-chat", "chat messages (JSON) to the model's prompt",
+     nibble::engine::cli::run_render_chat},
+    {"serve", "serve the model over the OpenAI-compatible HTTP API",
+     nibble::engine::cli::run_serve},
     {"tokenize", "text to token ids (or back with --decode)", nibble::engine::cli::run_tokenize},
     {"version", "print the version", nibble::engine::cli::run_version},
 };

@@ -20,7 +20,6 @@ std::string format_value(double value);
 using LabelPairs = std::vector<std::pair<std::string, std::string>>;
 
 // Appends one sample line: name{l1="v1",...} value
-void append_sample(std::string& out, std::string_view name, const LabelPairs& labels,
-                   double value);
+void append_sample(std::string& out, std::string_view name, const LabelPairs& labels, double value);
 
 }  // namespace nibble::metrics

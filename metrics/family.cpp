@@ -9,7 +9,8 @@
 namespace nibble::metrics {
 namespace {
 
-LabelPairs zip_labels(const std::vector<std::string>& names, const std::vector<std::string>& values) {
+LabelPairs zip_labels(const std::vector<std::string>& names,
+                      const std::vector<std::string>& values) {
   LabelPairs pairs;
   pairs.reserve(names.size() + 1);
   for (std::size_t i = 0; i < names.size(); ++i) pairs.emplace_back(names[i], values[i]);
@@ -25,16 +26,21 @@ void append_header(std::string& out, const FamilyBase& family) {
 
 const char* metric_type_name(MetricType type) {
   switch (type) {
-    case MetricType::kCounter: return "counter";
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kHistogram: return "histogram";
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
   }
   return "untyped";
 }
 
 FamilyBase::FamilyBase(MetricType type, std::string name, std::string help,
                        std::vector<std::string> label_names)
-    : type_(type), name_(std::move(name)), help_(std::move(help)),
+    : type_(type),
+      name_(std::move(name)),
+      help_(std::move(help)),
       label_names_(std::move(label_names)) {
   check_metric_name(name_);
   if (help_.empty()) throw MetricsError("metric '" + name_ + "': help text must not be empty");
@@ -99,7 +105,8 @@ void Family<Histogram>::render(std::string& out) const {
     LabelPairs labels = zip_labels(label_names(), values);
     labels.emplace_back("le", "");
     for (std::size_t i = 0; i < snap.cumulative.size(); ++i) {
-      labels.back().second = i < snap.upper_bounds.size() ? format_value(snap.upper_bounds[i]) : "+Inf";
+      labels.back().second =
+          i < snap.upper_bounds.size() ? format_value(snap.upper_bounds[i]) : "+Inf";
       append_sample(out, bucket_name, labels, static_cast<double>(snap.cumulative[i]));
     }
     labels.pop_back();

@@ -61,8 +61,10 @@ class Family : public FamilyBase {
  protected:
   // Histograms need their bucket bounds, so HistogramFamily overrides this.
   virtual std::unique_ptr<Metric> make_child() const {
-    if constexpr (std::is_default_constructible_v<Metric>) return std::make_unique<Metric>();
-    else return nullptr;
+    if constexpr (std::is_default_constructible_v<Metric>)
+      return std::make_unique<Metric>();
+    else
+      return nullptr;
   }
 
   mutable std::mutex mutex_;

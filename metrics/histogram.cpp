@@ -51,7 +51,8 @@ HistogramSnapshot Histogram::snapshot() const {
 }
 
 std::vector<double> linear_buckets(double start, double width, int count) {
-  if (count < 1 || !(width > 0)) throw MetricsError("linear_buckets needs count >= 1 and width > 0");
+  if (count < 1 || !(width > 0))
+    throw MetricsError("linear_buckets needs count >= 1 and width > 0");
   std::vector<double> bounds;
   for (int i = 0; i < count; ++i) bounds.push_back(start + width * i);
   return bounds;

@@ -12,8 +12,8 @@
 namespace nibble::metrics {
 
 struct HistogramSnapshot {
-  std::vector<double> upper_bounds;         // finite bounds, ascending; +Inf is implicit
-  std::vector<std::uint64_t> cumulative;    // size upper_bounds.size() + 1, last is +Inf
+  std::vector<double> upper_bounds;       // finite bounds, ascending; +Inf is implicit
+  std::vector<std::uint64_t> cumulative;  // size upper_bounds.size() + 1, last is +Inf
   double sum = 0.0;
   std::uint64_t count() const { return cumulative.empty() ? 0 : cumulative.back(); }
 };

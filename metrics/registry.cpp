@@ -10,8 +10,7 @@ FamilyBase* Registry::find_compatible(const std::string& name, MetricType type,
   auto it = families_.find(name);
   if (it == families_.end()) return nullptr;
   const FamilyBase& existing = *it->second;
-  if (existing.type() != type || existing.help() != help ||
-      existing.label_names() != label_names) {
+  if (existing.type() != type || existing.help() != help || existing.label_names() != label_names) {
     throw MetricsError("metric '" + name + "' is already registered as a " +
                        metric_type_name(existing.type()) +
                        " with different help text or label names");
@@ -25,8 +24,8 @@ CounterFamily& Registry::counter(const std::string& name, const std::string& hel
   if (auto* found = find_compatible(name, MetricType::kCounter, help, label_names)) {
     return static_cast<CounterFamily&>(*found);
   }
-  auto family = std::make_unique<CounterFamily>(MetricType::kCounter, name, help,
-                                                std::move(label_names));
+  auto family =
+      std::make_unique<CounterFamily>(MetricType::kCounter, name, help, std::move(label_names));
   auto& ref = *family;
   families_.emplace(name, std::move(family));
   if (ref.label_names().empty()) ref.labels({});  // an unlabelled metric is exposed from the start

@@ -24,8 +24,8 @@ class StripedCell {
     } else {
       // One writer per stripe in the common case, so this loop almost never retries.
       T current = slot.value.load(std::memory_order_relaxed);
-      while (!slot.value.compare_exchange_weak(current, current + delta,
-                                               std::memory_order_relaxed)) {
+      while (
+          !slot.value.compare_exchange_weak(current, current + delta, std::memory_order_relaxed)) {
       }
     }
   }

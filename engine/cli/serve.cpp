@@ -80,7 +80,8 @@ int run_serve(const Args& args) {
     return 2;
   }
   if (o.kv_cache_dtype != "auto") {
-    spdlog::warn("--kv-cache-dtype {}: the CPU backend keeps its KV cache in FP32", o.kv_cache_dtype);
+    spdlog::warn("--kv-cache-dtype {}: the CPU backend keeps its KV cache in FP32",
+                 o.kv_cache_dtype);
   }
   const fs::path model_dir = o.model;
   if (o.served_model_name.empty())

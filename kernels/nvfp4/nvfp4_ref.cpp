@@ -20,8 +20,10 @@ int nearest_even_index(const Table& table, int size, float magnitude) {
   int lo = 0, hi = size - 1;
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
-    if (table[mid] < magnitude) lo = mid + 1;
-    else hi = mid;
+    if (table[mid] < magnitude)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo == 0) return 0;
   const float d_below = magnitude - table[lo - 1];
@@ -64,9 +66,8 @@ float e4m3_to_float(std::uint8_t code) {
   const int exponent = (code >> 3) & 0xF;
   const int mantissa = code & 0x7;
   if (exponent == 0xF && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
-  const float magnitude = exponent == 0
-                              ? std::ldexp(float(mantissa) / 8.0f, -6)  // subnormal
-                              : std::ldexp(1.0f + float(mantissa) / 8.0f, exponent - 7);
+  const float magnitude = exponent == 0 ? std::ldexp(float(mantissa) / 8.0f, -6)  // subnormal
+                                        : std::ldexp(1.0f + float(mantissa) / 8.0f, exponent - 7);
   return sign ? -magnitude : magnitude;
 }
 
@@ -157,7 +158,8 @@ std::vector<float> dequantize_matrix(const QuantizedMatrix& q) {
 float dequantize_element(const QuantizedMatrix& q, std::int64_t r, std::int64_t c) {
   const std::uint8_t byte = q.packed[std::size_t(r * q.cols / 2 + c / 2)];
   const std::uint8_t code = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);
-  return e2m1_to_float(code) * e4m3_to_float(q.scales[std::size_t(r * q.cols / kBlockSize + c / kBlockSize)]) *
+  return e2m1_to_float(code) *
+         e4m3_to_float(q.scales[std::size_t(r * q.cols / kBlockSize + c / kBlockSize)]) *
          q.global_factor;
 }
 

@@ -11,7 +11,7 @@
 
 namespace nibble::nvfp4 {
 
-inline constexpr int kBlockSize = 16;      // elements per E4M3 block scale
+inline constexpr int kBlockSize = 16;  // elements per E4M3 block scale
 inline constexpr float kE2M1Max = 6.0f;
 inline constexpr float kE4M3Max = 448.0f;
 
@@ -35,10 +35,10 @@ float global_factor_for_amax(float amax);
 // A row-major [rows, cols] matrix quantized along cols (the reduction dimension K).
 struct QuantizedMatrix {
   std::int64_t rows = 0;
-  std::int64_t cols = 0;                 // multiple of kBlockSize
-  std::vector<std::uint8_t> packed;      // [rows, cols / 2], E2M1 pairs
-  std::vector<std::uint8_t> scales;      // [rows, cols / 16], E4M3 codes
-  float global_factor = 1.0f;            // multiply form
+  std::int64_t cols = 0;             // multiple of kBlockSize
+  std::vector<std::uint8_t> packed;  // [rows, cols / 2], E2M1 pairs
+  std::vector<std::uint8_t> scales;  // [rows, cols / 16], E4M3 codes
+  float global_factor = 1.0f;        // multiply form
 };
 
 // Quantizes one row of k values (k % 16 == 0) with the given global factor.

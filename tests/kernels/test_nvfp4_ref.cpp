@@ -54,7 +54,7 @@ TEST(E2M1, SaturatesAndHandlesSpecials) {
 TEST(E4M3, DecodesKnownCodes) {
   EXPECT_EQ(e4m3_to_float(0x00), 0.0f);
   EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
-  EXPECT_EQ(e4m3_to_float(0x07), 7.0f / 512);             // largest subnormal
+  EXPECT_EQ(e4m3_to_float(0x07), 7.0f / 512);            // largest subnormal
   EXPECT_EQ(e4m3_to_float(0x08), std::ldexp(1.0f, -6));  // smallest normal
   EXPECT_EQ(e4m3_to_float(0x38), 1.0f);
   EXPECT_EQ(e4m3_to_float(0x3C), 1.5f);
@@ -77,10 +77,10 @@ TEST(E4M3, TableIsMonotonicAndEveryFiniteCodeRoundTrips) {
 TEST(E4M3, RoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);  // halfway 1 (0x38) and 1.125 (0x39): even
   EXPECT_EQ(float_to_e4m3(1.1875f), 0x3A);  // halfway 1.125 (0x39) and 1.25 (0x3A): even
-  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);      // half the smallest subnormal
-  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);      // 1.5 subnormal steps -> 2
-  EXPECT_EQ(float_to_e4m3(440.0f), 0x7E);                     // 416..448 midpoint is 432
-  EXPECT_EQ(float_to_e4m3(432.0f), 0x7E);                     // tie: 0x7D odd, 0x7E even
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal
+  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);  // 1.5 subnormal steps -> 2
+  EXPECT_EQ(float_to_e4m3(440.0f), 0x7E);                 // 416..448 midpoint is 432
+  EXPECT_EQ(float_to_e4m3(432.0f), 0x7E);                 // tie: 0x7D odd, 0x7E even
   EXPECT_EQ(float_to_e4m3(460.0f), 0x7E);
   EXPECT_EQ(float_to_e4m3(kInf), 0x7E);
   EXPECT_EQ(float_to_e4m3(-kInf), 0xFE);

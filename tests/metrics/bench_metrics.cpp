@@ -25,13 +25,12 @@ void BM_GaugeInc(benchmark::State& state) {
 BENCHMARK(BM_GaugeInc)->ThreadRange(1, 8)->UseRealTime();
 
 void BM_HistogramObserve(benchmark::State& state) {
-  static auto& histogram =
-      registry()
-          .histogram("bench_latency_seconds", "Bench.",
-                     {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
-                      2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0},
-                     {"model_name"})
-          .labels({"m"});
+  static auto& histogram = registry()
+                               .histogram("bench_latency_seconds", "Bench.",
+                                          {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25,
+                                           0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0},
+                                          {"model_name"})
+                               .labels({"m"});
   double v = 0.0;
   for (auto _ : state) {
     histogram.observe(v);

@@ -8,12 +8,11 @@ void fill_sample_registry(Registry& registry) {
   requests.labels({"tiny", "stop"}).inc(7);
   requests.labels({"tiny", "length"}).inc(2);
   requests.labels({"quote\"back\\slash\nnewline", "stop"}).inc(1);
-  registry.gauge("nibble_test_kv_cache_usage_ratio", "KV cache blocks in use, 0 to 1.",
-                 {"model_name"})
+  registry
+      .gauge("nibble_test_kv_cache_usage_ratio", "KV cache blocks in use, 0 to 1.", {"model_name"})
       .labels({"tiny"})
       .set(0.25);
-  registry.gauge("nibble_test_build_info", "Build information; value is always 1.",
-                 {"version"})
+  registry.gauge("nibble_test_build_info", "Build information; value is always 1.", {"version"})
       .labels({"0.1.0"})
       .set(1);
   auto& ttft = registry.histogram("nibble_test_time_to_first_token_seconds",

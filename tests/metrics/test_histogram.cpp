@@ -59,7 +59,7 @@ TEST(Histogram, ConcurrentObservationsAreCountedOnce) {
   }
   for (auto& t : threads) t.join();
   const HistogramSnapshot s = h.snapshot();
-  EXPECT_EQ(s.cumulative[0], std::uint64_t(kPerThread));       // t = 0
+  EXPECT_EQ(s.cumulative[0], std::uint64_t(kPerThread));             // t = 0
   EXPECT_EQ(s.cumulative[1], std::uint64_t(kThreads) * kPerThread);  // all <= 100
   EXPECT_EQ(s.count(), std::uint64_t(kThreads) * kPerThread);
   EXPECT_DOUBLE_EQ(s.sum, kPerThread * 20.0 * (0 + 1 + 2 + 3 + 4 + 5));

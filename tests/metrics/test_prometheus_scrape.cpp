@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "metrics/http_endpoint.h"

@@ -46,7 +46,8 @@ class FakeModelRunner : public ModelRunner {
       for (int pos = begin; pos < end; ++pos) kv_[slot(seq, pos)] = seq.tokens[std::size_t(pos)];
       if (s.samples_next_token) {
         std::vector<float> row(std::size_t(vocab_), 0.0f);
-        row[std::size_t((seq.tokens[std::size_t(end - 1)] + 1) % vocab_)] = 100.0f;  // certain even at temperature 1
+        row[std::size_t((seq.tokens[std::size_t(end - 1)] + 1) % vocab_)] =
+            100.0f;  // certain even at temperature 1
         logits.insert(logits.end(), row.begin(), row.end());
       }
     }

@@ -15,12 +15,12 @@ int pick_free_port();
 }  // namespace nibble::testing
 
 // Inside a TEST: binds `var` to the tool's path or skips/fails the test.
-#define NIBBLE_REQUIRE_TOOL(var, name)                                                  \
-  std::string var;                                                                      \
-  if (auto found_##var = ::nibble::testing::find_executable(name)) {                    \
-    var = *found_##var;                                                                 \
-  } else if (::nibble::testing::tools_required()) {                                     \
+#define NIBBLE_REQUIRE_TOOL(var, name)                                                   \
+  std::string var;                                                                       \
+  if (auto found_##var = ::nibble::testing::find_executable(name)) {                     \
+    var = *found_##var;                                                                  \
+  } else if (::nibble::testing::tools_required()) {                                      \
     FAIL() << "required tool '" << name << "' is not on PATH (scripts/install-deps.sh)"; \
-  } else {                                                                              \
+  } else {                                                                               \
     GTEST_SKIP() << "tool '" << name << "' is not on PATH; run scripts/install-deps.sh"; \
   }

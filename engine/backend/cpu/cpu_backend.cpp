@@ -19,7 +19,9 @@ using model::ModelConfig;
 class CpuKvCache : public KvCache {
  public:
   CpuKvCache(const ModelConfig& c, int num_blocks, int block_size, const void* owner)
-      : owner(owner), blocks(num_blocks), block(block_size),
+      : owner(owner),
+        blocks(num_blocks),
+        block(block_size),
         width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)) {
     const std::size_t rows = std::size_t(num_blocks) * std::size_t(block_size);
     k.resize(std::size_t(c.num_layers));
@@ -41,8 +43,10 @@ constexpr int kSequenceBlockSize = 16;
 class CpuSequence : public SequenceState {
  public:
   CpuSequence(const ModelConfig& c, int capacity, const void* owner)
-      : owner(owner), capacity_(capacity),
-        cache(c, (capacity + kSequenceBlockSize - 1) / kSequenceBlockSize, kSequenceBlockSize, owner),
+      : owner(owner),
+        capacity_(capacity),
+        cache(c, (capacity + kSequenceBlockSize - 1) / kSequenceBlockSize, kSequenceBlockSize,
+              owner),
         table(std::size_t(cache.num_blocks())) {
     std::iota(table.begin(), table.end(), 0);
   }
@@ -118,15 +122,17 @@ class CpuBackend : public Backend {
         throw BackendError("cpu backend: positions up to " + std::to_string(end) +
                            " exceed the model's context of " + std::to_string(c.max_context));
       if (std::int64_t(item.block_table.size()) * cache->block < end)
-        throw BackendError("cpu backend: a block table of " + std::to_string(item.block_table.size()) +
-                           " blocks cannot hold " + std::to_string(end) + " positions");
+        throw BackendError("cpu backend: a block table of " +
+                           std::to_string(item.block_table.size()) + " blocks cannot hold " +
+                           std::to_string(end) + " positions");
       for (int b : item.block_table)
         if (b < 0 || b >= cache->blocks)
-          throw BackendError("cpu backend: block id " + std::to_string(b) + " outside the cache's " +
-                             std::to_string(cache->blocks) + " blocks");
+          throw BackendError("cpu backend: block id " + std::to_string(b) +
+                             " outside the cache's " + std::to_string(cache->blocks) + " blocks");
       if (!item.logits.empty() && item.logits.size() != std::size_t(c.vocab_size))
-        throw BackendError("cpu backend: logits buffer holds " + std::to_string(item.logits.size()) +
-                           " floats, vocab_size is " + std::to_string(c.vocab_size));
+        throw BackendError("cpu backend: logits buffer holds " +
+                           std::to_string(item.logits.size()) + " floats, vocab_size is " +
+                           std::to_string(c.vocab_size));
       for (auto t : item.tokens)
         if (t < 0 || t >= c.vocab_size)
           throw BackendError("cpu backend: token id " + std::to_string(t) +
@@ -146,7 +152,8 @@ class CpuBackend : public Backend {
     std::vector<float> x(std::size_t(T * H));
     std::int64_t t = 0;
     for (const BatchItem& item : items)
-      for (auto token : item.tokens) std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, x.begin() + H * t++);
+      for (auto token : item.tokens)
+        std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, x.begin() + H * t++);
     for (int l = 0; l < c.num_layers; ++l) {
       attention_block(l, *cache, rows, x);
       mlp_block(w_.layers[std::size_t(l)], x, T);
@@ -168,7 +175,8 @@ class CpuBackend : public Backend {
     std::vector<float> logits(std::size_t(R * c.vocab_size));
     cpu::linear_forward(w_.lm_head, last, R, logits, pool_);
     for (std::int64_t r = 0; r < R; ++r)
-      std::copy_n(logits.begin() + r * c.vocab_size, c.vocab_size, wanting[std::size_t(r)]->logits.begin());
+      std::copy_n(logits.begin() + r * c.vocab_size, c.vocab_size,
+                  wanting[std::size_t(r)]->logits.begin());
   }
 
  private:
@@ -183,7 +191,8 @@ class CpuBackend : public Backend {
            position % cache.block;
   }
 
-  void attention_block(int l, CpuKvCache& cache, const std::vector<Row>& rows, std::vector<float>& x) {
+  void attention_block(int l, CpuKvCache& cache, const std::vector<Row>& rows,
+                       std::vector<float>& x) {
     const auto& c = w_.config;
     const LayerWeights& w = w_.layers[std::size_t(l)];
     const std::int64_t T = std::int64_t(rows.size());

@@ -164,7 +164,12 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
       case UpstreamCall::Head::kReceived:
         scope.set_status(call->status());
         forwarded->lease.emplace(std::move(lease));
-        relay_response(call, forwarded, res);
+        relay_response(
+            call, forwarded,
+            [weak = std::weak_ptr<ForwardedRequest>(forwarded)] {
+              if (auto f = weak.lock()) f->lease.reset();
+            },
+            res);
         return;
       case UpstreamCall::Head::kTimedOut:
         fail(504, "timeout",

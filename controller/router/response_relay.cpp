@@ -3,8 +3,10 @@
 #include <strings.h>
 
 #include <charconv>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace nibble::router {
 
@@ -53,15 +55,20 @@ std::string content_type(const httplib::Headers& headers) {
 
 // Moves what the upstream has into the sink. False ends the response as failed: the client
 // then sees a connection closed before the body's end, as it would from the engine itself.
-bool pump(UpstreamCall& call, httplib::DataSink& sink, bool chunked) {
+// `remaining`: bytes of a Content-Length body still to write (chunked bodies: nullopt).
+bool pump(UpstreamCall& call, httplib::DataSink& sink, std::optional<std::size_t> remaining,
+          const std::function<void()>& on_received) {
+  const bool chunked = !remaining.has_value();
   std::string chunk;
   switch (call.next_chunk(chunk, kPollInterval)) {
     case UpstreamCall::Next::kChunk:
+      if (remaining && chunk.size() >= *remaining) on_received();  // the body's last bytes
       return sink.write(chunk.data(), chunk.size());
     case UpstreamCall::Next::kWaiting:
       return true;
     case UpstreamCall::Next::kEnd:
       if (!chunked) return false;  // fewer bytes than the upstream's Content-Length
+      on_received();
       sink.done();
       return true;
     case UpstreamCall::Next::kFailed:
@@ -73,7 +80,12 @@ bool pump(UpstreamCall& call, httplib::DataSink& sink, bool chunked) {
 }  // namespace
 
 void relay_response(std::shared_ptr<UpstreamCall> call, std::shared_ptr<void> keep_alive,
-                    httplib::Response& res) {
+                    std::function<void()> on_received, httplib::Response& res) {
+  // Runs at most once, whichever provider call sees the end first.
+  auto received = std::make_shared<std::function<void()>>(std::move(on_received));
+  auto once = [received] {
+    if (*received) std::exchange(*received, nullptr)();
+  };
   const httplib::Headers& headers = call->headers();
   res.status = call->status();
   for (const auto& [name, value] : headers) {
@@ -86,21 +98,23 @@ void relay_response(std::shared_ptr<UpstreamCall> call, std::shared_ptr<void> ke
   const std::optional<std::size_t> length = content_length(headers);
   if (length && *length == 0) {
     res.set_content("", type);
+    once();
     release(true);
     return;
   }
   if (length) {
     res.set_content_provider(
         *length, type,
-        [call, keep_alive](std::size_t, std::size_t, httplib::DataSink& sink) {
-          return pump(*call, sink, false);
+        [call, keep_alive, once, total = *length](std::size_t offset, std::size_t,
+                                                  httplib::DataSink& sink) {
+          return pump(*call, sink, total - offset, once);
         },
         release);
   } else {
     res.set_chunked_content_provider(
         type,
-        [call, keep_alive](std::size_t, httplib::DataSink& sink) {
-          return pump(*call, sink, true);
+        [call, keep_alive, once](std::size_t, httplib::DataSink& sink) {
+          return pump(*call, sink, std::nullopt, once);
         },
         release);
   }

@@ -410,9 +410,13 @@ TEST_F(RouterTest, RetriesAnotherReplicaWhenOneIsDraining) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 200);
   }
+  // Which replica a request tries first depends on in-flight counts that the previous
+  // request's end may not have lowered yet (the client can be faster than the router's
+  // bookkeeping), so the invariant is checked: every refusal was retried on the good replica.
   EXPECT_EQ(good.hits, 4);
-  EXPECT_EQ(draining.hits, 2);
-  EXPECT_EQ(sample(R"(nibble_controller_router_retries_total{model_name="m"})"), 2);
+  const int refused = draining.hits;
+  EXPECT_GE(refused, 1);
+  EXPECT_EQ(sample(R"(nibble_controller_router_retries_total{model_name="m"})"), refused);
 
   // Every replica refusing: the client gets a 503 it may retry.
   routes_.publish(entry("r", "m", {draining.endpoint()}));
@@ -420,7 +424,7 @@ TEST_F(RouterTest, RetriesAnotherReplicaWhenOneIsDraining) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");
-  EXPECT_EQ(draining.hits, 3);
+  EXPECT_EQ(draining.hits, refused + 1);
 }
 
 TEST_F(RouterTest, GivesUpWithoutRetryingOnceBytesReachedTheClient) {
@@ -588,6 +592,12 @@ TEST_F(RouterTest, MetricsCountRequestsByModelAndCode) {
   start();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(chat("m"));
   ASSERT_TRUE(chat("unknown"));
+  // A request is counted when its accounting ends, after its last byte went out, which can be
+  // a moment after the client has read it.
+  EXPECT_TRUE(eventually([&] {
+    return sample(R"(nibble_controller_router_request_duration_seconds_count{model_name="m"})") ==
+           3;
+  }));
 
   const std::string page = metrics_page();
   for (const char* family : {"# TYPE nibble_controller_router_requests_total counter",

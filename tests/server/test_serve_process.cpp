@@ -2,7 +2,9 @@
 // tokenizer. Load with cancellations and preemption, overload, prefix caching, SIGTERM drain,
 // and a real Prometheus scraping it during a benchmark.
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include <algorithm>
 
 #include <signal.h>
 #include <atomic>
@@ -156,10 +158,15 @@ TEST(ServeProcess, RepeatedLongPrefixHitsTheCacheAndCutsTimeToFirstToken) {
   REQUIRE_TINY_MODEL(model);
   ServeProcess serve(model, {});
   ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
-  std::string prompt;
-  for (int i = 0; i < 200; ++i) prompt += "The quick brown fox " + std::to_string(i) + ". ";
+  // Three distinct long prompts, each sent cold and then again; medians of three, so one
+  // measurement slowed by other work on the machine does not decide the comparison.
+  auto prompt_of = [](int variant) {
+    std::string prompt = "Variant " + std::to_string(variant) + ". ";
+    for (int i = 0; i < 200; ++i) prompt += "The quick brown fox " + std::to_string(i) + ". ";
+    return prompt;
+  };
   int prompt_tokens = 0;
-  auto timed = [&] {
+  auto timed = [&](const std::string& prompt) {
     const auto start = std::chrono::steady_clock::now();
     auto res = serve.client().Post(
         "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 1}}.dump(), "application/json");
@@ -167,15 +174,23 @@ TEST(ServeProcess, RepeatedLongPrefixHitsTheCacheAndCutsTimeToFirstToken) {
     prompt_tokens = json::parse(res->body, nullptr, false)["usage"].value("prompt_tokens", 0);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  const double first = timed();
-  const double hits_before = serve.metric("nibble_prefix_cache_hits_total{model_name=\"tiny\"}");
-  const double second = timed();
-  const double hits =
-      serve.metric("nibble_prefix_cache_hits_total{model_name=\"tiny\"}") - hits_before;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> cold, warm;
+  double hits = 0;
+  for (int variant = 0; variant < 3; ++variant) {
+    cold.push_back(timed(prompt_of(variant)));
+    const double hits_before = serve.metric("nibble_prefix_cache_hits_total{model_name=\"tiny\"}");
+    warm.push_back(timed(prompt_of(variant)));
+    hits = serve.metric("nibble_prefix_cache_hits_total{model_name=\"tiny\"}") - hits_before;
+    EXPECT_GE(hits, prompt_tokens - 32)
+        << "the whole prompt but its last block should come from the cache";
+  }
   EXPECT_GT(prompt_tokens, 1000);
-  EXPECT_GE(hits, prompt_tokens - 32)
-      << "the whole prompt but its last block should come from the cache";
-  EXPECT_LT(second, first / 2) << "first " << first << " s, second " << second << " s";
+  const double first = median(cold), second = median(warm);
+  EXPECT_LT(second, first / 2) << "median uncached " << first << " s, cached " << second << " s";
   RecordProperty("ttft_uncached_s", std::to_string(first));
   RecordProperty("ttft_cached_s", std::to_string(second));
 }

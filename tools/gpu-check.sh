@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds, tests and benchmarks the NVFP4 kernels in one go on a machine with a GPU (the device
 # machine of docs/performance.md): plain nvcc/g++, no CMake dependencies needed there.
-# Usage: tools/gpu-check.sh [--no-bench] [--no-sanitizer] [--fast] [--sweep] [--ncu]; logs go to
-# $OUT (or ./gpu-check-out). --fast: sampled E2M1 check and no sanitizer (intermediate runs;
-# the full check is the default). --sweep: the benchmark also sweeps split-K counts.
+# Usage: tools/gpu-check.sh [--no-bench] [--no-sanitizer] [--fast] [--sweep] [--ncu] [--no-w4a4];
+# logs go to $OUT (or ./gpu-check-out). --fast: sampled E2M1 check and no sanitizer (intermediate
+# runs; the full check is the default). --sweep: the benchmark also sweeps split-K counts.
+# --no-w4a4 skips the sm_120a W4A4 build and SASS check. BENCH_LAYERS / BENCH_MS (comma lists)
+# restrict the benchmark to those layers / M values (nibble-kernel-bench --layers / --ms).
 # --ncu adds an Nsight Compute profile (full set) of the read ceilings and the 8-row, 16-row and
-# decode (gemv) tiles in both group orders (nibble-kernel-bench --profile; NCU_LAYERS, NCU_MS
-# pick the shapes, default gate_up,qkv at M = 1). The W4A16 SASS always goes to
-# $OUT/w4a16_sass.txt.
+# decode (gemv) tiles (at M >= 256: the 64- and 128-row tiles) in both group orders
+# (nibble-kernel-bench --profile; NCU_LAYERS, NCU_MS pick the shapes, default gate_up,qkv at
+# M = 1). The benchmark starts with the mma.sync ceiling (registers only, 4/8/16 warps per SM).
+# The W4A16 SASS always goes to $OUT/w4a16_sass.txt.
 # Exit status: non-zero if the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,11 +20,13 @@ BUILD="${BUILD:-$PWD/build-gpu-check}"
 mkdir -p "$BUILD"
 ARCH="${GPU_ARCH:-90a}"
 export PATH="/usr/local/cuda/bin:$PATH"
-BENCH=1; SANITIZE=1; NCU=0; TEST_ARGS=(); BENCH_ARGS=()
+BENCH=1; SANITIZE=1; NCU=0; W4A4=1; TEST_ARGS=(); BENCH_ARGS=()
 for a in "$@"; do
-  case "$a" in --no-bench) BENCH=0 ;; --no-sanitizer) SANITIZE=0 ;; --ncu) NCU=1 ;;
+  case "$a" in --no-bench) BENCH=0 ;; --no-sanitizer) SANITIZE=0 ;; --ncu) NCU=1 ;; --no-w4a4) W4A4=0 ;;
     --fast) SANITIZE=0; TEST_ARGS=(--sampled-e2m1) ;; --sweep) BENCH_ARGS=(--sweep-splits) ;; esac
 done
+[ -n "${BENCH_LAYERS:-}" ] && BENCH_ARGS+=(--layers "$BENCH_LAYERS")
+[ -n "${BENCH_MS:-}" ] && BENCH_ARGS+=(--ms "$BENCH_MS")
 status=0
 step() { echo "== $*"; }
 
@@ -40,6 +45,7 @@ for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kerne
   nvcc "${NVCC_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
 nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/read_ceiling.cu -o "$BUILD/read_ceiling.o" >>"$build_log" 2>&1 &
+nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/mma_ceiling.cu -o "$BUILD/mma_ceiling.o" >>"$build_log" 2>&1 &
 for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   g++ "${CXX_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
@@ -50,7 +56,7 @@ g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/kernel_bench.cpp -o "$BUILD/bench.o"
 wait
 nvcc -o "$BUILD/test_nvfp4_gpu" "$BUILD/test.o" "${objs[@]}" >>"$build_log" 2>&1 || status=1
 nvcc -o "$BUILD/test_w4a16_layout" "$BUILD/layout_test.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/nvfp4_ref.cpp.o" >>"$build_log" 2>&1 || status=1
-nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
+nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
 grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40
 [ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }
 
@@ -59,7 +65,7 @@ for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemv.cu.o"; do cuobjdump -sass "
 
 step "W4A4 (sm_120a/121a): block-scaled FP4 mma in PTX and SASS"
 w4a4_result="not built"
-if nvcc -std=c++17 -I. -gencode arch=compute_120a,code=sm_120a -cubin kernels/nvfp4/w4a4_sm120.cu -o "$BUILD/w4a4.cubin" >>"$OUT/w4a4.log" 2>&1; then
+if [ $W4A4 -eq 1 ] && nvcc -std=c++17 -I. -gencode arch=compute_120a,code=sm_120a -cubin kernels/nvfp4/w4a4_sm120.cu -o "$BUILD/w4a4.cubin" >>"$OUT/w4a4.log" 2>&1; then
   cuobjdump -sass "$BUILD/w4a4.cubin" >"$OUT/w4a4_sass.txt" 2>&1
   n=$(grep -c -E 'OMMA|QMMA|MXF4' "$OUT/w4a4_sass.txt")
   w4a4_result="SASS block-scaled FP4 MMA instructions: $n"

@@ -3,14 +3,16 @@
 // Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 16, 64, 256, 2048.
 // Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
 // of graph replays (20 calls per graph), per call.
-// Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic).
+// Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic); once
+// per run: the mma.sync ceiling of mma_ceiling.h (4, 8 and 16 warps per SM).
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
 //                            [--profile]
 // --sweep-splits also times the 8-row tile at M = 1 and 8 and the wide 16-row tile at M = 16
 // for each split-K count (the evidence behind the planner's choice). --layers / --ms keep only
 // those layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
 // fixed order (read linear, read grouped group-major, read grouped k-major, then the 8-row,
-// 16-row and gemv tiles, each group-major then k-major) and times nothing: for Nsight Compute.
+// 16-row and gemv tiles, or at M >= 256 the 64- and 128-row tiles, each group-major then
+// k-major) and times nothing: for Nsight Compute.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -25,6 +27,7 @@
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
+#include "tools/kernel-bench/mma_ceiling.h"
 #include "tools/kernel-bench/read_ceiling.h"
 
 namespace {
@@ -183,6 +186,25 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::printf("copy bandwidth (read+write): %.0f GB/s\n\n", copy_gbs);
 
+  unsigned* sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
+  if (!profile) {
+    // Ceiling 3: the tensor-core rate of the mma.sync path the W4A16 kernels use.
+    std::printf("mma.sync ceiling (m16n8k16 BF16 -> FP32 from registers, all SMs):");
+    // Not fatal: a failure here is reported and the kernels are still measured.
+    for (int warps : {4, 8, 16}) {
+      double tflops = 0.0;
+      const cudaError_t err =
+          nibble::bench::mma_sync_ceiling(device.sm_count, warps, 5, sink, stream, &tflops);
+      if (err == cudaSuccess) {
+        std::printf(" %d warps/SM %.1f TFLOP/s%s", warps, tflops, warps == 16 ? "" : ",");
+      } else {
+        std::printf(" %d warps/SM failed (%s)", warps, cudaGetErrorString(err));
+      }
+    }
+    std::printf("\n\n");
+  }
+
   cublasHandle_t cublas;
   CHECK_CUBLAS(cublasCreate(&cublas));
   CHECK_CUBLAS(cublasSetStream(cublas, stream));
@@ -217,8 +239,6 @@ int main(int argc, char** argv) {
       llama_overlap(std::size(ms), 0.0);
   double llama_bytes = 0.0;
 
-  unsigned* sink = nullptr;
-  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
   for (const Shape& s : shapes) {
     if (!selected(layer_filter, s.layer)) continue;
     // NVFP4 weights: random codes and scales (no zeros), repacked, rotated.
@@ -284,7 +304,10 @@ int main(int argc, char** argv) {
         CHECK_CUDA(nibble::bench::read_weight_linear(dw[0], sink, device.sm_count, stream));
         CHECK_CUDA(nibble::bench::read_weight_grouped(dw[0], s16, sink, stream));
         CHECK_CUDA(nibble::bench::read_weight_grouped(dwk[0], s16, sink, stream));
-        for (W4A16Tile tile : {W4A16Tile::kM8, W4A16Tile::kM16, W4A16Tile::kGemv}) {
+        const std::vector<W4A16Tile> tiles =
+            m >= 256 ? std::vector<W4A16Tile>{W4A16Tile::kM64, W4A16Tile::kM128}
+                     : std::vector<W4A16Tile>{W4A16Tile::kM8, W4A16Tile::kM16, W4A16Tile::kGemv};
+        for (W4A16Tile tile : tiles) {
           const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
           for (const auto* d : {&dw[0], &dwk[0]}) {
             CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, *d, nullptr, out, tile, splits,
@@ -292,7 +315,8 @@ int main(int argc, char** argv) {
           }
         }
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        std::printf("profile %s %s M=%lld: 9 launches\n", s.model, s.layer, (long long)m);
+        std::printf("profile %s %s M=%lld: %zu launches\n", s.model, s.layer, (long long)m,
+                    3 + 2 * tiles.size());
       }
     } else {
       // Read ceilings: the weight read once (all copies rotate), no arithmetic.

@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "controller/api/log_tail.h"
 #include "controller/recipe/yaml_documents.h"
 #include "metrics/http_endpoint.h"
 
@@ -71,6 +73,37 @@ void ApiServer::routes() {
         }
         send_json(res, 200, {{"status", st ? to_json(*st) : json::object()}, {"spec", spec}});
       });
+  server_.Get(R"(/api/v1/recipes/([^/]+)/logs)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                const std::string name = req.matches[1];
+                const auto st = loop_.status(name);
+                if (!st) {
+                  send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+                  return;
+                }
+                int lines = 50;
+                if (req.has_param("tail")) {
+                  const std::string v = req.get_param_value("tail");
+                  lines = std::atoi(v.c_str());
+                  if (lines <= 0 || lines > 100000) {
+                    send_error(res, 400, "BadRequest", "tail must be 1 to 100000, got '" + v + "'");
+                    return;
+                  }
+                }
+                // One block per engine, each line prefixed with the engine's id (kubectl logs
+                // --prefix).
+                std::string text;
+                for (const EngineStatus& e : st->engines) {
+                  const std::string tail = tail_lines(e.log_file, lines);
+                  std::size_t at = 0;
+                  while (at < tail.size()) {
+                    const std::size_t nl = tail.find('\n', at);
+                    text += "[" + e.id + "] " + tail.substr(at, nl - at + 1);
+                    at = nl + 1;
+                  }
+                }
+                res.set_content(text, "text/plain; charset=utf-8");
+              });
   auto apply = [this](const httplib::Request& req, httplib::Response& res) {
     this->apply(req, res);
   };

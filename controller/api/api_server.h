@@ -6,6 +6,8 @@
 //   PUT    /api/v1/recipes          body: one or more YAML/JSON recipes (`---`); all are
 //   POST   /api/v1/recipes          validated first, none stored if any is invalid (422);
 //                                   ?dryRun=true validates only
+//   GET    /api/v1/recipes/NAME/logs?tail=N   the last N (50) lines of each engine's log,
+//                                   prefixed with the engine's id
 //   DELETE /api/v1/recipes/NAME     404 when there is no such recipe
 //   GET    /healthz, /metrics       the controller's own health and metrics
 // Errors come in the OpenAI/Kubernetes-like shape {"error": {"message", "code", "details"}}.

@@ -27,6 +27,7 @@ struct CommonArgs {
   std::string output;  // -o
   std::string for_condition = "Ready";
   int timeout_s = 300;
+  int tail = 50;
   bool dry_run = false;
   std::string error;
 };
@@ -67,6 +68,10 @@ CommonArgs parse_args(const std::vector<std::string>& args) {
       if (!v.empty() && v.back() == 's') v.pop_back();
       a.timeout_s = std::atoi(v.c_str());
       if (a.timeout_s <= 0) a.error = "--timeout: expected seconds like 120s, got '" + v + "'";
+    } else if (flag == "--tail") {
+      const std::string v = next();
+      a.tail = std::atoi(v.c_str());
+      if (a.tail <= 0) a.error = "--tail: expected a line count, got '" + v + "'";
     } else if (!flag.empty() && flag[0] == '-' && flag != "-")
       a.error = "unknown option '" + flag + "'";
     else
@@ -298,6 +303,21 @@ int run_wait(const std::vector<std::string>& args) {
   std::fprintf(stderr, "nibble wait: timed out after %d s waiting for %s on %s (last seen: %s)\n",
                a.timeout_s, a.for_condition.c_str(), a.positional[0].c_str(), last.c_str());
   return 1;
+}
+
+int run_logs(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args);
+  if (a.error.empty() && (!take_resource(a.positional) || a.positional.size() != 1))
+    a.error = "usage: nibble logs recipe/NAME [--tail N]";
+  if (!a.error.empty()) {
+    std::fprintf(stderr, "nibble logs: %s\n", a.error.c_str());
+    return 2;
+  }
+  auto c = client_for(a.controller);
+  auto res = c.Get("/api/v1/recipes/" + a.positional[0] + "/logs?tail=" + std::to_string(a.tail));
+  if (!res || res->status != 200) return report_failure("logs", a.controller, res);
+  std::fputs(res->body.c_str(), stdout);
+  return 0;
 }
 
 }  // namespace nibble::cli

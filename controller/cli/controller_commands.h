@@ -1,7 +1,7 @@
 #pragma once
 // The `nibble` commands that talk to a running nibble-controller through its local API
-// (controller/api/api_server.h): apply, get, describe, delete, wait. The controller's URL comes
-// from --controller, else $NIBBLE_CONTROLLER, else http://127.0.0.1:8001.
+// (controller/api/api_server.h): apply, get, describe, delete, wait, logs. The controller's URL
+// comes from --controller, else $NIBBLE_CONTROLLER, else http://127.0.0.1:8001.
 #include <string>
 #include <vector>
 
@@ -13,5 +13,6 @@ int run_get(const std::vector<std::string>& args);
 int run_describe(const std::vector<std::string>& args);
 int run_delete(const std::vector<std::string>& args);
 int run_wait(const std::vector<std::string>& args);
+int run_logs(const std::vector<std::string>& args);
 
 }  // namespace nibble::cli

@@ -1,4 +1,4 @@
-// nibble: the command-line client of Nibble's controller: apply/get/describe/delete/wait
+// nibble: the command-line client of Nibble's controller: apply/get/describe/delete/wait/logs
 // through the controller's local API (controller_commands.h), plus `import` (spark-vllm-docker
 // recipes → ModelRecipe), `validate` and `pull` (hf:// models into the cache), which work
 // without a controller.
@@ -32,6 +32,8 @@ default http://127.0.0.1:8001):
                   remove recipes; their engines drain and stop
   wait recipe/NAME [--for condition=Ready] [--timeout 300s]
                   block until the condition is True
+  logs recipe/NAME [--tail N]
+                  the last N (50) lines of each engine's log, prefixed with its id
 
 commands (local):
   import FILE     convert a spark-vllm-docker recipe to a ModelRecipe (YAML on stdout;
@@ -149,6 +151,7 @@ int main(int argc, char** argv) {
   if (command == "describe") return nibble::cli::run_describe(rest);
   if (command == "delete") return nibble::cli::run_delete(rest);
   if (command == "wait") return nibble::cli::run_wait(rest);
+  if (command == "logs") return nibble::cli::run_logs(rest);
   if (command == "import") return run_import(argv[2]);
   if (command == "validate") return run_validate(argv[2]);
   std::fprintf(stderr, "nibble: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -77,9 +77,14 @@ TEST(ControllerE2E, ApplyServeScaleCrashRollDelete) {
       << c.status("tiny").dump(2) << c.log();
   auto got = c.nibble("get recipes");
   EXPECT_NE(got.output.find("tiny   tiny-chat   Ready   1/1"), std::string::npos) << got.output;
-  EXPECT_EQ(
-      c.nibble("apply -f " + file).output.find("modelrecipe/tiny unchanged") == std::string::npos,
-      false);
+  EXPECT_NE(c.nibble("apply -f " + file).output.find("modelrecipe/tiny unchanged"),
+            std::string::npos);
+  const auto logs = c.nibble("logs recipe/tiny --tail 3");
+  EXPECT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_NE(logs.output.find("] serving 'tiny-chat' on http://127.0.0.1:"), std::string::npos)
+      << logs.output;
+  EXPECT_LE(std::count(logs.output.begin(), logs.output.end(), '\n'), 3);
+  EXPECT_EQ(c.nibble("logs recipe/missing").exit_code, 1);
 
   // chat through the router with the official client
   {

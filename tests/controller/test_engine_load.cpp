@@ -1,8 +1,14 @@
-// Reading an engine's load from its /metrics page, and the controller's command line.
+// Small controller pieces: an engine's load from its /metrics page, the controller's command
+// line, and the log tail behind `nibble logs`.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "controller/api/log_tail.h"
 #include "controller/daemon/controller_options.h"
 #include "controller/loop/engine_load.h"
+#include "tests/support/temp_dir.h"
 
 namespace nibble::controller {
 namespace {
@@ -65,6 +71,28 @@ TEST(ControllerOptions, FlagsAndErrors) {
   EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level"), std::string::npos);
   EXPECT_NE(error_of({"--bogus"}).find("unknown option '--bogus'"), std::string::npos);
   EXPECT_NE(error_of({"-f"}).find("missing value"), std::string::npos);
+}
+
+TEST(LogTail, LastLinesOfSmallAndLargeFiles) {
+  nibble::testing::TempDir dir;
+  const auto small = dir.path() / "small.log";
+  std::ofstream(small) << "one\ntwo\nthree";  // no final newline
+  EXPECT_EQ(tail_lines(small, 2), "two\nthree\n");
+  EXPECT_EQ(tail_lines(small, 10), "one\ntwo\nthree\n");
+  EXPECT_EQ(tail_lines(small, 0), "");
+  EXPECT_EQ(tail_lines(dir.path() / "missing.log", 5), "");
+
+  const auto large = dir.path() / "large.log";  // 3 MiB: only the last MiB is read
+  {
+    std::ofstream out(large);
+    for (int i = 0; i < 100000; ++i) out << "line " << i << " " << std::string(24, 'x') << "\n";
+  }
+  const std::string last = tail_lines(large, 3);
+  EXPECT_EQ(last.substr(0, 11), "line 99997 ");
+  EXPECT_EQ(std::count(last.begin(), last.end(), '\n'), 3);
+  const std::string many = tail_lines(large, 1000000);  // more than the window holds
+  EXPECT_EQ(many.substr(0, 5), "line ");                // starts on a whole line
+  EXPECT_LT(many.size(), (1u << 20) + 1);
 }
 
 }  // namespace

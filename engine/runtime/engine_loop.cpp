@@ -177,6 +177,9 @@ void EngineLoop::execute_step() {
     }
     return;
   }
+  // Counted before this step's tokens go out, so a client that reads /metrics right after its
+  // answer sees its own request's prefix-cache hits.
+  fold_counters();
   const Clock::time_point scheduled_at = Clock::now();
   for (const ScheduledSequence& s : out.scheduled) {
     ActiveRequest& request = *owner_.at(s.seq->id).first;
@@ -340,6 +343,10 @@ void EngineLoop::update_gauges() {
   metrics_.requests_running.set(running);
   metrics_.requests_waiting.set(waiting);
   metrics_.kv_cache_usage_ratio.set(pool_.usage());
+  fold_counters();
+}
+
+void EngineLoop::fold_counters() {
   const PrefixCacheStats& stats = pool_.prefix_stats();
   metrics_.prefix_cache_queries.inc(double(stats.queried_tokens - reported_prefix_.queried_tokens));
   metrics_.prefix_cache_hits.inc(double(stats.hit_tokens - reported_prefix_.hit_tokens));

@@ -77,6 +77,8 @@ class EngineLoop {
   void abort_everything(FinishReason reason, const std::string& error);
   void erase_finished_requests();
   void update_gauges();
+  // Adds what the KV pool and scheduler counted since the last call to the Prometheus counters.
+  void fold_counters();
 
   EngineConfig config_;
   ModelRunner& runner_;

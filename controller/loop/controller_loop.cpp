@@ -178,7 +178,8 @@ void ControllerLoop::reconcile_once() {
   metrics_.pass_duration.observe(std::chrono::duration<double>(Clock::now() - started).count());
 }
 
-autoscaler::Load ControllerLoop::measure_load(const std::string& name) {
+autoscaler::Load ControllerLoop::measure_load(const recipe::ModelRecipe& recipe) {
+  const std::string& name = recipe.name;
   autoscaler::Load load;
   if (router_load_) {
     const RouterLoad r = router_load_(name);
@@ -186,6 +187,8 @@ autoscaler::Load ControllerLoop::measure_load(const std::string& name) {
     load.demand = r.held > 0;
     load.last_request = r.last_request;
   }
+  // The engines' pages are fetched only when the recipe scales on what they report.
+  if (recipe.autoscaling.metric == "inflight") return load;
   int scraped = 0;
   for (const local::ReadyEndpoint& e : backend_.ready_endpoints(name)) {
     if (auto m = scrape_engine_load(e.port)) {
@@ -212,7 +215,7 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, const Reci
   const ResolvedModel model = models_.resolve(r.source);
   autoscaler::ScaleState& scale = scale_[r.name];
   const int before = scale.desired;
-  const autoscaler::Decision decision = autoscaler::decide(r, measure_load(r.name), scale, now);
+  const autoscaler::Decision decision = autoscaler::decide(r, measure_load(r), scale, now);
   const char* direction = before < 0 || decision.desired == before ? "keep"
                           : decision.desired > before              ? "up"
                                                                    : "down";
@@ -328,8 +331,8 @@ void ControllerLoop::publish_status(const RecipeStatus& st) {
     statuses_[st.name] = st;
   }
   if (previous_phase != st.phase) {
-    if (!previous_phase.empty()) metrics_.recipe_info.labels({st.name, previous_phase}).set(0);
-    metrics_.recipe_info.labels({st.name, st.phase}).set(1);
+    if (!previous_phase.empty()) metrics_.recipe_phase.labels({st.name, previous_phase}).set(0);
+    metrics_.recipe_phase.labels({st.name, st.phase}).set(1);
     spdlog::info("recipe {}: {} -> {} ({}/{} ready)", st.name,
                  previous_phase.empty() ? "new" : previous_phase, st.phase, st.ready_replicas,
                  st.desired_replicas);
@@ -356,7 +359,7 @@ void ControllerLoop::forget_status(const std::string& name) {
     statuses_.erase(it);
   }
   spdlog::info("recipe {} deleted; its replicas are gone", name);
-  metrics_.recipe_info.labels({name, phase}).set(0);
+  metrics_.recipe_phase.labels({name, phase}).set(0);
   metrics_.desired_replicas.labels({name}).set(0);
   metrics_.ready_replicas.labels({name}).set(0);
   last_written_.erase(name);

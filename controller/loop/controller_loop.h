@@ -68,7 +68,7 @@ class ControllerLoop {
   RecipeStatus reconcile_recipe(const Running& running, const RecipeStatus& previous,
                                 reconcile::Clock::time_point now);
   void drain_deleted(const std::string& name, reconcile::Clock::time_point now);
-  autoscaler::Load measure_load(const std::string& name);
+  autoscaler::Load measure_load(const recipe::ModelRecipe& recipe);
   void publish_status(const RecipeStatus& status);
   void forget_status(const std::string& name);
 

@@ -27,8 +27,8 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
           r.counter("nibble_controller_autoscaler_decisions_total",
                     "Autoscaler decisions, one per recipe per pass: up, down or keep.",
                     {"recipe", "direction"})),
-      recipe_info(r.gauge("nibble_controller_recipe_phase",
-                          "1 for the recipe's current phase, 0 for the others it had.",
-                          {"recipe", "phase"})) {}
+      recipe_phase(r.gauge("nibble_controller_recipe_phase",
+                           "1 for the recipe's current phase, 0 for the others it had.",
+                           {"recipe", "phase"})) {}
 
 }  // namespace nibble::controller

@@ -19,7 +19,7 @@ struct ControllerMetrics {
   metrics::GaugeFamily& ready_replicas;          // recipe
   metrics::CounterFamily& replica_restarts;      // recipe: engines that exited unasked (restarted)
   metrics::CounterFamily& autoscaler_decisions;  // recipe, direction = up | down | keep
-  metrics::GaugeFamily& recipe_info;             // recipe, phase: 1 for the current phase
+  metrics::GaugeFamily& recipe_phase;            // recipe, phase: 1 for the current phase
 };
 
 }  // namespace nibble::controller

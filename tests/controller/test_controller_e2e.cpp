@@ -312,10 +312,12 @@ TEST(ControllerE2E, RestartedControllerAdoptsEnginesWithoutDuplicates) {
   REQUIRE_TINY_MODEL(model);
   ControllerProcess c;
   ASSERT_TRUE(c.wait_api()) << c.log();
-  auto applied = c.nibble(
-      "apply -f " + write_file(c.state_dir.path() / "two.yaml",
-                               recipe("one", model, "one", "") + "---\n" +
-                                   recipe("two", model, "two", "  replicas: {min: 2, max: 2}\n")));
+  auto applied =
+      c.nibble("apply -f " + write_file(c.state_dir.path() / "two.yaml",
+                                        recipe("one", model, "one", "") + "---\n" +
+                                            recipe("two", model, "two",
+                                                   "  replicas: {min: 2, max: 2}\n"
+                                                   "  autoscaling: {metric: running}\n")));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
   ASSERT_TRUE(eventually(
       [&] { return phase(c.status("one")) == "Ready" && phase(c.status("two")) == "Ready"; }, 90s))
@@ -336,6 +338,9 @@ TEST(ControllerE2E, RestartedControllerAdoptsEnginesWithoutDuplicates) {
   std::sort(after.begin(), after.end());
   EXPECT_EQ(after, before);
   EXPECT_EQ(c.engine_pids("two").size(), 2u);
+  // "two" decides on its engines' nibble_requests_running (idle: 0), not on router in-flight.
+  EXPECT_EQ(c.status("two").value("autoscaler", "").rfind("running=0 ", 0), 0u)
+      << c.status("two").dump(2);
   EXPECT_TRUE(chat_ok(c, "one"));
   EXPECT_TRUE(chat_ok(c, "two"));
   EXPECT_NE(c.log().find("adopted replica"), std::string::npos);

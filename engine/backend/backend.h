@@ -1,6 +1,6 @@
 #pragma once
 // The compute backend interface: runs a loaded model's forward pass over a KV cache.
-// Implementations: cpu/ (FP32 reference, this file's first user) and later CUDA.
+// Implementations: cpu/ (FP32 reference) and cuda/ (BF16 activations, NVFP4 or BF16 weights).
 //
 // Two ways to run: forward() over one SequenceState (a sequence's own KV cache and length; the
 // debugging and oracle path), and forward_batch() over a paged KvCache shared by many sequences
@@ -53,18 +53,27 @@ class Backend {
   virtual std::string name() const = 0;
   virtual const model::ModelConfig& config() const = 0;
 
-  // A KV cache for up to max_tokens positions (1..config().max_context).
-  virtual std::unique_ptr<SequenceState> new_sequence(int max_tokens) = 0;
+  // A KV cache for up to max_tokens positions (1..config().max_context). The default (and every
+  // backend's) is a private paged cache run through forward_batch (own_cache_sequence.h).
+  virtual std::unique_ptr<SequenceState> new_sequence(int max_tokens);
 
   // Runs `tokens` at positions [seq.length(), seq.length() + tokens.size()) (prefill when many,
   // decode when one), appends them to the KV cache, and writes the next-token logits after the
   // last of them to `logits` (exactly vocab_size floats).
   virtual void forward(SequenceState& seq, std::span<const std::int32_t> tokens,
-                       std::span<float> logits) = 0;
+                       std::span<float> logits);
 
   // Bytes one cache block of block_size positions takes across all layers (for sizing).
   virtual std::size_t kv_block_bytes(int block_size) const = 0;
   virtual std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) = 0;
+  // Bytes of device memory left for the KV cache when `utilization` of the device may be used,
+  // after the weights and the activations of steps of up to max_tokens tokens and max_sequences
+  // sampled sequences (which this call allocates). 0: the backend has no device memory of its
+  // own (the CPU backend), the caller picks a budget.
+  virtual std::size_t device_memory_for_kv(double utilization, int max_tokens, int max_sequences) {
+    (void)utilization, (void)max_tokens, (void)max_sequences;
+    return 0;
+  }
   // Runs every item's tokens in one step (weights are read once for the whole batch), writing
   // their keys and values into `cache` through the items' block tables. Throws BackendError on
   // bad arguments (a block table too short for its positions, a block id out of range, ...)

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/greedy_decode.h"
+#include "engine/backend/select_backend.h"
 #include "engine/cli/commands.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/quantize_on_load.h"
@@ -27,6 +27,7 @@ then a summary line with all tokens and timings.
   --max-tokens N    tokens to generate (default 16)
   --top-k K         logits to print per step (default 5)
   --threads N       CPU threads (default: all)
+  --device D        auto (default: the GPU when there is one), cpu or cuda
   --quantization Q  none (default) or nvfp4: quantize a dense model's projections while loading
 )";
 
@@ -53,7 +54,7 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
 }  // namespace
 
 int run_generate(const Args& args) {
-  std::string model_dir, prompt;
+  std::string model_dir, prompt, device = "auto";
   std::string quantization = "none";
   int max_tokens = 16, top_k = 5, threads = 0;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -75,6 +76,8 @@ int run_generate(const Args& args) {
       max_tokens = std::stoi(v);
     else if (a == "--top-k")
       top_k = std::stoi(v);
+    else if (a == "--device")
+      device = v;
     else if (a == "--threads")
       threads = std::stoi(v);
     else if (a == "--quantization")
@@ -101,7 +104,7 @@ int run_generate(const Args& args) {
   if (quantization == "nvfp4")
     spdlog::info("quantized {} projections to NVFP4 while loading",
                  model::quantize_weights_nvfp4(weights));
-  auto backend = backend::make_cpu_backend(std::move(weights), threads);
+  auto backend = backend::make_backend(device, std::move(weights), threads);
   std::vector<std::int32_t> tokens;
   auto trace = backend::greedy_decode(
       *backend, ids, max_tokens, top_k,

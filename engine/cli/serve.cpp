@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "engine/backend/backend_model_runner.h"
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/select_backend.h"
 #include "engine/chat/chat_template.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/serve_options.h"
@@ -74,14 +74,16 @@ int run_serve(const Args& args) {
   const sigset_t signals = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  if (o.device == "cuda") {
-    spdlog::error(
-        "serve: --device cuda: the CUDA backend is not part of this build yet; use --device cpu");
+  bool on_gpu = false;
+  try {
+    on_gpu = backend::backend_uses_cuda(o.device);
+  } catch (const std::exception& e) {
+    spdlog::error("serve: {}", e.what());
     return 2;
   }
-  if (o.kv_cache_dtype != "auto") {
-    spdlog::warn("--kv-cache-dtype {}: the CPU backend keeps its KV cache in FP32",
-                 o.kv_cache_dtype);
+  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != (on_gpu ? "bf16" : "")) {
+    spdlog::warn("--kv-cache-dtype {}: the {} backend keeps its KV cache in {}", o.kv_cache_dtype,
+                 on_gpu ? "CUDA" : "CPU", on_gpu ? "BF16" : "FP32");
   }
   const fs::path model_dir = o.model;
   if (o.served_model_name.empty())
@@ -97,7 +99,7 @@ int run_serve(const Args& args) {
                  model::quantize_weights_nvfp4(weights));
   }
   const int model_context = weights.config.max_context;
-  auto backend = backend::make_cpu_backend(std::move(weights), o.threads);
+  auto backend = backend::make_backend(on_gpu ? "cuda" : "cpu", std::move(weights), o.threads);
   const auto& config = backend->config();
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_directory(model_dir);
   std::unique_ptr<chat::ChatTemplate> chat_template;
@@ -116,8 +118,13 @@ int run_serve(const Args& args) {
                   model_context);
     return 2;
   }
-  const std::size_t kv_bytes =
-      o.kv_cache_memory_bytes > 0 ? std::size_t(o.kv_cache_memory_bytes) : (std::size_t(1) << 30);
+  // An explicit size wins; a GPU gets what --gpu-memory-utilization leaves after the weights and
+  // the activations of the largest step; the CPU backend 1 GiB.
+  std::size_t kv_bytes = std::size_t(o.kv_cache_memory_bytes);
+  if (kv_bytes == 0)
+    kv_bytes = backend->device_memory_for_kv(o.gpu_memory_utilization, o.max_num_batched_tokens,
+                                             o.max_num_seqs);
+  if (kv_bytes == 0 && !on_gpu) kv_bytes = std::size_t(1) << 30;
   const int num_blocks =
       backend::kv_blocks_for_budget(*backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs);
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {} MiB)", num_blocks, kBlockSize,

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <thread>
 
+#include "engine/backend/batch_checks.h"
 #include "engine/backend/cpu/cpu_ops.h"
 #include "engine/backend/cpu/thread_pool.h"
+#include "engine/backend/moe_routing.h"
 
 namespace nibble::backend {
 namespace {
@@ -38,28 +39,6 @@ class CpuKvCache : public KvCache {
   std::vector<std::vector<float>> k, v;
 };
 
-// A sequence of its own (forward()): a private cache whose block table is the identity.
-constexpr int kSequenceBlockSize = 16;
-class CpuSequence : public SequenceState {
- public:
-  CpuSequence(const ModelConfig& c, int capacity, const void* owner)
-      : owner(owner),
-        capacity_(capacity),
-        cache(c, (capacity + kSequenceBlockSize - 1) / kSequenceBlockSize, kSequenceBlockSize,
-              owner),
-        table(std::size_t(cache.num_blocks())) {
-    std::iota(table.begin(), table.end(), 0);
-  }
-  int length() const override { return length_; }
-  int capacity() const override { return capacity_; }
-
-  const void* owner;
-  int capacity_;
-  int length_ = 0;
-  CpuKvCache cache;
-  std::vector<int> table;
-};
-
 class CpuBackend : public Backend {
  public:
   CpuBackend(model::ModelWeights w, int threads)
@@ -69,32 +48,6 @@ class CpuBackend : public Backend {
 
   std::string name() const override { return "cpu"; }
   const ModelConfig& config() const override { return w_.config; }
-
-  std::unique_ptr<SequenceState> new_sequence(int max_tokens) override {
-    if (max_tokens < 1 || max_tokens > w_.config.max_context)
-      throw BackendError("cpu backend: a sequence needs 1.." +
-                         std::to_string(w_.config.max_context) + " positions, asked for " +
-                         std::to_string(max_tokens));
-    return std::make_unique<CpuSequence>(w_.config, max_tokens, this);
-  }
-
-  void forward(SequenceState& state, std::span<const std::int32_t> tokens,
-               std::span<float> logits) override {
-    auto* seq = dynamic_cast<CpuSequence*>(&state);
-    if (!seq || seq->owner != this)
-      throw BackendError("cpu backend: sequence state belongs to another backend");
-    if (tokens.empty()) throw BackendError("cpu backend: forward needs at least one token");
-    if (seq->length_ + std::int64_t(tokens.size()) > seq->capacity_)
-      throw BackendError("cpu backend: " + std::to_string(tokens.size()) + " tokens after " +
-                         std::to_string(seq->length_) + " exceed the sequence capacity " +
-                         std::to_string(seq->capacity_));
-    if (logits.size() != std::size_t(w_.config.vocab_size))
-      throw BackendError("cpu backend: logits buffer holds " + std::to_string(logits.size()) +
-                         " floats, vocab_size is " + std::to_string(w_.config.vocab_size));
-    const BatchItem item{tokens, seq->length_, seq->table, logits};
-    forward_batch(seq->cache, std::span(&item, 1));
-    seq->length_ += int(tokens.size());
-  }
 
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = w_.config;
@@ -114,31 +67,7 @@ class CpuBackend : public Backend {
     if (!cache || cache->owner != this)
       throw BackendError("cpu backend: KV cache belongs to another backend");
     // Validate everything before touching the cache, so a bad call changes nothing.
-    std::int64_t T = 0;
-    for (const BatchItem& item : items) {
-      if (item.tokens.empty()) throw BackendError("cpu backend: a batch item has no tokens");
-      const std::int64_t end = std::int64_t(item.start) + std::int64_t(item.tokens.size());
-      if (item.start < 0 || end > c.max_context)
-        throw BackendError("cpu backend: positions up to " + std::to_string(end) +
-                           " exceed the model's context of " + std::to_string(c.max_context));
-      if (std::int64_t(item.block_table.size()) * cache->block < end)
-        throw BackendError("cpu backend: a block table of " +
-                           std::to_string(item.block_table.size()) + " blocks cannot hold " +
-                           std::to_string(end) + " positions");
-      for (int b : item.block_table)
-        if (b < 0 || b >= cache->blocks)
-          throw BackendError("cpu backend: block id " + std::to_string(b) +
-                             " outside the cache's " + std::to_string(cache->blocks) + " blocks");
-      if (!item.logits.empty() && item.logits.size() != std::size_t(c.vocab_size))
-        throw BackendError("cpu backend: logits buffer holds " +
-                           std::to_string(item.logits.size()) + " floats, vocab_size is " +
-                           std::to_string(c.vocab_size));
-      for (auto t : item.tokens)
-        if (t < 0 || t >= c.vocab_size)
-          throw BackendError("cpu backend: token id " + std::to_string(t) +
-                             " outside vocabulary of " + std::to_string(c.vocab_size));
-      T += std::int64_t(item.tokens.size());
-    }
+    const std::int64_t T = check_batch(c, "cpu", *cache, items);
     if (T == 0) return;
 
     // Row t of the batch: which item it belongs to and its position in that sequence.
@@ -277,39 +206,24 @@ class CpuBackend : public Backend {
       for (std::size_t i = 0; i < x.size(); ++i) x[i] += out[i];
       return;
     }
-    // Router: softmax over all experts, keep the top k, renormalize when norm_topk_prob.
-    const std::int64_t E = c.num_experts, K = c.num_experts_per_tok;
+    // Each expert runs once over the tokens routed to it (moe_routing.h).
+    const std::int64_t E = c.num_experts;
     std::vector<float> router(std::size_t(T * E));
     cpu::linear_forward(w.router, h, T, router, pool_);
-    std::vector<std::vector<std::pair<std::int64_t, float>>> routed(static_cast<std::size_t>(E));
-    for (std::int64_t t = 0; t < T; ++t) {
-      std::span<float> probs(router.data() + t * E, std::size_t(E));
-      cpu::softmax(probs);
-      std::vector<std::int64_t> order(static_cast<std::size_t>(E));
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
-        return probs[std::size_t(a)] > probs[std::size_t(b)];
-      });
-      float sum = 0.0f;
-      for (std::int64_t k = 0; k < K; ++k) sum += probs[std::size_t(order[std::size_t(k)])];
-      for (std::int64_t k = 0; k < K; ++k) {
-        const auto e = order[std::size_t(k)];
-        const float p = probs[std::size_t(e)];
-        routed[std::size_t(e)].push_back({t, c.norm_topk_prob ? p / sum : p});
-      }
-    }
-    // Each expert runs once over the tokens routed to it.
+    const MoeRouting routing =
+        route_tokens(router, T, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob);
     for (std::int64_t e = 0; e < E; ++e) {
-      const auto& tokens = routed[std::size_t(e)];
-      if (tokens.empty()) continue;
-      const std::int64_t n = std::int64_t(tokens.size());
+      const std::int64_t first = routing.offsets[std::size_t(e)];
+      const std::int64_t n = routing.offsets[std::size_t(e) + 1] - first;
+      if (n == 0) continue;
       std::vector<float> xs(std::size_t(n * H));
       for (std::int64_t i = 0; i < n; ++i)
-        std::copy_n(h.begin() + tokens[std::size_t(i)].first * H, H, xs.begin() + i * H);
+        std::copy_n(h.begin() + routing.token[std::size_t(first + i)] * H, H, xs.begin() + i * H);
       const auto& ex = w.experts[std::size_t(e)];
       auto out = swiglu(ex.gate, ex.up, ex.down, xs, n);
       for (std::int64_t i = 0; i < n; ++i) {
-        const auto [t, weight] = tokens[std::size_t(i)];
+        const std::int64_t t = routing.token[std::size_t(first + i)];
+        const float weight = routing.weight[std::size_t(first + i)];
         for (std::int64_t d = 0; d < H; ++d)
           x[std::size_t(t * H + d)] += weight * out[std::size_t(i * H + d)];
       }

@@ -1,0 +1,47 @@
+#include "engine/backend/batch_checks.h"
+
+namespace nibble::backend {
+
+void check_forward_args(const model::ModelConfig& c, const std::string& backend, int length,
+                        int capacity, std::span<const std::int32_t> tokens,
+                        std::span<const float> logits) {
+  if (tokens.empty()) throw BackendError(backend + " backend: forward needs at least one token");
+  if (length + std::int64_t(tokens.size()) > capacity)
+    throw BackendError(backend + " backend: " + std::to_string(tokens.size()) + " tokens after " +
+                       std::to_string(length) + " exceed the sequence capacity " +
+                       std::to_string(capacity));
+  if (logits.size() != std::size_t(c.vocab_size))
+    throw BackendError(backend + " backend: logits buffer holds " + std::to_string(logits.size()) +
+                       " floats, vocab_size is " + std::to_string(c.vocab_size));
+}
+
+std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
+                         const KvCache& cache, std::span<const BatchItem> items) {
+  const std::string who = backend + " backend: ";
+  std::int64_t total = 0;
+  for (const BatchItem& item : items) {
+    if (item.tokens.empty()) throw BackendError(who + "a batch item has no tokens");
+    const std::int64_t end = std::int64_t(item.start) + std::int64_t(item.tokens.size());
+    if (item.start < 0 || end > c.max_context)
+      throw BackendError(who + "positions up to " + std::to_string(end) +
+                         " exceed the model's context of " + std::to_string(c.max_context));
+    if (std::int64_t(item.block_table.size()) * cache.block_size() < end)
+      throw BackendError(who + "a block table of " + std::to_string(item.block_table.size()) +
+                         " blocks cannot hold " + std::to_string(end) + " positions");
+    for (int b : item.block_table)
+      if (b < 0 || b >= cache.num_blocks())
+        throw BackendError(who + "block id " + std::to_string(b) + " outside the cache's " +
+                           std::to_string(cache.num_blocks()) + " blocks");
+    if (!item.logits.empty() && item.logits.size() != std::size_t(c.vocab_size))
+      throw BackendError(who + "logits buffer holds " + std::to_string(item.logits.size()) +
+                         " floats, vocab_size is " + std::to_string(c.vocab_size));
+    for (auto t : item.tokens)
+      if (t < 0 || t >= c.vocab_size)
+        throw BackendError(who + "token id " + std::to_string(t) + " outside vocabulary of " +
+                           std::to_string(c.vocab_size));
+    total += std::int64_t(item.tokens.size());
+  }
+  return total;
+}
+
+}  // namespace nibble::backend

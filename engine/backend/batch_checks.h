@@ -1,0 +1,22 @@
+#pragma once
+// The argument checks every backend makes before it runs anything, so that a bad call throws
+// BackendError and changes nothing, with the same messages whatever the backend.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "engine/backend/backend.h"
+
+namespace nibble::backend {
+
+// forward(): at least one token, within the sequence's capacity, a vocab_size logits buffer.
+void check_forward_args(const model::ModelConfig& c, const std::string& backend, int length,
+                        int capacity, std::span<const std::int32_t> tokens,
+                        std::span<const float> logits);
+
+// forward_batch(): positions within the context, block tables long enough and in range,
+// logits buffers empty or vocab_size, tokens in the vocabulary. Returns the batch's token count.
+std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
+                         const KvCache& cache, std::span<const BatchItem> items);
+
+}  // namespace nibble::backend

@@ -1,0 +1,49 @@
+#pragma once
+// A model's weights in GPU memory: BF16 embeddings, FP32 norms, every Linear as a DeviceLinear
+// (NVFP4 in the W4A16 layout, dense in BF16), and the rotary inverse frequencies.
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/cuda/device_linear.h"
+#include "engine/model/model_weights.h"
+
+namespace nibble::backend::cuda {
+
+// Projections that read the same input run as one matrix when they can be joined: every one
+// dense, or every one NVFP4 with the same global factor (ModelOpt exports give fused groups one
+// factor for this reason). One launch instead of two or three, the way the kernels were measured.
+struct DeviceMlp {
+  bool fused = false;
+  DeviceLinear gate_up;   // fused: [2 I, H], gate rows first
+  DeviceLinear gate, up;  // otherwise
+  DeviceLinear down;
+  std::int64_t width() const { return fused ? gate_up.n / 2 : gate.n; }
+};
+
+struct DeviceLayer {
+  DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
+  bool fused_qkv = false;
+  DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
+  DeviceLinear q, k, v;  // otherwise
+  DeviceLinear o;
+  bool moe = false;
+  DeviceMlp mlp;
+  DeviceLinear router;
+  std::vector<DeviceMlp> experts;
+};
+
+struct DeviceModel {
+  model::ModelConfig config;
+  DeviceBuffer<std::uint16_t> embed;  // [vocab, H]
+  std::vector<DeviceLayer> layers;
+  DeviceBuffer<float> final_norm;
+  DeviceLinear lm_head;
+  DeviceBuffer<double> inv_freq;  // [head_dim / 2]
+  std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
+  std::size_t bytes = 0;          // device memory the weights take
+};
+
+// Uploads every weight, freeing the host copies as it goes; logs progress per layer.
+DeviceModel upload_model(model::ModelWeights weights);
+
+}  // namespace nibble::backend::cuda

@@ -1,0 +1,33 @@
+#pragma once
+// What the GPU needs to know about one forward_batch step, built on the host and copied over in
+// one transfer: each row's token, position and KV cache row, the attention tiles (runs of rows of
+// one sequence), the sequences' block tables, and the rows whose logits are wanted.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/paged_attention.h"
+
+namespace nibble::backend::cuda {
+
+struct StepLayout {
+  std::vector<std::int32_t> tokens;     // [T]
+  std::vector<std::int32_t> positions;  // [T]
+  std::vector<std::int64_t> slots;      // [T] cache row: block_table[p / bs] * bs + p % bs
+  std::vector<AttentionTile> tiles;
+  std::vector<std::int32_t> block_tables;  // the items' tables, concatenated
+  std::vector<std::int32_t> logit_rows;    // last row of each item that wants logits
+};
+
+StepLayout layout_step(std::span<const BatchItem> items, int block_size, int rows_per_tile);
+
+// The layout as one blob (each part 16-byte aligned) and where each part starts in it.
+struct PackedStep {
+  std::vector<std::byte> bytes;
+  std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, block_tables = 0, logit_rows = 0;
+};
+PackedStep pack_step(const StepLayout& layout);
+
+}  // namespace nibble::backend::cuda

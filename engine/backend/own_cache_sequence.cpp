@@ -1,0 +1,64 @@
+#include "engine/backend/own_cache_sequence.h"
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "engine/backend/batch_checks.h"
+
+namespace nibble::backend {
+namespace {
+
+constexpr int kBlockSize = 16;
+
+class OwnCacheSequence : public SequenceState {
+ public:
+  OwnCacheSequence(Backend& backend, int capacity)
+      : owner(&backend),
+        capacity_(capacity),
+        cache(backend.new_kv_cache((capacity + kBlockSize - 1) / kBlockSize, kBlockSize)),
+        table(std::size_t(cache->num_blocks())) {
+    std::iota(table.begin(), table.end(), 0);
+  }
+  int length() const override { return length_; }
+  int capacity() const override { return capacity_; }
+
+  const Backend* owner;
+  int capacity_;
+  int length_ = 0;
+  std::unique_ptr<KvCache> cache;
+  std::vector<int> table;
+};
+
+}  // namespace
+
+std::unique_ptr<SequenceState> new_own_cache_sequence(Backend& backend, int max_tokens) {
+  const int context = backend.config().max_context;
+  if (max_tokens < 1 || max_tokens > context)
+    throw BackendError(backend.name() + " backend: a sequence needs 1.." + std::to_string(context) +
+                       " positions, asked for " + std::to_string(max_tokens));
+  return std::make_unique<OwnCacheSequence>(backend, max_tokens);
+}
+
+void forward_own_cache_sequence(Backend& backend, SequenceState& state,
+                                std::span<const std::int32_t> tokens, std::span<float> logits) {
+  auto* seq = dynamic_cast<OwnCacheSequence*>(&state);
+  if (!seq || seq->owner != &backend)
+    throw BackendError(backend.name() + " backend: sequence state belongs to another backend");
+  check_forward_args(backend.config(), backend.name(), seq->length_, seq->capacity_, tokens,
+                     logits);
+  const BatchItem item{tokens, seq->length_, seq->table, logits};
+  backend.forward_batch(*seq->cache, std::span(&item, 1));
+  seq->length_ += int(tokens.size());
+}
+
+std::unique_ptr<SequenceState> Backend::new_sequence(int max_tokens) {
+  return new_own_cache_sequence(*this, max_tokens);
+}
+
+void Backend::forward(SequenceState& sequence, std::span<const std::int32_t> tokens,
+                      std::span<float> logits) {
+  forward_own_cache_sequence(*this, sequence, tokens, logits);
+}
+
+}  // namespace nibble::backend

@@ -1,0 +1,60 @@
+#include "tests/backend/random_model.h"
+
+#include <cmath>
+
+namespace nibble::backend::testing {
+
+std::vector<float> Rng::values(std::int64_t n, float scale, float offset) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = offset + u(gen);
+  return v;
+}
+
+model::Linear Rng::linear(std::int64_t out, std::int64_t in, bool bias) {
+  model::Linear l;
+  l.out_features = out;
+  l.in_features = in;
+  l.dense = values(out * in, std::sqrt(3.0f / float(in)));
+  if (bias) l.bias = values(out, 0.5f);
+  return l;
+}
+
+model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed) {
+  Rng rng(seed);
+  model::ModelWeights m;
+  m.config = c;
+  const std::int64_t H = c.hidden_size, D = c.head_dim;
+  m.embed = rng.values(std::int64_t(c.vocab_size) * H, 1.0f);
+  for (int l = 0; l < c.num_layers; ++l) {
+    model::LayerWeights w;
+    w.input_norm = rng.values(H, 0.2f, 1.0f);
+    w.post_attention_norm = rng.values(H, 0.2f, 1.0f);
+    w.q = rng.linear(c.num_heads * D, H, c.qkv_bias);
+    w.k = rng.linear(c.num_kv_heads * D, H, c.qkv_bias);
+    w.v = rng.linear(c.num_kv_heads * D, H, c.qkv_bias);
+    w.o = rng.linear(H, c.num_heads * D);
+    if (c.qk_norm) {
+      w.q_norm = rng.values(D, 0.2f, 1.0f);
+      w.k_norm = rng.values(D, 0.2f, 1.0f);
+    }
+    w.moe = c.layer_is_moe(l);
+    if (w.moe) {
+      w.router = rng.linear(c.num_experts, H);
+      for (int e = 0; e < c.num_experts; ++e)
+        w.experts.push_back({rng.linear(c.moe_intermediate_size, H),
+                             rng.linear(c.moe_intermediate_size, H),
+                             rng.linear(H, c.moe_intermediate_size)});
+    } else {
+      w.gate = rng.linear(c.intermediate_size, H);
+      w.up = rng.linear(c.intermediate_size, H);
+      w.down = rng.linear(H, c.intermediate_size);
+    }
+    m.layers.push_back(std::move(w));
+  }
+  m.final_norm = rng.values(H, 0.2f, 1.0f);
+  m.lm_head = rng.linear(c.vocab_size, H);
+  return m;
+}
+
+}  // namespace nibble::backend::testing

@@ -4,7 +4,8 @@
 # engine on the GPU end to end: a Llama-3.1-8B-shaped NVFP4 model (random weights) through
 # `generate` and through `serve` + nibble-bench, and nibble-controller with the demo recipe,
 # checking that its engine chose the GPU and answers through the router. Logs go to $OUT.
-# Usage: tools/device/cuda-backend-check.sh [--no-8b] [--sanitizer]
+# --moe adds a Qwen3-30B-A3B-shaped NVFP4 model through `generate` (its decode speed).
+# Usage: tools/device/cuda-backend-check.sh [--no-8b] [--no-demo] [--sanitizer] [--moe]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -12,8 +13,10 @@ mkdir -p "$OUT"
 carry=$PWD/.device-carry
 bin=$carry/bin
 export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-BIG=1; SANITIZE=0
-for a in "$@"; do case "$a" in --no-8b) BIG=0 ;; --sanitizer) SANITIZE=1 ;; esac; done
+BIG=1; SANITIZE=0; MOE=0; DEMO=1
+for a in "$@"; do
+  case "$a" in --no-8b) BIG=0 ;; --sanitizer) SANITIZE=1 ;; --moe) MOE=1 ;; --no-demo) DEMO=0 ;; esac
+done
 status=0
 step() { echo "== $*"; }
 work=/tmp/nibble-device
@@ -70,6 +73,18 @@ if [ $BIG -eq 1 ]; then
   fi
 fi
 
+if [ $MOE -eq 1 ]; then
+  step "Qwen3-30B-A3B shape, NVFP4 random weights: generate"
+  "$bin/nibble-make-model" --arch qwen3_moe --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 \
+    --threads 16 --tokenizer "$carry/tokenizers/qwen3" --output "$work/qwen3moe" \
+    >"$OUT/make_moe.log" 2>&1 || { status=1; tail -5 "$OUT/make_moe.log"; }
+  NIBBLE_CUDA_TIMING=1 "$bin/nibble-engine" generate --model "$work/qwen3moe" --device cuda \
+    --prompt-ids "$(seq -s, 1 512)" --max-tokens 128 --top-k 1 >"$OUT/generate_moe.log" 2>&1 ||
+    status=1
+  grep -E "cuda backend: [0-9]+ MiB|cuda timing|prefill [0-9]" "$OUT/generate_moe.log" | tail -4
+fi
+
+[ $DEMO -eq 1 ] || { echo "status $status"; exit $status; }
 step "nibble-controller, demo recipe (engine --device auto), through the router"
 "$bin/nibble-make-model" --arch qwen3 --preset small --seed 1 --dtype nvfp4 \
   --tokenizer "$carry/tokenizers/qwen3" --output "$work/demo-model" >"$OUT/make_demo.log" 2>&1 || status=1

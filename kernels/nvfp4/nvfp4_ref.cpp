@@ -120,6 +120,13 @@ void dequantize_row(std::span<const std::uint8_t> packed, std::span<const std::u
 
 QuantizedMatrix quantize_matrix(std::span<const float> values, std::int64_t rows,
                                 std::int64_t cols) {
+  float amax = 0.0f;
+  for (float v : values) amax = std::max(amax, std::fabs(v));
+  return quantize_matrix(values, rows, cols, global_factor_for_amax(amax));
+}
+
+QuantizedMatrix quantize_matrix(std::span<const float> values, std::int64_t rows, std::int64_t cols,
+                                float global_factor) {
   if (rows <= 0 || cols <= 0 || cols % kBlockSize != 0 ||
       values.size() != std::size_t(rows * cols)) {
     throw std::invalid_argument("nvfp4 quantize_matrix: shape [" + std::to_string(rows) + ", " +
@@ -131,9 +138,7 @@ QuantizedMatrix quantize_matrix(std::span<const float> values, std::int64_t rows
   q.cols = cols;
   q.packed.resize(std::size_t(rows * cols / 2));
   q.scales.resize(std::size_t(rows * cols / kBlockSize));
-  float amax = 0.0f;
-  for (float v : values) amax = std::max(amax, std::fabs(v));
-  q.global_factor = global_factor_for_amax(amax);
+  q.global_factor = global_factor;
   for (std::int64_t r = 0; r < rows; ++r) {
     quantize_row(values.subspan(std::size_t(r * cols), std::size_t(cols)), q.global_factor,
                  std::span(q.packed).subspan(std::size_t(r * cols / 2), std::size_t(cols / 2)),

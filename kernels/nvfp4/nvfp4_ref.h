@@ -50,6 +50,10 @@ void dequantize_row(std::span<const std::uint8_t> packed, std::span<const std::u
 // Throws std::invalid_argument if cols is not a positive multiple of 16 or sizes disagree.
 QuantizedMatrix quantize_matrix(std::span<const float> values, std::int64_t rows,
                                 std::int64_t cols);
+// With a given global factor (multiply form) instead of one from the values' amax: matrices that
+// an engine fuses (q/k/v, gate/up) share one, as ModelOpt exports them.
+QuantizedMatrix quantize_matrix(std::span<const float> values, std::int64_t rows, std::int64_t cols,
+                                float global_factor);
 std::vector<float> dequantize_matrix(const QuantizedMatrix& q);
 
 // Element (r, c) of a quantized matrix, decoded: e2m1 * e4m3 * global.

@@ -80,18 +80,7 @@ void quantize_group(std::initializer_list<model::Linear*> group) {
     for (float v : l->dense) amax = std::max(amax, std::fabs(v));
   const float global = nvfp4::global_factor_for_amax(amax);
   for (model::Linear* l : group) {
-    nvfp4::QuantizedMatrix q;
-    q.rows = l->out_features;
-    q.cols = l->in_features;
-    q.global_factor = global;
-    q.packed.resize(std::size_t(q.rows * q.cols / 2));
-    q.scales.resize(std::size_t(q.rows * q.cols / 16));
-    for (std::int64_t r = 0; r < q.rows; ++r)
-      nvfp4::quantize_row(
-          std::span(l->dense).subspan(std::size_t(r * q.cols), std::size_t(q.cols)), global,
-          std::span(q.packed).subspan(std::size_t(r * q.cols / 2), std::size_t(q.cols / 2)),
-          std::span(q.scales).subspan(std::size_t(r * q.cols / 16), std::size_t(q.cols / 16)));
-    l->fp4 = std::move(q);
+    l->fp4 = nvfp4::quantize_matrix(l->dense, l->out_features, l->in_features, global);
     l->quantized = true;
     l->dense = {};
   }

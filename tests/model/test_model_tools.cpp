@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -164,6 +165,37 @@ TEST(Tools, HelpAndBadArguments) {
   EXPECT_EQ(run_command(kMake + " --arch gpt2 --preset tiny --output /tmp/x").exit_code, 1);
   EXPECT_EQ(run_command(kMake + " --arch llama").exit_code, 2);
   EXPECT_EQ(run_command(kQuantize + " --input /nonexistent --output /tmp/y").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace nibble
+
+namespace nibble {
+namespace {
+
+// --shared-global-scales: the projections an engine fuses get one NVFP4 global factor (as
+// ModelOpt exports them); by default each tensor has its own.
+TEST(MakeModel, SharedGlobalScalesGiveFusedGroupsOneFactor) {
+  nibble::testing::TempDir dir;
+  make("--arch llama --preset tiny --seed 3 --dtype nvfp4 --shared-global-scales",
+       dir.path() / "shared");
+  make("--arch llama --preset tiny --seed 3 --dtype nvfp4", dir.path() / "own");
+  const auto shared = model::load_model(dir.path() / "shared");
+  const auto own = model::load_model(dir.path() / "own");
+  const auto& s = shared.layers[0];
+  EXPECT_EQ(s.q.fp4.global_factor, s.k.fp4.global_factor);
+  EXPECT_EQ(s.q.fp4.global_factor, s.v.fp4.global_factor);
+  EXPECT_EQ(s.gate.fp4.global_factor, s.up.fp4.global_factor);
+  const auto& o = own.layers[0];
+  EXPECT_NE(o.q.fp4.global_factor, o.k.fp4.global_factor);
+  // Both quantize the same values: they dequantize to nearly the same matrix.
+  const auto a = nvfp4::dequantize_matrix(s.q.fp4), b = nvfp4::dequantize_matrix(o.q.fp4);
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    ref += b[i] * b[i];
+  }
+  EXPECT_LT(std::sqrt(diff / ref), 0.1);
 }
 
 }  // namespace

@@ -48,8 +48,11 @@ serve_and_wait() {  # model dir, port, log, extra args...
 }
 
 if [ $BIG -eq 1 ]; then
-  step "Llama-3.1-8B shape, NVFP4 random weights: generate"
+  # Shared global factors per fused group, as a ModelOpt export has them: q/k/v and gate/up run
+  # as one matrix each.
+  step "Llama-3.1-8B shape, NVFP4 random weights (shared global scales): generate"
   "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
+    --shared-global-scales \
     --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" >"$OUT/make_8b.log" 2>&1 ||
     { status=1; tail -5 "$OUT/make_8b.log"; }
   ids=$(seq -s, 1 512)

@@ -42,6 +42,10 @@ Writes a Hugging Face-layout model with deterministic random weights (same seed,
   --dtype      bf16 | nvfp4 (default bf16); nvfp4 quantizes every attention/MLP/expert
                projection and keeps embeddings, lm_head, norms and MoE routers in BF16
   --format     modelopt | compressed-tensors (NVFP4 layout, default modelopt)
+  --shared-global-scales  NVFP4 global factors from each projection's value bound, which
+               depends only on its input width, so q/k/v and gate/up share one as in ModelOpt
+               exports (engines then run each group as one matrix); default: from each
+               tensor's own maximum
   --tokenizer DIR   copy tokenizer.json, tokenizer_config.json (and friends) from DIR
   --max-shard-mb N  split safetensors into shards of at most N MB (default 5000)
   --threads N  worker threads (default: all cores)
@@ -51,6 +55,7 @@ Writes a Hugging Face-layout model with deterministic random weights (same seed,
 struct Options {
   std::string arch, preset, dtype = "bf16", format = "modelopt", tokenizer, output;
   std::uint64_t seed = 0;
+  bool shared_global_scales = false;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t max_shard_bytes = std::size_t(5000) << 20;
 };
@@ -120,7 +125,7 @@ float init_value(const Weight& w, std::uint64_t stream, std::uint64_t i) {
   return 0.0f;
 }
 
-WeightJob make_job(const Weight& w, std::uint64_t seed, QuantFormat format) {
+WeightJob make_job(const Weight& w, std::uint64_t seed, QuantFormat format, bool shared_scales) {
   std::int64_t numel = 1;
   for (auto d : w.shape) numel *= d;
   const std::uint64_t stream = tools::tensor_stream(seed, w.module + ".weight");
@@ -135,11 +140,15 @@ WeightJob make_job(const Weight& w, std::uint64_t seed, QuantFormat format) {
             }};
   }
   return {model::nvfp4_linear_specs(format, w.module, w.shape[0], w.shape[1]),
-          [w, stream, numel, format](std::vector<std::span<std::byte>>& out) {
+          [w, stream, numel, format, shared_scales](std::vector<std::span<std::byte>>& out) {
             std::vector<float> values(static_cast<std::size_t>(numel));
             for (std::int64_t i = 0; i < numel; ++i)
               values[std::size_t(i)] = init_value(w, stream, std::uint64_t(i));
-            auto q = nvfp4::quantize_matrix(values, w.shape[0], w.shape[1]);
+            // The linear init's bound sqrt(3 / in) (init_value) is >= every value.
+            auto q = shared_scales ? nvfp4::quantize_matrix(values, w.shape[0], w.shape[1],
+                                                            nvfp4::global_factor_for_amax(std::sqrt(
+                                                                3.0f / float(w.shape.back()))))
+                                   : nvfp4::quantize_matrix(values, w.shape[0], w.shape[1]);
             // Static activation scale for inputs of magnitude up to ~8 (W4A4 engines use it).
             model::fill_nvfp4_linear(format, q, nvfp4::global_factor_for_amax(8.0f), out);
           }};
@@ -162,6 +171,8 @@ bool parse_args(int argc, char** argv, Options& o) {
           o.dtype = f.value();
         else if (f.is("--format"))
           o.format = f.value();
+        else if (f.is("--shared-global-scales"))
+          o.shared_global_scales = true;
         else if (f.is("--tokenizer"))
           o.tokenizer = f.value();
         else if (f.is("--output"))
@@ -222,7 +233,8 @@ int main(int argc, char** argv) {
     const std::filesystem::path out = o.output;
     std::filesystem::create_directories(out);
     std::vector<WeightJob> jobs;
-    for (const auto& w : list_weights(parsed, nvfp4)) jobs.push_back(make_job(w, o.seed, format));
+    for (const auto& w : list_weights(parsed, nvfp4))
+      jobs.push_back(make_job(w, o.seed, format, o.shared_global_scales));
     spdlog::info("writing {} {} ({}{}, seed {}) to {} with {} threads", o.arch, o.preset, o.dtype,
                  nvfp4 ? " " + o.format : "", o.seed, out.string(), o.threads);
     model::write_checkpoint(out, jobs, o.max_shard_bytes, o.threads);

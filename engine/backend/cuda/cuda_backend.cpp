@@ -68,6 +68,7 @@ struct Activations {
     }
     last.ensure(std::size_t(std::max<std::int64_t>(R, 1)) * H);
     logits.ensure(std::size_t(std::max<std::int64_t>(R, 1)) * std::size_t(c.vocab_size));
+    scratch.ensure(std::size_t(std::max<std::int64_t>(R, 1)) * std::size_t(c.vocab_size));
   }
 };
 

@@ -81,9 +81,10 @@ int run_serve(const Args& args) {
     spdlog::error("serve: {}", e.what());
     return 2;
   }
-  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != (on_gpu ? "bf16" : "")) {
+  const std::string kv_dtype = on_gpu ? "bf16" : "fp32";  // what each backend stores
+  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != kv_dtype) {
     spdlog::warn("--kv-cache-dtype {}: the {} backend keeps its KV cache in {}", o.kv_cache_dtype,
-                 on_gpu ? "CUDA" : "CPU", on_gpu ? "BF16" : "FP32");
+                 on_gpu ? "CUDA" : "CPU", kv_dtype);
   }
   const fs::path model_dir = o.model;
   if (o.served_model_name.empty())

@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "engine/backend/cuda/paged_attention.h"
@@ -267,10 +268,13 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (a.num_tiles == 0) return cudaSuccess;
   const Plan plan = plan_for(s);
   const std::size_t smem = smem_bytes(s, plan);
-  if (smem > 48 * 1024) {
+  // Above 48 KB the kernel must opt in; once per size, not on every layer of every step.
+  static std::atomic<std::size_t> opted_in{48 * 1024};
+  if (smem > opted_in.load(std::memory_order_relaxed)) {
     const cudaError_t err = cudaFuncSetAttribute(
         paged_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (err != cudaSuccess) return err;
+    opted_in.store(smem, std::memory_order_relaxed);
   }
   int splits = paged_attention_splits(s, a.num_tiles, a.max_position, a.sm_count);
   if (a.workspace == nullptr ||

@@ -11,6 +11,9 @@
 # (nibble-kernel-bench --profile; NCU_LAYERS, NCU_MS pick the shapes, default gate_up,qkv at
 # M = 1). The benchmark starts with the mma.sync ceiling (registers only, 4/8/16 warps per SM).
 # The W4A16 SASS always goes to $OUT/w4a16_sass.txt.
+# AB_DIRS="DIR ..." (snapshots from tools/device/ab-snapshot.sh) also builds the benchmark from
+# the kernels in each DIR and runs those and the working tree's alternately, twice each
+# ($OUT/bench-ab.log; their W4A16 GEMM SASS: ab-NAME-sass.txt in the build directory).
 # Exit status: non-zero if the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +60,20 @@ wait
 nvcc -o "$BUILD/test_nvfp4_gpu" "$BUILD/test.o" "${objs[@]}" >>"$build_log" 2>&1 || status=1
 nvcc -o "$BUILD/test_w4a16_layout" "$BUILD/layout_test.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/nvfp4_ref.cpp.o" >>"$build_log" 2>&1 || status=1
 nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
+# A/B: one more benchmark binary per snapshot directory (tools/device/ab-snapshot.sh).
+ab_names=()
+for dir in ${AB_DIRS:-}; do
+  name="$(basename "$dir")"; ab_names+=("$name")
+  ab_objs=()
+  for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemv.cu; do
+    o="$BUILD/ab-$name-$(basename "$f").o"; ab_objs+=("$o")
+    nvcc "${NVCC_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/$f" -o "$o" >>"$build_log" 2>&1 || status=1
+  done
+  g++ "${CXX_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/kernels/nvfp4_linear.cpp" -o "$BUILD/ab-$name-linear.o" >>"$build_log" 2>&1 || status=1
+  nvcc -o "$BUILD/nibble-kernel-bench-$name" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" \
+    "${ab_objs[@]}" "$BUILD/ab-$name-linear.o" "$BUILD/nvfp4_ref.cpp.o" "$BUILD/w4a16_layout.cpp.o" -lcublas >>"$build_log" 2>&1 || status=1
+  cuobjdump -sass "$BUILD/ab-$name-w4a16_gemm.cu.o" >"$BUILD/ab-$name-sass.txt" 2>&1
+done
 grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40
 [ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }
 
@@ -89,7 +106,19 @@ fi
 
 if [ $BENCH -eq 1 ]; then
   step "benchmark"
-  "$BUILD/nibble-kernel-bench" --csv "$OUT/bench.csv" "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/bench.log"
+  if [ ${#ab_names[@]} -gt 0 ]; then
+    : >"$OUT/bench-ab.log"
+    for i in 1 2; do
+      for name in "${ab_names[@]}" current; do
+        bin="$BUILD/nibble-kernel-bench-$name"; [ "$name" = current ] && bin="$BUILD/nibble-kernel-bench"
+        echo "=== $name (round $i)" >>"$OUT/bench-ab.log"
+        "$bin" "${BENCH_ARGS[@]}" >>"$OUT/bench-ab.log" 2>&1
+      done
+    done
+    grep -E '^===|^(llama|qwen)|^ *[0-9]+ \|' "$OUT/bench-ab.log" | grep -v ' 0.0       0.0 ' | cut -c1-130
+  else
+    "$BUILD/nibble-kernel-bench" --csv "$OUT/bench.csv" "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/bench.log"
+  fi
 fi
 
 if [ $NCU -eq 1 ]; then

@@ -1,6 +1,7 @@
-// W4A16 kernels: cp.async multi-stage pipeline of x tiles and repacked FP4 weight tiles into
-// shared memory, FP4 -> BF16 in registers (w4a16_device.cuh), mma.sync m16n8k16. See
-// w4a16_gemm.h.
+// W4A16 kernels: multi-stage pipeline of x tiles and repacked FP4 weight tiles into shared
+// memory (TMA bulk copies for the 64- and 128-row tiles, cp.async for the small ones), FP4 -> BF16
+// in registers (w4a16_device.cuh), mma.sync m16n8k16. See w4a16_gemm.h.
+#include "kernels/nvfp4/tma.cuh"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
 
@@ -31,8 +32,12 @@ struct TileShape {
   static constexpr int B_BYTES = (BN / 8) * 256;
   static constexpr int S_BYTES = (BN / 8) * 32;
   static constexpr int SUB_BYTES = A_BYTES + B_BYTES + S_BYTES;
-  static constexpr int STAGE_BYTES = SUB_BYTES * KSPLIT;
-  static constexpr int SMEM = STAGE_BYTES * STAGES;
+  // Large tiles load through the TMA (tma.cuh): its 128-byte swizzle needs 1024-byte aligned
+  // x tiles, so stages round up to 1 KB and the block asks for 1 KB of slack to align its base.
+  static constexpr bool TMA = !SWAP && KSPLIT == 1 && BM >= 64;
+  static constexpr int STAGE_BYTES = TMA ? (SUB_BYTES + 1023) / 1024 * 1024 : SUB_BYTES * KSPLIT;
+  static constexpr int SUB_STRIDE = KSPLIT == 1 ? STAGE_BYTES : SUB_BYTES;  // between sub-stages
+  static constexpr int SMEM = STAGE_BYTES * STAGES + (TMA ? 1024 : 0);
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;  // resident blocks per SM: caps registers
   static_assert(BN == kW4A16TileCols, "a block owns one 128-row weight group");
 };
@@ -42,8 +47,26 @@ struct TileShape {
 using ShapeM8 = TileShape<1, 4, 1, 4, 4, 8, true>;  // 8 x 128 swapped, 4 warps, 22 KB
 using ShapeM16 = TileShape<1, 4, 1, 4, 4, 8>;       // 16 x 128, 4 warps, 26 KB, 8 blocks/SM
 using ShapeM16Wide = TileShape<1, 4, 1, 4, 4, 4, false, 2>;  // 16 x 128, 8 warps, 53 KB
-using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;                // 64 x 128, 4 warps, 50 KB
-using ShapeM128 = TileShape<8, 4, 1, 4, 4, 2>;  // 128 x 128, 4 warps, 82 KB (GB10: <= 99 KB)
+using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;                // 64 x 128, 4 warps, 53 KB
+using ShapeM128 = TileShape<8, 4, 1, 4, 4, 2>;  // 128 x 128, 4 warps, 85 KB (GB10: <= 99 KB)
+
+// Which output tile a block computes. Blocks start roughly in launch order, so the order decides
+// what one wave of resident blocks reads: row-major over a wide layer (gate_up: 224 weight groups
+// per 128 rows of x) streams the whole weight matrix from DRAM once per wave. Bands of
+// kRasterBand row tiles, walked column by column, keep a wave on ~33 weight groups and ~8 x
+// tiles that L2 holds. A bijection for any grid; one row tile (small M) is the identity.
+constexpr int kRasterBand = 8;
+struct OutputTile {
+  unsigned row, col;
+};
+__device__ inline OutputTile output_tile(unsigned band) {
+  const unsigned cols = gridDim.x, rows = gridDim.y;
+  const unsigned linear = blockIdx.y * cols + blockIdx.x;
+  const unsigned first_row = linear / (band * cols) * band;
+  const unsigned band_rows = rows - first_row < band ? rows - first_row : band;
+  const unsigned within = linear - first_row * cols;
+  return {first_row + within % band_rows, within / band_rows};
+}
 
 // Issues one k step of the pipeline with a fixed, precomputed set of 16-byte cp.async per
 // thread (no per-step index arithmetic beyond a pointer bump): x rows [m0, m0 + BM) (`load_x`)
@@ -136,6 +159,38 @@ struct StageLoader {
   }
 };
 
+// The TMA form of the pipeline (S::TMA): thread 0 requests a stage as three bulk copies (x box,
+// weight tiles, scales) that the stage's mbarrier counts in bytes; every thread waits on that
+// barrier. x rows past m and columns past k arrive as zeros.
+template <class S>
+struct TmaStages {
+  static constexpr unsigned kBytes = S::A_BYTES + S::B_BYTES + S::S_BYTES;
+  unsigned bars, stages;       // shared addresses of the STAGES mbarriers and of stage 0
+  const std::uint8_t* w_next;  // the next k step's weight tiles
+  const std::uint8_t* s_next;  // and scales
+  std::int64_t w_stride;       // bytes of tiles from one k step to the next
+  int x_col, x_row;            // the next x box
+  const CUtensorMap* x_map;
+
+  // Thread 0 only. The weights need nothing from the previous kernel: they may go first.
+  __device__ void request_weights(int st) {
+    const unsigned bar = bars + 8 * st, dst = stages + unsigned(st * S::STAGE_BYTES);
+    tma::mbarrier_arrive_expect_bytes(bar, kBytes);
+    tma::copy_bytes(dst + S::A_BYTES, w_next, S::B_BYTES, bar);
+    tma::copy_bytes(dst + S::A_BYTES + S::B_BYTES, s_next, S::S_BYTES, bar);
+    w_next += w_stride;
+    s_next += w_stride / 8;
+  }
+  __device__ void request_x(int st) {
+    tma::copy_box_2d(stages + unsigned(st * S::STAGE_BYTES), x_map, x_col, x_row, bars + 8 * st);
+    x_col += kBk;
+  }
+  // Stage st's use number i / STAGES has landed.
+  __device__ void wait(int st, int i) const {
+    tma::mbarrier_wait(bars + 8 * st, unsigned(i / S::STAGES) & 1u);
+  }
+};
+
 // Split K: adds this block's partial sums into the workspace, 16 bytes per red: lanes 2u and
 // 2u + 1 swap halves so that the even lane holds 4 columns of row g and the odd lane 4 columns
 // of row g + 8.
@@ -223,15 +278,22 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
                  std::int64_t k, const std::uint8_t* __restrict__ tiles,
                  const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
                  W4A16Strides strides, float out_scale, const std::uint16_t* __restrict__ residual,
-                 std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split) {
-  extern __shared__ __align__(128) std::uint8_t smem[];
+                 std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split,
+                 const __grid_constant__ CUtensorMap x_map) {
+  extern __shared__ __align__(128) std::uint8_t smem_raw[];
+  __shared__ __align__(8) std::uint64_t stage_full[S::TMA ? S::STAGES : 1];  // TMA barriers
+  std::uint8_t* smem = smem_raw;
+  if constexpr (S::TMA) smem += (1024 - (__cvta_generic_to_shared(smem_raw) & 1023)) & 1023;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int kgroup = warp / (S::WM * S::WN), group_warp = warp % (S::WM * S::WN);
   const int wm = group_warp / S::WN, wn = group_warp % S::WN;
-  const std::int64_t m0 = std::int64_t(blockIdx.y) * S::BM;
-  const std::int64_t n0 = std::int64_t(blockIdx.x) * S::BN;
-  const std::uint8_t* group_tiles = tiles + std::int64_t(blockIdx.x) * strides.group * 4096;
-  const std::uint8_t* group_scales = scales + std::int64_t(blockIdx.x) * strides.group * 512;
+  // (The small-M tiles have one row tile; they skip the arithmetic and its registers.)
+  const OutputTile tile =
+      S::BM >= 64 ? output_tile(kRasterBand) : OutputTile{blockIdx.y, blockIdx.x};
+  const std::int64_t m0 = std::int64_t(tile.row) * S::BM;
+  const std::int64_t n0 = std::int64_t(tile.col) * S::BN;
+  const std::uint8_t* group_tiles = tiles + std::int64_t(tile.col) * strides.group * 4096;
+  const std::uint8_t* group_scales = scales + std::int64_t(tile.col) * strides.group * 512;
   const std::int64_t kt_begin = std::int64_t(blockIdx.z) * kt_per_split;
   const std::int64_t kt_end = kt_begin + kt_per_split < tiles_k ? kt_begin + kt_per_split : tiles_k;
   const int nk = int(kt_end - kt_begin);
@@ -247,28 +309,56 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
 
   // Rows of the x tile past m stay zero in every stage: zero them once, never load them.
   const int rows = int(m - m0 < S::BM ? m - m0 : S::BM);
-  if (rows < S::BM) {
+  if (!S::TMA && rows < S::BM) {
     for (int sub = 0; sub < S::STAGES * S::KSPLIT; ++sub) {
-      uint4* a_s = reinterpret_cast<uint4*>(smem + sub * S::SUB_BYTES);
+      uint4* a_s = reinterpret_cast<uint4*>(smem + sub * S::SUB_STRIDE);
       for (int c = rows * 8 + threadIdx.x; c < S::BM * 8; c += S::THREADS) {
         a_s[c] = make_uint4(0, 0, 0, 0);
       }
     }
   }
 
-  StageLoader<S> loader(x, k, m0, rows, kt_begin, group_tiles, group_scales, strides.kt, kt_end);
   // Prologue: the weights need nothing from the previous kernel, so they are requested before
-  // waiting for it (programmatic dependent launch). Group 0 holds them all and x of stage 0;
-  // groups 1.. hold x of the later stages, so wait_group below still sees stage i complete.
+  // waiting for it (programmatic dependent launch).
+  auto loader = [&] {
+    if constexpr (S::TMA) {
+      return TmaStages<S>{unsigned(__cvta_generic_to_shared(stage_full)),
+                          unsigned(__cvta_generic_to_shared(smem)),
+                          group_tiles + kt_begin * strides.kt * 4096,
+                          group_scales + kt_begin * strides.kt * 512,
+                          strides.kt * 4096,
+                          int(kt_begin * kBk),
+                          int(m0),
+                          &x_map};
+    } else {
+      return StageLoader<S>(x, k, m0, rows, kt_begin, group_tiles, group_scales, strides.kt,
+                            kt_end);
+    }
+  }();
+  if constexpr (S::TMA) {
+    if (threadIdx.x == 0) {
+      for (int st = 0; st < S::STAGES; ++st) tma::mbarrier_init(loader.bars + 8 * st, 1);
+      tma::fence_mbarrier_init();
+      for (int st = 0; st < S::STAGES - 1 && st < n_stages; ++st) loader.request_weights(st);
+    }
+    __syncthreads();  // the barriers are initialized before anyone waits on them
+    wait_for_previous_grid();
+    if (threadIdx.x == 0) {
+      for (int st = 0; st < S::STAGES - 1 && st < n_stages; ++st) loader.request_x(st);
+    }
+  } else {
+    // Group 0 holds all the weights and x of stage 0; groups 1.. hold x of the later stages, so
+    // wait_group below still sees stage i complete.
 #pragma unroll
-  for (int st = 0; st < S::STAGES - 1; ++st) {
-    if (st < n_stages) loader.load_weights(smem + st * S::STAGE_BYTES);
-  }
-  wait_for_previous_grid();
+    for (int st = 0; st < S::STAGES - 1; ++st) {
+      if (st < n_stages) loader.load_weights(smem + st * S::STAGE_BYTES);
+    }
+    wait_for_previous_grid();
 #pragma unroll
-  for (int st = 0; st < S::STAGES - 1; ++st) {
-    if (st < n_stages) loader.load_x(smem + st * S::STAGE_BYTES, x);
-    cp_async_commit();
+    for (int st = 0; st < S::STAGES - 1; ++st) {
+      if (st < n_stages) loader.load_x(smem + st * S::STAGE_BYTES, x);
+      cp_async_commit();
+    }
   }
 
   // Per-lane shared-memory offsets, fixed for the whole loop. ldmatrix row r (lane & 15) of
@@ -284,21 +374,30 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   const int s_lane = wn * S::NT * 32 + (lane / 4) * 4;
   int read_stage = 0, write_stage = S::STAGES - 1;
   for (int i = 0; i < n_stages; ++i) {
-    cp_async_wait<S::STAGES - 2>();
-    __syncthreads();
-    if (i + S::STAGES - 1 < n_stages) {
-      std::uint8_t* stage = smem + write_stage * S::STAGE_BYTES;
-      loader.load_x(stage, x);
-      loader.load_weights(stage);
+    if constexpr (S::TMA) {
+      loader.wait(read_stage, i);
+      __syncthreads();  // every warp is done with the stage about to be overwritten
+      if (threadIdx.x == 0 && i + S::STAGES - 1 < n_stages) {
+        loader.request_weights(write_stage);
+        loader.request_x(write_stage);
+      }
+    } else {
+      cp_async_wait<S::STAGES - 2>();
+      __syncthreads();
+      if (i + S::STAGES - 1 < n_stages) {
+        std::uint8_t* stage = smem + write_stage * S::STAGE_BYTES;
+        loader.load_x(stage, x);
+        loader.load_weights(stage);
+      }
+      cp_async_commit();
     }
-    cp_async_commit();
     write_stage = write_stage + 1 == S::STAGES ? 0 : write_stage + 1;
 
     const int sub = read_stage * S::KSPLIT + kgroup;
     read_stage = read_stage + 1 == S::STAGES ? 0 : read_stage + 1;
     if (S::KSPLIT > 1 && i * S::KSPLIT + kgroup >= nk) continue;  // this group's step is past K
-    const std::uint8_t* a_s = smem + sub * S::SUB_BYTES;
-    const unsigned a_addr = smem_base + unsigned(sub * S::SUB_BYTES) + a_lane;
+    const std::uint8_t* a_s = smem + sub * S::SUB_STRIDE;
+    const unsigned a_addr = smem_base + unsigned(sub * S::SUB_STRIDE) + a_lane;
     const std::uint8_t* b_s = a_s + S::A_BYTES + b_lane;
     const std::uint8_t* s_s = a_s + S::A_BYTES + S::B_BYTES + s_lane;
     uint2 codes[S::NT];
@@ -395,6 +494,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     add_partial_sums<S>(acc, workspace, m, n, m0 + wm * S::MT * 16, n0 + wn * S::NT * 8, lane,
                         out_scale);
   } else {
+    // Columns 2t, 2t + 1 leave as one 4-byte store when every row starts 4-byte aligned.
+    const bool pairs_aligned = n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 3) == 0;
 #pragma unroll
     for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
@@ -412,8 +513,14 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
             r0 += __bfloat162float(__ushort_as_bfloat16(residual[at]));
             if (pair) r1 += __bfloat162float(__ushort_as_bfloat16(residual[at + 1]));
           }
-          out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(r0));
-          if (pair) out[at + 1] = __bfloat16_as_ushort(__float2bfloat16_rn(r1));
+          const std::uint16_t lo = __bfloat16_as_ushort(__float2bfloat16_rn(r0));
+          const std::uint16_t hi = __bfloat16_as_ushort(__float2bfloat16_rn(r1));
+          if (pair && pairs_aligned) {
+            *reinterpret_cast<std::uint32_t*>(out + at) = lo | (std::uint32_t(hi) << 16);
+            continue;
+          }
+          out[at] = lo;
+          if (pair) out[at + 1] = hi;
         }
       }
     }
@@ -425,7 +532,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   __threadfence();
   __syncthreads();
   unsigned* counters = reinterpret_cast<unsigned*>(workspace + m * n);
-  unsigned* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+  unsigned* counter = counters + tile.row * gridDim.x + tile.col;
   if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
   __syncthreads();
   if (!last) return;
@@ -440,6 +547,28 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     out[row * n + col] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
   }
   if (threadIdx.x == 0) *counter = 0;
+}
+
+// The tensor map of x for the TMA tiles. Prefill calls the same x, m, k for several layers in a
+// row (q/k/v, gate/up of each layer read one normed x): the last map per thread is reused.
+template <class S>
+cudaError_t x_box_map(CUtensorMap* map, const std::uint16_t* x, std::int64_t m, std::int64_t k) {
+  struct Last {
+    const std::uint16_t* x = nullptr;
+    std::int64_t m = 0, k = 0;
+    CUtensorMap map{};
+  };
+  thread_local Last last;
+  if (last.x != x || last.m != m || last.k != k) {
+    const cudaError_t err = tma::encode_bf16_rows_map(&last.map, x, m, k, S::BM);
+    if (err != cudaSuccess) {
+      last.x = nullptr;
+      return err;
+    }
+    last.x = x, last.m = m, last.k = k;
+  }
+  *map = last.map;
+  return cudaSuccess;
 }
 
 template <class S>
@@ -461,12 +590,17 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const bool split = splits > 1;
   if (split && workspace == nullptr) return cudaErrorInvalidValue;
   const float out_scale = w.global_factor * 1024.0f;
+  CUtensorMap x_map{};
+  if constexpr (S::TMA) {
+    const cudaError_t map_err = x_box_map<S>(&x_map, x, m, w.k);
+    if (map_err != cudaSuccess) return map_err;
+  }
   const dim3 grid(unsigned(w.n_padded / S::BN), unsigned((m + S::BM - 1) / S::BM),
                   unsigned(splits));
   LaunchWithOverlap launch(grid, S::THREADS, S::SMEM, stream, overlap);
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, w4a16_kernel<S>, x, m, w.n, w.k, w.tiles, w.scales, tiles_k, w4a16_strides(w),
-      out_scale, residual, out, split ? workspace : nullptr, kt_per_split);
+      out_scale, residual, out, split ? workspace : nullptr, kt_per_split, x_map);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 

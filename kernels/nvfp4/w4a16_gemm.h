@@ -49,7 +49,9 @@ inline int w4a16_tile_rows(W4A16Tile tile) {
 }
 inline constexpr int kW4A16TileCols = 128;
 
-// x: [m, k] BF16 bits (row stride k); residual (may be null) and out: [m, n] BF16 bits.
+// x: [m, k] BF16 bits (row stride k, 16-byte aligned: the loads move 16-byte chunks, and the 64-
+// and 128-row tiles read it through a TMA tensor map, encoded per call and reused while x, m
+// and k stay the same); residual (may be null) and out: [m, n] BF16 bits.
 // splits > 1 splits K over blocks that add into workspace (w4a16_workspace_bytes(m, n): must
 // be all zero on entry and is left all zero; the last block of each output tile writes it
 // out); splits == 1 needs no workspace.

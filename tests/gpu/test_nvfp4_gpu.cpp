@@ -446,7 +446,8 @@ int run(int argc, char** argv) {
       {65, 129, 1008, false},
       {130, 64, 64, true},
       {2048, 200, 96, false},
-      {3, 1, 3088, true},  // N = 1, K = 48 tiles + 16: chunk and stream tails (decode kernel)
+      {1100, 300, 208, true},  // row tiles not a multiple of the raster band (8), 3 column tiles
+      {3, 1, 3088, true},      // N = 1, K = 48 tiles + 16: chunk and stream tails (decode kernel)
       {12, 260, 1104, false},
       // Qwen3-30B-A3B experts and Llama-3.1-8B layers
       {1, 1536, 2048, false},

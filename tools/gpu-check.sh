@@ -13,7 +13,7 @@
 # The W4A16 SASS always goes to $OUT/w4a16_sass.txt.
 # AB_DIRS="DIR ..." (snapshots from tools/device/ab-snapshot.sh) also builds the benchmark from
 # the kernels in each DIR and runs those and the working tree's alternately, twice each
-# ($OUT/bench-ab.log; their W4A16 GEMM SASS: ab-NAME-sass.txt in the build directory).
+# ($OUT/bench-ab.log).
 # Exit status: non-zero if the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +72,6 @@ for dir in ${AB_DIRS:-}; do
   g++ "${CXX_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/kernels/nvfp4_linear.cpp" -o "$BUILD/ab-$name-linear.o" >>"$build_log" 2>&1 || status=1
   nvcc -o "$BUILD/nibble-kernel-bench-$name" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" \
     "${ab_objs[@]}" "$BUILD/ab-$name-linear.o" "$BUILD/nvfp4_ref.cpp.o" "$BUILD/w4a16_layout.cpp.o" -lcublas >>"$build_log" 2>&1 || status=1
-  cuobjdump -sass "$BUILD/ab-$name-w4a16_gemm.cu.o" >"$BUILD/ab-$name-sass.txt" 2>&1
 done
 grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40
 [ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }

@@ -34,15 +34,16 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
   const std::int64_t rows = w4a16_tile_rows(tile);
   const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + rows - 1) / rows);
   if (tile == W4A16Tile::kM16 || tile == W4A16Tile::kM8 || tile == W4A16Tile::kM16Wide) {
-    // From nibble-kernel-bench --sweep-splits on H100 (docs/performance.md, 2026-11-23 v7):
-    // up to 4 rows the split-K sums are cheap and the best count gives each block >= 8 k tiles
-    // with at least 2 blocks per SM (at most 8 fit); with more rows the sums cost more than
-    // the parallelism buys beyond ~2 blocks per SM (gate_up M = 16: 1 split 31.7 µs, 4: 44.3).
+    // From nibble-kernel-bench --sweep-splits on H100 (docs/performance.md, 2026-11-23): with the
+    // 8-row tile (any m <= 8) and up to 4 rows of the others the split-K sums are cheap and the
+    // best count gives each block >= 8 k tiles with at least 2 blocks per SM (at most 8 fit);
+    // with 16-row tiles past 4 rows the sums cost more than the parallelism buys beyond ~2
+    // blocks per SM (gate_up M = 16: 1 split 34.0 µs, 2: 37.0).
     const std::int64_t k_tiles = (k + 63) / 64;
     const std::int64_t sms = device.sm_count;
     const std::int64_t per_sm = tile == W4A16Tile::kM16Wide ? 4 : 8;  // resident blocks
     std::int64_t splits = 0;
-    if (m <= 4) {
+    if (m <= 4 || tile == W4A16Tile::kM8) {
       const std::int64_t fill = std::min(k_tiles / 2, (2 * sms + blocks - 1) / blocks);
       splits = std::max(std::min(k_tiles / 8, per_sm * sms / blocks), fill);
     } else {

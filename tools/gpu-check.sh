@@ -56,10 +56,11 @@ done
 g++ "${CXX_FLAGS[@]}" -c tests/gpu/test_nvfp4_gpu.cpp -o "$BUILD/test.o" >>"$build_log" 2>&1 &
 g++ "${CXX_FLAGS[@]}" -c tests/gpu/test_w4a16_layout.cpp -o "$BUILD/layout_test.o" >>"$build_log" 2>&1 &
 g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/kernel_bench.cpp -o "$BUILD/bench.o" >>"$build_log" 2>&1 &
+g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/layer_chain.cpp -o "$BUILD/layer_chain.o" >>"$build_log" 2>&1 &
 wait
 nvcc -o "$BUILD/test_nvfp4_gpu" "$BUILD/test.o" "${objs[@]}" >>"$build_log" 2>&1 || status=1
 nvcc -o "$BUILD/test_w4a16_layout" "$BUILD/layout_test.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/nvfp4_ref.cpp.o" >>"$build_log" 2>&1 || status=1
-nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
+nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/layer_chain.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
 # A/B: one more benchmark binary per snapshot directory (tools/device/ab-snapshot.sh).
 ab_names=()
 for dir in ${AB_DIRS:-}; do
@@ -70,7 +71,7 @@ for dir in ${AB_DIRS:-}; do
     nvcc "${NVCC_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/$f" -o "$o" >>"$build_log" 2>&1 || status=1
   done
   g++ "${CXX_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/kernels/nvfp4_linear.cpp" -o "$BUILD/ab-$name-linear.o" >>"$build_log" 2>&1 || status=1
-  nvcc -o "$BUILD/nibble-kernel-bench-$name" "$BUILD/bench.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" \
+  nvcc -o "$BUILD/nibble-kernel-bench-$name" "$BUILD/bench.o" "$BUILD/layer_chain.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" \
     "${ab_objs[@]}" "$BUILD/ab-$name-linear.o" "$BUILD/nvfp4_ref.cpp.o" "$BUILD/w4a16_layout.cpp.o" -lcublas >>"$build_log" 2>&1 || status=1
 done
 grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40
@@ -114,7 +115,7 @@ if [ $BENCH -eq 1 ]; then
         "$bin" "${BENCH_ARGS[@]}" >>"$OUT/bench-ab.log" 2>&1
       done
     done
-    grep -E '^===|^(llama|qwen)|^ *[0-9]+ \|' "$OUT/bench-ab.log" | grep -v ' 0.0       0.0 ' | cut -c1-130
+    grep -E '^===|^(llama|qwen|chain)|^ *[0-9]+ \|' "$OUT/bench-ab.log" | grep -v ' 0.0       0.0 ' | cut -c1-130
   else
     "$BUILD/nibble-kernel-bench" --csv "$OUT/bench.csv" "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/bench.log"
   fi

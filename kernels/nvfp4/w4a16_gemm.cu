@@ -224,6 +224,63 @@ __device__ inline void add_partial_sums(const float (&acc)[S::MT][S::NT][4], flo
   }
 }
 
+// Split K, the last block of an output tile: takes the summed tile from the workspace, leaves
+// zeros there, adds the residual and writes BF16. A thread moves 4 columns per item and issues a
+// batch's loads before its stores: one load -> store per element made each of a 16-row tile's
+// 8-16 elements per thread wait a full L2 round trip.
+template <class S>
+__device__ inline void finish_split_tile(float* workspace, const std::uint16_t* residual,
+                                         std::uint16_t* out, std::int64_t m, std::int64_t n,
+                                         std::int64_t m0, std::int64_t n0) {
+  // (Batches of 2 in the 64-register small tiles: 4 made ptxas spill kM16 on sm_120a.)
+  constexpr int kItems = S::BM * S::BN / 4, kBatch = S::MT == 1 ? 2 : 4;
+  const bool vec = n % 4 == 0;  // then every item starts 16-byte aligned in the workspace
+  const bool out8 = vec && (reinterpret_cast<std::uintptr_t>(out) & 7) == 0;
+  for (int first = threadIdx.x; first < kItems; first += kBatch * S::THREADS) {
+    float v[kBatch][4];
+    std::int64_t at[kBatch];
+    int cols[kBatch];  // columns of the item inside the output (0: none)
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int item = first + b * S::THREADS;
+      const std::int64_t row = m0 + item / (S::BN / 4), col = n0 + (item % (S::BN / 4)) * 4;
+      cols[b] = item < kItems && row < m && col < n ? int(n - col < 4 ? n - col : 4) : 0;
+      at[b] = row * n + col;
+      if (cols[b] == 4 && vec) {
+        const float4 q = __ldcg(reinterpret_cast<const float4*>(workspace + at[b]));
+        v[b][0] = q.x, v[b][1] = q.y, v[b][2] = q.z, v[b][3] = q.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[b][i] = i < cols[b] ? __ldcg(workspace + at[b] + i) : 0.0f;
+      }
+      if (residual != nullptr) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (i < cols[b]) v[b][i] += __bfloat162float(__ushort_as_bfloat16(residual[at[b] + i]));
+        }
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (cols[b] == 0) continue;
+      std::uint16_t h[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) h[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v[b][i]));
+      if (cols[b] == 4 && vec) {
+        __stcg(reinterpret_cast<float4*>(workspace + at[b]), make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+      } else {
+        for (int i = 0; i < cols[b]; ++i) __stcg(workspace + at[b] + i, 0.0f);
+      }
+      if (cols[b] == 4 && out8) {
+        *reinterpret_cast<uint2*>(out + at[b]) =
+            make_uint2(h[0] | (std::uint32_t(h[1]) << 16), h[2] | (std::uint32_t(h[3]) << 16));
+      } else {
+        for (int i = 0; i < cols[b]; ++i) out[at[b] + i] = h[i];
+      }
+    }
+  }
+}
+
 // SWAP epilogue: c0,c1 are x rows 2t, 2t+1 of weight row g of tile 2p, c2,c3 the same of tile
 // 2p + 1. The block's 8 x 128 tile goes through shared memory (the pipeline is drained) so that
 // rows leave as 16-byte stores or reds.
@@ -319,7 +376,10 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   }
 
   // Prologue: the weights need nothing from the previous kernel, so they are requested before
-  // waiting for it (programmatic dependent launch).
+  // waiting for it (programmatic dependent launch). The next kernel may launch once every block
+  // of this one has seen the previous finish: its blocks then fetch their first weights during
+  // this kernel's main loop and tail, and at most two kernels of a chain overlap (an earlier
+  // trigger lets a third take the SM slots this one's late blocks need).
   auto loader = [&] {
     if constexpr (S::TMA) {
       return TmaStages<S>{unsigned(__cvta_generic_to_shared(stage_full)),
@@ -343,6 +403,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     }
     __syncthreads();  // the barriers are initialized before anyone waits on them
     wait_for_previous_grid();
+    allow_next_grid();
     if (threadIdx.x == 0) {
       for (int st = 0; st < S::STAGES - 1 && st < n_stages; ++st) loader.request_x(st);
     }
@@ -354,6 +415,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
       if (st < n_stages) loader.load_weights(smem + st * S::STAGE_BYTES);
     }
     wait_for_previous_grid();
+    allow_next_grid();
 #pragma unroll
     for (int st = 0; st < S::STAGES - 1; ++st) {
       if (st < n_stages) loader.load_x(smem + st * S::STAGE_BYTES, x);
@@ -455,7 +517,6 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
       }
     }
   }
-  allow_next_grid();  // the next kernel's blocks may start during this one's epilogue
 
   if constexpr (S::KSPLIT > 1) {
     // Group 1's sums join group 0's through shared memory (the pipeline is drained).
@@ -537,15 +598,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int e = threadIdx.x; e < S::BM * S::BN; e += S::THREADS) {
-    const std::int64_t row = m0 + e / S::BN, col = n0 + e % S::BN;
-    if (row >= m || col >= n) continue;
-    float* cell = workspace + row * n + col;
-    float v = __ldcg(cell);
-    __stcg(cell, 0.0f);
-    if (residual != nullptr) v += __bfloat162float(__ushort_as_bfloat16(residual[row * n + col]));
-    out[row * n + col] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  }
+  finish_split_tile<S>(workspace, residual, out, m, n, m0, n0);
   if (threadIdx.x == 0) *counter = 0;
 }
 

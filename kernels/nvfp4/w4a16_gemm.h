@@ -57,7 +57,8 @@ inline constexpr int kW4A16TileCols = 128;
 // out); splits == 1 needs no workspace.
 // overlap: launch with programmatic dependent launch (sm_90+): the kernel's blocks may start while
 // the previous kernel in the stream is still running and fetch their first weights early; they
-// wait for it before touching x, residual, out or workspace. Safe after any kernel.
+// wait for it before touching x, residual, out or workspace, and then let the next kernel launch
+// the same way (at most two kernels of a chain overlap). Safe after any kernel.
 inline std::size_t w4a16_workspace_bytes(std::int64_t m, std::int64_t n) {
   const std::int64_t tiles = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 7) / 8);
   return std::size_t(m * n + tiles) * 4;  // partial sums, then one arrival counter per tile

@@ -4,7 +4,9 @@
 // Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
 // of graph replays (20 calls per graph), per call.
 // Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic); once
-// per run: the mma.sync ceiling of mma_ceiling.h (4, 8 and 16 warps per SM).
+// per run: the mma.sync ceiling of mma_ceiling.h (4, 8 and 16 warps per SM). Last, when all
+// four Llama layers are selected: the set chained as a decode step runs it (layer_chain.h) at
+// M = 1, 4, 8, 16, 64 (those --ms keeps).
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
 //                            [--profile]
 // --sweep-splits also times the 8-row tile at M = 1 and 8 and the wide 16-row tile at M = 16
@@ -24,76 +26,24 @@
 #include <string>
 #include <vector>
 
-#include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
+#include "tools/kernel-bench/bench_util.h"
+#include "tools/kernel-bench/layer_chain.h"
 #include "tools/kernel-bench/mma_ceiling.h"
 #include "tools/kernel-bench/read_ceiling.h"
 
 namespace {
 
-#define CHECK_CUDA(expr)                                                   \
-  do {                                                                     \
-    const cudaError_t e_ = (expr);                                         \
-    if (e_ != cudaSuccess) {                                               \
-      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #expr, \
-                   cudaGetErrorString(e_));                                \
-      std::exit(1);                                                        \
-    }                                                                      \
-  } while (0)
-#define CHECK_CUBLAS(expr)                                                                         \
-  do {                                                                                             \
-    const cublasStatus_t s_ = (expr);                                                              \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s -> cublas status %d\n", __FILE__, __LINE__, #expr, int(s_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
-constexpr std::size_t kRotateBytes = 256ull << 20;  // > 5x H100's 50 MB L2
+using nibble::bench::fill_random_bf16;
+using nibble::bench::kRotateBytes;
+using nibble::bench::median_us;
 
 struct Shape {
   const char* model;
   const char* layer;
   std::int64_t k, n;
 };
-
-// Time per call of f(i, stream): kCallsPerGraph calls (i = 0, 1, ...: rotating weights) are
-// captured in one CUDA graph, so launch gaps stay out of the numbers; the graph is replayed
-// `reps` times between events after 2 warm-up replays; median replay time / calls, in us.
-constexpr int kCallsPerGraph = 20;
-
-template <class F>
-double median_us(int reps, cudaStream_t stream, F f) {
-  f(0, stream);  // outside the capture: one-time attribute calls, lazy module loading
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < kCallsPerGraph; ++i) f(i, stream);
-  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < 2; ++i) CHECK_CUDA(cudaGraphLaunch(exec, stream));
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    CHECK_CUDA(cudaGraphLaunch(exec, stream));
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    t.push_back(ms * 1000.0 / kCallsPerGraph);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  CHECK_CUDA(cudaGraphExecDestroy(exec));
-  CHECK_CUDA(cudaGraphDestroy(graph));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // "a,b,c" -> {"a", "b", "c"}.
 std::vector<std::string> split_list(const char* list) {
@@ -113,13 +63,6 @@ std::vector<std::string> split_list(const char* list) {
 
 bool selected(const std::vector<std::string>& filter, const std::string& name) {
   return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
-}
-
-void fill_random_bf16(std::uint16_t* dev, std::size_t count, std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<std::uint16_t> h(count);
-  for (auto& v : h) v = nibble::nvfp4::float_to_bf16(normal(rng));
-  CHECK_CUDA(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
 }
 
 }  // namespace
@@ -437,6 +380,31 @@ int main(int argc, char** argv) {
     std::printf("%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx | %9.1f %5.1f%%\n", (long long)ms[mi],
                 llama_ours[mi], llama_cublas[mi], gbs, 100.0 * gbs / copy_gbs,
                 llama_cublas[mi] / llama_ours[mi], llama_overlap[mi], 100.0 * gbs_p / copy_gbs);
+  }
+  // The same set chained as a decode step runs it (layer_chain.h), for the decode sizes.
+  const bool whole_set =
+      layer_filter.empty() || (selected(layer_filter, "qkv") && selected(layer_filter, "o") &&
+                               selected(layer_filter, "gate_up") && selected(layer_filter, "down"));
+  std::vector<std::int64_t> chain_ms;
+  for (std::int64_t m : {1, 4, 8, 16, 64}) {
+    if (selected(m_filter, std::to_string(m))) chain_ms.push_back(m);
+  }
+  if (!profile && whole_set && !chain_ms.empty()) {
+    double set_bytes = 0;
+    const auto chain =
+        nibble::bench::time_llama_chain(chain_ms, reps, device, cublas, stream, &set_bytes);
+    std::printf(
+        "\nLlama-3.1-8B layer set chained (qkv, o, gate_up, down back to back in one graph, per "
+        "set; +P = programmatic dependent launch; read = read-only kernels, no arithmetic):\n");
+    std::printf("%-5s %5s | %9s %6s | %9s %6s | %9s %6s | %9s | %7s\n", "", "M", "nvfp4 us",
+                "%copy", "+P us", "%copy", "read us", "%copy", "cuBLAS us", "speedup");
+    for (const auto& t : chain) {
+      auto pct = [&](double us) { return 100.0 * set_bytes / us / 1e3 / copy_gbs; };
+      std::printf("chain %5lld | %9.1f %5.1f%% | %9.1f %5.1f%% | %9.1f %5.1f%% | %9.1f | %6.2fx\n",
+                  (long long)t.m, t.ours_us, pct(t.ours_us), t.ours_overlap_us,
+                  pct(t.ours_overlap_us), t.read_us, pct(t.read_us), t.cublas_us,
+                  t.cublas_us / std::min(t.ours_us, t.ours_overlap_us));
+    }
   }
   if (csv) std::fclose(csv);
   CHECK_CUDA(cudaFree(sink));

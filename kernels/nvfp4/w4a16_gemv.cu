@@ -100,6 +100,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const std::int64_t kt_end = kt_begin + kt_per_split < tiles_k ? kt_begin + kt_per_split : tiles_k;
 
   wait_for_previous_grid();  // x is read from the first chunk on
+  allow_next_grid();         // as the tiles of w4a16_gemm.cu: at most two kernels overlap
   for (int i = threadIdx.x; i < kRows * kGroupN; i += kThreads) partial[i] = 0.0f;
   float acc[kTilesPerWarp][4];
 #pragma unroll
@@ -152,7 +153,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     cp_async_wait<0>();
   }
 
-  allow_next_grid();  // the next kernel's blocks may start during this one's epilogue
   // c0,c1 at (row g, cols 2t, 2t+1) of the tile, c2,c3 at row g + 8.
 #pragma unroll
   for (int j = 0; j < kTilesPerWarp; ++j) {

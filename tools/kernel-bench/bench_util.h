@@ -1,6 +1,6 @@
 #pragma once
-// Shared by nibble-kernel-bench's parts: fail-fast CUDA / cuBLAS checks, graph-replay timing and
-// random BF16 fills.
+// Shared by nibble-kernel-bench's parts: fail-fast CUDA / cuBLAS checks, graph-replay timing,
+// random BF16 fills and random NVFP4 weights.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "kernels/nvfp4/bf16.h"
+#include "kernels/nvfp4/w4a16_gemm.h"
+#include "kernels/nvfp4/w4a16_layout.h"
 
 #define CHECK_CUDA(expr)                                                   \
   do {                                                                     \
@@ -75,6 +77,33 @@ inline void fill_random_bf16(std::uint16_t* dev, std::size_t count, std::mt19937
   std::vector<std::uint16_t> h(count);
   for (auto& v : h) v = nibble::nvfp4::float_to_bf16(normal(rng));
   CHECK_CUDA(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
+}
+
+// Random NVFP4 weight [n, k]: E2M1 pairs [n, k/2] and E4M3 block scales [n, k/16] in 0x28..0x48
+// (no zero blocks, so no block's codes are dropped by the repack).
+struct RandomNvfp4 {
+  std::vector<std::uint8_t> packed, scales;
+};
+inline RandomNvfp4 random_nvfp4(std::int64_t n, std::int64_t k, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> byte(0, 255), scale(0x28, 0x48);
+  RandomNvfp4 r{std::vector<std::uint8_t>(std::size_t(n * k / 2)),
+                std::vector<std::uint8_t>(std::size_t(n * k / 16))};
+  for (auto& b : r.packed) b = std::uint8_t(byte(rng));
+  for (auto& b : r.scales) b = std::uint8_t(scale(rng));
+  return r;
+}
+
+// A device copy of a repacked weight; its two allocations are appended to `allocations`.
+inline kernels::W4A16DeviceWeight upload_w4a16(const nvfp4::W4A16Weight& w,
+                                               std::vector<void*>& allocations) {
+  std::uint8_t *tiles = nullptr, *scales = nullptr;
+  CHECK_CUDA(cudaMalloc(&tiles, w.tiles.size()));
+  allocations.push_back(tiles);
+  CHECK_CUDA(cudaMalloc(&scales, w.scales.size()));
+  allocations.push_back(scales);
+  CHECK_CUDA(cudaMemcpy(tiles, w.tiles.data(), w.tiles.size(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(scales, w.scales.data(), w.scales.size(), cudaMemcpyHostToDevice));
+  return {tiles, scales, w.n, w.k, w.n_padded, w.k_padded, w.global_factor, w.k_major};
 }
 
 }  // namespace nibble::bench

@@ -185,11 +185,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     if (!selected(layer_filter, s.layer)) continue;
     // NVFP4 weights: random codes and scales (no zeros), repacked, rotated.
-    std::uniform_int_distribution<int> byte(0, 255), scale(0x28, 0x48);
-    std::vector<std::uint8_t> packed(std::size_t(s.n * s.k / 2)),
-        scales(std::size_t(s.n * s.k / 16));
-    for (auto& b : packed) b = std::uint8_t(byte(rng));
-    for (auto& b : scales) b = std::uint8_t(scale(rng));
+    const auto [packed, scales] = nibble::bench::random_nvfp4(s.n, s.k, rng);
     const auto w = nibble::nvfp4::repack_for_w4a16(packed, scales, s.n, s.k, 1e-3f);
     const auto wk = nibble::nvfp4::repack_for_w4a16(packed, scales, s.n, s.k, 1e-3f, true);
     const std::size_t wbytes = w.tiles.size() + w.scales.size();
@@ -197,26 +193,8 @@ int main(int argc, char** argv) {
     std::vector<nibble::kernels::W4A16DeviceWeight> dw(static_cast<std::size_t>(copies)),
         dwk(static_cast<std::size_t>(copies));
     std::vector<void*> allocations;
-    for (auto [devs, host] : {std::pair{&dw, &w}, std::pair{&dwk, &wk}}) {
-      for (auto& d : *devs) {
-        std::uint8_t *t = nullptr, *sc = nullptr;
-        CHECK_CUDA(cudaMalloc(&t, host->tiles.size()));
-        CHECK_CUDA(cudaMalloc(&sc, host->scales.size()));
-        CHECK_CUDA(cudaMemcpy(t, host->tiles.data(), host->tiles.size(), cudaMemcpyHostToDevice));
-        CHECK_CUDA(
-            cudaMemcpy(sc, host->scales.data(), host->scales.size(), cudaMemcpyHostToDevice));
-        d = {t,
-             sc,
-             host->n,
-             host->k,
-             host->n_padded,
-             host->k_padded,
-             host->global_factor,
-             host->k_major};
-        allocations.push_back(t);
-        allocations.push_back(sc);
-      }
-    }
+    for (auto& d : dw) d = nibble::bench::upload_w4a16(w, allocations);
+    for (auto& d : dwk) d = nibble::bench::upload_w4a16(wk, allocations);
     // BF16 weights for cuBLAS, rotated the same way.
     const std::size_t bf16_bytes = std::size_t(s.n * s.k * 2);
     const int bf16_copies =

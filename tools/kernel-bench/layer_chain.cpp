@@ -72,18 +72,9 @@ std::vector<LayerChainTimes> time_llama_chain(const std::vector<std::int64_t>& m
   std::size_t ws_bytes = 0;
   for (std::size_t l = 0; l < kLlamaLayers.size(); ++l) {
     const auto [k, n] = kLlamaLayers[l];
-    std::uniform_int_distribution<int> byte(0, 255), scale(0x28, 0x48);
-    std::vector<std::uint8_t> packed(std::size_t(n * k / 2)), scales(std::size_t(n * k / 16));
-    for (auto& b : packed) b = std::uint8_t(byte(rng));
-    for (auto& b : scales) b = std::uint8_t(scale(rng));
+    const auto [packed, scales] = random_nvfp4(n, k, rng);
     const auto w = nvfp4::repack_for_w4a16(packed, scales, n, k, 1e-3f);
-    for (auto& copy : nvfp4) {
-      auto* t = mem.get<std::uint8_t>(w.tiles.size());
-      auto* sc = mem.get<std::uint8_t>(w.scales.size());
-      CHECK_CUDA(cudaMemcpy(t, w.tiles.data(), w.tiles.size(), cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(sc, w.scales.data(), w.scales.size(), cudaMemcpyHostToDevice));
-      copy[l] = {t, sc, w.n, w.k, w.n_padded, w.k_padded, w.global_factor, w.k_major};
-    }
+    for (auto& copy : nvfp4) copy[l] = upload_w4a16(w, mem.blocks);
     for (auto& copy : bf16) {
       copy[l] = mem.get<std::uint16_t>(std::size_t(n * k * 2));
       fill_repeated_random_bf16(copy[l], std::size_t(n * k), rng);

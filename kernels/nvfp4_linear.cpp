@@ -33,17 +33,21 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
   }
   const std::int64_t rows = w4a16_tile_rows(tile);
   const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + rows - 1) / rows);
-  if (tile == W4A16Tile::kM16 || tile == W4A16Tile::kM8 || tile == W4A16Tile::kM16Wide) {
+  const bool swapped = tile == W4A16Tile::kM8 || tile == W4A16Tile::kM16Swap;
+  if (tile == W4A16Tile::kM16 || swapped || tile == W4A16Tile::kM16Wide) {
     // From nibble-kernel-bench --sweep-splits on H100 (docs/performance.md, 2026-11-23): with the
-    // 8-row tile (any m <= 8) and up to 4 rows of the others the split-K sums are cheap and the
-    // best count gives each block >= 8 k tiles with at least 2 blocks per SM (at most 8 fit);
-    // with 16-row tiles past 4 rows the sums cost more than the parallelism buys beyond ~2
-    // blocks per SM (gate_up M = 16: 1 split 34.0 µs, 2: 37.0).
+    // swapped tiles (kM8, kM16Swap) and up to 4 rows of the others the split-K sums are cheap and
+    // the best count gives each block >= 8 k tiles with at least 2 blocks per SM (at most 7-8
+    // fit); the regular 16-row tiles past 4 rows gain nothing beyond ~2 blocks per SM (kM16Wide
+    // gate_up M = 16: 1 split 34.0 µs, 2: 37.0; kM16Swap at 4 splits: 31.3, 2026-11-24).
     const std::int64_t k_tiles = (k + 63) / 64;
     const std::int64_t sms = device.sm_count;
-    const std::int64_t per_sm = tile == W4A16Tile::kM16Wide ? 4 : 8;  // resident blocks
+    // Resident blocks per SM. (Halving it with overlap, so that two kernels fit side by side,
+    // measured slower: decode chain M = 1 +overlap 65.2 -> 72.2 µs, H100, PERF_NOTES v17.)
+    const std::int64_t per_sm =
+        tile == W4A16Tile::kM16Wide ? 4 : (tile == W4A16Tile::kM16Swap ? 7 : 8);
     std::int64_t splits = 0;
-    if (m <= 4 || tile == W4A16Tile::kM8) {
+    if (m <= 4 || swapped) {
       const std::int64_t fill = std::min(k_tiles / 2, (2 * sms + blocks - 1) / blocks);
       splits = std::max(std::min(k_tiles / 8, per_sm * sms / blocks), fill);
     } else {
@@ -66,7 +70,7 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
 }
 
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
-                                  const DeviceTraits& device) {
+                                  const DeviceTraits& device, bool overlap) {
   Nvfp4LinearPlan plan;
   // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
@@ -76,14 +80,17 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
     // both on every Llama and Qwen shape (docs/performance.md, 2026-11-23).
     plan.tile = W4A16Tile::kM8;
   } else if (m <= 16) {
-    // 8 warps per block, K split in the block: the grid stays at <= 2 blocks per SM (split-K
-    // sums of 16 rows are costly) without running short of warps.
-    plan.tile = W4A16Tile::kM16Wide;
+    // x as the B operand in two 8-row fragments: each decoded weight fragment feeds two mma.sync,
+    // and the grid is split like kM8's.
+    plan.tile = W4A16Tile::kM16Swap;
   } else if (m > 512 && blocks128 >= 2 * std::int64_t(device.sm_count)) {
     plan.tile = W4A16Tile::kM128;
   } else {
     plan.tile = W4A16Tile::kM64;
   }
+  // Overlap helps up to 16 rows; the 64- and 128-row grids fill every slot, and a next kernel
+  // starting early only delays their last blocks (decode chain M = 64: 160 µs with, 130 without).
+  plan.overlap = overlap && w4a16_tile_rows(plan.tile) <= 16;
   plan.splits = plan_splits(plan.tile, m, n, k, device);
   return plan;
 }
@@ -92,11 +99,12 @@ cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,
                          cudaStream_t stream, bool overlap) {
-  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device);
+  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap);
   if (workspace == nullptr || workspace_bytes < nvfp4_linear_workspace_bytes(m, w.n)) {
     plan.splits = 1;
   }
-  return w4a16_linear(x, m, w, residual, out, plan.tile, plan.splits, workspace, stream, overlap);
+  return w4a16_linear(x, m, w, residual, out, plan.tile, plan.splits, workspace, stream,
+                      plan.overlap);
 }
 
 }  // namespace nibble::kernels

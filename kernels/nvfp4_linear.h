@@ -4,10 +4,9 @@
 // It picks the kernel by M, N, K and the device:
 //   M <= 8            W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
 //                     A operand), bound by weight bytes;
-//   M <= 16           W4A16, 16-row tiles with 8 warps (kM16Wide: a block's K range split over
-//                     two warp groups, summed in shared memory);
-//                     both split K: up to 4 rows >= 8 k tiles per split and >= 2 blocks per SM,
-//                     above that at most 2 blocks per SM (partial sums cost more with more rows);
+//   M <= 16           W4A16, 16-row swapped tiles (kM16Swap: x is the B operand in two 8-row
+//                     fragments);
+//                     both split K: >= 8 k tiles per split and >= 2 blocks per SM;
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles.
@@ -35,9 +34,12 @@ cudaError_t query_device_traits(DeviceTraits* traits);
 struct Nvfp4LinearPlan {
   W4A16Tile tile = W4A16Tile::kM16;
   int splits = 1;
+  bool overlap = false;  // launched with programmatic dependent launch
 };
+// overlap: the caller allows programmatic dependent launch; the plan uses it only for tiles of up
+// to 16 rows (it made the 64- and 128-row grids slower).
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
-                                  const DeviceTraits& device);
+                                  const DeviceTraits& device, bool overlap = false);
 // The split count the planner would use with a given tile (benchmarks compare tiles with it).
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device);
@@ -51,7 +53,8 @@ inline std::size_t nvfp4_linear_workspace_bytes(std::int64_t m, std::int64_t n) 
 
 // x: [m, k] BF16 bits; residual: [m, n] or null; out: [m, n]. With workspace_bytes smaller
 // than the plan needs, K is not split. Returns the first CUDA error, cudaErrorInvalidValue on
-// shapes that disagree with the weight. overlap: programmatic dependent launch (w4a16_gemm.h).
+// shapes that disagree with the weight. overlap: programmatic dependent launch allowed
+// (w4a16_gemm.h); the plan decides whether to use it (plan_nvfp4_linear).
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,

@@ -12,8 +12,9 @@ using namespace w4a16_detail;
 
 constexpr int kBk = 64;
 
-// SWAP: x is the mma's B operand (8 rows of x as n8) and the weights its A operand (two 8-row
-// tiles as m16): half the mma.sync of the regular form when a block has at most 8 rows.
+// SWAP: x is the mma's B operand (MT fragments of 8 rows of x as n8) and the weights its A operand
+// (two 8-row tiles as m16): half the mma.sync of the regular form when a block has at most 8
+// rows; with 16 rows (MT = 2) the same count, but one decoded weight fragment serves both.
 // KSPLIT = 2: two groups of WM x WN warps; a stage holds two k steps (one "sub-stage" each, in
 // the one-step format) and group h computes sub-stage h; the groups' sums meet in shared memory
 // at the end. Twice the warps per block without more split-K traffic.
@@ -23,10 +24,10 @@ struct TileShape {
   static constexpr int MT = MT_, NT = NT_, WM = WM_, WN = WN_, STAGES = STAGES_;
   static constexpr bool SWAP = SWAP_;
   static constexpr int KSPLIT = KSPLIT_;
-  static constexpr int BM = SWAP ? 8 : 16 * MT * WM, BN = 8 * NT * WN;
+  static constexpr int BM = SWAP ? 8 * MT : 16 * MT * WM, BN = 8 * NT * WN;
   static constexpr int GROUP_THREADS = 32 * WM * WN, THREADS = GROUP_THREADS * KSPLIT;
   static constexpr int ACC_N = SWAP ? NT / 2 : NT;  // accumulator fragments per m16 row tile
-  static_assert(!SWAP || (MT == 1 && WM == 1 && NT % 2 == 0), "SWAP: one row tile of 8");
+  static_assert(!SWAP || (MT <= 2 && WM == 1 && NT % 2 == 0), "SWAP: one or two row tiles of 8");
   static_assert(KSPLIT == 1 || (KSPLIT == 2 && !SWAP), "KSPLIT: 2, regular tiles only");
   static constexpr int A_BYTES = BM * kBk * 2;
   static constexpr int B_BYTES = (BN / 8) * 256;
@@ -44,8 +45,9 @@ struct TileShape {
 
 // Warps split N first: a warp decodes each weight fragment once and reuses it over its MT
 // row tiles, so WM > 1 pays the FP4 decode twice for the same block.
-using ShapeM8 = TileShape<1, 4, 1, 4, 4, 8, true>;  // 8 x 128 swapped, 4 warps, 22 KB
-using ShapeM16 = TileShape<1, 4, 1, 4, 4, 8>;       // 16 x 128, 4 warps, 26 KB, 8 blocks/SM
+using ShapeM8 = TileShape<1, 4, 1, 4, 4, 8, true>;       // 8 x 128 swapped, 4 warps, 22 KB
+using ShapeM16Swap = TileShape<2, 4, 1, 4, 4, 7, true>;  // 16 x 128 swapped, 4 warps, 26 KB
+using ShapeM16 = TileShape<1, 4, 1, 4, 4, 8>;            // 16 x 128, 4 warps, 26 KB, 8 blocks/SM
 using ShapeM16Wide = TileShape<1, 4, 1, 4, 4, 4, false, 2>;  // 16 x 128, 8 warps, 53 KB
 using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;                // 64 x 128, 4 warps, 53 KB
 using ShapeM128 = TileShape<8, 4, 1, 4, 4, 2>;  // 128 x 128, 4 warps, 85 KB (GB10: <= 99 KB)
@@ -233,7 +235,7 @@ __device__ inline void finish_split_tile(float* workspace, const std::uint16_t* 
                                          std::uint16_t* out, std::int64_t m, std::int64_t n,
                                          std::int64_t m0, std::int64_t n0) {
   // (Batches of 2 in the 64-register small tiles: 4 made ptxas spill kM16 on sm_120a.)
-  constexpr int kItems = S::BM * S::BN / 4, kBatch = S::MT == 1 ? 2 : 4;
+  constexpr int kItems = S::BM * S::BN / 4, kBatch = S::MT == 1 || S::SWAP ? 2 : 4;
   const bool vec = n % 4 == 0;  // then every item starts 16-byte aligned in the workspace
   const bool out8 = vec && (reinterpret_cast<std::uintptr_t>(out) & 7) == 0;
   for (int first = threadIdx.x; first < kItems; first += kBatch * S::THREADS) {
@@ -281,25 +283,29 @@ __device__ inline void finish_split_tile(float* workspace, const std::uint16_t* 
   }
 }
 
-// SWAP epilogue: c0,c1 are x rows 2t, 2t+1 of weight row g of tile 2p, c2,c3 the same of tile
-// 2p + 1. The block's 8 x 128 tile goes through shared memory (the pipeline is drained) so that
-// rows leave as 16-byte stores or reds.
+// SWAP epilogue: c0,c1 of acc[mt] are x rows 8 mt + 2t, 8 mt + 2t + 1 of weight row g of tile 2p,
+// c2,c3 the same of tile 2p + 1. The block's BM x 128 tile goes through shared memory (the
+// pipeline is drained) so that rows leave as 16-byte stores or reds.
 template <class S>
 __device__ inline void store_swapped_tile(const float (&acc)[S::MT][S::ACC_N][4],
                                           std::uint8_t* smem, std::int64_t m, std::int64_t n,
                                           std::int64_t m0, std::int64_t n0, int wn, int lane,
                                           float out_scale, const std::uint16_t* residual,
                                           std::uint16_t* out, float* workspace) {
-  float* tile = reinterpret_cast<float*>(smem);  // [8][BN]
+  static_assert(S::BM * S::BN * 4 <= S::SMEM, "the output tile fits in the stages");
+  float* tile = reinterpret_cast<float*>(smem);  // [BM][BN]
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages
 #pragma unroll
-  for (int p = 0; p < S::ACC_N; ++p) {
+  for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = (lane % 4) * 2 + (e & 1);
-      const int c = (wn * S::NT + 2 * p + (e >> 1)) * 8 + lane / 4;
-      tile[r * S::BN + c] = acc[0][p][e] * out_scale;
+    for (int p = 0; p < S::ACC_N; ++p) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = mt * 8 + (lane % 4) * 2 + (e & 1);
+        const int c = (wn * S::NT + 2 * p + (e >> 1)) * 8 + lane / 4;
+        tile[r * S::BN + c] = acc[mt][p][e] * out_scale;
+      }
     }
   }
   __syncthreads();
@@ -472,9 +478,13 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
       scale23[nt] = e4m3x2_to_scaled_bf16x2(sc >> 16);
     }
     if constexpr (S::SWAP) {
-      std::uint32_t xb[2][4];  // b fragments: [q][2 * (step % 2) + half] for step 2q + step % 2
+      // b fragments: [mt][q][2 * (step % 2) + half] for step 2q + step % 2 of x rows 8 mt..
+      std::uint32_t xb[S::MT][2][4];
 #pragma unroll
-      for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[q], a_addr ^ unsigned(q * 64));
+      for (int mt = 0; mt < S::MT; ++mt)
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+          ldmatrix_x4_at(xb[mt][q], (a_addr + unsigned(mt * 8 * 128)) ^ unsigned(q * 64));
 #pragma unroll
       for (int step = 0; step < 4; ++step) {
 #pragma unroll
@@ -492,7 +502,11 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
             a[2 + t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
                                   : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
           }
-          mma_bf16(acc[0][p], a, xb[step / 2][2 * (step % 2)], xb[step / 2][2 * (step % 2) + 1]);
+#pragma unroll
+          for (int mt = 0; mt < S::MT; ++mt) {
+            mma_bf16(acc[mt][p], a, xb[mt][step / 2][2 * (step % 2)],
+                     xb[mt][step / 2][2 * (step % 2) + 1]);
+          }
         }
       }
     } else {
@@ -670,6 +684,8 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
   switch (tile) {
     case W4A16Tile::kM8:
       return launch<ShapeM8>(x, m, w, residual, out, splits, workspace, stream, overlap);
+    case W4A16Tile::kM16Swap:
+      return launch<ShapeM16Swap>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kM16:
       return launch<ShapeM16>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kM16Wide:

@@ -29,11 +29,11 @@ inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
 }
 
 // Block tile families: rows of x per block 8 (kM8: x as the mma's B operand, weights as A), 16
-// (through shared memory; kM16Wide: 8 warps, a block's K range split over two warp groups), 64,
-// 128, and kGemv:
+// (through shared memory; kM16Swap: x as the B operand in two 8-row fragments; kM16Wide: 8
+// warps, a block's K range split over two warp groups), 64, 128, and kGemv:
 // 16 rows, the weights streamed from global memory straight into registers (decode, small M;
 // w4a16_gemv.cu).
-enum class W4A16Tile { kM8, kM16, kM16Wide, kM64, kM128, kGemv };
+enum class W4A16Tile { kM8, kM16, kM16Wide, kM64, kM128, kGemv, kM16Swap };
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
   switch (tile) {

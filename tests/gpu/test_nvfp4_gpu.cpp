@@ -289,6 +289,7 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
   if (c.n * c.k <= 4096 * 4096) {
     for (auto [tile, tname] :
          {std::pair{kernels::W4A16Tile::kM8, "m8"}, std::pair{kernels::W4A16Tile::kM16, "m16"},
+          std::pair{kernels::W4A16Tile::kM16Swap, "m16swap"},
           std::pair{kernels::W4A16Tile::kM16Wide, "m16wide"},
           std::pair{kernels::W4A16Tile::kM64, "m64"}, std::pair{kernels::W4A16Tile::kM128, "m128"},
           std::pair{kernels::W4A16Tile::kGemv, "gemv"}}) {

@@ -44,6 +44,7 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
     const std::int64_t sms = device.sm_count;
     // Resident blocks per SM. (Halving it with overlap, so that two kernels fit side by side,
     // measured slower: decode chain M = 1 +overlap 65.2 -> 72.2 µs, H100, PERF_NOTES v17.)
+    // (The tiles' MIN_BLOCKS in w4a16_gemm.cu.)
     const std::int64_t per_sm =
         tile == W4A16Tile::kM16Wide ? 4 : (tile == W4A16Tile::kM16Swap ? 7 : 8);
     std::int64_t splits = 0;

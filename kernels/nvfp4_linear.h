@@ -12,7 +12,8 @@
 //   otherwise         W4A16, 64-row tiles.
 // The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits).
 // The decode kernel W4A16Tile::kGemv (weights straight to registers) is built and tested but not
-// chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape.
+// chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape. So are the
+// regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24).
 // W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
 // not chosen here: it needs the activation quantizer in front and has not run on hardware.
 #include <cuda_runtime.h>

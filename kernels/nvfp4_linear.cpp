@@ -23,10 +23,10 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
-    // 8 or 4 when that leaves SMs idle (2 resident blocks per SM).
+    // 8 or 4 when that leaves SMs idle.
     const std::int64_t tiles_k = (k + 63) / 64;
     const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 15) / 16);
-    const std::int64_t slots = std::int64_t(device.sm_count) * 2;
+    const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
     std::int64_t per = 16;
     while (per > 4 && blocks * ((tiles_k + per - 1) / per) < slots) per /= 2;
     return int((tiles_k + per - 1) / per);
@@ -44,9 +44,7 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
     const std::int64_t sms = device.sm_count;
     // Resident blocks per SM. (Halving it with overlap, so that two kernels fit side by side,
     // measured slower: decode chain M = 1 +overlap 65.2 -> 72.2 µs, H100, PERF_NOTES v17.)
-    // (The tiles' MIN_BLOCKS in w4a16_gemm.cu.)
-    const std::int64_t per_sm =
-        tile == W4A16Tile::kM16Wide ? 4 : (tile == W4A16Tile::kM16Swap ? 7 : 8);
+    const std::int64_t per_sm = w4a16_resident_blocks(tile);
     std::int64_t splits = 0;
     if (m <= 4 || swapped) {
       const std::int64_t fill = std::min(k_tiles / 2, (2 * sms + blocks - 1) / blocks);

@@ -673,6 +673,26 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
 
 }  // namespace
 
+int w4a16_resident_blocks(W4A16Tile tile) {
+  switch (tile) {
+    case W4A16Tile::kM8:
+      return ShapeM8::MIN_BLOCKS;
+    case W4A16Tile::kM16Swap:
+      return ShapeM16Swap::MIN_BLOCKS;
+    case W4A16Tile::kM16:
+      return ShapeM16::MIN_BLOCKS;
+    case W4A16Tile::kM16Wide:
+      return ShapeM16Wide::MIN_BLOCKS;
+    case W4A16Tile::kM64:
+      return ShapeM64::MIN_BLOCKS;
+    case W4A16Tile::kM128:
+      return ShapeM128::MIN_BLOCKS;
+    case W4A16Tile::kGemv:
+      return kW4A16GemvBlocksPerSm;
+  }
+  return 1;
+}
+
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                          int splits, float* workspace, cudaStream_t stream, bool overlap) {

@@ -64,6 +64,11 @@ inline std::size_t w4a16_workspace_bytes(std::int64_t m, std::int64_t n) {
   return std::size_t(m * n + tiles) * 4;  // partial sums, then one arrival counter per tile
 }
 
+// Blocks of a tile family that fit on one SM at once (its register cap: __launch_bounds__), for
+// the planner's grid sizes.
+int w4a16_resident_blocks(W4A16Tile tile);
+inline constexpr int kW4A16GemvBlocksPerSm = 2;  // the kGemv kernel's
+
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                          int splits, float* workspace, cudaStream_t stream, bool overlap = false);

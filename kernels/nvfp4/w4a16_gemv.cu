@@ -74,7 +74,7 @@ __device__ inline void compute_step(float (&acc)[kTilesPerWarp][4], const std::u
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, kW4A16GemvBlocksPerSm)
     w4a16_gemv_kernel(const std::uint16_t* __restrict__ x, std::int64_t m, std::int64_t n,
                       std::int64_t k, const std::uint8_t* __restrict__ tiles,
                       const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,

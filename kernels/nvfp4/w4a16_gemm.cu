@@ -671,26 +671,34 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
+// Calls f(Shape{}) with the tile family's TileShape; false for kGemv, which has none.
+template <class F>
+bool with_tile_shape(W4A16Tile tile, F&& f) {
+  switch (tile) {
+    case W4A16Tile::kM8:
+      return f(ShapeM8{}), true;
+    case W4A16Tile::kM16Swap:
+      return f(ShapeM16Swap{}), true;
+    case W4A16Tile::kM16:
+      return f(ShapeM16{}), true;
+    case W4A16Tile::kM16Wide:
+      return f(ShapeM16Wide{}), true;
+    case W4A16Tile::kM64:
+      return f(ShapeM64{}), true;
+    case W4A16Tile::kM128:
+      return f(ShapeM128{}), true;
+    case W4A16Tile::kGemv:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 int w4a16_resident_blocks(W4A16Tile tile) {
-  switch (tile) {
-    case W4A16Tile::kM8:
-      return ShapeM8::MIN_BLOCKS;
-    case W4A16Tile::kM16Swap:
-      return ShapeM16Swap::MIN_BLOCKS;
-    case W4A16Tile::kM16:
-      return ShapeM16::MIN_BLOCKS;
-    case W4A16Tile::kM16Wide:
-      return ShapeM16Wide::MIN_BLOCKS;
-    case W4A16Tile::kM64:
-      return ShapeM64::MIN_BLOCKS;
-    case W4A16Tile::kM128:
-      return ShapeM128::MIN_BLOCKS;
-    case W4A16Tile::kGemv:
-      return kW4A16GemvBlocksPerSm;
-  }
-  return 1;
+  int blocks = kW4A16GemvBlocksPerSm;
+  with_tile_shape(tile, [&](auto shape) { blocks = decltype(shape)::MIN_BLOCKS; });
+  return blocks;
 }
 
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
@@ -701,23 +709,14 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
     return cudaErrorInvalidValue;
   }
   if (m == 0) return cudaSuccess;
-  switch (tile) {
-    case W4A16Tile::kM8:
-      return launch<ShapeM8>(x, m, w, residual, out, splits, workspace, stream, overlap);
-    case W4A16Tile::kM16Swap:
-      return launch<ShapeM16Swap>(x, m, w, residual, out, splits, workspace, stream, overlap);
-    case W4A16Tile::kM16:
-      return launch<ShapeM16>(x, m, w, residual, out, splits, workspace, stream, overlap);
-    case W4A16Tile::kM16Wide:
-      return launch<ShapeM16Wide>(x, m, w, residual, out, splits, workspace, stream, overlap);
-    case W4A16Tile::kM64:
-      return launch<ShapeM64>(x, m, w, residual, out, splits, workspace, stream, overlap);
-    case W4A16Tile::kM128:
-      return launch<ShapeM128>(x, m, w, residual, out, splits, workspace, stream, overlap);
-    case W4A16Tile::kGemv:
-      return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream, overlap);
+  if (tile == W4A16Tile::kGemv) {
+    return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream, overlap);
   }
-  return cudaErrorInvalidValue;
+  cudaError_t err = cudaErrorInvalidValue;
+  with_tile_shape(tile, [&](auto shape) {
+    err = launch<decltype(shape)>(x, m, w, residual, out, splits, workspace, stream, overlap);
+  });
+  return err;
 }
 
 }  // namespace nibble::kernels

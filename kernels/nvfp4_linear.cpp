@@ -16,11 +16,52 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
       cudaSuccess) {
     return err;
   }
-  return cudaDeviceGetAttribute(&traits->minor, cudaDevAttrComputeCapabilityMinor, device);
+  if ((err = cudaDeviceGetAttribute(&traits->minor, cudaDevAttrComputeCapabilityMinor, device)) !=
+      cudaSuccess) {
+    return err;
+  }
+  return cudaDeviceGetAttribute(&traits->smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                device);
 }
+
+namespace {
+
+// Blocks of a slice tile that fit on one SM at m rows: its register cap, and its shared memory
+// (plus the 1 KB the runtime reserves per block) where the device says how much an SM has.
+std::int64_t slice_blocks_per_sm(W4A16Tile tile, std::int64_t m, const DeviceTraits& device) {
+  std::int64_t blocks = w4a16_resident_blocks(tile);
+  if (device.smem_per_sm > 0) {
+    blocks = std::min<std::int64_t>(blocks,
+                                    device.smem_per_sm / (w4a16_slice_smem_bytes(tile, m) + 1024));
+  }
+  return blocks;
+}
+
+// A slice tile for an m <= kSliceMaxRows layer of n rows, or kM8 when neither slice's grid runs
+// in one even wave. With one slice per block, the busiest SM holds ceil(blocks / SMs) of them,
+// so blocks / (SMs x that) is the fraction of the GPU that streams until the end; a second,
+// partial wave (measured: gate_up at M = 8, 32-row slices 6 per SM, 32.2 us vs kM8 29.0, H100)
+// costs more than kM8's split-K tail.
+W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, const DeviceTraits& device) {
+  const std::int64_t sms = device.sm_count;
+  const std::int64_t n_padded = (n + kW4A16TileCols - 1) / kW4A16TileCols * kW4A16TileCols;
+  // The 16-row slice first (more warps per byte in flight), then the 32-row one.
+  for (W4A16Tile tile : {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32}) {
+    const std::int64_t blocks = n_padded / w4a16_slice_rows(tile);
+    const std::int64_t busiest = (blocks + sms - 1) / sms;
+    if (blocks >= sms && busiest <= slice_blocks_per_sm(tile, m, device) &&
+        double(blocks) / double(sms * busiest) >= kSliceMinEvenness) {
+      return tile;
+    }
+  }
+  return W4A16Tile::kM8;
+}
+
+}  // namespace
 
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
+  if (tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32) return 1;
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
     // 8 or 4 when that leaves SMs idle.
@@ -74,7 +115,10 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
-  if (m <= 8) {
+  if (m <= kSliceMaxRows) {
+    // A slice tile (no split-K tail) where its grid spreads evenly over the SMs.
+    plan.tile = slice_or_split_tile(m, n, device);
+  } else if (m <= 8) {
     // kM8 (x as the mma's B operand: half the mma.sync of kM16); kGemv measured slower than
     // both on every Llama and Qwen shape (docs/performance.md, 2026-11-23).
     plan.tile = W4A16Tile::kM8;

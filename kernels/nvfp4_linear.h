@@ -2,6 +2,10 @@
 // The one entry point the engine calls for an NVFP4 linear layer:
 //   out[M, N] = x[M, K] . W[N, K]^T (+ residual), BF16 in and out, W in NVFP4.
 // It picks the kernel by M, N, K and the device:
+//   M <= kSliceMaxRows
+//                     W4A16, slice tiles (kM8Slice16 / kM8Slice32: a block streams 16 or 32
+//                     weight rows over all of K, no split-K) where the grid spreads evenly over
+//                     the SMs, else as below;
 //   M <= 8            W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
 //                     A operand), bound by weight bytes;
 //   M <= 16           W4A16, 16-row swapped tiles (kM16Swap: x is the B operand in two 8-row
@@ -25,9 +29,15 @@
 
 namespace nibble::kernels {
 
+// Rows of x up to which the slice tiles are used, and how evenly their grid must cover the SMs
+// (blocks / (SMs x the most blocks one SM holds)).
+inline constexpr std::int64_t kSliceMaxRows = 8;
+inline constexpr double kSliceMinEvenness = 0.9;
+
 struct DeviceTraits {
   int sm_count = 1;
   int major = 0, minor = 0;
+  int smem_per_sm = 0;  // bytes of shared memory per SM (0: not known, not a limit)
 };
 // Traits of the current device; cudaError_t from the runtime on failure.
 cudaError_t query_device_traits(DeviceTraits* traits);

@@ -1,6 +1,7 @@
 // W4A16 kernels: multi-stage pipeline of x tiles and repacked FP4 weight tiles into shared
 // memory (TMA bulk copies for the 64- and 128-row tiles, cp.async for the small ones), FP4 -> BF16
 // in registers (w4a16_device.cuh), mma.sync m16n8k16. See w4a16_gemm.h.
+#include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/tma.cuh"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -642,11 +643,20 @@ template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
                    cudaStream_t stream, bool overlap) {
-  // Once per kernel, before any stream capture: the opt-in to > 48 KB of shared memory.
+  // The small tiles' grids take about one wave; under overlap their early blocks could crowd
+  // some SMs (even_spread.h). The large tiles fill every slot: the plan declines overlap there.
+  constexpr bool kSpread = S::BM <= 16;
+  SmemBudget sm;
+  if constexpr (kSpread) {
+    const cudaError_t budget_err = current_smem_budget(&sm);
+    if (budget_err != cudaSuccess) return budget_err;
+  }
+  // Once per kernel, before any stream capture: the opt-in to > 48 KB of shared memory (to all a
+  // block may have where even_spread_smem may ask for more than the tile needs).
   static const cudaError_t attribute_err =
-      S::SMEM > 48 * 1024
+      kSpread || S::SMEM > 48 * 1024
           ? cudaFuncSetAttribute(w4a16_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 S::SMEM)
+                                 kSpread ? sm.per_block_max : S::SMEM)
           : cudaSuccess;
   if (attribute_err != cudaSuccess) return attribute_err;
   const std::int64_t tiles_k = w.k_padded / kBk;
@@ -664,14 +674,18 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   }
   const dim3 grid(unsigned(w.n_padded / S::BN), unsigned((m + S::BM - 1) / S::BM),
                   unsigned(splits));
-  LaunchWithOverlap launch(grid, S::THREADS, S::SMEM, stream, overlap);
+  const int smem = kSpread && overlap
+                       ? even_spread_smem(S::SMEM, std::int64_t(grid.x) * grid.y * grid.z, sm)
+                       : S::SMEM;
+  LaunchWithOverlap launch(grid, S::THREADS, smem, stream, overlap);
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, w4a16_kernel<S>, x, m, w.n, w.k, w.tiles, w.scales, tiles_k, w4a16_strides(w),
       out_scale, residual, out, split ? workspace : nullptr, kt_per_split, x_map);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
-// Calls f(Shape{}) with the tile family's TileShape; false for kGemv, which has none.
+// Calls f(Shape{}) with the tile family's TileShape; false for kGemv and the slice tiles, which
+// have none.
 template <class F>
 bool with_tile_shape(W4A16Tile tile, F&& f) {
   switch (tile) {
@@ -688,6 +702,8 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
     case W4A16Tile::kM128:
       return f(ShapeM128{}), true;
     case W4A16Tile::kGemv:
+    case W4A16Tile::kM8Slice16:
+    case W4A16Tile::kM8Slice32:
       return false;
   }
   return false;
@@ -696,6 +712,9 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
 }  // namespace
 
 int w4a16_resident_blocks(W4A16Tile tile) {
+  if (tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32) {
+    return w4a16_slice_resident_blocks(tile);
+  }
   int blocks = kW4A16GemvBlocksPerSm;
   with_tile_shape(tile, [&](auto shape) { blocks = decltype(shape)::MIN_BLOCKS; });
   return blocks;
@@ -711,6 +730,10 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
   if (m == 0) return cudaSuccess;
   if (tile == W4A16Tile::kGemv) {
     return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream, overlap);
+  }
+  if (tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32) {
+    return m <= 8 ? w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap)
+                  : cudaErrorInvalidValue;
   }
   cudaError_t err = cudaErrorInvalidValue;
   with_tile_shape(tile, [&](auto shape) {

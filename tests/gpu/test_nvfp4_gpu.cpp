@@ -2,8 +2,8 @@
 //   * E2M1 conversion over every float32 bit pattern (--quick or --sampled-e2m1: selected
 //     ranges only; --quick also drops the largest linear-layer shapes);
 //   * BF16 -> NVFP4 activation quantization, byte for byte, and its global factor;
-//   * the W4A16 linear layer (every tile family incl. the decode kernel, split-K, fused
-//     residual, and the dispatcher)
+//   * the W4A16 linear layer (every tile family incl. the decode and slice kernels, split-K,
+//     fused residual, and the dispatcher)
 //     at Llama-3.1-8B / Qwen3-30B-A3B shapes and awkward ones, relative error <= 1e-2.
 // Fresh random inputs each run (the seed is printed); outputs poisoned before each launch.
 // Exits 77 (ctest: skipped) when no GPU is present.
@@ -299,7 +299,16 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
         variants.push_back({std::string(tname) + "/split3" + suffix, false, tile, 3, k_major});
       }
     }
-  } else if (c.m <= 16) {
+  }
+  if (c.m <= 8) {
+    // The slice tiles never split K (splits is ignored); both layouts at every shape.
+    for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kM8Slice16, "slice16"},
+                               std::pair{kernels::W4A16Tile::kM8Slice32, "slice32"}}) {
+      variants.push_back({tname, false, tile, 1});
+      variants.push_back({std::string(tname) + "/k-major/pdl", false, tile, 1, true, true});
+    }
+  }
+  if (c.n * c.k > 4096 * 4096 && c.m <= 16) {
     // One split over a long K walks the decode kernel's x slice through several chunks.
     variants.push_back({"gemv/split1", false, kernels::W4A16Tile::kGemv, 1});
     variants.push_back({"gemv/split1/k-major", false, kernels::W4A16Tile::kGemv, 1, true});

@@ -1,6 +1,6 @@
 // nibble-kernel-bench: NVFP4 linear kernels against the two ceilings measured in the same run
 // (device copy bandwidth, read + write; cuBLAS BF16 GEMM at the same shapes).
-// Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 16, 64, 256, 2048.
+// Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 8, 16, 64, 256, 2048.
 // Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
 // of graph replays (20 calls per graph), per call.
 // Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic); once
@@ -12,9 +12,9 @@
 // --sweep-splits also times the 8-row tile at M = 1 and 8 and the wide 16-row tile at M = 16
 // for each split-K count (the evidence behind the planner's choice). --layers / --ms keep only
 // those layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
-// fixed order (read linear, read grouped group-major, read grouped k-major, then the 8-row,
-// 16-row and gemv tiles, or at M >= 256 the 64- and 128-row tiles, each group-major then
-// k-major) and times nothing: for Nsight Compute.
+// fixed order (read linear, read grouped group-major, read grouped k-major, then kM8, kM16Swap,
+// kM16Wide and at M <= 8 the two slice tiles, or at M >= 256 the 64- and 128-row tiles, all
+// group-major) and times nothing: for Nsight Compute.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       {"llama3.1-8b", "gate_up", 4096, 28672},      {"llama3.1-8b", "down", 14336, 4096},
       {"qwen3-30b-a3b", "exp.gate_up", 2048, 1536}, {"qwen3-30b-a3b", "exp.down", 768, 2048},
   };
-  const std::int64_t ms[] = {1, 4, 16, 64, 256, 2048};
+  const std::int64_t ms[] = {1, 4, 8, 16, 64, 256, 2048};
   const std::int64_t max_m = 2048;
 
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
@@ -168,13 +168,14 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%-14s %-12s %6s %6s %5s | %9s %9s %7s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s | "
-      "%6s %6s %6s %6s %6s %6s\n",
+      "%6s %6s %6s %6s %6s %6s %6s %6s\n",
       "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "+P us", "wGB/s", "%copy",
       "TFLOP/s", "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv", "t16K", "t16P",
-      "t16KP", "gemvK", "t8 us", "t16W");
+      "t16KP", "gemvK", "t8 us", "t16W", "tS16", "tS32");
   std::printf(
-      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv = each W4A16 tile family forced, 0 = not "
-      "run; K = k-major layout, P = programmatic dependent launch; +P = the dispatcher with "
+      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv/t8/t16W/tS16/tS32 = each W4A16 tile "
+      "family forced, 0 = not run; K = k-major layout, P = programmatic dependent launch; +P = the "
+      "dispatcher with "
       "it)\n");
 
   // Per-M sums over the Llama layer set.
@@ -226,10 +227,11 @@ int main(int argc, char** argv) {
         CHECK_CUDA(nibble::bench::read_weight_grouped(dw[0], s16, sink, stream));
         CHECK_CUDA(nibble::bench::read_weight_grouped(dwk[0], s16, sink, stream));
         // The dispatcher's candidates at this M, in the default (group-major) layout.
-        const std::vector<W4A16Tile> tiles =
+        std::vector<W4A16Tile> tiles =
             m >= 256
                 ? std::vector<W4A16Tile>{W4A16Tile::kM64, W4A16Tile::kM128}
                 : std::vector<W4A16Tile>{W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16Wide};
+        if (m <= 8) tiles.insert(tiles.end(), {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32});
         for (W4A16Tile tile : tiles) {
           const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
           CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[0], nullptr, out, tile, splits,
@@ -298,6 +300,8 @@ int main(int argc, char** argv) {
       const double tgemvk = m <= 64 ? tile_us(W4A16Tile::kGemv, true) : 0.0;
       const double t8 = m <= 16 ? tile_us(W4A16Tile::kM8) : 0.0;
       const double t16w = m <= 64 ? tile_us(W4A16Tile::kM16Wide) : 0.0;
+      const double ts16 = m <= 8 ? tile_us(W4A16Tile::kM8Slice16) : 0.0;
+      const double ts32 = m <= 8 ? tile_us(W4A16Tile::kM8Slice32) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
@@ -309,10 +313,10 @@ int main(int argc, char** argv) {
       std::printf(
           "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f %7.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% "
           "| "
-          "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f\n",
+          "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f\n",
           s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs,
           ours_overlap, gbs, 100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours,
-          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w);
+          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w, ts16, ts32);
       if (csv) {
         std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f,%.2f\n", s.model,
                      s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,

@@ -1,0 +1,272 @@
+// W4A16 slice kernels for decode (W4A16Tile::kM8Slice16 / kM8Slice32): a block owns a thin slice
+// of 16 or 32 weight rows over the whole of K, so no K split crosses blocks. That removes what
+// kM8's split-K costs after its last k step: the reds into the workspace, the fence, the arrival
+// counter and the last block's re-read, a chain of L2 round trips paid once per kernel (~2.2 us
+// per Llama layer at M = 1 on H100, kernels/nvfp4/PERF_NOTES.md v16).
+//
+// A block's 4 warps split K among themselves (warp w takes k steps w, w + 4, ...). Each streams
+// through a private cp.async ring in shared memory (kDepth - 1 k steps in flight, __syncwarp
+// between steps, no block barrier in the loop); their sums meet once in shared memory at the end.
+// The weights are the swapped mma's A operand (two 8-row tiles as m16, as in kM8) and x its B
+// operand (up to 8 rows as n8): each k step of a 16-row pair is 4 mma.sync.
+//
+// Ring slot (per warp, per k step), 128-byte aligned, in this order:
+//   x       m rows x 64 columns, 128 B a row, chunk c of row r at (c ^ r) * 16
+//   codes   kTiles x 256 B (the layout's tiles of this k step, as stored)
+//   scales  kTiles x 32 B
+// ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
+// The CPU reference is the layout's (nvfp4_ref.h dequantization, then the product in double):
+// tests/gpu/test_nvfp4_gpu.cpp.
+#include "kernels/nvfp4/even_spread.h"
+#include "kernels/nvfp4/w4a16_device.cuh"
+#include "kernels/nvfp4/w4a16_gemm.h"
+
+namespace nibble::kernels {
+namespace {
+
+using namespace w4a16_detail;
+
+constexpr int kMaxRows = 8;  // rows of x (the mma's n8)
+
+template <int TILES, int WARPS, int DEPTH, int MIN_BLOCKS>
+struct SliceShape {
+  static constexpr int kWarps = WARPS, kThreads = 32 * WARPS;  // warps split K
+  static constexpr int kTiles = TILES;                         // 8-row weight tiles per block
+  static constexpr int kPairs = TILES / 2;
+  static constexpr int kRows = TILES * 8;  // weight rows (output columns) per block
+  static constexpr int kDepth = DEPTH;     // ring slots per warp
+  static constexpr int kMinBlocks = MIN_BLOCKS;
+  static constexpr int kCodeBytes = TILES * 256, kScaleBytes = TILES * 32;
+  static_assert(TILES == 2 || TILES == 4, "one or two m16 pairs of tiles");
+};
+// Blocks per SM: qkv-sized layers need 3 of the 16-row blocks, gate_up 7 of the 32-row ones on
+// H100's 132 SMs (nvfp4_linear.cpp picks the slice).
+using Slice16 = SliceShape<2, 4, 8, 4>;
+using Slice32 = SliceShape<4, 4, 4, 7>;
+
+template <class S>
+__host__ __device__ constexpr int slot_bytes(int m) {
+  return (m * 128 + S::kCodeBytes + S::kScaleBytes + 127) / 128 * 128;
+}
+template <class S>
+__host__ __device__ constexpr int smem_bytes(int m) {
+  return S::kWarps * S::kDepth * slot_bytes<S>(m);
+}
+
+// cp.async of 16 bytes to a shared-memory address; src_bytes 0 fills zeros and reads nothing.
+__device__ inline void cp_async16_to(unsigned smem_address, const void* gmem, unsigned src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem),
+               "r"(src_bytes));
+}
+
+template <class S>
+__global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
+    w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
+                       const std::uint8_t* __restrict__ tiles,
+                       const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
+                       W4A16Strides strides, float out_scale,
+                       const std::uint16_t* __restrict__ residual,
+                       std::uint16_t* __restrict__ out) {
+  extern __shared__ __align__(128) std::uint8_t smem[];
+  __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
+  constexpr int kAhead = S::kDepth - 1;               // k steps in flight per warp
+  constexpr int kScaleLanes = S::kScaleBytes / 16;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned slot_size = slot_bytes<S>(m), x_bytes = unsigned(m) * 128;
+  const unsigned ring_bytes = S::kDepth * slot_size;
+  const std::uint8_t* ring = smem + warp * ring_bytes;
+  const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
+  if (threadIdx.x < 8) reinterpret_cast<uint4*>(zeros)[threadIdx.x] = make_uint4(0, 0, 0, 0);
+
+  const std::int64_t n0 = std::int64_t(blockIdx.x) * S::kRows;
+  const std::int64_t group_step0 = (n0 / 128) * strides.group + warp * strides.kt;
+  const int tile0 = int(n0 % 128) / 8;  // first tile of the slice inside its 128-row group
+  const int steps = tiles_k > warp ? int((tiles_k - warp + S::kWarps - 1) / S::kWarps) : 0;
+
+  // This lane's copies of a k step, at fixed offsets in a slot: codes (16 B, or 2 x 16 B),
+  // scales (lanes < kScaleLanes) and x chunk c = lane % 8 of rows r and r + 4 (r = lane / 8).
+  const std::uint8_t* w_src = tiles + group_step0 * 4096 + tile0 * 256 + lane * 16;
+  const std::uint8_t* s_src = scales + group_step0 * 512 + tile0 * 32 + lane * 16;
+  const std::int64_t w_step = S::kWarps * strides.kt * 4096, s_step = w_step / 8;
+  const unsigned code_dst = x_bytes + unsigned(lane) * 16;
+  const unsigned scale_dst = x_bytes + S::kCodeBytes + unsigned(lane) * 16;
+  const int xr0 = lane / 8, xc = lane % 8;
+  const bool x_real0 = xr0 < m, x_real1 = xr0 + 4 < m;
+  const unsigned x_dst0 = unsigned(xr0 * 128 + ((xc ^ xr0) * 16));
+  const unsigned x_dst1 = unsigned((xr0 + 4) * 128 + ((xc ^ (xr0 + 4)) * 16));
+  const std::uint16_t* x_src = x + (x_real0 ? xr0 * k : 0) + warp * 64 + xc * 8;
+  const std::int64_t x_row4 = x_real1 ? 4 * k : 0;
+  int x_cols_left = int(k - warp * 64 - xc * 8);  // <= 0: past k, zero-filled
+  auto load_weights = [&](unsigned slot) {
+    cp_async16_to(slot + code_dst, w_src, 16);
+    if constexpr (S::kCodeBytes == 1024) cp_async16_to(slot + code_dst + 512, w_src + 512, 16);
+    if (lane < kScaleLanes) cp_async16_to(slot + scale_dst, s_src, 16);
+    w_src += w_step;
+    s_src += s_step;
+  };
+  auto load_x = [&](unsigned slot) {
+    const unsigned bytes = x_cols_left > 0 ? 16 : 0;
+    if (x_real0) cp_async16_to(slot + x_dst0, x_src, bytes);
+    if (x_real1) cp_async16_to(slot + x_dst1, x_src + x_row4, bytes);
+    x_src += S::kWarps * 64;
+    x_cols_left -= S::kWarps * 64;
+  };
+
+  // Prologue: the weights need nothing from the previous kernel (programmatic dependent launch),
+  // so they are requested before waiting for it; x after. One commit group per k step (the
+  // first also holds the later steps' weights).
+#pragma unroll
+  for (int st = 0; st < kAhead; ++st) {
+    if (st < steps) load_weights(ring_s + st * slot_size);
+  }
+  wait_for_previous_grid();
+  allow_next_grid();
+#pragma unroll
+  for (int st = 0; st < kAhead; ++st) {
+    if (st < steps) load_x(ring_s + st * slot_size);
+    cp_async_commit();
+  }
+  __syncthreads();  // the zero block is written
+
+  // ldmatrix: matrix i = lane / 8 is chunk 4q + i of row r = lane % 8 (the b fragments of k16
+  // steps 2q, 2q + 1); (offset at q = 0) ^ (q * 64) as slots are 128-byte aligned.
+  const int xr = lane & 7, xi = lane >> 3;
+  const unsigned x_swizzle = unsigned((xi ^ xr) * 16);
+  const unsigned x_lane = unsigned(xr * 128) + x_swizzle;
+  const unsigned zero_lane = unsigned(__cvta_generic_to_shared(zeros)) + x_swizzle;
+  const bool x_row_real = xr < m;
+  const unsigned code_lane = x_bytes + unsigned(lane) * 8;
+  const unsigned scale_lane = x_bytes + S::kCodeBytes + unsigned(lane / 4) * 4;
+
+  // Two accumulators per pair (even and odd k16 steps) halve the chain of dependent mma.sync.
+  float acc[2][S::kPairs][4];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int p = 0; p < S::kPairs; ++p)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[h][p][e] = 0.0f;
+
+  unsigned read_off = 0, write_off = kAhead * slot_size;  // slot offsets in this warp's ring
+  for (int i = 0; i < steps; ++i) {
+    cp_async_wait<kAhead - 1>();
+    __syncwarp();  // every lane's copies of slot i have landed; slot i - 1 is no longer read
+    if (i + kAhead < steps) {
+      load_weights(ring_s + write_off);
+      load_x(ring_s + write_off);
+    }
+    cp_async_commit();
+    write_off = write_off + slot_size == ring_bytes ? 0 : write_off + slot_size;
+
+    const std::uint8_t* slot = ring + read_off;
+    uint2 codes[S::kTiles];
+    std::uint32_t scale01[S::kTiles], scale23[S::kTiles];
+#pragma unroll
+    for (int t = 0; t < S::kTiles; ++t) {
+      codes[t] = *reinterpret_cast<const uint2*>(slot + code_lane + t * 256);
+      const std::uint32_t sc = *reinterpret_cast<const std::uint32_t*>(slot + scale_lane + t * 32);
+      scale01[t] = e4m3x2_to_scaled_bf16x2(sc);
+      scale23[t] = e4m3x2_to_scaled_bf16x2(sc >> 16);
+    }
+    const unsigned x_at = x_row_real ? ring_s + read_off + x_lane : zero_lane;
+    read_off = read_off + slot_size == ring_bytes ? 0 : read_off + slot_size;
+    std::uint32_t xb[2][4];
+#pragma unroll
+    for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[q], x_at ^ unsigned(q * 64));
+#pragma unroll
+    for (int step = 0; step < 4; ++step) {
+#pragma unroll
+      for (int p = 0; p < S::kPairs; ++p) {
+        // A rows g and g + 8 are row g of tiles 2p and 2p + 1 (w4a16_layout.h).
+        std::uint32_t a[4];
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+          const std::uint32_t word = step < 2 ? codes[2 * p + t].x : codes[2 * p + t].y;
+          const std::uint32_t pair = step < 2 ? scale01[2 * p + t] : scale23[2 * p + t];
+          a[t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
+                            : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
+          a[2 + t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
+                                : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+        }
+        mma_bf16(acc[step & 1][p], a, xb[step / 2][2 * (step % 2)],
+                 xb[step / 2][2 * (step % 2) + 1]);
+      }
+    }
+  }
+
+  // The warps' sums meet in shared memory (the rings are drained): [warp][pair][e][lane].
+  cp_async_wait<0>();
+  __syncthreads();
+  float* partial = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int p = 0; p < S::kPairs; ++p)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      partial[((warp * S::kPairs + p) * 4 + e) * 32 + lane] = acc[0][p][e] + acc[1][p][e];
+  __syncthreads();
+  // Output (x row r, weight row j of the slice): c0, c1 of pair p hold row g of tile 2p for x
+  // rows 2t, 2t + 1; c2, c3 the same of tile 2p + 1 (lane = 4g + t).
+  for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
+    const int r = idx / S::kRows, j = idx % S::kRows;
+    const std::int64_t col = n0 + j;
+    if (col >= n) continue;
+    const int p = j / 16, within = j % 16;
+    const int e = (within / 8) * 2 + (r & 1), src_lane = (within % 8) * 4 + r / 2;
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < S::kWarps; ++w)
+      sum += partial[((w * S::kPairs + p) * 4 + e) * 32 + src_lane];
+    sum *= out_scale;
+    const std::int64_t at = std::int64_t(r) * n + col;
+    if (residual != nullptr) sum += __bfloat162float(__ushort_as_bfloat16(residual[at]));
+    out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+  }
+}
+
+template <class S>
+cudaError_t launch_slice(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, cudaStream_t stream,
+                         bool overlap) {
+  static_assert(smem_bytes<S>(1) >= S::kWarps * S::kPairs * 4 * 32 * 4,
+                "the sums fit in the rings");
+  SmemBudget sm;
+  cudaError_t err = current_smem_budget(&sm);
+  if (err != cudaSuccess) return err;
+  // Once per kernel, before any stream capture: the opt-in to all the shared memory a block may
+  // have (even_spread_smem may ask for more than the kernel needs).
+  static const cudaError_t attribute_err = cudaFuncSetAttribute(
+      w4a16_slice_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm.per_block_max);
+  if (attribute_err != cudaSuccess) return attribute_err;
+  const int rows = int(m);
+  const int blocks = int(w.n_padded / S::kRows);
+  // Under overlap, blocks that start early could crowd some SMs (even_spread.h).
+  const int smem =
+      overlap ? even_spread_smem(smem_bytes<S>(rows), blocks, sm) : smem_bytes<S>(rows);
+  LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
+  err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S>, x, rows, w.n, w.k, w.tiles,
+                           w.scales, w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f,
+                           residual, out);
+  return err != cudaSuccess ? err : cudaGetLastError();
+}
+
+}  // namespace
+
+int w4a16_slice_resident_blocks(W4A16Tile tile) {
+  return tile == W4A16Tile::kM8Slice32 ? Slice32::kMinBlocks : Slice16::kMinBlocks;
+}
+
+int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
+  const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
+  return tile == W4A16Tile::kM8Slice32 ? smem_bytes<Slice32>(rows) : smem_bytes<Slice16>(rows);
+}
+
+cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                               const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
+                               cudaStream_t stream, bool overlap) {
+  if (m > kMaxRows) return cudaErrorInvalidValue;
+  return tile == W4A16Tile::kM8Slice32
+             ? launch_slice<Slice32>(x, m, w, residual, out, stream, overlap)
+             : launch_slice<Slice16>(x, m, w, residual, out, stream, overlap);
+}
+
+}  // namespace nibble::kernels

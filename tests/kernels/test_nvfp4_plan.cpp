@@ -1,0 +1,109 @@
+// The NVFP4 linear dispatcher's choices (kernels/nvfp4_linear.h) and the shared-memory request
+// that keeps an overlapping grid evenly spread (kernels/nvfp4/even_spread.h): host logic only,
+// no GPU needed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "kernels/nvfp4/even_spread.h"
+#include "kernels/nvfp4_linear.h"
+
+namespace nibble::kernels {
+namespace {
+
+// H100 SXM and GB10 (DGX Spark) as cudaDeviceGetAttribute reports them.
+constexpr DeviceTraits kH100{132, 9, 0, 233472};
+constexpr DeviceTraits kGb10{48, 12, 1, 102400};
+
+struct Layer {
+  const char* name;
+  std::int64_t n, k;
+};
+// Llama-3.1-8B's linear layers (q/k/v and gate/up fused).
+constexpr Layer kLlama[] = {
+    {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+
+TEST(Nvfp4Plan, DecodeOnH100TakesTheSliceTilesThatFillTheSmsEvenly) {
+  const W4A16Tile expected[] = {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32,
+                                W4A16Tile::kM8Slice16};
+  for (std::int64_t m : {1, 2, 4}) {
+    for (int i = 0; i < 4; ++i) {
+      const auto plan = plan_nvfp4_linear(m, kLlama[i].n, kLlama[i].k, kH100);
+      EXPECT_EQ(plan.tile, expected[i]) << kLlama[i].name << " m=" << m;
+      EXPECT_EQ(plan.splits, 1) << kLlama[i].name;
+    }
+  }
+}
+
+TEST(Nvfp4Plan, SliceGridsRunInOneEvenWave) {
+  for (const DeviceTraits& device : {kH100, kGb10}) {
+    for (std::int64_t m = 1; m <= kSliceMaxRows; ++m) {
+      for (const Layer& layer : kLlama) {
+        const auto plan = plan_nvfp4_linear(m, layer.n, layer.k, device);
+        if (plan.tile != W4A16Tile::kM8Slice16 && plan.tile != W4A16Tile::kM8Slice32) {
+          EXPECT_EQ(plan.tile, W4A16Tile::kM8) << layer.name << " m=" << m;
+          continue;
+        }
+        const std::int64_t blocks = (layer.n + 127) / 128 * 128 / w4a16_slice_rows(plan.tile);
+        const std::int64_t busiest = (blocks + device.sm_count - 1) / device.sm_count;
+        const std::int64_t fit = std::min<std::int64_t>(
+            w4a16_resident_blocks(plan.tile),
+            device.smem_per_sm / (w4a16_slice_smem_bytes(plan.tile, m) + 1024));
+        EXPECT_LE(busiest, fit) << layer.name << " m=" << m << " sms=" << device.sm_count;
+        EXPECT_GE(double(blocks) / double(busiest * device.sm_count), kSliceMinEvenness)
+            << layer.name << " m=" << m << " sms=" << device.sm_count;
+      }
+    }
+  }
+}
+
+TEST(Nvfp4Plan, GateUpAtEightRowsKeepsSplitK) {
+  // 32-row slices at m = 8 need 35 KB each: 6 per SM, not the 7 an even wave of 896 needs.
+  EXPECT_EQ(plan_nvfp4_linear(8, 28672, 4096, kH100).tile, W4A16Tile::kM8);
+  EXPECT_EQ(plan_nvfp4_linear(8, 6144, 4096, kH100).tile, W4A16Tile::kM8Slice16);
+}
+
+TEST(Nvfp4Plan, NarrowLayersAndLargerBatchesUseTheOtherTiles) {
+  // 1536 rows: 96 slices for 132 SMs.
+  EXPECT_EQ(plan_nvfp4_linear(1, 1536, 2048, kH100).tile, W4A16Tile::kM8);
+  EXPECT_GT(plan_nvfp4_linear(1, 1536, 2048, kH100).splits, 1);
+  EXPECT_EQ(plan_nvfp4_linear(9, 6144, 4096, kH100).tile, W4A16Tile::kM16Swap);
+  EXPECT_EQ(plan_nvfp4_linear(64, 6144, 4096, kH100).tile, W4A16Tile::kM64);
+  EXPECT_EQ(plan_nvfp4_linear(2048, 6144, 4096, kH100).tile, W4A16Tile::kM128);
+}
+
+TEST(Nvfp4Plan, OverlapIsAPermissionTheLargeTilesDecline) {
+  EXPECT_FALSE(plan_nvfp4_linear(1, 6144, 4096, kH100).overlap);
+  EXPECT_TRUE(plan_nvfp4_linear(1, 6144, 4096, kH100, true).overlap);
+  EXPECT_TRUE(plan_nvfp4_linear(16, 6144, 4096, kH100, true).overlap);
+  EXPECT_FALSE(plan_nvfp4_linear(256, 6144, 4096, kH100, true).overlap);
+}
+
+// H100: 228 KB per SM, 1 KB reserved per block, 227 KB per block.
+constexpr SmemBudget kH100Smem{132, 233472, 1024, 232448 - 1024};
+
+TEST(EvenSpread, AnSmHoldsNoMoreBlocksThanAnEvenSpreadGivesIt) {
+  for (std::int64_t blocks : {133, 256, 384, 896, 1056}) {
+    for (int needed : {20 * 1024, 25 * 1024}) {
+      const int smem = even_spread_smem(needed, blocks, kH100Smem);
+      const std::int64_t even = (blocks + 131) / 132;
+      const std::int64_t fit = kH100Smem.per_sm / (smem + kH100Smem.reserved_per_block);
+      EXPECT_GE(smem, needed);
+      EXPECT_EQ(smem % 128, 0);
+      // Unless the blocks' own needs already cap an SM below the even share.
+      const std::int64_t own = kH100Smem.per_sm / (needed + kH100Smem.reserved_per_block);
+      EXPECT_EQ(fit, std::min(even, own)) << blocks << " blocks, " << needed << " B";
+    }
+  }
+}
+
+TEST(EvenSpread, LeavesTheRequestAloneWhereItCannotHelp) {
+  // Needs more than the spread would give; an unknown device; a spread past 227 KB per block.
+  EXPECT_EQ(even_spread_smem(100 * 1024, 384, kH100Smem), 100 * 1024);
+  EXPECT_EQ(even_spread_smem(1000, 384, SmemBudget{}), 1000);
+  const SmemBudget small_blocks{132, 233472, 1024, 64 * 1024};
+  EXPECT_EQ(even_spread_smem(1000, 132, small_blocks), 1000);  // one per SM needs 114 KB
+}
+
+}  // namespace
+}  // namespace nibble::kernels

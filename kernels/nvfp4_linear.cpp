@@ -39,9 +39,12 @@ std::int64_t slice_blocks_per_sm(W4A16Tile tile, std::int64_t m, const DeviceTra
 
 // A slice tile for an m <= kSliceMaxRows layer of n rows, or kM8 when neither slice's grid runs
 // in one even wave. With one slice per block, the busiest SM holds ceil(blocks / SMs) of them,
-// so blocks / (SMs x that) is the fraction of the GPU that streams until the end; a second,
-// partial wave (measured: gate_up at M = 8, 32-row slices 6 per SM, 32.2 us vs kM8 29.0, H100)
-// costs more than kM8's split-K tail.
+// so blocks / (SMs x that) is the fraction of the GPU that streams until the end. A second,
+// partial wave costs more than kM8's split-K tail (gate_up at M = 8: 32-row slices, 6 per SM,
+// 32.1 us against kM8's 28.7, H100 2026-11-25). A grid smaller than the SM count is taken as it
+// is: such layers are too small to stream at bandwidth, and the split-K tail is most of kM8's
+// time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against 4.7, 768 x 2048 2.6
+// against 4.4).
 W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, const DeviceTraits& device) {
   const std::int64_t sms = device.sm_count;
   const std::int64_t n_padded = (n + kW4A16TileCols - 1) / kW4A16TileCols * kW4A16TileCols;
@@ -49,10 +52,8 @@ W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, const DeviceTraits
   for (W4A16Tile tile : {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32}) {
     const std::int64_t blocks = n_padded / w4a16_slice_rows(tile);
     const std::int64_t busiest = (blocks + sms - 1) / sms;
-    if (blocks >= sms && busiest <= slice_blocks_per_sm(tile, m, device) &&
-        double(blocks) / double(sms * busiest) >= kSliceMinEvenness) {
-      return tile;
-    }
+    if (busiest > slice_blocks_per_sm(tile, m, device)) continue;
+    if (blocks < sms || double(blocks) / double(sms * busiest) >= kSliceMinEvenness) return tile;
   }
   return W4A16Tile::kM8;
 }

@@ -122,6 +122,22 @@ __device__ inline std::uint32_t bf16x2_mul_by_half(std::uint32_t a, std::uint32_
   return d;
 }
 
+// The two BF16 fragment registers of one lane for k16 step `step` (0..3) of an 8-row tile's k step
+// (w4a16_layout.h): `lo` holds columns 2t, 2t + 1 and `hi` columns 2t + 8, 2t + 9 of the lane's
+// row, scaled. `codes` is the lane's 8 bytes of the tile; scale01 / scale23 are
+// e4m3x2_to_scaled_bf16x2 of its scale bytes for steps 0, 1 and 2, 3. As a B operand (n8) lo and
+// hi are b0, b1; in the swapped form two tiles' lo and hi make an A operand (rows g, g + 8).
+__device__ inline void decode_fragment_pair(uint2 codes, std::uint32_t scale01,
+                                            std::uint32_t scale23, int step, std::uint32_t& lo,
+                                            std::uint32_t& hi) {
+  const std::uint32_t word = step < 2 ? codes.x : codes.y;
+  const std::uint32_t pair = step < 2 ? scale01 : scale23;
+  lo = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
+                  : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
+  hi = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
+                  : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+}
+
 __device__ inline std::uint32_t bf16x2_mul(std::uint32_t a, std::uint32_t b) {
   std::uint32_t d;
   // fma with -0 addend: an exact product keeps its sign, +0 stays +0.

@@ -496,12 +496,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
 #pragma unroll
           for (int t = 0; t < 2; ++t) {
             const int nt = 2 * p + t;
-            const std::uint32_t word = step < 2 ? codes[nt].x : codes[nt].y;
-            const std::uint32_t pair = step < 2 ? scale01[nt] : scale23[nt];
-            a[t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
-                              : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
-            a[2 + t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
-                                  : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+            decode_fragment_pair(codes[nt], scale01[nt], scale23[nt], step, a[t], a[2 + t]);
           }
 #pragma unroll
           for (int mt = 0; mt < S::MT; ++mt) {
@@ -520,12 +515,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
         }
 #pragma unroll
         for (int nt = 0; nt < S::NT; ++nt) {
-          const std::uint32_t word = step < 2 ? codes[nt].x : codes[nt].y;
-          const std::uint32_t pair = step < 2 ? scale01[nt] : scale23[nt];
-          const std::uint32_t b0 = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
-                                              : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
-          const std::uint32_t b1 = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
-                                              : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+          std::uint32_t b0, b1;
+          decode_fragment_pair(codes[nt], scale01[nt], scale23[nt], step, b0, b1);
 #pragma unroll
           for (int mt = 0; mt < S::MT; ++mt) mma_bf16(acc[mt][nt], a[mt], b0, b1);
         }

@@ -181,12 +181,8 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
         std::uint32_t a[4];
 #pragma unroll
         for (int t = 0; t < 2; ++t) {
-          const std::uint32_t word = step < 2 ? codes[2 * p + t].x : codes[2 * p + t].y;
-          const std::uint32_t pair = step < 2 ? scale01[2 * p + t] : scale23[2 * p + t];
-          a[t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<2>(word), pair)
-                            : bf16x2_mul_by_half<0>(tiny_bf16x2<0>(word), pair);
-          a[2 + t] = (step & 1) ? bf16x2_mul_by_half<1>(tiny_bf16x2<3>(word), pair)
-                                : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
+          decode_fragment_pair(codes[2 * p + t], scale01[2 * p + t], scale23[2 * p + t], step, a[t],
+                               a[2 + t]);
         }
         mma_bf16(acc[step & 1][p], a, xb[step / 2][2 * (step % 2)],
                  xb[step / 2][2 * (step % 2) + 1]);

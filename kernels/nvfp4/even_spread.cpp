@@ -41,4 +41,21 @@ int even_spread_smem(int needed, std::int64_t blocks, const SmemBudget& sm) {
   return int(spread);
 }
 
+cudaError_t allow_all_block_smem(const void* kernel) {
+  SmemBudget sm;
+  const cudaError_t err = current_smem_budget(&sm);
+  if (err != cudaSuccess) return err;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              sm.per_block_max);
+}
+
+cudaError_t launch_smem(int needed, std::int64_t blocks, bool overlap, int* smem) {
+  *smem = needed;
+  if (!overlap) return cudaSuccess;
+  SmemBudget sm;
+  const cudaError_t err = current_smem_budget(&sm);
+  if (err == cudaSuccess) *smem = even_spread_smem(needed, blocks, sm);
+  return err;
+}
+
 }  // namespace nibble::kernels

@@ -636,19 +636,21 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
                    cudaStream_t stream, bool overlap) {
   // The small tiles' grids take about one wave; under overlap their early blocks could crowd
   // some SMs (even_spread.h). The large tiles fill every slot: the plan declines overlap there.
+  // The small tiles' grids take about one wave; under overlap their early blocks could crowd
+  // some SMs (even_spread.h). The large tiles fill every slot: the plan declines overlap there.
   constexpr bool kSpread = S::BM <= 16;
-  SmemBudget sm;
-  if constexpr (kSpread) {
-    const cudaError_t budget_err = current_smem_budget(&sm);
-    if (budget_err != cudaSuccess) return budget_err;
-  }
   // Once per kernel, before any stream capture: the opt-in to > 48 KB of shared memory (to all a
-  // block may have where even_spread_smem may ask for more than the tile needs).
-  static const cudaError_t attribute_err =
-      kSpread || S::SMEM > 48 * 1024
-          ? cudaFuncSetAttribute(w4a16_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 kSpread ? sm.per_block_max : S::SMEM)
-          : cudaSuccess;
+  // block may have where the launch may ask for more than the tile needs).
+  static const cudaError_t attribute_err = []() -> cudaError_t {
+    if constexpr (kSpread) {
+      return allow_all_block_smem(reinterpret_cast<const void*>(w4a16_kernel<S>));
+    } else if constexpr (S::SMEM > 48 * 1024) {
+      return cudaFuncSetAttribute(w4a16_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  S::SMEM);
+    } else {
+      return cudaSuccess;
+    }
+  }();
   if (attribute_err != cudaSuccess) return attribute_err;
   const std::int64_t tiles_k = w.k_padded / kBk;
   if (splits < 1) splits = 1;
@@ -665,9 +667,10 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   }
   const dim3 grid(unsigned(w.n_padded / S::BN), unsigned((m + S::BM - 1) / S::BM),
                   unsigned(splits));
-  const int smem = kSpread && overlap
-                       ? even_spread_smem(S::SMEM, std::int64_t(grid.x) * grid.y * grid.z, sm)
-                       : S::SMEM;
+  int smem = S::SMEM;
+  const cudaError_t smem_err =
+      launch_smem(S::SMEM, std::int64_t(grid.x) * grid.y * grid.z, kSpread && overlap, &smem);
+  if (smem_err != cudaSuccess) return smem_err;
   LaunchWithOverlap launch(grid, S::THREADS, smem, stream, overlap);
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, w4a16_kernel<S>, x, m, w.n, w.k, w.tiles, w.scales, tiles_k, w4a16_strides(w),

@@ -225,19 +225,16 @@ cudaError_t launch_slice(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                          bool overlap) {
   static_assert(smem_bytes<S>(1) >= S::kWarps * S::kPairs * 4 * 32 * 4,
                 "the sums fit in the rings");
-  SmemBudget sm;
-  cudaError_t err = current_smem_budget(&sm);
-  if (err != cudaSuccess) return err;
   // Once per kernel, before any stream capture: the opt-in to all the shared memory a block may
-  // have (even_spread_smem may ask for more than the kernel needs).
-  static const cudaError_t attribute_err = cudaFuncSetAttribute(
-      w4a16_slice_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm.per_block_max);
+  // have (under overlap the launch may ask for more than the kernel needs, even_spread.h).
+  static const cudaError_t attribute_err =
+      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_slice_kernel<S>));
   if (attribute_err != cudaSuccess) return attribute_err;
   const int rows = int(m);
   const int blocks = int(w.n_padded / S::kRows);
-  // Under overlap, blocks that start early could crowd some SMs (even_spread.h).
-  const int smem =
-      overlap ? even_spread_smem(smem_bytes<S>(rows), blocks, sm) : smem_bytes<S>(rows);
+  int smem = 0;
+  cudaError_t err = launch_smem(smem_bytes<S>(rows), blocks, overlap, &smem);
+  if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
   err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S>, x, rows, w.n, w.k, w.tiles,
                            w.scales, w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f,

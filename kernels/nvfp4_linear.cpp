@@ -37,11 +37,12 @@ std::int64_t slice_blocks_per_sm(W4A16Tile tile, std::int64_t m, const DeviceTra
   return blocks;
 }
 
-// A slice tile for an m <= kSliceMaxRows layer of n rows, or kM8 when neither slice's grid runs
-// in one even wave. With one slice per block, the busiest SM holds ceil(blocks / SMs) of them,
-// so blocks / (SMs x that) is the fraction of the GPU that streams until the end. A second,
-// partial wave costs more than kM8's split-K tail (gate_up at M = 8: 32-row slices, 6 per SM,
-// 32.1 us against kM8's 28.7, H100 2026-11-25). A grid smaller than the SM count is taken as it
+// A slice tile for an m <= 8 layer of n rows, or kM8 (x as the mma's B operand, K split over
+// blocks; kGemv measured slower than it on every Llama and Qwen shape, 2026-11-23) when neither
+// slice's grid runs in one even wave. With one slice per block, the busiest SM holds ceil(blocks /
+// SMs) of them, so blocks / (SMs x that) is the fraction of the GPU that streams until the end. A
+// second, partial wave costs more than kM8's split-K tail (gate_up at M = 8: 32-row slices, 6 per
+// SM, 32.1 us against kM8's 28.7, H100 2026-11-25). A grid smaller than the SM count is taken as it
 // is: such layers are too small to stream at bandwidth, and the split-K tail is most of kM8's
 // time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against 4.7, 768 x 2048 2.6
 // against 4.4).
@@ -62,7 +63,7 @@ W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, const DeviceTraits
 
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
-  if (tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32) return 1;
+  if (w4a16_is_slice(tile)) return 1;
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
     // 8 or 4 when that leaves SMs idle.
@@ -116,13 +117,9 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
-  if (m <= kSliceMaxRows) {
-    // A slice tile (no split-K tail) where its grid spreads evenly over the SMs.
+  if (m <= 8) {
+    // A slice tile (no split-K tail) where its grid spreads evenly over the SMs, else kM8.
     plan.tile = slice_or_split_tile(m, n, device);
-  } else if (m <= 8) {
-    // kM8 (x as the mma's B operand: half the mma.sync of kM16); kGemv measured slower than
-    // both on every Llama and Qwen shape (docs/performance.md, 2026-11-23).
-    plan.tile = W4A16Tile::kM8;
   } else if (m <= 16) {
     // x as the B operand in two 8-row fragments: each decoded weight fragment feeds two mma.sync,
     // and the grid is split like kM8's.

@@ -2,8 +2,7 @@
 // The one entry point the engine calls for an NVFP4 linear layer:
 //   out[M, N] = x[M, K] . W[N, K]^T (+ residual), BF16 in and out, W in NVFP4.
 // It picks the kernel by M, N, K and the device:
-//   M <= kSliceMaxRows
-//                     W4A16, slice tiles (kM8Slice16 / kM8Slice32: a block streams 16 or 32
+//   M <= 8            W4A16, slice tiles (kM8Slice16 / kM8Slice32: a block streams 16 or 32
 //                     weight rows over all of K, no split-K) where the grid runs in one wave
 //                     spread evenly over the SMs (or is smaller than the SM count), else as below;
 //   M <= 8            W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
@@ -29,9 +28,8 @@
 
 namespace nibble::kernels {
 
-// Rows of x up to which the slice tiles are used, and how evenly a grid of at least one block per
-// SM must cover the SMs (blocks / (SMs x the most blocks one SM holds)).
-inline constexpr std::int64_t kSliceMaxRows = 8;
+// How evenly a slice tile's grid of at least one block per SM must cover the SMs (blocks / (SMs x
+// the most blocks one SM holds)).
 inline constexpr double kSliceMinEvenness = 0.9;
 
 struct DeviceTraits {

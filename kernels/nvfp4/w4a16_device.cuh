@@ -20,6 +20,12 @@ __device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
                "r"(valid ? 16 : 0));
 }
+// The same to a shared-memory address (cvta already applied); src_bytes 0 fills zeros and reads
+// nothing.
+__device__ inline void cp_async16_to(unsigned smem_address, const void* gmem, unsigned src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem),
+               "r"(src_bytes));
+}
 __device__ inline void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

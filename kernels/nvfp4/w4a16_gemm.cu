@@ -636,8 +636,6 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
                    cudaStream_t stream, bool overlap) {
   // The small tiles' grids take about one wave; under overlap their early blocks could crowd
   // some SMs (even_spread.h). The large tiles fill every slot: the plan declines overlap there.
-  // The small tiles' grids take about one wave; under overlap their early blocks could crowd
-  // some SMs (even_spread.h). The large tiles fill every slot: the plan declines overlap there.
   constexpr bool kSpread = S::BM <= 16;
   // Once per kernel, before any stream capture: the opt-in to > 48 KB of shared memory (to all a
   // block may have where the launch may ask for more than the tile needs).
@@ -706,9 +704,7 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
 }  // namespace
 
 int w4a16_resident_blocks(W4A16Tile tile) {
-  if (tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32) {
-    return w4a16_slice_resident_blocks(tile);
-  }
+  if (w4a16_is_slice(tile)) return w4a16_slice_resident_blocks(tile);
   int blocks = kW4A16GemvBlocksPerSm;
   with_tile_shape(tile, [&](auto shape) { blocks = decltype(shape)::MIN_BLOCKS; });
   return blocks;
@@ -725,9 +721,8 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
   if (tile == W4A16Tile::kGemv) {
     return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream, overlap);
   }
-  if (tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32) {
-    return m <= 8 ? w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap)
-                  : cudaErrorInvalidValue;
+  if (w4a16_is_slice(tile)) {
+    return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
   }
   cudaError_t err = cudaErrorInvalidValue;
   with_tile_shape(tile, [&](auto shape) {

@@ -82,14 +82,17 @@ cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A1
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
                               float* workspace, cudaStream_t stream, bool overlap = false);
 
-// The slice kernels (w4a16_slice.cu); w4a16_linear forwards to them. m <= 8, arguments already
-// validated; no workspace.
+// The slice kernels (w4a16_slice.cu); w4a16_linear forwards to them. No workspace; m > 8 is
+// cudaErrorInvalidValue, the other arguments are already validated.
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                                cudaStream_t stream, bool overlap = false);
 int w4a16_slice_resident_blocks(W4A16Tile tile);
 // Dynamic shared memory of one block of a slice tile at m rows (it grows with m).
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m);
+inline bool w4a16_is_slice(W4A16Tile tile) {
+  return tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32;
+}
 // Weight rows a slice tile's block owns (its grid is n_padded / rows blocks).
 inline int w4a16_slice_rows(W4A16Tile tile) {
   return tile == W4A16Tile::kM8Slice32 ? 32 : 16;

@@ -53,12 +53,6 @@ __host__ __device__ constexpr int smem_bytes(int m) {
   return S::kWarps * S::kDepth * slot_bytes<S>(m);
 }
 
-// cp.async of 16 bytes to a shared-memory address; src_bytes 0 fills zeros and reads nothing.
-__device__ inline void cp_async16_to(unsigned smem_address, const void* gmem, unsigned src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem),
-               "r"(src_bytes));
-}
-
 template <class S>
 __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,

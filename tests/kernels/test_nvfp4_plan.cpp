@@ -37,7 +37,7 @@ TEST(Nvfp4Plan, DecodeOnH100TakesTheSliceTilesThatFillTheSmsEvenly) {
 
 TEST(Nvfp4Plan, SliceGridsRunInOneEvenWave) {
   for (const DeviceTraits& device : {kH100, kGb10}) {
-    for (std::int64_t m = 1; m <= kSliceMaxRows; ++m) {
+    for (std::int64_t m = 1; m <= 8; ++m) {
       for (const Layer& layer : kLlama) {
         const auto plan = plan_nvfp4_linear(m, layer.n, layer.k, device);
         if (plan.tile != W4A16Tile::kM8Slice16 && plan.tile != W4A16Tile::kM8Slice32) {

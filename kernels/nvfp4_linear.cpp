@@ -46,7 +46,8 @@ std::int64_t slice_blocks_per_sm(W4A16Tile tile, std::int64_t m, const DeviceTra
 // is: such layers are too small to stream at bandwidth, and the split-K tail is most of kM8's
 // time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against 4.7, 768 x 2048 2.6
 // against 4.4).
-W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, const DeviceTraits& device) {
+W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, std::int64_t k,
+                              const DeviceTraits& device) {
   const std::int64_t sms = device.sm_count;
   const std::int64_t n_padded = (n + kW4A16TileCols - 1) / kW4A16TileCols * kW4A16TileCols;
   // The 16-row slice first (more warps per byte in flight), then the 32-row one.
@@ -54,7 +55,15 @@ W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, const DeviceTraits
     const std::int64_t blocks = n_padded / w4a16_slice_rows(tile);
     const std::int64_t busiest = (blocks + sms - 1) / sms;
     if (busiest > slice_blocks_per_sm(tile, m, device)) continue;
-    if (blocks < sms || double(blocks) / double(sms * busiest) >= kSliceMinEvenness) return tile;
+    if (blocks >= sms && double(blocks) / double(sms * busiest) < kSliceMinEvenness) continue;
+    // At <= 2 blocks per SM a long K streams through too few warps (down: 8 per SM): the 8-warp
+    // form doubles them where each warp still gets kSliceWideMinSteps k steps or more.
+    const W4A16Tile wide = W4A16Tile::kM8Slice16Wide;
+    if (tile == W4A16Tile::kM8Slice16 && busiest <= 2 && k / 64 >= 8 * kSliceWideMinSteps &&
+        busiest <= slice_blocks_per_sm(wide, m, device)) {
+      return wide;
+    }
+    return tile;
   }
   return W4A16Tile::kM8;
 }
@@ -119,7 +128,7 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
   if (m <= 8) {
     // A slice tile (no split-K tail) where its grid spreads evenly over the SMs, else kM8.
-    plan.tile = slice_or_split_tile(m, n, device);
+    plan.tile = slice_or_split_tile(m, n, k, device);
   } else if (m <= 16) {
     // x as the B operand in two 8-row fragments: each decoded weight fragment feeds two mma.sync,
     // and the grid is split like kM8's.

@@ -695,6 +695,7 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
       return f(ShapeM128{}), true;
     case W4A16Tile::kGemv:
     case W4A16Tile::kM8Slice16:
+    case W4A16Tile::kM8Slice16Wide:
     case W4A16Tile::kM8Slice32:
       return false;
   }

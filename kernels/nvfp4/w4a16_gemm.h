@@ -33,13 +33,26 @@ inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
 // warps, a block's K range split over two warp groups), 64, 128, and kGemv:
 // 16 rows, the weights streamed from global memory straight into registers (decode, small M;
 // w4a16_gemv.cu); kM8Slice16 / kM8Slice32: up to 8 rows, a block streams a 16- or 32-row weight
-// slice over all of K, so K is never split over blocks and `splits` is ignored (w4a16_slice.cu).
-enum class W4A16Tile { kM8, kM16, kM16Wide, kM64, kM128, kGemv, kM16Swap, kM8Slice16, kM8Slice32 };
+// slice over all of K, so K is never split over blocks and `splits` is ignored (w4a16_slice.cu);
+// kM8Slice16Wide: the 16-row slice with 8 warps per block (long K, few blocks per SM).
+enum class W4A16Tile {
+  kM8,
+  kM16,
+  kM16Wide,
+  kM64,
+  kM128,
+  kGemv,
+  kM16Swap,
+  kM8Slice16,
+  kM8Slice32,
+  kM8Slice16Wide
+};
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
   switch (tile) {
     case W4A16Tile::kM8:
     case W4A16Tile::kM8Slice16:
+    case W4A16Tile::kM8Slice16Wide:
     case W4A16Tile::kM8Slice32:
       return 8;
     case W4A16Tile::kM64:
@@ -91,7 +104,8 @@ int w4a16_slice_resident_blocks(W4A16Tile tile);
 // Dynamic shared memory of one block of a slice tile at m rows (it grows with m).
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m);
 inline bool w4a16_is_slice(W4A16Tile tile) {
-  return tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice32;
+  return tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice16Wide ||
+         tile == W4A16Tile::kM8Slice32;
 }
 // Weight rows a slice tile's block owns (its grid is n_padded / rows blocks).
 inline int w4a16_slice_rows(W4A16Tile tile) {

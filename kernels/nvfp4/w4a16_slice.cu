@@ -1,12 +1,13 @@
-// W4A16 slice kernels for decode (W4A16Tile::kM8Slice16 / kM8Slice32): a block owns a thin slice
-// of 16 or 32 weight rows over the whole of K, so no K split crosses blocks. That removes what
-// kM8's split-K costs after its last k step: the reds into the workspace, the fence, the arrival
-// counter and the last block's re-read, a chain of L2 round trips paid once per kernel (~2.2 us
-// per Llama layer at M = 1 on H100, kernels/nvfp4/PERF_NOTES.md v16).
+// W4A16 slice kernels for decode (W4A16Tile::kM8Slice16 / kM8Slice16Wide / kM8Slice32): a block
+// owns a thin slice of 16 or 32 weight rows over the whole of K, so no K split crosses blocks. That
+// removes what kM8's split-K costs after its last k step: the reds into the workspace, the fence,
+// the arrival counter and the last block's re-read, a chain of L2 round trips paid once per kernel
+// (~2.2 us per Llama layer at M = 1 on H100, kernels/nvfp4/PERF_NOTES.md v16).
 //
-// A block's 4 warps split K among themselves (warp w takes k steps w, w + 4, ...). Each streams
-// through a private cp.async ring in shared memory (kDepth - 1 k steps in flight, __syncwarp
-// between steps, no block barrier in the loop); their sums meet once in shared memory at the end.
+// A block's 4 (kM8Slice16Wide: 8) warps split K among themselves (warp w takes k steps w,
+// w + warps, ...). Each streams through a private cp.async ring in shared memory (kDepth - 1 k
+// steps in flight, __syncwarp between steps, no block barrier in the loop); their sums meet once
+// in shared memory at the end.
 // The weights are the swapped mma's A operand (two 8-row tiles as m16, as in kM8) and x its B
 // operand (up to 8 rows as n8): each k step of a 16-row pair is 4 mma.sync.
 //
@@ -40,9 +41,24 @@ struct SliceShape {
   static_assert(TILES == 2 || TILES == 4, "one or two m16 pairs of tiles");
 };
 // Blocks per SM: qkv-sized layers need 3 of the 16-row blocks, gate_up 7 of the 32-row ones on
-// H100's 132 SMs (nvfp4_linear.cpp picks the slice).
+// H100's 132 SMs (nvfp4_linear.cpp picks the slice). The 8-warp form is for long K at <= 2
+// blocks per SM (down: 4 warps per block leave 8 warps and ~32 KB in flight per SM).
 using Slice16 = SliceShape<2, 4, 8, 4>;
+using Slice16Wide = SliceShape<2, 8, 8, 2>;
 using Slice32 = SliceShape<4, 4, 4, 7>;
+
+// f(Shape{}) for a slice tile.
+template <class F>
+decltype(auto) with_slice_shape(W4A16Tile tile, F&& f) {
+  switch (tile) {
+    case W4A16Tile::kM8Slice32:
+      return f(Slice32{});
+    case W4A16Tile::kM8Slice16Wide:
+      return f(Slice16Wide{});
+    default:
+      return f(Slice16{});
+  }
+}
 
 template <class S>
 __host__ __device__ constexpr int slot_bytes(int m) {
@@ -239,21 +255,21 @@ cudaError_t launch_slice(const std::uint16_t* x, std::int64_t m, const W4A16Devi
 }  // namespace
 
 int w4a16_slice_resident_blocks(W4A16Tile tile) {
-  return tile == W4A16Tile::kM8Slice32 ? Slice32::kMinBlocks : Slice16::kMinBlocks;
+  return with_slice_shape(tile, [](auto shape) { return decltype(shape)::kMinBlocks; });
 }
 
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
   const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
-  return tile == W4A16Tile::kM8Slice32 ? smem_bytes<Slice32>(rows) : smem_bytes<Slice16>(rows);
+  return with_slice_shape(tile, [&](auto shape) { return smem_bytes<decltype(shape)>(rows); });
 }
 
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                                cudaStream_t stream, bool overlap) {
   if (m > kMaxRows) return cudaErrorInvalidValue;
-  return tile == W4A16Tile::kM8Slice32
-             ? launch_slice<Slice32>(x, m, w, residual, out, stream, overlap)
-             : launch_slice<Slice16>(x, m, w, residual, out, stream, overlap);
+  return with_slice_shape(tile, [&](auto shape) {
+    return launch_slice<decltype(shape)>(x, m, w, residual, out, stream, overlap);
+  });
 }
 
 }  // namespace nibble::kernels

@@ -303,7 +303,8 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
   if (c.m <= 8) {
     // The slice tiles never split K (splits is ignored); both layouts at every shape.
     for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kM8Slice16, "slice16"},
-                               std::pair{kernels::W4A16Tile::kM8Slice32, "slice32"}}) {
+                               std::pair{kernels::W4A16Tile::kM8Slice32, "slice32"},
+                               std::pair{kernels::W4A16Tile::kM8Slice16Wide, "slice16wide"}}) {
       variants.push_back({tname, false, tile, 1});
       variants.push_back({std::string(tname) + "/k-major/pdl", false, tile, 1, true, true});
     }

@@ -25,7 +25,7 @@ constexpr Layer kLlama[] = {
 
 TEST(Nvfp4Plan, DecodeOnH100TakesTheSliceTilesThatFillTheSmsEvenly) {
   const W4A16Tile expected[] = {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32,
-                                W4A16Tile::kM8Slice16};
+                                W4A16Tile::kM8Slice16Wide};
   for (std::int64_t m : {1, 2, 4}) {
     for (int i = 0; i < 4; ++i) {
       const auto plan = plan_nvfp4_linear(m, kLlama[i].n, kLlama[i].k, kH100);
@@ -40,7 +40,7 @@ TEST(Nvfp4Plan, SliceGridsRunInOneEvenWave) {
     for (std::int64_t m = 1; m <= 8; ++m) {
       for (const Layer& layer : kLlama) {
         const auto plan = plan_nvfp4_linear(m, layer.n, layer.k, device);
-        if (plan.tile != W4A16Tile::kM8Slice16 && plan.tile != W4A16Tile::kM8Slice32) {
+        if (!w4a16_is_slice(plan.tile)) {
           EXPECT_EQ(plan.tile, W4A16Tile::kM8) << layer.name << " m=" << m;
           continue;
         }
@@ -63,6 +63,16 @@ TEST(Nvfp4Plan, GateUpAtEightRowsKeepsSplitK) {
   // 32-row slices at m = 8 need 35 KB each: 6 per SM, not the 7 an even wave of 896 needs.
   EXPECT_EQ(plan_nvfp4_linear(8, 28672, 4096, kH100).tile, W4A16Tile::kM8);
   EXPECT_EQ(plan_nvfp4_linear(8, 6144, 4096, kH100).tile, W4A16Tile::kM8Slice16);
+}
+
+TEST(Nvfp4Plan, EightWarpSlicesOnlyForALongKAtTwoBlocksPerSm) {
+  // down (K = 14336): 256 slices, 2 per SM, 28 k steps per warp of 8.
+  EXPECT_EQ(plan_nvfp4_linear(8, 4096, 14336, kH100).tile, W4A16Tile::kM8Slice16Wide);
+  // o (K = 4096): 8 k steps per warp of 8.
+  EXPECT_EQ(plan_nvfp4_linear(1, 4096, 4096, kH100).tile, W4A16Tile::kM8Slice16);
+  EXPECT_EQ(plan_nvfp4_linear(1, 4096, 8192, kH100).tile, W4A16Tile::kM8Slice16Wide);
+  // qkv-sized grids (3 per SM) keep 4 warps whatever K is.
+  EXPECT_EQ(plan_nvfp4_linear(1, 6144, 16384, kH100).tile, W4A16Tile::kM8Slice16);
 }
 
 TEST(Nvfp4Plan, SmallLayersTakeSlicesWithFewerBlocksThanSms) {

@@ -13,7 +13,7 @@
 // for each split-K count (the evidence behind the planner's choice). --layers / --ms keep only
 // those layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
 // fixed order (read linear, read grouped group-major, read grouped k-major, then kM8, kM16Swap,
-// kM16Wide and at M <= 8 the two slice tiles, or at M >= 256 the 64- and 128-row tiles, all
+// kM16Wide and at M <= 8 the three slice tiles, or at M >= 256 the 64- and 128-row tiles, all
 // group-major) and times nothing: for Nsight Compute.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -168,12 +168,12 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%-14s %-12s %6s %6s %5s | %9s %9s %7s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s | "
-      "%6s %6s %6s %6s %6s %6s %6s %6s\n",
+      "%6s %6s %6s %6s %6s %6s %6s %6s %6s %6s\n",
       "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "+P us", "wGB/s", "%copy",
       "TFLOP/s", "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv", "t16K", "t16P",
-      "t16KP", "gemvK", "t8 us", "t16W", "tS16", "tS32");
+      "t16KP", "gemvK", "t8 us", "t16W", "tS16", "tS32", "tS16W", "tS16WP");
   std::printf(
-      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv/t8/t16W/tS16/tS32 = each W4A16 tile "
+      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv/t8/t16W/tS16/tS32/tS16W = each W4A16 tile "
       "family forced, 0 = not run; K = k-major layout, P = programmatic dependent launch; +P = the "
       "dispatcher with "
       "it)\n");
@@ -231,7 +231,10 @@ int main(int argc, char** argv) {
             m >= 256
                 ? std::vector<W4A16Tile>{W4A16Tile::kM64, W4A16Tile::kM128}
                 : std::vector<W4A16Tile>{W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16Wide};
-        if (m <= 8) tiles.insert(tiles.end(), {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32});
+        if (m <= 8) {
+          tiles.insert(tiles.end(),
+                       {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32, W4A16Tile::kM8Slice16Wide});
+        }
         for (W4A16Tile tile : tiles) {
           const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
           CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[0], nullptr, out, tile, splits,
@@ -302,6 +305,8 @@ int main(int argc, char** argv) {
       const double t16w = m <= 64 ? tile_us(W4A16Tile::kM16Wide) : 0.0;
       const double ts16 = m <= 8 ? tile_us(W4A16Tile::kM8Slice16) : 0.0;
       const double ts32 = m <= 8 ? tile_us(W4A16Tile::kM8Slice32) : 0.0;
+      const double ts16w = m <= 8 ? tile_us(W4A16Tile::kM8Slice16Wide) : 0.0;
+      const double ts16wp = m <= 8 ? tile_us(W4A16Tile::kM8Slice16Wide, false, true) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
@@ -313,10 +318,12 @@ int main(int argc, char** argv) {
       std::printf(
           "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f %7.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% "
           "| "
-          "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f\n",
+          "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f "
+          "%6.1f "
+          "%6.1f\n",
           s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs,
           ours_overlap, gbs, 100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours,
-          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w, ts16, ts32);
+          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w, ts16, ts32, ts16w, ts16wp);
       if (csv) {
         std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f,%.2f\n", s.model,
                      s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
@@ -358,6 +365,7 @@ int main(int argc, char** argv) {
   std::printf("%5s | %9s %9s | %8s %6s | %7s | %9s %6s\n", "M", "nvfp4 us", "cuBLAS us", "wGB/s",
               "%copy", "speedup", "+P us", "%copy");
   for (std::size_t mi = 0; mi < std::size(ms); ++mi) {
+    if (llama_ours[mi] == 0.0) continue;  // M not selected (--ms) or no Llama layer (--layers)
     const double gbs = llama_bytes / llama_ours[mi] / 1e3;
     const double gbs_p = llama_bytes / llama_overlap[mi] / 1e3;
     std::printf("%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx | %9.1f %5.1f%%\n", (long long)ms[mi],

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/dependent_launch.cuh"
+
 namespace nibble::kernels::w4a16_detail {
 
 __device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
@@ -34,21 +36,9 @@ __device__ inline void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Programmatic dependent launch (sm_90+). A launch that allows it may start before the previous
-// kernel in the stream has finished: nothing that kernel writes (x, residual, out, workspace) may
-// be touched before wait_for_previous_grid(); the weights may. Both are no-ops otherwise.
-__device__ inline void wait_for_previous_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ inline void allow_next_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
-}
-
-// Launch configuration with programmatic dependent launch on or off.
+// Launch configuration with programmatic dependent launch (kernels/dependent_launch.cuh) on or
+// off. Under it nothing that the previous kernel writes (x, residual, out, workspace) may be
+// touched before wait_for_previous_grid(); the weights may.
 struct LaunchWithOverlap {
   cudaLaunchConfig_t config{};
   cudaLaunchAttribute attribute{};

@@ -5,7 +5,11 @@
 # `generate` and through `serve` + nibble-bench, and nibble-controller with the demo recipe,
 # checking that its engine chose the GPU and answers through the router. Logs go to $OUT.
 # --moe adds a Qwen3-30B-A3B-shaped NVFP4 model through `generate` (its decode speed).
+# --overlap-ab times the 8B decode without NIBBLE_CUDA_TIMING (whose events sit between the
+# kernels) with the linears' programmatic dependent launch on and off (NIBBLE_CUDA_OVERLAP),
+# alternately, twice each.
 # Usage: tools/device/cuda-backend-check.sh [--no-8b] [--no-demo] [--sanitizer] [--moe]
+#                                           [--overlap-ab]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -13,9 +17,9 @@ mkdir -p "$OUT"
 carry=$PWD/.device-carry
 bin=$carry/bin
 export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-BIG=1; SANITIZE=0; MOE=0; DEMO=1
+BIG=1; SANITIZE=0; MOE=0; DEMO=1; OVERLAP_AB=0
 for a in "$@"; do
-  case "$a" in --no-8b) BIG=0 ;; --sanitizer) SANITIZE=1 ;; --moe) MOE=1 ;; --no-demo) DEMO=0 ;; esac
+  case "$a" in --no-8b) BIG=0 ;; --sanitizer) SANITIZE=1 ;; --moe) MOE=1 ;; --no-demo) DEMO=0 ;; --overlap-ab) OVERLAP_AB=1 ;; esac
 done
 status=0
 step() { echo "== $*"; }
@@ -59,6 +63,17 @@ if [ $BIG -eq 1 ]; then
   NIBBLE_CUDA_TIMING=1 "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda --prompt-ids "$ids" \
     --max-tokens 128 --top-k 1 >"$OUT/generate_8b.log" 2>&1 || status=1
   grep -E "cuda backend: [0-9]+ MiB|cuda timing|prefill [0-9]" "$OUT/generate_8b.log" | tail -4
+  if [ $OVERLAP_AB -eq 1 ]; then
+    step "Llama-3.1-8B shape: decode with the linears' overlap on / off (no timing events)"
+    : >"$OUT/overlap_ab.log"
+    for overlap in 1 0 1 0; do
+      NIBBLE_CUDA_OVERLAP=$overlap "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda \
+        --prompt-ids "$ids" --max-tokens 128 --top-k 1 >"$OUT/generate_overlap$overlap.log" 2>&1 ||
+        status=1
+      echo "NIBBLE_CUDA_OVERLAP=$overlap: $(grep -oE "prefill [0-9]+ tokens.*" "$OUT/generate_overlap$overlap.log")" |
+        tee -a "$OUT/overlap_ab.log"
+    done
+  fi
   step "Llama-3.1-8B shape: serve + nibble-bench"
   if NIBBLE_CUDA_TIMING=1 serve_and_wait "$work/llama8b" 8100 "$OUT/serve_8b.log" --max-model-len 4096 --max-num-seqs 64; then
     grep -E "cuda backend|KV cache" "$OUT/serve_8b.log"

@@ -1,6 +1,8 @@
 #include "engine/backend/cuda/device_linear.h"
 
 #include <climits>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "engine/backend/cuda/layer_ops.h"
@@ -36,6 +38,8 @@ DeviceLinear upload_linear(model::Linear& host) {
 
 LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n)
     : stream_(stream) {
+  const char* overlap = std::getenv("NIBBLE_CUDA_OVERLAP");
+  overlap_ = overlap == nullptr || std::string(overlap) != "0";
   check(kernels::query_device_traits(&traits_), "reading the device's properties");
   check(cublasCreate(&cublas_), "cublasCreate");
   check(cublasSetStream(cublas_, stream), "cublasSetStream");
@@ -66,8 +70,10 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
                        const std::uint16_t* residual, std::uint16_t* out) {
   if (m == 0) return;
   if (w.nvfp4) {
+    // With overlap: the norm, attention and SwiGLU kernels in front of the linears let them
+    // start early (allow_next_grid), so a decode step's weights stream while those run.
     check(kernels::nvfp4_linear(x, m, w.weight, residual, out, workspace_.get(),
-                                workspace_.size() * sizeof(float), traits_, stream_),
+                                workspace_.size() * sizeof(float), traits_, stream_, overlap_),
           "nvfp4_linear");
   } else {
     if (residual != nullptr)

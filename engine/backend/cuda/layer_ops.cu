@@ -3,9 +3,12 @@
 #include <cmath>
 
 #include "engine/backend/cuda/layer_ops.h"
+#include "kernels/dependent_launch.cuh"
 
 namespace nibble::backend::cuda {
 namespace {
+
+using kernels::allow_next_grid;
 
 __device__ __forceinline__ float load(const std::uint16_t* p, std::int64_t i) {
   return __bfloat162float(__ushort_as_bfloat16(p[i]));
@@ -45,6 +48,7 @@ __global__ void gather_kernel(const std::uint16_t* in, const std::int32_t* index
 // One block per row; the row is read twice (sum of squares, then scale) from L1/L2.
 __global__ void rms_norm_kernel(const std::uint16_t* in, const float* weight, int dim, float eps,
                                 std::uint16_t* out) {
+  allow_next_grid();  // a linear follows: it fetches its first weights while this runs
   const std::int64_t base = std::int64_t(blockIdx.x) * dim;
   float sum = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -99,6 +103,7 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
 
 __global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
                                 std::uint16_t* act) {
+  allow_next_grid();  // down follows
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const float g = load(gate, i);
@@ -108,6 +113,7 @@ __global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* 
 
 __global__ void silu_mul_halves_kernel(const std::uint16_t* gate_up, std::int64_t rows,
                                        std::int64_t width, std::uint16_t* act) {
+  allow_next_grid();  // down follows
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const std::int64_t in = r * 2 * width, out = r * width;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;

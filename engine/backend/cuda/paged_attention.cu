@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/backend/cuda/paged_attention.h"
+#include "kernels/dependent_launch.cuh"
 
 namespace nibble::backend::cuda {
 namespace {
@@ -69,6 +70,9 @@ __device__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* tabl
 // probabilities, and each query's running max and sum.
 __global__ void __launch_bounds__(kThreads)
     paged_attention_kernel(PagedAttentionArgs a, Plan plan) {
+  // The o projection may follow: it fetches its first weights while this runs (every block of
+  // this kernel is resident once all have passed here).
+  kernels::allow_next_grid();
   extern __shared__ __align__(16) float smem[];
   const int D = a.shape.head_dim, stride = row_stride(D);
   const int group = a.shape.q_heads / a.shape.kv_heads;
@@ -215,6 +219,7 @@ __global__ void __launch_bounds__(kThreads)
 // One block per (row, head): the splits' partial softmaxes rescaled to their common max, summed.
 __global__ void merge_splits_kernel(const float* workspace, int splits, std::int64_t pairs, int D,
                                     std::uint16_t* out) {
+  kernels::allow_next_grid();  // the o projection follows
   const std::int64_t pair = blockIdx.x;
   float m = -INFINITY;
   for (int z = 0; z < splits; ++z) m = fmaxf(m, workspace[(z * pairs + pair) * (D + 2) + D]);

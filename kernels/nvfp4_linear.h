@@ -5,8 +5,8 @@
 //   M <= 8            W4A16, slice tiles (kM8Slice16 / kM8Slice32: a block streams 16 or 32
 //                     weight rows over all of K, no split-K) where the grid runs in one wave
 //                     spread evenly over the SMs (or is smaller than the SM count), the 16-row
-//                     one with 8 warps (kM8Slice16Wide) for a long K at <= 2 blocks per SM;
-//                     else as below;
+//                     one with 8 warps (kM8Slice16Wide) at <= 2 blocks per SM for a long K or a
+//                     grid smaller than the SM count; else as below;
 //   M <= 8            W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
 //                     A operand), bound by weight bytes;
 //   M <= 16           W4A16, 16-row swapped tiles (kM16Swap: x is the B operand in two 8-row
@@ -33,7 +33,8 @@ namespace nibble::kernels {
 // How evenly a slice tile's grid of at least one block per SM must cover the SMs (blocks / (SMs x
 // the most blocks one SM holds)).
 inline constexpr double kSliceMinEvenness = 0.9;
-// k steps (64 columns) per warp below which the 8-warp 16-row slice is not taken.
+// k steps (64 columns) per warp below which the 8-warp 16-row slice is not taken where the grid
+// covers the SMs.
 inline constexpr std::int64_t kSliceWideMinSteps = 16;
 
 struct DeviceTraits {

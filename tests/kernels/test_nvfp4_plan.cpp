@@ -65,7 +65,7 @@ TEST(Nvfp4Plan, GateUpAtEightRowsKeepsSplitK) {
   EXPECT_EQ(plan_nvfp4_linear(8, 6144, 4096, kH100).tile, W4A16Tile::kM8Slice16);
 }
 
-TEST(Nvfp4Plan, EightWarpSlicesOnlyForALongKAtTwoBlocksPerSm) {
+TEST(Nvfp4Plan, EightWarpSlicesForALongKAtTwoBlocksPerSm) {
   // down (K = 14336): 256 slices, 2 per SM, 28 k steps per warp of 8.
   EXPECT_EQ(plan_nvfp4_linear(8, 4096, 14336, kH100).tile, W4A16Tile::kM8Slice16Wide);
   // o (K = 4096): 8 k steps per warp of 8.
@@ -75,10 +75,10 @@ TEST(Nvfp4Plan, EightWarpSlicesOnlyForALongKAtTwoBlocksPerSm) {
   EXPECT_EQ(plan_nvfp4_linear(1, 6144, 16384, kH100).tile, W4A16Tile::kM8Slice16);
 }
 
-TEST(Nvfp4Plan, SmallLayersTakeSlicesWithFewerBlocksThanSms) {
-  // Qwen3-30B-A3B experts: 96 and 128 slices for 132 SMs.
-  EXPECT_EQ(plan_nvfp4_linear(1, 1536, 2048, kH100).tile, W4A16Tile::kM8Slice16);
-  EXPECT_EQ(plan_nvfp4_linear(4, 2048, 768, kH100).tile, W4A16Tile::kM8Slice16);
+TEST(Nvfp4Plan, SmallLayersTakeEightWarpSlicesWithFewerBlocksThanSms) {
+  // Qwen3-30B-A3B experts: 96 and 128 slices for 132 SMs, one per SM: 8 warps each.
+  EXPECT_EQ(plan_nvfp4_linear(1, 1536, 2048, kH100).tile, W4A16Tile::kM8Slice16Wide);
+  EXPECT_EQ(plan_nvfp4_linear(4, 2048, 768, kH100).tile, W4A16Tile::kM8Slice16Wide);
 }
 
 TEST(Nvfp4Plan, AnUnevenWaveKeepsSplitK) {

@@ -41,8 +41,9 @@ struct SliceShape {
   static_assert(TILES == 2 || TILES == 4, "one or two m16 pairs of tiles");
 };
 // Blocks per SM: qkv-sized layers need 3 of the 16-row blocks, gate_up 7 of the 32-row ones on
-// H100's 132 SMs (nvfp4_linear.cpp picks the slice). The 8-warp form is for long K at <= 2
-// blocks per SM (down: 4 warps per block leave 8 warps and ~32 KB in flight per SM).
+// H100's 132 SMs (nvfp4_linear.cpp picks the slice). The 8-warp form is for <= 2 blocks per SM
+// with a long K (down: 4 warps per block leave 8 warps and ~32 KB in flight per SM) or a grid
+// smaller than the SM count.
 using Slice16 = SliceShape<2, 4, 8, 4>;
 using Slice16Wide = SliceShape<2, 8, 8, 2>;
 using Slice32 = SliceShape<4, 4, 4, 7>;
@@ -71,8 +72,8 @@ __host__ __device__ constexpr int smem_bytes(int m) {
 
 // With up to 3 rows of x, a k step's scales and x are at most 32 chunks of 16 bytes, so each lane
 // copies its codes and at most one "side" chunk (a scale chunk or an x chunk): the loop issues
-// fewer instructions than with separate scale and x copies (H100: 114 against 135 per k step of
-// the 16-row slice, and M = 1 +overlap 48.6 -> 45.3 us over the Llama layer set).
+// fewer instructions than with separate scale and x copies (H100: 116 against 135 per k step of
+// the 16-row slice, and M = 1 +overlap 48.7 -> 45.9 us over the Llama layer set, PERF_NOTES v19).
 template <class S>
 __host__ __device__ constexpr bool one_side_chunk(int m) {
   return S::kScaleBytes / 16 + 8 * m <= 32;

@@ -10,7 +10,8 @@
 # decode (gemv) tiles (at M >= 256: the 64- and 128-row tiles) in both group orders
 # (nibble-kernel-bench --profile; NCU_LAYERS, NCU_MS pick the shapes, default gate_up,qkv at
 # M = 1). The benchmark starts with the mma.sync ceiling (registers only, 4/8/16 warps per SM).
-# The W4A16 SASS always goes to $OUT/w4a16_sass.txt.
+# The W4A16 SASS always goes to $OUT/w4a16_sass.txt, its innermost loops' sizes (instructions per
+# iteration, tools/sass/loop_sizes.py) to $OUT/w4a16_loops.txt.
 # AB_DIRS="DIR ..." (snapshots from tools/device/ab-snapshot.sh) also builds the benchmark from
 # the kernels in each DIR and runs those and the working tree's alternately, twice each
 # ($OUT/bench-ab.log).
@@ -80,6 +81,7 @@ grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    :
 
 # The W4A16 SASS (instruction mix of the main loops; see kernels/nvfp4/PERF_NOTES.md).
 for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemv.cu.o" "$BUILD/w4a16_slice.cu.o"; do cuobjdump -sass "$o"; done >"$OUT/w4a16_sass.txt" 2>&1
+python3 tools/sass/loop_sizes.py "$OUT/w4a16_sass.txt" >"$OUT/w4a16_loops.txt" 2>&1 || true
 
 step "W4A4 (sm_120a/121a): block-scaled FP4 mma in PTX and SASS"
 w4a4_result="not built"

@@ -58,9 +58,9 @@ W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, std::int64_t k,
     if (blocks >= sms && double(blocks) / double(sms * busiest) < kSliceMinEvenness) continue;
     // At <= 2 blocks per SM a long K streams through too few warps (down: 8 per SM): the 8-warp
     // form doubles them where each warp still gets kSliceWideMinSteps k steps or more, or where
-    // the grid leaves SMs idle anyway (H100, M = 1: down 14.1 -> 14.1 us plain, 12.5 -> 11.9
-    // with overlap; Qwen3-30B-A3B experts 2048 x 1536 3.4 -> 2.9, 768 x 2048 2.4 -> 2.3; o, 64
-    // k steps, 6.1 -> 7.0: kept on 4 warps).
+    // the grid leaves SMs idle anyway (H100, M = 1, 4 -> 8 warps, forced tiles: down 15.1 ->
+    // 15.1 us plain, 14.0 -> 13.3 with overlap; Qwen3-30B-A3B experts 2048 x 1536 3.4 -> 2.9,
+    // 768 x 2048 2.4 -> 2.3; o, 64 k steps, 6.1 -> 7.0: kept on 4 warps).
     const W4A16Tile wide = W4A16Tile::kM8Slice16Wide;
     if (tile == W4A16Tile::kM8Slice16 && busiest <= 2 &&
         (k / 64 >= 8 * kSliceWideMinSteps || blocks < sms) &&

@@ -37,22 +37,32 @@ std::int64_t slice_blocks_per_sm(W4A16Tile tile, std::int64_t m, const DeviceTra
   return blocks;
 }
 
+std::int64_t slice_blocks(W4A16Tile tile, std::int64_t n) {
+  const std::int64_t n_padded = (n + kW4A16TileCols - 1) / kW4A16TileCols * kW4A16TileCols;
+  return n_padded / w4a16_slice_rows(tile);
+}
+
 // A slice tile for an m <= 8 layer of n rows, or kM8 (x as the mma's B operand, K split over
 // blocks; kGemv measured slower than it on every Llama and Qwen shape, 2026-11-23) when neither
-// slice's grid runs in one even wave. With one slice per block, the busiest SM holds ceil(blocks /
-// SMs) of them, so blocks / (SMs x that) is the fraction of the GPU that streams until the end. A
-// second, partial wave costs more than kM8's split-K tail (gate_up at M = 8: 32-row slices, 6 per
-// SM, 32.1 us against kM8's 28.7, H100 2026-11-25). A grid smaller than the SM count is taken as it
-// is: such layers are too small to stream at bandwidth, and the split-K tail is most of kM8's
-// time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against 4.7, 768 x 2048 2.6
-// against 4.4).
-W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, std::int64_t k,
-                              const DeviceTraits& device) {
+// slice's grid runs in one even wave. With one slice per block, the busiest SM holds
+// ceil(blocks / SMs) of them, so blocks / (SMs x that) is the fraction of the GPU that streams
+// until the end. A second, partial wave cost more than kM8's split-K tail (gate_up at M = 8:
+// 32-row slices, 6 per SM, 32.1 us against kM8's 28.7, H100 2026-11-25). A grid smaller than the
+// SM count is taken as it is: such layers are too small to stream at bandwidth, and the split-K
+// tail is most of kM8's time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against
+// 4.7, 768 x 2048 2.6 against 4.4).
+W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,
+                            const DeviceTraits& device) {
   const std::int64_t sms = device.sm_count;
-  const std::int64_t n_padded = (n + kW4A16TileCols - 1) / kW4A16TileCols * kW4A16TileCols;
   // The 16-row slice first (more warps per byte in flight), then the 32-row one.
-  for (W4A16Tile tile : {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32}) {
-    const std::int64_t blocks = n_padded / w4a16_slice_rows(tile);
+  struct Family {
+    W4A16Tile four_warps, eight_warps;
+  };
+  constexpr Family kFamilies[] = {{W4A16Tile::kSlice16, W4A16Tile::kSlice16Wide},
+                                  {W4A16Tile::kSlice32, W4A16Tile::kSlice32Wide}};
+  for (const Family& family : kFamilies) {
+    const W4A16Tile tile = family.four_warps;
+    const std::int64_t blocks = slice_blocks(tile, n);
     const std::int64_t busiest = (blocks + sms - 1) / sms;
     if (busiest > slice_blocks_per_sm(tile, m, device)) continue;
     if (blocks >= sms && double(blocks) / double(sms * busiest) < kSliceMinEvenness) continue;
@@ -61,15 +71,39 @@ W4A16Tile slice_or_split_tile(std::int64_t m, std::int64_t n, std::int64_t k,
     // the grid leaves SMs idle anyway (H100, M = 1, 4 -> 8 warps, forced tiles: down 15.1 ->
     // 15.1 us plain, 14.0 -> 13.3 with overlap; Qwen3-30B-A3B experts 2048 x 1536 3.4 -> 2.9,
     // 768 x 2048 2.4 -> 2.3; o, 64 k steps, 6.1 -> 7.0: kept on 4 warps).
-    const W4A16Tile wide = W4A16Tile::kM8Slice16Wide;
-    if (tile == W4A16Tile::kM8Slice16 && busiest <= 2 &&
-        (k / 64 >= 8 * kSliceWideMinSteps || blocks < sms) &&
-        busiest <= slice_blocks_per_sm(wide, m, device)) {
-      return wide;
+    if (busiest <= 2 && (k / 64 >= 8 * kSliceWideMinSteps || blocks < sms) &&
+        busiest <= slice_blocks_per_sm(family.eight_warps, m, device)) {
+      return family.eight_warps;
+    }
+    // A short K at 2 blocks per SM (o): one 8-warp 32-row slice per SM instead (H100, with
+    // overlap, forced tiles: o at M = 1 / 4 / 8 5.0 / 5.3 / 5.4 -> 4.6 / 4.6 / 4.7 us).
+    const W4A16Tile one_per_sm = W4A16Tile::kSlice32Wide;
+    if (tile == W4A16Tile::kSlice16 && busiest == 2 && slice_blocks(one_per_sm, n) <= sms &&
+        slice_blocks_per_sm(one_per_sm, m, device) >= 1) {
+      return one_per_sm;
     }
     return tile;
   }
   return W4A16Tile::kM8;
+}
+
+// A slice tile for 9 to 16 rows, or kM16Swap (x as the B operand in two 8-row fragments, K split
+// like kM8's). Every block reads all m rows of x, so 16-row slices would pull 3.6x the weight
+// bytes from L2 (qkv at M = 16: 11.4 us against 7.8 with 32-row slices, with overlap, H100
+// 2026-11-25): 32-row slices, 8 warps where the grid has at most one per SM. They beat kM16Swap
+// even over more than one wave (gate_up, 896 blocks at 4 per SM: 25.1 against 29.3 us); past
+// two waves, which nothing measured yet, kM16Swap stays. Grids that leave SMs idle with 16-row
+// slices take those, with 8 warps (Qwen3-30B-A3B experts at M = 16: 2.7 / 2.0 us against 3.1 /
+// 2.3 with 32 rows).
+W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& device) {
+  const std::int64_t sms = device.sm_count;
+  const W4A16Tile small = W4A16Tile::kSlice16Wide;
+  if (slice_blocks(small, n) < sms && slice_blocks_per_sm(small, m, device) >= 1) return small;
+  const W4A16Tile wide = W4A16Tile::kSlice32Wide, narrow = W4A16Tile::kSlice32;
+  if (slice_blocks(wide, n) <= sms && slice_blocks_per_sm(wide, m, device) >= 1) return wide;
+  const std::int64_t per_sm = slice_blocks_per_sm(narrow, m, device);
+  if (per_sm >= 1 && slice_blocks(narrow, n) <= 2 * per_sm * sms) return narrow;
+  return W4A16Tile::kM16Swap;
 }
 
 }  // namespace
@@ -132,11 +166,9 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
   if (m <= 8) {
     // A slice tile (no split-K tail) where its grid spreads evenly over the SMs, else kM8.
-    plan.tile = slice_or_split_tile(m, n, k, device);
+    plan.tile = decode_slice_tile(m, n, k, device);
   } else if (m <= 16) {
-    // x as the B operand in two 8-row fragments: each decoded weight fragment feeds two mma.sync,
-    // and the grid is split like kM8's.
-    plan.tile = W4A16Tile::kM16Swap;
+    plan.tile = batch_slice_tile(m, n, device);
   } else if (m > 512 && blocks128 >= 2 * std::int64_t(device.sm_count)) {
     plan.tile = W4A16Tile::kM128;
   } else {

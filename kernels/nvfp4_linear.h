@@ -2,23 +2,28 @@
 // The one entry point the engine calls for an NVFP4 linear layer:
 //   out[M, N] = x[M, K] . W[N, K]^T (+ residual), BF16 in and out, W in NVFP4.
 // It picks the kernel by M, N, K and the device:
-//   M <= 8            W4A16, slice tiles (kM8Slice16 / kM8Slice32: a block streams 16 or 32
-//                     weight rows over all of K, no split-K) where the grid runs in one wave
-//                     spread evenly over the SMs (or is smaller than the SM count), the 16-row
-//                     one with 8 warps (kM8Slice16Wide) at <= 2 blocks per SM for a long K or a
-//                     grid smaller than the SM count; else as below;
-//   M <= 8            W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
-//                     A operand), bound by weight bytes;
-//   M <= 16           W4A16, 16-row swapped tiles (kM16Swap: x is the B operand in two 8-row
-//                     fragments);
-//                     both split K: >= 8 k tiles per split and >= 2 blocks per SM;
+//   M <= 8            W4A16, slice tiles (kSlice16 / kSlice32: a block streams 16 or 32 weight
+//                     rows over all of K, no split-K) where the grid runs in one wave spread
+//                     evenly over the SMs (or is smaller than the SM count); 8 warps per block
+//                     (kSlice16Wide) at <= 2 blocks per SM for a long K or a grid smaller than
+//                     the SM count; one 8-warp 32-row slice per SM (kSlice32Wide) where 16-row
+//                     ones would sit 2 per SM with a short K; else
+//                     W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
+//                     A operand, K split over blocks);
+//   M <= 16           W4A16, 32-row slices with x as two 8-row fragments (kSlice32, 8 warps where
+//                     the grid has at most one per SM; kSlice16Wide for grids smaller than the SM
+//                     count) up to two waves; else 16-row swapped tiles (kM16Swap: x is the B
+//                     operand in two 8-row fragments, K split like kM8's);
+//                     kM8 and kM16Swap split K: >= 8 k tiles per split and >= 2 blocks per SM;
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles.
 // The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits).
 // The decode kernel W4A16Tile::kGemv (weights straight to registers) is built and tested but not
 // chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape. So are the
-// regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24).
+// regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24), and
+// the 64-row slices (kSlice64 / kSlice64Wide), no faster than the 32-row ones at any
+// Llama-3.1-8B or Qwen3-30B-A3B shape at M = 1..16 with overlap (2026-11-25).
 // W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
 // not chosen here: it needs the activation quantizer in front and has not run on hardware.
 #include <cuda_runtime.h>

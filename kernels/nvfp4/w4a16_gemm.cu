@@ -693,13 +693,9 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
       return f(ShapeM64{}), true;
     case W4A16Tile::kM128:
       return f(ShapeM128{}), true;
-    case W4A16Tile::kGemv:
-    case W4A16Tile::kM8Slice16:
-    case W4A16Tile::kM8Slice16Wide:
-    case W4A16Tile::kM8Slice32:
+    default:  // kGemv and the slices (w4a16_is_slice)
       return false;
   }
-  return false;
 }
 
 }  // namespace

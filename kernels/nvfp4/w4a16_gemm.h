@@ -32,9 +32,10 @@ inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
 // (through shared memory; kM16Swap: x as the B operand in two 8-row fragments; kM16Wide: 8
 // warps, a block's K range split over two warp groups), 64, 128, and kGemv:
 // 16 rows, the weights streamed from global memory straight into registers (decode, small M;
-// w4a16_gemv.cu); kM8Slice16 / kM8Slice32: up to 8 rows, a block streams a 16- or 32-row weight
-// slice over all of K, so K is never split over blocks and `splits` is ignored (w4a16_slice.cu);
-// kM8Slice16Wide: the 16-row slice with 8 warps per block (long K, few blocks per SM).
+// w4a16_gemv.cu); kSlice16 / kSlice32 / kSlice64: up to 16 rows, a block streams a 16-, 32- or
+// 64-row weight slice over all of K, so K is never split over blocks and `splits` is ignored
+// (w4a16_slice.cu); the Wide forms: the same slice with 8 warps per block (long K, few blocks per
+// SM).
 enum class W4A16Tile {
   kM8,
   kM16,
@@ -43,17 +44,17 @@ enum class W4A16Tile {
   kM128,
   kGemv,
   kM16Swap,
-  kM8Slice16,
-  kM8Slice32,
-  kM8Slice16Wide
+  kSlice16,
+  kSlice32,
+  kSlice16Wide,
+  kSlice32Wide,
+  kSlice64,
+  kSlice64Wide
 };
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
   switch (tile) {
     case W4A16Tile::kM8:
-    case W4A16Tile::kM8Slice16:
-    case W4A16Tile::kM8Slice16Wide:
-    case W4A16Tile::kM8Slice32:
       return 8;
     case W4A16Tile::kM64:
       return 64;
@@ -95,7 +96,7 @@ cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A1
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
                               float* workspace, cudaStream_t stream, bool overlap = false);
 
-// The slice kernels (w4a16_slice.cu); w4a16_linear forwards to them. No workspace; m > 8 is
+// The slice kernels (w4a16_slice.cu); w4a16_linear forwards to them. No workspace; m > 16 is
 // cudaErrorInvalidValue, the other arguments are already validated.
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
@@ -104,12 +105,30 @@ int w4a16_slice_resident_blocks(W4A16Tile tile);
 // Dynamic shared memory of one block of a slice tile at m rows (it grows with m).
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m);
 inline bool w4a16_is_slice(W4A16Tile tile) {
-  return tile == W4A16Tile::kM8Slice16 || tile == W4A16Tile::kM8Slice16Wide ||
-         tile == W4A16Tile::kM8Slice32;
+  switch (tile) {
+    case W4A16Tile::kSlice16:
+    case W4A16Tile::kSlice16Wide:
+    case W4A16Tile::kSlice32:
+    case W4A16Tile::kSlice32Wide:
+    case W4A16Tile::kSlice64:
+    case W4A16Tile::kSlice64Wide:
+      return true;
+    default:
+      return false;
+  }
 }
 // Weight rows a slice tile's block owns (its grid is n_padded / rows blocks).
 inline int w4a16_slice_rows(W4A16Tile tile) {
-  return tile == W4A16Tile::kM8Slice32 ? 32 : 16;
+  switch (tile) {
+    case W4A16Tile::kSlice32:
+    case W4A16Tile::kSlice32Wide:
+      return 32;
+    case W4A16Tile::kSlice64:
+    case W4A16Tile::kSlice64Wide:
+      return 64;
+    default:
+      return 16;
+  }
 }
 
 }  // namespace nibble::kernels

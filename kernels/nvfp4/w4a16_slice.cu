@@ -1,18 +1,22 @@
-// W4A16 slice kernels for decode (W4A16Tile::kM8Slice16 / kM8Slice16Wide / kM8Slice32): a block
-// owns a thin slice of 16 or 32 weight rows over the whole of K, so no K split crosses blocks. That
-// removes what kM8's split-K costs after its last k step: the reds into the workspace, the fence,
-// the arrival counter and the last block's re-read, a chain of L2 round trips paid once per kernel
+// W4A16 slice kernels for decode (W4A16Tile::kSlice16 / 32 / 64 and their Wide forms): a block
+// owns a thin slice of 16, 32 or 64 weight rows over the whole of K, so no K split crosses blocks.
+// That removes what kM8's split-K costs after its last k step: the reds into the workspace, the
+// fence, the arrival counter and the last block's re-read, a chain of L2 round trips paid once per
+// kernel
 // (~2.2 us per Llama layer at M = 1 on H100, kernels/nvfp4/PERF_NOTES.md v16).
 //
-// A block's 4 (kM8Slice16Wide: 8) warps split K among themselves (warp w takes k steps w,
+// A block's 4 (Wide: 8) warps split K among themselves (warp w takes k steps w,
 // w + warps, ...). Each streams through a private cp.async ring in shared memory (kDepth - 1 k
 // steps in flight, __syncwarp between steps, no block barrier in the loop); their sums meet once
 // in shared memory at the end.
 // The weights are the swapped mma's A operand (two 8-row tiles as m16, as in kM8) and x its B
-// operand (up to 8 rows as n8): each k step of a 16-row pair is 4 mma.sync.
+// operand (up to 8 rows as n8; 9 to 16 rows as two n8 fragments, MT = 2, each decoded weight
+// fragment feeding both): each k step of a 16-row pair is 4 (MT = 2: 8) mma.sync. Every block
+// reads all m rows of x over K, so x traffic from L2 per weight byte grows with m / slice rows:
+// 9 to 16 rows want the 32- and 64-row slices.
 //
 // Ring slot (per warp, per k step), 128-byte aligned, in this order:
-//   x       m rows x 64 columns, 128 B a row, chunk c of row r at (c ^ r) * 16
+//   x       m rows x 64 columns, 128 B a row, chunk c of row r at (c ^ (r % 8)) * 16
 //   codes   kTiles x 256 B (the layout's tiles of this k step, as stored)
 //   scales  kTiles x 32 B
 // ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
@@ -27,7 +31,7 @@ namespace {
 
 using namespace w4a16_detail;
 
-constexpr int kMaxRows = 8;  // rows of x (the mma's n8)
+constexpr int kMaxRows = 16;  // rows of x (MT = 2 fragments of the mma's n8)
 
 template <int TILES, int WARPS, int DEPTH, int MIN_BLOCKS>
 struct SliceShape {
@@ -38,24 +42,34 @@ struct SliceShape {
   static constexpr int kDepth = DEPTH;     // ring slots per warp
   static constexpr int kMinBlocks = MIN_BLOCKS;
   static constexpr int kCodeBytes = TILES * 256, kScaleBytes = TILES * 32;
-  static_assert(TILES == 2 || TILES == 4, "one or two m16 pairs of tiles");
+  static_assert(TILES == 2 || TILES == 4 || TILES == 8, "one, two or four m16 pairs of tiles");
 };
 // Blocks per SM: qkv-sized layers need 3 of the 16-row blocks, gate_up 7 of the 32-row ones on
-// H100's 132 SMs (nvfp4_linear.cpp picks the slice). The 8-warp form is for <= 2 blocks per SM
+// H100's 132 SMs (nvfp4_linear.cpp picks the slice). The 8-warp forms are for <= 2 blocks per SM
 // with a long K (down: 4 warps per block leave 8 warps and ~32 KB in flight per SM) or a grid
-// smaller than the SM count.
+// smaller than the SM count. The 64-row slice (gate_up at 9..16 rows: 448 blocks) keeps 3 ring
+// slots so that 4 blocks fit at 16 rows (52 KB each).
 using Slice16 = SliceShape<2, 4, 8, 4>;
 using Slice16Wide = SliceShape<2, 8, 8, 2>;
 using Slice32 = SliceShape<4, 4, 4, 7>;
+using Slice32Wide = SliceShape<4, 8, 4, 2>;
+using Slice64 = SliceShape<8, 4, 3, 4>;
+using Slice64Wide = SliceShape<8, 8, 3, 2>;
 
 // f(Shape{}) for a slice tile.
 template <class F>
 decltype(auto) with_slice_shape(W4A16Tile tile, F&& f) {
   switch (tile) {
-    case W4A16Tile::kM8Slice32:
+    case W4A16Tile::kSlice32:
       return f(Slice32{});
-    case W4A16Tile::kM8Slice16Wide:
+    case W4A16Tile::kSlice16Wide:
       return f(Slice16Wide{});
+    case W4A16Tile::kSlice32Wide:
+      return f(Slice32Wide{});
+    case W4A16Tile::kSlice64:
+      return f(Slice64{});
+    case W4A16Tile::kSlice64Wide:
+      return f(Slice64Wide{});
     default:
       return f(Slice16{});
   }
@@ -79,18 +93,29 @@ __host__ __device__ constexpr bool one_side_chunk(int m) {
   return S::kScaleBytes / 16 + 8 * m <= 32;
 }
 
-template <class S, bool ONE_SIDE>
-__global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
+// Blocks per SM the register cap plans for: MT = 2 rings hold 9-16 rows of x, and shared memory
+// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks.
+template <class S, int MT>
+__host__ __device__ constexpr int launch_min_blocks() {
+  constexpr int kSmemPerSm = 233472, kReservedPerBlock = 1024;
+  constexpr int fit = kSmemPerSm / (smem_bytes<S>(8 * MT) + kReservedPerBlock);
+  return MT == 1 || S::kMinBlocks < fit ? S::kMinBlocks : (fit < 1 ? 1 : fit);
+}
+
+template <class S, bool ONE_SIDE, int MT>
+__global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
                        const std::uint8_t* __restrict__ tiles,
                        const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
                        W4A16Strides strides, float out_scale,
                        const std::uint16_t* __restrict__ residual,
                        std::uint16_t* __restrict__ out) {
+  static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
   constexpr int kAhead = S::kDepth - 1;               // k steps in flight per warp
   constexpr int kScaleChunks = S::kScaleBytes / 16;
+  constexpr int kXPasses = 2 * MT;  // rows of x a lane copies (4 apart) without ONE_SIDE
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned slot_size = slot_bytes<S>(m), x_bytes = unsigned(m) * 128;
   const unsigned ring_bytes = S::kDepth * slot_size;
@@ -104,28 +129,30 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
   const int steps = tiles_k > warp ? int((tiles_k - warp + S::kWarps - 1) / S::kWarps) : 0;
 
   // This lane's copies of a k step, at fixed offsets in a slot, from pointers bumped per step.
-  // Codes: 16 B (or 2 x 16 B).
+  // Codes: 1, 2 or 4 x 16 B, 512 B apart.
   const std::uint8_t* w_src = tiles + group_step0 * 4096 + tile0 * 256 + lane * 16;
   const std::int64_t w_step = S::kWarps * strides.kt * 4096;
   const unsigned code_dst = x_bytes + unsigned(lane) * 16;
   auto load_codes = [&](unsigned slot) {
-    cp_async16_to(slot + code_dst, w_src, 16);
-    if constexpr (S::kCodeBytes == 1024) cp_async16_to(slot + code_dst + 512, w_src + 512, 16);
+#pragma unroll
+    for (int c = 0; c < S::kCodeBytes / 512; ++c) {
+      cp_async16_to(slot + code_dst + c * 512, w_src + c * 512, 16);
+    }
     w_src += w_step;
   };
   // ONE_SIDE: side chunk `lane` of the step, scale chunks first, then x chunk c % 8 of row c / 8
   // (c = lane - scale chunks). Otherwise: scale chunk `lane` (lanes < scale chunks), and x chunk
-  // lane % 8 of rows lane / 8 and lane / 8 + 4.
+  // lane % 8 of rows lane / 8 + 4j, j < kXPasses.
   const bool side_scale = lane < kScaleChunks;
   const int x_chunk = ONE_SIDE ? (side_scale ? 0 : lane - kScaleChunks) : lane;
   const int xc = x_chunk % 8, xr0 = x_chunk / 8;
-  const bool x_real0 = (!ONE_SIDE || !side_scale) && xr0 < m, x_real1 = !ONE_SIDE && xr0 + 4 < m;
+  const bool x_real0 = (!ONE_SIDE || !side_scale) && xr0 < m;
   const std::uint8_t* s_src = scales + group_step0 * 512 + tile0 * 32 + lane * 16;
   const std::uint16_t* x_src = x + (x_real0 ? xr0 * k : 0) + warp * 64 + xc * 8;
   const unsigned s_dst = x_bytes + S::kCodeBytes + unsigned(lane) * 16;
+  // Row xr0 + 4j sits at x_dst0 + 512 j, its chunk swizzled by (xr0 + 4j) % 8: j odd flips
+  // chunk bit 2 (xr0 < 4).
   const unsigned x_dst0 = unsigned(xr0 * 128 + ((xc ^ xr0) * 16));
-  const unsigned x_dst1 = unsigned((xr0 + 4) * 128 + ((xc ^ (xr0 + 4)) * 16));
-  const std::int64_t x_row4 = x_real1 ? 4 * k : 0;
   // ONE_SIDE: one pointer, step and offset for either kind of side chunk; a scale chunk is never
   // past k.
   const std::uint8_t* side_src = side_scale ? s_src : reinterpret_cast<const std::uint8_t*>(x_src);
@@ -144,8 +171,13 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
   };
   auto load_x = [&](unsigned slot) {
     const unsigned bytes = x_cols_left > 0 ? 16 : 0;
-    if (x_real0) cp_async16_to(slot + x_dst0, x_src, bytes);
-    if (x_real1) cp_async16_to(slot + x_dst1, x_src + x_row4, bytes);
+#pragma unroll
+    for (int j = 0; j < kXPasses; ++j) {
+      if (xr0 + 4 * j < m) {
+        cp_async16_to((slot + x_dst0 + unsigned(j * 512)) ^ unsigned((j & 1) * 64),
+                      x_src + j * 4 * k, bytes);
+      }
+    }
     x_src += S::kWarps * 64;
     x_cols_left -= S::kWarps * 64;
   };
@@ -188,26 +220,34 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
   }
   __syncthreads();  // the zero block is written
 
-  // ldmatrix: matrix i = lane / 8 is chunk 4q + i of row r = lane % 8 (the b fragments of k16
-  // steps 2q, 2q + 1); (offset at q = 0) ^ (q * 64) as slots are 128-byte aligned. Rows past m
-  // read the zero block, whatever the slot.
+  // ldmatrix: matrix i = lane / 8 is chunk 4q + i of row 8 mt + r, r = lane % 8 (the b fragments
+  // of k16 steps 2q, 2q + 1); (offset at q = 0) ^ (q * 64) as slots are 128-byte aligned. Rows
+  // past m read the zero block, whatever the slot.
   const int xr = lane & 7, xi = lane >> 3;
   const unsigned x_swizzle = unsigned((xi ^ xr) * 16);
-  const bool x_row_real = xr < m;
-  const unsigned x_base = x_row_real ? ring_s + unsigned(xr * 128) + x_swizzle
-                                     : unsigned(__cvta_generic_to_shared(zeros)) + x_swizzle;
-  const unsigned x_moves = x_row_real ? 1u : 0u;
+  unsigned x_base[MT], x_moves[MT];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const bool real = 8 * mt + xr < m;
+    x_base[mt] = real ? ring_s + unsigned((8 * mt + xr) * 128) + x_swizzle
+                      : unsigned(__cvta_generic_to_shared(zeros)) + x_swizzle;
+    x_moves[mt] = real ? 1u : 0u;
+  }
   const unsigned code_lane = x_bytes + unsigned(lane) * 8;
   const unsigned scale_lane = x_bytes + S::kCodeBytes + unsigned(lane / 4) * 4;
 
-  // Two accumulators per pair (even and odd k16 steps) halve the chain of dependent mma.sync.
-  float acc[2][S::kPairs][4];
+  // With one x fragment, two accumulators per pair (even and odd k16 steps) halve the chain of
+  // dependent mma.sync; with two, the fragments' chains already interleave.
+  constexpr int kSets = MT == 1 ? 2 : 1;
+  float acc[kSets][MT][S::kPairs][4];
 #pragma unroll
-  for (int h = 0; h < 2; ++h)
+  for (int h = 0; h < kSets; ++h)
 #pragma unroll
-    for (int p = 0; p < S::kPairs; ++p)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[h][p][e] = 0.0f;
+      for (int p = 0; p < S::kPairs; ++p)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[h][mt][p][e] = 0.0f;
 
   // Slot i % kDepth is read at step i; the copies for step i + kAhead go to the slot read at step
   // i - 1 (its reads are over once every lane has passed the __syncwarp).
@@ -222,10 +262,13 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
       scale01[t] = e4m3x2_to_scaled_bf16x2(sc);
       scale23[t] = e4m3x2_to_scaled_bf16x2(sc >> 16);
     }
-    const unsigned x_at = x_base + read_off * x_moves;
-    std::uint32_t xb[2][4];
+    std::uint32_t xb[MT][2][4];
 #pragma unroll
-    for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[q], x_at ^ unsigned(q * 64));
+    for (int mt = 0; mt < MT; ++mt) {
+      const unsigned x_at = x_base[mt] + read_off * x_moves[mt];
+#pragma unroll
+      for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[mt][q], x_at ^ unsigned(q * 64));
+    }
 #pragma unroll
     for (int step = 0; step < 4; ++step) {
 #pragma unroll
@@ -237,8 +280,11 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
           decode_fragment_pair(codes[2 * p + t], scale01[2 * p + t], scale23[2 * p + t], step, a[t],
                                a[2 + t]);
         }
-        mma_bf16(acc[step & 1][p], a, xb[step / 2][2 * (step % 2)],
-                 xb[step / 2][2 * (step % 2) + 1]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma_bf16(acc[(step & 1) % kSets][mt][p], a, xb[mt][step / 2][2 * (step % 2)],
+                   xb[mt][step / 2][2 * (step % 2) + 1]);
+        }
       }
     }
   };
@@ -265,28 +311,34 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
     read_off = next_slot(read_off);
   }
 
-  // The warps' sums meet in shared memory (the rings are drained): [warp][pair][e][lane].
+  // The warps' sums meet in shared memory (the rings are drained): [warp][mt][pair][e][lane].
   cp_async_wait<0>();
   __syncthreads();
   float* partial = reinterpret_cast<float*>(smem);
+  constexpr int kSums = MT * S::kPairs * 4;  // per lane and warp
 #pragma unroll
-  for (int p = 0; p < S::kPairs; ++p)
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      partial[((warp * S::kPairs + p) * 4 + e) * 32 + lane] = acc[0][p][e] + acc[1][p][e];
+    for (int p = 0; p < S::kPairs; ++p)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float sum = acc[0][mt][p][e];
+        if constexpr (kSets == 2) sum += acc[1][mt][p][e];
+        partial[((warp * MT + mt) * S::kPairs + p) * 128 + e * 32 + lane] = sum;
+      }
   __syncthreads();
-  // Output (x row r, weight row j of the slice): c0, c1 of pair p hold row g of tile 2p for x
-  // rows 2t, 2t + 1; c2, c3 the same of tile 2p + 1 (lane = 4g + t).
+  // Output (x row r = 8 mt + rr, weight row j of the slice): c0, c1 of pair p hold row g of tile
+  // 2p for x rows 2t, 2t + 1 of fragment mt; c2, c3 the same of tile 2p + 1 (lane = 4g + t).
   for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
     const int r = idx / S::kRows, j = idx % S::kRows;
     const std::int64_t col = n0 + j;
     if (col >= n) continue;
-    const int p = j / 16, within = j % 16;
-    const int e = (within / 8) * 2 + (r & 1), src_lane = (within % 8) * 4 + r / 2;
+    const int mt = r / 8, rr = r % 8, p = j / 16, within = j % 16;
+    const int e = (within / 8) * 2 + (rr & 1), src_lane = (within % 8) * 4 + rr / 2;
+    const float* sums = partial + (mt * S::kPairs + p) * 128 + e * 32 + src_lane;
     float sum = 0.0f;
 #pragma unroll
-    for (int w = 0; w < S::kWarps; ++w)
-      sum += partial[((w * S::kPairs + p) * 4 + e) * 32 + src_lane];
+    for (int w = 0; w < S::kWarps; ++w) sum += sums[w * kSums * 32];
     sum *= out_scale;
     const std::int64_t at = std::int64_t(r) * n + col;
     if (residual != nullptr) sum += __bfloat162float(__ushort_as_bfloat16(residual[at]));
@@ -294,23 +346,23 @@ __global__ void __launch_bounds__(S::kThreads, S::kMinBlocks)
   }
 }
 
-template <class S, bool ONE_SIDE>
+template <class S, bool ONE_SIDE, int MT>
 cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16DeviceWeight& w,
                                 const std::uint16_t* residual, std::uint16_t* out,
                                 cudaStream_t stream, bool overlap) {
-  static_assert(smem_bytes<S>(1) >= S::kWarps * S::kPairs * 4 * 32 * 4,
+  static_assert(smem_bytes<S>(8 * MT - 7) >= S::kWarps * MT * S::kPairs * 4 * 32 * 4,
                 "the sums fit in the rings");
   // Once per kernel, before any stream capture: the opt-in to all the shared memory a block may
   // have (under overlap the launch may ask for more than the kernel needs, even_spread.h).
   static const cudaError_t attribute_err =
-      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_slice_kernel<S, ONE_SIDE>));
+      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_slice_kernel<S, ONE_SIDE, MT>));
   if (attribute_err != cudaSuccess) return attribute_err;
   const int blocks = int(w.n_padded / S::kRows);
   int smem = 0;
   cudaError_t err = launch_smem(smem_bytes<S>(rows), blocks, overlap, &smem);
   if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
-  err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S, ONE_SIDE>, x, rows, w.n, w.k,
+  err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S, ONE_SIDE, MT>, x, rows, w.n, w.k,
                            w.tiles, w.scales, w.k_padded / 64, w4a16_strides(w),
                            w.global_factor * 1024.0f, residual, out);
   return err != cudaSuccess ? err : cudaGetLastError();
@@ -321,9 +373,10 @@ cudaError_t launch_slice(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                          const std::uint16_t* residual, std::uint16_t* out, cudaStream_t stream,
                          bool overlap) {
   const int rows = int(m);
+  if (rows > 8) return launch_slice_kernel<S, false, 2>(x, rows, w, residual, out, stream, overlap);
   return one_side_chunk<S>(rows)
-             ? launch_slice_kernel<S, true>(x, rows, w, residual, out, stream, overlap)
-             : launch_slice_kernel<S, false>(x, rows, w, residual, out, stream, overlap);
+             ? launch_slice_kernel<S, true, 1>(x, rows, w, residual, out, stream, overlap)
+             : launch_slice_kernel<S, false, 1>(x, rows, w, residual, out, stream, overlap);
 }
 
 }  // namespace

@@ -300,11 +300,15 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
       }
     }
   }
-  if (c.m <= 8) {
-    // The slice tiles never split K (splits is ignored); both layouts at every shape.
-    for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kM8Slice16, "slice16"},
-                               std::pair{kernels::W4A16Tile::kM8Slice32, "slice32"},
-                               std::pair{kernels::W4A16Tile::kM8Slice16Wide, "slice16wide"}}) {
+  if (c.m <= 16) {
+    // The slice tiles never split K (splits is ignored); both layouts at every shape, one x
+    // fragment up to 8 rows and two above.
+    for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kSlice16, "slice16"},
+                               std::pair{kernels::W4A16Tile::kSlice32, "slice32"},
+                               std::pair{kernels::W4A16Tile::kSlice64, "slice64"},
+                               std::pair{kernels::W4A16Tile::kSlice16Wide, "slice16wide"},
+                               std::pair{kernels::W4A16Tile::kSlice32Wide, "slice32wide"},
+                               std::pair{kernels::W4A16Tile::kSlice64Wide, "slice64wide"}}) {
       variants.push_back({tname, false, tile, 1});
       variants.push_back({std::string(tname) + "/k-major/pdl", false, tile, 1, true, true});
     }
@@ -466,10 +470,12 @@ int run(int argc, char** argv) {
       {64, 1536, 2048, false},
       {1, 6144, 4096, true},
       {4, 4096, 4096, false},
+      {16, 4096, 4096, false},
       {256, 2048, 768, false},
   };
   if (!quick) {
     cases.push_back({8, 4096, 14336, true});
+    cases.push_back({13, 6144, 4096, true});
     cases.push_back({2048, 4096, 4096, false});
     cases.push_back({1, 28672, 4096, false});
   }

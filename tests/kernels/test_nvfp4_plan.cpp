@@ -24,8 +24,8 @@ constexpr Layer kLlama[] = {
     {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
 
 TEST(Nvfp4Plan, DecodeOnH100TakesTheSliceTilesThatFillTheSmsEvenly) {
-  const W4A16Tile expected[] = {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32,
-                                W4A16Tile::kM8Slice16Wide};
+  const W4A16Tile expected[] = {W4A16Tile::kSlice16, W4A16Tile::kSlice32Wide, W4A16Tile::kSlice32,
+                                W4A16Tile::kSlice16Wide};
   for (std::int64_t m : {1, 2, 4}) {
     for (int i = 0; i < 4; ++i) {
       const auto plan = plan_nvfp4_linear(m, kLlama[i].n, kLlama[i].k, kH100);
@@ -62,23 +62,23 @@ TEST(Nvfp4Plan, SliceGridsRunInOneEvenWave) {
 TEST(Nvfp4Plan, GateUpAtEightRowsKeepsSplitK) {
   // 32-row slices at m = 8 need 35 KB each: 6 per SM, not the 7 an even wave of 896 needs.
   EXPECT_EQ(plan_nvfp4_linear(8, 28672, 4096, kH100).tile, W4A16Tile::kM8);
-  EXPECT_EQ(plan_nvfp4_linear(8, 6144, 4096, kH100).tile, W4A16Tile::kM8Slice16);
+  EXPECT_EQ(plan_nvfp4_linear(8, 6144, 4096, kH100).tile, W4A16Tile::kSlice16);
 }
 
 TEST(Nvfp4Plan, EightWarpSlicesForALongKAtTwoBlocksPerSm) {
   // down (K = 14336): 256 slices, 2 per SM, 28 k steps per warp of 8.
-  EXPECT_EQ(plan_nvfp4_linear(8, 4096, 14336, kH100).tile, W4A16Tile::kM8Slice16Wide);
-  // o (K = 4096): 8 k steps per warp of 8.
-  EXPECT_EQ(plan_nvfp4_linear(1, 4096, 4096, kH100).tile, W4A16Tile::kM8Slice16);
-  EXPECT_EQ(plan_nvfp4_linear(1, 4096, 8192, kH100).tile, W4A16Tile::kM8Slice16Wide);
+  EXPECT_EQ(plan_nvfp4_linear(8, 4096, 14336, kH100).tile, W4A16Tile::kSlice16Wide);
+  // o (K = 4096): 8 k steps per warp of 8, so one 8-warp 32-row slice per SM instead.
+  EXPECT_EQ(plan_nvfp4_linear(1, 4096, 4096, kH100).tile, W4A16Tile::kSlice32Wide);
+  EXPECT_EQ(plan_nvfp4_linear(1, 4096, 8192, kH100).tile, W4A16Tile::kSlice16Wide);
   // qkv-sized grids (3 per SM) keep 4 warps whatever K is.
-  EXPECT_EQ(plan_nvfp4_linear(1, 6144, 16384, kH100).tile, W4A16Tile::kM8Slice16);
+  EXPECT_EQ(plan_nvfp4_linear(1, 6144, 16384, kH100).tile, W4A16Tile::kSlice16);
 }
 
 TEST(Nvfp4Plan, SmallLayersTakeEightWarpSlicesWithFewerBlocksThanSms) {
   // Qwen3-30B-A3B experts: 96 and 128 slices for 132 SMs, one per SM: 8 warps each.
-  EXPECT_EQ(plan_nvfp4_linear(1, 1536, 2048, kH100).tile, W4A16Tile::kM8Slice16Wide);
-  EXPECT_EQ(plan_nvfp4_linear(4, 2048, 768, kH100).tile, W4A16Tile::kM8Slice16Wide);
+  EXPECT_EQ(plan_nvfp4_linear(1, 1536, 2048, kH100).tile, W4A16Tile::kSlice16Wide);
+  EXPECT_EQ(plan_nvfp4_linear(4, 2048, 768, kH100).tile, W4A16Tile::kSlice16Wide);
 }
 
 TEST(Nvfp4Plan, AnUnevenWaveKeepsSplitK) {
@@ -89,8 +89,45 @@ TEST(Nvfp4Plan, AnUnevenWaveKeepsSplitK) {
   EXPECT_GT(plan.splits, 1);
 }
 
+TEST(Nvfp4Plan, NineToSixteenRowsTakeThirtyTwoRowSlices) {
+  // 16-row slices would read x 3.6x the weight bytes; 8 warps where one slice per SM covers N.
+  const W4A16Tile expected[] = {W4A16Tile::kSlice32, W4A16Tile::kSlice32Wide, W4A16Tile::kSlice32,
+                                W4A16Tile::kSlice32Wide};
+  for (std::int64_t m : {9, 12, 16}) {
+    for (int i = 0; i < 4; ++i) {
+      const auto plan = plan_nvfp4_linear(m, kLlama[i].n, kLlama[i].k, kH100);
+      EXPECT_EQ(plan.tile, expected[i]) << kLlama[i].name << " m=" << m;
+      EXPECT_EQ(plan.splits, 1) << kLlama[i].name;
+    }
+  }
+  // Qwen3-30B-A3B experts: fewer 16-row slices than SMs.
+  EXPECT_EQ(plan_nvfp4_linear(16, 1536, 2048, kH100).tile, W4A16Tile::kSlice16Wide);
+  EXPECT_EQ(plan_nvfp4_linear(16, 2048, 768, kH100).tile, W4A16Tile::kSlice16Wide);
+}
+
+TEST(Nvfp4Plan, BatchSlicesFitAndTakeAtMostTwoWaves) {
+  for (const DeviceTraits& device : {kH100, kGb10}) {
+    for (std::int64_t m = 9; m <= 16; ++m) {
+      for (std::int64_t n : {1536, 2048, 4096, 6144, 28672, 128256}) {
+        const auto plan = plan_nvfp4_linear(m, n, 4096, device);
+        if (!w4a16_is_slice(plan.tile)) {
+          EXPECT_EQ(plan.tile, W4A16Tile::kM16Swap) << n << " m=" << m;
+          continue;
+        }
+        const std::int64_t blocks = (n + 127) / 128 * 128 / w4a16_slice_rows(plan.tile);
+        const std::int64_t fit = std::min<std::int64_t>(
+            w4a16_resident_blocks(plan.tile),
+            device.smem_per_sm / (w4a16_slice_smem_bytes(plan.tile, m) + 1024));
+        EXPECT_GE(fit, 1) << n << " m=" << m << " sms=" << device.sm_count;
+        EXPECT_LE(blocks, 2 * fit * device.sm_count) << n << " m=" << m;
+      }
+    }
+  }
+  // A vocabulary-sized output (Llama-3.1 lm_head): 4008 32-row slices, past two waves.
+  EXPECT_EQ(plan_nvfp4_linear(16, 128256, 4096, kH100).tile, W4A16Tile::kM16Swap);
+}
+
 TEST(Nvfp4Plan, LargerBatchesUseTheOtherTiles) {
-  EXPECT_EQ(plan_nvfp4_linear(9, 6144, 4096, kH100).tile, W4A16Tile::kM16Swap);
   EXPECT_EQ(plan_nvfp4_linear(64, 6144, 4096, kH100).tile, W4A16Tile::kM64);
   EXPECT_EQ(plan_nvfp4_linear(2048, 6144, 4096, kH100).tile, W4A16Tile::kM128);
 }

@@ -8,13 +8,14 @@
 // four Llama layers are selected: the set chained as a decode step runs it (layer_chain.h) at
 // M = 1, 4, 8, 16, 64 (those --ms keeps).
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
-//                            [--profile]
+//                            [--profile] [--tiles-overlap]
 // --sweep-splits also times the 8-row tile at M = 1 and 8 and the wide 16-row tile at M = 16
 // for each split-K count (the evidence behind the planner's choice). --layers / --ms keep only
 // those layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
 // fixed order (read linear, read grouped group-major, read grouped k-major, then kM8, kM16Swap,
-// kM16Wide and at M <= 8 the three slice tiles, or at M >= 256 the 64- and 128-row tiles, all
-// group-major) and times nothing: for Nsight Compute.
+// kM16Wide and at M <= 16 the six slice tiles, or at M >= 256 the 64- and 128-row tiles, all
+// group-major) and times nothing: for Nsight Compute. --tiles-overlap times the forced tile
+// columns with programmatic dependent launch, as the engine launches them (the planner's evidence).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -70,7 +71,7 @@ bool selected(const std::vector<std::string>& filter, const std::string& name) {
 int main(int argc, char** argv) {
   int reps = 15;
   const char* csv_path = nullptr;
-  bool sweep_splits = false, profile = false;
+  bool sweep_splits = false, profile = false, tiles_overlap = false;
   std::vector<std::string> layer_filter, m_filter;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
       csv_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--sweep-splits")) {
       sweep_splits = true;
+    } else if (!std::strcmp(argv[i], "--tiles-overlap")) {
+      tiles_overlap = true;
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
     } else if (!std::strcmp(argv[i], "--layers") && i + 1 < argc) {
@@ -168,15 +171,18 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%-14s %-12s %6s %6s %5s | %9s %9s %7s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s | "
-      "%6s %6s %6s %6s %6s %6s %6s %6s %6s %6s\n",
+      "%6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s\n",
       "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "+P us", "wGB/s", "%copy",
       "TFLOP/s", "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv", "t16K", "t16P",
-      "t16KP", "gemvK", "t8 us", "t16W", "tS16", "tS32", "tS16W", "tS16WP");
+      "t16KP", "gemvK", "t8 us", "t16W", "tS16", "tS32", "tS16W", "tS16WP", "tS32W", "tS64",
+      "tS64W");
   std::printf(
-      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv/t8/t16W/tS16/tS32/tS16W = each W4A16 tile "
+      "(nvfp4 = the dispatcher; t16/t64/t128/tgemv/t8/t16W/tS16/tS32/tS16W/tS32W/tS64/tS64W = each "
+      "W4A16 tile "
       "family forced, 0 = not run; K = k-major layout, P = programmatic dependent launch; +P = the "
       "dispatcher with "
       "it)\n");
+  if (tiles_overlap) std::printf("(forced tile columns with programmatic dependent launch)\n");
 
   // Per-M sums over the Llama layer set.
   std::vector<double> llama_ours(std::size(ms), 0.0), llama_cublas(std::size(ms), 0.0),
@@ -231,9 +237,10 @@ int main(int argc, char** argv) {
             m >= 256
                 ? std::vector<W4A16Tile>{W4A16Tile::kM64, W4A16Tile::kM128}
                 : std::vector<W4A16Tile>{W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16Wide};
-        if (m <= 8) {
+        if (m <= 16) {
           tiles.insert(tiles.end(),
-                       {W4A16Tile::kM8Slice16, W4A16Tile::kM8Slice32, W4A16Tile::kM8Slice16Wide});
+                       {W4A16Tile::kSlice16, W4A16Tile::kSlice32, W4A16Tile::kSlice16Wide,
+                        W4A16Tile::kSlice32Wide, W4A16Tile::kSlice64, W4A16Tile::kSlice64Wide});
         }
         for (W4A16Tile tile : tiles) {
           const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
@@ -290,7 +297,8 @@ int main(int argc, char** argv) {
         const auto& weights = k_major ? dwk : dw;
         return median_us(reps, stream, [&](int i, cudaStream_t st) {
           CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, weights[std::size_t(i % copies)], nullptr,
-                                                   out, tile, splits, workspace, st, overlap));
+                                                   out, tile, splits, workspace, st,
+                                                   overlap || tiles_overlap));
         });
       };
       const double t16 = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kM16) : 0.0;
@@ -303,10 +311,13 @@ int main(int argc, char** argv) {
       const double tgemvk = m <= 64 ? tile_us(W4A16Tile::kGemv, true) : 0.0;
       const double t8 = m <= 16 ? tile_us(W4A16Tile::kM8) : 0.0;
       const double t16w = m <= 64 ? tile_us(W4A16Tile::kM16Wide) : 0.0;
-      const double ts16 = m <= 8 ? tile_us(W4A16Tile::kM8Slice16) : 0.0;
-      const double ts32 = m <= 8 ? tile_us(W4A16Tile::kM8Slice32) : 0.0;
-      const double ts16w = m <= 8 ? tile_us(W4A16Tile::kM8Slice16Wide) : 0.0;
-      const double ts16wp = m <= 8 ? tile_us(W4A16Tile::kM8Slice16Wide, false, true) : 0.0;
+      const double ts16 = m <= 16 ? tile_us(W4A16Tile::kSlice16) : 0.0;
+      const double ts32 = m <= 16 ? tile_us(W4A16Tile::kSlice32) : 0.0;
+      const double ts16w = m <= 16 ? tile_us(W4A16Tile::kSlice16Wide) : 0.0;
+      const double ts16wp = m <= 16 ? tile_us(W4A16Tile::kSlice16Wide, false, true) : 0.0;
+      const double ts32w = m <= 16 ? tile_us(W4A16Tile::kSlice32Wide) : 0.0;
+      const double ts64 = m <= 16 ? tile_us(W4A16Tile::kSlice64) : 0.0;
+      const double ts64w = m <= 16 ? tile_us(W4A16Tile::kSlice64Wide) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
@@ -320,10 +331,11 @@ int main(int argc, char** argv) {
           "| "
           "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f "
           "%6.1f "
-          "%6.1f\n",
+          "%6.1f %6.1f %6.1f %6.1f\n",
           s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs,
           ours_overlap, gbs, 100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours,
-          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w, ts16, ts32, ts16w, ts16wp);
+          t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w, ts16, ts32, ts16w, ts16wp,
+          ts32w, ts64, ts64w);
       if (csv) {
         std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f,%.2f\n", s.model,
                      s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,

@@ -7,7 +7,8 @@
 //                     evenly over the SMs (or is smaller than the SM count); 8 warps per block
 //                     (kSlice16Wide) at <= 2 blocks per SM for a long K or a grid smaller than
 //                     the SM count; one 8-warp 32-row slice per SM (kSlice32Wide) where 16-row
-//                     ones would sit 2 per SM with a short K; else
+//                     ones would sit 2 per SM with a short K; 8-warp 32-row slices over several
+//                     waves where those waves are >= 80% full on average; else
 //                     W4A16, 8-row swapped tiles (kM8: x is the mma's B operand, the weights its
 //                     A operand, K split over blocks);
 //   M <= 16           W4A16, 32-row slices with x as two 8-row fragments (kSlice32, 8 warps where
@@ -38,6 +39,9 @@ namespace nibble::kernels {
 // How evenly a slice tile's grid of at least one block per SM must cover the SMs (blocks / (SMs x
 // the most blocks one SM holds)).
 inline constexpr double kSliceMinEvenness = 0.9;
+// How full the waves of a slice grid that takes several must be, on average, to be taken at M <= 8
+// rather than the split-K tile (blocks / (SMs x blocks per SM x waves)).
+inline constexpr double kSliceMinWaveFill = 0.8;
 // k steps (64 columns) per warp below which the 8-warp 16-row slice is not taken where the grid
 // covers the SMs.
 inline constexpr std::int64_t kSliceWideMinSteps = 16;

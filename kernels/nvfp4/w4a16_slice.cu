@@ -1,9 +1,9 @@
-// W4A16 slice kernels for decode (W4A16Tile::kSlice16 / 32 / 64 and their Wide forms): a block
-// owns a thin slice of 16, 32 or 64 weight rows over the whole of K, so no K split crosses blocks.
-// That removes what kM8's split-K costs after its last k step: the reds into the workspace, the
-// fence, the arrival counter and the last block's re-read, a chain of L2 round trips paid once per
-// kernel
-// (~2.2 us per Llama layer at M = 1 on H100, kernels/nvfp4/PERF_NOTES.md v16).
+// W4A16 slice kernels for decode and small batches, up to 16 rows of x (W4A16Tile::kSlice16 / 32 /
+// 64 and their Wide forms): a block owns a thin slice of 16, 32 or 64 weight rows over the whole of
+// K, so no K split crosses blocks. That removes what kM8's split-K costs after its last k step: the
+// reds into the workspace, the fence, the arrival counter and the last block's re-read, a chain of
+// L2 round trips paid once per kernel (~2.2 us per Llama layer at M = 1 on H100,
+// kernels/nvfp4/PERF_NOTES.md v16).
 //
 // A block's 4 (Wide: 8) warps split K among themselves (warp w takes k steps w,
 // w + warps, ...). Each streams through a private cp.async ring in shared memory (kDepth - 1 k

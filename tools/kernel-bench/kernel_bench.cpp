@@ -9,13 +9,15 @@
 // M = 1, 4, 8, 16, 64 (those --ms keeps).
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
 //                            [--profile] [--tiles-overlap]
-// --sweep-splits also times the 8-row tile at M = 1 and 8 and the wide 16-row tile at M = 16
-// for each split-K count (the evidence behind the planner's choice). --layers / --ms keep only
-// those layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
+// --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
+// and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64 and the 64- and 128-row
+// tiles at M = 256 (the evidence behind the planner's choice). --layers / --ms keep only those
+// layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
 // fixed order (read linear, read grouped group-major, read grouped k-major, then kM8, kM16Swap,
 // kM16Wide and at M <= 16 the six slice tiles, or at M >= 256 the 64- and 128-row tiles, all
 // group-major) and times nothing: for Nsight Compute. --tiles-overlap times the forced tile
-// columns with programmatic dependent launch, as the engine launches them (the planner's evidence).
+// columns with programmatic dependent launch, as the engine launches them (the planner's
+// evidence).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -351,7 +353,10 @@ int main(int argc, char** argv) {
       for (auto [tile, tname, m] :
            {SweepCase{W4A16Tile::kM8, "m8", 1}, SweepCase{W4A16Tile::kM8, "m8", 8},
             SweepCase{W4A16Tile::kM16Swap, "m16swap", 16},
-            SweepCase{W4A16Tile::kM16Wide, "m16wide", 16}}) {
+            SweepCase{W4A16Tile::kM16Wide, "m16wide", 16}, SweepCase{W4A16Tile::kM16, "m16", 64},
+            SweepCase{W4A16Tile::kM64, "m64", 64}, SweepCase{W4A16Tile::kM64, "m64", 256},
+            SweepCase{W4A16Tile::kM128, "m128", 256}}) {
+        if (!selected(m_filter, std::to_string(m))) continue;
         std::printf("sweep %s %s %s M=%lld planner=%d:", tname, s.model, s.layer, (long long)m,
                     nibble::kernels::plan_splits(tile, m, s.n, s.k, device));
         for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4_linear.h"
@@ -23,16 +24,20 @@ struct Layer {
 constexpr Layer kLlama[] = {
     {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
 
-TEST(Nvfp4Plan, DecodeOnH100TakesTheSliceTilesThatFillTheSmsEvenly) {
-  const W4A16Tile expected[] = {W4A16Tile::kSlice16, W4A16Tile::kSlice32Wide, W4A16Tile::kSlice32,
-                                W4A16Tile::kSlice16Wide};
-  for (std::int64_t m : {1, 2, 4}) {
+// The H100 plan of each Llama layer at each m: the expected slice tile, K never split.
+void expect_llama_slices(std::initializer_list<std::int64_t> ms, const W4A16Tile (&expected)[4]) {
+  for (std::int64_t m : ms) {
     for (int i = 0; i < 4; ++i) {
       const auto plan = plan_nvfp4_linear(m, kLlama[i].n, kLlama[i].k, kH100);
       EXPECT_EQ(plan.tile, expected[i]) << kLlama[i].name << " m=" << m;
       EXPECT_EQ(plan.splits, 1) << kLlama[i].name;
     }
   }
+}
+
+TEST(Nvfp4Plan, DecodeOnH100TakesTheSliceTilesThatFillTheSmsEvenly) {
+  expect_llama_slices({1, 2, 4}, {W4A16Tile::kSlice16, W4A16Tile::kSlice32Wide, W4A16Tile::kSlice32,
+                                  W4A16Tile::kSlice16Wide});
 }
 
 TEST(Nvfp4Plan, SliceGridsRunInOneEvenWaveOrInFullWaves) {
@@ -99,15 +104,8 @@ TEST(Nvfp4Plan, AnUnevenWaveKeepsSplitK) {
 
 TEST(Nvfp4Plan, NineToSixteenRowsTakeThirtyTwoRowSlices) {
   // 16-row slices would read x 3.6x the weight bytes; 8 warps where one slice per SM covers N.
-  const W4A16Tile expected[] = {W4A16Tile::kSlice32, W4A16Tile::kSlice32Wide, W4A16Tile::kSlice32,
-                                W4A16Tile::kSlice32Wide};
-  for (std::int64_t m : {9, 12, 16}) {
-    for (int i = 0; i < 4; ++i) {
-      const auto plan = plan_nvfp4_linear(m, kLlama[i].n, kLlama[i].k, kH100);
-      EXPECT_EQ(plan.tile, expected[i]) << kLlama[i].name << " m=" << m;
-      EXPECT_EQ(plan.splits, 1) << kLlama[i].name;
-    }
-  }
+  expect_llama_slices({9, 12, 16}, {W4A16Tile::kSlice32, W4A16Tile::kSlice32Wide,
+                                    W4A16Tile::kSlice32, W4A16Tile::kSlice32Wide});
   // Qwen3-30B-A3B experts: fewer 16-row slices than SMs.
   EXPECT_EQ(plan_nvfp4_linear(16, 1536, 2048, kH100).tile, W4A16Tile::kSlice16Wide);
   EXPECT_EQ(plan_nvfp4_linear(16, 2048, 768, kH100).tile, W4A16Tile::kSlice16Wide);

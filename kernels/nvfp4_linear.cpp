@@ -44,11 +44,12 @@ std::int64_t slice_blocks(W4A16Tile tile, std::int64_t n) {
 
 // A slice tile for an m <= 8 layer of n rows, or kM8 (x as the mma's B operand, K split over
 // blocks; kGemv measured slower than it on every Llama and Qwen shape, 2026-11-23) when neither
-// slice's grid runs in one even wave. With one slice per block, the busiest SM holds
-// ceil(blocks / SMs) of them, so blocks / (SMs x that) is the fraction of the GPU that streams
-// until the end. A second, partial wave cost more than kM8's split-K tail (gate_up at M = 8:
-// 32-row slices, 6 per SM, 32.1 us against kM8's 28.7, H100 2026-11-25). A grid smaller than the
-// SM count is taken as it is: such layers are too small to stream at bandwidth, and the split-K
+// slice's grid runs in one even wave and the 8-warp 32-row slices' waves are not mostly full
+// (below). With one slice per block, the busiest SM holds ceil(blocks / SMs) of them, so
+// blocks / (SMs x that) is the fraction of the GPU that streams until the end. A second, partial
+// wave of 4-warp slices cost more than kM8's split-K tail (gate_up at M = 8: 32-row slices, 6 per
+// SM, 32.1 us against kM8's 28.7, H100 2026-11-25, before v19's leaner loop). A grid smaller than
+// the SM count is taken as it is: such layers are too small to stream at bandwidth, and the split-K
 // tail is most of kM8's time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against
 // 4.7, 768 x 2048 2.6 against 4.4).
 W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,

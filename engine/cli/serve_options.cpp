@@ -32,6 +32,7 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --no-enable-prefix-caching       turn it off
   --api-key KEY                    require 'Authorization: Bearer KEY' on /v1 (or $NIBBLE_API_KEY)
   --device auto|cpu|cuda           compute backend (default auto: cuda if built and present)
+  --enforce-eager                  run every step eagerly: no CUDA graphs for decode steps
   --quantization nvfp4             quantize a BF16 checkpoint to NVFP4 while loading
   --max-queue-len N                waiting requests before 503 (default 1024)
   --max-request-body-bytes N       larger bodies get 413 (default 33554432)
@@ -114,6 +115,7 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        [&](auto& f, auto& v) {
          o.device = one_of(f, v, {"auto", "cpu", "cuda"});
        }},
+      {"enforce-eager", [&](auto& f, auto& v) { o.enforce_eager = to_bool(f, v); }},
       {"quantization", [&](auto& f, auto& v) { o.quantization = one_of(f, v, {"nvfp4"}); }},
       {"max-queue-len",
        [&](auto& f, auto& v) { o.max_queue_len = int(to_integer(f, v, 1, kMax)); }},
@@ -190,6 +192,10 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     }
     if (name == "enable-prefix-caching" && !has_value) {
       o.enable_prefix_caching = true;
+      continue;
+    }
+    if (name == "enforce-eager" && !has_value) {
+      o.enforce_eager = true;
       continue;
     }
     auto it = setters.find(name);

@@ -10,6 +10,9 @@
 #include "kernels/nvfp4/w4a16_layout.h"
 
 namespace nibble::backend::cuda {
+namespace {
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t(32) << 20;  // cuBLAS's advice for Hopper
+}  // namespace
 
 DeviceLinear upload_linear(model::Linear& host) {
   DeviceLinear d;
@@ -43,6 +46,9 @@ LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std
   check(kernels::query_device_traits(&traits_), "reading the device's properties");
   check(cublasCreate(&cublas_), "cublasCreate");
   check(cublasSetStream(cublas_, stream), "cublasSetStream");
+  cublas_workspace_.ensure(kCublasWorkspaceBytes);
+  check(cublasSetWorkspace(cublas_, cublas_workspace_.get(), kCublasWorkspaceBytes),
+        "cublasSetWorkspace");
   const std::size_t bytes = kernels::nvfp4_linear_workspace_bytes(max_split_rows, max_n);
   if (bytes == 0) return;  // no NVFP4 layer: nothing is split
   workspace_.ensure(bytes / sizeof(float));

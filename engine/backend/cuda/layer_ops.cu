@@ -1,6 +1,8 @@
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "engine/backend/cuda/layer_ops.h"
 #include "kernels/dependent_launch.cuh"
@@ -58,6 +60,55 @@ __global__ void rms_norm_kernel(const std::uint16_t* in, const float* weight, in
   const float scale = rsqrtf(block_sum(sum) / float(dim) + eps);
   for (int i = threadIdx.x; i < dim; i += blockDim.x)
     out[base + i] = to_bf16(load(in, base + i) * scale * weight[i]);
+}
+
+// The same with 16-byte loads and the row held in registers between the two passes: one block
+// per row, each thread up to kNormVectors vectors of 8 values. The loop above issues dim/256
+// dependent 2-byte loads per thread twice over; at batch 1 its latency (~9 us per 4096-wide row
+// on an H200, ~18 us per layer) cost more than the q/k/v projection it feeds.
+constexpr int kNormVectors = 4;  // rows up to 8 * 4 * 1024 = 32768 wide
+
+__device__ __forceinline__ float2 bf16_pair(std::uint32_t w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const float* weight, int dim,
+                                       float eps, std::uint16_t* out) {
+  allow_next_grid();  // a linear follows: it fetches its first weights while this runs
+  const int vectors = dim / 8;
+  const uint4* row = reinterpret_cast<const uint4*>(in + std::int64_t(blockIdx.x) * dim);
+  uint4 x[kNormVectors];
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kNormVectors; ++j) {
+    const int i = int(threadIdx.x) + j * int(blockDim.x);
+    x[j] = i < vectors ? row[i] : make_uint4(0, 0, 0, 0);
+    const std::uint32_t words[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = bf16_pair(words[k]);
+      sum += f.x * f.x + f.y * f.y;
+    }
+  }
+  const float scale = rsqrtf(block_sum(sum) / float(dim) + eps);
+  uint4* dst = reinterpret_cast<uint4*>(out + std::int64_t(blockIdx.x) * dim);
+#pragma unroll
+  for (int j = 0; j < kNormVectors; ++j) {
+    const int i = int(threadIdx.x) + j * int(blockDim.x);
+    if (i >= vectors) continue;
+    const float4 w0 = reinterpret_cast<const float4*>(weight)[2 * i],
+                 w1 = reinterpret_cast<const float4*>(weight)[2 * i + 1];
+    const float wv[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    const std::uint32_t words[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+    std::uint32_t packed[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = bf16_pair(words[k]);
+      packed[k] = std::uint32_t(to_bf16(f.x * scale * wv[2 * k])) |
+                  std::uint32_t(to_bf16(f.y * scale * wv[2 * k + 1])) << 16;
+    }
+    dst[i] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  }
 }
 
 // One block per (token, head), D/2 threads rounded up to whole warps; heads [0, Hq) are q heads,
@@ -169,6 +220,15 @@ cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, i
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
                      std::uint16_t* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const int vectors = dim / 8;
+  if (dim % 8 == 0 && vectors <= kNormVectors * 1024 && aligned(in) && aligned(out) &&
+      aligned(weight)) {
+    // One vector per thread up to 1024 threads, then up to kNormVectors each.
+    const int threads = std::min(1024, (vectors + 31) / 32 * 32);
+    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, weight, dim, eps, out);
+    return cudaGetLastError();
+  }
   rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, weight, dim, eps, out);
   return cudaGetLastError();
 }

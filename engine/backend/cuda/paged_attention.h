@@ -42,11 +42,16 @@ struct PagedAttentionArgs {
   int rows = 0;          // T
   int max_position = 0;  // the batch's largest position
   int sm_count = 0;
+  // 0: splits chosen from max_position; > 0: exactly this many (a captured decode graph keeps the
+  // count it was captured with; blocks whose share of the keys is empty write nothing to merge).
+  int splits = 0;
   float* workspace = nullptr;
   std::size_t workspace_floats = 0;
 };
 
-// How many key splits a call would use, and the workspace floats they need.
+// How many key splits a call would use (a power of two, so that a decode graph captured for one
+// count serves a range of context lengths and matches eager execution), and the workspace floats
+// they need.
 int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_position,
                            int sm_count);
 std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int rows, int splits);

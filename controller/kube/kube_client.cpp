@@ -89,6 +89,34 @@ class KubeClient::TokenFile {
   std::chrono::steady_clock::time_point read_at_{};
 };
 
+void WatchCancel::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = true;
+  if (client_ != nullptr) client_->stop();
+}
+
+void WatchCancel::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = false;
+}
+
+bool WatchCancel::cancelled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_;
+}
+
+bool WatchCancel::attach(httplib::ClientImpl* client) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cancelled_) return false;
+  client_ = client;
+  return true;
+}
+
+void WatchCancel::detach() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  client_ = nullptr;
+}
+
 KubeClient::KubeClient(KubeConfig config, KubeClientOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
   const size_t scheme_end = config_.server.find("://");
@@ -122,8 +150,8 @@ KubeClient::KubeClient(KubeConfig config, KubeClientOptions options)
     tls_ = std::make_unique<Tls>();
     if (!config_.ca_pem.empty()) tls_->ca = parse_certificates(config_.ca_pem, "CA");
     if (!config_.client_cert_pem.empty()) {
-      tls_->client_cert = std::move(parse_certificates(config_.client_cert_pem, "client-certificate")
-                                        .front());
+      tls_->client_cert =
+          std::move(parse_certificates(config_.client_cert_pem, "client-certificate").front());
       BioPtr bio = pem_bio(config_.client_key_pem);
       tls_->client_key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
       if (!tls_->client_key) throw KubeConfigError("client-key: no PEM private key found");
@@ -142,9 +170,10 @@ std::string KubeClient::bearer_token() const {
 std::unique_ptr<httplib::ClientImpl> KubeClient::connect(std::chrono::seconds read_timeout) const {
   std::unique_ptr<httplib::ClientImpl> client;
   if (tls_) {
-    auto ssl = tls_->client_cert ? std::make_unique<httplib::SSLClient>(
-                                       host_, port_, tls_->client_cert.get(), tls_->client_key.get())
-                                 : std::make_unique<httplib::SSLClient>(host_, port_);
+    auto ssl = tls_->client_cert
+                   ? std::make_unique<httplib::SSLClient>(host_, port_, tls_->client_cert.get(),
+                                                          tls_->client_key.get())
+                   : std::make_unique<httplib::SSLClient>(host_, port_);
     if (!tls_->ca.empty()) {
       X509_STORE* store = X509_STORE_new();
       for (const auto& cert : tls_->ca) X509_STORE_add_cert(store, cert.get());
@@ -204,7 +233,9 @@ Json KubeClient::send_json(const std::string& method, const std::string& target,
   return parsed;
 }
 
-Json KubeClient::get(const std::string& path) const { return send_json("GET", path, "", ""); }
+Json KubeClient::get(const std::string& path) const {
+  return send_json("GET", path, "", "");
+}
 
 ListResult KubeClient::list(const std::string& path, const std::string& label_selector) const {
   const std::string target =
@@ -229,8 +260,8 @@ Json KubeClient::replace(const std::string& path, const Json& object) const {
 }
 
 Json KubeClient::apply(const std::string& path, const Json& object, bool force) const {
-  const std::string target = path + "?fieldManager=" + query_escape(options_.field_manager) +
-                             (force ? "&force=true" : "");
+  const std::string target =
+      path + "?fieldManager=" + query_escape(options_.field_manager) + (force ? "&force=true" : "");
   return send_json("PATCH", target, object.dump(), "application/apply-patch+yaml");
 }
 
@@ -238,12 +269,14 @@ Json KubeClient::merge_patch(const std::string& path, const Json& patch) const {
   return send_json("PATCH", path, patch.dump(), "application/merge-patch+json");
 }
 
-void KubeClient::remove(const std::string& path) const { send_json("DELETE", path, "", ""); }
+void KubeClient::remove(const std::string& path) const {
+  send_json("DELETE", path, "", "");
+}
 
 void KubeClient::watch(const WatchRequest& request,
                        const std::function<bool(const WatchEvent&)>& on_event) const {
-  std::string target = request.path + "?watch=1&timeoutSeconds=" +
-                       std::to_string(request.timeout_seconds);
+  std::string target =
+      request.path + "?watch=1&timeoutSeconds=" + std::to_string(request.timeout_seconds);
   if (request.bookmarks) target += "&allowWatchBookmarks=true";
   if (!request.resource_version.empty()) {
     target += "&resourceVersion=" + query_escape(request.resource_version);
@@ -293,15 +326,20 @@ void KubeClient::watch(const WatchRequest& request,
   };
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
+  if (request.cancel != nullptr && !request.cancel->attach(client.get())) return;
   const bool ok = client->send(req, res, error);
+  if (request.cancel != nullptr) {
+    request.cancel->detach();
+    if (request.cancel->cancelled()) return;
+  }
   if (stream_error) throw *stream_error;
   if (stopped) return;
   if (status != 0 && status != 200) {
     throw error_from_response(status, "GET", target, error_body);
   }
   if (!ok) {
-    throw KubeError(0, "Transport", "watch " + config_.server + request.path + ": " +
-                                        httplib::to_string(error));
+    throw KubeError(0, "Transport",
+                    "watch " + config_.server + request.path + ": " + httplib::to_string(error));
   }
 }
 

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,12 +48,30 @@ struct WatchEvent {
   nlohmann::json object;
 };
 
+// Ends a watch that blocks in another thread (closes its connection); the watch then returns
+// normally. A cancel before the watch starts makes it return at once. Reusable after reset().
+class WatchCancel {
+ public:
+  void cancel();
+  void reset();
+  bool cancelled() const;
+
+ private:
+  friend class KubeClient;
+  bool attach(httplib::ClientImpl* client);  // false when already cancelled
+  void detach();
+  mutable std::mutex mutex_;
+  httplib::ClientImpl* client_ = nullptr;
+  bool cancelled_ = false;
+};
+
 struct WatchRequest {
   std::string path;  // the collection
   std::string resource_version;
   std::string label_selector;
   int timeout_seconds = 300;  // the server ends the watch after this
   bool bookmarks = true;
+  WatchCancel* cancel = nullptr;  // optional
 };
 
 class KubeClient {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 extern char** environ;
@@ -42,13 +43,16 @@ std::string resolve_path(const std::string& path, const std::string& base_dir) {
   return (fs::path(base_dir) / path).string();
 }
 
-// The entry of a named list (clusters, users, contexts) with this name, or a null node.
-YAML::Node find_named(const YAML::Node& list, const std::string& name) {
-  if (!list || !list.IsSequence()) return YAML::Node();
+// The entry of a named list (clusters, users, contexts) with this name.
+std::optional<YAML::Node> find_named(const YAML::Node& list, const std::string& name) {
+  if (!list || !list.IsSequence()) return std::nullopt;
   for (const YAML::Node& entry : list) {
-    if (entry["name"] && entry["name"].as<std::string>() == name) return entry;
+    if (entry.IsMap() && entry["name"] && entry["name"].IsScalar() &&
+        entry["name"].as<std::string>() == name) {
+      return entry;
+    }
   }
-  return YAML::Node();
+  return std::nullopt;
 }
 
 std::string scalar(const YAML::Node& node, const char* key) {
@@ -99,7 +103,8 @@ std::string base64_decode(const std::string& text) {
       out += static_cast<char>((buffer >> bits) & 0xFF);
     }
   }
-  if (symbols % 4 != 0 || padding > 2) throw KubeConfigError("base64: length is not a multiple of 4");
+  if (symbols % 4 != 0 || padding > 2)
+    throw KubeConfigError("base64: length is not a multiple of 4");
   return out;
 }
 
@@ -149,19 +154,21 @@ KubeConfig parse_kubeconfig(const std::string& yaml_text, const std::string& bas
   if (!root.IsMap()) throw KubeConfigError(source + ": expected a kubeconfig mapping");
   const std::string context_name = context.empty() ? scalar(root, "current-context") : context;
   if (context_name.empty()) {
-    throw KubeConfigError(source + ": no current-context (pick one with kubectl config use-context)");
+    throw KubeConfigError(source +
+                          ": no current-context (pick one with kubectl config use-context)");
   }
-  const YAML::Node ctx_entry = find_named(root["contexts"], context_name);
-  if (!ctx_entry) throw KubeConfigError(source + ": contexts: no context named '" + context_name + "'");
-  const YAML::Node ctx = ctx_entry["context"];
+  const auto ctx_entry = find_named(root["contexts"], context_name);
+  if (!ctx_entry)
+    throw KubeConfigError(source + ": contexts: no context named '" + context_name + "'");
+  const YAML::Node ctx = (*ctx_entry)["context"];
   const std::string cluster_name = scalar(ctx, "cluster");
   const std::string user_name = scalar(ctx, "user");
-  const YAML::Node cluster_entry = find_named(root["clusters"], cluster_name);
+  const auto cluster_entry = find_named(root["clusters"], cluster_name);
   if (!cluster_entry) {
     throw KubeConfigError(source + ": clusters: no cluster named '" + cluster_name +
                           "' (context '" + context_name + "')");
   }
-  const YAML::Node cluster = cluster_entry["cluster"];
+  const YAML::Node cluster = (*cluster_entry)["cluster"];
 
   KubeConfig config;
   config.source = source;
@@ -179,12 +186,12 @@ KubeConfig parse_kubeconfig(const std::string& yaml_text, const std::string& bas
   if (!ns.empty()) config.namespace_name = ns;
 
   if (!user_name.empty()) {
-    const YAML::Node user_entry = find_named(root["users"], user_name);
+    const auto user_entry = find_named(root["users"], user_name);
     if (!user_entry) {
       throw KubeConfigError(source + ": users: no user named '" + user_name + "' (context '" +
                             context_name + "')");
     }
-    const YAML::Node user = user_entry["user"];
+    const YAML::Node user = (*user_entry)["user"];
     const std::string uwhere = source + ": users[" + user_name + "].user";
     config.client_cert_pem = data_or_file(user, "client-certificate", base_dir, uwhere);
     config.client_key_pem = data_or_file(user, "client-key", base_dir, uwhere);

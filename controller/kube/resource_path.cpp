@@ -35,8 +35,8 @@ const ResourceType& events() {
 }
 
 std::string collection_path(const ResourceType& type, const std::string& ns) {
-  std::string path = type.group.empty() ? "/api/" + type.version
-                                        : "/apis/" + type.group + "/" + type.version;
+  std::string path =
+      type.group.empty() ? "/api/" + type.version : "/apis/" + type.group + "/" + type.version;
   if (type.namespaced && !ns.empty()) path += "/namespaces/" + ns;
   return path + "/" + type.plural;
 }

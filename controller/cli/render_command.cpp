@@ -1,10 +1,8 @@
 #include "controller/cli/render_command.h"
 
-#include <fstream>
-#include <iostream>
-#include <sstream>
 #include <stdexcept>
 
+#include "controller/cli/input_text.h"
 #include "controller/kube/json_yaml.h"
 #include "controller/kube/recipe_objects.h"
 #include "controller/kube/render_flags.h"
@@ -23,77 +21,29 @@ struct RenderArgs {
   bool json = false;
 };
 
-int parse_count(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  int n = -1;
-  try {
-    n = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || n < 0 || n > 1024)
-    throw std::invalid_argument(flag + ": must be a whole number from 0 to 1024");
-  return n;
-}
-
 RenderArgs parse_args(const std::vector<std::string>& args) {
+  std::vector<char*> argv = {const_cast<char*>("render")};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  tools::ToolFlags flags("nibble render", int(argv.size()), argv.data());
   RenderArgs r;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string inline_value;
-    bool has_inline = false;
-    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      inline_value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_inline = true;
-    }
-    const std::string* next = has_inline            ? &inline_value
-                              : i + 1 < args.size() ? &args[i + 1]
-                                                    : nullptr;
-    auto value = [&]() -> const std::string& {
-      if (next == nullptr) throw std::invalid_argument(flag + " needs a value");
-      if (!has_inline) ++i;
-      return *next;
-    };
-    if (flag == "-f" || flag == "--filename") {
-      r.files.push_back(value());
-    } else if (flag == "--owner-uid") {
-      r.owner.uid = value();
-    } else if (flag == "--replicas") {
-      r.replicas = parse_count(flag, value());
-    } else if (flag == "-o" || flag == "--output") {
-      const std::string& format = value();
+  while (flags.next()) {
+    if (flags.is("-f") || flags.is("--filename")) {
+      r.files.push_back(flags.value());
+    } else if (flags.is("--owner-uid")) {
+      r.owner.uid = flags.value();
+    } else if (flags.is("--replicas")) {
+      r.replicas = int(flags.integer(0, 1024));
+    } else if (flags.is("-o") || flags.is("--output")) {
+      const std::string format = flags.value();
       if (format != "yaml" && format != "json")
-        throw std::invalid_argument("-o: must be yaml or json");
+        throw std::invalid_argument("-o: must be yaml or json, got '" + format + "'");
       r.json = format == "json";
-    } else {
-      switch (kube::apply_render_flag(flag, next, r.options)) {
-        case kube::FlagUse::kNotMine:
-          throw std::invalid_argument("unknown flag '" + args[i] + "'");
-        case kube::FlagUse::kTookValue:
-          if (!has_inline) ++i;
-          break;
-        case kube::FlagUse::kNoValue:
-          if (has_inline) throw std::invalid_argument(flag + " takes no value");
-          break;
-      }
+    } else if (!kube::take_render_flag(flags, r.options)) {
+      flags.unknown();
     }
   }
   if (r.files.empty()) throw std::invalid_argument("-f FILE is required");
   return r;
-}
-
-bool read_text(const std::string& file, std::string& text) {
-  std::stringstream ss;
-  if (file == "-") {
-    ss << std::cin.rdbuf();
-  } else {
-    std::ifstream in(file);
-    if (!in) return false;
-    ss << in.rdbuf();
-  }
-  text = ss.str();
-  return true;
 }
 
 }  // namespace
@@ -111,14 +61,16 @@ int run_render(const std::vector<std::string>& args, std::ostream& out, std::ost
   try {
     r = parse_args(args);
   } catch (const std::invalid_argument& e) {
-    err << "nibble render: " << e.what() << "\n" << render_usage() << kube::render_flags_usage();
+    const std::string message = e.what();  // the flag reader's own errors name the command
+    err << (message.rfind("nibble render:", 0) == 0 ? "" : "nibble render: ") << message << "\n"
+        << render_usage() << kube::render_flags_usage();
     return 2;
   }
   std::vector<recipe::ModelRecipe> recipes;
   bool ok = true;
   for (const std::string& file : r.files) {
     std::string text;
-    if (!read_text(file, text)) {
+    if (!read_input(file, text)) {
       err << "nibble render: cannot read " << file << "\n";
       return 2;
     }

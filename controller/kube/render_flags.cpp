@@ -7,67 +7,51 @@
 namespace nibble::kube {
 namespace {
 
-const std::string& need(const std::string& flag, const std::string* value) {
-  if (value == nullptr || value->empty()) throw std::invalid_argument(flag + " needs a value");
-  return *value;
-}
-
-int seconds(const std::string& flag, const std::string* value, int min, int max) {
-  const std::string& text = need(flag, value);
-  std::size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || n < min || n > max) {
-    throw std::invalid_argument(flag + ": must be a whole number of seconds between " +
-                                std::to_string(min) + " and " + std::to_string(max) + ", got '" +
-                                text + "'");
-  }
-  return n;
+std::string need(tools::ToolFlags& flags) {
+  std::string value = flags.value();
+  if (value.empty()) throw std::invalid_argument(flags.flag() + " needs a value");
+  return value;
 }
 
 }  // namespace
 
-FlagUse apply_render_flag(const std::string& flag, const std::string* value, RenderOptions& o) {
-  if (flag == "--namespace" || flag == "-n") {
-    o.namespace_name = need(flag, value);
+bool take_render_flag(tools::ToolFlags& flags, RenderOptions& o) {
+  const std::string& flag = flags.flag();
+  if (flags.is("--namespace") || flags.is("-n")) {
+    o.namespace_name = need(flags);
     if (!recipe::is_dns1123_label(o.namespace_name))
       throw std::invalid_argument(flag + ": '" + o.namespace_name + "' is not a DNS-1123 label");
-  } else if (flag == "--engine-image" || flag == "--image") {
-    o.image = need(flag, value);
-  } else if (flag == "--image-pull-policy") {
-    o.image_pull_policy = need(flag, value);
+  } else if (flags.is("--engine-image") || flags.is("--image")) {
+    o.image = need(flags);
+  } else if (flags.is("--image-pull-policy")) {
+    o.image_pull_policy = need(flags);
     if (o.image_pull_policy != "Always" && o.image_pull_policy != "IfNotPresent" &&
         o.image_pull_policy != "Never")
       throw std::invalid_argument(flag + ": must be Always, IfNotPresent or Never");
-  } else if (flag == "--model-cache-pvc") {
+  } else if (flags.is("--model-cache-pvc")) {
     o.model_cache.kind = ModelCache::Kind::kPersistentVolumeClaim;
-    o.model_cache.claim_name = need(flag, value);
-  } else if (flag == "--model-cache-host-path") {
+    o.model_cache.claim_name = need(flags);
+  } else if (flags.is("--model-cache-host-path")) {
     o.model_cache.kind = ModelCache::Kind::kHostPath;
-    o.model_cache.host_path = need(flag, value);
+    o.model_cache.host_path = need(flags);
     if (o.model_cache.host_path[0] != '/')
       throw std::invalid_argument(flag + ": must be an absolute path");
-  } else if (flag == "--model-cache-size-limit") {
-    o.model_cache.size_limit = need(flag, value);
-  } else if (flag == "--hf-token-secret") {
-    o.hf_token_secret = need(flag, value);
-  } else if (flag == "--hf-endpoint") {
-    o.hf_endpoint = need(flag, value);
-  } else if (flag == "--engine-startup-timeout") {
-    o.startup_timeout_seconds = seconds(flag, value, 10, 24 * 3600);
-  } else if (flag == "--engine-drain-seconds") {
-    o.drain_seconds = seconds(flag, value, 0, 3600);
-  } else if (flag == "--pod-monitor") {
+  } else if (flags.is("--model-cache-size-limit")) {
+    o.model_cache.size_limit = need(flags);
+  } else if (flags.is("--hf-token-secret")) {
+    o.hf_token_secret = need(flags);
+  } else if (flags.is("--hf-endpoint")) {
+    o.hf_endpoint = need(flags);
+  } else if (flags.is("--engine-startup-timeout")) {
+    o.startup_timeout_seconds = int(flags.integer(10, 24 * 3600));
+  } else if (flags.is("--engine-drain-seconds")) {
+    o.drain_seconds = int(flags.integer(0, 3600));
+  } else if (flags.is("--pod-monitor")) {
     o.pod_monitor = true;
-    return FlagUse::kNoValue;
   } else {
-    return FlagUse::kNotMine;
+    return false;
   }
-  return FlagUse::kTookValue;
+  return true;
 }
 
 const char* render_flags_usage() {

@@ -8,6 +8,7 @@
 #include "controller/kube/render_flags.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/reconcile/engine_command.h"
+#include "tools/common/tool_flags.h"
 
 namespace nibble::kube {
 namespace {
@@ -21,6 +22,17 @@ recipe::ModelRecipe parse(const std::string& spec_tail) {
       spec_tail);
   EXPECT_TRUE(r.ok()) << r.error_text();
   return r.recipe;
+}
+
+// Options from command-line flags, as `nibble render` and the controller read them.
+RenderOptions options_from(std::vector<std::string> args) {
+  std::vector<char*> argv = {const_cast<char*>("test")};
+  for (std::string& a : args) argv.push_back(a.data());
+  tools::ToolFlags flags("test", int(argv.size()), argv.data());
+  RenderOptions o;
+  while (flags.next())
+    if (!take_render_flag(flags, o)) flags.unknown();
+  return o;
 }
 
 const json& pod_spec(const RecipeObjects& o) {
@@ -132,10 +144,8 @@ TEST(RecipeObjects, HubModelsAreDownloadedIntoTheCacheVolume) {
         m["name"] == "models" && m["mountPath"] == "/models" && m["readOnly"] == true;
   EXPECT_TRUE(read_only_mount) << engine(o)["volumeMounts"].dump();
 
-  RenderOptions pvc;
-  std::string claim = "model-cache", secret = "hf";
-  ASSERT_EQ(apply_render_flag("--model-cache-pvc", &claim, pvc), FlagUse::kTookValue);
-  ASSERT_EQ(apply_render_flag("--hf-token-secret", &secret, pvc), FlagUse::kTookValue);
+  const RenderOptions pvc =
+      options_from({"--model-cache-pvc", "model-cache", "--hf-token-secret=hf"});
   const RecipeObjects on_pvc = recipe_objects(parse(""), "h", 1, {}, pvc);
   EXPECT_EQ(volume(on_pvc, "models")["persistentVolumeClaim"]["claimName"], "model-cache");
   const json& env = pod_spec(on_pvc)["initContainers"][0]["env"][0];
@@ -217,16 +227,26 @@ TEST(RecipeObjects, ServiceAndPodMonitorSelectTheEnginePods) {
   EXPECT_EQ(service_name("qwen3"), "qwen3");
 }
 
-TEST(RecipeObjects, RenderFlagsRejectBadValues) {
-  RenderOptions o;
-  const std::string bad_ns = "Not_A_Label", zero = "0", relative = "models";
-  EXPECT_THROW(apply_render_flag("--namespace", &bad_ns, o), std::invalid_argument);
-  EXPECT_THROW(apply_render_flag("--engine-startup-timeout", &zero, o), std::invalid_argument);
-  EXPECT_THROW(apply_render_flag("--model-cache-host-path", &relative, o), std::invalid_argument);
-  EXPECT_THROW(apply_render_flag("--engine-image", nullptr, o), std::invalid_argument);
-  EXPECT_EQ(apply_render_flag("--replicaz", &zero, o), FlagUse::kNotMine);
-  EXPECT_EQ(apply_render_flag("--pod-monitor", nullptr, o), FlagUse::kNoValue);
+TEST(RecipeObjects, RenderFlagsSetOptionsAndRejectBadValues) {
+  const RenderOptions o = options_from(
+      {"--namespace", "ml", "--engine-image=registry.example/engine:1", "--engine-drain-seconds",
+       "300", "--model-cache-host-path", "/var/lib/nibble", "--pod-monitor"});
+  EXPECT_EQ(o.namespace_name, "ml");
+  EXPECT_EQ(o.image, "registry.example/engine:1");
+  EXPECT_EQ(o.drain_seconds, 300);
+  EXPECT_EQ(o.model_cache.kind, ModelCache::Kind::kHostPath);
+  EXPECT_EQ(o.model_cache.host_path, "/var/lib/nibble");
   EXPECT_TRUE(o.pod_monitor);
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--namespace", "Not_A_Label"},
+                                             {"--engine-startup-timeout", "0"},
+                                             {"--engine-drain-seconds", "ten"},
+                                             {"--model-cache-host-path", "models"},
+                                             {"--image-pull-policy", "Sometimes"},
+                                             {"--engine-image"},
+                                             {"--engine-image="},
+                                             {"--replicaz", "2"}})
+    EXPECT_THROW(options_from(bad), std::invalid_argument) << bad[0];
 }
 
 }  // namespace

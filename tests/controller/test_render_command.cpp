@@ -131,7 +131,8 @@ TEST(RenderCommand, BadInputGetsAClearErrorAndNoOutput) {
 
   const Rendered unknown = render({"-f", "x.yaml", "--replicaz", "2"});
   EXPECT_EQ(unknown.code, 2);
-  EXPECT_NE(unknown.err.find("unknown flag '--replicaz'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("nibble render: unknown option --replicaz"), std::string::npos)
+      << unknown.err;
 
   const Rendered missing = render({"-f", (dir.path() / "none.yaml").string()});
   EXPECT_EQ(missing.code, 2);

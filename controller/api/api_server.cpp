@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/api/log_tail.h"
+#include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "metrics/http_endpoint.h"
 
@@ -147,6 +148,12 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
                          {"field", e.field},
                          {"message", e.message}});
     }
+  }
+  for (const recipe::DuplicateName& d : recipe::duplicate_names(parsed)) {
+    details.push_back({{"document", d.document},
+                       {"name", d.name},
+                       {"field", "metadata.name"},
+                       {"message", d.message()}});
   }
   if (!details.empty()) {
     std::string message = "invalid ModelRecipe:";

@@ -18,6 +18,7 @@
 #include "controller/local/local_backend.h"
 #include "controller/loop/controller_loop.h"
 #include "controller/loop/model_resolver.h"
+#include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "controller/router/router.h"
 #include "controller/store/recipe_store.h"
@@ -47,6 +48,7 @@ bool lock_state_dir(const fs::path& dir) {
 // Validates every recipe of every -f file before storing any.
 bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStore& store) {
   std::vector<std::string> docs;
+  std::vector<recipe::ParseResult> parsed_docs;
   bool ok = true;
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -63,8 +65,13 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
         spdlog::error("{}: invalid ModelRecipe:\n{}", file, parsed.error_text());
         ok = false;
       }
+      parsed_docs.push_back(parsed);
       docs.push_back(std::move(doc));
     }
+  }
+  for (const recipe::DuplicateName& d : recipe::duplicate_names(parsed_docs)) {
+    spdlog::error("-f files: metadata.name: {}", d.message());
+    ok = false;
   }
   if (!ok) return false;
   for (const std::string& doc : docs) {

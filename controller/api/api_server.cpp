@@ -141,7 +141,7 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
   json details = json::array();
   std::vector<recipe::ParseResult> parsed;
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    parsed.push_back(recipe::parse_model_recipe(docs[i]));
+    parsed.push_back(store_.validate(docs[i]));  // the recipe, and the controller's rules
     for (const recipe::FieldError& e : parsed.back().errors) {
       details.push_back({{"document", i},
                          {"name", parsed.back().recipe.name},

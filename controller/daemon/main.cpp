@@ -60,7 +60,7 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
     std::stringstream text;
     text << in.rdbuf();
     for (std::string& doc : recipe::split_yaml_documents(text.str())) {
-      const recipe::ParseResult parsed = recipe::parse_model_recipe(doc);
+      const recipe::ParseResult parsed = store.validate(doc);
       if (!parsed.ok()) {
         spdlog::error("{}: invalid ModelRecipe:\n{}", file, parsed.error_text());
         ok = false;
@@ -101,10 +101,34 @@ int run(const controller::ControllerOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  store::RecipeStore store(o.state_dir);
+  if (!o.model_root.empty() && !fs::is_directory(o.model_root, ec)) {
+    spdlog::error("--model-root {}: not a directory", o.model_root);
+    return 2;
+  }
+  std::optional<local::EngineUser> engine_user;
+  if (!o.engine_user.empty()) {
+    try {
+      engine_user = local::lookup_engine_user(o.engine_user);
+    } catch (const std::invalid_argument& e) {
+      spdlog::error("{}", e.what());
+      return 2;
+    }
+    if (geteuid() != 0 && engine_user->uid != geteuid()) {
+      spdlog::error(
+          "--engine-user {}: only a controller running as root can run engines as "
+          "another user",
+          o.engine_user);
+      return 2;
+    }
+  } else if (geteuid() == 0) {
+    spdlog::warn(
+        "running as root: engines run as root too; pass --engine-user NAME to run them "
+        "as an unprivileged user");
+  }
+  store::RecipeStore store(o.state_dir, o.model_root);
   if (!apply_recipe_files(o.recipe_files, store)) return 2;
 
-  local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args});
+  local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
   backend.adopt_running();
   controller::ModelResolver models(o.cache_dir, source::download_options_from_env());
   metrics::Registry registry;

@@ -145,7 +145,8 @@ void LocalBackend::apply(const recipe::ModelRecipe& recipe, const std::string& s
       EngineLaunch launch{config_.engine_binary,
                           {"serve", "--model", model_dir.string(), "--host", "127.0.0.1", "--port",
                            std::to_string(port)},
-                          r.log_file};
+                          r.log_file,
+                          config_.engine_user};
       for (const std::string& a : recipe::engine_args(recipe)) launch.args.push_back(a);
       for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
       r.process = EngineProcess::start(launch, port);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct LocalBackendConfig {
   std::filesystem::path state_dir;
   std::chrono::seconds drain_timeout{30};      // SIGTERM, then SIGKILL after this
   std::vector<std::string> extra_engine_args;  // e.g. --threads 2 for tests
+  std::optional<EngineUser> engine_user;       // --engine-user: engines run as this user
 };
 
 struct ReplicaInfo {  // for status and `nibble describe`

@@ -4,7 +4,9 @@
 // traffic and no failed request → delete → no engine left. Invalid recipes of many kinds next
 // to a running one; a controller killed and restarted; scale from zero and back.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -400,6 +402,39 @@ TEST(ControllerE2E, ScalesFromZeroOnARequestAndBackAfterIdling) {
   ASSERT_TRUE(eventually([&] { return phase(c.status("z")) == "ScaledToZero"; }, 30s))
       << c.status("z").dump(2);
   for (int pid : pids) EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 15s));
+  EXPECT_EQ(c.stop(), 0);
+}
+
+// Issue 23, item 2: a root controller runs engines as --engine-user, and --model-root
+// confines the recipes' model paths.
+TEST(ControllerE2E, EnginesRunAsTheEngineUserAndModelsStayInsideTheRoot) {
+  REQUIRE_TINY_MODEL(model);
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run engines as another user";
+  const std::filesystem::path model_root = std::filesystem::path(model).parent_path();
+  // The engine user must be able to read the model (the test's temporary directory is 0700).
+  std::filesystem::permissions(
+      model_root, std::filesystem::perms::others_read | std::filesystem::perms::others_exec,
+      std::filesystem::perm_options::add);
+  ControllerProcess c({"--engine-user", "nobody", "--model-root", model_root.string()});
+  ASSERT_TRUE(c.wait_api()) << c.log();
+  auto outside = c.nibble(
+      "apply -f " + write_file(c.state_dir.path() / "etc.yaml", recipe("etc", "/etc", "etc", "")));
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_NE(outside.output.find("outside the controller's --model-root"), std::string::npos)
+      << outside.output;
+  auto applied = c.nibble("apply -f " + write_file(c.state_dir.path() / "tiny.yaml",
+                                                   recipe("tiny", model, "tiny", "")));
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(eventually([&] { return phase(c.status("tiny")) == "Ready"; }, 90s)) << c.log();
+  const std::vector<int> pids = c.engine_pids("tiny");
+  ASSERT_EQ(pids.size(), 1u);
+  std::ifstream status("/proc/" + std::to_string(pids[0]) + "/status");
+  std::string line, uid_line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("Uid:")) uid_line = line;
+  }
+  const std::string nobody = std::to_string(getpwnam("nobody")->pw_uid);
+  EXPECT_EQ(uid_line, "Uid:\t" + nobody + "\t" + nobody + "\t" + nobody + "\t" + nobody);
   EXPECT_EQ(c.stop(), 0);
 }
 

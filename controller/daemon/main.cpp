@@ -84,6 +84,34 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
   return true;
 }
 
+// --engine-user NAME: the account engines drop to. False (logged) when it cannot be used.
+bool resolve_engine_user(const std::string& name, std::optional<local::EngineUser>& user) {
+  if (name.empty()) {
+    if (geteuid() == 0) {
+      spdlog::warn(
+          "running as root: engines run as root too; pass --engine-user NAME to run them as an "
+          "unprivileged user");
+    }
+    return true;
+  }
+  try {
+    user = local::lookup_engine_user(name);
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("{}", e.what());
+    return false;
+  }
+  if (geteuid() == 0) return true;
+  if (user->uid != geteuid()) {
+    spdlog::error(
+        "--engine-user {}: only a controller running as root can run engines as "
+        "another user",
+        name);
+    return false;
+  }
+  user.reset();  // already that user: nothing to drop (and no right to call setgroups)
+  return true;
+}
+
 int run(const controller::ControllerOptions& o) {
   std::error_code ec;
   fs::create_directories(o.state_dir, ec);
@@ -106,25 +134,7 @@ int run(const controller::ControllerOptions& o) {
     return 2;
   }
   std::optional<local::EngineUser> engine_user;
-  if (!o.engine_user.empty()) {
-    try {
-      engine_user = local::lookup_engine_user(o.engine_user);
-    } catch (const std::invalid_argument& e) {
-      spdlog::error("{}", e.what());
-      return 2;
-    }
-    if (geteuid() != 0 && engine_user->uid != geteuid()) {
-      spdlog::error(
-          "--engine-user {}: only a controller running as root can run engines as "
-          "another user",
-          o.engine_user);
-      return 2;
-    }
-  } else if (geteuid() == 0) {
-    spdlog::warn(
-        "running as root: engines run as root too; pass --engine-user NAME to run them "
-        "as an unprivileged user");
-  }
+  if (!resolve_engine_user(o.engine_user, engine_user)) return 2;
   store::RecipeStore store(o.state_dir, o.model_root);
   if (!apply_recipe_files(o.recipe_files, store)) return 2;
 

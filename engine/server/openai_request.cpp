@@ -64,8 +64,12 @@ bool boolean(const json& body, const char* name, bool fallback) {
 std::vector<int> token_ids(const json& v, const char* name) {
   std::vector<int> ids;
   for (const json& id : v) {
-    if (!id.is_number_integer() || id.get<long long>() < 0 ||
-        id.get<long long>() > std::numeric_limits<int>::max()) {
+    constexpr auto kMaxId = std::uint64_t(std::numeric_limits<int>::max());
+    const bool valid = id.is_number_unsigned()  ? id.get<std::uint64_t>() <= kMaxId
+                       : id.is_number_integer() ? id.get<long long>() >= 0 &&
+                                                      std::uint64_t(id.get<long long>()) <= kMaxId
+                                                : false;
+    if (!valid) {
       throw invalid_request(std::string("'") + name + "' must hold non-negative integer token ids",
                             name);
     }

@@ -133,6 +133,10 @@ TEST(OpenAiRequest, IntegerErrorsShowTheValueSent) {
   EXPECT_EQ(error_of(R"({"prompt": "x", "top_k": 2.5})"), "'top_k' must be an integer");
   EXPECT_EQ(error_of(R"({"prompt": "x", "logprobs": -1e19})"),
             "'logprobs' must be between 0 and 20, got -1e+19");
+  EXPECT_EQ(error_of(R"({"prompt": [18446744073709551615]})"),
+            "'prompt' must hold non-negative integer token ids");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stop_token_ids": [2147483648]})"),
+            "'stop_token_ids' must hold non-negative integer token ids");
   // Integral floats within range are integers, as in Python's JSON.
   EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": "x", "max_tokens": 12.0})"), {})
                 .params.max_tokens,

@@ -69,6 +69,10 @@ OpenAI-compatible endpoint for all of them.
   --api-port PORT            controller API port (default 8001)
   --engine PATH              nibble-engine binary (default: next to this one, else PATH)
   --engine-arg ARG           add ARG to every engine's command line (repeatable)
+  --model-root DIR           recipes' local model paths (file:// and plain) must resolve
+                             inside DIR, symlinks and .. followed; others are refused
+  --engine-user NAME         run engines as this user (a controller running as root
+                             drops their uid, gid and groups to it; NAME or a uid)
   --resync-seconds S         seconds between reconcile passes (default 2)
   --drain-timeout S          SIGTERM, then SIGKILL after S seconds (default 30)
   --hold-timeout S           how long a request waits for a replica to start (default 120)
@@ -116,6 +120,12 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.engine = next();
     } else if (flag == "--engine-arg") {
       o.engine_args.push_back(next());
+    } else if (flag == "--model-root") {
+      o.model_root = next();
+      if (o.model_root.empty()) throw std::invalid_argument(flag + ": expected a directory");
+    } else if (flag == "--engine-user") {
+      o.engine_user = next();
+      if (o.engine_user.empty()) throw std::invalid_argument(flag + ": expected a user name");
     } else if (flag == "--resync-seconds") {
       const std::string v = next();
       char* end = nullptr;

@@ -17,6 +17,8 @@ struct ControllerOptions {
   std::string engine;                     // nibble-engine binary
   std::vector<std::string> engine_args;   // added to every engine's command line
   std::vector<std::string> recipe_files;  // applied at start-up
+  std::string model_root;   // --model-root: recipes' local model paths must lie inside it
+  std::string engine_user;  // --engine-user: engines run as this user (controller as root)
   std::chrono::milliseconds resync{2000};
   std::chrono::seconds drain_timeout{30};
   std::chrono::seconds hold_timeout{120};

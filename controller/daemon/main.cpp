@@ -18,6 +18,7 @@
 #include "controller/local/local_backend.h"
 #include "controller/loop/controller_loop.h"
 #include "controller/loop/model_resolver.h"
+#include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "controller/router/router.h"
 #include "controller/store/recipe_store.h"
@@ -47,6 +48,7 @@ bool lock_state_dir(const fs::path& dir) {
 // Validates every recipe of every -f file before storing any.
 bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStore& store) {
   std::vector<std::string> docs;
+  std::vector<recipe::ParseResult> parsed_docs;
   bool ok = true;
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -58,13 +60,18 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
     std::stringstream text;
     text << in.rdbuf();
     for (std::string& doc : recipe::split_yaml_documents(text.str())) {
-      const recipe::ParseResult parsed = recipe::parse_model_recipe(doc);
+      const recipe::ParseResult parsed = store.validate(doc);
       if (!parsed.ok()) {
         spdlog::error("{}: invalid ModelRecipe:\n{}", file, parsed.error_text());
         ok = false;
       }
+      parsed_docs.push_back(parsed);
       docs.push_back(std::move(doc));
     }
+  }
+  for (const recipe::DuplicateName& d : recipe::duplicate_names(parsed_docs)) {
+    spdlog::error("-f files: metadata.name: {}", d.message());
+    ok = false;
   }
   if (!ok) return false;
   for (const std::string& doc : docs) {
@@ -74,6 +81,34 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
                  : r.change == store::Change::kConfigured ? "configured"
                                                           : "unchanged");
   }
+  return true;
+}
+
+// --engine-user NAME: the account engines drop to. False (logged) when it cannot be used.
+bool resolve_engine_user(const std::string& name, std::optional<local::EngineUser>& user) {
+  if (name.empty()) {
+    if (geteuid() == 0) {
+      spdlog::warn(
+          "running as root: engines run as root too; pass --engine-user NAME to run them as an "
+          "unprivileged user");
+    }
+    return true;
+  }
+  try {
+    user = local::lookup_engine_user(name);
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("{}", e.what());
+    return false;
+  }
+  if (geteuid() == 0) return true;
+  if (user->uid != geteuid()) {
+    spdlog::error(
+        "--engine-user {}: only a controller running as root can run engines as "
+        "another user",
+        name);
+    return false;
+  }
+  user.reset();  // already that user: nothing to drop (and no right to call setgroups)
   return true;
 }
 
@@ -94,10 +129,16 @@ int run(const controller::ControllerOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  store::RecipeStore store(o.state_dir);
+  if (!o.model_root.empty() && !fs::is_directory(o.model_root, ec)) {
+    spdlog::error("--model-root {}: not a directory", o.model_root);
+    return 2;
+  }
+  std::optional<local::EngineUser> engine_user;
+  if (!resolve_engine_user(o.engine_user, engine_user)) return 2;
+  store::RecipeStore store(o.state_dir, o.model_root);
   if (!apply_recipe_files(o.recipe_files, store)) return 2;
 
-  local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args});
+  local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
   backend.adopt_running();
   controller::ModelResolver models(o.cache_dir, source::download_options_from_env());
   metrics::Registry registry;

@@ -217,7 +217,7 @@ void LocalBackend::start(const reconcile::DesiredState& desired, const std::stri
   EngineLaunch launch{
       config_.engine_binary,
       reconcile::engine_serve_args(recipe, {desired.model_dir.string(), "127.0.0.1", port}),
-      r.log_file};
+      r.log_file, config_.engine_user};
   for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
   r.process = EngineProcess::start(launch, port);
   r.since = now;

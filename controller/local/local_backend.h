@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct LocalBackendConfig {
   std::chrono::seconds drain_timeout{30};      // SIGTERM, then SIGKILL after this
   std::vector<std::string> extra_engine_args;  // e.g. --threads 2 for tests
   std::size_t exits_kept = 10;                 // exit history per recipe
+  std::optional<EngineUser> engine_user;       // --engine-user: engines run as this user
 };
 
 class LocalBackend final : public reconcile::ReplicaBackend {

@@ -46,6 +46,7 @@ class ChatTemplate {
  public:
   explicit ChatTemplate(ChatTemplateConfig config);
   std::string render(const ChatRequest& request) const;
+  const std::string& source() const { return config_.chat_template; }  // the Jinja text
 
  private:
   ChatTemplateConfig config_;

@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 
+#include "engine/cli/serve_flags.h"
+
 namespace nibble::engine::cli {
 
 const char* const kServeUsage = R"(usage: nibble-engine serve --model DIR [options]
@@ -182,10 +184,16 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       name = name.substr(0, eq);
       has_value = true;
     }
-    if (name == "config") {
-      if (!has_value) ++i;
-      continue;
+    // The shared table says which flags exist and which take a value (engine/cli/serve_flags.h).
+    const ServeFlag* flag = find_serve_flag(name);
+    if (flag == nullptr) throw std::invalid_argument("unknown option --" + name + " (see --help)");
+    if (flag->value == FlagValue::kNone && has_value)
+      throw std::invalid_argument("--" + name + " takes no value");
+    if (flag->value == FlagValue::kRequired && !has_value) {
+      if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
+      value = args[++i];
     }
+    if (name == "config") continue;  // read above, before every other flag
     if (name == "no-enable-prefix-caching") {
       o.enable_prefix_caching = false;
       continue;
@@ -201,10 +209,6 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     auto it = setters.find(name);
     if (it == setters.end())
       throw std::invalid_argument("unknown option --" + name + " (see --help)");
-    if (!has_value) {
-      if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
-      value = args[++i];
-    }
     it->second(name, value);
   }
   if (o.model.empty()) throw std::invalid_argument("--model is required (see --help)");

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "engine/server/api_error.h"
+#include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
 #include "engine/server/listen_backlog.h"
 #include "metrics/exposition.h"
@@ -199,7 +200,10 @@ void OpenAiServer::route() {
       if (body.contains("messages")) {
         if (!chat_template_) throw invalid_request("this model has no chat template");
         chat::ChatRequest chat;
-        chat.messages = body["messages"];
+        if (!body["messages"].is_array())
+          throw invalid_request("'messages' must be an array", "messages");
+        chat.messages = adapt_roles_to_template(normalize_chat_messages(body["messages"]),
+                                                chat_template_->source());
         chat.add_generation_prompt = body.value("add_generation_prompt", true);
         ids = tokenizer_.encode(chat_template_->render(chat));
       } else if (body.contains("prompt") && body["prompt"].is_string()) {
@@ -453,7 +457,7 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
       throw invalid_request("this model has no chat template; use /v1/completions", "messages");
     }
     chat::ChatRequest chat;
-    chat.messages = parsed.messages;
+    chat.messages = adapt_roles_to_template(parsed.messages, chat_template_->source());
     chat.tools = parsed.tools;
     chat.add_generation_prompt = parsed.add_generation_prompt;
     chat.extra = parsed.template_kwargs;

@@ -71,6 +71,15 @@ TEST(ControllerOptions, FlagsAndErrors) {
   EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level"), std::string::npos);
   EXPECT_NE(error_of({"--bogus"}).find("unknown option '--bogus'"), std::string::npos);
   EXPECT_NE(error_of({"-f"}).find("missing value"), std::string::npos);
+
+  ControllerOptions confined;
+  ASSERT_TRUE(
+      parse_controller_options({"--model-root", "/srv/models", "--engine-user=nibble"}, confined));
+  EXPECT_EQ(confined.model_root, "/srv/models");
+  EXPECT_EQ(confined.engine_user, "nibble");
+  EXPECT_TRUE(o.model_root.empty() && o.engine_user.empty());
+  EXPECT_EQ(error_of({"--engine-user="}), "--engine-user: expected a user name");
+  EXPECT_EQ(error_of({"--model-root", ""}), "--model-root: expected a directory");
 }
 
 TEST(LogTail, LastLinesOfSmallAndLargeFiles) {

@@ -27,6 +27,7 @@ constexpr std::array kFlags = {
     ServeFlag{"no-enable-prefix-caching", kNone, kRecipeField, "spec.engine.enablePrefixCaching"},
     ServeFlag{"device", kRequired, kRecipeField, "spec.engine.device"},
     ServeFlag{"quantization", kRequired, kRecipeField, "spec.engine.quantization"},
+    ServeFlag{"enforce-eager", kOptional, kRecipe, ""},
     ServeFlag{"kv-cache-memory-bytes", kRequired, kRecipe, ""},
     ServeFlag{"max-queue-len", kRequired, kRecipe, ""},
     ServeFlag{"max-request-body-bytes", kRequired, kRecipe, ""},

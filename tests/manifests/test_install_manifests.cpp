@@ -166,37 +166,39 @@ TEST(HelmChart, LintsStrictly) {
   EXPECT_NE(r.output.find("1 chart(s) linted, 0 chart(s) failed"), std::string::npos) << r.output;
 }
 
-TEST(HelmChart, RendersTheKustomizeInstallObjectForObject) {
-  NIBBLE_REQUIRE_K8S_TOOLS(tools);
+// Renders kustomize DIR and the chart with HELM_ARGS, checks the two hold the same objects, and
+// returns the helm rendering's validation output.
+std::string expect_same_install(const testing::K8sTools& tools, const std::string& kustomize_dir,
+                                const std::string& helm_args) {
   nibble::testing::TempDir dir;
   const std::string kustomized = (dir.path() / "kustomize.yaml").string();
   const std::string helm = (dir.path() / "helm.yaml").string();
-  ASSERT_EQ(tools.kustomize("manifests", kustomized).exit_code, 0);
-  ASSERT_EQ(tools.helm_template("", helm).exit_code, 0) << read_text(helm + ".err");
-  auto v = tools.script("validate_k8s.mjs", helm);
-  EXPECT_EQ(v.exit_code, 0) << v.output;
-  std::set<std::string> expected = kFullInstall;
-  expected.erase("Namespace nibble-system");  // helm install --create-namespace makes it
-  EXPECT_EQ(valid_objects(v.output), expected) << v.output;
+  EXPECT_EQ(tools.kustomize(kustomize_dir, kustomized).exit_code, 0)
+      << read_text(kustomized + ".err");
+  EXPECT_EQ(tools.helm_template(helm_args, helm).exit_code, 0) << read_text(helm + ".err");
   auto c = tools.script("compare_installs.mjs", kustomized + " " + helm);
   EXPECT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("installs match"), std::string::npos) << c.output;
+  auto v = tools.script("validate_k8s.mjs", helm);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  return v.output;
+}
+
+TEST(HelmChart, RendersTheKustomizeInstallObjectForObject) {
+  NIBBLE_REQUIRE_K8S_TOOLS(tools);
+  const std::string validation = expect_same_install(tools, "manifests", "");
+  std::set<std::string> expected = kFullInstall;
+  expected.erase("Namespace nibble-system");  // helm install --create-namespace makes it
+  EXPECT_EQ(valid_objects(validation), expected) << validation;
 }
 
 TEST(HelmChart, MonitoringOffRendersTheNoMonitoringOverlay) {
   NIBBLE_REQUIRE_K8S_TOOLS(tools);
-  nibble::testing::TempDir dir;
-  const std::string kustomized = (dir.path() / "kustomize.yaml").string();
-  const std::string helm = (dir.path() / "helm.yaml").string();
-  ASSERT_EQ(tools.kustomize("manifests/overlays/no-monitoring", kustomized).exit_code, 0);
-  ASSERT_EQ(
-      tools.helm_template("--set monitoring.enabled=false --set dashboard.enabled=false", helm)
-          .exit_code,
-      0)
-      << read_text(helm + ".err");
-  auto c = tools.script("compare_installs.mjs", kustomized + " " + helm);
-  EXPECT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_NE(c.output.find("installs match"), std::string::npos) << c.output;
+  const std::string validation =
+      expect_same_install(tools, "manifests/overlays/no-monitoring",
+                          "--set monitoring.enabled=false --set dashboard.enabled=false");
+  for (const auto& monitoring : kMonitoringObjects)
+    EXPECT_FALSE(valid_objects(validation).count(monitoring)) << monitoring;
 }
 
 // Values a user sets land where they should, and the result still validates.

@@ -42,6 +42,16 @@ json instant(httplib::Client& prom, const std::string& promql) {
   return data.is_object() ? data["result"] : json(nullptr);
 }
 
+// Waits until a one-sample query returns `value` (as Prometheus formats it).
+bool becomes(httplib::Client& prom, const std::string& promql, const std::string& value) {
+  return eventually(
+      [&] {
+        const json r = instant(prom, promql);
+        return r.is_array() && r.size() == 1 && r[0]["value"][1] == value;
+      },
+      30s, 250ms);
+}
+
 bool has_finite_value(const json& result) {
   for (const auto& sample : result) {
     const double v = std::stod(sample["value"][1].get<std::string>());
@@ -123,21 +133,9 @@ TEST(PromqlLive, EveryDashboardAndAlertExpressionReturnsData) {
   client.set_connection_timeout(1s);
 
   // Both targets up, then traffic, then scrapes that saw it on either side of the rate windows.
-  ASSERT_TRUE(eventually(
-      [&] {
-        const json up = instant(client, "sum(up)");
-        return up.is_array() && up.size() == 1 && up[0]["value"][1] == "2";
-      },
-      30s, 250ms))
-      << prom.log();
+  ASSERT_TRUE(becomes(client, "sum(up)", "2")) << prom.log();
   send_requests(c, 4);
-  ASSERT_TRUE(eventually(
-      [&] {
-        const json r = instant(client, "sum(nibble_controller_router_requests_total)");
-        return r.is_array() && r.size() == 1 && r[0]["value"][1] == "4";
-      },
-      30s, 250ms))
-      << prom.log();
+  ASSERT_TRUE(becomes(client, "sum(nibble_controller_router_requests_total)", "4")) << prom.log();
   std::this_thread::sleep_for(2s);
 
   const auto queries = testing::dashboard_queries();

@@ -16,7 +16,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/model/quantize_on_load.h"
 #include "kernels/nvfp4/bf16.h"
@@ -421,9 +421,9 @@ TEST(PagedAttention, MatchesFp64ReferenceAcrossShapes) {
       for (const auto& s : seqs) toks.emplace_back(std::size_t(s.count), 0);
       for (std::size_t i = 0; i < seqs.size(); ++i)
         items.push_back({toks[i], seqs[i].start, seqs[i].table, {}});
-      cuda::AttentionShape shape{Hq, Hkv, D};
+      kernels::AttentionShape shape{Hq, Hkv, D};
       const cuda::StepLayout layout =
-          cuda::layout_step(items, block, cuda::attention_rows_per_tile(shape));
+          cuda::layout_step(items, block, kernels::attention_rows_per_tile(shape));
       const std::int64_t T = std::int64_t(layout.tokens.size());
       std::vector<std::uint16_t> q(std::size_t(T * Hq * D));
       for (auto& x : q) x = nvfp4::float_to_bf16(normal(rng));
@@ -438,13 +438,13 @@ TEST(PagedAttention, MatchesFp64ReferenceAcrossShapes) {
       void *dq = upload(q), *dk = upload(kc), *dv = upload(vc), *dt = upload(layout.tiles),
            *db = upload(layout.block_tables), *dout = nullptr, *dwork = nullptr;
       ASSERT_EQ(cudaMalloc(&dout, q.size() * 2), cudaSuccess);
-      cuda::PagedAttentionArgs a;
+      kernels::PagedAttentionArgs a;
       a.q = static_cast<const std::uint16_t*>(dq);
       a.k_cache = static_cast<const std::uint16_t*>(dk);
       a.v_cache = static_cast<const std::uint16_t*>(dv);
       a.block_tables = static_cast<const std::int32_t*>(db);
       a.block_size = block;
-      a.tiles = static_cast<const cuda::AttentionTile*>(dt);
+      a.tiles = static_cast<const kernels::AttentionTile*>(dt);
       a.num_tiles = int(layout.tiles.size());
       a.shape = shape;
       a.scale = 1.0f / std::sqrt(float(D));
@@ -456,16 +456,16 @@ TEST(PagedAttention, MatchesFp64ReferenceAcrossShapes) {
       std::vector<std::vector<std::uint16_t>> outs;
       for (const int sm_count : {0, 1 << 20}) {
         const int splits =
-            cuda::paged_attention_splits(shape, a.num_tiles, a.max_position, sm_count);
+            kernels::paged_attention_splits(shape, a.num_tiles, a.max_position, sm_count);
         if (sm_count > 0) {
           EXPECT_GT(splits, 4);
-          a.workspace_floats = cuda::paged_attention_workspace_floats(shape, int(T), splits);
+          a.workspace_floats = kernels::paged_attention_workspace_floats(shape, int(T), splits);
           ASSERT_EQ(cudaMalloc(&dwork, a.workspace_floats * 4), cudaSuccess);
           a.workspace = static_cast<float*>(dwork);
         }
         a.sm_count = sm_count;
         ASSERT_EQ(cudaMemset(dout, 0xff, q.size() * 2), cudaSuccess);  // poison: NaN
-        ASSERT_EQ(cuda::paged_attention(a, nullptr), cudaSuccess);
+        ASSERT_EQ(kernels::paged_attention(a, nullptr), cudaSuccess);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         outs.emplace_back(q.size());
         ASSERT_EQ(cudaMemcpy(outs.back().data(), dout, q.size() * 2, cudaMemcpyDeviceToHost),

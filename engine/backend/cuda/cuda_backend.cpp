@@ -14,8 +14,8 @@
 #include "engine/backend/batch_checks.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_model.h"
-#include "engine/backend/cuda/layer_ops.h"
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/layer/layer_ops.h"
+#include "kernels/attention/paged_attention.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
 #include "engine/backend/moe_routing.h"
@@ -99,7 +99,7 @@ struct StepInputs {
   const std::int32_t* tokens = nullptr;
   const std::int32_t* positions = nullptr;
   const std::int64_t* slots = nullptr;
-  const cuda::AttentionTile* tiles = nullptr;
+  const kernels::AttentionTile* tiles = nullptr;
   const std::int32_t* block_tables = nullptr;
   const std::int32_t* logit_rows = nullptr;
 };
@@ -125,7 +125,7 @@ class CudaBackend : public Backend {
     const auto& c = m_.config;
     linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4);
     shape_ = {c.num_heads, c.num_kv_heads, c.head_dim};
-    rows_per_tile_ = cuda::attention_rows_per_tile(shape_);
+    rows_per_tile_ = kernels::attention_rows_per_tile(shape_);
     timer_ = std::make_unique<cuda::StepTimer>(stream_);
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice");
@@ -241,8 +241,8 @@ class CudaBackend : public Backend {
     const auto R = std::int64_t(layout.logit_rows.size());
     const int num_tiles = int(layout.tiles.size());
     const int max_position = *std::max_element(layout.positions.begin(), layout.positions.end());
-    const int splits = cuda::paged_attention_splits(shape_, num_tiles, max_position, sm_count_);
-    reserve(T, R, cuda::paged_attention_workspace_floats(shape_, int(T), splits));
+    const int splits = kernels::paged_attention_splits(shape_, num_tiles, max_position, sm_count_);
+    reserve(T, R, kernels::paged_attention_workspace_floats(shape_, int(T), splits));
     staging_.ensure(packed.bytes.size());
     step_.ensure(packed.bytes.size());
     std::copy(packed.bytes.begin(), packed.bytes.end(), staging_.get());
@@ -254,7 +254,7 @@ class CudaBackend : public Backend {
     in.tokens = reinterpret_cast<const std::int32_t*>(meta + packed.tokens);
     in.positions = reinterpret_cast<const std::int32_t*>(meta + packed.positions);
     in.slots = reinterpret_cast<const std::int64_t*>(meta + packed.slots);
-    in.tiles = reinterpret_cast<const cuda::AttentionTile*>(meta + packed.tiles);
+    in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + packed.tiles);
     in.block_tables = reinterpret_cast<const std::int32_t*>(meta + packed.block_tables);
     in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + packed.logit_rows);
     timer_->mark("start");
@@ -290,7 +290,7 @@ class CudaBackend : public Backend {
     if (inserted) {
       std::set<int> counts;
       for (int p = 0; p < m_.config.max_context; p += 32)
-        counts.insert(cuda::paged_attention_splits(shape_, rows, p, sm_count_));
+        counts.insert(kernels::paged_attention_splits(shape_, rows, p, sm_count_));
       it->second.assign(counts.begin(), counts.end());
     }
     return it->second;
@@ -306,7 +306,7 @@ class CudaBackend : public Backend {
         for (int splits : split_counts(rows))
           graph_attention_floats_ =
               std::max(graph_attention_floats_,
-                       cuda::paged_attention_workspace_floats(shape_, rows, splits));
+                       kernels::paged_attention_workspace_floats(shape_, rows, splits));
       graph_attention_floats_ = std::max<std::size_t>(graph_attention_floats_, 1);
     }
     reserve(graph_rows_, graph_rows_, graph_attention_floats_);
@@ -328,7 +328,7 @@ class CudaBackend : public Backend {
     in.tokens = reinterpret_cast<const std::int32_t*>(meta + graph_at_.tokens);
     in.positions = reinterpret_cast<const std::int32_t*>(meta + graph_at_.positions);
     in.slots = reinterpret_cast<const std::int64_t*>(meta + graph_at_.slots);
-    in.tiles = reinterpret_cast<const cuda::AttentionTile*>(meta + graph_at_.tiles);
+    in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + graph_at_.tiles);
     in.block_tables = reinterpret_cast<const std::int32_t*>(meta + graph_at_.block_tables);
     in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + graph_at_.logit_rows);
     return in;
@@ -377,7 +377,7 @@ class CudaBackend : public Backend {
     if (buckets_.empty()) buckets_ = cuda::decode_buckets(graph_rows_);
     const int rows = cuda::decode_bucket_for(int(items.size()), buckets_);
     if (rows == 0) return false;
-    const int splits = cuda::paged_attention_splits(shape_, rows, max_position, sm_count_);
+    const int splits = kernels::paged_attention_splits(shape_, rows, max_position, sm_count_);
     try {
       reserve_graph_buffers();
       const std::size_t bytes = cuda::pack_decode_step(
@@ -412,11 +412,11 @@ class CudaBackend : public Backend {
       if (timed) timer_->mark(phase);
     };
     const auto H = c.hidden_size;
-    check(cuda::embed_rows(m_.embed.get(), in.tokens, int(T), H, act_.x.get(), stream_),
+    check(kernels::embed_rows(m_.embed.get(), in.tokens, int(T), H, act_.x.get(), stream_),
           "embed_rows");
     mark("embed");
 
-    cuda::RopeStoreArgs rope;
+    kernels::RopeStoreArgs rope;
     rope.positions = in.positions;
     rope.slots = in.slots;
     rope.inv_freq = m_.inv_freq.get();
@@ -425,7 +425,7 @@ class CudaBackend : public Backend {
     rope.q_heads = c.num_heads;
     rope.kv_heads = c.num_kv_heads;
     rope.head_dim = c.head_dim;
-    cuda::PagedAttentionArgs attention;
+    kernels::PagedAttentionArgs attention;
     attention.block_tables = in.block_tables;
     attention.block_size = cache.block;
     attention.tiles = in.tiles;
@@ -441,7 +441,7 @@ class CudaBackend : public Backend {
     for (int l = 0; l < c.num_layers; ++l) {
       const cuda::DeviceLayer& w = m_.layers[std::size_t(l)];
       // Attention: x -> x2 = x + o(attention(rope(q, k), v)).
-      check(cuda::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
+      check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
                            act_.h.get(), stream_),
             "rms_norm");
       const std::int64_t q_width = std::int64_t(c.num_heads) * c.head_dim,
@@ -468,18 +468,18 @@ class CudaBackend : public Backend {
       rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
       rope.k_cache = cache.k(l);
       rope.v_cache = cache.v(l);
-      check(cuda::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
+      check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
       mark("rope+kv store");
       attention.q = act_.q.get();
       attention.k_cache = cache.k(l);
       attention.v_cache = cache.v(l);
       attention.out = act_.attn.get();
-      check(cuda::paged_attention(attention, stream_), "paged_attention");
+      check(kernels::paged_attention(attention, stream_), "paged_attention");
       mark("attention");
       linears_->run(w.o, act_.attn.get(), T, act_.x.get(), act_.x2.get());
       mark("o");
       // MLP: x2 -> x = x2 + mlp(norm(x2)).
-      check(cuda::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H, c.rms_norm_eps,
+      check(kernels::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H, c.rms_norm_eps,
                            act_.h.get(), stream_),
             "rms_norm");
       if (w.moe) {
@@ -490,15 +490,15 @@ class CudaBackend : public Backend {
       mark(w.moe ? "norm+moe" : "norm+mlp");
     }
     if (R == 0) return;
-    check(cuda::gather_rows(act_.x.get(), in.logit_rows, int(R), H, act_.last.get(), stream_),
+    check(kernels::gather_rows(act_.x.get(), in.logit_rows, int(R), H, act_.last.get(), stream_),
           "gather_rows");
-    check(cuda::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), H, c.rms_norm_eps,
+    check(kernels::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), H, c.rms_norm_eps,
                          act_.last.get(), stream_),
           "rms_norm");
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
     linears_->run(m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());
-    check(cuda::bf16_to_float(act_.scratch.get(), R * c.vocab_size, act_.logits.get(), stream_),
+    check(kernels::bf16_to_float(act_.scratch.get(), R * c.vocab_size, act_.logits.get(), stream_),
           "bf16_to_float");
     mark("final norm+lm_head");
   }
@@ -531,11 +531,11 @@ class CudaBackend : public Backend {
     bf16* middle = act_.up.get() + offset * width;
     if (mlp.fused) {
       linears_->run(mlp.gate_up, in, rows, nullptr, projected);
-      check(cuda::silu_mul_halves(projected, rows, width, middle, stream_), "silu_mul_halves");
+      check(kernels::silu_mul_halves(projected, rows, width, middle, stream_), "silu_mul_halves");
     } else {
       linears_->run(mlp.gate, in, rows, nullptr, projected);
       linears_->run(mlp.up, in, rows, nullptr, projected + rows * width);
-      check(cuda::silu_mul(projected, projected + rows * width, rows * width, middle, stream_),
+      check(kernels::silu_mul(projected, projected + rows * width, rows * width, middle, stream_),
             "silu_mul");
     }
     linears_->run(mlp.down, middle, rows, residual, out);
@@ -570,7 +570,7 @@ class CudaBackend : public Backend {
     const auto* token = reinterpret_cast<const std::int32_t*>(moe_device_.get());
     const auto* source = reinterpret_cast<const std::int32_t*>(moe_device_.get() + n);
     const auto* weights = reinterpret_cast<const float*>(moe_device_.get() + 2 * n);
-    check(cuda::gather_rows(act_.h.get(), token, int(n), H, act_.routed.get(), stream_),
+    check(kernels::gather_rows(act_.h.get(), token, int(n), H, act_.routed.get(), stream_),
           "gather_rows");
     for (int e = 0; e < E; ++e) {
       const std::int64_t first = r.offsets[std::size_t(e)],
@@ -579,7 +579,7 @@ class CudaBackend : public Backend {
       swiglu(w.experts[std::size_t(e)], act_.routed.get() + first * H, rows, nullptr,
              act_.expert_out.get() + first * H, first);
     }
-    check(cuda::combine_experts(act_.x2.get(), act_.expert_out.get(), source, weights, int(T), K, H,
+    check(kernels::combine_experts(act_.x2.get(), act_.expert_out.get(), source, weights, int(T), K, H,
                                 act_.x.get(), stream_),
           "combine_experts");
   }
@@ -588,7 +588,7 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   cuda::DeviceModel m_;
   std::unique_ptr<cuda::LinearRunner> linears_;
-  cuda::AttentionShape shape_;
+  kernels::AttentionShape shape_;
   int rows_per_tile_ = 1;
   int sm_count_ = 0;
   DeviceBuffer<float> attention_work_;  // split-key partial softmaxes (decode steps)

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 
 namespace nibble::backend::cuda {
+
+using kernels::AttentionTile;  // kernels/attention/paged_attention.h
 
 struct StepLayout {
   std::vector<std::int32_t> tokens;     // [T]

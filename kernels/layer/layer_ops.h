@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace nibble::backend::cuda {
+namespace nibble::kernels {
 
 // out[t, :] = table[tokens[t], :] for t < rows (table [vocab, dim]).
 cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, int rows, int dim,
@@ -65,4 +65,4 @@ cudaError_t combine_experts(const std::uint16_t* residual, const std::uint16_t* 
 // BF16 -> FP32 (logits of an NVFP4 lm_head).
 cudaError_t bf16_to_float(const std::uint16_t* in, std::int64_t n, float* out, cudaStream_t stream);
 
-}  // namespace nibble::backend::cuda
+}  // namespace nibble::kernels

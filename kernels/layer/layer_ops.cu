@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/backend/cuda/layer_ops.h"
+#include "kernels/layer/layer_ops.h"
 #include "kernels/dependent_launch.cuh"
 
-namespace nibble::backend::cuda {
+namespace nibble::kernels {
 namespace {
 
 using kernels::allow_next_grid;
@@ -287,4 +287,4 @@ cudaError_t bf16_to_float(const std::uint16_t* in, std::int64_t n, float* out,
   return cudaGetLastError();
 }
 
-}  // namespace nibble::backend::cuda
+}  // namespace nibble::kernels

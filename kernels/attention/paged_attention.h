@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace nibble::backend::cuda {
+namespace nibble::kernels {
 
 struct AttentionTile {
   std::int32_t row0 = 0;          // first row of the batch in this tile
@@ -61,4 +61,4 @@ std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int ro
 // Hkv), else the launch error. The KV cache rows must be 16-byte aligned (cudaMalloc'd caches are).
 cudaError_t paged_attention(const PagedAttentionArgs& args, cudaStream_t stream);
 
-}  // namespace nibble::backend::cuda
+}  // namespace nibble::kernels

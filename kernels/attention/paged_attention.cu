@@ -4,10 +4,10 @@
 #include <atomic>
 #include <cmath>
 
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 #include "kernels/dependent_launch.cuh"
 
-namespace nibble::backend::cuda {
+namespace nibble::kernels {
 namespace {
 
 constexpr int kThreads = 128;
@@ -504,4 +504,4 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-}  // namespace nibble::backend::cuda
+}  // namespace nibble::kernels

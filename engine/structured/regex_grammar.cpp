@@ -241,6 +241,13 @@ class RegexParser {
     return {{cp, cp}};
   }
 
+  // One member of a bracket class: an escape (maybe a class like \d) or one character.
+  std::vector<CodePointRange> class_item() {
+    if (peek() == '\\') return escape(true);
+    const std::uint32_t cp = code_point();
+    return {{cp, cp}};
+  }
+
   std::vector<CodePointRange> bracket_class() {
     ++pos_;  // '['
     bool negated = false;
@@ -258,24 +265,12 @@ class RegexParser {
       }
       first = false;
       if (s_.substr(pos_, 2) == "[:") fail("POSIX classes are not supported", "[:");
-      std::vector<CodePointRange> item;
-      if (peek() == '\\') {
-        item = escape(true);
-      } else {
-        const std::uint32_t cp = code_point();
-        item = {{cp, cp}};
-      }
+      std::vector<CodePointRange> item = class_item();
       // A range a-b (a '-' before ']' is a literal).
       if (item.size() == 1 && item[0].first == item[0].second && pos_ + 1 < s_.size() &&
           peek() == '-' && s_[pos_ + 1] != ']') {
         ++pos_;
-        std::vector<CodePointRange> end_item;
-        if (peek() == '\\') {
-          end_item = escape(true);
-        } else {
-          const std::uint32_t cp = code_point();
-          end_item = {{cp, cp}};
-        }
+        const std::vector<CodePointRange> end_item = class_item();
         if (end_item.size() != 1 || end_item[0].first != end_item[0].second) {
           fail("a class cannot end a range", "[a-\\d]");
         }

@@ -13,14 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-#define REQUIRE_TINY_MODEL(dir)                                 \
-  std::string why_##dir;                                        \
-  const std::string dir = testing::tiny_model_dir(why_##dir);   \
-  if (dir.empty()) {                                            \
-    if (nibble::testing::tools_required()) FAIL() << why_##dir; \
-    GTEST_SKIP() << why_##dir;                                  \
-  }
-
 class StructuredOutputs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

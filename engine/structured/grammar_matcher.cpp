@@ -30,10 +30,20 @@ std::size_t MatchStateHash::operator()(const MatchState& state) const {
   return h;
 }
 
-void GrammarMatcher::normalize(MatchStack& stack, std::vector<MatchStack>& out, int& budget) const {
+void GrammarMatcher::normalize(MatchStack& stack, std::vector<MatchStack>& out, std::size_t& used,
+                               int& budget) const {
+  // Reuses the vectors already in `out` (the mask walk calls this for every vocabulary byte).
+  auto emit = [&] {
+    if (used < out.size()) {
+      out[used].assign(stack.begin(), stack.end());
+    } else {
+      out.push_back(stack);
+    }
+    ++used;
+  };
   while (true) {
     if (stack.empty()) {
-      out.push_back(stack);
+      emit();
       return;
     }
     const std::int32_t p = stack.back();
@@ -43,7 +53,7 @@ void GrammarMatcher::normalize(MatchStack& stack, std::vector<MatchStack>& out, 
       continue;
     }
     if (e.kind == Element::Kind::kBytes) {
-      out.push_back(stack);
+      emit();
       return;
     }
     if (--budget < 0 || stack.size() > kMaxStackDepth) {
@@ -60,7 +70,7 @@ void GrammarMatcher::normalize(MatchStack& stack, std::vector<MatchStack>& out, 
     for (std::size_t i = 0; i + 1 < alts.size(); ++i) {
       MatchStack branch = stack;
       branch.push_back(alts[i]);
-      normalize(branch, out, budget);
+      normalize(branch, out, used, budget);
     }
     stack.push_back(alts.back());
   }
@@ -75,25 +85,29 @@ void GrammarMatcher::canonicalize(std::vector<MatchStack>& stacks) {
 MatchState GrammarMatcher::initial() const {
   MatchState state;
   int budget = kExpansionBudget;
+  std::size_t used = 0;
   for (int start : grammar_.rule_alternatives[std::size_t(grammar_.root)]) {
     MatchStack stack = {start};
-    normalize(stack, state.stacks, budget);
+    normalize(stack, state.stacks, used, budget);
   }
+  state.stacks.resize(used);
   canonicalize(state.stacks);
   return state;
 }
 
 void GrammarMatcher::advance(const MatchState& from, unsigned char byte, MatchState& to) const {
-  to.stacks.clear();
+  thread_local MatchStack next;  // scratch, keeps its capacity across calls
+  std::size_t used = 0;
   int budget = kExpansionBudget;
   for (const MatchStack& s : from.stacks) {
     if (s.empty()) continue;
     const Element& e = grammar_.elements[std::size_t(s.back())];
     if (!grammar_.byte_sets[std::size_t(e.id)].contains(byte)) continue;
-    MatchStack next = s;
+    next.assign(s.begin(), s.end());
     next.back() += 1;
-    normalize(next, to.stacks, budget);
+    normalize(next, to.stacks, used, budget);
   }
+  to.stacks.resize(used);
   canonicalize(to.stacks);
 }
 

@@ -43,7 +43,10 @@ class GrammarMatcher {
   ByteSet next_bytes(const MatchState& state) const;
 
  private:
-  void normalize(MatchStack& stack, std::vector<MatchStack>& out, int& budget) const;
+  // Expands `stack` until its top is a byte set (or it is empty) into out[used...], reusing
+  // the storage of the vectors already there.
+  void normalize(MatchStack& stack, std::vector<MatchStack>& out, std::size_t& used,
+                 int& budget) const;
   static void canonicalize(std::vector<MatchStack>& stacks);
 
   const Grammar& grammar_;

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format prometheus unzip
 )

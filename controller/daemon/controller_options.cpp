@@ -78,6 +78,10 @@ OpenAI-compatible endpoint for all of them.
   --hold-timeout S           how long a request waits for a replica to start (default 120)
   --keep-engines-on-exit     leave engines running on SIGTERM/SIGINT (the next controller
                              adopts them); by default they are drained and stopped
+  --log-retention-hours H    delete logs of engines that are gone once H hours old
+                             (default 168, 0: no age limit); checked at start and every 10 min
+  --log-retention-mib M      and the oldest of them while all engine logs exceed M MiB
+                             (default 100, 0: no size limit); running engines' logs are kept
   --log-level LEVEL          trace|debug|info|warn|error (default info)
   -h, --help                 this text
 )";
@@ -139,6 +143,10 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.hold_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
     } else if (flag == "--keep-engines-on-exit") {
       o.keep_engines_on_exit = true;
+    } else if (flag == "--log-retention-hours") {
+      o.log_retention_hours = to_int(flag, next(), 0, 24 * 3650);
+    } else if (flag == "--log-retention-mib") {
+      o.log_retention_mib = to_int(flag, next(), 0, 1 << 20);
     } else if (flag == "--log-level") {
       o.log_level = next();
       if (o.log_level != "trace" && o.log_level != "debug" && o.log_level != "info" &&

@@ -23,6 +23,9 @@ struct ControllerOptions {
   std::chrono::seconds drain_timeout{30};
   std::chrono::seconds hold_timeout{120};
   bool keep_engines_on_exit = false;
+  // Logs of engines that are gone: kept this long and within this total (0: no limit).
+  int log_retention_hours = 24 * 7;
+  int log_retention_mib = 100;
   std::string log_level = "info";
 };
 

@@ -16,6 +16,7 @@
 #include "controller/api/api_server.h"
 #include "controller/daemon/controller_options.h"
 #include "controller/local/local_backend.h"
+#include "controller/local/log_retention.h"
 #include "controller/loop/controller_loop.h"
 #include "controller/loop/model_resolver.h"
 #include "controller/recipe/recipe_set.h"
@@ -140,6 +141,9 @@ int run(const controller::ControllerOptions& o) {
 
   local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
   backend.adopt_running();
+  local::LogPruner log_pruner(o.state_dir, {std::chrono::hours(o.log_retention_hours),
+                                            static_cast<std::uintmax_t>(o.log_retention_mib) << 20,
+                                            std::chrono::minutes(10)});
   controller::ModelResolver models(o.cache_dir, source::download_options_from_env());
   metrics::Registry registry;
   router::RouteTable routes;

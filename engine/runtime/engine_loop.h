@@ -79,7 +79,6 @@ class EngineLoop {
   // Fills out.token_bitmask for the constrained sequences that sample this step.
   void compute_token_masks(SchedulerOutput& out);
   void finish_sequence(Sequence& seq, FinishReason reason, const std::string& error = {});
-  void finish_request_if_done(ActiveRequest& request);
   void abort_everything(FinishReason reason, const std::string& error);
   void erase_finished_requests();
   void update_gauges();
@@ -97,7 +96,6 @@ class EngineLoop {
   std::deque<GenerationRequest> inbox_;
   std::atomic<int> unscheduled_requests_{0};  // admitted but never scheduled, for the queue limit
   std::atomic<bool> accepting_{true};
-  std::atomic<bool> stop_{false};
   Clock::time_point drain_deadline_{};
   std::atomic<bool> draining_{false};
   std::thread thread_;

@@ -1,8 +1,9 @@
 // The CUDA backend against the CPU backend (FP32, the reference) on random models of every
 // architecture, dense and NVFP4, with fresh random prompts, batches and block tables each run
 // (the seed is printed), and its paged attention kernel against an FP64 reference.
-// Tolerances: BF16 activations through a few layers land near 1e-2 of the FP32 logits (METHOD.md:
-// BF16 operands 1e-3..1e-2 per operation); the attention kernel alone, near BF16 rounding.
+// Tolerances: BF16 activations through a few layers land near 1e-2 of the FP32 logits
+// (docs/performance.md, "Method": BF16 operands 1e-3..1e-2 per operation); the attention kernel
+// alone, near BF16 rounding.
 // Exits 77 (ctest: skipped) without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

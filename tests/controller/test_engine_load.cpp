@@ -82,6 +82,21 @@ TEST(ControllerOptions, FlagsAndErrors) {
   EXPECT_EQ(error_of({"--model-root", ""}), "--model-root: expected a directory");
 }
 
+TEST(ControllerOptions, LogRetention) {
+  ControllerOptions o;
+  EXPECT_EQ(o.log_retention_hours, 168);
+  EXPECT_EQ(o.log_retention_mib, 100);
+  ASSERT_TRUE(parse_controller_options({"--log-retention-hours", "0", "--log-retention-mib=5"}, o));
+  EXPECT_EQ(o.log_retention_hours, 0);
+  EXPECT_EQ(o.log_retention_mib, 5);
+  try {
+    parse_controller_options({"--log-retention-hours", "-1"}, o);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--log-retention-hours"), std::string::npos);
+  }
+}
+
 TEST(LogTail, LastLinesOfSmallAndLargeFiles) {
   nibble::testing::TempDir dir;
   const auto small = dir.path() / "small.log";

@@ -283,9 +283,14 @@ bool FakeApiServer::delete_object(const std::string& type, const std::string& ns
 }
 
 void FakeApiServer::fail_next(const std::string& method, const std::string& path_part, int status,
-                              int count) {
+                              int count, const std::string& user_agent) {
   std::lock_guard<std::mutex> lock(mutex_);
-  faults_.push_back({method, path_part, status, count});
+  faults_.push_back({method, path_part, status, count, user_agent});
+}
+
+void FakeApiServer::clear_faults() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  faults_.clear();
 }
 
 void FakeApiServer::drop_watches() {
@@ -341,7 +346,8 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
     requests_.emplace_back(req.method, req.path);
     for (Fault& f : faults_) {
       if (f.remaining > 0 && f.method == req.method &&
-          req.path.find(f.path_part) != std::string::npos) {
+          req.path.find(f.path_part) != std::string::npos &&
+          (f.user_agent.empty() || req.get_header_value("User-Agent") == f.user_agent)) {
         --f.remaining;
         const std::string reason = f.status == 409   ? "Conflict"
                                    : f.status == 410 ? "Expired"

@@ -59,8 +59,11 @@ class FakeApiServer {
   std::int64_t resource_version() const;
 
   // Faults.
-  void fail_next(const std::string& method, const std::string& path_part, int status,
-                 int count = 1);
+  // The next `count` requests with this method whose path contains path_part (and, when
+  // user_agent is set, from that client) are answered with `status` and a Status body.
+  void fail_next(const std::string& method, const std::string& path_part, int status, int count = 1,
+                 const std::string& user_agent = "");
+  void clear_faults();
   void drop_watches();
   void compact();  // open watches get 410 Expired; older versions cannot be resumed
   void set_latency(std::chrono::milliseconds latency) { latency_ = latency; }
@@ -81,6 +84,7 @@ class FakeApiServer {
   struct Fault {
     std::string method, path_part;
     int status, remaining;
+    std::string user_agent;
   };
   void handle(const httplib::Request& req, httplib::Response& res);
   void serve_watch(const Route& route, const httplib::Request& req, httplib::Response& res);

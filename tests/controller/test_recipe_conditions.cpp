@@ -16,6 +16,14 @@ std::string shown(const DerivedStatus& d, ConditionType type) {
   return "missing";
 }
 
+// Ready, Progressing and Degraded as kubectl shows them.
+void expect_conditions(const DerivedStatus& d, const std::string& ready,
+                       const std::string& progressing, const std::string& degraded) {
+  EXPECT_EQ(shown(d, ConditionType::kReady), ready);
+  EXPECT_EQ(shown(d, ConditionType::kProgressing), progressing);
+  EXPECT_EQ(shown(d, ConditionType::kDegraded), degraded);
+}
+
 const ConditionState& condition(const DerivedStatus& d, ConditionType type) {
   for (const ConditionState& c : d.conditions)
     if (c.type == type) return c;
@@ -79,9 +87,7 @@ TEST(RecipeConditions, ScaledToZeroIsReadyBecauseARequestStartsOne) {
   f.generation = 1;
   const DerivedStatus d = derive_status(f);
   EXPECT_EQ(d.phase, RecipePhase::kScaledToZero);
-  EXPECT_EQ(shown(d, ConditionType::kReady), "True/ScaledToZero");
-  EXPECT_EQ(shown(d, ConditionType::kProgressing), "False/ScaledToZero");
-  EXPECT_EQ(shown(d, ConditionType::kDegraded), "False/AsExpected");
+  expect_conditions(d, "True/ScaledToZero", "False/ScaledToZero", "False/AsExpected");
   f.replicas = 1;  // draining down to zero is still scaling down
   EXPECT_EQ(derive_status(f).phase, RecipePhase::kProgressing);
 }
@@ -131,9 +137,7 @@ TEST(RecipeConditions, InvalidSpecWithoutARunningSpecIsInvalid) {
   f.invalid_spec = "spec.replicas.mx: unknown field";
   const DerivedStatus d = derive_status(f);
   EXPECT_EQ(d.phase, RecipePhase::kInvalid);
-  EXPECT_EQ(shown(d, ConditionType::kReady), "False/InvalidSpec");
-  EXPECT_EQ(shown(d, ConditionType::kProgressing), "False/InvalidSpec");
-  EXPECT_EQ(shown(d, ConditionType::kDegraded), "True/InvalidSpec");
+  expect_conditions(d, "False/InvalidSpec", "False/InvalidSpec", "True/InvalidSpec");
   EXPECT_EQ(condition(d, ConditionType::kDegraded).message, f.invalid_spec);
   EXPECT_EQ(d.last_error, f.invalid_spec);
 }
@@ -143,9 +147,7 @@ TEST(RecipeConditions, InvalidEditOfARunningRecipeKeepsReadyAndReportsDegraded) 
   f.invalid_spec = "spec.replicas: min must not exceed max";
   const DerivedStatus d = derive_status(f);
   EXPECT_EQ(d.phase, RecipePhase::kDegraded);
-  EXPECT_EQ(shown(d, ConditionType::kReady), "True/ReplicasAvailable");
-  EXPECT_EQ(shown(d, ConditionType::kProgressing), "False/ReplicasReady");
-  EXPECT_EQ(shown(d, ConditionType::kDegraded), "True/InvalidSpec");
+  expect_conditions(d, "True/ReplicasAvailable", "False/ReplicasReady", "True/InvalidSpec");
   EXPECT_EQ(d.last_error, f.invalid_spec);
 }
 

@@ -33,15 +33,15 @@ KubeController::KubeController(const KubeClient& client, store::RecipeStore& sto
   InformerOptions owned = config_.informer;
   owned.label_selector = config_.recipe_label;  // exists
   recipes_ = std::make_unique<Informer>(
-      client_, collection_path(model_recipes(), config_.namespace_name), config_.informer,
+      client_, collection_path(kModelRecipes, config_.namespace_name), config_.informer,
       [this](const ObjectChange& c) { on_change(c, true); });
   owned.jitter_seed = config_.informer.jitter_seed + 1;
-  deployments_ = std::make_unique<Informer>(
-      client_, collection_path(kube::deployments(), config_.namespace_name), owned,
-      [this](const ObjectChange& c) { on_change(c, false); });
+  deployments_ =
+      std::make_unique<Informer>(client_, collection_path(kDeployments, config_.namespace_name),
+                                 owned, [this](const ObjectChange& c) { on_change(c, false); });
   owned.jitter_seed = config_.informer.jitter_seed + 2;
-  pods_ = std::make_unique<Informer>(client_, collection_path(kube::pods(), config_.namespace_name),
-                                     owned, [this](const ObjectChange& c) { on_change(c, false); });
+  pods_ = std::make_unique<Informer>(client_, collection_path(kPods, config_.namespace_name), owned,
+                                     [this](const ObjectChange& c) { on_change(c, false); });
   if (config_.leader_elect) elector_ = std::make_unique<LeaderElector>(client_, config_.election);
 }
 
@@ -89,7 +89,7 @@ void KubeController::record_event(const RecipeOwner& owner, const std::string& t
       {"lastTimestamp", seconds},
       {"count", 1}};
   try {
-    client_.create(collection_path(events(), owner.namespace_name), event);
+    client_.create(collection_path(kEvents, owner.namespace_name), event);
   } catch (const KubeError& e) {
     spdlog::warn("event {} on {}: {}", reason, owner.name, e.what());
   }
@@ -173,7 +173,7 @@ void KubeController::sync_key(const std::string& key) {
   // a transient API server answer, retried like any failure.
   retry_conflicts(
       [&] {
-        client_.merge_patch(object_path(model_recipes(), ns, name, "status"), {{"status", status}});
+        client_.merge_patch(object_path(kModelRecipes, ns, name, "status"), {{"status", status}});
       },
       2, std::chrono::milliseconds(20));
   ++status_writes_;

@@ -17,7 +17,7 @@ namespace {
 const ResourceType& type_of(const Json& object) {
   const std::string api_version = object.value("apiVersion", "");
   const std::string kind = object.value("kind", "");
-  for (const ResourceType* t : {&deployments(), &services(), &pod_monitors()}) {
+  for (const ResourceType* t : {&kDeployments, &kServices, &kPodMonitors}) {
     if (t->api_version() == api_version && t->kind == kind) return *t;
   }
   throw KubeError(0, "UnknownKind", "cannot apply " + api_version + " " + kind);
@@ -128,7 +128,7 @@ reconcile::RecipeObservation KubeReplicaBackend::drain(const std::string& recipe
     if (meta.value("labels", Json::object()).value(config_.recipe_label, "") != recipe) continue;
     if (deployment["spec"].value("replicas", 0) == 0) continue;
     const std::string path =
-        object_path(deployments(), meta.value("namespace", ""), meta.value("name", ""), "scale");
+        object_path(kDeployments, meta.value("namespace", ""), meta.value("name", ""), "scale");
     try {
       retry_conflicts(
           [&] {

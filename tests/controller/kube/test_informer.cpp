@@ -62,7 +62,7 @@ class InformerTest : public ::testing::Test {
     options.label_selector = "app=web";
   }
   void start() {
-    informer = std::make_unique<Informer>(*client, collection_path(pods(), "ns"), options,
+    informer = std::make_unique<Informer>(*client, collection_path(kPods, "ns"), options,
                                           [this](const ObjectChange& c) { recorder(c); });
     thread = std::thread([this] { informer->run(); });
   }

@@ -221,7 +221,7 @@ TEST(KubeBackend, RecipeBecomesOwnedObjectsStatusFollowsPodsAndSpecChangesReappl
   // A spec change (through the API, so generation 2) is applied as a new revision.
   const int applies = server.count_requests("PATCH", "/deployments/qwen");
   KubeClient user(KubeConfig{server.url()});
-  user.merge_patch(object_path(model_recipes(), "ns", "qwen"),
+  user.merge_patch(object_path(kModelRecipes, "ns", "qwen"),
                    {{"spec", {{"engine", {{"maxNumSeqs", 32}}}}}});
   ASSERT_TRUE(eventually([&] {
     const Json d = *get(server, kDeployments, "qwen");
@@ -313,7 +313,7 @@ TEST(KubeBackend, TwoControllersOnlyTheLeaderReconcilesAndTheOtherTakesOverAfter
   }
   const auto lost = std::chrono::steady_clock::now();
   KubeClient user(KubeConfig{server.url()});
-  user.merge_patch(object_path(model_recipes(), "ns", "m"),
+  user.merge_patch(object_path(kModelRecipes, "ns", "m"),
                    {{"spec", {{"engine", {{"maxNumSeqs", 16}}}}}});
   ASSERT_TRUE(eventually([&] { return second.controller.leading(); }));
   EXPECT_GE(std::chrono::steady_clock::now() - lost, milliseconds(900));

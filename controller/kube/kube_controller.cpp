@@ -229,8 +229,6 @@ void KubeController::start(std::function<void(const std::atomic<bool>&)> lead,
   }
   threads_.emplace_back([this] { work(); });
   threads_.emplace_back([this] {  // periodic resync: level-triggered safety net
-    std::mutex m;
-    std::unique_lock<std::mutex> lock(m);
     while (!stopping_) {
       for (auto waited = std::chrono::milliseconds(0); waited < config_.resync && !stopping_;
            waited += std::chrono::milliseconds(20)) {

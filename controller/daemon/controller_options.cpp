@@ -83,6 +83,13 @@ OpenAI-compatible endpoint for all of them.
   --log-retention-mib M      and the oldest of them while all engine logs exceed M MiB
                              (default 100, 0: no size limit); running engines' logs are kept
   --log-level LEVEL          trace|debug|info|warn|error (default info)
+  --backend local|kubernetes engines as processes here (default) or, with kubernetes,
+                             ModelRecipe resources reconciled into Deployments on a cluster
+  --kubeconfig FILE          kubernetes: the kubeconfig (default $KUBECONFIG, in-cluster,
+                             then ~/.kube/config)
+  --namespace NS             kubernetes: the namespace watched (default the context's/pod's)
+  --leader-elect             kubernetes: only the holder of a Lease reconciles
+  --engine-image IMAGE       kubernetes: the engine image of the Deployments
   -h, --help                 this text
 )";
 
@@ -153,6 +160,18 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
           o.log_level != "warn" && o.log_level != "error")
         throw std::invalid_argument(flag + ": expected trace|debug|info|warn|error, got '" +
                                     o.log_level + "'");
+    } else if (flag == "--backend") {
+      o.backend = next();
+      if (o.backend != "local" && o.backend != "kubernetes")
+        throw std::invalid_argument(flag + ": expected local|kubernetes, got '" + o.backend + "'");
+    } else if (flag == "--kubeconfig") {
+      o.kubeconfig = next();
+    } else if (flag == "--namespace") {
+      o.namespace_name = next();
+    } else if (flag == "--leader-elect") {
+      o.leader_elect = true;
+    } else if (flag == "--engine-image") {
+      o.engine_image = next();
     } else {
       throw std::invalid_argument("unknown option '" + args[i] + "' (see --help)");
     }

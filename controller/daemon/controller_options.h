@@ -27,6 +27,12 @@ struct ControllerOptions {
   int log_retention_hours = 24 * 7;
   int log_retention_mib = 100;
   std::string log_level = "info";
+  // --backend kubernetes: recipes are ModelRecipe resources, engines Deployments.
+  std::string backend = "local";  // local | kubernetes
+  std::string kubeconfig;         // "" : $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string namespace_name;     // "" : the kubeconfig context's or the pod's namespace
+  bool leader_elect = false;
+  std::string engine_image;  // "" : recipe_objects' default
 };
 
 // Returns false when --help or --version was handled (printed). Throws std::invalid_argument.

@@ -15,6 +15,7 @@
 
 #include "controller/api/api_server.h"
 #include "controller/daemon/controller_options.h"
+#include "controller/daemon/kube_mode.h"
 #include "controller/local/local_backend.h"
 #include "controller/local/log_retention.h"
 #include "controller/loop/controller_loop.h"
@@ -139,8 +140,17 @@ int run(const controller::ControllerOptions& o) {
   store::RecipeStore store(o.state_dir, o.model_root);
   if (!apply_recipe_files(o.recipe_files, store)) return 2;
 
-  local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
-  backend.adopt_running();
+  // One reconcile loop; the backend decides where engines run.
+  std::unique_ptr<controller::KubeMode> kube;
+  std::unique_ptr<local::LocalBackend> local_backend;
+  if (o.backend == "kubernetes") {
+    kube = std::make_unique<controller::KubeMode>(o, store);
+  } else {
+    local_backend = std::make_unique<local::LocalBackend>(
+        local::LocalBackendConfig{o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
+    local_backend->adopt_running();
+  }
+  reconcile::ReplicaBackend& backend = kube ? kube->backend() : *local_backend;
   local::LogPruner log_pruner(o.state_dir, {std::chrono::hours(o.log_retention_hours),
                                             static_cast<std::uintmax_t>(o.log_retention_mib) << 20,
                                             std::chrono::minutes(10)});
@@ -156,12 +166,18 @@ int run(const controller::ControllerOptions& o) {
   const std::string shown_host = o.host == "0.0.0.0" || o.host == "::" ? "localhost" : o.host;
   const std::string endpoint = "http://" + shown_host + ":" + std::to_string(router.port()) + "/v1";
 
-  controller::ControllerLoop loop({o.state_dir, o.resync, endpoint}, store, backend, models, routes,
-                                  registry, [&router](const std::string& recipe) {
-                                    return controller::RouterLoad{router.inflight(recipe),
-                                                                  router.held(recipe),
-                                                                  router.last_request(recipe)};
-                                  });
+  controller::ControllerLoopConfig loop_config{o.state_dir, o.resync, endpoint};
+  if (kube) {
+    loop_config.resolve_models = false;  // the engine pods fetch their weights
+    loop_config.status_changed = [&kube](const controller::RecipeStatus& s) {
+      kube->status_changed(s);
+    };
+  }
+  controller::ControllerLoop loop(
+      loop_config, store, backend, models, routes, registry, [&router](const std::string& recipe) {
+        return controller::RouterLoad{router.inflight(recipe), router.held(recipe),
+                                      router.last_request(recipe)};
+      });
   router.set_demand_callback([&loop](const std::string&) { loop.wake(); });
   controller::ApiServer api({o.api_host, o.api_port}, loop, store, registry);
   if (!api.start()) return 1;
@@ -169,12 +185,26 @@ int run(const controller::ControllerOptions& o) {
                o.state_dir, o.engine);
 
   std::atomic<bool> stop{false};
-  std::thread reconciler([&] { loop.run(stop); });
+  std::thread reconciler;
+  if (kube) {
+    spdlog::info("nibble-controller: Kubernetes backend, namespace {}{}", kube->namespace_name(),
+                 o.leader_elect ? ", leader election on" : "");
+    kube->start([&loop](const std::atomic<bool>& leading_stop) { loop.run(leading_stop); },
+                [&loop] { loop.wake(); });
+  } else {
+    reconciler = std::thread([&] { loop.run(stop); });
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   stop = true;
   loop.wake();
+  if (kube) {
+    kube->stop();  // stops the loop, gives the Lease up; the engines stay with their Deployments
+    api.stop();
+    router.stop();
+    return 0;
+  }
   reconciler.join();
   api.stop();
   if (o.keep_engines_on_exit) {
@@ -184,7 +214,7 @@ int run(const controller::ControllerOptions& o) {
         "adopts them");
   } else {
     // Engines drain their in-flight requests while the router still streams them.
-    backend.stop_all(o.drain_timeout);
+    local_backend->stop_all(o.drain_timeout);
     router.stop();
   }
   return 0;

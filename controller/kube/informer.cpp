@@ -77,7 +77,10 @@ void Informer::sleep_backoff() {
 void Informer::relist() {
   ListResult listed = client_.list(path_, options_.label_selector);
   std::map<std::string, Json> fresh;
-  for (Json& item : listed.items) fresh[key_of(item)] = std::move(item);
+  for (Json& item : listed.items) {
+    const std::string key = key_of(item);  // before the move: json assigns by value
+    fresh[key] = std::move(item);
+  }
   std::vector<std::pair<ChangeType, std::string>> changes;
   std::map<std::string, Json> gone;
   {

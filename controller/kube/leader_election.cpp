@@ -28,7 +28,7 @@ LeaderElector::LeaderElector(const KubeClient& client, LeaderElectionConfig conf
     : client_(client), config_(std::move(config)) {}
 
 std::string LeaderElector::lease_path() const {
-  return object_path(leases(), config_.namespace_name, config_.lease_name);
+  return object_path(kLeases, config_.namespace_name, config_.lease_name);
 }
 
 bool LeaderElector::try_acquire_or_renew() {
@@ -49,7 +49,7 @@ bool LeaderElector::try_acquire_or_renew() {
           {"renewTime", now},
           {"leaseTransitions", 0}}}};
     try {
-      client_.create(collection_path(leases(), config_.namespace_name), created);
+      client_.create(collection_path(kLeases, config_.namespace_name), created);
       return true;
     } catch (const KubeError& create_error) {
       if (create_error.conflict()) return false;  // another candidate created it first

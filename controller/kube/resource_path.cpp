@@ -5,35 +5,6 @@
 
 namespace nibble::kube {
 
-const ResourceType& model_recipes() {
-  static const ResourceType t{"nibble.dev", "v1alpha1", "modelrecipes", "ModelRecipe", true};
-  return t;
-}
-const ResourceType& deployments() {
-  static const ResourceType t{"apps", "v1", "deployments", "Deployment", true};
-  return t;
-}
-const ResourceType& services() {
-  static const ResourceType t{"", "v1", "services", "Service", true};
-  return t;
-}
-const ResourceType& pods() {
-  static const ResourceType t{"", "v1", "pods", "Pod", true};
-  return t;
-}
-const ResourceType& pod_monitors() {
-  static const ResourceType t{"monitoring.coreos.com", "v1", "podmonitors", "PodMonitor", true};
-  return t;
-}
-const ResourceType& leases() {
-  static const ResourceType t{"coordination.k8s.io", "v1", "leases", "Lease", true};
-  return t;
-}
-const ResourceType& events() {
-  static const ResourceType t{"", "v1", "events", "Event", true};
-  return t;
-}
-
 std::string collection_path(const ResourceType& type, const std::string& ns) {
   std::string path =
       type.group.empty() ? "/api/" + type.version : "/apis/" + type.group + "/" + type.version;

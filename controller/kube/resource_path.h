@@ -17,13 +17,13 @@ struct ResourceType {
 };
 
 // The types the controller reads and writes.
-const ResourceType& model_recipes();
-const ResourceType& deployments();
-const ResourceType& services();
-const ResourceType& pods();
-const ResourceType& pod_monitors();
-const ResourceType& leases();
-const ResourceType& events();
+inline const ResourceType kModelRecipes{"nibble.dev", "v1alpha1", "modelrecipes", "ModelRecipe"};
+inline const ResourceType kDeployments{"apps", "v1", "deployments", "Deployment"};
+inline const ResourceType kServices{"", "v1", "services", "Service"};
+inline const ResourceType kPods{"", "v1", "pods", "Pod"};
+inline const ResourceType kPodMonitors{"monitoring.coreos.com", "v1", "podmonitors", "PodMonitor"};
+inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", "Lease"};
+inline const ResourceType kEvents{"", "v1", "events", "Event"};
 
 // The collection (`ns` empty: across all namespaces).
 std::string collection_path(const ResourceType& type, const std::string& ns);

@@ -26,8 +26,8 @@ struct LocalBackendConfig {
   std::filesystem::path state_dir;
   std::chrono::seconds drain_timeout{30};      // SIGTERM, then SIGKILL after this
   std::vector<std::string> extra_engine_args;  // e.g. --threads 2 for tests
-  std::size_t exits_kept = 10;                 // exit history per recipe
   std::optional<EngineUser> engine_user;       // --engine-user: engines run as this user
+  std::size_t exits_kept = 10;                 // exit history per recipe
 };
 
 class LocalBackend final : public reconcile::ReplicaBackend {

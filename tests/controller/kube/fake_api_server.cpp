@@ -246,6 +246,17 @@ void FakeApiServer::erase_locked(const std::string& type_key, const std::string&
   for (const auto& [t, n, nm] : dependents) erase_locked(t, n, nm);
 }
 
+bool FakeApiServer::owner_missing_locked(const Json& object) const {
+  for (const Json& ref : meta(object).value("ownerReferences", Json::array())) {
+    bool found = false;
+    for (const auto& [type, bucket] : objects_) {
+      for (const auto& [k, other] : bucket) found |= meta(other).value("uid", Json()) == ref["uid"];
+    }
+    if (!found) return true;
+  }
+  return false;
+}
+
 Json FakeApiServer::put_object(const std::string& type, Json object) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool exists = objects_[type].count(key(meta(object).value("namespace", ""),
@@ -283,9 +294,14 @@ bool FakeApiServer::delete_object(const std::string& type, const std::string& ns
 }
 
 void FakeApiServer::fail_next(const std::string& method, const std::string& path_part, int status,
-                              int count) {
+                              int count, const std::string& user_agent) {
   std::lock_guard<std::mutex> lock(mutex_);
-  faults_.push_back({method, path_part, status, count});
+  faults_.push_back({method, path_part, status, count, user_agent});
+}
+
+void FakeApiServer::clear_faults() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  faults_.clear();
 }
 
 void FakeApiServer::drop_watches() {
@@ -301,11 +317,15 @@ void FakeApiServer::compact() {
   changed_.notify_all();
 }
 
-int FakeApiServer::count_requests(const std::string& method, const std::string& path_part) const {
+int FakeApiServer::count_requests(const std::string& method, const std::string& path_part,
+                                  const std::string& user_agent) const {
   std::lock_guard<std::mutex> lock(mutex_);
   int n = 0;
-  for (const auto& [m, p] : requests_) {
-    if (m == method && p.find(path_part) != std::string::npos) ++n;
+  for (const Seen& r : requests_) {
+    if (r.method == method && r.path.find(path_part) != std::string::npos &&
+        (user_agent.empty() || r.user_agent == user_agent)) {
+      ++n;
+    }
   }
   return n;
 }
@@ -338,10 +358,11 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
   if (latency.count() > 0) std::this_thread::sleep_for(latency);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    requests_.emplace_back(req.method, req.path);
+    requests_.push_back({req.method, req.path, req.get_header_value("User-Agent")});
     for (Fault& f : faults_) {
       if (f.remaining > 0 && f.method == req.method &&
-          req.path.find(f.path_part) != std::string::npos) {
+          req.path.find(f.path_part) != std::string::npos &&
+          (f.user_agent.empty() || req.get_header_value("User-Agent") == f.user_agent)) {
         --f.remaining;
         const std::string reason = f.status == 409   ? "Conflict"
                                    : f.status == 410 ? "Expired"
@@ -492,7 +513,10 @@ void FakeApiServer::respond_apply(const Route& route, const httplib::Request& re
     object["metadata"]["namespace"] = route.ns;
     object.erase("status");
     owners[manager] = fields;
-    reply(res, 201, store_locked(route.type_key, std::move(object), "ADDED"));
+    const Json stored = store_locked(route.type_key, std::move(object), "ADDED");
+    // The garbage collector removes an object whose owner is gone (here: at once).
+    if (owner_missing_locked(stored)) erase_locked(route.type_key, route.ns, route.name);
+    reply(res, 201, stored);
     return;
   }
   const Json current = found->second;

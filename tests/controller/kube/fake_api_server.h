@@ -2,7 +2,8 @@
 // An API-server test double: an httplib server on 127.0.0.1 (plain HTTP, or HTTPS with a given
 // certificate) implementing the part of the Kubernetes API the controller uses:
 //   - get, create, replace (PUT with resourceVersion: 409 Conflict when stale), delete with
-//     owner-reference garbage collection (immediate, cascading);
+//     owner-reference garbage collection (immediate, cascading; an object applied with an
+//     owner that no longer exists is collected at once too);
 //   - list (one global resourceVersion, label selectors k=v / k!=v / k), all-namespace lists;
 //   - watch (JSON lines) from a resourceVersion, bookmarks at a set interval, timeoutSeconds,
 //     410 Expired (an ERROR event) for a version older than the last compaction;
@@ -59,15 +60,20 @@ class FakeApiServer {
   std::int64_t resource_version() const;
 
   // Faults.
-  void fail_next(const std::string& method, const std::string& path_part, int status,
-                 int count = 1);
+  // The next `count` requests with this method whose path contains path_part (and, when
+  // user_agent is set, from that client) are answered with `status` and a Status body.
+  void fail_next(const std::string& method, const std::string& path_part, int status, int count = 1,
+                 const std::string& user_agent = "");
+  void clear_faults();
   void drop_watches();
   void compact();  // open watches get 410 Expired; older versions cannot be resumed
   void set_latency(std::chrono::milliseconds latency) { latency_ = latency; }
   void set_bookmark_interval(std::chrono::milliseconds interval) { bookmark_interval_ = interval; }
 
-  // Requests seen: method and path (query string stripped) containing path_part.
-  int count_requests(const std::string& method, const std::string& path_part) const;
+  // Requests seen: method and path (query string stripped) containing path_part, from clients
+  // with this User-Agent when one is given.
+  int count_requests(const std::string& method, const std::string& path_part,
+                     const std::string& user_agent = "") const;
   int open_watches() const { return open_watches_.load(); }
 
   struct Route;  // a parsed request path
@@ -81,11 +87,13 @@ class FakeApiServer {
   struct Fault {
     std::string method, path_part;
     int status, remaining;
+    std::string user_agent;
   };
   void handle(const httplib::Request& req, httplib::Response& res);
   void serve_watch(const Route& route, const httplib::Request& req, httplib::Response& res);
   nlohmann::json store_locked(const std::string& type_key, nlohmann::json object,
                               const std::string& event_type);
+  bool owner_missing_locked(const nlohmann::json& object) const;
   void erase_locked(const std::string& type_key, const std::string& ns, const std::string& name);
   nlohmann::json scale_of(const nlohmann::json& object) const;
   void respond_apply(const Route& route, const httplib::Request& req, httplib::Response& res);
@@ -109,7 +117,10 @@ class FakeApiServer {
   std::int64_t compact_epoch_ = 0;  // bumped by compact
   std::int64_t uid_counter_ = 0;
   std::vector<Fault> faults_;
-  std::vector<std::pair<std::string, std::string>> requests_;
+  struct Seen {
+    std::string method, path, user_agent;
+  };
+  std::vector<Seen> requests_;
   std::atomic<std::chrono::milliseconds> latency_{std::chrono::milliseconds(0)};
   std::atomic<std::chrono::milliseconds> bookmark_interval_{std::chrono::milliseconds(200)};
   std::atomic<int> open_watches_{0};

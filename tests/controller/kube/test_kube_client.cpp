@@ -54,10 +54,10 @@ TEST(KubeClient, CreateGetReplaceWithOptimisticConcurrency) {
   FakeApiServer server;
   server.start();
   KubeClient client(plain_config(server));
-  const std::string collection = collection_path(deployments(), "ns");
+  const std::string collection = collection_path(kDeployments, "ns");
   EXPECT_EQ(collection, "/apis/apps/v1/namespaces/ns/deployments");
   const Json created = client.create(collection, deployment("web", 1));
-  const std::string path = object_path(deployments(), "ns", "web");
+  const std::string path = object_path(kDeployments, "ns", "web");
   Json got = client.get(path);
   EXPECT_EQ(got["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);
 
@@ -70,8 +70,7 @@ TEST(KubeClient, CreateGetReplaceWithOptimisticConcurrency) {
   EXPECT_EQ(stale.reason(), "Conflict");
   EXPECT_NE(std::string(stale.what()).find("the object has been modified"), std::string::npos);
 
-  const KubeError missing =
-      expect_error([&] { client.get(object_path(deployments(), "ns", "x")); });
+  const KubeError missing = expect_error([&] { client.get(object_path(kDeployments, "ns", "x")); });
   EXPECT_TRUE(missing.not_found());
   EXPECT_FALSE(missing.transient());
   EXPECT_TRUE(expect_error([&] { client.create(collection, deployment("web", 1)); }).conflict());
@@ -90,7 +89,7 @@ TEST(KubeClient, ServerSideApplyOwnsFieldsAndBumpsGenerationOnSpecChangesOnly) {
   FakeApiServer server;
   server.start();
   KubeClient client(plain_config(server));
-  const std::string path = object_path(deployments(), "ns", "web");
+  const std::string path = object_path(kDeployments, "ns", "web");
   const Json first = client.apply(path, deployment("web", 2));
   EXPECT_EQ(first["metadata"]["generation"], 1);
   EXPECT_EQ(server.count_requests("PATCH", "/deployments/web"), 1);
@@ -119,17 +118,17 @@ TEST(KubeClient, StatusAndScaleSubresourcesTouchOnlyTheirPart) {
   FakeApiServer server;
   server.start();
   KubeClient client(plain_config(server));
-  const std::string path = object_path(deployments(), "ns", "web");
+  const std::string path = object_path(kDeployments, "ns", "web");
   client.apply(path, deployment("web", 2));
   // A status patch ignores spec; the object's generation stays.
   const Json patched =
-      client.merge_patch(object_path(deployments(), "ns", "web", "status"),
+      client.merge_patch(object_path(kDeployments, "ns", "web", "status"),
                          {{"status", {{"readyReplicas", 1}}}, {"spec", {{"replicas", 9}}}});
   EXPECT_EQ(patched["status"]["readyReplicas"], 1);
   EXPECT_EQ(patched["spec"]["replicas"], 2);
   EXPECT_EQ(patched["metadata"]["generation"], 1);
 
-  const std::string scale = object_path(deployments(), "ns", "web", "scale");
+  const std::string scale = object_path(kDeployments, "ns", "web", "scale");
   Json s = client.get(scale);
   EXPECT_EQ(s["kind"], "Scale");
   EXPECT_EQ(s["spec"]["replicas"], 2);
@@ -146,7 +145,7 @@ TEST(KubeClient, ListWithSelectorAndWatchFromItsVersionWithBookmarks) {
   server.set_bookmark_interval(std::chrono::milliseconds(50));
   server.start();
   KubeClient client(plain_config(server));
-  const std::string collection = collection_path(deployments(), "ns");
+  const std::string collection = collection_path(kDeployments, "ns");
   client.create(collection, deployment("a", 1));
   client.create(collection, deployment("b", 1));
   const ListResult all = client.list(collection);
@@ -154,12 +153,12 @@ TEST(KubeClient, ListWithSelectorAndWatchFromItsVersionWithBookmarks) {
   const ListResult only_b = client.list(collection, "app=b");
   ASSERT_EQ(only_b.items.size(), 1u);
   EXPECT_EQ(only_b.items[0]["metadata"]["name"], "b");
-  EXPECT_EQ(client.list(collection_path(deployments(), "")).items.size(), 2u);  // all namespaces
+  EXPECT_EQ(client.list(collection_path(kDeployments, "")).items.size(), 2u);  // all namespaces
 
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    client.apply(object_path(deployments(), "ns", "a"), deployment("a", 3));
-    client.remove(object_path(deployments(), "ns", "b"));
+    client.apply(object_path(kDeployments, "ns", "a"), deployment("a", 3));
+    client.remove(object_path(kDeployments, "ns", "b"));
   });
   std::vector<std::string> seen;
   int bookmarks = 0;
@@ -185,7 +184,7 @@ TEST(KubeClient, WatchErrorsAndCancel) {
   FakeApiServer server;
   server.start();
   KubeClient client(plain_config(server));
-  const std::string collection = collection_path(deployments(), "ns");
+  const std::string collection = collection_path(kDeployments, "ns");
   client.create(collection, deployment("a", 1));
   const std::string old_version = client.list(collection).resource_version;
   client.create(collection, deployment("b", 1));
@@ -271,7 +270,7 @@ TEST(KubeClientTls, VerifiesTheServerAndPresentsAClientCertificate) {
   config.client_cert_pem = pki.read("client.pem");
   config.client_key_pem = pki.read("client.key");
   KubeClient client(config);
-  EXPECT_EQ(client.list(collection_path(deployments(), "ns")).items.size(), 0u);
+  EXPECT_EQ(client.list(collection_path(kDeployments, "ns")).items.size(), 0u);
 
   // Without the client certificate the handshake fails: no answer (status 0).
   KubeConfig no_cert = config;

@@ -27,14 +27,6 @@ using testing::ControllerProcess;
 using testing::eventually;
 using testing::process_alive;
 
-#define REQUIRE_TINY_MODEL(dir)                                               \
-  std::string why_##dir;                                                      \
-  const std::string dir = nibble::server::testing::tiny_model_dir(why_##dir); \
-  if (dir.empty()) {                                                          \
-    if (nibble::testing::tools_required()) FAIL() << why_##dir;               \
-    GTEST_SKIP() << why_##dir;                                                \
-  }
-
 std::string recipe(const std::string& name, const std::string& model, const std::string& served,
                    const std::string& spec_extra) {
   return "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata:\n  name: " + name +

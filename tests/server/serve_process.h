@@ -45,12 +45,12 @@ inline std::string tiny_model_dir(std::string& why) {
 
 // Inside a TEST in namespace nibble::server: binds `dir` to the tiny model, or skips (fails
 // under CI) when it cannot be made.
-#define REQUIRE_TINY_MODEL(dir)                                 \
-  std::string why_##dir;                                        \
-  const std::string dir = testing::tiny_model_dir(why_##dir);   \
-  if (dir.empty()) {                                            \
-    if (nibble::testing::tools_required()) FAIL() << why_##dir; \
-    GTEST_SKIP() << why_##dir;                                  \
+#define REQUIRE_TINY_MODEL(dir)                                               \
+  std::string why_##dir;                                                      \
+  const std::string dir = nibble::server::testing::tiny_model_dir(why_##dir); \
+  if (dir.empty()) {                                                          \
+    if (nibble::testing::tools_required()) FAIL() << why_##dir;               \
+    GTEST_SKIP() << why_##dir;                                                \
   }
 
 class ServeProcess {

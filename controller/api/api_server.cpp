@@ -8,7 +8,7 @@
 #include "controller/api/log_tail.h"
 #include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
-#include "metrics/http_endpoint.h"
+#include "http/metrics_endpoint.h"
 
 namespace nibble::controller {
 namespace {
@@ -24,6 +24,43 @@ void send_error(httplib::Response& res, int status, const std::string& code,
                 const std::string& message, json details = json::array()) {
   send_json(res, status,
             {{"error", {{"message", message}, {"code", code}, {"details", std::move(details)}}}});
+}
+
+// The API's error codes for the HTTP layer's refusals, in Kubernetes' words.
+std::string error_code(int status) {
+  switch (status) {
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 500:
+      return "InternalError";
+    default:
+      return "BadRequest";
+  }
+}
+
+http::ServerConfig http_config(const ApiConfig& c) {
+  http::ServerConfig h;
+  h.name = "controller API";
+  h.host = c.host;
+  h.port = c.port;
+  h.threads = 8;
+  h.max_body_bytes = c.max_body_bytes;
+  h.api_keys = c.tokens;
+  h.open_paths = {"/healthz", "/metrics"};
+  h.write_content_types = {"application/json", "application/yaml", "application/x-yaml",
+                           "text/yaml"};
+  h.write_error = [](httplib::Response& res, const http::ApiError& e) {
+    send_error(res, e.status(), error_code(e.status()), e.what());
+  };
+  return h;
 }
 
 const char* change_name(store::Change change) {
@@ -42,7 +79,11 @@ const char* change_name(store::Change change) {
 
 ApiServer::ApiServer(ApiConfig config, ControllerLoop& loop, store::RecipeStore& store,
                      metrics::Registry& registry)
-    : config_(std::move(config)), loop_(loop), store_(store), registry_(registry) {
+    : config_(std::move(config)),
+      loop_(loop),
+      store_(store),
+      registry_(registry),
+      http_(http_config(config_)) {
   routes();
 }
 
@@ -51,19 +92,19 @@ ApiServer::~ApiServer() {
 }
 
 void ApiServer::routes() {
-  server_.set_payload_max_length(config_.max_body_bytes);
-  server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  httplib::Server& routes = http_.routes();
+  routes.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("OK", "text/plain");
   });
-  metrics::serve_metrics(server_, registry_);
-  server_.Get("/api/v1/recipes", [this](const httplib::Request&, httplib::Response& res) {
+  http::serve_metrics(routes, registry_);
+  routes.Get("/api/v1/recipes", [this](const httplib::Request&, httplib::Response& res) {
     json items = json::array();
     for (const RecipeStatus& st : loop_.statuses()) items.push_back(to_json(st));
     send_json(
         res, 200,
         {{"apiVersion", "nibble.dev/v1alpha1"}, {"kind", "ModelRecipeList"}, {"items", items}});
   });
-  server_.Get(
+  routes.Get(
       R"(/api/v1/recipes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         const std::string name = req.matches[1];
         const auto st = loop_.status(name);
@@ -74,61 +115,53 @@ void ApiServer::routes() {
         }
         send_json(res, 200, {{"status", st ? to_json(*st) : json::object()}, {"spec", spec}});
       });
-  server_.Get(R"(/api/v1/recipes/([^/]+)/logs)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                const std::string name = req.matches[1];
-                const auto st = loop_.status(name);
-                if (!st) {
-                  send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
-                  return;
-                }
-                int lines = 50;
-                if (req.has_param("tail")) {
-                  const std::string v = req.get_param_value("tail");
-                  lines = std::atoi(v.c_str());
-                  if (lines <= 0 || lines > 100000) {
-                    send_error(res, 400, "BadRequest", "tail must be 1 to 100000, got '" + v + "'");
-                    return;
-                  }
-                }
-                // One block per engine, each line prefixed with the engine's id (kubectl logs
-                // --prefix).
-                std::string text;
-                for (const EngineStatus& e : st->engines) {
-                  const std::string tail = tail_lines(e.log_file, lines);
-                  std::size_t at = 0;
-                  while (at < tail.size()) {
-                    const std::size_t nl = tail.find('\n', at);
-                    text += "[" + e.id + "] " + tail.substr(at, nl - at + 1);
-                    at = nl + 1;
-                  }
-                }
-                res.set_content(text, "text/plain; charset=utf-8");
-              });
+  routes.Get(R"(/api/v1/recipes/([^/]+)/logs)",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               const std::string name = req.matches[1];
+               const auto st = loop_.status(name);
+               if (!st) {
+                 send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+                 return;
+               }
+               int lines = 50;
+               if (req.has_param("tail")) {
+                 const std::string v = req.get_param_value("tail");
+                 lines = std::atoi(v.c_str());
+                 if (lines <= 0 || lines > 100000) {
+                   send_error(res, 400, "BadRequest", "tail must be 1 to 100000, got '" + v + "'");
+                   return;
+                 }
+               }
+               // One block per engine, each line prefixed with the engine's id (kubectl logs
+               // --prefix).
+               std::string text;
+               for (const EngineStatus& e : st->engines) {
+                 const std::string tail = tail_lines(e.log_file, lines);
+                 std::size_t at = 0;
+                 while (at < tail.size()) {
+                   const std::size_t nl = tail.find('\n', at);
+                   text += "[" + e.id + "] " + tail.substr(at, nl - at + 1);
+                   at = nl + 1;
+                 }
+               }
+               res.set_content(text, "text/plain; charset=utf-8");
+             });
   auto apply = [this](const httplib::Request& req, httplib::Response& res) {
     this->apply(req, res);
   };
-  server_.Put("/api/v1/recipes", apply);
-  server_.Post("/api/v1/recipes", apply);
-  server_.Delete(R"(/api/v1/recipes/([^/]+))",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-                   const std::string name = req.matches[1];
-                   if (!store_.remove(name)) {
-                     send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
-                     return;
-                   }
-                   spdlog::info("api: modelrecipe {} deleted; draining its replicas", name);
-                   loop_.wake();
-                   send_json(res, 200, {{"name", name}, {"result", "deleted"}});
-                 });
-  server_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413) {
-      send_error(res, 413, "RequestEntityTooLarge", "the request body is larger than allowed");
-    } else if (res.status == 404) {
-      send_error(res, 404, "NotFound", "no such path: " + req.method + " " + req.path);
-    }
-  });
+  routes.Put("/api/v1/recipes", apply);
+  routes.Post("/api/v1/recipes", apply);
+  routes.Delete(R"(/api/v1/recipes/([^/]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  const std::string name = req.matches[1];
+                  if (!store_.remove(name)) {
+                    send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+                    return;
+                  }
+                  spdlog::info("api: modelrecipe {} deleted; draining its replicas", name);
+                  loop_.wake();
+                  send_json(res, 200, {{"name", name}, {"result", "deleted"}});
+                });
 }
 
 void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
@@ -179,22 +212,20 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
 }
 
 bool ApiServer::start() {
-  port_ = config_.port == 0
-              ? server_.bind_to_any_port(config_.host)
-              : (server_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
-  if (port_ <= 0) {
-    spdlog::error("the controller API cannot listen on {}:{} (in use? --api-port to change)",
-                  config_.host, config_.port);
+  try {
+    port_ = http_.bind();
+  } catch (const std::exception& e) {
+    spdlog::error("{} (--api-port to change)", e.what());
     return false;
   }
-  thread_ = std::thread([this] { server_.listen_after_bind(); });
-  spdlog::info("controller API on http://{}:{}", config_.host, port_);
+  http_.start();
+  spdlog::info("controller API on http://{}:{}{}", config_.host, port_,
+               config_.tokens.empty() ? "" : " (bearer token required)");
   return true;
 }
 
 void ApiServer::stop() {
-  server_.stop();
-  if (thread_.joinable()) thread_.join();
+  http_.stop();
 }
 
 }  // namespace nibble::controller

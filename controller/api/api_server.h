@@ -11,6 +11,9 @@
 //   DELETE /api/v1/recipes/NAME     404 when there is no such recipe
 //   GET    /healthz, /metrics       the controller's own health and metrics
 // Errors come in the OpenAI/Kubernetes-like shape {"error": {"message", "code", "details"}}.
+// The HTTP layer (http/server.h) refuses what a web page could send: a foreign Host on
+// loopback (DNS rebinding), a foreign Origin on writes, writes that are not JSON or YAML; with
+// tokens, every path but /healthz and /metrics needs `Authorization: Bearer <token>`.
 #include <httplib.h>
 
 #include <memory>
@@ -19,6 +22,7 @@
 
 #include "controller/loop/controller_loop.h"
 #include "controller/store/recipe_store.h"
+#include "http/server.h"
 #include "metrics/registry.h"
 
 namespace nibble::controller {
@@ -27,6 +31,7 @@ struct ApiConfig {
   std::string host = "127.0.0.1";
   int port = 8001;  // 0: any free port
   std::size_t max_body_bytes = 1 << 20;
+  http::ApiKeys tokens;  // empty: no authentication (loopback only, see docs/security.md)
 };
 
 class ApiServer {
@@ -46,8 +51,7 @@ class ApiServer {
   ControllerLoop& loop_;
   store::RecipeStore& store_;
   metrics::Registry& registry_;
-  httplib::Server server_;
-  std::thread thread_;
+  http::Server http_;
   int port_ = 0;
 };
 

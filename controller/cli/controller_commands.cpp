@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "controller/api/api_token.h"
 #include "controller/cli/input_text.h"
 #include "controller/cli/recipe_printer.h"
 #include "controller/recipe/recipe_parse.h"
@@ -86,6 +87,9 @@ httplib::Client client_for(const std::string& url) {
   httplib::Client c(url);
   c.set_connection_timeout(3, 0);
   c.set_read_timeout(30, 0);
+  // The controller API's token, when this user's controller has one (docs/security.md).
+  if (const std::string token = controller::cli_api_token(); !token.empty())
+    c.set_bearer_token_auth(token);
   return c;
 }
 

@@ -63,10 +63,17 @@ OpenAI-compatible endpoint for all of them.
   --state-dir DIR            recipes/, status/, replicas/ and engine logs/
                              (default $NIBBLE_STATE_DIR or ~/.local/state/nibble)
   --cache-dir DIR            hf:// model downloads (default $NIBBLE_CACHE or ~/.cache/nibble)
-  --host HOST                OpenAI endpoint address (default 0.0.0.0)
+  --host, --router-host HOST OpenAI endpoint (router) address (default 127.0.0.1; use
+                             0.0.0.0 to expose it, with --api-key: see docs/security.md)
   --port PORT                OpenAI endpoint port (default 8000)
+  --api-key KEY              require 'Authorization: Bearer KEY' at the router on every path
+                             but /health and /metrics (repeatable; or $NIBBLE_API_KEY)
+  --api-key-file FILE        router API keys from a file, one per line (repeatable)
+  --metrics-require-key      the router's /metrics needs a key too
   --api-host HOST            controller API address for `nibble` (default 127.0.0.1)
   --api-port PORT            controller API port (default 8001)
+  --api-token-file FILE      bearer token of the controller API (created if missing); on by
+                             default when --api-host is not loopback, in STATE_DIR/api-token
   --engine PATH              nibble-engine binary (default: next to this one, else PATH)
   --engine-arg ARG           add ARG to every engine's command line (repeatable)
   --model-root DIR           recipes' local model paths (file:// and plain) must resolve
@@ -97,6 +104,8 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
   o.state_dir = env_or("NIBBLE_STATE_DIR", home() + "/.local/state/nibble");
   o.cache_dir = env_or("NIBBLE_CACHE", home() + "/.cache/nibble");
   o.engine = default_engine();
+  if (const char* key = std::getenv("NIBBLE_API_KEY"); key != nullptr && *key != '\0')
+    o.api_keys.push_back(key);
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;
     bool has_value = false;
@@ -119,7 +128,7 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.state_dir = next();
     } else if (flag == "--cache-dir") {
       o.cache_dir = next();
-    } else if (flag == "--host") {
+    } else if (flag == "--host" || flag == "--router-host") {
       o.host = next();
     } else if (flag == "--port") {
       o.port = to_int(flag, next(), 0, 65535);
@@ -127,6 +136,16 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.api_host = next();
     } else if (flag == "--api-port") {
       o.api_port = to_int(flag, next(), 0, 65535);
+    } else if (flag == "--api-key") {
+      const std::string key = next();
+      if (key.empty()) throw std::invalid_argument(flag + ": must not be empty");
+      o.api_keys.push_back(key);
+    } else if (flag == "--api-key-file") {
+      o.api_key_files.push_back(next());
+    } else if (flag == "--metrics-require-key") {
+      o.metrics_require_key = true;
+    } else if (flag == "--api-token-file") {
+      o.api_token_file = next();
     } else if (flag == "--engine") {
       o.engine = next();
     } else if (flag == "--engine-arg") {

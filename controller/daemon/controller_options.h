@@ -8,15 +8,20 @@
 namespace nibble::controller {
 
 struct ControllerOptions {
-  std::string state_dir;         // recipes/, replicas/, logs/, status/
-  std::string cache_dir;         // hf:// downloads
-  std::string host = "0.0.0.0";  // the router's OpenAI endpoint
+  std::string state_dir;           // recipes/, replicas/, logs/, status/
+  std::string cache_dir;           // hf:// downloads
+  std::string host = "127.0.0.1";  // the router's OpenAI endpoint (--host, --router-host)
   int port = 8000;
   std::string api_host = "127.0.0.1";
   int api_port = 8001;
-  std::string engine;                     // nibble-engine binary
-  std::vector<std::string> engine_args;   // added to every engine's command line
-  std::vector<std::string> recipe_files;  // applied at start-up
+  std::vector<std::string> api_keys;       // the router's client keys (--api-key)
+  std::vector<std::string> api_key_files;  // --api-key-file, one key per line
+  bool metrics_require_key = false;        // the router's /metrics needs a key too
+  std::string api_token_file;              // the controller API's token; default beyond loopback:
+                                           // <state_dir>/api-token, generated
+  std::string engine;                      // nibble-engine binary
+  std::vector<std::string> engine_args;    // added to every engine's command line
+  std::vector<std::string> recipe_files;   // applied at start-up
   std::string model_root;   // --model-root: recipes' local model paths must lie inside it
   std::string engine_user;  // --engine-user: engines run as this user (controller as root)
   std::chrono::milliseconds resync{2000};

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "controller/api/api_server.h"
+#include "controller/api/api_token.h"
 #include "controller/daemon/controller_options.h"
 #include "controller/daemon/kube_mode.h"
 #include "controller/local/local_backend.h"
@@ -161,6 +162,29 @@ int run(const controller::ControllerOptions& o) {
   router_config.host = o.host;
   router_config.port = o.port;
   router_config.hold_timeout = o.hold_timeout;
+  router_config.metrics_require_key = o.metrics_require_key;
+  controller::ApiConfig api_config{o.api_host, o.api_port};
+  try {
+    for (const std::string& key : o.api_keys) router_config.api_keys.add(key);
+    for (const std::string& file : o.api_key_files) router_config.api_keys.add_file(file);
+    // A token whenever the API is reachable beyond this machine, or when asked for.
+    std::string token_file = o.api_token_file;
+    if (token_file.empty() && !http::is_loopback_host(o.api_host))
+      token_file = controller::default_api_token_path(o.state_dir);
+    if (!token_file.empty()) {
+      api_config.tokens.add(controller::load_or_create_api_token(token_file));
+      spdlog::info("controller API: bearer token in {}", token_file);
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  }
+  if (router_config.api_keys.empty() && !http::is_loopback_host(o.host)) {
+    spdlog::warn(
+        "the OpenAI endpoint listens on {} without an API key: anyone who reaches it "
+        "can use every model (--api-key or --api-key-file; docs/security.md)",
+        o.host);
+  }
   router::Router router(routes, registry, router_config);
   if (!router.start()) return 1;
   const std::string shown_host = o.host == "0.0.0.0" || o.host == "::" ? "localhost" : o.host;
@@ -179,7 +203,7 @@ int run(const controller::ControllerOptions& o) {
                                       router.last_request(recipe)};
       });
   router.set_demand_callback([&loop](const std::string&) { loop.wake(); });
-  controller::ApiServer api({o.api_host, o.api_port}, loop, store, registry);
+  controller::ApiServer api(std::move(api_config), loop, store, registry);
   if (!api.start()) return 1;
   spdlog::info("nibble-controller: OpenAI endpoint {}, state in {}, engine {}", endpoint,
                o.state_dir, o.engine);

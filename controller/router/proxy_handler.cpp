@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "controller/router/request_scope.h"
 #include "controller/router/response_relay.h"
@@ -24,6 +25,8 @@ constexpr int kNoReplicaRetryAfterS = 5;
 constexpr int kRefusedRetryAfterS = 1;
 // A hold waits in slices so that stop() ends it promptly.
 constexpr auto kHoldSlice = 250ms;
+// While every replica fails to connect, the replicas are tried again this often.
+constexpr auto kFailoverSlice = 100ms;
 
 std::string served_names(const RouteTable& routes) {
   std::vector<std::string> names;
@@ -81,6 +84,18 @@ std::optional<RouteEntry> ProxyHandler::hold(const RouteEntry& entry) {
   }
   tracker_.end_hold(entry.recipe);
   return ready;
+}
+
+void ProxyHandler::wait_for_failover(const std::string& recipe,
+                                     std::chrono::steady_clock::time_point deadline) {
+  tracker_.begin_hold(recipe);
+  notify_demand(recipe);
+  const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kFailoverSlice);
+  while (!stopping_ && std::chrono::steady_clock::now() < slice_end) {
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        10ms, slice_end - std::chrono::steady_clock::now()));
+  }
+  tracker_.end_hold(recipe);
 }
 
 void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
@@ -148,14 +163,30 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
   bool last_refused = false;  // the last replica answered 503 rather than failing to connect
   std::string last_error;
   const int max_attempts = std::max(1, config_.max_attempts);
-  for (int attempt = 0; attempt < max_attempts && !stopping_; ++attempt) {
+  int attempts_this_round = 0;
+  // Replicas that failed to connect (an engine that died) are replaced by the controller
+  // within a resync or two: until then the request waits rather than fail with a 502.
+  const auto failover_deadline = std::chrono::steady_clock::now() + config_.failover_timeout;
+  for (int attempt = 0; !stopping_; ++attempt) {
     if (attempt > 0) {
       // Replicas may have come or gone while the last one failed.
       if (auto fresh = routes_.find_by_recipe(entry->recipe)) entry = std::move(fresh);
     }
-    std::optional<ReplicaEndpoint> replica = tracker_.acquire(*entry, tried);
-    if (!replica) break;
+    std::optional<ReplicaEndpoint> replica;
+    if (attempts_this_round < max_attempts) replica = tracker_.acquire(*entry, tried);
+    if (!replica) {
+      if (last_refused || last_error.empty() ||
+          std::chrono::steady_clock::now() >= failover_deadline ||
+          !routes_.find_by_recipe(entry->recipe)) {
+        break;
+      }
+      wait_for_failover(entry->recipe, failover_deadline);
+      tried.clear();  // a replica that failed may be back (restarted on its port)
+      attempts_this_round = 0;
+      continue;
+    }
     if (attempt > 0) metrics_.retries.labels({model}).inc();
+    ++attempts_this_round;
     tried.insert(replica->id);
     ReplicaLease lease(tracker_, entry->recipe, replica->id);
     auto call = UpstreamCall::start(*replica, req, config_.read_timeout);

@@ -3,6 +3,9 @@
 // tokenize, detokenize): read "model" from the JSON body, find its recipe, hold the request
 // while a scaled-to-zero or starting recipe gets a ready replica, send it to the least loaded
 // replica, retry on another while nothing has reached the client yet, then relay the answer.
+// When every ready replica fails to connect (an engine died and the controller has not yet
+// replaced it), the request waits up to RouterConfig::failover_timeout for a replica that
+// answers instead of failing with 502.
 // A client that leaves while the replica has not answered yet (a long non-streamed completion)
 // is noticed when the answer is written; once bytes flow, at the next write. A held request
 // whose client left is still forwarded when a replica comes (httplib gives no way to watch the
@@ -10,6 +13,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -40,6 +44,9 @@ class ProxyHandler {
   // recipe is removed, or when the router stops.
   std::optional<RouteEntry> hold(const RouteEntry& entry);
   void notify_demand(const std::string& recipe);
+  // Every replica tried failed to connect or reset before answering: wait a short slice
+  // (counted as held, the controller woken) before trying the ready replicas again.
+  void wait_for_failover(const std::string& recipe, std::chrono::steady_clock::time_point deadline);
 
   RouteTable& routes_;
   InflightTracker& tracker_;

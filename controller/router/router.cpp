@@ -1,21 +1,30 @@
 #include "controller/router/router.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "controller/router/router_error.h"
-#include "engine/server/listen_backlog.h"
-#include "metrics/exposition.h"
+#include "http/metrics_endpoint.h"
 
 namespace nibble::router {
 
 namespace {
 
-// How long the router waits for a client to send its request.
-constexpr int kClientReadTimeoutS = 60;
+http::ServerConfig http_config(const RouterConfig& c) {
+  http::ServerConfig h;
+  h.name = "router";
+  h.host = c.host;
+  h.port = c.port;
+  h.threads = c.threads;
+  h.read_timeout = c.client_read_timeout;
+  h.max_pending_connections_per_client = c.max_pending_connections_per_client;
+  h.max_body_bytes = c.max_body_bytes;
+  h.api_keys = c.api_keys;
+  h.open_paths = {"/health"};
+  if (!c.metrics_require_key) h.open_paths.push_back("/metrics");
+  return h;
+}
 
 }  // namespace
 
@@ -25,6 +34,7 @@ Router::Router(RouteTable& routes, metrics::Registry& registry, RouterConfig con
       config_(std::move(config)),
       metrics_(registry),
       proxy_(routes_, tracker_, metrics_, config_, calls_),
+      http_(http_config(config_)),
       created_(std::time(nullptr)) {
   route();
 }
@@ -34,25 +44,16 @@ Router::~Router() {
 }
 
 bool Router::start() {
-  if (serve_thread_.joinable()) return true;
-  const int port = config_.port == 0
-                       ? http_.bind_to_any_port(config_.host)
-                       : (http_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
-  if (port < 0) {
-    spdlog::error("router: cannot listen on {}:{} (address in use or not permitted)", config_.host,
-                  config_.port);
+  if (http_.running()) return true;
+  try {
+    port_ = http_.bind();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
     return false;
   }
-  port_ = port;
-  if (!server::raise_listen_backlog(port, SOMAXCONN)) {
-    spdlog::warn("router: could not raise the listen backlog on port {}", port);
-  }
-  serve_thread_ = std::thread([this] { http_.listen_after_bind(); });
-  // stop() only stops a server that is running: wait for it, so start-then-stop cannot hang.
-  for (int i = 0; i < 500 && !http_.is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  spdlog::info("router: serving the OpenAI API on {}:{}", config_.host, port_);
+  http_.start();
+  spdlog::info("router: serving the OpenAI API on {}:{}{}", config_.host, port_,
+               config_.api_keys.empty() ? " (no API key required)" : "");
   return true;
 }
 
@@ -60,7 +61,6 @@ void Router::stop() {
   proxy_.stop();
   calls_.cancel_all();
   http_.stop();
-  if (serve_thread_.joinable()) serve_thread_.join();
 }
 
 int Router::inflight(const std::string& recipe) const {
@@ -84,45 +84,12 @@ int Router::replica_inflight(const std::string& recipe, const std::string& repli
 }
 
 void Router::route() {
-  const int threads = config_.threads;
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(std::size_t(threads)); };
-  http_.set_payload_max_length(config_.max_body_bytes);
-  http_.set_read_timeout(kClientReadTimeoutS, 0);
-
-  http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // A replica's own error answer (relayed through a content provider, so no body here but a
-    // Content-Type) passes through untouched.
-    if (!res.body.empty() || res.has_header("Content-Type")) return;
-    if (res.status == 413) {
-      send_error(res, 413, "invalid_request_error",
-                 "the request body is larger than the limit of " +
-                     std::to_string(config_.max_body_bytes) + " bytes");
-    } else if (res.status == 404) {
-      send_error(res, 404, "not_found_error", "no such route: " + req.method + " " + req.path);
-    } else {
-      send_error(res, res.status, "invalid_request_error", "request failed");
-    }
-  });
-  http_.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("router: {} {}: {}", req.method, req.path, what);
-        send_error(res, 500, "internal_server_error", what);
-      });
-
-  http_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+  httplib::Server& routes = http_.routes();
+  routes.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("OK", "text/plain");
   });
-  http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(registry_.render(), metrics::kExpositionContentType);
-  });
-  http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  http::serve_metrics(routes, registry_);
+  routes.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json data = nlohmann::json::array();
     for (const RouteEntry& entry : routes_.entries()) {
       data.push_back({{"id", entry.served_model_name},
@@ -134,7 +101,7 @@ void Router::route() {
   });
   for (const char* path :
        {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/tokenize", "/detokenize"}) {
-    http_.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+    routes.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
       proxy_.handle(req, res);
     });
   }

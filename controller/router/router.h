@@ -3,6 +3,8 @@
 //   GET  /v1/models   every served name in the RouteTable, ready or not
 //   GET  /health      200 "OK" from the router itself
 //   GET  /metrics     the registry (nibble_controller_router_* among it)
+// With API keys every path but /health (and /metrics unless metrics_require_key) needs one;
+// timeouts, guards and limits are the HTTP layer's (http/server.h).
 //   POST /v1/chat/completions, /v1/completions, /v1/embeddings, /tokenize, /detokenize
 //                     to the recipe named by "model" (see proxy_handler.h)
 // The controller publishes replicas into the RouteTable and reads load back through inflight(),
@@ -22,6 +24,7 @@
 #include "controller/router/route_table.h"
 #include "controller/router/router_config.h"
 #include "controller/router/router_metrics.h"
+#include "http/server.h"
 #include "metrics/registry.h"
 
 namespace nibble::router {
@@ -36,6 +39,7 @@ class Router {
   // Binds (false + spdlog error when it cannot) and serves on a background thread.
   bool start();
   int port() const { return port_; }  // the bound port
+  std::uint64_t refused_connections() const { return http_.refused_connections(); }
   // Ends held requests and upstream calls in progress, then stops serving. Idempotent.
   void stop();
 
@@ -61,8 +65,7 @@ class Router {
   InflightTracker tracker_;
   CallRegistry calls_;
   ProxyHandler proxy_;
-  httplib::Server http_;
-  std::thread serve_thread_;
+  http::Server http_;
   int port_ = -1;
   const long long created_;  // "created" of every /v1/models entry
 };

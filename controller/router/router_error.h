@@ -1,6 +1,7 @@
 #pragma once
 // Router errors in OpenAI's error shape, so clients see the same thing whether the router or
-// an engine answered: {"error": {"message", "type", "param", "code"}}.
+// an engine answered: {"error": {"message", "type", "param", "code"}}, `code` being the given
+// code or else the status (http/api_error.h, the engine's rule).
 #include <httplib.h>
 
 #include <string>

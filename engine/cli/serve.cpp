@@ -154,7 +154,16 @@ int run_serve(const Args& args) {
   server_config.host = o.host;
   server_config.port = o.port;
   server_config.served_model_name = o.served_model_name;
-  server_config.api_key = o.api_key;
+  try {
+    for (const std::string& key : o.api_keys) server_config.api_keys.add(key);
+    for (const std::string& file : o.api_key_files) server_config.api_keys.add_file(file);
+  } catch (const std::exception& e) {
+    spdlog::error("serve: {}", e.what());
+    return 2;
+  }
+  server_config.metrics_require_key = o.metrics_require_key;
+  server_config.read_timeout = std::chrono::seconds(o.http_read_timeout);
+  server_config.max_pending_connections_per_client = o.max_pending_connections_per_client;
   server_config.max_body_bytes = std::size_t(o.max_request_body_bytes);
   server_config.http_threads = o.http_threads;
   server::OpenAiServer server(server_config, engine, tokenizer, chat_template.get(), registry);

@@ -17,6 +17,8 @@ constexpr std::array kFlags = {
     ServeFlag{"port", kRequired, kController, ""},
     ServeFlag{"served-model-name", kRequired, kController, ""},
     ServeFlag{"api-key", kRequired, kController, ""},
+    ServeFlag{"api-key-file", kRequired, kController, ""},  // a file: the controller's alone
+    ServeFlag{"metrics-require-key", kOptional, kRecipe, ""},
     ServeFlag{"max-model-len", kRequired, kRecipeField, "spec.engine.maxModelLen"},
     ServeFlag{"max-num-seqs", kRequired, kRecipeField, "spec.engine.maxNumSeqs"},
     ServeFlag{"max-num-batched-tokens", kRequired, kRecipeField, "spec.engine.maxNumBatchedTokens"},

@@ -32,7 +32,11 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
                                    --gpu-memory-utilization leaves, on the CPU 1 GiB)
   --enable-prefix-caching          reuse KV of repeated prefixes (default on)
   --no-enable-prefix-caching       turn it off
-  --api-key KEY                    require 'Authorization: Bearer KEY' on /v1 (or $NIBBLE_API_KEY)
+  --api-key KEY                    require 'Authorization: Bearer KEY' on every path but
+                                   /health, /version and /metrics (repeatable: any of them
+                                   works; or $NIBBLE_API_KEY)
+  --api-key-file FILE              API keys from a file, one per line (repeatable)
+  --metrics-require-key            require the API key on /metrics too
   --device auto|cpu|cuda           compute backend (default auto: cuda if built and present)
   --enforce-eager                  run every step eagerly: no CUDA graphs for decode steps
   --quantization nvfp4             quantize a BF16 checkpoint to NVFP4 while loading
@@ -41,6 +45,11 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --drain-timeout SECONDS          on SIGTERM, time running requests get to finish (default 30)
   --threads N                      CPU backend threads (default: all cores)
   --http-threads N                 HTTP worker threads; each open stream holds one (default 256)
+  --http-read-timeout SECONDS      drop a client silent this long while sending its request
+                                   (default 5)
+  --max-pending-connections-per-client N
+                                   connections one address may hold open before sending a
+                                   request (default: a quarter of --http-threads)
   --log-level trace|debug|info|warn|error
 )";
 
@@ -112,7 +121,13 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
       {"kv-cache-memory-bytes",
        [&](auto& f, auto& v) { o.kv_cache_memory_bytes = to_integer(f, v, 1, 1ll << 50); }},
       {"enable-prefix-caching", [&](auto& f, auto& v) { o.enable_prefix_caching = to_bool(f, v); }},
-      {"api-key", [&](auto&, auto& v) { o.api_key = v; }},
+      {"api-key",
+       [&](auto& f, auto& v) {
+         if (v.empty()) throw std::invalid_argument("--" + f + " must not be empty");
+         o.api_keys.push_back(v);
+       }},
+      {"api-key-file", [&](auto&, auto& v) { o.api_key_files.push_back(v); }},
+      {"metrics-require-key", [&](auto& f, auto& v) { o.metrics_require_key = to_bool(f, v); }},
       {"device",
        [&](auto& f, auto& v) {
          o.device = one_of(f, v, {"auto", "cpu", "cuda"});
@@ -126,6 +141,12 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
       {"drain-timeout", [&](auto& f, auto& v) { o.drain_timeout = to_number(f, v, 0, 86400); }},
       {"threads", [&](auto& f, auto& v) { o.threads = int(to_integer(f, v, 0, 1024)); }},
       {"http-threads", [&](auto& f, auto& v) { o.http_threads = int(to_integer(f, v, 1, 65536)); }},
+      {"http-read-timeout",
+       [&](auto& f, auto& v) { o.http_read_timeout = int(to_integer(f, v, 1, 3600)); }},
+      {"max-pending-connections-per-client",
+       [&](auto& f, auto& v) {
+         o.max_pending_connections_per_client = int(to_integer(f, v, 1, 65536));
+       }},
       {"log-level",
        [&](auto& f, auto& v) {
          o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"});
@@ -162,7 +183,8 @@ void apply_yaml(const std::string& path, ServeOptions& o) {
 }  // namespace
 
 bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) {
-  if (const char* key = std::getenv("NIBBLE_API_KEY")) o.api_key = key;
+  if (const char* key = std::getenv("NIBBLE_API_KEY"); key != nullptr && *key != '\0')
+    o.api_keys.push_back(key);
   // The file first, so that flags override it wherever they appear.
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--config" && i + 1 < args.size()) apply_yaml(args[i + 1], o);
@@ -196,6 +218,10 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     if (name == "config") continue;  // read above, before every other flag
     if (name == "no-enable-prefix-caching") {
       o.enable_prefix_caching = false;
+      continue;
+    }
+    if (name == "metrics-require-key" && !has_value) {
+      o.metrics_require_key = true;
       continue;
     }
     if (name == "enable-prefix-caching" && !has_value) {

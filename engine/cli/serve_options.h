@@ -20,15 +20,19 @@ struct ServeOptions {
   std::string kv_cache_dtype = "auto";     // auto | bf16 | fp8
   std::int64_t kv_cache_memory_bytes = 0;  // 0: GPU from utilization; CPU 1 GiB
   bool enable_prefix_caching = true;
-  std::string api_key;          // also $NIBBLE_API_KEY
-  std::string device = "auto";  // auto | cpu | cuda
-  bool enforce_eager = false;   // no CUDA graphs for decode steps
-  std::string quantization;     // "" | nvfp4 (quantize a BF16 checkpoint at load)
+  std::vector<std::string> api_keys;       // --api-key (repeatable), also $NIBBLE_API_KEY
+  std::vector<std::string> api_key_files;  // --api-key-file: one key per line
+  bool metrics_require_key = false;        // /metrics needs a key too
+  std::string device = "auto";             // auto | cpu | cuda
+  bool enforce_eager = false;              // no CUDA graphs for decode steps
+  std::string quantization;                // "" | nvfp4 (quantize a BF16 checkpoint at load)
   int max_queue_len = 1024;
   std::int64_t max_request_body_bytes = 32ll << 20;
   double drain_timeout = 30;  // seconds
   int threads = 0;            // CPU backend threads, 0 = all cores
   int http_threads = 256;
+  int http_read_timeout = 5;                   // seconds
+  int max_pending_connections_per_client = 0;  // 0: a quarter of --http-threads
   std::string log_level = "info";
 };
 

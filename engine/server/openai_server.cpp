@@ -2,18 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include <sys/socket.h>
-
 #include <ctime>
 #include <map>
 
 #include "engine/server/api_error.h"
 #include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
-#include "engine/server/listen_backlog.h"
+#include "http/client_connection.h"
+#include "http/metrics_endpoint.h"
 #include "engine/server/structured_output_request.h"
 #include "engine/structured/structured_error.h"
-#include "metrics/exposition.h"
 
 namespace nibble::server {
 // A validated request of either endpoint, tokenized and ready for the engine.
@@ -35,14 +33,36 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+// How often a non-streamed request checks that its client is still connected.
+constexpr auto kDisconnectPoll = 100ms;
+
+using http::send_error;
+using http::send_json;
+
+http::ServerConfig http_config(const ServerConfig& c) {
+  http::ServerConfig h;
+  h.name = "engine";
+  h.host = c.host;
+  h.port = c.port;
+  h.threads = c.http_threads;
+  h.read_timeout = c.read_timeout;
+  h.max_pending_connections_per_client = c.max_pending_connections_per_client;
+  h.max_body_bytes = c.max_body_bytes;
+  h.api_keys = c.api_keys;
+  h.open_paths = {"/health", "/version"};
+  if (!c.metrics_require_key) h.open_paths.push_back("/metrics");
+  return h;
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  if (e.status() == 503) res.set_header("Retry-After", "1");
-  send_json(res, e.status(), e.body());
+// The prompt limit of generation requests. /tokenize is bounded by the body limit only:
+// nibble-bench tokenizes its whole corpus in one call to cut prompts of exact lengths.
+void check_prompt_length(std::size_t tokens, int limit, const std::string& param) {
+  if (tokens >= std::size_t(limit)) {
+    throw invalid_request("This model's maximum context length is " + std::to_string(limit) +
+                              " tokens. However, your prompt has " + std::to_string(tokens) +
+                              " tokens. Please reduce the length of the prompt.",
+                          param);
+  }
 }
 
 json parse_body(const httplib::Request& req) {
@@ -105,6 +125,7 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       registry_(registry),
+      http_(http_config(config_)),
       created_(std::time(nullptr)),
       structured_requests_(registry.counter("nibble_structured_output_requests_total",
                                             "Requests with a structured output, by kind "
@@ -160,78 +181,25 @@ std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_c
 }
 
 int OpenAiServer::bind() {
-  const int port = config_.port == 0
-                       ? http_.bind_to_any_port(config_.host)
-                       : (http_.bind_to_port(config_.host, config_.port) ? config_.port : -1);
-  if (port < 0) {
-    throw std::runtime_error("cannot listen on " + config_.host + ":" +
-                             std::to_string(config_.port) + " (address in use or not permitted)");
-  }
-  if (!raise_listen_backlog(port, SOMAXCONN)) {
-    spdlog::warn(
-        "could not raise the listen backlog on port {}; bursts of connections may be reset", port);
-  }
-  return port;
+  return http_.bind();
 }
 
 void OpenAiServer::listen() {
-  http_.listen_after_bind();
+  http_.listen();
 }
 
 void OpenAiServer::route() {
-  const int threads = config_.http_threads;
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(std::size_t(threads)); };
-  http_.set_payload_max_length(config_.max_body_bytes);
-  http_.set_read_timeout(60, 0);
-
-  http_.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413) {
-      send_json(res, 413,
-                error_body(413, "invalid_request_error",
-                           "the request body is larger than the limit of " +
-                               std::to_string(config_.max_body_bytes) + " bytes"));
-    } else if (res.status == 404) {
-      send_json(res, 404, error_body(404, "not_found_error", "no such route"));
-    } else {
-      send_json(res, res.status, error_body(res.status, "invalid_request_error", "request failed"));
-    }
-  });
-  http_.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("{} {}: {}", req.method, req.path, what);
-        send_json(res, 500, error_body(500, "internal_server_error", what));
-      });
-  http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (config_.api_key.empty() || !req.path.starts_with("/v1/")) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    if (req.get_header_value("Authorization") != "Bearer " + config_.api_key) {
-      send_error(res, unauthorized());
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
-  http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  httplib::Server& routes = http_.routes();
+  routes.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const bool healthy = ready_ && engine_.accepting();
     res.status = healthy ? 200 : 503;
     res.set_content(healthy ? "ok" : (ready_ ? "draining" : "loading"), "text/plain");
   });
-  http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(registry_.render(), metrics::kExpositionContentType);
-  });
-  http_.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+  http::serve_metrics(routes, registry_);
+  routes.Get("/version", [](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"version", NIBBLE_VERSION}});
   });
-  http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  routes.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     json model = {{"id", config_.served_model_name},
                   {"object", "model"},
                   {"created", created_},
@@ -240,13 +208,13 @@ void OpenAiServer::route() {
                   {"max_model_len", engine_.max_tokens_per_sequence()}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
   });
-  http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  routes.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     completions(req, res);
   });
-  http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  routes.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     chat_completions(req, res);
   });
-  http_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  routes.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       const json body = parse_body(req);
       std::vector<int> ids;
@@ -275,7 +243,7 @@ void OpenAiServer::route() {
       send_error(res, invalid_request(e.what()));
     }
   });
-  http_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  routes.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       const json body = parse_body(req);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
@@ -360,12 +328,8 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   const int limit = engine.max_tokens_per_sequence();
   const int prompt_len = int(request.prompt.size());
   if (prompt_len == 0) throw invalid_request("the prompt is empty", "prompt");
-  if (prompt_len >= limit) {
-    throw invalid_request("This model's maximum context length is " + std::to_string(limit) +
-                              " tokens. However, your prompt has " + std::to_string(prompt_len) +
-                              " tokens. Please reduce the length of the prompt.",
-                          request.endpoint == Endpoint::kChat ? "messages" : "prompt");
-  }
+  check_prompt_length(request.prompt.size(), limit,
+                      request.endpoint == Endpoint::kChat ? "messages" : "prompt");
   runtime::SamplingParams& params = request.params;
   if (!request.max_tokens_given && request.endpoint == Endpoint::kChat) {
     params.max_tokens = limit - prompt_len;
@@ -406,7 +370,14 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
     std::vector<json> entries(std::size_t(n), params.logprobs >= 0 ? json::array() : json(nullptr));
     std::vector<std::string> finish(static_cast<std::size_t>(n));
     while (!session->done()) {
-      for (ChoiceDelta& d : session->poll(1s)) {
+      // Nothing is written until the end, so only the socket tells that the client left:
+      // stop generating for it (finish reason abort), as a stream's failed write does.
+      if (http::client_disconnected()) {
+        session->cancel();
+        spdlog::info("request {}: the client closed the connection; aborted", request.id);
+        return;
+      }
+      for (ChoiceDelta& d : session->poll(kDisconnectPoll)) {
         text[std::size_t(d.index)] += d.text;
         if (d.logprobs.is_array()) {
           for (json& e : d.logprobs) entries[std::size_t(d.index)].push_back(std::move(e));

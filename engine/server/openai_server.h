@@ -2,7 +2,9 @@
 // The OpenAI-compatible HTTP API in front of one EngineLoop:
 //   GET  /v1/models, /health, /metrics, /version
 //   POST /v1/completions, /v1/chat/completions (JSON or SSE streams), /tokenize, /detokenize
-// HTTP threads parse, tokenize and stream; the engine thread does everything else.
+// HTTP threads parse, tokenize and stream; the engine thread does everything else. With API
+// keys, every path but /health, /version and /metrics needs one (/metrics too with
+// metrics_require_key); timeouts, guards and limits are the HTTP layer's (http/server.h).
 #include <httplib.h>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "engine/server/openai_request.h"
 #include "engine/structured/grammar_cache.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "http/server.h"
 #include "metrics/registry.h"
 
 namespace nibble::server {
@@ -26,9 +29,12 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string served_model_name;
-  std::string api_key;                     // empty: no authentication
-  std::size_t max_body_bytes = 32u << 20;  // larger bodies get 413
-  int http_threads = 256;                  // each open stream holds one
+  http::ApiKeys api_keys;                      // empty: no authentication
+  bool metrics_require_key = false;            // else /metrics stays open for Prometheus
+  std::size_t max_body_bytes = 32u << 20;      // larger bodies get 413
+  int http_threads = 256;                      // each open stream holds one
+  std::chrono::seconds read_timeout{5};        // a client silent this long mid-request is dropped
+  int max_pending_connections_per_client = 0;  // 0: a quarter of http_threads
   RequestLimits limits;
   structured::StructuredOptions structured;  // grammar limits and caches (structured outputs)
   // Tool-call markup for tool_choice "required"/named: "hermes", "llama3_json"; empty: hermes
@@ -47,6 +53,7 @@ class OpenAiServer {
   int bind();
   void listen();  // blocks until stop()
   void stop() { http_.stop(); }
+  std::uint64_t refused_connections() const { return http_.refused_connections(); }
   // /health answers 200 only when ready (model loaded) and the engine accepts work.
   void set_ready(bool ready) { ready_ = ready; }
 
@@ -66,7 +73,7 @@ class OpenAiServer {
   const tokenizer::Tokenizer& tokenizer_;
   const chat::ChatTemplate* chat_template_;
   metrics::Registry& registry_;
-  httplib::Server http_;
+  http::Server http_;
   std::atomic<bool> ready_{false};
   std::atomic<std::uint64_t> next_request_id_{0};
   std::int64_t created_ = 0;

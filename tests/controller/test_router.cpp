@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -18,6 +19,7 @@
 #include "controller/router/router.h"
 #include "metrics/registry.h"
 #include "tests/support/external_tool.h"
+#include "tests/support/slow_clients.h"
 #include "tests/support/temp_dir.h"
 
 namespace nibble::router {
@@ -76,10 +78,12 @@ class FakeUpstream {
   }
   ~FakeUpstream() {
     server_.stop();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
 
   ReplicaEndpoint endpoint() const { return {.id = name_, .port = port_}; }
+  // The replica dies: its port refuses connections from now on.
+  void kill() { server_.stop(); }
   std::atomic<int> hits{0};
 
  private:
@@ -630,6 +634,110 @@ TEST_F(RouterTest, MetricsCountRequestsByModelAndCode) {
   char buffer[256];
   while (std::fgets(buffer, sizeof buffer, out)) report += buffer;
   EXPECT_EQ(pclose(out), 0) << report;
+}
+
+}  // namespace
+}  // namespace nibble::router
+
+namespace nibble::router {
+namespace {
+
+TEST_F(RouterTest, ApiKeysGuardModelRoutesButNotHealthOrMetrics) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("r", "m", {a.endpoint()}));
+  RouterConfig config = test_config();
+  config.api_keys = http::ApiKeys({"router-key"});
+  start(config);
+
+  auto missing = chat("m");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 401);
+  EXPECT_EQ(json::parse(missing->body)["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(client().Get("/v1/models")->status, 401);
+  EXPECT_EQ(a.hits, 0);
+  const std::string body = R"({"model":"m","messages":[]})";
+  auto ok = client().Post("/v1/chat/completions", {{"Authorization", "bearer router-key"}}, body,
+                          "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(client().Get("/health")->status, 200);
+  EXPECT_EQ(client().Get("/metrics")->status, 200);
+}
+
+TEST_F(RouterTest, RouterErrorsCarryTheStatusAsCodeLikeTheEngine) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("r", "m", {a.endpoint()}));
+  start();
+  auto bad = client().Post("/v1/chat/completions", "{not json", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(json::parse(bad->body)["error"]["code"], 400);
+  auto text = client().Post("/v1/chat/completions", R"({"model":"m"})", "text/plain");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 415);
+  EXPECT_EQ(a.hits, 0);
+}
+
+TEST_F(RouterTest, SlowlorisOfTwiceTheWorkersLeavesHealthAnswering) {
+  RouterConfig config = test_config();
+  config.threads = 4;
+  start(config);
+  nibble::testing::SlowClients slow(router_->port(), 8);
+  ASSERT_EQ(slow.connected(), 8);
+  std::this_thread::sleep_for(200ms);
+  const auto health = nibble::testing::timed_get(router_->port(), "/health", 2000ms);
+  EXPECT_EQ(health.status, 200);
+  EXPECT_LT(health.took, 2000ms);
+}
+
+TEST_F(RouterTest, AReplicaDyingWhileRequestsFlowCausesNo502) {
+  FakeUpstream first("first-0");
+  FakeUpstream replacement("second-0");
+  routes_.publish(entry("r", "m", {first.endpoint()}));
+  start();
+
+  std::atomic<bool> stop{false};
+  std::mutex statuses_mutex;
+  std::vector<int> statuses;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      while (!stop) {
+        auto res = chat("m");
+        std::lock_guard lock(statuses_mutex);
+        statuses.push_back(res ? res->status : -1);
+      }
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  first.kill();  // the engine dies; the controller notices and replaces it a little later
+  std::this_thread::sleep_for(500ms);
+  routes_.publish(entry("r", "m", {replacement.endpoint()}));
+  std::this_thread::sleep_for(300ms);
+  stop = true;
+  for (std::thread& c : clients) c.join();
+
+  std::map<int, int> by_status;
+  for (int s : statuses) ++by_status[s];
+  EXPECT_EQ(by_status.size(), 1u) << "statuses: " << json(by_status).dump();
+  EXPECT_GT(by_status[200], 0);
+  EXPECT_GT(replacement.hits, 0);
+  // The last answers' leases end just after their bytes reached the clients.
+  EXPECT_TRUE(eventually([&] { return router_->inflight("r") == 0; }, 2s));
+}
+
+TEST_F(RouterTest, FailoverWaitIsBoundedThen502) {
+  const ReplicaEndpoint dead{.id = "dead-0", .port = testing::pick_free_port()};
+  routes_.publish(entry("r", "m", {dead}));
+  RouterConfig config = test_config();
+  config.failover_timeout = 1s;
+  start(config);
+  const auto start_time = Clock::now();
+  auto res = chat("m");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 502);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], 502);
+  EXPECT_GE(Clock::now() - start_time, 900ms);
+  EXPECT_LT(Clock::now() - start_time, 3s);
 }
 
 }  // namespace

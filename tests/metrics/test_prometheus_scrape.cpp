@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "metrics/http_endpoint.h"
+#include "http/metrics_endpoint.h"
 #include "metrics/registry.h"
 #include "tests/metrics/sample_registry.h"
 #include "tests/support/child_process.h"
@@ -46,7 +46,7 @@ TEST(PrometheusScrape, SeriesAndValuesArrive) {
   testing::fill_sample_registry(registry);
 
   httplib::Server server;
-  serve_metrics(server, registry);
+  http::serve_metrics(server, registry);
   const int metrics_port = server.bind_to_any_port("127.0.0.1");
   ASSERT_GT(metrics_port, 0);
   std::jthread server_thread([&] { server.listen_after_bind(); });

@@ -26,6 +26,8 @@ struct HarnessOptions {
   int max_num_seqs = 16;
   int max_model_len = 256;
   std::string api_key;
+  bool metrics_require_key = false;
+  int http_threads = 32;
   std::size_t max_body_bytes = 1 << 20;
   std::chrono::microseconds step_delay{0};
 };
@@ -48,9 +50,10 @@ class ServerHarness {
     server_config.host = "127.0.0.1";
     server_config.port = 0;
     server_config.served_model_name = "byte-model";
-    server_config.api_key = o.api_key;
+    if (!o.api_key.empty()) server_config.api_keys.add(o.api_key);
+    server_config.metrics_require_key = o.metrics_require_key;
     server_config.max_body_bytes = o.max_body_bytes;
-    server_config.http_threads = 32;
+    server_config.http_threads = o.http_threads;
     server =
         std::make_unique<OpenAiServer>(server_config, *engine, tokenizer, &chat_template, registry);
     port = server->bind();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tests/server/server_harness.h"
+#include "tests/support/slow_clients.h"
 
 namespace nibble::server {
 namespace {
@@ -220,6 +221,83 @@ TEST(OpenAiServer, ApiKeyIsRequiredOnV1Routes) {
                 ->status,
             200);
   EXPECT_EQ(c.Get("/health")->status, 200);  // probes need no key
+}
+
+TEST(OpenAiServer, ApiKeyProtectsTokenizeAndDetokenizeAndAcceptsAnySchemeCase) {
+  ServerHarness h({.api_key = "sekret"});
+  auto c = h.client();
+  for (const char* path : {"/tokenize", "/detokenize"}) {
+    auto res = c.Post(path, R"({"prompt":"a","tokens":[98]})", "application/json");
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 401) << path;
+    EXPECT_EQ(json::parse(res->body)["error"]["code"], "invalid_api_key");
+  }
+  httplib::Headers lower = {{"Authorization", "bearer sekret"}};
+  auto tokens = c.Post("/tokenize", lower, R"({"prompt":"ab"})", "application/json");
+  ASSERT_TRUE(tokens);
+  EXPECT_EQ(tokens->status, 200) << tokens->body;
+  EXPECT_EQ(json::parse(tokens->body)["count"], 2);
+  EXPECT_EQ(c.Post("/v1/completions", lower, R"({"prompt":"a","max_tokens":1})", "application/json")
+                ->status,
+            200);
+  EXPECT_EQ(c.Get("/metrics")->status, 200);  // Prometheus scrapes without a key by default
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);
+
+  ServerHarness guarded({.api_key = "sekret", .metrics_require_key = true});
+  auto g = guarded.client();
+  EXPECT_EQ(g.Get("/metrics")->status, 401);
+  EXPECT_EQ(g.Get("/metrics", lower)->status, 200);
+  EXPECT_EQ(g.Get("/health")->status, 200);
+}
+
+TEST(OpenAiServer, TokenizeHasTheBodyLimitAndWritesNeedJson) {
+  ServerHarness h({.max_body_bytes = 4096});
+  auto c = h.client();
+  auto big =
+      c.Post("/tokenize", json{{"prompt", std::string(5000, 'x')}}.dump(), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  auto text = c.Post("/v1/completions", R"({"prompt":"a"})", "text/plain");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 415);
+  auto foreign = c.Post("/v1/completions", {{"Origin", "http://evil.example"}}, R"({"prompt":"a"})",
+                        "application/json");
+  EXPECT_EQ(foreign->status, 403);
+}
+
+TEST(OpenAiServer, SlowlorisOfTwiceTheWorkersLeavesHealthAnswering) {
+  ServerHarness h({.http_threads = 4});
+  nibble::testing::SlowClients slow(h.port, 8);
+  ASSERT_EQ(slow.connected(), 8);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto health = nibble::testing::timed_get(h.port, "/health", std::chrono::seconds(2));
+  EXPECT_EQ(health.status, 200);
+  EXPECT_LT(health.took, std::chrono::seconds(2));
+}
+
+TEST(OpenAiServer, NonStreamedClientDisconnectAbortsWithinASecond) {
+  ServerHarness h({.step_delay = std::chrono::milliseconds(5)});
+  {
+    auto c = h.client();
+    c.set_read_timeout(0, 300'000);  // the client gives up after 0.3 s
+    auto res = c.Post("/v1/completions",
+                      json{{"prompt", "a"}, {"max_tokens", 200}, {"ignore_eos", true}}.dump(),
+                      "application/json");
+    EXPECT_FALSE(res);
+  }
+  const auto left = std::chrono::steady_clock::now();
+  const std::string aborted =
+      "nibble_requests_total{model_name=\"byte-model\",finished_reason=\"abort\"} 1";
+  std::string metrics;
+  while (std::chrono::steady_clock::now() - left < std::chrono::seconds(3)) {
+    metrics = h.registry.render();
+    if (metrics.find(aborted) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - left, std::chrono::seconds(1)) << metrics;
+  EXPECT_NE(metrics.find(aborted), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("finished_reason=\"length\"} 1"), std::string::npos);
+  EXPECT_LT(h.runner.steps.load(), 150) << "the engine kept generating for a client that left";
 }
 
 TEST(OpenAiServer, FullQueueAnswers503WithRetryAfter) {

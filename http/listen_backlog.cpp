@@ -1,4 +1,4 @@
-#include "engine/server/listen_backlog.h"
+#include "http/listen_backlog.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-namespace nibble::server {
+namespace nibble::http {
 
 bool raise_listen_backlog(int port, int backlog) {
   bool raised = false;
@@ -33,4 +33,4 @@ bool raise_listen_backlog(int port, int backlog) {
   return raised;
 }
 
-}  // namespace nibble::server
+}  // namespace nibble::http

@@ -1,9 +1,9 @@
-#include "engine/server/api_error.h"
+#include "http/api_error.h"
 
-namespace nibble::server {
+namespace nibble::http {
 
 nlohmann::json error_body(int status, const std::string& type, const std::string& message) {
-  return {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
+  return ApiError(status, type, message).body();
 }
 
 nlohmann::json ApiError::body() const {
@@ -32,4 +32,15 @@ ApiError service_unavailable(const std::string& message) {
   return ApiError(503, "service_unavailable", message);
 }
 
-}  // namespace nibble::server
+void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& error, int retry_after_s) {
+  if (error.status() == 503) res.set_header("Retry-After", std::to_string(retry_after_s));
+  send_json(res, error.status(), error.body());
+}
+
+}  // namespace nibble::http

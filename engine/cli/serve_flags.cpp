@@ -36,6 +36,8 @@ constexpr std::array kFlags = {
     ServeFlag{"drain-timeout", kRequired, kRecipe, ""},
     ServeFlag{"threads", kRequired, kRecipe, ""},
     ServeFlag{"http-threads", kRequired, kRecipe, ""},
+    ServeFlag{"http-read-timeout", kRequired, kRecipe, ""},
+    ServeFlag{"max-pending-connections-per-client", kRequired, kRecipe, ""},
     ServeFlag{"log-level", kRequired, kRecipe, ""},
 };
 

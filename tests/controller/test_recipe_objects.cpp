@@ -77,7 +77,7 @@ TEST(RecipeObjects, DeploymentLabelsSelectorReplicasAndRollout) {
 TEST(RecipeObjects, EngineRunsExactlyTheFlagsLocalModeRuns) {
   const recipe::ModelRecipe r = parse(
       "  engine:\n    maxModelLen: 8192\n    kvCacheDtype: fp8\n    enablePrefixCaching: "
-      "false\n    extraArgs: [\"--enable-thinking\"]\n");
+      "false\n    extraArgs: [\"--max-queue-len\", \"64\"]\n");
   RenderOptions options;
   options.extra_engine_args = {"--log-level", "debug"};
   const RecipeObjects o = recipe_objects(r, "h", 1, {}, options);
@@ -89,9 +89,9 @@ TEST(RecipeObjects, EngineRunsExactlyTheFlagsLocalModeRuns) {
   EXPECT_EQ(engine(o)["args"].get<std::vector<std::string>>(), expected);
   // Spot checks that the shared builder carried the recipe's settings.
   const std::string args = engine(o)["args"].dump();
-  for (const char* flag :
-       {"\"--served-model-name\",\"qwen\"", "\"--max-model-len\",\"8192\"",
-        "\"--kv-cache-dtype\",\"fp8\"", "\"--no-enable-prefix-caching\"", "\"--enable-thinking\""})
+  for (const char* flag : {"\"--served-model-name\",\"qwen\"", "\"--max-model-len\",\"8192\"",
+                           "\"--kv-cache-dtype\",\"fp8\"", "\"--no-enable-prefix-caching\"",
+                           "\"--max-queue-len\",\"64\""})
     EXPECT_NE(args.find(flag), std::string::npos) << flag << " in " << args;
   EXPECT_EQ(engine(o)["ports"][0],
             json({{"name", "http"}, {"containerPort", 8000}, {"protocol", "TCP"}}));

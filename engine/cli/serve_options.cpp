@@ -39,6 +39,15 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --threads N                      CPU backend threads (default: all cores)
   --http-threads N                 HTTP worker threads; each open stream holds one (default 256)
   --log-level trace|debug|info|warn|error
+  --tool-call-parser hermes|llama3_json|mistral
+                                   how tool calls look in the model's output (default: the
+                                   format the chat template shows, if any)
+  --enable-auto-tool-choice        parse tool calls for tool_choice "auto" (the default when
+                                   tools are sent); without it such requests get 400, as in vLLM
+  --exclude-tools-when-tool-choice-none
+                                   do not render 'tools' into the prompt for tool_choice "none"
+  --reasoning-parser qwen3|deepseek_r1
+                                   return the model's thinking as reasoning_content
 )";
 
 namespace {
@@ -122,6 +131,18 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
       {"drain-timeout", [&](auto& f, auto& v) { o.drain_timeout = to_number(f, v, 0, 86400); }},
       {"threads", [&](auto& f, auto& v) { o.threads = int(to_integer(f, v, 0, 1024)); }},
       {"http-threads", [&](auto& f, auto& v) { o.http_threads = int(to_integer(f, v, 1, 65536)); }},
+      {"tool-call-parser",
+       [&](auto& f, auto& v) {
+         o.tool_call_parser = one_of(f, v, {"hermes", "llama3_json", "mistral"});
+       }},
+      {"enable-auto-tool-choice",
+       [&](auto& f, auto& v) { o.enable_auto_tool_choice = to_bool(f, v); }},
+      {"exclude-tools-when-tool-choice-none",
+       [&](auto& f, auto& v) { o.exclude_tools_when_tool_choice_none = to_bool(f, v); }},
+      {"reasoning-parser",
+       [&](auto& f, auto& v) {
+         o.reasoning_parser = one_of(f, v, {"qwen3", "deepseek_r1"});
+       }},
       {"log-level",
        [&](auto& f, auto& v) {
          o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"});
@@ -195,6 +216,11 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     auto it = setters.find(name);
     if (it == setters.end())
       throw std::invalid_argument("unknown option --" + name + " (see --help)");
+    if (!has_value &&
+        (name == "enable-auto-tool-choice" || name == "exclude-tools-when-tool-choice-none")) {
+      it->second(name, "true");  // switches: present means on
+      continue;
+    }
     if (!has_value) {
       if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
       value = args[++i];

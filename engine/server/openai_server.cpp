@@ -10,6 +10,7 @@
 #include "engine/server/api_error.h"
 #include "engine/server/generation_session.h"
 #include "engine/server/listen_backlog.h"
+#include "engine/server/tool_call_metrics.h"
 #include "metrics/exposition.h"
 
 namespace nibble::server {
@@ -24,6 +25,7 @@ struct PreparedRequest {
   bool max_tokens_given = false;
   bool stream = false;
   bool include_usage = false;
+  std::shared_ptr<const ChatOutputPlan> chat_output;  // chat: how its text is parsed
 };
 
 namespace {
@@ -73,6 +75,7 @@ struct StreamState {
   PreparedRequest request;
   std::int64_t created = 0;
   std::unique_ptr<GenerationSession> session;
+  std::vector<ChatChoiceOutput> chat_outputs;  // chat: one per choice
   bool started = false;
   bool finished = false;
 };
@@ -101,7 +104,8 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       registry_(registry),
-      created_(std::time(nullptr)) {
+      created_(std::time(nullptr)),
+      tool_metrics_(std::make_shared<ToolCallMetrics>(registry, config_.served_model_name)) {
   route();
 }
 
@@ -268,6 +272,16 @@ bool write_stream_events(StreamState& state, httplib::DataSink& sink) {
   }
   for (ChoiceDelta& d : session.poll(100ms)) {
     if (d.text.empty() && !d.finish_reason && !d.logprobs.is_array()) continue;
+    if (r.endpoint == Endpoint::kChat) {
+      for (json& choice :
+           chat_stream_choices(state.chat_outputs[std::size_t(d.index)], d.index, d.text,
+                               d.finish_reason, format_logprobs(r.endpoint, d.logprobs))) {
+        json chunk = chunk_envelope(r, state.created);
+        chunk["choices"].push_back(std::move(choice));
+        if (!write_event(sink, chunk)) return false;  // the client went away
+      }
+      continue;
+    }
     json chunk = chunk_envelope(r, state.created);
     json choice = {{"index", d.index},
                    {"logprobs", format_logprobs(r.endpoint, d.logprobs)},
@@ -338,9 +352,14 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
     case runtime::SubmitStatus::kInvalid:
       throw invalid_request(submitted.message, "prompt");
   }
-  auto session =
-      std::make_unique<GenerationSession>(tokenizer, request.endpoint, params, prompt_len, channel);
+  auto session = std::make_unique<GenerationSession>(
+      tokenizer, request.endpoint, params, prompt_len, channel,
+      !request.chat_output || request.chat_output->skip_special_tokens);
   const std::int64_t created = std::time(nullptr);
+  std::vector<ChatChoiceOutput> chat_outputs;
+  for (int i = 0; request.chat_output && i < std::max(1, params.n); ++i) {
+    chat_outputs.emplace_back(*request.chat_output);
+  }
 
   if (!request.stream) {
     const int n = std::max(1, params.n);
@@ -366,7 +385,10 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
                      {"logprobs", format_logprobs(request.endpoint, entries[std::size_t(i)])},
                      {"finish_reason", finish[std::size_t(i)]}};
       if (request.endpoint == Endpoint::kChat) {
-        choice["message"] = {{"role", "assistant"}, {"content", text[std::size_t(i)]}};
+        ChatChoiceOutput& output = chat_outputs[std::size_t(i)];
+        output.append(text[std::size_t(i)]);
+        choice["message"] = output.message();
+        choice["finish_reason"] = output.finish_reason(finish[std::size_t(i)]);
       } else {
         choice["text"] = request.echo_text + text[std::size_t(i)];
       }
@@ -387,6 +409,7 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   state->request = std::move(request);
   state->created = created;
   state->session = std::move(session);
+  state->chat_outputs = std::move(chat_outputs);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -454,7 +477,11 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     }
     chat::ChatRequest chat;
     chat.messages = parsed.messages;
-    chat.tools = parsed.tools;
+    parse_tool_call_arguments(chat.messages);
+    // vLLM renders the tools even for tool_choice "none" unless told not to.
+    const bool hide_tools = config_.chat_output.exclude_tools_when_tool_choice_none &&
+                            parsed.tool_use.choice == ToolChoice::kNone;
+    chat.tools = hide_tools ? nlohmann::json(nullptr) : parsed.tools;
     chat.add_generation_prompt = parsed.add_generation_prompt;
     chat.extra = parsed.template_kwargs;
     std::string prompt;
@@ -466,6 +493,8 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     }
     // The template already holds the special tokens (as transformers' apply_chat_template).
     r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
+    r.chat_output = std::make_shared<const ChatOutputPlan>(
+        plan_chat_output(config_.chat_output, parsed.tool_use, prompt, tool_metrics_));
     run_generation(std::move(r), engine_, tokenizer_, res);
   } catch (const ApiError& e) {
     send_error(res, e);

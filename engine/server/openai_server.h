@@ -11,6 +11,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/runtime/engine_loop.h"
+#include "engine/server/chat_output.h"
 #include "engine/server/openai_request.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "metrics/registry.h"
@@ -28,6 +29,7 @@ struct ServerConfig {
   std::size_t max_body_bytes = 32u << 20;  // larger bodies get 413
   int http_threads = 256;                  // each open stream holds one
   RequestLimits limits;
+  ChatOutputConfig chat_output;  // tool-call and reasoning parsing
 };
 
 class OpenAiServer {
@@ -60,6 +62,7 @@ class OpenAiServer {
   std::atomic<bool> ready_{false};
   std::atomic<std::uint64_t> next_request_id_{0};
   std::int64_t created_ = 0;
+  std::shared_ptr<ToolCallMetrics> tool_metrics_;
 };
 
 }  // namespace nibble::server

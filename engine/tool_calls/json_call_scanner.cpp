@@ -17,9 +17,12 @@ bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-// A complete JSON string literal (quotes included) → its text; the scanner has checked it.
-std::string decode_string(std::string_view literal) {
-  return nlohmann::json::parse(literal).get<std::string>();
+// A complete JSON string literal (quotes included) → its text; nullopt where the syntax the
+// scanner checked still does not decode (a lone UTF-16 surrogate escape, invalid UTF-8).
+std::optional<std::string> decode_string(std::string_view literal) {
+  const nlohmann::json j = nlohmann::json::parse(literal, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_string()) return std::nullopt;
+  return j.get<std::string>();
 }
 
 }  // namespace
@@ -162,12 +165,15 @@ JsonCallScanner::Status JsonCallScanner::end_value(std::size_t end) {
     Call& call = calls_.back();
     if (role_ == Role::kName) {
       call.name = decode_string(token_);
+      if (!call.name) return fail("a name that does not decode");
     } else {
       call.arguments_end = end;
       call.arguments_complete = true;
       if (call.arguments_is_string) {
-        call.decoded_arguments = decode_string(
+        const auto decoded = decode_string(
             std::string_view(raw_).substr(call.arguments_begin, end - call.arguments_begin));
+        if (!decoded) return fail("arguments that do not decode");
+        call.decoded_arguments = *decoded;
       }
     }
     role_ = Role::kNone;
@@ -216,7 +222,11 @@ JsonCallScanner::Status JsonCallScanner::lex(char c, std::size_t pos) {
       } else if (c == '"') {
         lex_ = Lex::kNone;
         if (!string_is_key_) return end_value(pos + 1);
-        if (in_call_frame()) key_ = decode_string(token_);
+        if (in_call_frame()) {
+          const auto key = decode_string(token_);
+          if (!key) return fail("a key that does not decode");
+          key_ = *key;
+        }
         stack_.back().expect = Expect::kColon;
       } else if (static_cast<unsigned char>(c) < 0x20) {
         return fail("a control character inside a string");

@@ -13,6 +13,11 @@ add_library(nibble::httplib INTERFACE IMPORTED)
 target_link_libraries(nibble::httplib INTERFACE PkgConfig::HTTPLIB OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
 add_library(nibble::pcre2 ALIAS PkgConfig::PCRE2)
 
+# prometheus-cpp: the core library only (metric types, registry, text serializer); its civetweb
+# exposer (pull) and push gateway are not used: /metrics is served by the project's HTTP layer.
+find_package(prometheus-cpp REQUIRED COMPONENTS core)  # Debian 12: 1.0.1, no version file
+add_library(nibble::prometheus ALIAS prometheus-cpp::core)
+
 if(TARGET yaml-cpp::yaml-cpp)
   add_library(nibble::yaml ALIAS yaml-cpp::yaml-cpp)
 else()

@@ -1,7 +1,9 @@
 #include "metrics/exposition.h"
 
-#include <charconv>
-#include <cmath>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <sstream>
 
 namespace nibble::metrics {
 
@@ -19,48 +21,16 @@ std::string escape_help(std::string_view help) {
   return out;
 }
 
-std::string escape_label_value(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
+std::string serialize_text(std::vector<prometheus::MetricFamily> families) {
+  std::sort(families.begin(), families.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (prometheus::MetricFamily& family : families) {
+    std::sort(family.metric.begin(), family.metric.end(),
+              [](const auto& a, const auto& b) { return a.label < b.label; });
   }
-  return out;
-}
-
-std::string format_value(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  (void)ec;  // 64 bytes always hold the shortest round-trip form of a double
-  return std::string(buf, end);
-}
-
-void append_sample(std::string& out, std::string_view name, const LabelPairs& labels,
-                   double value) {
-  out += name;
-  if (!labels.empty()) {
-    out += '{';
-    for (std::size_t i = 0; i < labels.size(); ++i) {
-      if (i > 0) out += ',';
-      out += labels[i].first;
-      out += "=\"";
-      out += escape_label_value(labels[i].second);
-      out += '"';
-    }
-    out += '}';
-  }
-  out += ' ';
-  out += format_value(value);
-  out += '\n';
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return std::move(out).str();
 }
 
 }  // namespace nibble::metrics

@@ -1,22 +1,23 @@
 #pragma once
-// A metric family: one name, help text and label names, with one child metric per
-// distinct set of label values. Children are created on first use under the family's
-// lock and never move, so callers keep the reference and update it lock-free.
+// A metric family: one name, help text and label names, with one child metric per distinct
+// set of label values. Families are created by Registry, which checks the naming rules first.
+// Children are created on first use under the family's lock and never move, so callers keep
+// the reference and update it without a lookup.
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/metric_family.h>
+
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "metrics/counter.h"
 #include "metrics/gauge.h"
-#include "metrics/histogram.h"
+#include "metrics/names.h"
 
 namespace nibble::metrics {
-
-enum class MetricType { kCounter, kGauge, kHistogram };
-const char* metric_type_name(MetricType type);
 
 class FamilyBase {
  public:
@@ -29,11 +30,15 @@ class FamilyBase {
   const std::string& help() const { return help_; }
   const std::vector<std::string>& label_names() const { return label_names_; }
 
-  // Appends this family in the text exposition format; nothing if it has no children.
-  virtual void render(std::string& out) const = 0;
+  // Puts each series' labels of `collected` (this family, as prometheus-cpp collected it, labels
+  // sorted by name) back in the order of label_names(), so the exposition reads as declared
+  // (model_name first, as vLLM's does) and stays what it was before prometheus-cpp.
+  void order_labels(prometheus::MetricFamily& collected) const;
 
  protected:
-  void check_label_values(const std::vector<std::string>& values) const;
+  // The label set of a child, pairing label_names() with these values; throws MetricsError
+  // when the number of values differs.
+  prometheus::Labels label_set(const std::vector<std::string>& values) const;
 
  private:
   MetricType type_;
@@ -42,57 +47,33 @@ class FamilyBase {
   std::vector<std::string> label_names_;
 };
 
-template <typename Metric>
-class Family : public FamilyBase {
+// Counter and gauge families: the prometheus-cpp family owns the metrics (and renders them);
+// this keeps one handle per child, so labels() on a known child allocates nothing.
+template <typename Metric, typename PrometheusMetric>
+class HandleFamily : public FamilyBase {
  public:
-  using FamilyBase::FamilyBase;
+  HandleFamily(MetricType type, std::string name, std::string help,
+               std::vector<std::string> label_names, prometheus::Family<PrometheusMetric>& family)
+      : FamilyBase(type, std::move(name), std::move(help), std::move(label_names)),
+        family_(family) {}
 
   // The child for these label values, in the order of label_names(); created if new.
   Metric& labels(const std::vector<std::string>& values) {
-    check_label_values(values);
     std::lock_guard lock(mutex_);
     auto it = children_.find(values);
-    if (it == children_.end()) it = children_.emplace(values, make_child()).first;
-    return *it->second;
+    if (it == children_.end()) {
+      it = children_.try_emplace(values, family_.Add(label_set(values))).first;
+    }
+    return it->second;
   }
-
-  void render(std::string& out) const override;
-
- protected:
-  // Histograms need their bucket bounds, so HistogramFamily overrides this.
-  virtual std::unique_ptr<Metric> make_child() const {
-    if constexpr (std::is_default_constructible_v<Metric>)
-      return std::make_unique<Metric>();
-    else
-      return nullptr;
-  }
-
-  mutable std::mutex mutex_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;
-};
-
-// Rendering differs per metric type; defined in family.cpp.
-template <>
-void Family<Counter>::render(std::string& out) const;
-template <>
-void Family<Gauge>::render(std::string& out) const;
-template <>
-void Family<Histogram>::render(std::string& out) const;
-
-using CounterFamily = Family<Counter>;
-using GaugeFamily = Family<Gauge>;
-
-class HistogramFamily : public Family<Histogram> {
- public:
-  HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names,
-                  std::vector<double> upper_bounds);
-  const std::vector<double>& upper_bounds() const { return upper_bounds_; }
 
  private:
-  std::unique_ptr<Histogram> make_child() const override {
-    return std::make_unique<Histogram>(upper_bounds_);
-  }
-  std::vector<double> upper_bounds_;
+  prometheus::Family<PrometheusMetric>& family_;
+  std::mutex mutex_;
+  std::map<std::vector<std::string>, Metric> children_;
 };
+
+using CounterFamily = HandleFamily<Counter, prometheus::Counter>;
+using GaugeFamily = HandleFamily<Gauge, prometheus::Gauge>;
 
 }  // namespace nibble::metrics

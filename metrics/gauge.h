@@ -1,23 +1,21 @@
 #pragma once
-// A value that goes up and down (Prometheus gauge). All operations are lock-free.
-#include <atomic>
+// A value that goes up and down (Prometheus gauge): a handle on a prometheus::Gauge owned by
+// the registry. All operations are lock-free.
+#include <prometheus/gauge.h>
 
 namespace nibble::metrics {
 
 class Gauge {
  public:
-  void set(double value) { value_.store(value, std::memory_order_relaxed); }
-  void inc(double amount = 1.0) { add(amount); }
-  void dec(double amount = 1.0) { add(-amount); }
-  double value() const { return value_.load(std::memory_order_relaxed); }
+  explicit Gauge(prometheus::Gauge& gauge) : gauge_(gauge) {}
+
+  void set(double value) { gauge_.Set(value); }
+  void inc(double amount = 1.0) { gauge_.Increment(amount); }
+  void dec(double amount = 1.0) { gauge_.Decrement(amount); }
+  double value() const { return gauge_.Value(); }
 
  private:
-  void add(double delta) {
-    double current = value_.load(std::memory_order_relaxed);
-    while (!value_.compare_exchange_weak(current, current + delta, std::memory_order_relaxed)) {
-    }
-  }
-  std::atomic<double> value_{0.0};
+  prometheus::Gauge& gauge_;
 };
 
 }  // namespace nibble::metrics

@@ -1,8 +1,26 @@
 #include "metrics/registry.h"
 
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+#include "metrics/exposition.h"
 #include "metrics/metrics_error.h"
 
 namespace nibble::metrics {
+namespace {
+
+// Validates the family, registers it with prometheus-cpp through `build` and wraps it.
+template <typename Family, typename Builder>
+std::unique_ptr<Family> make_handle_family(MetricType type, Builder build,
+                                           prometheus::Registry& registry, const std::string& name,
+                                           const std::string& help,
+                                           std::vector<std::string> label_names) {
+  check_family(type, name, help, label_names);
+  auto& family = build().Name(name).Help(escape_help(help)).Register(registry);
+  return std::make_unique<Family>(type, name, help, std::move(label_names), family);
+}
+
+}  // namespace
 
 FamilyBase* Registry::find_compatible(const std::string& name, MetricType type,
                                       const std::string& help,
@@ -24,8 +42,8 @@ CounterFamily& Registry::counter(const std::string& name, const std::string& hel
   if (auto* found = find_compatible(name, MetricType::kCounter, help, label_names)) {
     return static_cast<CounterFamily&>(*found);
   }
-  auto family =
-      std::make_unique<CounterFamily>(MetricType::kCounter, name, help, std::move(label_names));
+  auto family = make_handle_family<CounterFamily>(MetricType::kCounter, prometheus::BuildCounter,
+                                                  registry_, name, help, std::move(label_names));
   auto& ref = *family;
   families_.emplace(name, std::move(family));
   if (ref.label_names().empty()) ref.labels({});  // an unlabelled metric is exposed from the start
@@ -38,8 +56,8 @@ GaugeFamily& Registry::gauge(const std::string& name, const std::string& help,
   if (auto* found = find_compatible(name, MetricType::kGauge, help, label_names)) {
     return static_cast<GaugeFamily&>(*found);
   }
-  auto family =
-      std::make_unique<GaugeFamily>(MetricType::kGauge, name, help, std::move(label_names));
+  auto family = make_handle_family<GaugeFamily>(MetricType::kGauge, prometheus::BuildGauge,
+                                                registry_, name, help, std::move(label_names));
   auto& ref = *family;
   families_.emplace(name, std::move(family));
   if (ref.label_names().empty()) ref.labels({});
@@ -57,19 +75,35 @@ HistogramFamily& Registry::histogram(const std::string& name, const std::string&
     }
     return existing;
   }
+  check_family(MetricType::kHistogram, name, help, label_names);
+  check_bucket_bounds(upper_bounds);
   auto family = std::make_unique<HistogramFamily>(name, help, std::move(label_names),
                                                   std::move(upper_bounds));
   auto& ref = *family;
   families_.emplace(name, std::move(family));
+  histograms_.push_back(&ref);
   if (ref.label_names().empty()) ref.labels({});
   return ref;
 }
 
-std::string Registry::render() const {
+std::vector<prometheus::MetricFamily> Registry::collect() const {
   std::lock_guard lock(mutex_);
-  std::string out;
-  for (const auto& [name, family] : families_) family->render(out);
-  return out;
+  std::vector<prometheus::MetricFamily> families = registry_.Collect();
+  for (const HistogramFamily* histogram : histograms_) {
+    for (prometheus::MetricFamily& family : histogram->Collect()) {
+      families.push_back(std::move(family));
+    }
+  }
+  for (prometheus::MetricFamily& family : families) {
+    if (auto it = families_.find(family.name); it != families_.end()) {
+      it->second->order_labels(family);
+    }
+  }
+  return families;
+}
+
+std::string Registry::render() const {
+  return serialize_text(collect());
 }
 
 Registry& default_registry() {

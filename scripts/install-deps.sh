@@ -6,9 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format prometheus
+  clang-format prometheus unzip
 )
 # Oracles that may already come from elsewhere (a newer Node, a Python with its own modules):
 # ask Debian for them only when the command or module is missing.

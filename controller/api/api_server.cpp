@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/api/log_tail.h"
+#include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "metrics/http_endpoint.h"
 
@@ -140,13 +141,19 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
   json details = json::array();
   std::vector<recipe::ParseResult> parsed;
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    parsed.push_back(recipe::parse_model_recipe(docs[i]));
+    parsed.push_back(store_.validate(docs[i]));  // the recipe, and the controller's rules
     for (const recipe::FieldError& e : parsed.back().errors) {
       details.push_back({{"document", i},
                          {"name", parsed.back().recipe.name},
                          {"field", e.field},
                          {"message", e.message}});
     }
+  }
+  for (const recipe::DuplicateName& d : recipe::duplicate_names(parsed)) {
+    details.push_back({{"document", d.document},
+                       {"name", d.name},
+                       {"field", "metadata.name"},
+                       {"message", d.message()}});
   }
   if (!details.empty()) {
     std::string message = "invalid ModelRecipe:";

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "controller/cli/input_text.h"
 #include "controller/cli/recipe_printer.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/yaml_documents.h"
@@ -79,19 +80,6 @@ CommonArgs parse_args(const std::vector<std::string>& args) {
     if (!a.error.empty()) break;
   }
   return a;
-}
-
-bool read_input(const std::string& path, std::string& out) {
-  std::stringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path);
-    if (!in) return false;
-    text << in.rdbuf();
-  }
-  out = text.str();
-  return true;
 }
 
 httplib::Client client_for(const std::string& url) {

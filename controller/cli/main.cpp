@@ -6,10 +6,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
 #include "controller/cli/controller_commands.h"
+#include "controller/cli/render_command.h"
+#include "controller/kube/render_flags.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/recipe_yaml.h"
 #include "controller/recipe/spark_vllm_import.h"
@@ -39,6 +42,9 @@ commands (local):
   import FILE     convert a spark-vllm-docker recipe to a ModelRecipe (YAML on stdout;
                   dropped vLLM flags listed on stderr)
   validate FILE   check a ModelRecipe; prints every problem with its field
+  render -f FILE [--namespace NS] [--engine-image IMAGE] [-o yaml|json] ...
+                  print the Kubernetes objects (Deployment, Service) the controller
+                  applies for each recipe; `nibble render --help` lists the flags
   pull hf://org/name[@revision] [CACHE_DIR]
                   download the files serving needs into CACHE_DIR (default
                   $NIBBLE_CACHE or ~/.cache/nibble), resuming interrupted files;
@@ -146,6 +152,13 @@ int main(int argc, char** argv) {
     return run_pull(argv[2], argc == 4 ? argv[3] : "");
   }
   const std::vector<std::string> rest(argv + 2, argv + argc);
+  if (command == "render") {
+    if (argc == 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
+      std::printf("%s%s", nibble::cli::render_usage(), nibble::kube::render_flags_usage());
+      return 0;
+    }
+    return nibble::cli::run_render(rest, std::cout, std::cerr);
+  }
   if (command == "apply") return nibble::cli::run_apply(rest);
   if (command == "get") return nibble::cli::run_get(rest);
   if (command == "describe") return nibble::cli::run_describe(rest);

@@ -69,12 +69,27 @@ OpenAI-compatible endpoint for all of them.
   --api-port PORT            controller API port (default 8001)
   --engine PATH              nibble-engine binary (default: next to this one, else PATH)
   --engine-arg ARG           add ARG to every engine's command line (repeatable)
+  --model-root DIR           recipes' local model paths (file:// and plain) must resolve
+                             inside DIR, symlinks and .. followed; others are refused
+  --engine-user NAME         run engines as this user (a controller running as root
+                             drops their uid, gid and groups to it; NAME or a uid)
   --resync-seconds S         seconds between reconcile passes (default 2)
   --drain-timeout S          SIGTERM, then SIGKILL after S seconds (default 30)
   --hold-timeout S           how long a request waits for a replica to start (default 120)
   --keep-engines-on-exit     leave engines running on SIGTERM/SIGINT (the next controller
                              adopts them); by default they are drained and stopped
+  --log-retention-hours H    delete logs of engines that are gone once H hours old
+                             (default 168, 0: no age limit); checked at start and every 10 min
+  --log-retention-mib M      and the oldest of them while all engine logs exceed M MiB
+                             (default 100, 0: no size limit); running engines' logs are kept
   --log-level LEVEL          trace|debug|info|warn|error (default info)
+  --backend local|kubernetes engines as processes here (default) or, with kubernetes,
+                             ModelRecipe resources reconciled into Deployments on a cluster
+  --kubeconfig FILE          kubernetes: the kubeconfig (default $KUBECONFIG, in-cluster,
+                             then ~/.kube/config)
+  --namespace NS             kubernetes: the namespace watched (default the context's/pod's)
+  --leader-elect             kubernetes: only the holder of a Lease reconciles
+  --engine-image IMAGE       kubernetes: the engine image of the Deployments
   -h, --help                 this text
 )";
 
@@ -116,6 +131,12 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.engine = next();
     } else if (flag == "--engine-arg") {
       o.engine_args.push_back(next());
+    } else if (flag == "--model-root") {
+      o.model_root = next();
+      if (o.model_root.empty()) throw std::invalid_argument(flag + ": expected a directory");
+    } else if (flag == "--engine-user") {
+      o.engine_user = next();
+      if (o.engine_user.empty()) throw std::invalid_argument(flag + ": expected a user name");
     } else if (flag == "--resync-seconds") {
       const std::string v = next();
       char* end = nullptr;
@@ -129,12 +150,28 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.hold_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
     } else if (flag == "--keep-engines-on-exit") {
       o.keep_engines_on_exit = true;
+    } else if (flag == "--log-retention-hours") {
+      o.log_retention_hours = to_int(flag, next(), 0, 24 * 3650);
+    } else if (flag == "--log-retention-mib") {
+      o.log_retention_mib = to_int(flag, next(), 0, 1 << 20);
     } else if (flag == "--log-level") {
       o.log_level = next();
       if (o.log_level != "trace" && o.log_level != "debug" && o.log_level != "info" &&
           o.log_level != "warn" && o.log_level != "error")
         throw std::invalid_argument(flag + ": expected trace|debug|info|warn|error, got '" +
                                     o.log_level + "'");
+    } else if (flag == "--backend") {
+      o.backend = next();
+      if (o.backend != "local" && o.backend != "kubernetes")
+        throw std::invalid_argument(flag + ": expected local|kubernetes, got '" + o.backend + "'");
+    } else if (flag == "--kubeconfig") {
+      o.kubeconfig = next();
+    } else if (flag == "--namespace") {
+      o.namespace_name = next();
+    } else if (flag == "--leader-elect") {
+      o.leader_elect = true;
+    } else if (flag == "--engine-image") {
+      o.engine_image = next();
     } else {
       throw std::invalid_argument("unknown option '" + args[i] + "' (see --help)");
     }

@@ -17,11 +17,22 @@ struct ControllerOptions {
   std::string engine;                     // nibble-engine binary
   std::vector<std::string> engine_args;   // added to every engine's command line
   std::vector<std::string> recipe_files;  // applied at start-up
+  std::string model_root;   // --model-root: recipes' local model paths must lie inside it
+  std::string engine_user;  // --engine-user: engines run as this user (controller as root)
   std::chrono::milliseconds resync{2000};
   std::chrono::seconds drain_timeout{30};
   std::chrono::seconds hold_timeout{120};
   bool keep_engines_on_exit = false;
+  // Logs of engines that are gone: kept this long and within this total (0: no limit).
+  int log_retention_hours = 24 * 7;
+  int log_retention_mib = 100;
   std::string log_level = "info";
+  // --backend kubernetes: recipes are ModelRecipe resources, engines Deployments.
+  std::string backend = "local";  // local | kubernetes
+  std::string kubeconfig;         // "" : $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string namespace_name;     // "" : the kubeconfig context's or the pod's namespace
+  bool leader_elect = false;
+  std::string engine_image;  // "" : recipe_objects' default
 };
 
 // Returns false when --help or --version was handled (printed). Throws std::invalid_argument.

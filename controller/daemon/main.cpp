@@ -15,9 +15,12 @@
 
 #include "controller/api/api_server.h"
 #include "controller/daemon/controller_options.h"
+#include "controller/daemon/kube_mode.h"
 #include "controller/local/local_backend.h"
+#include "controller/local/log_retention.h"
 #include "controller/loop/controller_loop.h"
 #include "controller/loop/model_resolver.h"
+#include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "controller/router/router.h"
 #include "controller/store/recipe_store.h"
@@ -47,6 +50,7 @@ bool lock_state_dir(const fs::path& dir) {
 // Validates every recipe of every -f file before storing any.
 bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStore& store) {
   std::vector<std::string> docs;
+  std::vector<recipe::ParseResult> parsed_docs;
   bool ok = true;
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -58,13 +62,18 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
     std::stringstream text;
     text << in.rdbuf();
     for (std::string& doc : recipe::split_yaml_documents(text.str())) {
-      const recipe::ParseResult parsed = recipe::parse_model_recipe(doc);
+      const recipe::ParseResult parsed = store.validate(doc);
       if (!parsed.ok()) {
         spdlog::error("{}: invalid ModelRecipe:\n{}", file, parsed.error_text());
         ok = false;
       }
+      parsed_docs.push_back(parsed);
       docs.push_back(std::move(doc));
     }
+  }
+  for (const recipe::DuplicateName& d : recipe::duplicate_names(parsed_docs)) {
+    spdlog::error("-f files: metadata.name: {}", d.message());
+    ok = false;
   }
   if (!ok) return false;
   for (const std::string& doc : docs) {
@@ -74,6 +83,34 @@ bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStor
                  : r.change == store::Change::kConfigured ? "configured"
                                                           : "unchanged");
   }
+  return true;
+}
+
+// --engine-user NAME: the account engines drop to. False (logged) when it cannot be used.
+bool resolve_engine_user(const std::string& name, std::optional<local::EngineUser>& user) {
+  if (name.empty()) {
+    if (geteuid() == 0) {
+      spdlog::warn(
+          "running as root: engines run as root too; pass --engine-user NAME to run them as an "
+          "unprivileged user");
+    }
+    return true;
+  }
+  try {
+    user = local::lookup_engine_user(name);
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("{}", e.what());
+    return false;
+  }
+  if (geteuid() == 0) return true;
+  if (user->uid != geteuid()) {
+    spdlog::error(
+        "--engine-user {}: only a controller running as root can run engines as "
+        "another user",
+        name);
+    return false;
+  }
+  user.reset();  // already that user: nothing to drop (and no right to call setgroups)
   return true;
 }
 
@@ -94,11 +131,29 @@ int run(const controller::ControllerOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  store::RecipeStore store(o.state_dir);
+  if (!o.model_root.empty() && !fs::is_directory(o.model_root, ec)) {
+    spdlog::error("--model-root {}: not a directory", o.model_root);
+    return 2;
+  }
+  std::optional<local::EngineUser> engine_user;
+  if (!resolve_engine_user(o.engine_user, engine_user)) return 2;
+  store::RecipeStore store(o.state_dir, o.model_root);
   if (!apply_recipe_files(o.recipe_files, store)) return 2;
 
-  local::LocalBackend backend({o.engine, o.state_dir, o.drain_timeout, o.engine_args});
-  backend.adopt_running();
+  // One reconcile loop; the backend decides where engines run.
+  std::unique_ptr<controller::KubeMode> kube;
+  std::unique_ptr<local::LocalBackend> local_backend;
+  if (o.backend == "kubernetes") {
+    kube = std::make_unique<controller::KubeMode>(o, store);
+  } else {
+    local_backend = std::make_unique<local::LocalBackend>(
+        local::LocalBackendConfig{o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
+    local_backend->adopt_running();
+  }
+  reconcile::ReplicaBackend& backend = kube ? kube->backend() : *local_backend;
+  local::LogPruner log_pruner(o.state_dir, {std::chrono::hours(o.log_retention_hours),
+                                            static_cast<std::uintmax_t>(o.log_retention_mib) << 20,
+                                            std::chrono::minutes(10)});
   controller::ModelResolver models(o.cache_dir, source::download_options_from_env());
   metrics::Registry registry;
   router::RouteTable routes;
@@ -111,12 +166,18 @@ int run(const controller::ControllerOptions& o) {
   const std::string shown_host = o.host == "0.0.0.0" || o.host == "::" ? "localhost" : o.host;
   const std::string endpoint = "http://" + shown_host + ":" + std::to_string(router.port()) + "/v1";
 
-  controller::ControllerLoop loop({o.state_dir, o.resync, endpoint}, store, backend, models, routes,
-                                  registry, [&router](const std::string& recipe) {
-                                    return controller::RouterLoad{router.inflight(recipe),
-                                                                  router.held(recipe),
-                                                                  router.last_request(recipe)};
-                                  });
+  controller::ControllerLoopConfig loop_config{o.state_dir, o.resync, endpoint};
+  if (kube) {
+    loop_config.resolve_models = false;  // the engine pods fetch their weights
+    loop_config.status_changed = [&kube](const controller::RecipeStatus& s) {
+      kube->status_changed(s);
+    };
+  }
+  controller::ControllerLoop loop(
+      loop_config, store, backend, models, routes, registry, [&router](const std::string& recipe) {
+        return controller::RouterLoad{router.inflight(recipe), router.held(recipe),
+                                      router.last_request(recipe)};
+      });
   router.set_demand_callback([&loop](const std::string&) { loop.wake(); });
   controller::ApiServer api({o.api_host, o.api_port}, loop, store, registry);
   if (!api.start()) return 1;
@@ -124,12 +185,26 @@ int run(const controller::ControllerOptions& o) {
                o.state_dir, o.engine);
 
   std::atomic<bool> stop{false};
-  std::thread reconciler([&] { loop.run(stop); });
+  std::thread reconciler;
+  if (kube) {
+    spdlog::info("nibble-controller: Kubernetes backend, namespace {}{}", kube->namespace_name(),
+                 o.leader_elect ? ", leader election on" : "");
+    kube->start([&loop](const std::atomic<bool>& leading_stop) { loop.run(leading_stop); },
+                [&loop] { loop.wake(); });
+  } else {
+    reconciler = std::thread([&] { loop.run(stop); });
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   stop = true;
   loop.wake();
+  if (kube) {
+    kube->stop();  // stops the loop, gives the Lease up; the engines stay with their Deployments
+    api.stop();
+    router.stop();
+    return 0;
+  }
   reconciler.join();
   api.stop();
   if (o.keep_engines_on_exit) {
@@ -139,7 +214,7 @@ int run(const controller::ControllerOptions& o) {
         "adopts them");
   } else {
     // Engines drain their in-flight requests while the router still streams them.
-    backend.stop_all(o.drain_timeout);
+    local_backend->stop_all(o.drain_timeout);
     router.stop();
   }
   return 0;

@@ -2,13 +2,16 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -34,6 +37,7 @@ std::unique_ptr<EngineProcess> EngineProcess::start(const EngineLaunch& launch, 
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string log = launch.log_file.string();
+  const std::optional<EngineUser>& user = launch.user;
 
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
@@ -43,6 +47,17 @@ std::unique_ptr<EngineProcess> EngineProcess::start(const EngineLaunch& launch, 
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
+    }
+    if (user) {
+      // The log stays the engine's to write; then groups and gid first, as only root may
+      // change them, and the uid last. Any failure ends the child: never run as root by mistake.
+      if ((fd >= 0 && fchown(fd, user->uid, user->gid) != 0) ||
+          setgroups(user->groups.size(), user->groups.data()) != 0 || setgid(user->gid) != 0 ||
+          setuid(user->uid) != 0 || (user->uid != 0 && setuid(0) == 0)) {
+        dprintf(STDERR_FILENO, "nibble-controller: cannot run the engine as %s: %s\n",
+                user->name.c_str(), std::strerror(errno));
+        _exit(126);
+      }
     }
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
@@ -55,6 +70,28 @@ std::unique_ptr<EngineProcess> EngineProcess::start(const EngineLaunch& launch, 
     _exit(127);
   }
   return std::unique_ptr<EngineProcess>(new EngineProcess(pid, port, false));
+}
+
+EngineUser lookup_engine_user(const std::string& name) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found);
+  if (found == nullptr && !name.empty() &&
+      name.find_first_not_of("0123456789") == std::string::npos && name.size() < 10) {
+    getpwuid_r(uid_t(std::stoul(name)), &entry, buffer.data(), buffer.size(), &found);
+  }
+  if (found == nullptr)
+    throw std::invalid_argument("--engine-user: no user '" + name + "' in the user database");
+  EngineUser user{found->pw_name, found->pw_uid, found->pw_gid, {}};
+  int count = 64;
+  user.groups.resize(std::size_t(count));
+  if (getgrouplist(found->pw_name, found->pw_gid, user.groups.data(), &count) < 0) {
+    user.groups.resize(std::size_t(count));  // count now holds the number needed
+    getgrouplist(found->pw_name, found->pw_gid, user.groups.data(), &count);
+  }
+  user.groups.resize(std::size_t(std::max(count, 0)));
+  return user;
 }
 
 std::unique_ptr<EngineProcess> EngineProcess::adopt(pid_t pid, int port) {

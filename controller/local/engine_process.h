@@ -1,9 +1,9 @@
 #pragma once
 // One `nibble-engine serve` child of the controller: started in its own session (so a
-// controller restart does not take it down and signals reach all of it), output appended to a
-// log file, readiness from GET /health. A process the controller did not start itself (found
-// in the state directory after a restart) is adopted: it can be probed and signalled, and its
-// exit is seen when the pid stops existing.
+// controller restart does not take it down and signals reach all of it), optionally as an
+// unprivileged user, output appended to a log file, readiness from GET /health. A process the
+// controller did not start itself (found in the state directory after a restart) is adopted: it can
+// be probed and signalled, and its exit is seen when the pid stops existing.
 #include <sys/types.h>
 
 #include <chrono>
@@ -15,10 +15,25 @@
 
 namespace nibble::local {
 
+// The unprivileged account engines run as when the controller runs as root (--engine-user).
+// Looked up once, in the controller: the child between fork and exec may not use the user
+// database.
+struct EngineUser {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups from the group database
+};
+// NAME or a numeric uid; throws std::invalid_argument naming it when there is no such user.
+EngineUser lookup_engine_user(const std::string& name);
+
 struct EngineLaunch {
   std::string binary;              // nibble-engine
   std::vector<std::string> args;   // after the binary: serve --model ... --port N ...
   std::filesystem::path log_file;  // stdout and stderr, appended
+  // Set: the child gives the log file to this user, then drops to its groups, gid and uid
+  // (setgroups, setgid, setuid) before exec, and exits with 126 if it cannot.
+  std::optional<EngineUser> user;
 };
 
 class EngineProcess {

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "controller/recipe/recipe_parse.h"
+#include "controller/reconcile/engine_command.h"
 
 namespace nibble::local {
 namespace {
@@ -85,7 +85,18 @@ void LocalBackend::adopt_running() {
   }
 }
 
-std::vector<reconcile::ObservedReplica> LocalBackend::observe(const std::string& recipe,
+void LocalBackend::record_exit(Replica& r, int status) {
+  r.last_error = describe_exit(status);
+  reconcile::ReplicaExit exit{
+      r.id, "replica " + r.id + " " + r.last_error + " (log: " + r.log_file.string() + ")",
+      std::chrono::system_clock::now()};
+  spdlog::warn("{}", exit.description);
+  std::deque<reconcile::ReplicaExit>& exits = exits_by_recipe_[r.recipe];
+  exits.push_back(std::move(exit));
+  while (exits.size() > config_.exits_kept) exits.pop_front();
+}
+
+std::vector<reconcile::ObservedReplica> LocalBackend::refresh(const std::string& recipe,
                                                               reconcile::Clock::time_point now) {
   std::vector<reconcile::ObservedReplica> out;
   for (auto it = replicas_.begin(); it != replicas_.end();) {
@@ -95,35 +106,41 @@ std::vector<reconcile::ObservedReplica> LocalBackend::observe(const std::string&
       continue;
     }
     const std::optional<int> exit = r.process->exit_status();
-    if (r.phase == ReplicaPhase::kDraining) {
-      if (exit) {  // drained: gone
-        spdlog::info("replica {} stopped ({})", r.id, describe_exit(*exit));
-        remove_record(r);
-        it = replicas_.erase(it);
-        continue;
-      }
-      if (now >= r.drain_deadline) {
-        spdlog::warn("replica {} did not drain within {} s: SIGKILL", r.id,
-                     config_.drain_timeout.count());
-        r.process->kill();
-      }
-    } else if (exit && r.phase != ReplicaPhase::kExited) {
-      // A ready stretch long enough resets the back-off; otherwise the failures add up.
-      const bool stable =
-          r.phase == ReplicaPhase::kReady && now - r.since >= backoff_.reset_after_ready;
-      r.consecutive_failures = stable ? 1 : r.consecutive_failures + 1;
-      last_exit_by_recipe_[recipe] =
-          "replica " + r.id + " " + describe_exit(*exit) + " (log: " + r.log_file.string() + ")";
-      spdlog::warn("{}", last_exit_by_recipe_[recipe]);
-      r.phase = ReplicaPhase::kExited;
-      r.since = now;
-    } else if (r.phase == ReplicaPhase::kStarting && r.process->healthy()) {
-      spdlog::info("replica {} of {} is ready on port {}", r.id, recipe, r.process->port());
-      r.phase = ReplicaPhase::kReady;
-      r.since = now;
-    } else if (r.phase == ReplicaPhase::kReady && !r.process->healthy()) {
-      r.phase = ReplicaPhase::kStarting;  // draining on its own or stuck: not routable
-      r.since = now;
+    switch (r.phase) {
+      case ReplicaPhase::kDraining:
+        if (exit) {  // drained: gone
+          spdlog::info("replica {} stopped ({})", r.id, describe_exit(*exit));
+          remove_record(r);
+          it = replicas_.erase(it);
+          continue;
+        }
+        if (now >= r.drain_deadline) {
+          spdlog::warn("replica {} did not drain within {} s: SIGKILL", r.id,
+                       config_.drain_timeout.count());
+          r.process->kill();
+        }
+        break;
+      case ReplicaPhase::kExited:
+        break;
+      case ReplicaPhase::kStarting:
+      case ReplicaPhase::kReady:
+        if (exit) {
+          // A ready stretch long enough resets the back-off; otherwise the failures add up.
+          const bool stable =
+              r.phase == ReplicaPhase::kReady && now - r.since >= backoff_.reset_after_ready;
+          r.consecutive_failures = stable ? 1 : r.consecutive_failures + 1;
+          record_exit(r, *exit);
+          r.phase = ReplicaPhase::kExited;
+          r.since = now;
+        } else if (r.phase == ReplicaPhase::kStarting && r.process->healthy()) {
+          spdlog::info("replica {} of {} is ready on port {}", r.id, recipe, r.process->port());
+          r.phase = ReplicaPhase::kReady;
+          r.since = now;
+        } else if (r.phase == ReplicaPhase::kReady && !r.process->healthy()) {
+          r.phase = ReplicaPhase::kStarting;  // draining on its own or stuck: not routable
+          r.since = now;
+        }
+        break;
     }
     out.push_back({r.id, r.spec_hash, r.phase, r.since, r.consecutive_failures});
     ++it;
@@ -131,84 +148,119 @@ std::vector<reconcile::ObservedReplica> LocalBackend::observe(const std::string&
   return out;
 }
 
-void LocalBackend::apply(const recipe::ModelRecipe& recipe, const std::string& spec_hash,
-                         const fs::path& model_dir, const reconcile::Action& action,
-                         reconcile::Clock::time_point now) {
-  switch (action.kind) {
-    case reconcile::ActionKind::kStart: {
-      Replica r;
-      r.id = new_replica_id(recipe.name);
-      r.recipe = recipe.name;
-      r.spec_hash = spec_hash;
-      r.log_file = config_.state_dir / "logs" / (r.id + ".log");
-      const int port = pick_free_port();
-      EngineLaunch launch{config_.engine_binary,
-                          {"serve", "--model", model_dir.string(), "--host", "127.0.0.1", "--port",
-                           std::to_string(port)},
-                          r.log_file};
-      for (const std::string& a : recipe::engine_args(recipe)) launch.args.push_back(a);
-      for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
-      r.process = EngineProcess::start(launch, port);
-      r.since = now;
-      r.consecutive_failures = failures_by_recipe_[recipe.name];
-      write_record(r);
-      spdlog::info("started replica {} of {} (pid {}, port {}): {}", r.id, recipe.name,
-                   r.process->pid(), port, action.reason);
-      replicas_.emplace(r.id, std::move(r));
-      break;
-    }
-    case reconcile::ActionKind::kDrain: {
-      auto it = replicas_.find(action.replica_id);
-      if (it == replicas_.end()) return;
-      it->second.phase = ReplicaPhase::kDraining;
-      it->second.drain_deadline = now + config_.drain_timeout;
-      it->second.process->terminate();
-      spdlog::info("draining replica {}: {}", action.replica_id, action.reason);
-      break;
-    }
-    case reconcile::ActionKind::kRemoveExited: {
-      auto it = replicas_.find(action.replica_id);
-      if (it == replicas_.end()) return;
-      failures_by_recipe_[it->second.recipe] = it->second.consecutive_failures;
-      remove_record(it->second);
-      replicas_.erase(it);
-      break;
-    }
-  }
+reconcile::RecipeObservation LocalBackend::sync(const reconcile::DesiredState& desired,
+                                                reconcile::Clock::time_point now) {
+  const std::string& name = desired.recipe.name;
+  const auto observed = refresh(name, now);
+  const reconcile::Plan plan = reconcile::plan_replicas(
+      {name, desired.revision, desired.replicas, false}, observed, now, backoff_);
+  const int restarted = carry_out(plan, &desired, now);
+  reconcile::RecipeObservation out = observation(name, plan);
+  out.restarted = restarted;
+  return out;
 }
 
-std::vector<ReadyEndpoint> LocalBackend::ready_endpoints(const std::string& recipe) const {
-  std::vector<ReadyEndpoint> out;
-  for (const auto& [id, r] : replicas_) {
-    if (r.recipe == recipe && r.phase == ReplicaPhase::kReady)
-      out.push_back({id, r.process->port()});
+reconcile::RecipeObservation LocalBackend::drain(const std::string& recipe,
+                                                 reconcile::Clock::time_point now) {
+  const auto observed = refresh(recipe, now);
+  const reconcile::Plan plan =
+      reconcile::plan_replicas({recipe, "", 0, true}, observed, now, backoff_);
+  carry_out(plan, nullptr, now);
+  reconcile::RecipeObservation out = observation(recipe, plan);
+  if (out.replicas.empty()) {  // all gone: nothing to remember
+    failures_by_recipe_.erase(recipe);
+    exits_by_recipe_.erase(recipe);
   }
   return out;
 }
 
-std::vector<ReplicaInfo> LocalBackend::replicas(const std::string& recipe) const {
-  std::vector<ReplicaInfo> out;
+int LocalBackend::carry_out(const reconcile::Plan& plan, const reconcile::DesiredState* desired,
+                            reconcile::Clock::time_point now) {
+  int restarted = 0;
+  for (const reconcile::Action& action : plan.actions) {
+    switch (action.kind) {
+      case reconcile::ActionKind::kStart:
+        if (desired != nullptr && !desired->hold_starts) start(*desired, action.reason, now);
+        break;
+      case reconcile::ActionKind::kDrain: {
+        auto it = replicas_.find(action.replica_id);
+        if (it == replicas_.end()) break;
+        it->second.phase = ReplicaPhase::kDraining;
+        it->second.drain_deadline = now + config_.drain_timeout;
+        it->second.process->terminate();
+        spdlog::info("draining replica {}: {}", action.replica_id, action.reason);
+        break;
+      }
+      case reconcile::ActionKind::kRemoveExited: {
+        auto it = replicas_.find(action.replica_id);
+        if (it == replicas_.end()) break;
+        failures_by_recipe_[it->second.recipe] = it->second.consecutive_failures;
+        remove_record(it->second);
+        replicas_.erase(it);
+        ++restarted;
+        break;
+      }
+    }
+  }
+  return restarted;
+}
+
+void LocalBackend::start(const reconcile::DesiredState& desired, const std::string& reason,
+                         reconcile::Clock::time_point now) {
+  const recipe::ModelRecipe& recipe = desired.recipe;
+  Replica r;
+  r.id = new_replica_id(recipe.name);
+  r.recipe = recipe.name;
+  r.spec_hash = desired.revision;
+  r.log_file = config_.state_dir / "logs" / (r.id + ".log");
+  const int port = pick_free_port();
+  EngineLaunch launch{
+      config_.engine_binary,
+      reconcile::engine_serve_args(recipe, {desired.model_dir.string(), "127.0.0.1", port}),
+      r.log_file, config_.engine_user};
+  for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
+  r.process = EngineProcess::start(launch, port);
+  r.since = now;
+  r.consecutive_failures = failures_by_recipe_[recipe.name];
+  write_record(r);
+  spdlog::info("started replica {} of {} (pid {}, port {}): {}", r.id, recipe.name,
+               r.process->pid(), port, reason);
+  replicas_.emplace(r.id, std::move(r));
+}
+
+reconcile::RecipeObservation LocalBackend::observation(const std::string& recipe,
+                                                       const reconcile::Plan& plan) const {
+  reconcile::RecipeObservation out;
+  out.replicas = replicas(recipe);
+  out.crash_loop = plan.crash_loop;
+  out.retry_at = plan.next_wake;
+  auto it = exits_by_recipe_.find(recipe);
+  if (it != exits_by_recipe_.end()) out.exits.assign(it->second.begin(), it->second.end());
+  return out;
+}
+
+std::vector<reconcile::ReplicaView> LocalBackend::replicas(const std::string& recipe) const {
+  std::vector<reconcile::ReplicaView> out;
   for (const auto& [id, r] : replicas_) {
-    if (r.recipe == recipe)
-      out.push_back(
-          {id, r.spec_hash, r.log_file.string(), r.phase, r.process->pid(), r.process->port()});
+    if (r.recipe != recipe) continue;
+    out.push_back({id,
+                   r.spec_hash,
+                   r.phase,
+                   {"127.0.0.1", r.process->port()},
+                   r.consecutive_failures,
+                   r.last_error,
+                   r.process->pid(),
+                   r.log_file.string()});
   }
   return out;
 }
 
 std::vector<std::string> LocalBackend::recipes() const {
   std::vector<std::string> out;
-  for (const auto& [id, r] : replicas_) {
-    if (out.empty() || out.back() != r.recipe) out.push_back(r.recipe);
-  }
+  for (const auto& [id, r] : replicas_) out.push_back(r.recipe);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
-}
-
-std::string LocalBackend::last_exit(const std::string& recipe) const {
-  auto it = last_exit_by_recipe_.find(recipe);
-  return it == last_exit_by_recipe_.end() ? "" : it->second;
 }
 
 void LocalBackend::stop_all(std::chrono::seconds grace) {

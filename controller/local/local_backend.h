@@ -1,18 +1,23 @@
 #pragma once
-// The local backend: carries out reconcile actions as engine processes on this machine and
-// reports what runs. Each replica gets a free port and a log file under the state directory,
-// and a record (replicas/<id>.json: pid, port, spec hash) from which a restarted controller
-// adopts the engines still running instead of starting duplicates.
+// The local backend: a ReplicaBackend (controller/reconcile/replica_backend.h) whose replicas
+// are engine processes on this machine. sync() plans with the pure reconcile core
+// (start, drain, restart after back-off, rolling update) and carries the plan out. Each
+// replica gets a free loopback port and a log file under the state directory, and a record
+// (replicas/<id>.json: pid, port, spec hash) from which a restarted controller adopts the
+// engines still running instead of starting duplicates.
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "controller/local/engine_process.h"
 #include "controller/recipe/model_recipe.h"
 #include "controller/reconcile/reconcile.h"
+#include "controller/reconcile/replica_backend.h"
 
 namespace nibble::local {
 
@@ -21,40 +26,26 @@ struct LocalBackendConfig {
   std::filesystem::path state_dir;
   std::chrono::seconds drain_timeout{30};      // SIGTERM, then SIGKILL after this
   std::vector<std::string> extra_engine_args;  // e.g. --threads 2 for tests
+  std::optional<EngineUser> engine_user;       // --engine-user: engines run as this user
+  std::size_t exits_kept = 10;                 // exit history per recipe
 };
 
-struct ReplicaInfo {  // for status and `nibble describe`
-  std::string id, spec_hash, log_file;
-  reconcile::ReplicaPhase phase = reconcile::ReplicaPhase::kStarting;
-  int pid = 0, port = 0;
-};
-
-struct ReadyEndpoint {
-  std::string replica_id;
-  int port = 0;
-};
-
-class LocalBackend {
+class LocalBackend final : public reconcile::ReplicaBackend {
  public:
   explicit LocalBackend(LocalBackendConfig config);
-  ~LocalBackend();  // leaves engines running: a restarted controller adopts them
+  ~LocalBackend() override;  // leaves engines running: a restarted controller adopts them
 
   // Picks up engines recorded in the state directory that are still alive.
   void adopt_running();
-  // Refreshes process state and health; returns what reconcile needs for one recipe.
-  std::vector<reconcile::ObservedReplica> observe(const std::string& recipe,
-                                                  reconcile::Clock::time_point now);
-  // Carries out one action for the recipe. model_dir is the local model directory.
-  void apply(const recipe::ModelRecipe& recipe, const std::string& spec_hash,
-             const std::filesystem::path& model_dir, const reconcile::Action& action,
-             reconcile::Clock::time_point now);
-  std::vector<ReadyEndpoint> ready_endpoints(const std::string& recipe) const;
-  std::vector<ReplicaInfo> replicas(const std::string& recipe) const;
-  // Recipes that still have replicas (so deleted recipes get drained).
-  std::vector<std::string> recipes() const;
-  // The last exit of a replica of this recipe, for status messages ("" if none).
-  std::string last_exit(const std::string& recipe) const;
-  // Stops everything now (tests, and `nibble-controller --stop-engines-on-exit`).
+
+  reconcile::RecipeObservation sync(const reconcile::DesiredState& desired,
+                                    reconcile::Clock::time_point now) override;
+  reconcile::RecipeObservation drain(const std::string& recipe,
+                                     reconcile::Clock::time_point now) override;
+  std::vector<reconcile::ReplicaView> replicas(const std::string& recipe) const override;
+  std::vector<std::string> recipes() const override;
+
+  // Stops everything now (tests, and the controller's exit without --keep-engines-on-exit).
   void stop_all(std::chrono::seconds grace);
 
  private:
@@ -65,7 +56,19 @@ class LocalBackend {
     reconcile::ReplicaPhase phase = reconcile::ReplicaPhase::kStarting;
     reconcile::Clock::time_point since{}, drain_deadline{};
     int consecutive_failures = 0;
+    std::string last_error;
   };
+  // Refreshes process state and health of one recipe's replicas (forgets drained ones).
+  std::vector<reconcile::ObservedReplica> refresh(const std::string& recipe,
+                                                  reconcile::Clock::time_point now);
+  // Carries out a plan; starts are skipped when `desired` holds them. Returns the restarts.
+  int carry_out(const reconcile::Plan& plan, const reconcile::DesiredState* desired,
+                reconcile::Clock::time_point now);
+  void start(const reconcile::DesiredState& desired, const std::string& reason,
+             reconcile::Clock::time_point now);
+  reconcile::RecipeObservation observation(const std::string& recipe,
+                                           const reconcile::Plan& plan) const;
+  void record_exit(Replica& r, int status);
   void write_record(const Replica& r) const;
   void remove_record(const Replica& r) const;
   std::filesystem::path record_path(const std::string& id) const;
@@ -73,7 +76,7 @@ class LocalBackend {
   LocalBackendConfig config_;
   std::map<std::string, Replica> replicas_;        // by id
   std::map<std::string, int> failures_by_recipe_;  // carried to the next start
-  std::map<std::string, std::string> last_exit_by_recipe_;
+  std::map<std::string, std::deque<reconcile::ReplicaExit>> exits_by_recipe_;
   reconcile::BackoffPolicy backoff_;
 };
 

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "controller/loop/engine_load.h"
@@ -14,68 +16,57 @@ namespace fs = std::filesystem;
 using reconcile::Clock;
 using reconcile::ReplicaPhase;
 
-struct ReplicaCounts {
-  int replicas = 0;       // not draining
-  int ready = 0;          // ready, any spec
-  int current_ready = 0;  // ready with the current spec
-  int outdated = 0;       // not draining, older spec
-};
-
-ReplicaCounts count(const std::vector<reconcile::ObservedReplica>& observed,
-                    const std::string& spec_hash) {
-  ReplicaCounts c;
-  for (const auto& r : observed) {
+// Counts the observed replicas into the facts conditions are derived from.
+void count_replicas(const std::vector<reconcile::ReplicaView>& replicas,
+                    const std::string& revision, reconcile::RecipeFacts& f) {
+  for (const reconcile::ReplicaView& r : replicas) {
     if (r.phase == ReplicaPhase::kDraining) continue;
-    ++c.replicas;
-    c.ready += r.phase == ReplicaPhase::kReady;
-    c.current_ready += r.phase == ReplicaPhase::kReady && r.spec_hash == spec_hash;
-    c.outdated += r.spec_hash != spec_hash;
+    const bool ready = r.phase == ReplicaPhase::kReady;
+    ++f.replicas;
+    f.ready += ready;
+    f.current_ready += ready && r.revision == revision;
+    f.outdated += r.revision != revision;
   }
-  return c;
 }
 
-const char* phase_name(ReplicaPhase phase) {
-  switch (phase) {
-    case ReplicaPhase::kStarting:
-      return "Starting";
-    case ReplicaPhase::kReady:
-      return "Ready";
-    case ReplicaPhase::kExited:
-      return "Exited";
-    case ReplicaPhase::kDraining:
-      return "Draining";
+std::vector<EngineStatus> engine_statuses(const std::vector<reconcile::ReplicaView>& replicas,
+                                          const std::string& revision) {
+  std::vector<EngineStatus> out;
+  for (const reconcile::ReplicaView& r : replicas) {
+    out.push_back({r.id, r.phase, r.pid, r.endpoint.host, r.endpoint.port,
+                   !revision.empty() && r.revision == revision, r.restarts, r.log_file});
   }
-  return "Unknown";
+  return out;
 }
 
-// Status with the three conditions set from (phase-defining) facts; previous keeps the
-// transition times of conditions whose status did not change.
-void set_conditions(RecipeStatus& st, const RecipeStatus& previous, bool ready,
-                    const std::string& ready_reason, bool progressing,
-                    const std::string& progressing_reason, const std::string& progressing_message,
-                    bool degraded, const std::string& degraded_reason,
-                    const std::string& degraded_message) {
-  st.conditions.clear();
-  set_condition(st.conditions,
-                {"Ready", ready ? "True" : "False", ready_reason,
-                 std::to_string(st.ready_replicas) + "/" + std::to_string(st.desired_replicas) +
-                     " replicas ready",
-                 ""},
-                previous.conditions);
-  set_condition(
-      st.conditions,
-      {"Progressing", progressing ? "True" : "False", progressing_reason, progressing_message, ""},
-      previous.conditions);
-  set_condition(st.conditions,
-                {"Degraded", degraded ? "True" : "False", degraded ? degraded_reason : "AsExpected",
-                 degraded ? degraded_message : "", ""},
-                previous.conditions);
+reconcile::ModelAvailability availability(ResolvedModel::State state) {
+  switch (state) {
+    case ResolvedModel::State::kReady:
+      return reconcile::ModelAvailability::kReady;
+    case ResolvedModel::State::kDownloading:
+      return reconcile::ModelAvailability::kDownloading;
+    case ResolvedModel::State::kFailed:
+      return reconcile::ModelAvailability::kFailed;
+  }
+  return reconcile::ModelAvailability::kFailed;
 }
 
 }  // namespace
 
+const char* to_string(ScaleDirection direction) {
+  switch (direction) {
+    case ScaleDirection::kKeep:
+      return "keep";
+    case ScaleDirection::kUp:
+      return "up";
+    case ScaleDirection::kDown:
+      return "down";
+  }
+  return "keep";
+}
+
 ControllerLoop::ControllerLoop(ControllerLoopConfig config, store::RecipeStore& store,
-                               local::LocalBackend& backend, ModelResolver& models,
+                               reconcile::ReplicaBackend& backend, ModelResolver& models,
                                router::RouteTable& routes, metrics::Registry& registry,
                                std::function<RouterLoad(const std::string&)> router_load)
     : config_(std::move(config)),
@@ -122,47 +113,38 @@ void ControllerLoop::reconcile_once() {
       routes_.remove(s.name);
     }
     metrics_.reconciles.labels({s.name}).inc();
+    if (!invalid.empty() && invalid.back() == '\n') invalid.pop_back();
+    reconcile::RecipeFacts facts;
+    facts.invalid_spec = invalid;
     RecipeStatus st;
-    try {
-      auto it = running_.find(s.name);
-      if (it != running_.end()) {
-        st = reconcile_recipe(it->second, previous, now);
-      } else {
-        st.name = s.name;
-        st.phase = "Invalid";
-        set_conditions(st, previous, false, "InvalidSpec", false, "InvalidSpec", "", true,
-                       "InvalidSpec", invalid);
-      }
-    } catch (const std::exception& e) {
-      metrics_.reconcile_errors.labels({s.name}).inc();
-      spdlog::error("reconcile {}: {}", s.name, e.what());
-      st = previous;
+    auto it = running_.find(s.name);
+    if (it == running_.end()) {
       st.name = s.name;
-      st.last_error = e.what();
-      st.phase = "Degraded";
-      set_conditions(st, previous, st.ready_replicas > 0, "ReconcileError", false, "ReconcileError",
-                     "", true, "ReconcileError", e.what());
+      facts.has_valid_spec = false;
+    } else {
+      try {
+        st = reconcile_recipe(it->second, facts, now);
+      } catch (const std::exception& e) {
+        metrics_.reconcile_errors.labels({s.name}).inc();
+        spdlog::error("reconcile {}: {}", s.name, e.what());
+        st = previous;
+        st.name = s.name;
+        facts.reconcile_error = e.what();
+        facts.desired = previous.desired_replicas;
+        facts.ready = previous.ready_replicas;
+      }
     }
     if (!invalid.empty()) {
       // The last valid spec (if any) keeps running; the edit is reported, not applied.
-      if (invalid.back() == '\n') invalid.pop_back();
+      st.generation = s.generation;
       if (previous.last_error != invalid) {
         spdlog::error(
             "recipe {} ({}) is invalid; {}:\n{}", s.name, s.file.string(),
             running_.count(s.name) ? "the last valid spec keeps running" : "nothing started",
             invalid);
       }
-      st.generation = s.generation;
-      st.last_error = invalid;
-      for (Condition& c : st.conditions) {
-        if (c.type == "Degraded") {
-          c = {"Degraded", "True", "InvalidSpec", invalid, c.last_transition_time};
-          for (const Condition& p : previous.conditions)
-            if (p.type == "Degraded" && p.status != "True") c.last_transition_time = rfc3339_now();
-        }
-      }
-      if (st.phase != "Invalid") st.phase = "Degraded";
     }
+    apply_derived(st, reconcile::derive_status(facts), previous, rfc3339_now());
     publish_status(st);
   }
 
@@ -190,8 +172,9 @@ autoscaler::Load ControllerLoop::measure_load(const recipe::ModelRecipe& recipe)
   // The engines' pages are fetched only when the recipe scales on what they report.
   if (recipe.autoscaling.metric == "inflight") return load;
   int scraped = 0;
-  for (const local::ReadyEndpoint& e : backend_.ready_endpoints(name)) {
-    if (auto m = scrape_engine_load(e.port)) {
+  for (const reconcile::ReplicaView& r : backend_.replicas(name)) {
+    if (r.phase != ReplicaPhase::kReady) continue;
+    if (auto m = scrape_engine_load(r.endpoint.host, r.endpoint.port)) {
       load.running += m->running;
       load.waiting += m->waiting;
       load.kv_cache_usage += m->kv_cache_usage;
@@ -202,7 +185,7 @@ autoscaler::Load ControllerLoop::measure_load(const recipe::ModelRecipe& recipe)
   return load;
 }
 
-RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, const RecipeStatus& previous,
+RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile::RecipeFacts& facts,
                                               Clock::time_point now) {
   const recipe::ModelRecipe& r = running.recipe;
   RecipeStatus st;
@@ -211,89 +194,61 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, const Reci
   st.generation = running.generation;
   st.observed_generation = running.generation;
   st.endpoint = config_.endpoint;
+  facts.generation = running.generation;
 
-  const ResolvedModel model = models_.resolve(r.source);
+  ResolvedModel model{ResolvedModel::State::kReady, {}, ""};
+  if (config_.resolve_models) model = models_.resolve(r.source);
   autoscaler::ScaleState& scale = scale_[r.name];
   const int before = scale.desired;
   const autoscaler::Decision decision = autoscaler::decide(r, measure_load(r), scale, now);
-  const char* direction = before < 0 || decision.desired == before ? "keep"
-                          : decision.desired > before              ? "up"
-                                                                   : "down";
-  metrics_.autoscaler_decisions.labels({r.name, direction}).inc();
-  if (direction[0] == 'k') {
-    spdlog::debug("autoscaler {}: {}", r.name, decision.reason);
-  } else {
-    spdlog::info("autoscaler {}: {}", r.name, decision.reason);
+  const ScaleDirection direction = before < 0 || decision.desired == before ? ScaleDirection::kKeep
+                                   : decision.desired > before              ? ScaleDirection::kUp
+                                                                            : ScaleDirection::kDown;
+  metrics_.autoscaler_decisions.labels({r.name, to_string(direction)}).inc();
+  switch (direction) {
+    case ScaleDirection::kKeep:
+      spdlog::debug("autoscaler {}: {}", r.name, decision.reason);
+      break;
+    case ScaleDirection::kUp:
+    case ScaleDirection::kDown:
+      spdlog::info("autoscaler {}: {}", r.name, decision.reason);
+      break;
   }
   st.desired_replicas = decision.desired;
   st.autoscaler = decision.reason;
 
-  const auto observed = backend_.observe(r.name, now);
-  const reconcile::Plan plan =
-      reconcile::plan_replicas({r.name, running.spec_hash, decision.desired, false}, observed, now);
   const bool model_ready = model.state == ResolvedModel::State::kReady;
-  for (const reconcile::Action& a : plan.actions) {
-    if (a.kind == reconcile::ActionKind::kStart && !model_ready) continue;
-    if (a.kind == reconcile::ActionKind::kRemoveExited)
-      metrics_.replica_restarts.labels({r.name}).inc();
-    backend_.apply(r, running.spec_hash, model.dir, a, now);
-  }
+  const reconcile::RecipeObservation observed = backend_.sync(
+      {r, running.spec_hash, running.generation, decision.desired, !model_ready, model.dir}, now);
+  if (observed.restarted > 0)
+    metrics_.replica_restarts.labels({r.name}).inc(double(observed.restarted));
 
   router::RouteEntry route{r.name, r.served_name, {}, false};
-  for (const local::ReadyEndpoint& e : backend_.ready_endpoints(r.name))
-    route.ready.push_back({e.replica_id, e.port, "127.0.0.1"});
+  for (const reconcile::ReplicaView& v : observed.replicas) {
+    if (v.phase == ReplicaPhase::kReady)
+      route.ready.push_back({v.id, v.endpoint.port, v.endpoint.host});
+  }
+  facts.desired = decision.desired;
+  count_replicas(observed.replicas, running.spec_hash, facts);
   // Requests wait for a replica that is coming; they fail fast when none can come.
   route.scale_from_zero =
       model.state != ResolvedModel::State::kFailed && (r.replicas.min == 0 || decision.desired > 0);
-  const ReplicaCounts c = count(observed, running.spec_hash);
-  route.starting = c.replicas > c.ready;
+  route.starting = facts.replicas > facts.ready;
   routes_.publish(std::move(route));
 
-  for (const local::ReplicaInfo& e : backend_.replicas(r.name)) {
-    st.engines.push_back(
-        {e.id, phase_name(e.phase), e.pid, e.port, e.spec_hash == running.spec_hash, e.log_file});
-  }
-  st.replicas = c.replicas;
-  st.ready_replicas = c.ready;
-  st.last_error = backend_.last_exit(r.name);
+  st.engines = engine_statuses(observed.replicas, running.spec_hash);
+  st.replicas = facts.replicas;
+  st.ready_replicas = facts.ready;
   metrics_.desired_replicas.labels({r.name}).set(decision.desired);
-  metrics_.ready_replicas.labels({r.name}).set(c.ready);
+  metrics_.ready_replicas.labels({r.name}).set(facts.ready);
 
-  const bool serving = c.ready > 0;
-  if (model.state == ResolvedModel::State::kDownloading) {
-    st.phase = "Downloading";
-    set_conditions(st, previous, serving, serving ? "ReplicasAvailable" : "Downloading", true,
-                   "Downloading", model.message, false, "", "");
-  } else if (model.state == ResolvedModel::State::kFailed) {
-    st.phase = "Degraded";
-    st.last_error = model.message;
-    set_conditions(st, previous, serving, serving ? "ReplicasAvailable" : "ModelUnavailable", false,
-                   "ModelUnavailable", "", true, "ModelUnavailable", model.message);
-  } else if (plan.crash_loop) {
-    st.phase = "Degraded";
-    const auto wait = std::chrono::duration_cast<std::chrono::seconds>(plan.next_wake - now);
-    set_conditions(st, previous, serving, serving ? "ReplicasAvailable" : "CrashLoopBackOff", true,
-                   "CrashLoopBackOff", "", true, "CrashLoopBackOff",
-                   st.last_error + "; restarting in " + std::to_string(wait.count()) + " s");
-  } else if (decision.desired == 0 && c.replicas == 0) {
-    st.phase = "ScaledToZero";
-    set_conditions(st, previous, true, "ScaledToZero", false, "ScaledToZero",
-                   "a request starts a replica", false, "", "");
-  } else {
-    const bool rolling = c.outdated > 0;
-    const bool progressing =
-        rolling || c.current_ready < decision.desired || c.replicas > decision.desired;
-    st.phase = progressing ? "Progressing" : "Ready";
-    const std::string reason = rolling                              ? "RollingUpdate"
-                               : c.current_ready < decision.desired ? "ScalingUp"
-                               : c.replicas > decision.desired      ? "ScalingDown"
-                                                                    : "ReplicasReady";
-    set_conditions(st, previous, serving, serving ? "ReplicasAvailable" : "NoReadyReplica",
-                   progressing, reason,
-                   std::to_string(c.current_ready) + " of " + std::to_string(decision.desired) +
-                       " replicas ready with generation " + std::to_string(running.generation),
-                   false, "", "");
-  }
+  facts.model = availability(model.state);
+  facts.model_message = model.message;
+  facts.crash_loop = observed.crash_loop;
+  facts.retry_in =
+      std::max(std::chrono::seconds(0),
+               std::chrono::duration_cast<std::chrono::seconds>(observed.retry_at - now));
+  if (!observed.exits.empty()) facts.last_exit = observed.exits.back().description;
   return st;
 }
 
@@ -301,29 +256,28 @@ void ControllerLoop::drain_deleted(const std::string& name, Clock::time_point no
   running_.erase(name);
   scale_.erase(name);
   routes_.remove(name);
-  const auto observed = backend_.observe(name, now);
-  if (observed.empty()) {
+  const reconcile::RecipeObservation observed = backend_.drain(name, now);
+  if (observed.replicas.empty()) {
     forget_status(name);
     return;
   }
-  recipe::ModelRecipe placeholder;
-  placeholder.name = name;
-  for (const auto& a : reconcile::plan_replicas({name, "", 0, true}, observed, now).actions)
-    backend_.apply(placeholder, "", {}, a, now);
-  RecipeStatus st = status(name).value_or(RecipeStatus{});
+  const RecipeStatus previous = status(name).value_or(RecipeStatus{});
+  RecipeStatus st = previous;
   st.name = name;
-  st.phase = "Terminating";
   st.desired_replicas = 0;
-  st.replicas = int(observed.size());
   st.ready_replicas = 0;
-  st.engines.clear();
-  for (const local::ReplicaInfo& e : backend_.replicas(name))
-    st.engines.push_back({e.id, phase_name(e.phase), e.pid, e.port, false, e.log_file});
+  st.replicas = int(observed.replicas.size());
+  st.engines = engine_statuses(observed.replicas, "");
+  reconcile::RecipeFacts facts;
+  facts.deleted = true;
+  facts.replicas = st.replicas;
+  if (!observed.exits.empty()) facts.last_exit = observed.exits.back().description;
+  apply_derived(st, reconcile::derive_status(facts), previous, rfc3339_now());
   publish_status(st);
 }
 
 void ControllerLoop::publish_status(const RecipeStatus& st) {
-  std::string previous_phase;
+  std::optional<reconcile::RecipePhase> previous_phase;
   {
     std::lock_guard lock(mutex_);
     auto it = statuses_.find(st.name);
@@ -331,11 +285,13 @@ void ControllerLoop::publish_status(const RecipeStatus& st) {
     statuses_[st.name] = st;
   }
   if (previous_phase != st.phase) {
-    if (!previous_phase.empty()) metrics_.recipe_phase.labels({st.name, previous_phase}).set(0);
-    metrics_.recipe_phase.labels({st.name, st.phase}).set(1);
+    const char* phase = reconcile::to_string(st.phase);
+    if (previous_phase)
+      metrics_.recipe_phase.labels({st.name, reconcile::to_string(*previous_phase)}).set(0);
+    metrics_.recipe_phase.labels({st.name, phase}).set(1);
     spdlog::info("recipe {}: {} -> {} ({}/{} ready)", st.name,
-                 previous_phase.empty() ? "new" : previous_phase, st.phase, st.ready_replicas,
-                 st.desired_replicas);
+                 previous_phase ? reconcile::to_string(*previous_phase) : "new", phase,
+                 st.ready_replicas, st.desired_replicas);
   }
   const std::string text = to_json(st).dump(2) + "\n";
   std::string& written = last_written_[st.name];
@@ -347,10 +303,11 @@ void ControllerLoop::publish_status(const RecipeStatus& st) {
   fs::rename(tmp, path, ec);
   if (ec) spdlog::warn("cannot write {}: {}", path.string(), ec.message());
   written = text;
+  if (config_.status_changed) config_.status_changed(st);
 }
 
 void ControllerLoop::forget_status(const std::string& name) {
-  std::string phase;
+  reconcile::RecipePhase phase;
   {
     std::lock_guard lock(mutex_);
     auto it = statuses_.find(name);
@@ -359,7 +316,7 @@ void ControllerLoop::forget_status(const std::string& name) {
     statuses_.erase(it);
   }
   spdlog::info("recipe {} deleted; its replicas are gone", name);
-  metrics_.recipe_phase.labels({name, phase}).set(0);
+  metrics_.recipe_phase.labels({name, reconcile::to_string(phase)}).set(0);
   metrics_.desired_replicas.labels({name}).set(0);
   metrics_.ready_replicas.labels({name}).set(0);
   last_written_.erase(name);

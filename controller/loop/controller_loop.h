@@ -1,10 +1,12 @@
 #pragma once
-// The controller's reconcile loop for the local backend. Each pass is level-triggered: it
-// reloads every recipe from the store, measures load, lets the autoscaler pick a replica count,
-// plans with the pure reconcile core, carries the plan out through the local backend, publishes
-// the ready replicas to the router and writes each recipe's status (state_dir/status/*.json).
-// Passes run every `resync` and at once after wake() (an apply, a delete, a request held for a
-// recipe at zero replicas).
+// The controller's reconcile loop. Each pass is level-triggered: it reloads every recipe from
+// the store, measures load, lets the autoscaler pick a replica count, tells the replica backend
+// (controller/reconcile/replica_backend.h: local processes or a Kubernetes Deployment) the
+// desired state, publishes the ready replicas to the router and derives each recipe's typed
+// status from the facts observed (controller/reconcile/recipe_conditions.h), written to
+// state_dir/status/*.json. Passes run every `resync` and at once after wake() (an apply, a
+// delete, a request held for a recipe at zero replicas). The loop knows no backend but the
+// interface.
 //
 // An invalid edit of a running recipe keeps the last valid spec running and reports the errors
 // in the Degraded condition, as an API server would reject the edit; replicas of a recipe whose
@@ -21,10 +23,10 @@
 #include <vector>
 
 #include "controller/autoscaler/autoscaler.h"
-#include "controller/local/local_backend.h"
 #include "controller/loop/controller_metrics.h"
 #include "controller/loop/model_resolver.h"
 #include "controller/loop/recipe_status.h"
+#include "controller/reconcile/replica_backend.h"
 #include "controller/router/route_table.h"
 #include "controller/store/recipe_store.h"
 
@@ -41,13 +43,22 @@ struct ControllerLoopConfig {
   std::filesystem::path state_dir;
   std::chrono::milliseconds resync{2000};
   std::string endpoint;  // the router's URL, shown in status
+  // False where the backend's replicas fetch the weights themselves (Kubernetes: an init
+  // container), so the controller neither downloads nor waits for them.
+  bool resolve_models = true;
+  // Told every status that changed, after the status file is written (the Kubernetes backend
+  // writes it to the ModelRecipe's status subresource: to_crd_status()).
+  std::function<void(const RecipeStatus&)> status_changed;
 };
+
+enum class ScaleDirection { kKeep, kUp, kDown };
+const char* to_string(ScaleDirection direction);
 
 class ControllerLoop {
  public:
   ControllerLoop(ControllerLoopConfig config, store::RecipeStore& store,
-                 local::LocalBackend& backend, ModelResolver& models, router::RouteTable& routes,
-                 metrics::Registry& registry,
+                 reconcile::ReplicaBackend& backend, ModelResolver& models,
+                 router::RouteTable& routes, metrics::Registry& registry,
                  std::function<RouterLoad(const std::string& recipe)> router_load);
 
   // One pass over every recipe.
@@ -65,7 +76,9 @@ class ControllerLoop {
     std::string spec_hash;
     std::int64_t generation = 0;
   };
-  RecipeStatus reconcile_recipe(const Running& running, const RecipeStatus& previous,
+  // Syncs one recipe through the backend and routes it; fills the status's counts and engines
+  // and the facts its conditions follow from.
+  RecipeStatus reconcile_recipe(const Running& running, reconcile::RecipeFacts& facts,
                                 reconcile::Clock::time_point now);
   void drain_deleted(const std::string& name, reconcile::Clock::time_point now);
   autoscaler::Load measure_load(const recipe::ModelRecipe& recipe);
@@ -74,7 +87,7 @@ class ControllerLoop {
 
   ControllerLoopConfig config_;
   store::RecipeStore& store_;
-  local::LocalBackend& backend_;
+  reconcile::ReplicaBackend& backend_;
   ModelResolver& models_;
   router::RouteTable& routes_;
   ControllerMetrics metrics_;

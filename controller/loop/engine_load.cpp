@@ -61,8 +61,8 @@ std::optional<EngineLoad> parse_engine_load(const std::string& exposition) {
   return load;
 }
 
-std::optional<EngineLoad> scrape_engine_load(int port) {
-  httplib::Client client("127.0.0.1", port);
+std::optional<EngineLoad> scrape_engine_load(const std::string& host, int port) {
+  httplib::Client client(host, port);
   client.set_connection_timeout(0, 300000);
   client.set_read_timeout(1, 0);
   auto res = client.Get("/metrics");

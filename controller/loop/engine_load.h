@@ -16,7 +16,7 @@ struct EngineLoad {
 // Returns nullopt when the page has none of them (not an engine's page).
 std::optional<EngineLoad> parse_engine_load(const std::string& exposition);
 
-// GET http://127.0.0.1:port/metrics with a short timeout; nullopt when it fails.
-std::optional<EngineLoad> scrape_engine_load(int port);
+// GET http://host:port/metrics with a short timeout; nullopt when it fails.
+std::optional<EngineLoad> scrape_engine_load(const std::string& host, int port);
 
 }  // namespace nibble::controller

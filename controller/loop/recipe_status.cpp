@@ -14,74 +14,74 @@ std::string rfc3339_now() {
   return buf;
 }
 
-void set_condition(std::vector<Condition>& conditions, Condition c,
-                   const std::vector<Condition>& previous) {
-  c.last_transition_time = rfc3339_now();
-  for (const Condition& p : previous) {
-    if (p.type == c.type && p.status == c.status) c.last_transition_time = p.last_transition_time;
+void apply_derived(RecipeStatus& st, const reconcile::DerivedStatus& derived,
+                   const RecipeStatus& previous, const std::string& now) {
+  st.phase = derived.phase;
+  st.last_error = derived.last_error;
+  st.conditions.clear();
+  for (const reconcile::ConditionState& c : derived.conditions) {
+    Condition out{c.type, c.status, c.reason, c.message, now, st.observed_generation};
+    for (const Condition& p : previous.conditions) {
+      if (p.type == c.type && p.status == c.status && !p.last_transition_time.empty())
+        out.last_transition_time = p.last_transition_time;
+    }
+    st.conditions.push_back(std::move(out));
   }
-  conditions.push_back(std::move(c));
 }
 
-nlohmann::json to_json(const RecipeStatus& s) {
+const char* to_string(reconcile::ReplicaPhase phase) {
+  switch (phase) {
+    case reconcile::ReplicaPhase::kStarting:
+      return "Starting";
+    case reconcile::ReplicaPhase::kReady:
+      return "Ready";
+    case reconcile::ReplicaPhase::kExited:
+      return "Exited";
+    case reconcile::ReplicaPhase::kDraining:
+      return "Draining";
+  }
+  return "Unknown";
+}
+
+nlohmann::json to_crd_status(const RecipeStatus& s) {
   nlohmann::json conditions = nlohmann::json::array();
   for (const Condition& c : s.conditions) {
-    conditions.push_back({{"type", c.type},
-                          {"status", c.status},
-                          {"reason", c.reason},
+    conditions.push_back({{"type", reconcile::to_string(c.type)},
+                          {"status", c.status ? "True" : "False"},
+                          {"reason", reconcile::to_string(c.reason)},
                           {"message", c.message},
-                          {"lastTransitionTime", c.last_transition_time}});
+                          {"lastTransitionTime", c.last_transition_time},
+                          {"observedGeneration", c.observed_generation}});
   }
-  nlohmann::json engines = nlohmann::json::array();
-  for (const EngineStatus& e : s.engines) {
-    engines.push_back({{"id", e.id},
-                       {"phase", e.phase},
-                       {"pid", e.pid},
-                       {"port", e.port},
-                       {"upToDate", e.up_to_date},
-                       {"logFile", e.log_file}});
-  }
-  return {{"name", s.name},
-          {"servedName", s.served_name},
-          {"phase", s.phase},
+  return {{"phase", reconcile::to_string(s.phase)},
           {"desiredReplicas", s.desired_replicas},
           {"replicas", s.replicas},
           {"readyReplicas", s.ready_replicas},
-          {"generation", s.generation},
           {"observedGeneration", s.observed_generation},
           {"endpoint", s.endpoint},
           {"conditions", conditions},
           {"lastError", s.last_error},
-          {"autoscaler", s.autoscaler},
-          {"engines", engines}};
+          {"autoscaler", s.autoscaler}};
 }
 
-RecipeStatus status_from_json(const nlohmann::json& j) {
-  RecipeStatus s;
-  s.name = j.value("name", "");
-  s.served_name = j.value("servedName", "");
-  s.phase = j.value("phase", "");
-  s.desired_replicas = j.value("desiredReplicas", 0);
-  s.replicas = j.value("replicas", 0);
-  s.ready_replicas = j.value("readyReplicas", 0);
-  s.generation = j.value("generation", std::int64_t(0));
-  s.observed_generation = j.value("observedGeneration", std::int64_t(0));
-  s.endpoint = j.value("endpoint", "");
-  s.last_error = j.value("lastError", "");
-  s.autoscaler = j.value("autoscaler", "");
-  if (j.contains("conditions") && j["conditions"].is_array()) {
-    for (const auto& c : j["conditions"]) {
-      s.conditions.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""),
-                              c.value("message", ""), c.value("lastTransitionTime", "")});
-    }
+nlohmann::json to_json(const RecipeStatus& s) {
+  nlohmann::json j = to_crd_status(s);
+  nlohmann::json engines = nlohmann::json::array();
+  for (const EngineStatus& e : s.engines) {
+    engines.push_back({{"id", e.id},
+                       {"phase", to_string(e.phase)},
+                       {"pid", e.pid},
+                       {"host", e.host},
+                       {"port", e.port},
+                       {"upToDate", e.up_to_date},
+                       {"restarts", e.restarts},
+                       {"logFile", e.log_file}});
   }
-  if (j.contains("engines") && j["engines"].is_array()) {
-    for (const auto& e : j["engines"]) {
-      s.engines.push_back({e.value("id", ""), e.value("phase", ""), e.value("pid", 0),
-                           e.value("port", 0), e.value("upToDate", true), e.value("logFile", "")});
-    }
-  }
-  return s;
+  j["name"] = s.name;
+  j["servedName"] = s.served_name;
+  j["generation"] = s.generation;
+  j["engines"] = engines;
+  return j;
 }
 
 }  // namespace nibble::controller

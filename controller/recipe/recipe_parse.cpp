@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "controller/recipe/extra_args.h"
+
 namespace nibble::recipe {
 namespace {
 
@@ -165,6 +167,7 @@ void parse_engine(const YAML::Node& node, EngineSettings& e, std::vector<FieldEr
   e.quantization = r.one_of("quantization", e.quantization, {"", "nvfp4"});
   e.device = r.one_of("device", e.device, {"auto", "cpu", "cuda"});
   e.extra_args = r.string_list("extraArgs");
+  check_extra_args(e.extra_args, errors);
   r.finish();
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// One OpenAI-compatible endpoint in front of every recipe's ready replicas (DESIGN.md, router):
+// One OpenAI-compatible endpoint in front of every recipe's ready replicas (docs/controller.md):
 //   GET  /v1/models   every served name in the RouteTable, ready or not
 //   GET  /health      200 "OK" from the router itself
 //   GET  /metrics     the registry (nibble_controller_router_* among it)

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "controller/recipe/model_root.h"
 #include "controller/recipe/recipe_yaml.h"
 
 namespace nibble::store {
@@ -31,7 +32,8 @@ std::string spec_hash(const recipe::ModelRecipe& r) {
   return out.str();
 }
 
-RecipeStore::RecipeStore(fs::path state_dir) : dir_(std::move(state_dir) / "recipes") {
+RecipeStore::RecipeStore(fs::path state_dir, fs::path model_root)
+    : dir_(std::move(state_dir) / "recipes"), model_root_(std::move(model_root)) {
   fs::create_directories(dir_);
   std::ifstream in(dir_ / ".generations.json");
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -41,6 +43,12 @@ RecipeStore::RecipeStore(fs::path state_dir) : dir_(std::move(state_dir) / "reci
         generations_[name] = {v[0].get<std::string>(), v[1].get<std::int64_t>()};
     }
   }
+}
+
+recipe::ParseResult RecipeStore::validate(const std::string& yaml_text) const {
+  recipe::ParseResult result = recipe::parse_model_recipe(yaml_text);
+  if (result.ok()) recipe::check_model_root(result.recipe.source, model_root_, result.errors);
+  return result;
 }
 
 void RecipeStore::save_generations() const {
@@ -62,7 +70,7 @@ std::vector<StoredRecipe> RecipeStore::load() {
     if (path.filename().string().starts_with(".")) continue;
     StoredRecipe s;
     s.file = path;
-    s.parsed = recipe::parse_model_recipe(read_text(path));
+    s.parsed = validate(read_text(path));
     s.name = s.parsed.ok() ? s.parsed.recipe.name : path.stem().string();
     if (s.parsed.ok() && s.name != path.stem().string()) {
       s.parsed.errors.push_back({"metadata.name", "'" + s.name + "' does not match the file name " +
@@ -90,7 +98,7 @@ std::vector<StoredRecipe> RecipeStore::load() {
 }
 
 ApplyResult RecipeStore::apply(const std::string& yaml_text) {
-  ApplyResult result{recipe::parse_model_recipe(yaml_text), Change::kUnchanged};
+  ApplyResult result{validate(yaml_text), Change::kUnchanged};
   if (!result.parsed.ok()) return result;
   std::lock_guard lock(mutex_);
   const fs::path path = dir_ / (result.parsed.recipe.name + ".yaml"), tmp = path.string() + ".tmp";

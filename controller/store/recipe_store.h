@@ -37,8 +37,13 @@ struct ApplyResult {
 
 class RecipeStore {
  public:
-  explicit RecipeStore(std::filesystem::path state_dir);
+  // model_root: confines recipes' local model paths (controller/recipe/model_root.h); empty
+  // confines nothing.
+  explicit RecipeStore(std::filesystem::path state_dir, std::filesystem::path model_root = {});
 
+  // Parses and checks a recipe against this store's rules (the model root), as apply() and
+  // load() do; writes nothing.
+  recipe::ParseResult validate(const std::string& yaml_text) const;
   std::vector<StoredRecipe> load();
   // Validates and stores the recipe with its defaults filled in.
   ApplyResult apply(const std::string& yaml_text);
@@ -50,6 +55,7 @@ class RecipeStore {
 
  private:
   std::filesystem::path dir_;
+  std::filesystem::path model_root_;
   std::mutex mutex_;
   std::map<std::string, std::pair<std::string, std::int64_t>> generations_;  // name -> (hash, gen)
   void save_generations() const;

@@ -79,6 +79,16 @@ class Backend {
   // bad arguments (a block table too short for its positions, a block id out of range, ...)
   // before anything is written.
   virtual void forward_batch(KvCache& cache, std::span<const BatchItem> items) = 0;
+
+  // Decode steps replayed from captured graphs (the CUDA backend; on unless --enforce-eager).
+  // Off: every step runs eagerly. Backends without graphs ignore it.
+  virtual void set_decode_graphs(bool enabled) { (void)enabled; }
+  // Steps run as graph replays so far (0 for backends without graphs).
+  virtual std::uint64_t decode_graph_replays() const { return 0; }
+  // Called once for the serving cache, after it is created: prepares what makes its decode steps
+  // fast (the CUDA backend captures its graphs, logging progress). Optional: forward_batch works
+  // without it, preparing lazily.
+  virtual void prepare_decode(KvCache& cache) { (void)cache; }
 };
 
 }  // namespace nibble::backend

@@ -5,7 +5,9 @@
 namespace nibble::backend {
 
 BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int block_size)
-    : backend_(backend), cache_(backend.new_kv_cache(num_blocks, block_size)) {}
+    : backend_(backend), cache_(backend.new_kv_cache(num_blocks, block_size)) {
+  backend_.prepare_decode(*cache_);
+}
 
 void BackendModelRunner::execute(const runtime::SchedulerOutput& batch,
                                  std::vector<float>& logits) {

@@ -29,6 +29,7 @@ then a summary line with all tokens and timings.
   --threads N       CPU threads (default: all)
   --device D        auto (default: the GPU when there is one), cpu or cuda
   --quantization Q  none (default) or nvfp4: quantize a dense model's projections while loading
+  --enforce-eager   no CUDA graphs for decode steps (to compare against them)
 )";
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
@@ -57,11 +58,16 @@ int run_generate(const Args& args) {
   std::string model_dir, prompt, device = "auto";
   std::string quantization = "none";
   int max_tokens = 16, top_k = 5, threads = 0;
+  bool enforce_eager = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (a == "--enforce-eager") {
+      enforce_eager = true;
+      continue;
     }
     if (i + 1 >= args.size()) {
       std::fprintf(stderr, "generate: %s needs a value\n", a.c_str());
@@ -105,6 +111,7 @@ int run_generate(const Args& args) {
     spdlog::info("quantized {} projections to NVFP4 while loading",
                  model::quantize_weights_nvfp4(weights));
   auto backend = backend::make_backend(device, std::move(weights), threads);
+  if (enforce_eager) backend->set_decode_graphs(false);
   std::vector<std::int32_t> tokens;
   auto trace = backend::greedy_decode(
       *backend, ids, max_tokens, top_k,

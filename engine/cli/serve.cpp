@@ -125,6 +125,7 @@ int run_serve(const Args& args) {
   }
   const int model_context = weights.config.max_context;
   auto backend = backend::make_backend(on_gpu ? "cuda" : "cpu", std::move(weights), o.threads);
+  if (o.enforce_eager) backend->set_decode_graphs(false);
   const auto& config = backend->config();
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_directory(model_dir);
   std::unique_ptr<chat::ChatTemplate> chat_template;

@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 
+#include "engine/cli/serve_flags.h"
+
 namespace nibble::engine::cli {
 
 const char* const kServeUsage = R"(usage: nibble-engine serve --model DIR [options]
@@ -32,6 +34,7 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --no-enable-prefix-caching       turn it off
   --api-key KEY                    require 'Authorization: Bearer KEY' on /v1 (or $NIBBLE_API_KEY)
   --device auto|cpu|cuda           compute backend (default auto: cuda if built and present)
+  --enforce-eager                  run every step eagerly: no CUDA graphs for decode steps
   --quantization nvfp4             quantize a BF16 checkpoint to NVFP4 while loading
   --max-queue-len N                waiting requests before 503 (default 1024)
   --max-request-body-bytes N       larger bodies get 413 (default 33554432)
@@ -123,6 +126,7 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        [&](auto& f, auto& v) {
          o.device = one_of(f, v, {"auto", "cpu", "cuda"});
        }},
+      {"enforce-eager", [&](auto& f, auto& v) { o.enforce_eager = to_bool(f, v); }},
       {"quantization", [&](auto& f, auto& v) { o.quantization = one_of(f, v, {"nvfp4"}); }},
       {"max-queue-len",
        [&](auto& f, auto& v) { o.max_queue_len = int(to_integer(f, v, 1, kMax)); }},
@@ -201,10 +205,16 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       name = name.substr(0, eq);
       has_value = true;
     }
-    if (name == "config") {
-      if (!has_value) ++i;
-      continue;
+    // The shared table says which flags exist and which take a value (engine/cli/serve_flags.h).
+    const ServeFlag* flag = find_serve_flag(name);
+    if (flag == nullptr) throw std::invalid_argument("unknown option --" + name + " (see --help)");
+    if (flag->value == FlagValue::kNone && has_value)
+      throw std::invalid_argument("--" + name + " takes no value");
+    if (flag->value == FlagValue::kRequired && !has_value) {
+      if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
+      value = args[++i];
     }
+    if (name == "config") continue;  // read above, before every other flag
     if (name == "no-enable-prefix-caching") {
       o.enable_prefix_caching = false;
       continue;
@@ -213,18 +223,15 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       o.enable_prefix_caching = true;
       continue;
     }
+    if (name == "enforce-eager" && !has_value) {
+      o.enforce_eager = true;
+      continue;
+    }
+    // Other switches that also take =VALUE (--enable-auto-tool-choice): present means on.
+    if (flag->value == FlagValue::kOptional && !has_value) value = "true";
     auto it = setters.find(name);
     if (it == setters.end())
       throw std::invalid_argument("unknown option --" + name + " (see --help)");
-    if (!has_value &&
-        (name == "enable-auto-tool-choice" || name == "exclude-tools-when-tool-choice-none")) {
-      it->second(name, "true");  // switches: present means on
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) throw std::invalid_argument("--" + name + " needs a value");
-      value = args[++i];
-    }
     it->second(name, value);
   }
   if (o.model.empty()) throw std::invalid_argument("--model is required (see --help)");

@@ -22,6 +22,7 @@ struct ServeOptions {
   bool enable_prefix_caching = true;
   std::string api_key;          // also $NIBBLE_API_KEY
   std::string device = "auto";  // auto | cpu | cuda
+  bool enforce_eager = false;   // no CUDA graphs for decode steps
   std::string quantization;     // "" | nvfp4 (quantize a BF16 checkpoint at load)
   int max_queue_len = 1024;
   std::int64_t max_request_body_bytes = 32ll << 20;

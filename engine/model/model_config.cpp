@@ -95,6 +95,35 @@ RopeConfig parse_rope(const Reader& r) {
   return rope;
 }
 
+// Keys that transformers' config classes declare in `attribute_map`: config.json may carry either
+// spelling (transformers 5 saves Qwen3-MoE's num_experts as num_local_experts). Of the supported
+// architectures only Qwen3MoeConfig declares one; Llama, Mistral, Qwen2 and Qwen3 declare none.
+struct KeyAlias {
+  Arch arch;
+  const char* key;    // the name this file reads
+  const char* alias;  // the name transformers may write instead
+};
+constexpr KeyAlias kKeyAliases[] = {
+    {Arch::Qwen3Moe, "num_experts", "num_local_experts"},
+};
+
+// The config with every alias of `arch` renamed to its key; both spellings with different
+// values is refused, since either choice could run the wrong model.
+json resolve_aliases(const json& config, Arch arch, const std::string& source) {
+  json resolved = config;
+  for (const KeyAlias& a : kKeyAliases) {
+    if (a.arch != arch || !resolved.contains(a.alias)) continue;
+    if (resolved.contains(a.key) && resolved[a.key] != resolved[a.alias]) {
+      throw ModelError(source + ": field '" + a.alias + "': is another name for '" + a.key +
+                       "', and the two differ (" + resolved[a.alias].dump() + " vs " +
+                       resolved[a.key].dump() + ")");
+    }
+    resolved[a.key] = resolved[a.alias];
+    resolved.erase(a.alias);
+  }
+  return resolved;
+}
+
 }  // namespace
 
 bool ModelConfig::layer_is_moe(int layer) const {
@@ -104,11 +133,12 @@ bool ModelConfig::layer_is_moe(int layer) const {
   return (layer + 1) % decoder_sparse_step == 0;
 }
 
-ModelConfig parse_model_config(const json& j, const std::string& source) {
-  if (!j.is_object()) throw ModelError(source + ": expected a JSON object");
-  Reader r{j, source};
+ModelConfig parse_model_config(const json& config, const std::string& source) {
+  if (!config.is_object()) throw ModelError(source + ": expected a JSON object");
   ModelConfig c;
-  c.arch = parse_arch(r, c.architecture);
+  c.arch = parse_arch(Reader{config, source}, c.architecture);
+  const json j = resolve_aliases(config, c.arch, source);
+  Reader r{j, source};
   c.vocab_size = r.integer("vocab_size");
   c.hidden_size = r.integer("hidden_size");
   c.num_layers = r.integer("num_hidden_layers");

@@ -11,6 +11,7 @@ struct EngineLoop::ActiveRequest {
   GenerationRequest request;
   std::vector<std::unique_ptr<Sequence>> sequences;  // one per choice (n)
   std::vector<SamplerRng> rngs;
+  std::vector<std::unique_ptr<structured::TokenConstraint>> constraints;  // per choice, or empty
   std::vector<Clock::time_point> last_token_time;
   Clock::time_point first_scheduled{}, first_token{}, last_token{};
   bool scheduled = false;
@@ -141,6 +142,7 @@ void EngineLoop::admit_inbox() {
       owner_[seq->id] = {active.get(), choice};
       scheduler_.add(*seq);
       active->rngs.emplace_back(choice_seed(request.params, choice));
+      if (request.constraint) active->constraints.push_back(request.constraint->start());
       active->sequences.push_back(std::move(seq));
     }
     active->last_token_time.resize(std::size_t(n));
@@ -190,6 +192,7 @@ void EngineLoop::execute_step() {
     }
   }
 
+  compute_token_masks(out);
   std::vector<float> logits;
   try {
     runner_.execute(out, logits);
@@ -214,12 +217,31 @@ void EngineLoop::execute_step() {
     auto [request, choice] = owner_.at(s.seq->id);
     const std::span<const float> row_logits(logits.data() + row * std::size_t(vocab),
                                             std::size_t(vocab));
+    std::span<const std::uint32_t> allowed;
+    if (!out.token_bitmask.empty() && out.token_bitmask.constrained[row]) {
+      allowed = out.token_bitmask.row(row);
+      if (structured::bitmask_count(allowed) == 0) {
+        ++row;
+        finish_sequence(*s.seq, FinishReason::kError,
+                        "the structured output's grammar allows no next token");
+        continue;
+      }
+    }
     ++row;
     const std::span<const int> all(s.seq->tokens);
-    samples[i] = sample_token(
-        row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
-        all.subspan(std::size_t(s.seq->num_prompt_tokens)), request->rngs[std::size_t(choice)]);
+    samples[i] =
+        sample_token(row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
+                     all.subspan(std::size_t(s.seq->num_prompt_tokens)),
+                     request->rngs[std::size_t(choice)], allowed);
     sampled[i] = samples[i].token;
+    if (!allowed.empty() && !request->constraints[std::size_t(choice)]->advance(sampled[i])) {
+      // Cannot happen for a token the mask allowed; guards against a backend that ignores it.
+      spdlog::error("request {}: sampled token {} breaks its structured output grammar",
+                    request->request.id, sampled[i]);
+      finish_sequence(*s.seq, FinishReason::kError,
+                      "the sampled token does not fit the structured output's grammar");
+      sampled[i] = -1;
+    }
   }
   scheduler_.complete_step(out, sampled);
 
@@ -266,6 +288,35 @@ void EngineLoop::execute_step() {
     event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
     request->request.channel->push(std::move(event));
     if (reason != FinishReason::kNone) finish_sequence(seq, reason);
+  }
+}
+
+void EngineLoop::compute_token_masks(SchedulerOutput& out) {
+  structured::TokenBitmaskBatch& batch = out.token_bitmask;
+  std::size_t rows = 0;
+  bool any = false;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.samples_next_token) continue;
+    ++rows;
+    any = any || !owner_.at(s.seq->id).first->constraints.empty();
+  }
+  if (!any) return;
+  batch.words = structured::bitmask_words(std::size_t(runner_.vocab_size()));
+  batch.bits.assign(rows * batch.words, 0xffffffffu);
+  batch.constrained.assign(rows, false);
+  std::size_t row = 0;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.samples_next_token) continue;
+    auto [request, choice] = owner_.at(s.seq->id);
+    if (!request->constraints.empty()) {
+      const Clock::time_point start = Clock::now();
+      const std::span<std::uint32_t> mask(batch.bits.data() + row * batch.words, batch.words);
+      std::fill(mask.begin(), mask.end(), 0u);
+      request->constraints[std::size_t(choice)]->fill_mask(mask);
+      batch.constrained[row] = true;
+      metrics_.structured_mask_time.observe(seconds(Clock::now() - start));
+    }
+    ++row;
   }
 }
 

@@ -19,6 +19,7 @@
 #include "engine/runtime/model_runner.h"
 #include "engine/runtime/output_channel.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/structured/token_constraint.h"
 
 namespace nibble::runtime {
 
@@ -37,6 +38,8 @@ struct GenerationRequest {
   SamplingParams params;
   std::shared_ptr<OutputChannel> channel;
   std::chrono::steady_clock::time_point arrival{};  // set by submit()
+  // Structured outputs: each choice's tokens are constrained by one constraint made here.
+  std::shared_ptr<const structured::TokenConstraintFactory> constraint;
 };
 
 enum class SubmitStatus { kAccepted, kQueueFull, kNotAccepting, kInvalid };
@@ -61,6 +64,7 @@ class EngineLoop {
 
   bool accepting() const { return accepting_.load(); }
   const EngineConfig& config() const { return config_; }
+  int vocab_size() const { return runner_.vocab_size(); }  // the width of a logits row
   // Largest prompt + output the KV cache can hold for one sequence.
   int max_tokens_per_sequence() const;
 
@@ -72,8 +76,9 @@ class EngineLoop {
   void admit_inbox();
   void drop_cancelled();
   void execute_step();
+  // Fills out.token_bitmask for the constrained sequences that sample this step.
+  void compute_token_masks(SchedulerOutput& out);
   void finish_sequence(Sequence& seq, FinishReason reason, const std::string& error = {});
-  void finish_request_if_done(ActiveRequest& request);
   void abort_everything(FinishReason reason, const std::string& error);
   void erase_finished_requests();
   void update_gauges();
@@ -91,7 +96,6 @@ class EngineLoop {
   std::deque<GenerationRequest> inbox_;
   std::atomic<int> unscheduled_requests_{0};  // admitted but never scheduled, for the queue limit
   std::atomic<bool> accepting_{true};
-  std::atomic<bool> stop_{false};
   Clock::time_point drain_deadline_{};
   std::atomic<bool> draining_{false};
   std::thread thread_;

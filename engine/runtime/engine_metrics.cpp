@@ -26,6 +26,10 @@ const std::vector<double> kRequestTimeBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,
                                                  5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                                  60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+const std::vector<double> kMaskBuckets = {1e-6,   5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
+                                          2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+                                          2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0};
+
 }  // namespace
 
 EngineMetrics::EngineMetrics(metrics::Registry& r, const std::string& model_name, int max_model_len)
@@ -93,6 +97,12 @@ EngineMetrics::EngineMetrics(metrics::Registry& r, const std::string& model_name
                                             "Generated tokens of finished requests.",
                                             one_two_five_buckets(max_model_len), {"model_name"})
                                     .labels({model_name})),
+      structured_mask_time(
+          r.histogram("nibble_structured_output_mask_seconds",
+                      "Time to compute one constrained sequence's token mask for one step "
+                      "(cache hits included).",
+                      kMaskBuckets, {"model_name"})
+              .labels({model_name})),
       model_name_(model_name) {}
 
 void EngineMetrics::count_finished(const std::string& reason) {

@@ -28,6 +28,8 @@ struct EngineMetrics {
   metrics::Histogram& request_decode_time;
   metrics::Histogram& request_prompt_tokens;
   metrics::Histogram& request_generation_tokens;
+  // Time to produce one constrained sequence's token mask for one step (structured outputs).
+  metrics::Histogram& structured_mask_time;
 
   void count_finished(const std::string& reason);
 

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/structured/token_bitmask.h"
+
 namespace nibble::runtime {
 namespace {
 
@@ -103,10 +105,11 @@ std::vector<float> log_softmax(std::span<const float> logits) {
 }
 
 SampledToken sample_token(std::span<const float> logits, const SamplingParams& params,
-                          std::span<const int> prompt, std::span<const int> output,
-                          SamplerRng& rng) {
+                          std::span<const int> prompt, std::span<const int> output, SamplerRng& rng,
+                          std::span<const std::uint32_t> allowed) {
   std::vector<float> x(logits.begin(), logits.end());
   apply_penalties(x, params, prompt, output);
+  if (!allowed.empty()) structured::apply_token_bitmask(x, allowed);
   SampledToken result;
   result.token = params.greedy() ? argmax(x) : draw(x, params, rng);
 

@@ -35,10 +35,13 @@ class SamplerRng {
   std::mt19937_64 engine_;
 };
 
-// prompt and output are the sequence's tokens so far (penalties look at them).
+// prompt and output are the sequence's tokens so far (penalties look at them). allowed, when
+// not empty, is a token bitmask (engine/structured/token_bitmask.h) applied after the
+// penalties, as vLLM applies logits processors; the reported logprobs stay those of the raw
+// logits.
 SampledToken sample_token(std::span<const float> logits, const SamplingParams& params,
-                          std::span<const int> prompt, std::span<const int> output,
-                          SamplerRng& rng);
+                          std::span<const int> prompt, std::span<const int> output, SamplerRng& rng,
+                          std::span<const std::uint32_t> allowed = {});
 
 // log-softmax of raw logits, computed in double for stability.
 std::vector<float> log_softmax(std::span<const float> logits);

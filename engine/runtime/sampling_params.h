@@ -18,8 +18,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // [-2, 2], over generated tokens
   float repetition_penalty = 1.0f;  // > 0, over prompt and generated tokens (HF semantics)
   std::optional<std::uint64_t> seed;
-  std::vector<std::string> stop;    // stop strings, not emitted
-  std::vector<int> stop_token_ids;  // stop tokens, not emitted
+  std::vector<std::string> stop;            // stop strings, not emitted unless the next is set
+  bool include_stop_str_in_output = false;  // vLLM's: the matched stop string stays in the text
+  std::vector<int> stop_token_ids;          // stop tokens, not emitted
   bool ignore_eos = false;
   int logprobs = -1;  // -1: none; k >= 0: sampled token's logprob plus top k
   int n = 1;

@@ -11,6 +11,7 @@
 
 #include "engine/runtime/kv_block_pool.h"
 #include "engine/runtime/sequence.h"
+#include "engine/structured/token_bitmask.h"
 
 namespace nibble::runtime {
 
@@ -31,6 +32,11 @@ struct SchedulerOutput {
   std::vector<ScheduledSequence> scheduled;
   std::vector<Sequence*> preempted;  // moved back to waiting this step
   int num_batched_tokens = 0;
+  // Structured outputs: one token bitmask row per logits row (the sequences that sample, in
+  // batch order), filled by the engine loop before execute when any of them is constrained;
+  // empty otherwise. The CPU path applies it in the sampler; a device backend may copy it and
+  // mask its logits the same way (structured::apply_token_bitmask is the reference).
+  structured::TokenBitmaskBatch token_bitmask;
   bool empty() const { return scheduled.empty(); }
 };
 

@@ -5,10 +5,11 @@
 namespace nibble::server {
 
 ChoiceText::ChoiceText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stop,
-                       bool skip_special_tokens)
+                       bool skip_special_tokens, bool include_stop)
     : tokenizer_(tokenizer),
       decoder_(tokenizer, tokenizer::DecodeOptions{.skip_special_tokens = skip_special_tokens}),
-      stop_(std::move(stop)) {
+      stop_(std::move(stop)),
+      include_stop_(include_stop) {
   for (const std::string& s : stop_) holdback_ = std::max(holdback_, s.size() - 1);
 }
 
@@ -26,11 +27,18 @@ std::string ChoiceText::finish() {
 }
 
 std::string ChoiceText::release(bool final) {
-  std::size_t match = std::string::npos;
-  for (const std::string& s : stop_) match = std::min(match, pending_.find(s));
+  // The earliest match wins; of two at one position, the one listed first.
+  std::size_t match = std::string::npos, match_size = 0;
+  for (const std::string& s : stop_) {
+    const std::size_t at = pending_.find(s);
+    if (at < match) {
+      match = at;
+      match_size = s.size();
+    }
+  }
   if (match != std::string::npos) {
     stopped_ = true;
-    std::string out = pending_.substr(0, match);
+    std::string out = pending_.substr(0, include_stop_ ? match + match_size : match);
     pending_.clear();
     return out;
   }

@@ -22,8 +22,10 @@ GenerationSession::GenerationSession(const tokenizer::Tokenizer& tokenizer, Endp
       channel_(std::move(channel)),
       choices_(std::size_t(std::max(1, params.n))),
       text_length_(choices_.size(), 0) {
-  for (Choice& c : choices_)
-    c.text = std::make_unique<ChoiceText>(tokenizer_, params.stop, skip_special_tokens);
+  for (Choice& c : choices_) {
+    c.text = std::make_unique<ChoiceText>(tokenizer_, params.stop, skip_special_tokens,
+                                          params.include_stop_str_in_output);
+  }
 }
 
 nlohmann::json GenerationSession::logprob_entry(const runtime::SampledToken& sample,

@@ -1,9 +1,11 @@
 #include "engine/server/openai_request.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "engine/server/api_error.h"
+#include "engine/server/chat_messages.h"
 
 namespace nibble::server {
 namespace {
@@ -32,17 +34,23 @@ long long integer_in(const json& body, const char* name, long long lo, long long
                      long long fallback) {
   const json* v = field(body, name);
   if (!v) return fallback;
-  if (!v->is_number_integer() &&
-      !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>())) {
+  const bool integral_float = v->is_number_float() && std::isfinite(v->get<double>()) &&
+                              std::floor(v->get<double>()) == v->get<double>();
+  if (!v->is_number_integer() && !integral_float)
     throw invalid_request(std::string("'") + name + "' must be an integer", name);
-  }
-  const long long x = v->is_number_integer() ? v->get<long long>() : (long long)v->get<double>();
-  if (x < lo || x > hi) {
+  // Compare before converting: 1e20 or 2^64-1 do not fit a long long, and the error must show
+  // what was sent rather than what a conversion made of it.
+  const bool in_range =
+      v->is_number_unsigned() ? (lo <= 0 || v->get<std::uint64_t>() >= std::uint64_t(lo)) &&
+                                    (hi >= 0 && v->get<std::uint64_t>() <= std::uint64_t(hi))
+      : v->is_number_integer() ? v->get<long long>() >= lo && v->get<long long>() <= hi
+                               : v->get<double>() >= double(lo) && v->get<double>() <= double(hi);
+  if (!in_range) {
     throw invalid_request(std::string("'") + name + "' must be between " + std::to_string(lo) +
-                              " and " + std::to_string(hi) + ", got " + std::to_string(x),
+                              " and " + std::to_string(hi) + ", got " + v->dump(),
                           name);
   }
-  return x;
+  return v->is_number_integer() ? v->get<long long>() : (long long)v->get<double>();
 }
 
 bool boolean(const json& body, const char* name, bool fallback) {
@@ -56,8 +64,12 @@ bool boolean(const json& body, const char* name, bool fallback) {
 std::vector<int> token_ids(const json& v, const char* name) {
   std::vector<int> ids;
   for (const json& id : v) {
-    if (!id.is_number_integer() || id.get<long long>() < 0 ||
-        id.get<long long>() > std::numeric_limits<int>::max()) {
+    constexpr auto kMaxId = std::uint64_t(std::numeric_limits<int>::max());
+    const bool valid = id.is_number_unsigned()  ? id.get<std::uint64_t>() <= kMaxId
+                       : id.is_number_integer() ? id.get<long long>() >= 0 &&
+                                                      std::uint64_t(id.get<long long>()) <= kMaxId
+                                                : false;
+    if (!valid) {
       throw invalid_request(std::string("'") + name + "' must hold non-negative integer token ids",
                             name);
     }
@@ -124,6 +136,7 @@ void parse_sampling(const json& body, const RequestLimits& limits, runtime::Samp
       throw invalid_request("'stop_token_ids' must be an array of integers", "stop_token_ids");
     p.stop_token_ids = token_ids(*ids, "stop_token_ids");
   }
+  p.include_stop_str_in_output = boolean(body, "include_stop_str_in_output", false);
   p.ignore_eos = boolean(body, "ignore_eos", false);
   p.n = int(integer_in(body, "n", 1, limits.max_n, 1));
 }
@@ -178,22 +191,8 @@ ChatCompletionRequest parse_chat_request(const json& body, const RequestLimits& 
   if (!messages || !messages->is_array() || messages->empty()) {
     throw invalid_request("'messages' must be a non-empty array", "messages");
   }
-  for (std::size_t i = 0; i < messages->size(); ++i) {
-    const json& m = (*messages)[i];
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) throw invalid_request(where + " must be an object", "messages");
-    auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) {
-      throw invalid_request(where + ".role must be a string", "messages");
-    }
-    auto content = m.find("content");
-    if (content != m.end() && !content->is_null() && !content->is_string() &&
-        !content->is_array()) {
-      throw invalid_request(where + ".content must be a string or an array of parts", "messages");
-    }
-  }
-  validate_tool_messages(*messages);
-  r.messages = *messages;
+  r.messages = normalize_chat_messages(*messages);
+  validate_tool_messages(r.messages);
   r.tool_use = parse_tool_request(body, limits.max_tools);
   r.tools = r.tool_use.tools;
   if (const json* kwargs = field(body, "chat_template_kwargs")) {

@@ -34,7 +34,7 @@ struct CompletionRequest {
 
 struct ChatCompletionRequest {
   std::string model;
-  nlohmann::json messages;         // validated: non-empty array of {role, content...}
+  nlohmann::json messages;         // normalized by normalize_chat_messages (chat_messages.h)
   nlohmann::json tools = nullptr;  // tool_use.tools, rendered by the template
   ToolRequest tool_use;
   nlohmann::json template_kwargs = nlohmann::json::object();  // chat_template_kwargs

@@ -8,9 +8,12 @@
 #include <map>
 
 #include "engine/server/api_error.h"
+#include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
 #include "engine/server/listen_backlog.h"
+#include "engine/server/structured_output_request.h"
 #include "engine/server/tool_call_metrics.h"
+#include "engine/structured/structured_error.h"
 #include "metrics/exposition.h"
 
 namespace nibble::server {
@@ -26,6 +29,7 @@ struct PreparedRequest {
   bool stream = false;
   bool include_usage = false;
   std::shared_ptr<const ChatOutputPlan> chat_output;  // chat: how its text is parsed
+  std::shared_ptr<const structured::TokenConstraintFactory> constraint;
 };
 
 namespace {
@@ -105,8 +109,53 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
       chat_template_(chat_template),
       registry_(registry),
       created_(std::time(nullptr)),
-      tool_metrics_(std::make_shared<ToolCallMetrics>(registry, config_.served_model_name)) {
+      tool_metrics_(std::make_shared<ToolCallMetrics>(registry, config_.served_model_name)),
+      structured_requests_(registry.counter("nibble_structured_output_requests_total",
+                                            "Requests with a structured output, by kind "
+                                            "(json_schema, json_object, regex, choice, tool_call).",
+                                            {"model_name", "kind"})),
+      grammar_compile_time_(
+          registry
+              .histogram("nibble_structured_output_compile_seconds",
+                         "Time to compile a structured output's grammar (cache misses only).",
+                         {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+                         {"model_name"})
+              .labels({config_.served_model_name})) {
   route();
+}
+
+structured::GrammarCache& OpenAiServer::grammar_cache() {
+  std::call_once(grammar_cache_once_, [this] {
+    const auto start = std::chrono::steady_clock::now();
+    auto vocabulary = structured::TokenVocabulary::from_tokenizer(
+        tokenizer_, std::size_t(engine_.vocab_size()), engine_.config().eos_token_ids);
+    grammar_cache_ =
+        std::make_unique<structured::GrammarCache>(std::move(vocabulary), config_.structured);
+    spdlog::info("structured outputs: vocabulary of {} tokens prepared in {:.0f} ms",
+                 engine_.vocab_size(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  });
+  return *grammar_cache_;
+}
+
+std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_constraint(
+    const httplib::Request& req, const json& body, bool chat) {
+  if (!has_structured_output_fields(body)) return nullptr;
+  structured::GrammarCache& cache = grammar_cache();
+  // Parsed again with key order kept: objects follow their schema's property order.
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(req.body);
+  const auto request = parse_structured_output(ordered, chat);
+  if (!request) return nullptr;
+  structured::GrammarCache::Result compiled;
+  try {
+    compiled = cache.get(request->spec);
+  } catch (const structured::StructuredError& e) {
+    throw invalid_request(e.what(), request->param);
+  }
+  if (!compiled.cached) grammar_compile_time_.observe(compiled.compile_seconds);
+  structured_requests_.labels({config_.served_model_name, compiled.grammar->kind()}).inc();
+  return compiled.grammar;
 }
 
 int OpenAiServer::bind() {
@@ -203,7 +252,10 @@ void OpenAiServer::route() {
       if (body.contains("messages")) {
         if (!chat_template_) throw invalid_request("this model has no chat template");
         chat::ChatRequest chat;
-        chat.messages = body["messages"];
+        if (!body["messages"].is_array())
+          throw invalid_request("'messages' must be an array", "messages");
+        chat.messages = adapt_roles_to_template(normalize_chat_messages(body["messages"]),
+                                                chat_template_->source());
         chat.add_generation_prompt = body.value("add_generation_prompt", true);
         ids = tokenizer_.encode(chat_template_->render(chat));
       } else if (body.contains("prompt") && body["prompt"].is_string()) {
@@ -341,7 +393,8 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   }
 
   auto channel = std::make_shared<runtime::OutputChannel>();
-  runtime::GenerationRequest submission{request.id, request.prompt, params, channel, {}};
+  runtime::GenerationRequest submission{request.id, request.prompt,    params, channel,
+                                        {},         request.constraint};
   const runtime::SubmitResult submitted = engine.submit(std::move(submission));
   switch (submitted.status) {
     case runtime::SubmitStatus::kAccepted:
@@ -452,8 +505,10 @@ PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
 
 void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
   try {
-    CompletionRequest parsed = parse_completion_request(parse_body(req), config_.limits);
+    const json body = parse_body(req);
+    CompletionRequest parsed = parse_completion_request(body, config_.limits);
     PreparedRequest r = prepare(Endpoint::kCompletions, parsed);
+    r.constraint = output_constraint(req, body, false);
     if (parsed.prompt_text) {
       r.prompt =
           tokenizer_.encode(*parsed.prompt_text, {.add_special_tokens = parsed.add_special_tokens});
@@ -470,13 +525,15 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
 
 void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
   try {
-    ChatCompletionRequest parsed = parse_chat_request(parse_body(req), config_.limits);
+    const json body = parse_body(req);
+    ChatCompletionRequest parsed = parse_chat_request(body, config_.limits);
     PreparedRequest r = prepare(Endpoint::kChat, parsed);
     if (!chat_template_) {
       throw invalid_request("this model has no chat template; use /v1/completions", "messages");
     }
+    r.constraint = output_constraint(req, body, true);
     chat::ChatRequest chat;
-    chat.messages = parsed.messages;
+    chat.messages = adapt_roles_to_template(parsed.messages, chat_template_->source());
     parse_tool_call_arguments(chat.messages);
     // vLLM renders the tools even for tool_choice "none" unless told not to.
     const bool hide_tools = config_.chat_output.exclude_tools_when_tool_choice_none &&

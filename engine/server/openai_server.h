@@ -7,12 +7,14 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/chat/chat_template.h"
 #include "engine/runtime/engine_loop.h"
 #include "engine/server/chat_output.h"
 #include "engine/server/openai_request.h"
+#include "engine/structured/grammar_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "metrics/registry.h"
 
@@ -29,7 +31,8 @@ struct ServerConfig {
   std::size_t max_body_bytes = 32u << 20;  // larger bodies get 413
   int http_threads = 256;                  // each open stream holds one
   RequestLimits limits;
-  ChatOutputConfig chat_output;  // tool-call and reasoning parsing
+  ChatOutputConfig chat_output;              // tool-call and reasoning parsing
+  structured::StructuredOptions structured;  // grammar limits and caches (structured outputs)
 };
 
 class OpenAiServer {
@@ -52,6 +55,10 @@ class OpenAiServer {
   void chat_completions(const httplib::Request& req, httplib::Response& res);
   template <typename Parsed>
   PreparedRequest prepare(Endpoint endpoint, const Parsed& parsed);
+  // The compiled grammar for the request's structured output fields, or null without them.
+  std::shared_ptr<const structured::TokenConstraintFactory> output_constraint(
+      const httplib::Request& req, const nlohmann::json& body, bool chat);
+  structured::GrammarCache& grammar_cache();
 
   ServerConfig config_;
   runtime::EngineLoop& engine_;
@@ -63,6 +70,10 @@ class OpenAiServer {
   std::atomic<std::uint64_t> next_request_id_{0};
   std::int64_t created_ = 0;
   std::shared_ptr<ToolCallMetrics> tool_metrics_;
+  std::once_flag grammar_cache_once_;  // the vocabulary is built at the first structured request
+  std::unique_ptr<structured::GrammarCache> grammar_cache_;
+  metrics::CounterFamily& structured_requests_;
+  metrics::Histogram& grammar_compile_time_;
 };
 
 }  // namespace nibble::server

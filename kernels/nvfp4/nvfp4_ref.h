@@ -1,6 +1,6 @@
 #pragma once
 // NVFP4 on the CPU: the reference every kernel and loader is checked against.
-// Format (../shared/docs/NVFP4.md, docs/models.md):
+// Format (docs/models.md, "NVFP4 checkpoints"):
 //   E2M1 4-bit values {0, .5, 1, 1.5, 2, 3, 4, 6} with a sign bit (0x8), two per byte along K,
 //   element 2i in the low nibble; one FP8 E4M3 block scale per 16 elements along K;
 //   one FP32 global factor per tensor (multiply form: value = e2m1 * e4m3 * global).

@@ -1,8 +1,9 @@
 // The CUDA backend against the CPU backend (FP32, the reference) on random models of every
 // architecture, dense and NVFP4, with fresh random prompts, batches and block tables each run
 // (the seed is printed), and its paged attention kernel against an FP64 reference.
-// Tolerances: BF16 activations through a few layers land near 1e-2 of the FP32 logits (METHOD.md:
-// BF16 operands 1e-3..1e-2 per operation); the attention kernel alone, near BF16 rounding.
+// Tolerances: BF16 activations through a few layers land near 1e-2 of the FP32 logits
+// (docs/performance.md, "Method": BF16 operands 1e-3..1e-2 per operation); the attention kernel
+// alone, near BF16 rounding.
 // Exits 77 (ctest: skipped) without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -16,7 +17,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/model/quantize_on_load.h"
 #include "kernels/nvfp4/bf16.h"
@@ -274,6 +275,109 @@ TEST(CudaBackend, BadCallsThrowAndChangeNothing) {
   EXPECT_EQ(logits, again);
 }
 
+// ---- decode graphs ------------------------------------------------------------------------
+
+// Decode steps replayed from CUDA graphs against the same steps run eagerly, on two caches holding
+// the same prefilled prompts, at batch sizes on and between the graph buckets, over several
+// steps (the graphs' inputs change each step). A BF16 model runs the same kernels either way at a
+// bucket's size: the logits must be identical bit for bit. Between buckets the graph computes a
+// padded batch (other tile choices), and NVFP4 layers add their split-K partial sums with
+// atomics, in no fixed order, so that not even two eager runs agree bitwise: there the graph must
+// agree with eager execution as closely as eager execution agrees with itself, within 1e-3.
+struct GraphCase {
+  Arch arch;
+  int head_dim;
+  bool nvfp4;
+};
+
+class DecodeGraphs : public ::testing::TestWithParam<GraphCase> {};
+
+TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
+  const GraphCase p = GetParam();
+  const ModelConfig c = gpu_config(p.arch, p.head_dim);
+  auto weights = testing::random_model(c, g_seed ^ 0x9e3779b9u);
+  if (p.nvfp4) model::quantize_weights_nvfp4(weights);
+  auto gpu = make_cuda_backend(std::move(weights));
+  std::mt19937 rng(std::uint32_t(g_seed) + 4);
+  constexpr int kBlock = 16, kMaxSeqs = 40, kTable = 12;
+  auto eager_cache = gpu->new_kv_cache(kMaxSeqs * kTable, kBlock);
+  auto graph_cache = gpu->new_kv_cache(kMaxSeqs * kTable, kBlock);
+  const std::size_t V = std::size_t(c.vocab_size);
+  for (const int n : {1, 2, 3, 8, 13, 16, 24, 40}) {
+    std::vector<int> pool(kMaxSeqs * kTable);
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const auto count = static_cast<std::size_t>(n);
+    std::vector<std::vector<int>> tables(count);
+    std::vector<std::vector<std::int32_t>> prompts(count);
+    std::vector<int> length(count);
+    std::vector<std::vector<float>> eager(count, std::vector<float>(V));
+    std::vector<std::vector<float>> graph = eager, again = eager;
+    std::vector<BatchItem> items;
+    for (int s = 0; s < n; ++s) {
+      tables[std::size_t(s)].assign(pool.begin() + s * kTable, pool.begin() + (s + 1) * kTable);
+      prompts[std::size_t(s)] =
+          random_tokens(rng, std::uniform_int_distribution<int>(1, 120)(rng), c.vocab_size);
+      length[std::size_t(s)] = int(prompts[std::size_t(s)].size());
+      items.push_back({prompts[std::size_t(s)], 0, tables[std::size_t(s)], {}});
+    }
+    gpu->set_decode_graphs(false);  // both prefills eager, identical
+    gpu->forward_batch(*eager_cache, items);
+    gpu->forward_batch(*graph_cache, items);
+    double worst_graph = 0, worst_eager = 0;
+    bool identical = true;
+    for (int step = 0; step < 3; ++step) {
+      std::vector<std::int32_t> next(count);
+      for (int s = 0; s < n; ++s)
+        next[std::size_t(s)] = std::uniform_int_distribution<int>(0, c.vocab_size - 1)(rng);
+      auto step_items = [&](std::vector<std::vector<float>>& out) {
+        std::vector<BatchItem> decode;
+        for (int s = 0; s < n; ++s)
+          decode.push_back({std::span(&next[std::size_t(s)], 1), length[std::size_t(s)],
+                            tables[std::size_t(s)], out[std::size_t(s)]});
+        return decode;
+      };
+      for (auto& l : graph) std::fill(l.begin(), l.end(), NAN);  // poison
+      gpu->set_decode_graphs(false);
+      gpu->forward_batch(*eager_cache, step_items(eager));
+      gpu->set_decode_graphs(true);
+      const std::uint64_t replays = gpu->decode_graph_replays();
+      gpu->forward_batch(*graph_cache, step_items(graph));
+      EXPECT_EQ(gpu->decode_graph_replays(), replays + 1) << "the step did not replay a graph";
+      // The eager step again, on a copy of its input state: how far eager agrees with itself.
+      gpu->set_decode_graphs(false);
+      gpu->forward_batch(*eager_cache, step_items(again));
+      for (int s = 0; s < n; ++s) {
+        identical &= graph[std::size_t(s)] == eager[std::size_t(s)];
+        worst_graph =
+            std::max(worst_graph, relative_l2(graph[std::size_t(s)], eager[std::size_t(s)]));
+        worst_eager =
+            std::max(worst_eager, relative_l2(again[std::size_t(s)], eager[std::size_t(s)]));
+        ++length[std::size_t(s)];
+      }
+    }
+    std::printf(
+        "  %d sequences, 3 steps: graph vs eager relative L2 %.3g (%s), eager vs eager %.3g\n", n,
+        worst_graph, identical ? "bitwise identical" : "not bitwise", worst_eager);
+    const bool bucket = n == 1 || n == 2 || n == 8 || n == 16 || n == 24 || n == 40;
+    if (!p.nvfp4 && bucket) {
+      EXPECT_TRUE(identical) << n << " sequences";
+    } else {
+      EXPECT_LT(worst_graph, 1e-3) << n << " sequences";
+    }
+  }
+}
+
+std::string graph_case_name(const ::testing::TestParamInfo<GraphCase>& info) {
+  return case_name({Case{info.param.arch, info.param.head_dim, info.param.nvfp4}, info.index});
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
+                         ::testing::Values(GraphCase{Arch::Llama, 128, false},
+                                           GraphCase{Arch::Qwen3, 64, true},
+                                           GraphCase{Arch::Llama, 128, true}),
+                         graph_case_name);
+
 // ---- paged attention alone, against FP64 -------------------------------------------------
 
 struct AttnCase {
@@ -283,130 +387,141 @@ struct AttnCase {
 TEST(PagedAttention, MatchesFp64ReferenceAcrossShapes) {
   std::mt19937 rng(std::uint32_t(g_seed) + 3);
   std::normal_distribution<float> normal;
-  for (const AttnCase ac : {AttnCase{8, 8, 64}, AttnCase{32, 8, 128}, AttnCase{16, 2, 256},
-                            AttnCase{4, 2, 8}, AttnCase{64, 4, 128}}) {
-    const int block = 16, blocks = 96, Hq = ac.q_heads, Hkv = ac.kv_heads, D = ac.head_dim;
-    const std::int64_t rows = std::int64_t(blocks) * block;
-    std::vector<std::uint16_t> kc(std::size_t(rows * Hkv * D)), vc(kc.size());
-    for (auto& x : kc) x = nvfp4::float_to_bf16(normal(rng));
-    for (auto& x : vc) x = nvfp4::float_to_bf16(normal(rng));
-    // Three sequences: a long prefill chunk starting mid-sequence, a decode, a short prompt.
-    std::vector<int> pool(blocks);
-    std::iota(pool.begin(), pool.end(), 0);
-    std::shuffle(pool.begin(), pool.end(), rng);
-    struct Seq {
-      int start, count;
-      std::vector<int> table;
-    };
-    std::vector<Seq> seqs = {{300, 211, {}}, {700, 1, {}}, {0, 37, {}}};
-    int used = 0;
-    for (auto& s : seqs) {
-      const int need = (s.start + s.count + block - 1) / block;
-      s.table.assign(pool.begin() + used, pool.begin() + used + need);
-      used += need;
-    }
-    std::vector<BatchItem> items;
-    std::vector<std::vector<std::int32_t>> toks;
-    for (const auto& s : seqs) toks.emplace_back(std::size_t(s.count), 0);
-    for (std::size_t i = 0; i < seqs.size(); ++i)
-      items.push_back({toks[i], seqs[i].start, seqs[i].table, {}});
-    cuda::AttentionShape shape{Hq, Hkv, D};
-    const cuda::StepLayout layout =
-        cuda::layout_step(items, block, cuda::attention_rows_per_tile(shape));
-    const std::int64_t T = std::int64_t(layout.tokens.size());
-    std::vector<std::uint16_t> q(std::size_t(T * Hq * D));
-    for (auto& x : q) x = nvfp4::float_to_bf16(normal(rng));
-
-    auto upload = [](const auto& v) {
-      void* p = nullptr;
-      EXPECT_EQ(cudaMalloc(&p, v.size() * sizeof(v[0])), cudaSuccess);
-      EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice),
-                cudaSuccess);
-      return p;
-    };
-    void *dq = upload(q), *dk = upload(kc), *dv = upload(vc), *dt = upload(layout.tiles),
-         *db = upload(layout.block_tables), *dout = nullptr, *dwork = nullptr;
-    ASSERT_EQ(cudaMalloc(&dout, q.size() * 2), cudaSuccess);
-    cuda::PagedAttentionArgs a;
-    a.q = static_cast<const std::uint16_t*>(dq);
-    a.k_cache = static_cast<const std::uint16_t*>(dk);
-    a.v_cache = static_cast<const std::uint16_t*>(dv);
-    a.block_tables = static_cast<const std::int32_t*>(db);
-    a.block_size = block;
-    a.tiles = static_cast<const cuda::AttentionTile*>(dt);
-    a.num_tiles = int(layout.tiles.size());
-    a.shape = shape;
-    a.scale = 1.0f / std::sqrt(float(D));
-    a.out = static_cast<std::uint16_t*>(dout);
-    a.rows = int(T);
-    a.max_position = *std::max_element(layout.positions.begin(), layout.positions.end());
-    // Twice: every key range in one block, then split over blocks (a huge SM count forces the
-    // most splits the keys allow) and merged.
-    std::vector<std::vector<std::uint16_t>> outs;
-    for (const int sm_count : {0, 1 << 20}) {
-      const int splits = cuda::paged_attention_splits(shape, a.num_tiles, a.max_position, sm_count);
-      if (sm_count > 0) {
-        EXPECT_GT(splits, 4);
-        a.workspace_floats = cuda::paged_attention_workspace_floats(shape, int(T), splits);
-        ASSERT_EQ(cudaMalloc(&dwork, a.workspace_floats * 4), cudaSuccess);
-        a.workspace = static_cast<float*>(dwork);
+  // Shapes for both kernels: the tile kernel (prefill chunks, mixed steps) and, where a step has
+  // only decodes, the decode kernel (head_dim 64/128/256 with 1 to 8 query heads per KV head;
+  // head_dim 8 and 16 heads per KV head fall back to the tile kernel).
+  for (const AttnCase ac :
+       {AttnCase{8, 8, 64}, AttnCase{32, 8, 128}, AttnCase{16, 2, 256}, AttnCase{4, 2, 8},
+        AttnCase{64, 4, 128}, AttnCase{32, 4, 128}, AttnCase{16, 8, 256}})
+    for (const bool decode_only : {false, true}) {
+      const int block = 16, blocks = 96, Hq = ac.q_heads, Hkv = ac.kv_heads, D = ac.head_dim;
+      const std::int64_t rows = std::int64_t(blocks) * block;
+      std::vector<std::uint16_t> kc(std::size_t(rows * Hkv * D)), vc(kc.size());
+      for (auto& x : kc) x = nvfp4::float_to_bf16(normal(rng));
+      for (auto& x : vc) x = nvfp4::float_to_bf16(normal(rng));
+      // Three sequences: a long prefill chunk starting mid-sequence, a decode, a short prompt.
+      std::vector<int> pool(blocks);
+      std::iota(pool.begin(), pool.end(), 0);
+      std::shuffle(pool.begin(), pool.end(), rng);
+      struct Seq {
+        int start, count;
+        std::vector<int> table;
+      };
+      std::vector<Seq> seqs = decode_only
+                                  ? std::vector<Seq>{{0, 1, {}},   {31, 1, {}}, {32, 1, {}},
+                                                     {700, 1, {}}, {95, 1, {}}, {260, 1, {}}}
+                                  : std::vector<Seq>{{300, 211, {}}, {700, 1, {}}, {0, 37, {}}};
+      int used = 0;
+      for (auto& s : seqs) {
+        const int need = (s.start + s.count + block - 1) / block;
+        s.table.assign(pool.begin() + used, pool.begin() + used + need);
+        used += need;
       }
-      a.sm_count = sm_count;
-      ASSERT_EQ(cudaMemset(dout, 0xff, q.size() * 2), cudaSuccess);  // poison: NaN
-      ASSERT_EQ(cuda::paged_attention(a, nullptr), cudaSuccess);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      outs.emplace_back(q.size());
-      ASSERT_EQ(cudaMemcpy(outs.back().data(), dout, q.size() * 2, cudaMemcpyDeviceToHost),
-                cudaSuccess);
-    }
-    for (void* p : {dq, dk, dv, dt, db, dout, dwork}) cudaFree(p);
+      std::vector<BatchItem> items;
+      std::vector<std::vector<std::int32_t>> toks;
+      for (const auto& s : seqs) toks.emplace_back(std::size_t(s.count), 0);
+      for (std::size_t i = 0; i < seqs.size(); ++i)
+        items.push_back({toks[i], seqs[i].start, seqs[i].table, {}});
+      kernels::AttentionShape shape{Hq, Hkv, D};
+      const cuda::StepLayout layout =
+          cuda::layout_step(items, block, kernels::attention_rows_per_tile(shape));
+      const std::int64_t T = std::int64_t(layout.tokens.size());
+      std::vector<std::uint16_t> q(std::size_t(T * Hq * D));
+      for (auto& x : q) x = nvfp4::float_to_bf16(normal(rng));
 
-    // FP64 reference.
-    double diff[2] = {0, 0}, ref = 0;
-    std::int64_t row = 0;
-    for (const auto& s : seqs)
-      for (int i = 0; i < s.count; ++i, ++row) {
-        const int pos = s.start + i;
-        for (int h = 0; h < Hq; ++h) {
-          const int kvh = h / (Hq / Hkv);
-          std::vector<double> score(std::size_t(pos + 1));
-          double mx = -INFINITY;
-          for (int p = 0; p <= pos; ++p) {
-            const std::int64_t slot =
-                std::int64_t(s.table[std::size_t(p / block)]) * block + p % block;
-            double dot = 0;
-            for (int d = 0; d < D; ++d)
-              dot += double(nvfp4::bf16_to_float(q[std::size_t((row * Hq + h) * D + d)])) *
-                     nvfp4::bf16_to_float(kc[std::size_t((slot * Hkv + kvh) * D + d)]);
-            score[std::size_t(p)] = dot / std::sqrt(double(D));
-            mx = std::max(mx, score[std::size_t(p)]);
-          }
-          double sum = 0;
-          for (auto& x : score) sum += (x = std::exp(x - mx));
-          for (int d = 0; d < D; ++d) {
-            double o = 0;
+      auto upload = [](const auto& v) {
+        void* p = nullptr;
+        EXPECT_EQ(cudaMalloc(&p, v.size() * sizeof(v[0])), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        return p;
+      };
+      void *dq = upload(q), *dk = upload(kc), *dv = upload(vc), *dt = upload(layout.tiles),
+           *db = upload(layout.block_tables), *dout = nullptr, *dwork = nullptr;
+      ASSERT_EQ(cudaMalloc(&dout, q.size() * 2), cudaSuccess);
+      kernels::PagedAttentionArgs a;
+      a.q = static_cast<const std::uint16_t*>(dq);
+      a.k_cache = static_cast<const std::uint16_t*>(dk);
+      a.v_cache = static_cast<const std::uint16_t*>(dv);
+      a.block_tables = static_cast<const std::int32_t*>(db);
+      a.block_size = block;
+      a.tiles = static_cast<const kernels::AttentionTile*>(dt);
+      a.num_tiles = int(layout.tiles.size());
+      a.shape = shape;
+      a.scale = 1.0f / std::sqrt(float(D));
+      a.out = static_cast<std::uint16_t*>(dout);
+      a.rows = int(T);
+      a.max_position = *std::max_element(layout.positions.begin(), layout.positions.end());
+      // Twice: every key range in one block, then split over blocks (a huge SM count forces the
+      // most splits the keys allow) and merged.
+      std::vector<std::vector<std::uint16_t>> outs;
+      for (const int sm_count : {0, 1 << 20}) {
+        const int splits =
+            kernels::paged_attention_splits(shape, a.num_tiles, a.max_position, sm_count);
+        if (sm_count > 0) {
+          EXPECT_GT(splits, 4);
+          a.workspace_floats = kernels::paged_attention_workspace_floats(shape, int(T), splits);
+          ASSERT_EQ(cudaMalloc(&dwork, a.workspace_floats * 4), cudaSuccess);
+          a.workspace = static_cast<float*>(dwork);
+        }
+        a.sm_count = sm_count;
+        ASSERT_EQ(cudaMemset(dout, 0xff, q.size() * 2), cudaSuccess);  // poison: NaN
+        ASSERT_EQ(kernels::paged_attention(a, nullptr), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        outs.emplace_back(q.size());
+        ASSERT_EQ(cudaMemcpy(outs.back().data(), dout, q.size() * 2, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+      }
+      for (void* p : {dq, dk, dv, dt, db, dout, dwork}) cudaFree(p);
+
+      // FP64 reference.
+      double diff[2] = {0, 0}, ref = 0;
+      std::int64_t row = 0;
+      for (const auto& s : seqs)
+        for (int i = 0; i < s.count; ++i, ++row) {
+          const int pos = s.start + i;
+          for (int h = 0; h < Hq; ++h) {
+            const int kvh = h / (Hq / Hkv);
+            std::vector<double> score(std::size_t(pos + 1));
+            double mx = -INFINITY;
             for (int p = 0; p <= pos; ++p) {
               const std::int64_t slot =
                   std::int64_t(s.table[std::size_t(p / block)]) * block + p % block;
-              o += score[std::size_t(p)] / sum *
-                   nvfp4::bf16_to_float(vc[std::size_t((slot * Hkv + kvh) * D + d)]);
+              double dot = 0;
+              for (int d = 0; d < D; ++d)
+                dot += double(nvfp4::bf16_to_float(q[std::size_t((row * Hq + h) * D + d)])) *
+                       nvfp4::bf16_to_float(kc[std::size_t((slot * Hkv + kvh) * D + d)]);
+              score[std::size_t(p)] = dot / std::sqrt(double(D));
+              mx = std::max(mx, score[std::size_t(p)]);
             }
-            for (int k = 0; k < 2; ++k) {
-              const double got =
-                  nvfp4::bf16_to_float(outs[std::size_t(k)][std::size_t((row * Hq + h) * D + d)]);
-              diff[k] += std::isfinite(got) ? (got - o) * (got - o) : INFINITY;
+            double sum = 0;
+            for (auto& x : score) sum += (x = std::exp(x - mx));
+            for (int d = 0; d < D; ++d) {
+              double o = 0;
+              for (int p = 0; p <= pos; ++p) {
+                const std::int64_t slot =
+                    std::int64_t(s.table[std::size_t(p / block)]) * block + p % block;
+                o += score[std::size_t(p)] / sum *
+                     nvfp4::bf16_to_float(vc[std::size_t((slot * Hkv + kvh) * D + d)]);
+              }
+              for (int k = 0; k < 2; ++k) {
+                const double got =
+                    nvfp4::bf16_to_float(outs[std::size_t(k)][std::size_t((row * Hq + h) * D + d)]);
+                diff[k] += std::isfinite(got) ? (got - o) * (got - o) : INFINITY;
+              }
+              ref += o * o;
             }
-            ref += o * o;
           }
         }
+      for (int k = 0; k < 2; ++k) {
+        const double err = std::sqrt(diff[k] / ref);
+        std::printf("  attention Hq %d Hkv %d D %d, %lld rows%s%s: relative L2 %.3g\n", Hq, Hkv, D,
+                    (long long)T, decode_only ? " (decodes only)" : "", k ? ", keys split" : "",
+                    err);
+        EXPECT_LT(err, 5e-3) << "Hq " << Hq << " Hkv " << Hkv << " D " << D << " split " << k
+                             << (decode_only ? " decodes only" : "");
       }
-    for (int k = 0; k < 2; ++k) {
-      const double err = std::sqrt(diff[k] / ref);
-      std::printf("  attention Hq %d Hkv %d D %d, %lld rows%s: relative L2 %.3g\n", Hq, Hkv, D,
-                  (long long)T, k ? ", keys split" : "", err);
-      EXPECT_LT(err, 5e-3) << "Hq " << Hq << " Hkv " << Hkv << " D " << D << " split " << k;
     }
-  }
 }
 
 }  // namespace

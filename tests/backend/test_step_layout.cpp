@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/backend/cuda/decode_graphs.h"
+
 #include <cstring>
 
 namespace nibble::backend::cuda {
@@ -37,6 +39,70 @@ TEST(StepLayout, RowsTilesAndSlotsFollowTheBlockTables) {
   AttentionTile tile;
   std::memcpy(&tile, p.bytes.data() + p.tiles + 3 * sizeof(tile), sizeof(tile));
   EXPECT_EQ(tile.position0, 9);
+}
+
+// A graph's inputs: the same offsets for every step up to the largest bucket, the real rows as
+// layout_step would lay them out, padding rows confined to the scratch block.
+TEST(StepLayout, DecodeStepsPadToTheirBucketAtFixedOffsets) {
+  const std::vector<std::int32_t> a_token = {41}, b_token = {42};
+  const std::vector<int> a_table = {5, 2}, b_table = {0, 1, 4};
+  std::vector<float> la(10), lb(10);
+  const BatchItem items[] = {{a_token, 6, a_table, la}, {b_token, 9, b_table, lb}};
+  const DecodeStepOffsets at = decode_step_offsets(/*max_rows=*/8);
+  for (std::size_t offset :
+       {at.tokens, at.positions, at.slots, at.tiles, at.logit_rows, at.block_tables})
+    EXPECT_EQ(offset % 16, 0u);
+  EXPECT_GE(at.block_tables, at.logit_rows + 8 * 4);
+  std::vector<std::byte> bytes;
+  const std::size_t used =
+      pack_decode_step(items, /*block_size=*/4, /*rows=*/4, /*scratch_block=*/9, at, bytes);
+  EXPECT_EQ(used, at.block_tables + (1 + 2 + 3) * 4);
+  auto read = [&](std::size_t offset, auto& value, int index) {
+    std::memcpy(&value, bytes.data() + offset + std::size_t(index) * sizeof(value), sizeof(value));
+  };
+  std::int32_t i32 = 0;
+  std::int64_t slot = 0;
+  AttentionTile tile;
+  read(at.tokens, i32, 1);
+  EXPECT_EQ(i32, 42);
+  read(at.positions, i32, 0);
+  EXPECT_EQ(i32, 6);
+  read(at.slots, slot, 0);  // a's position 6: block 2, row 2
+  EXPECT_EQ(slot, 10);
+  read(at.slots, slot, 1);  // b's position 9: block 4, row 1
+  EXPECT_EQ(slot, 17);
+  read(at.tiles, tile, 1);
+  EXPECT_EQ(tile.row0, 1);
+  EXPECT_EQ(tile.position0, 9);
+  EXPECT_EQ(tile.table_offset, 3);  // after the scratch table and a's two blocks
+  for (int pad : {2, 3}) {
+    read(at.tokens, i32, pad);
+    EXPECT_EQ(i32, 0);
+    read(at.slots, slot, pad);
+    EXPECT_EQ(slot, 9 * 4);
+    read(at.tiles, tile, pad);
+    EXPECT_EQ(tile.table_offset, 0);
+    EXPECT_EQ(tile.position0, 0);
+    read(at.logit_rows, i32, pad);
+    EXPECT_EQ(i32, pad);
+  }
+  read(at.block_tables, i32, 0);
+  EXPECT_EQ(i32, 9);
+  read(at.block_tables, i32, 5);
+  EXPECT_EQ(i32, 4);
+}
+
+TEST(DecodeGraphs, BucketsFollowVllmsSizes) {
+  EXPECT_EQ(decode_buckets(1), (std::vector<int>{1}));
+  EXPECT_EQ(decode_buckets(8), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(decode_buckets(20), (std::vector<int>{1, 2, 4, 8, 16, 20}));
+  EXPECT_EQ(decode_buckets(32), (std::vector<int>{1, 2, 4, 8, 16, 24, 32}));
+  const auto b = decode_buckets(64);
+  EXPECT_EQ(decode_bucket_for(1, b), 1);
+  EXPECT_EQ(decode_bucket_for(3, b), 4);
+  EXPECT_EQ(decode_bucket_for(17, b), 24);
+  EXPECT_EQ(decode_bucket_for(64, b), 64);
+  EXPECT_EQ(decode_bucket_for(65, b), 0);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 // traffic and no failed request → delete → no engine left. Invalid recipes of many kinds next
 // to a running one; a controller killed and restarted; scale from zero and back.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,14 +26,6 @@ using nlohmann::json;
 using testing::ControllerProcess;
 using testing::eventually;
 using testing::process_alive;
-
-#define REQUIRE_TINY_MODEL(dir)                                               \
-  std::string why_##dir;                                                      \
-  const std::string dir = nibble::server::testing::tiny_model_dir(why_##dir); \
-  if (dir.empty()) {                                                          \
-    if (nibble::testing::tools_required()) FAIL() << why_##dir;               \
-    GTEST_SKIP() << why_##dir;                                                \
-  }
 
 std::string recipe(const std::string& name, const std::string& model, const std::string& served,
                    const std::string& spec_extra) {
@@ -238,6 +232,27 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
   EXPECT_NE(rejected.output.find("spec.engine.maxNumSeqs"), std::string::npos) << rejected.output;
   EXPECT_NE(rejected.output.find("spec.replicaz"), std::string::npos) << rejected.output;
   EXPECT_TRUE(c.status("bad").is_null());
+  // A recipe may not hand its engine a flag the controller sets itself.
+  auto hijack = c.nibble("apply -f " + write_file(c.state_dir.path() / "hijack.yaml",
+                                                  recipe("hijack", model, "hijack",
+                                                         "    extraArgs: [--host, 127.0.0.2]\n")));
+  EXPECT_EQ(hijack.exit_code, 1);
+  EXPECT_NE(hijack.output.find("spec.engine.extraArgs[0]: '--host' is set by the controller"),
+            std::string::npos)
+      << hijack.output;
+  EXPECT_TRUE(c.status("hijack").is_null());
+  // One name twice in one apply: the whole file is refused, naming the name.
+  auto twice =
+      c.nibble("apply -f " + write_file(c.state_dir.path() / "twice.yaml",
+                                        recipe("solo", model, "solo", "") + "---\n" +
+                                            recipe("twice", model, "twice-a", "") + "---\n" +
+                                            recipe("twice", model, "twice-b", "")));
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.output.find("metadata.name: 'twice' is also the name of document 2"),
+            std::string::npos)
+      << twice.output;
+  EXPECT_TRUE(c.status("solo").is_null());
+  EXPECT_TRUE(c.status("twice").is_null());
 
   // Written into the state directory by hand: each gets a condition that says why.
   write_file(recipes / "typo.yaml", recipe("typo", model, "typo", "  replicas: {min: 1, mx: 2}\n"));
@@ -246,9 +261,12 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
   write_file(recipes / "dup.yaml", recipe("dup", model, "tiny-chat", ""));
   write_file(recipes / "bounds.yaml",
              recipe("bounds", model, "bounds", "  replicas: {min: 3, max: 1}\n"));
-  // Valid, but its engine exits at once: restarted with back-off, shown as CrashLoopBackOff.
-  write_file(recipes / "crashy.yaml",
-             recipe("crashy", model, "crashy", "    extraArgs: [\"--no-such-flag\"]\n"));
+  // Valid, but its engine exits at once (a model directory whose config.json is not a
+  // model's): restarted with back-off, shown as CrashLoopBackOff.
+  const std::filesystem::path broken_model = c.state_dir.path() / "broken-model";
+  std::filesystem::create_directories(broken_model);
+  write_file(broken_model / "config.json", "{}");
+  write_file(recipes / "crashy.yaml", recipe("crashy", broken_model.string(), "crashy", ""));
   struct Expect {
     std::string name, phase, degraded, message;
   };
@@ -258,7 +276,7 @@ TEST(ControllerE2E, InvalidRecipesGetConditionsAndLeaveRunningOnesAlone) {
       {"nomodel", "Degraded", "True/ModelUnavailable", "/nonexistent/model"},
       {"dup", "Invalid", "True/InvalidSpec", "already served by recipe 'good'"},
       {"bounds", "Invalid", "True/InvalidSpec", "spec.replicas"},
-      {"crashy", "Degraded", "True/CrashLoopBackOff", "exited with code 2 (log: "},
+      {"crashy", "Degraded", "True/CrashLoopBackOff", "exited with code 1 (log: "},
   };
   for (const Expect& e : expects) {
     EXPECT_TRUE(eventually([&] { return phase(c.status(e.name)) == e.phase; }, 20s))
@@ -376,6 +394,39 @@ TEST(ControllerE2E, ScalesFromZeroOnARequestAndBackAfterIdling) {
   ASSERT_TRUE(eventually([&] { return phase(c.status("z")) == "ScaledToZero"; }, 30s))
       << c.status("z").dump(2);
   for (int pid : pids) EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 15s));
+  EXPECT_EQ(c.stop(), 0);
+}
+
+// Issue 23, item 2: a root controller runs engines as --engine-user, and --model-root
+// confines the recipes' model paths.
+TEST(ControllerE2E, EnginesRunAsTheEngineUserAndModelsStayInsideTheRoot) {
+  REQUIRE_TINY_MODEL(model);
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run engines as another user";
+  const std::filesystem::path model_root = std::filesystem::path(model).parent_path();
+  // The engine user must be able to read the model (the test's temporary directory is 0700).
+  std::filesystem::permissions(
+      model_root, std::filesystem::perms::others_read | std::filesystem::perms::others_exec,
+      std::filesystem::perm_options::add);
+  ControllerProcess c({"--engine-user", "nobody", "--model-root", model_root.string()});
+  ASSERT_TRUE(c.wait_api()) << c.log();
+  auto outside = c.nibble(
+      "apply -f " + write_file(c.state_dir.path() / "etc.yaml", recipe("etc", "/etc", "etc", "")));
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_NE(outside.output.find("outside the controller's --model-root"), std::string::npos)
+      << outside.output;
+  auto applied = c.nibble("apply -f " + write_file(c.state_dir.path() / "tiny.yaml",
+                                                   recipe("tiny", model, "tiny", "")));
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(eventually([&] { return phase(c.status("tiny")) == "Ready"; }, 90s)) << c.log();
+  const std::vector<int> pids = c.engine_pids("tiny");
+  ASSERT_EQ(pids.size(), 1u);
+  std::ifstream status("/proc/" + std::to_string(pids[0]) + "/status");
+  std::string line, uid_line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("Uid:")) uid_line = line;
+  }
+  const std::string nobody = std::to_string(getpwnam("nobody")->pw_uid);
+  EXPECT_EQ(uid_line, "Uid:\t" + nobody + "\t" + nobody + "\t" + nobody + "\t" + nobody);
   EXPECT_EQ(c.stop(), 0);
 }
 

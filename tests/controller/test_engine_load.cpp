@@ -71,6 +71,30 @@ TEST(ControllerOptions, FlagsAndErrors) {
   EXPECT_NE(error_of({"--log-level", "loud"}).find("--log-level"), std::string::npos);
   EXPECT_NE(error_of({"--bogus"}).find("unknown option '--bogus'"), std::string::npos);
   EXPECT_NE(error_of({"-f"}).find("missing value"), std::string::npos);
+
+  ControllerOptions confined;
+  ASSERT_TRUE(
+      parse_controller_options({"--model-root", "/srv/models", "--engine-user=nibble"}, confined));
+  EXPECT_EQ(confined.model_root, "/srv/models");
+  EXPECT_EQ(confined.engine_user, "nibble");
+  EXPECT_TRUE(o.model_root.empty() && o.engine_user.empty());
+  EXPECT_EQ(error_of({"--engine-user="}), "--engine-user: expected a user name");
+  EXPECT_EQ(error_of({"--model-root", ""}), "--model-root: expected a directory");
+}
+
+TEST(ControllerOptions, LogRetention) {
+  ControllerOptions o;
+  EXPECT_EQ(o.log_retention_hours, 168);
+  EXPECT_EQ(o.log_retention_mib, 100);
+  ASSERT_TRUE(parse_controller_options({"--log-retention-hours", "0", "--log-retention-mib=5"}, o));
+  EXPECT_EQ(o.log_retention_hours, 0);
+  EXPECT_EQ(o.log_retention_mib, 5);
+  try {
+    parse_controller_options({"--log-retention-hours", "-1"}, o);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--log-retention-hours"), std::string::npos);
+  }
 }
 
 TEST(LogTail, LastLinesOfSmallAndLargeFiles) {

@@ -1,6 +1,7 @@
-// The local backend driven by the reconcile core against real `nibble-engine serve` processes
-// on a tiny model: start, kill -9 and restart, adoption by a new controller, rolling update,
-// delete leaving no process behind.
+// The local backend, driven through the ReplicaBackend interface (sync, drain) against real
+// `nibble-engine serve` processes on a tiny model: holding starts, start, kill -9 and restart
+// with its exit recorded, adoption by a new controller, rolling update, delete leaving no
+// process behind.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -26,37 +27,31 @@ recipe::ModelRecipe tiny_recipe() {
   return r;
 }
 
-int count_ready(const std::vector<reconcile::ObservedReplica>& observed, const std::string& hash) {
+int count_ready(const std::vector<reconcile::ReplicaView>& replicas, const std::string& revision) {
   int n = 0;
-  for (const auto& r : observed)
-    n += r.phase == reconcile::ReplicaPhase::kReady && r.spec_hash == hash;
+  for (const auto& r : replicas)
+    n += r.phase == reconcile::ReplicaPhase::kReady && r.revision == revision;
   return n;
 }
 
-// One controller pass: observe, plan, apply. Returns what was observed before acting.
-std::vector<reconcile::ObservedReplica> pass(LocalBackend& backend,
-                                             const recipe::ModelRecipe& recipe,
-                                             const reconcile::DesiredRecipe& desired,
-                                             const std::string& model_dir) {
-  const auto now = reconcile::Clock::now();
-  auto observed = backend.observe(recipe.name, now);
-  for (const auto& action : reconcile::plan_replicas(desired, observed, now).actions) {
-    backend.apply(recipe, desired.spec_hash, model_dir, action, now);
-  }
-  return observed;
-}
-
-// Runs passes until `done` holds for what is observed, or the time runs out.
+// Runs passes (sync, or drain when `desired` is null) until `done` holds for what is
+// observed, or the time runs out.
 template <typename Done>
-bool converge(LocalBackend& backend, const recipe::ModelRecipe& recipe,
-              const reconcile::DesiredRecipe& desired, const std::string& model_dir, Done done,
+bool converge(LocalBackend& backend, const reconcile::DesiredState* desired, Done done,
               std::chrono::seconds limit = 90s) {
   const auto deadline = reconcile::Clock::now() + limit;
   while (reconcile::Clock::now() < deadline) {
-    if (done(pass(backend, recipe, desired, model_dir))) return true;
+    const auto now = reconcile::Clock::now();
+    if (done(desired ? backend.sync(*desired, now) : backend.drain("tiny", now))) return true;
     std::this_thread::sleep_for(200ms);
   }
   return false;
+}
+
+std::vector<std::string> ids(const std::vector<reconcile::ReplicaView>& replicas) {
+  std::vector<std::string> out;
+  for (const auto& r : replicas) out.push_back(r.id);
+  return out;
 }
 
 TEST(LocalBackend, ReplicasStartRestartGetAdoptedRollAndStop) {
@@ -72,54 +67,68 @@ TEST(LocalBackend, ReplicasStartRestartGetAdoptedRollAndStop) {
   config.state_dir = state.path();
   config.drain_timeout = 10s;
   config.extra_engine_args = {"--threads", "1", "--kv-cache-memory-bytes", "4194304"};
-  const recipe::ModelRecipe recipe = tiny_recipe();
-  reconcile::DesiredRecipe desired{"tiny", "h1", 2};
+  reconcile::DesiredState desired{tiny_recipe(), "h1", 1, 2, true, model};
 
   auto backend = std::make_unique<LocalBackend>(config);
-  ASSERT_TRUE(converge(*backend, recipe, desired, model,
-                       [](const auto& o) { return count_ready(o, "h1") == 2; }));
-  auto endpoints = backend->ready_endpoints("tiny");
-  ASSERT_EQ(endpoints.size(), 2u);
-  httplib::Client client("127.0.0.1", endpoints[0].port);
+  // Weights not available yet: nothing starts.
+  EXPECT_TRUE(backend->sync(desired, reconcile::Clock::now()).replicas.empty());
+  EXPECT_TRUE(backend->recipes().empty());
+
+  desired.hold_starts = false;
+  ASSERT_TRUE(converge(*backend, &desired, [](const reconcile::RecipeObservation& o) {
+    return count_ready(o.replicas, "h1") == 2;
+  }));
+  EXPECT_EQ(backend->recipes(), std::vector<std::string>{"tiny"});
+  const reconcile::ReplicaView first = backend->replicas("tiny")[0];
+  EXPECT_EQ(first.endpoint.host, "127.0.0.1");
+  EXPECT_GT(first.pid, 0);
+  EXPECT_NE(first.log_file.find(first.id + ".log"), std::string::npos);
+  httplib::Client client(first.endpoint.host, first.endpoint.port);
   auto models = client.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_NE(models->body.find("\"tiny\""), std::string::npos);
 
   // kill -9 one engine: it is seen as exited, restarted after the back-off, and Ready again.
-  std::ifstream record(state.path() / "replicas" / (endpoints[0].replica_id + ".json"));
-  const int victim_pid = nlohmann::json::parse(record)["pid"];
-  ASSERT_EQ(kill(victim_pid, SIGKILL), 0);
+  std::ifstream record(state.path() / "replicas" / (first.id + ".json"));
+  EXPECT_EQ(int(nlohmann::json::parse(record)["pid"]), first.pid);
+  ASSERT_EQ(kill(first.pid, SIGKILL), 0);
   bool saw_exit = false;
-  ASSERT_TRUE(converge(*backend, recipe, desired, model, [&](const auto& o) {
-    for (const auto& r : o) saw_exit |= r.phase == reconcile::ReplicaPhase::kExited;
-    return saw_exit && count_ready(o, "h1") == 2;
+  int restarted = 0;
+  ASSERT_TRUE(converge(*backend, &desired, [&](const reconcile::RecipeObservation& o) {
+    for (const auto& r : o.replicas) saw_exit |= r.phase == reconcile::ReplicaPhase::kExited;
+    restarted += o.restarted;
+    return saw_exit && count_ready(o.replicas, "h1") == 2;
   }));
-  EXPECT_FALSE(backend->last_exit("tiny").empty());
+  EXPECT_EQ(restarted, 1);
+  const auto exits = backend->sync(desired, reconcile::Clock::now()).exits;
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].replica_id, first.id);
+  EXPECT_NE(exits[0].description.find("killed by signal 9"), std::string::npos)
+      << exits[0].description;
 
   // A new controller on the same state directory adopts both engines: nothing to start.
+  const std::vector<std::string> before = ids(backend->replicas("tiny"));
   backend.reset();  // the old controller goes away; its engines keep running
   backend = std::make_unique<LocalBackend>(config);
   backend->adopt_running();
-  const auto adopted = backend->observe("tiny", reconcile::Clock::now());
-  ASSERT_EQ(adopted.size(), 2u);
-  EXPECT_EQ(count_ready(adopted, "h1"), 2);
-  EXPECT_TRUE(reconcile::plan_replicas(desired, adopted, reconcile::Clock::now()).actions.empty());
+  const auto adopted = backend->sync(desired, reconcile::Clock::now());
+  EXPECT_EQ(ids(adopted.replicas), before);
+  EXPECT_EQ(count_ready(adopted.replicas, "h1"), 2);
 
-  // Spec change: replicas of the new spec replace the old ones.
-  desired.spec_hash = "h2";
-  ASSERT_TRUE(converge(*backend, recipe, desired, model,
-                       [](const auto& o) { return count_ready(o, "h2") == 2 && o.size() == 2; }));
+  // Spec change: replicas of the new revision replace the old ones.
+  desired.revision = "h2";
+  ASSERT_TRUE(converge(*backend, &desired, [](const reconcile::RecipeObservation& o) {
+    return count_ready(o.replicas, "h2") == 2 && o.replicas.size() == 2;
+  }));
 
   // Delete: everything drains and exits.
   std::vector<int> pids;
-  for (const auto& entry : std::filesystem::directory_iterator(state.path() / "replicas")) {
-    std::ifstream in(entry.path());
-    pids.push_back(nlohmann::json::parse(in)["pid"]);
-  }
-  desired.deleted = true;
-  ASSERT_TRUE(converge(*backend, recipe, desired, model, [](const auto& o) { return o.empty(); }));
+  for (const auto& r : backend->replicas("tiny")) pids.push_back(r.pid);
+  ASSERT_TRUE(converge(*backend, nullptr,
+                       [](const reconcile::RecipeObservation& o) { return o.replicas.empty(); }));
   for (int pid : pids) EXPECT_NE(kill(pid, 0), 0) << "engine " << pid << " still runs";
   EXPECT_TRUE(std::filesystem::is_empty(state.path() / "replicas"));
+  EXPECT_TRUE(backend->recipes().empty());
 }
 
 }  // namespace

@@ -109,3 +109,34 @@ TEST(YamlDocuments, SplitsOnSeparatorsAndDropsEmptyDocuments) {
 
 }  // namespace
 }  // namespace nibble::store
+
+namespace nibble::store {
+namespace {
+
+TEST(RecipeStore, ModelRootRefusesAppliedAndHandWrittenRecipesOutsideIt) {
+  nibble::testing::TempDir dir;
+  const std::filesystem::path root = dir.path() / "models";
+  std::filesystem::create_directories(root);
+  RecipeStore store(dir.path(), root);
+  const std::string inside =
+      "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: in}\n"
+      "spec: {model: {source: " +
+      (root / "m").string() + "}}\n";
+  EXPECT_EQ(store.apply(inside).change, Change::kCreated);
+  const ApplyResult out = store.apply(recipe_yaml("out", 8));  // source /models/out
+  ASSERT_EQ(out.parsed.errors.size(), 1u);
+  EXPECT_EQ(out.parsed.errors[0].field, "spec.model.source");
+  EXPECT_NE(out.parsed.errors[0].message.find("outside the controller's --model-root"),
+            std::string::npos);
+  EXPECT_EQ(store.read("out"), "");
+  EXPECT_FALSE(store.validate(recipe_yaml("out", 8)).ok());
+  // Written by hand into the state directory: loaded, but invalid with the same error.
+  std::ofstream(store.directory() / "hand.yaml") << recipe_yaml("hand", 8);
+  const auto all = store.load();
+  ASSERT_NE(find(all, "hand"), nullptr);
+  EXPECT_FALSE(find(all, "hand")->parsed.ok());
+  EXPECT_TRUE(find(all, "in")->parsed.ok());
+}
+
+}  // namespace
+}  // namespace nibble::store

@@ -4,15 +4,15 @@
 #include <thread>
 #include <vector>
 
-#include "metrics/counter.h"
-#include "metrics/gauge.h"
 #include "metrics/metrics_error.h"
+#include "metrics/registry.h"
 
 namespace nibble::metrics {
 namespace {
 
 TEST(Counter, StartsAtZeroAndAdds) {
-  Counter c;
+  Registry r;
+  Counter& c = r.counter("nibble_test_events_total", "Events.").labels({});
   EXPECT_EQ(c.value(), 0.0);
   c.inc();
   c.inc(2.5);
@@ -20,7 +20,8 @@ TEST(Counter, StartsAtZeroAndAdds) {
 }
 
 TEST(Counter, RejectsNegativeAndNaNIncrements) {
-  Counter c;
+  Registry r;
+  Counter& c = r.counter("nibble_test_events_total", "Events.").labels({});
   c.inc(1);
   EXPECT_THROW(c.inc(-1), MetricsError);
   EXPECT_THROW(c.inc(std::nan("")), MetricsError);
@@ -28,7 +29,8 @@ TEST(Counter, RejectsNegativeAndNaNIncrements) {
 }
 
 TEST(Counter, ConcurrentIncrementsAreNotLost) {
-  Counter c;
+  Registry r;
+  Counter& c = r.counter("nibble_test_events_total", "Events.").labels({});
   constexpr int kThreads = 8, kPerThread = 100000;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -41,7 +43,8 @@ TEST(Counter, ConcurrentIncrementsAreNotLost) {
 }
 
 TEST(Gauge, SetIncDec) {
-  Gauge g;
+  Registry r;
+  Gauge& g = r.gauge("nibble_test_level", "Level.").labels({});
   g.set(10);
   g.inc(2);
   g.dec(5);
@@ -51,7 +54,8 @@ TEST(Gauge, SetIncDec) {
 }
 
 TEST(Gauge, ConcurrentIncDecBalances) {
-  Gauge g;
+  Registry r;
+  Gauge& g = r.gauge("nibble_test_level", "Level.").labels({});
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {

@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <limits>
 
 #include "metrics/exposition.h"
@@ -12,31 +11,29 @@ TEST(Exposition, EscapesHelpText) {
   EXPECT_EQ(escape_help("a\\b\nc \"quoted\""), "a\\\\b\\nc \"quoted\"");
 }
 
-TEST(Exposition, EscapesLabelValues) {
-  EXPECT_EQ(escape_label_value("a\\b\nc \"q\""), "a\\\\b\\nc \\\"q\\\"");
-  EXPECT_EQ(escape_label_value("plain ünïcode"), "plain ünïcode");
+prometheus::ClientMetric gauge_sample(std::string label_value, double value) {
+  prometheus::ClientMetric metric;
+  metric.label = {{"kind", std::move(label_value)}};
+  metric.gauge.value = value;
+  return metric;
 }
 
-TEST(Exposition, FormatsValues) {
-  EXPECT_EQ(format_value(0), "0");
-  EXPECT_EQ(format_value(42), "42");
-  EXPECT_EQ(format_value(-1.5), "-1.5");
-  EXPECT_EQ(format_value(0.1), "0.1");
-  EXPECT_EQ(format_value(1e-9), "1e-09");
-  EXPECT_EQ(format_value(std::numeric_limits<double>::infinity()), "+Inf");
-  EXPECT_EQ(format_value(-std::numeric_limits<double>::infinity()), "-Inf");
-  EXPECT_EQ(format_value(std::nan("")), "NaN");
-  // Round trip: the text reads back as the same double.
-  for (double v : {1.0 / 3, 123456789.123, 6.02214076e23, 2.5e-300}) {
-    EXPECT_EQ(std::stod(format_value(v)), v);
-  }
-}
-
-TEST(Exposition, SampleLine) {
-  std::string out;
-  append_sample(out, "m", {}, 1);
-  append_sample(out, "m", {{"a", "x"}, {"b", "y\"z"}}, 2.5);
-  EXPECT_EQ(out, "m 1\nm{a=\"x\",b=\"y\\\"z\"} 2.5\n");
+TEST(Exposition, SortsFamiliesByNameAndSeriesByLabels) {
+  std::vector<prometheus::MetricFamily> families = {
+      {"nibble_b", "B.", prometheus::MetricType::Gauge, {gauge_sample("z", 1)}},
+      {"nibble_a",
+       "A.",
+       prometheus::MetricType::Gauge,
+       {gauge_sample("y\"q", 0.25), gauge_sample("x", -std::numeric_limits<double>::infinity())}},
+  };
+  EXPECT_EQ(serialize_text(families),
+            "# HELP nibble_a A.\n"
+            "# TYPE nibble_a gauge\n"
+            "nibble_a{kind=\"x\"} -Inf\n"
+            "nibble_a{kind=\"y\\\"q\"} 0.25\n"
+            "# HELP nibble_b B.\n"
+            "# TYPE nibble_b gauge\n"
+            "nibble_b{kind=\"z\"} 1\n");
 }
 
 }  // namespace

@@ -127,5 +127,41 @@ TEST(ModelConfig, MathChangingFieldsAreRefusedByName) {
   EXPECT_THAT(refusal(j), HasSubstr("shared experts"));
 }
 
+json qwen3_moe() {
+  json j = base("Qwen3MoeForCausalLM");
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 32;
+  return j;
+}
+
+// transformers 5 writes Qwen3MoeConfig.num_experts as num_local_experts (its attribute_map).
+TEST(ModelConfigAliases, Qwen3MoeNumLocalExpertsIsNumExperts) {
+  json j = qwen3_moe();
+  j["num_local_experts"] = 6;
+  const ModelConfig c = parse_model_config(j, "cfg.json");
+  EXPECT_EQ(c.num_experts, 6);
+  EXPECT_TRUE(c.layer_is_moe(0));
+  // The alias is checked like the key it stands for.
+  j["num_local_experts"] = 0;
+  EXPECT_THAT(refusal(j), AllOf(HasSubstr("num_experts"), HasSubstr("positive integer")));
+}
+
+TEST(ModelConfigAliases, BothSpellingsMustAgree) {
+  json j = qwen3_moe();
+  j["num_experts"] = 6;
+  j["num_local_experts"] = 6;
+  EXPECT_EQ(parse_model_config(j, "cfg.json").num_experts, 6);
+  j["num_local_experts"] = 8;
+  EXPECT_THAT(refusal(j), AllOf(HasSubstr("'num_local_experts'"), HasSubstr("'num_experts'"),
+                                HasSubstr("differ")));
+}
+
+TEST(ModelConfigAliases, OnlyForTheArchitectureThatDeclaresThem) {
+  // Qwen3 (dense) declares no alias: a stray num_local_experts changes nothing.
+  json j = base("Qwen3ForCausalLM");
+  j["num_local_experts"] = 6;
+  EXPECT_EQ(parse_model_config(j, "cfg.json").num_experts, 0);
+}
+
 }  // namespace
 }  // namespace nibble::model

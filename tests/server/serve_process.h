@@ -43,6 +43,16 @@ inline std::string tiny_model_dir(std::string& why) {
   return dir;
 }
 
+// Inside a TEST: binds `dir` to the tiny model, or skips (fails under CI) when it cannot be
+// made.
+#define REQUIRE_TINY_MODEL(dir)                                               \
+  std::string why_##dir;                                                      \
+  const std::string dir = nibble::server::testing::tiny_model_dir(why_##dir); \
+  if (dir.empty()) {                                                          \
+    if (nibble::testing::tools_required()) FAIL() << why_##dir;               \
+    GTEST_SKIP() << why_##dir;                                                \
+  }
+
 class ServeProcess {
  public:
   ServeProcess(const std::string& model_dir, std::vector<std::string> extra_args) {

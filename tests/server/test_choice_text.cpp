@@ -72,3 +72,19 @@ TEST(ChoiceText, SpecialTokensAreSkipped) {
 
 }  // namespace
 }  // namespace nibble::server
+
+namespace nibble::server {
+namespace {
+
+TEST(ChoiceText, IncludedStopStringEndsTheText) {
+  ChoiceText text(byte_tokenizer(), {"xyz", "END"}, true, /*include_stop=*/true);
+  bool stopped = false;
+  EXPECT_EQ(run(text, "hello ENDworld", stopped), "hello END");
+  EXPECT_TRUE(stopped);
+  // The earliest match is the one kept, whatever the list order.
+  ChoiceText first(byte_tokenizer(), {"b", "xyz"}, true, true);
+  EXPECT_EQ(run(first, "aaxyzb", stopped), "aaxyz");
+}
+
+}  // namespace
+}  // namespace nibble::server

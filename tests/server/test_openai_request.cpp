@@ -107,3 +107,51 @@ TEST(OpenAiRequest, GoodBodiesMapToSamplingParams) {
 
 }  // namespace
 }  // namespace nibble::server
+
+namespace nibble::server {
+namespace {
+
+std::string error_of(const char* body) {
+  try {
+    parse_completion_request(json::parse(body), {});
+  } catch (const ApiError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OpenAiRequest, IntegerErrorsShowTheValueSent) {
+  EXPECT_EQ(error_of(R"({"prompt": "x", "max_tokens": 1e20})"),
+            "'max_tokens' must be between 1 and 2147483647, got 1e+20");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "max_tokens": 18446744073709551615})"),
+            "'max_tokens' must be between 1 and 2147483647, got 18446744073709551615");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "max_tokens": -9223372036854775808})"),
+            "'max_tokens' must be between 1 and 2147483647, got -9223372036854775808");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "max_tokens": 0})"),
+            "'max_tokens' must be between 1 and 2147483647, got 0");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "n": 1e300})"), "'n' must be between 1 and 16, got 1e+300");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "top_k": 2.5})"), "'top_k' must be an integer");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logprobs": -1e19})"),
+            "'logprobs' must be between 0 and 20, got -1e+19");
+  EXPECT_EQ(error_of(R"({"prompt": [18446744073709551615]})"),
+            "'prompt' must hold non-negative integer token ids");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stop_token_ids": [2147483648]})"),
+            "'stop_token_ids' must hold non-negative integer token ids");
+  // Integral floats within range are integers, as in Python's JSON.
+  EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": "x", "max_tokens": 12.0})"), {})
+                .params.max_tokens,
+            12);
+}
+
+TEST(OpenAiRequest, IncludeStopStrInOutputIsRead) {
+  EXPECT_FALSE(parse_completion_request(json::parse(R"({"prompt": "x"})"), {})
+                   .params.include_stop_str_in_output);
+  EXPECT_TRUE(parse_completion_request(
+                  json::parse(R"({"prompt": "x", "include_stop_str_in_output": true})"), {})
+                  .params.include_stop_str_in_output);
+  EXPECT_EQ(error_of(R"({"prompt": "x", "include_stop_str_in_output": "yes"})"),
+            "'include_stop_str_in_output' must be a boolean");
+}
+
+}  // namespace
+}  // namespace nibble::server

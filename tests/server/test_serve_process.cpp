@@ -22,14 +22,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using testing::ServeProcess;
 
-#define REQUIRE_TINY_MODEL(dir)                                 \
-  std::string why_##dir;                                        \
-  const std::string dir = testing::tiny_model_dir(why_##dir);   \
-  if (dir.empty()) {                                            \
-    if (nibble::testing::tools_required()) FAIL() << why_##dir; \
-    GTEST_SKIP() << why_##dir;                                  \
-  }
-
 // Streams one completion; returns the number of content chunks, or -1 on failure.
 // cancel_after > 0 hangs up after that many chunks.
 struct StreamOutcome {

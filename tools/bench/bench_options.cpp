@@ -24,6 +24,9 @@ does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean
   --json FILE               also write every run's results as JSON
   --api-key KEY             sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)
   --no-progress             no progress bar
+  --structured-schema FILE  repeat each run with FILE's JSON Schema as response_format and
+                            report decode speed with and without it, and the server's schema
+                            compile time (nibble_structured_output_compile_seconds)
 )";
 
 namespace {
@@ -93,6 +96,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
       o.json_path = value;
     else if (flag == "--api-key")
       o.api_key = value;
+    else if (flag == "--structured-schema")
+      o.structured_schema_path = value;
     else
       throw std::invalid_argument("unknown option " + flag + " (see --help)");
   }

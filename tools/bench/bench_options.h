@@ -20,6 +20,10 @@ struct BenchOptions {
   std::string json_path;  // write results here too
   std::string api_key;
   bool progress = true;
+  // --structured-schema: each run is repeated with this JSON Schema as response_format
+  // (EOS not ignored, so answers end where the schema does).
+  std::string structured_schema_path;
+  std::string response_format;  // JSON text sent as response_format; empty: none
 };
 
 // Throws std::invalid_argument with a message naming the flag. Returns false for --help.

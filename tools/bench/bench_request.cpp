@@ -17,6 +17,10 @@ json request_body(const BenchOptions& o, const BenchPrompt& p) {
   json body = {{"model", o.model},   {"max_tokens", o.output_len},
                {"ignore_eos", true}, {"temperature", 0},
                {"stream", true},     {"stream_options", {{"include_usage", true}}}};
+  if (!o.response_format.empty()) {
+    body["response_format"] = json::parse(o.response_format);
+    body["ignore_eos"] = false;  // the schema decides where the answer ends
+  }
   if (o.endpoint == "chat") {
     body["messages"] = json::array({{{"role", "user"}, {"content", p.text}}});
   } else if (p.ids) {

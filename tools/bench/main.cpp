@@ -7,6 +7,7 @@
 #include "tools/bench/bench_options.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/bench_runner.h"
+#include "tools/bench/structured_comparison.h"
 
 int main(int argc, char** argv) {
   using namespace nibble::bench;
@@ -29,6 +30,10 @@ int main(int argc, char** argv) {
     nlohmann::json runs = nlohmann::json::array();
     int failures = 0;
     for (int concurrency : options.max_concurrency) {
+      if (!options.structured_schema_path.empty()) {
+        runs.push_back(compare_structured(options, dataset, concurrency, failures));
+        continue;
+      }
       RunSummary summary = run_benchmark(options, dataset, concurrency);
       std::fputs(format_summary(summary).c_str(), stdout);
       std::fflush(stdout);

@@ -4,13 +4,15 @@
 # libraries the device image lacks into .device-carry/ (git-ignored; name it in the device tool's
 # `carry`). The device image has CUDA and a newer glibc but not Debian's spdlog, fmt, yaml-cpp,
 # cpp-httplib. Usage: tools/device/bundle.sh [ARCH, default 90a]
+# NIBBLE_DEVICE_BUILD names the build folder (default build-device); NIBBLE_DEVICE_TARGETS a
+# subset of the targets (default all six), e.g. for a device call that runs no controller.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 arch=${1:-90a}
 build=${NIBBLE_DEVICE_BUILD:-build-device}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNIBBLE_CUDA=ON \
   -DNIBBLE_CUDA_ARCHITECTURES="$arch" -DNIBBLE_BUILD_TESTS=ON -DNIBBLE_BUILD_BENCHMARKS=OFF >/dev/null
-targets=(test_cuda_backend nibble-engine nibble-make-model nibble-bench nibble-controller nibble)
+read -r -a targets <<<"${NIBBLE_DEVICE_TARGETS:-test_cuda_backend nibble-engine nibble-make-model nibble-bench nibble-controller nibble}"
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 out=.device-carry
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"

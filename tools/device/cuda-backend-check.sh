@@ -8,8 +8,12 @@
 # --overlap-ab times the 8B decode without NIBBLE_CUDA_TIMING (whose events sit between the
 # kernels) with the linears' programmatic dependent launch on and off (NIBBLE_CUDA_OVERLAP),
 # alternately, twice each.
+# --graphs-ab times the 8B decode with CUDA graphs (the default) and --enforce-eager, alternately,
+# twice each, and serves it both ways to nibble-bench at concurrency 1 and 8.
+# --peer runs tools/device/peer_decode.py (transformers BF16, static cache) on the same GPU, for
+# the models this call ran (8B; Qwen3-30B-A3B with --moe).
 # Usage: tools/device/cuda-backend-check.sh [--no-8b] [--no-demo] [--sanitizer] [--moe]
-#                                           [--overlap-ab]
+#                                           [--overlap-ab] [--graphs-ab] [--peer]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -17,9 +21,10 @@ mkdir -p "$OUT"
 carry=$PWD/.device-carry
 bin=$carry/bin
 export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-BIG=1; SANITIZE=0; MOE=0; DEMO=1; OVERLAP_AB=0
+BIG=1; SANITIZE=0; MOE=0; DEMO=1; OVERLAP_AB=0; GRAPHS_AB=0; PEER=0
 for a in "$@"; do
-  case "$a" in --no-8b) BIG=0 ;; --sanitizer) SANITIZE=1 ;; --moe) MOE=1 ;; --no-demo) DEMO=0 ;; --overlap-ab) OVERLAP_AB=1 ;; esac
+  case "$a" in --no-8b) BIG=0 ;; --sanitizer) SANITIZE=1 ;; --moe) MOE=1 ;; --no-demo) DEMO=0 ;;
+    --overlap-ab) OVERLAP_AB=1 ;; --graphs-ab) GRAPHS_AB=1 ;; --peer) PEER=1 ;; esac
 done
 status=0
 step() { echo "== $*"; }
@@ -35,7 +40,7 @@ step "CUDA backend vs CPU backend, paged attention vs FP64"
 if [ $SANITIZE -eq 1 ]; then
   step "compute-sanitizer memcheck (MoE NVFP4 and attention cases)"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/test_cuda_backend" \
-    --gtest_filter='*Qwen3MoeD128Nvfp4*:*Qwen3D32*:PagedAttention*:CudaBackend.*' >"$OUT/memcheck.log" 2>&1 ||
+    --gtest_filter='*Qwen3MoeD128Nvfp4*:*Qwen3D32*:PagedAttention*:CudaBackend.*:DecodeGraphs*' >"$OUT/memcheck.log" 2>&1 ||
     status=1
   tail -3 "$OUT/memcheck.log"
 fi
@@ -74,6 +79,35 @@ if [ $BIG -eq 1 ]; then
         tee -a "$OUT/overlap_ab.log"
     done
   fi
+  if [ $GRAPHS_AB -eq 1 ]; then
+    step "Llama-3.1-8B shape: decode with CUDA graphs / --enforce-eager (no timing events)"
+    : >"$OUT/graphs_ab.log"
+    for mode in graphs eager graphs eager; do
+      flag=(); [ $mode = eager ] && flag=(--enforce-eager)
+      "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda "${flag[@]}" \
+        --prompt-ids "$ids" --max-tokens 128 --top-k 1 >"$OUT/generate_$mode.log" 2>&1 || status=1
+      echo "$mode: $(grep -oE "prefill [0-9]+ tokens.*" "$OUT/generate_$mode.log")" |
+        tee -a "$OUT/graphs_ab.log"
+    done
+    for mode in graphs eager; do
+      flag=(); [ $mode = eager ] && flag=(--enforce-eager)
+      if serve_and_wait "$work/llama8b" 8101 "$OUT/serve_8b_$mode.log" --max-model-len 4096 \
+          --max-num-seqs 64 "${flag[@]}"; then
+        for run in "1 8" "8 64"; do
+          set -- $run
+          "$bin/nibble-bench" --base-url http://127.0.0.1:8101 --endpoint completions \
+            --input-len 512 --output-len 128 --num-prompts "$2" --max-concurrency "$1" \
+            --no-progress >>"$OUT/bench_8b_$mode.log" 2>&1 || status=1
+        done
+        echo "-- served with $mode"
+        grep -iE "concurrency|output token throughput|TPOT" "$OUT/bench_8b_$mode.log" | head -12
+        grep -E "decode graphs" "$OUT/serve_8b_$mode.log" | tail -2
+        kill -TERM %1 2>/dev/null; wait
+      else
+        status=1; tail -20 "$OUT/serve_8b_$mode.log"
+      fi
+    done
+  fi
   step "Llama-3.1-8B shape: serve + nibble-bench"
   if NIBBLE_CUDA_TIMING=1 serve_and_wait "$work/llama8b" 8100 "$OUT/serve_8b.log" --max-model-len 4096 --max-num-seqs 64; then
     grep -E "cuda backend|KV cache" "$OUT/serve_8b.log"
@@ -100,6 +134,15 @@ if [ $MOE -eq 1 ]; then
     --prompt-ids "$(seq -s, 1 512)" --max-tokens 128 --top-k 1 >"$OUT/generate_moe.log" 2>&1 ||
     status=1
   grep -E "cuda backend: [0-9]+ MiB|cuda timing|prefill [0-9]" "$OUT/generate_moe.log" | tail -4
+fi
+
+if [ $PEER -eq 1 ]; then
+  models=""; [ $BIG -eq 1 ] && models=llama-3.1-8b
+  [ $MOE -eq 1 ] && models="${models:+$models,}qwen3-30b-a3b"
+  step "peer: transformers BF16 static-cache decode ($models)"
+  PYTHONUNBUFFERED=1 python3 tools/device/peer_decode.py --models "$models" >"$OUT/peer_decode.log" 2>&1 ||
+    { status=1; tail -20 "$OUT/peer_decode.log"; }
+  grep '^{' "$OUT/peer_decode.log"
 fi
 
 [ $DEMO -eq 1 ] || { echo "status $status"; exit $status; }

@@ -3,12 +3,19 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "engine/backend/batch_checks.h"
+#include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_model.h"
-#include "engine/backend/cuda/layer_ops.h"
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/layer/layer_ops.h"
+#include "kernels/attention/paged_attention.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
 #include "engine/backend/moe_routing.h"
@@ -22,18 +29,24 @@ using cuda::PinnedBuffer;
 using model::ModelConfig;
 using bf16 = std::uint16_t;
 
-// Per layer: K then V, each [num_blocks * block_size, Hkv, D] BF16, in one allocation.
+// Per layer: K then V, each [(num_blocks + 1) * block_size, Hkv, D] BF16, in one allocation. The
+// block after the last one the engine may use is scratch: the rows that pad a decode step up to its
+// graph's size write their keys and values there.
 class CudaKvCache : public KvCache {
  public:
   CudaKvCache(const ModelConfig& c, int num_blocks, int block_size, const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
-        layer_elems(std::size_t(num_blocks) * std::size_t(block_size) *
+        layer_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
                     std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
-        storage(layer_elems * 2 * std::size_t(c.num_layers)) {}
+        storage(layer_elems * 2 * std::size_t(c.num_layers)) {
+    // Padding rows read the scratch block too: keep what they compute finite.
+    check(cudaMemset(storage.get(), 0, storage.size() * sizeof(bf16)), "clearing the KV cache");
+  }
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
+  int scratch_block() const { return blocks; }
   bf16* k(int layer) const { return storage.get() + layer_elems * 2 * std::size_t(layer); }
   bf16* v(int layer) const { return k(layer) + layer_elems; }
 
@@ -41,38 +54,59 @@ class CudaKvCache : public KvCache {
   int blocks, block;
   std::size_t layer_elems;
   DeviceBuffer<bf16> storage;
+  cuda::DecodeGraphs graphs;  // captured against this storage
 };
 
 // Activations of one step, grown to the largest step seen (or reserved up front).
 struct Activations {
   DeviceBuffer<bf16> x, x2, h, q, k, v, qkv, attn, gate, up, routed, expert_out, last, scratch;
   DeviceBuffer<float> router, logits;
-  void ensure(const ModelConfig& c, std::int64_t T, std::int64_t R) {
+  // Returns true when a buffer was reallocated (graphs captured before read the old ones).
+  bool ensure(const ModelConfig& c, std::int64_t T, std::int64_t R) {
     const auto H = std::size_t(c.hidden_size), D = std::size_t(c.head_dim);
     const auto t = std::size_t(T), K = std::size_t(std::max(1, c.num_experts_per_tok));
-    for (auto* b : {&x, &x2, &h}) b->ensure(t * H);
-    q.ensure(t * std::size_t(c.num_heads) * D);
-    attn.ensure(t * std::size_t(c.num_heads) * D);
-    k.ensure(t * std::size_t(c.num_kv_heads) * D);
-    v.ensure(t * std::size_t(c.num_kv_heads) * D);
-    qkv.ensure(t * std::size_t(c.num_heads + 2 * c.num_kv_heads) * D);
+    bool grew = false;
+    auto grow = [&](auto& buffer, std::size_t n) {
+      grew |= n > buffer.size();
+      buffer.ensure(n);
+    };
+    for (auto* b : {&x, &x2, &h}) grow(*b, t * H);
+    grow(q, t * std::size_t(c.num_heads) * D);
+    grow(attn, t * std::size_t(c.num_heads) * D);
+    grow(k, t * std::size_t(c.num_kv_heads) * D);
+    grow(v, t * std::size_t(c.num_kv_heads) * D);
+    grow(qkv, t * std::size_t(c.num_heads + 2 * c.num_kv_heads) * D);
     const std::size_t mlp =
         std::max(std::size_t(c.intermediate_size),
                  c.num_experts > 0 ? K * std::size_t(c.moe_intermediate_size) : 0);
-    gate.ensure(t * 2 * mlp);  // a fused gate_up projection's output
-    up.ensure(t * mlp);        // the SwiGLU middle
+    grow(gate, t * 2 * mlp);  // a fused gate_up projection's output
+    grow(up, t * mlp);        // the SwiGLU middle
     if (c.num_experts > 0) {
-      routed.ensure(t * K * H);
-      expert_out.ensure(t * K * H);
-      router.ensure(t * std::size_t(c.num_experts));
+      grow(routed, t * K * H);
+      grow(expert_out, t * K * H);
+      grow(router, t * std::size_t(c.num_experts));
     }
-    last.ensure(std::size_t(std::max<std::int64_t>(R, 1)) * H);
-    logits.ensure(std::size_t(std::max<std::int64_t>(R, 1)) * std::size_t(c.vocab_size));
-    scratch.ensure(std::size_t(std::max<std::int64_t>(R, 1)) * std::size_t(c.vocab_size));
+    const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
+    grow(last, rows * H);
+    grow(logits, rows * std::size_t(c.vocab_size));
+    grow(scratch, rows * std::size_t(c.vocab_size));
+    return grew;
   }
 };
 
+// Device addresses of one step's inputs (step_layout.h).
+struct StepInputs {
+  const std::int32_t* tokens = nullptr;
+  const std::int32_t* positions = nullptr;
+  const std::int64_t* slots = nullptr;
+  const kernels::AttentionTile* tiles = nullptr;
+  const std::int32_t* block_tables = nullptr;
+  const std::int32_t* logit_rows = nullptr;
+};
+
 constexpr std::int64_t kMaxSplitRows = 256;  // split-K workspace: rows of partial sums
+// The smallest block size the graphs' block-table room is sized for (the engine's is 16).
+constexpr int kTableBlockSize = 16;
 
 class CudaBackend : public Backend {
  public:
@@ -91,12 +125,14 @@ class CudaBackend : public Backend {
     const auto& c = m_.config;
     linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4);
     shape_ = {c.num_heads, c.num_kv_heads, c.head_dim};
-    rows_per_tile_ = cuda::attention_rows_per_tile(shape_);
+    rows_per_tile_ = kernels::attention_rows_per_tile(shape_);
     timer_ = std::make_unique<cuda::StepTimer>(stream_);
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice");
     check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
           "reading the SM count");
+    const char* graphs = std::getenv("NIBBLE_CUDA_GRAPHS");
+    graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
   }
   ~CudaBackend() override {
     timer_.reset();
@@ -123,9 +159,17 @@ class CudaBackend : public Backend {
 
   // vLLM's meaning of --gpu-memory-utilization: the share of the device THIS engine may take
   // (weights, activations, KV cache), so that engines sharing a GPU can split it; never more than
-  // is free now, less a margin for cuBLAS and the allocator.
+  // is free now, less a margin for cuBLAS and the allocator. The decode graphs' buffers are
+  // taken here too, before the KV cache is sized.
   std::size_t device_memory_for_kv(double utilization, int max_tokens, int max_sequences) override {
-    act_.ensure(m_.config, max_tokens, max_sequences);
+    if (max_sequences >= 1 && max_sequences != graph_rows_) {
+      graph_rows_ = max_sequences;
+      buckets_ = cuda::decode_buckets(graph_rows_);
+      graph_attention_floats_ = 0;
+      graph_step_ = {};
+    }
+    reserve(max_tokens, max_sequences, 0);
+    if (graphs_enabled_) reserve_graph_buffers();
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
     const double own = double(free_at_start_ > free ? free_at_start_ - free : 0);
@@ -139,20 +183,66 @@ class CudaBackend : public Backend {
     return budget > 0 ? std::size_t(budget) : 0;
   }
 
-  void forward_batch(KvCache& kv, std::span<const BatchItem> items) override {
-    auto* cache = dynamic_cast<CudaKvCache*>(&kv);
-    if (!cache || cache->owner != this)
-      throw BackendError("cuda backend: KV cache belongs to another backend");
-    const auto& c = m_.config;
-    const std::int64_t T = check_batch(c, "cuda", *cache, items);
-    if (T == 0) return;
-    if (cache->blocks * std::int64_t(cache->block) > INT32_MAX)
-      throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
+  void set_decode_graphs(bool enabled) override { graphs_enabled_ = enabled; }
+  std::uint64_t decode_graph_replays() const override { return graph_replays_; }
 
-    const cuda::StepLayout layout = cuda::layout_step(items, cache->block, rows_per_tile_);
+  // Captures every bucket's graphs for `kv` up front (a progress line per bucket), so that no
+  // serving step pays for a capture.
+  void prepare_decode(KvCache& kv) override {
+    if (!graphs_enabled_ || m_.config.num_experts > 0) return;
+    CudaKvCache& cache = own_cache(kv);
+    reserve_graph_buffers();
+    std::size_t free_before = 0, free_after = 0, total = 0;
+    check(cudaMemGetInfo(&free_before, &total), "cudaMemGetInfo");
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t captured = 0;
+    try {
+      for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        const int rows = buckets_[i];
+        for (int splits : split_counts(rows)) {
+          if (cache.graphs.find({rows, splits}, buffers_epoch_) != nullptr) continue;
+          // One eager run first: whatever a kernel or cuBLAS sets up on first use happens
+          // outside the capture. Padding rows only: nothing but the scratch block is written.
+          const std::size_t bytes = cuda::pack_decode_step(
+              {}, cache.block, rows, cache.scratch_block(), graph_at_, graph_host_);
+          upload_graph_inputs(bytes);
+          enqueue_forward(cache, rows, rows, graph_inputs(), rows, splits, false);
+          check(cudaStreamSynchronize(stream_), "warming up a decode bucket");
+          capture(cache, rows, splits);
+          ++captured;
+        }
+        spdlog::info("cuda backend: captured decode graphs for batch size {} ({}/{} buckets)", rows,
+                     i + 1, buckets_.size());
+      }
+    } catch (const BackendError& e) {
+      spdlog::warn("cuda backend: decode graphs off, capturing failed: {}", e.what());
+      graphs_enabled_ = false;
+      cache.graphs.clear();
+      return;
+    }
+    check(cudaMemGetInfo(&free_after, &total), "cudaMemGetInfo");
+    spdlog::info("cuda backend: {} decode graphs for batch sizes 1..{} in {:.2f} s, {} MiB",
+                 captured, graph_rows_,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                 (free_before > free_after ? free_before - free_after : 0) >> 20);
+  }
+
+  void forward_batch(KvCache& kv, std::span<const BatchItem> items) override {
+    CudaKvCache& cache = own_cache(kv);
+    const auto& c = m_.config;
+    const std::int64_t T = check_batch(c, "cuda", cache, items);
+    if (T == 0) return;
+    if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
+      throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
+    if (decode_with_graph(cache, items)) return;
+
+    const cuda::StepLayout layout = cuda::layout_step(items, cache.block, rows_per_tile_);
     const cuda::PackedStep packed = cuda::pack_step(layout);
     const auto R = std::int64_t(layout.logit_rows.size());
-    act_.ensure(c, T, R);
+    const int num_tiles = int(layout.tiles.size());
+    const int max_position = *std::max_element(layout.positions.begin(), layout.positions.end());
+    const int splits = kernels::paged_attention_splits(shape_, num_tiles, max_position, sm_count_);
+    reserve(T, R, kernels::paged_attention_workspace_floats(shape_, int(T), splits));
     staging_.ensure(packed.bytes.size());
     step_.ensure(packed.bytes.size());
     std::copy(packed.bytes.begin(), packed.bytes.end(), staging_.get());
@@ -160,42 +250,198 @@ class CudaBackend : public Backend {
                           stream_),
           "copying the step's layout");
     const std::byte* meta = step_.get();
-    const auto* tokens = reinterpret_cast<const std::int32_t*>(meta + packed.tokens);
-    const auto H = c.hidden_size;
+    StepInputs in;
+    in.tokens = reinterpret_cast<const std::int32_t*>(meta + packed.tokens);
+    in.positions = reinterpret_cast<const std::int32_t*>(meta + packed.positions);
+    in.slots = reinterpret_cast<const std::int64_t*>(meta + packed.slots);
+    in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + packed.tiles);
+    in.block_tables = reinterpret_cast<const std::int32_t*>(meta + packed.block_tables);
+    in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + packed.logit_rows);
     timer_->mark("start");
-    check(cuda::embed_rows(m_.embed.get(), tokens, int(T), H, act_.x.get(), stream_), "embed_rows");
-    timer_->mark("embed");
+    enqueue_forward(cache, T, R, in, num_tiles, splits, true);
+    if (R > 0) logits_to_host(items);
+    check(cudaStreamSynchronize(stream_), "running the step");
+    timer_->end_step(long(T));
+  }
 
-    cuda::RopeStoreArgs rope;
-    rope.positions = reinterpret_cast<const std::int32_t*>(meta + packed.positions);
-    rope.slots = reinterpret_cast<const std::int64_t*>(meta + packed.slots);
+ private:
+  CudaKvCache& own_cache(KvCache& kv) const {
+    auto* cache = dynamic_cast<CudaKvCache*>(&kv);
+    if (!cache || cache->owner != this)
+      throw BackendError("cuda backend: KV cache belongs to another backend");
+    return *cache;
+  }
+
+  // Grows the activation and attention buffers for steps of T rows (R sampled); a growth moves
+  // buffers that captured graphs read, so it retires them.
+  void reserve(std::int64_t T, std::int64_t R, std::size_t attention_floats) {
+    bool grew = act_.ensure(m_.config, T, R);
+    if (attention_floats > attention_work_.size()) {
+      attention_work_.ensure(attention_floats);
+      grew = true;
+    }
+    if (grew) ++buffers_epoch_;
+  }
+
+  // The split counts a decode step of `rows` sequences can take, over every context length
+  // (computed once per bucket: thousands of context lengths for a long-context model).
+  const std::vector<int>& split_counts(int rows) {
+    auto [it, inserted] = split_counts_.try_emplace(rows);
+    if (inserted) {
+      std::set<int> counts;
+      for (int p = 0; p < m_.config.max_context; p += 32)
+        counts.insert(kernels::paged_attention_splits(shape_, rows, p, sm_count_));
+      it->second.assign(counts.begin(), counts.end());
+    }
+    return it->second;
+  }
+
+  // Buffers every bucket's graphs read: activations for the largest bucket, the attention
+  // workspace for its most split step, and the fixed-address step inputs. Sized once; cheap on
+  // every later step.
+  void reserve_graph_buffers() {
+    if (buckets_.empty()) buckets_ = cuda::decode_buckets(graph_rows_);
+    if (graph_attention_floats_ == 0) {
+      for (int rows : buckets_)
+        for (int splits : split_counts(rows))
+          graph_attention_floats_ =
+              std::max(graph_attention_floats_,
+                       kernels::paged_attention_workspace_floats(shape_, rows, splits));
+      graph_attention_floats_ = std::max<std::size_t>(graph_attention_floats_, 1);
+    }
+    reserve(graph_rows_, graph_rows_, graph_attention_floats_);
+    if (!graph_step_.empty()) return;
+    graph_at_ = cuda::decode_step_offsets(graph_rows_);
+    // Block tables: the scratch table plus a table covering the whole context per sequence.
+    const std::size_t tables =
+        1 + std::size_t(graph_rows_) *
+                std::size_t((m_.config.max_context + kTableBlockSize - 1) / kTableBlockSize);
+    const std::size_t bytes = graph_at_.block_tables + tables * 4;
+    graph_step_.ensure(bytes);
+    staging_.ensure(bytes);
+    ++buffers_epoch_;
+  }
+
+  StepInputs graph_inputs() const {
+    const std::byte* meta = graph_step_.get();
+    StepInputs in;
+    in.tokens = reinterpret_cast<const std::int32_t*>(meta + graph_at_.tokens);
+    in.positions = reinterpret_cast<const std::int32_t*>(meta + graph_at_.positions);
+    in.slots = reinterpret_cast<const std::int64_t*>(meta + graph_at_.slots);
+    in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + graph_at_.tiles);
+    in.block_tables = reinterpret_cast<const std::int32_t*>(meta + graph_at_.block_tables);
+    in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + graph_at_.logit_rows);
+    return in;
+  }
+
+  void upload_graph_inputs(std::size_t bytes) {
+    std::copy_n(graph_host_.begin(), bytes, staging_.get());
+    check(
+        cudaMemcpyAsync(graph_step_.get(), staging_.get(), bytes, cudaMemcpyHostToDevice, stream_),
+        "copying the decode step's inputs");
+  }
+
+  // Captures the forward pass of a `rows`-row decode step with `splits` attention splits.
+  cudaGraphExec_t capture(CudaKvCache& cache, int rows, int splits) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+          "starting a decode graph capture");
+    try {
+      enqueue_forward(cache, rows, rows, graph_inputs(), rows, splits, false);
+    } catch (...) {
+      (void)cudaStreamEndCapture(stream_, &graph);
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      (void)cudaGetLastError();
+      throw;
+    }
+    check(cudaStreamEndCapture(stream_, &graph), "ending a decode graph capture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    check(err, "instantiating a decode graph");
+    cache.graphs.store({rows, splits}, exec, buffers_epoch_);
+    return exec;
+  }
+
+  // A step of decodes only (one token per sequence, each sampled) on a dense model runs as the
+  // replay of its bucket's graph; returns false when the step must run eagerly (a prefill chunk
+  // in it, a MoE model, whose routing goes through the host, graphs off, more sequences than the
+  // largest bucket).
+  bool decode_with_graph(CudaKvCache& cache, std::span<const BatchItem> items) {
+    if (!graphs_enabled_ || m_.config.num_experts > 0) return false;
+    int max_position = 0;
+    for (const BatchItem& item : items) {
+      if (item.tokens.size() != 1 || item.logits.empty()) return false;
+      max_position = std::max(max_position, item.start);
+    }
+    if (buckets_.empty()) buckets_ = cuda::decode_buckets(graph_rows_);
+    const int rows = cuda::decode_bucket_for(int(items.size()), buckets_);
+    if (rows == 0) return false;
+    const int splits = kernels::paged_attention_splits(shape_, rows, max_position, sm_count_);
+    try {
+      reserve_graph_buffers();
+      const std::size_t bytes = cuda::pack_decode_step(
+          items, cache.block, rows, cache.scratch_block(), graph_at_, graph_host_);
+      if (bytes > graph_step_.size()) return false;
+      cudaGraphExec_t exec = cache.graphs.find({rows, splits}, buffers_epoch_);
+      if (exec == nullptr) exec = capture(cache, rows, splits);
+      upload_graph_inputs(bytes);
+      timer_->mark("start");
+      check(cudaGraphLaunch(exec, stream_), "replaying a decode graph");
+      ++graph_replays_;
+      timer_->mark("decode graph");
+    } catch (const BackendError& e) {
+      spdlog::warn("cuda backend: decode graphs off, running eagerly: {}", e.what());
+      graphs_enabled_ = false;
+      cache.graphs.clear();
+      return false;
+    }
+    logits_to_host(items);
+    check(cudaStreamSynchronize(stream_), "running the step");
+    timer_->end_step(long(items.size()));
+    return true;
+  }
+
+  // Enqueues the forward pass of T rows, R of them sampled (their FP32 logits left in
+  // act_.logits), on stream_. No allocation and, for dense models, no host synchronisation: a
+  // decode graph captures exactly this. `timed`: StepTimer marks between the phases.
+  void enqueue_forward(CudaKvCache& cache, std::int64_t T, std::int64_t R, const StepInputs& in,
+                       int num_tiles, int splits, bool timed) {
+    const auto& c = m_.config;
+    auto mark = [&](const char* phase) {
+      if (timed) timer_->mark(phase);
+    };
+    const auto H = c.hidden_size;
+    check(kernels::embed_rows(m_.embed.get(), in.tokens, int(T), H, act_.x.get(), stream_),
+          "embed_rows");
+    mark("embed");
+
+    kernels::RopeStoreArgs rope;
+    rope.positions = in.positions;
+    rope.slots = in.slots;
     rope.inv_freq = m_.inv_freq.get();
     rope.eps = c.rms_norm_eps;
     rope.tokens = int(T);
     rope.q_heads = c.num_heads;
     rope.kv_heads = c.num_kv_heads;
     rope.head_dim = c.head_dim;
-    cuda::PagedAttentionArgs attention;
-    attention.block_tables = reinterpret_cast<const std::int32_t*>(meta + packed.block_tables);
-    attention.block_size = cache->block;
-    attention.tiles = reinterpret_cast<const cuda::AttentionTile*>(meta + packed.tiles);
-    attention.num_tiles = int(layout.tiles.size());
+    kernels::PagedAttentionArgs attention;
+    attention.block_tables = in.block_tables;
+    attention.block_size = cache.block;
+    attention.tiles = in.tiles;
+    attention.num_tiles = num_tiles;
     attention.shape = shape_;
     attention.scale = 1.0f / std::sqrt(float(c.head_dim));
     attention.rows = int(T);
-    attention.max_position = *std::max_element(layout.positions.begin(), layout.positions.end());
     attention.sm_count = sm_count_;
-    attention_work_.ensure(cuda::paged_attention_workspace_floats(
-        shape_, int(T),
-        cuda::paged_attention_splits(shape_, attention.num_tiles, attention.max_position,
-                                     sm_count_)));
+    attention.splits = splits;
     attention.workspace = attention_work_.get();
     attention.workspace_floats = attention_work_.size();
 
     for (int l = 0; l < c.num_layers; ++l) {
       const cuda::DeviceLayer& w = m_.layers[std::size_t(l)];
       // Attention: x -> x2 = x + o(attention(rope(q, k), v)).
-      check(cuda::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
+      check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
                            act_.h.get(), stream_),
             "rms_norm");
       const std::int64_t q_width = std::int64_t(c.num_heads) * c.head_dim,
@@ -216,24 +462,24 @@ class CudaBackend : public Backend {
         rope.q_stride = q_width;
         rope.kv_stride = kv_width;
       }
-      timer_->mark("norm+qkv");
+      mark("norm+qkv");
       rope.q_out = act_.q.get();
       rope.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.get();
       rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
-      rope.k_cache = cache->k(l);
-      rope.v_cache = cache->v(l);
-      check(cuda::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
-      timer_->mark("rope+kv store");
+      rope.k_cache = cache.k(l);
+      rope.v_cache = cache.v(l);
+      check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
+      mark("rope+kv store");
       attention.q = act_.q.get();
-      attention.k_cache = cache->k(l);
-      attention.v_cache = cache->v(l);
+      attention.k_cache = cache.k(l);
+      attention.v_cache = cache.v(l);
       attention.out = act_.attn.get();
-      check(cuda::paged_attention(attention, stream_), "paged_attention");
-      timer_->mark("attention");
+      check(kernels::paged_attention(attention, stream_), "paged_attention");
+      mark("attention");
       linears_->run(w.o, act_.attn.get(), T, act_.x.get(), act_.x2.get());
-      timer_->mark("o");
+      mark("o");
       // MLP: x2 -> x = x2 + mlp(norm(x2)).
-      check(cuda::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H, c.rms_norm_eps,
+      check(kernels::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H, c.rms_norm_eps,
                            act_.h.get(), stream_),
             "rms_norm");
       if (w.moe) {
@@ -241,14 +487,41 @@ class CudaBackend : public Backend {
       } else {
         swiglu(w.mlp, act_.h.get(), T, act_.x2.get(), act_.x.get(), 0);
       }
-      timer_->mark(w.moe ? "norm+moe" : "norm+mlp");
+      mark(w.moe ? "norm+moe" : "norm+mlp");
     }
-    if (R > 0) logits(items, meta + packed.logit_rows, R);
-    check(cudaStreamSynchronize(stream_), "running the step");
-    timer_->end_step(long(T));
+    if (R == 0) return;
+    check(kernels::gather_rows(act_.x.get(), in.logit_rows, int(R), H, act_.last.get(), stream_),
+          "gather_rows");
+    check(kernels::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), H, c.rms_norm_eps,
+                         act_.last.get(), stream_),
+          "rms_norm");
+    // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
+    // fastest for the lm_head (the widest matrix of the model).
+    linears_->run(m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());
+    check(kernels::bf16_to_float(act_.scratch.get(), R * c.vocab_size, act_.logits.get(), stream_),
+          "bf16_to_float");
+    mark("final norm+lm_head");
   }
 
- private:
+  // Copies the logits of the step's sampled rows (the first of act_.logits, in item order) into
+  // the items' buffers; synchronises the stream.
+  void logits_to_host(std::span<const BatchItem> items) {
+    const std::size_t V = std::size_t(m_.config.vocab_size);
+    std::size_t R = 0;
+    for (const BatchItem& item : items) R += item.logits.empty() ? 0 : 1;
+    logits_host_.ensure(R * V);
+    check(cudaMemcpyAsync(logits_host_.get(), act_.logits.get(), R * V * 4, cudaMemcpyDeviceToHost,
+                          stream_),
+          "copying logits");
+    check(cudaStreamSynchronize(stream_), "running the step");
+    timer_->mark("logits to host");
+    std::size_t r = 0;
+    for (const BatchItem& item : items) {
+      if (item.logits.empty()) continue;
+      std::copy_n(logits_host_.get() + r++ * V, V, item.logits.begin());
+    }
+  }
+
   // out = residual + down(silu(gate(in)) * up(in)); the projections' outputs go to act_.gate,
   // the middle to act_.up, both from row `offset` on (an expert's slice of the routed rows).
   void swiglu(const cuda::DeviceMlp& mlp, const bf16* in, std::int64_t rows, const bf16* residual,
@@ -258,11 +531,11 @@ class CudaBackend : public Backend {
     bf16* middle = act_.up.get() + offset * width;
     if (mlp.fused) {
       linears_->run(mlp.gate_up, in, rows, nullptr, projected);
-      check(cuda::silu_mul_halves(projected, rows, width, middle, stream_), "silu_mul_halves");
+      check(kernels::silu_mul_halves(projected, rows, width, middle, stream_), "silu_mul_halves");
     } else {
       linears_->run(mlp.gate, in, rows, nullptr, projected);
       linears_->run(mlp.up, in, rows, nullptr, projected + rows * width);
-      check(cuda::silu_mul(projected, projected + rows * width, rows * width, middle, stream_),
+      check(kernels::silu_mul(projected, projected + rows * width, rows * width, middle, stream_),
             "silu_mul");
     }
     linears_->run(mlp.down, middle, rows, residual, out);
@@ -297,7 +570,7 @@ class CudaBackend : public Backend {
     const auto* token = reinterpret_cast<const std::int32_t*>(moe_device_.get());
     const auto* source = reinterpret_cast<const std::int32_t*>(moe_device_.get() + n);
     const auto* weights = reinterpret_cast<const float*>(moe_device_.get() + 2 * n);
-    check(cuda::gather_rows(act_.h.get(), token, int(n), H, act_.routed.get(), stream_),
+    check(kernels::gather_rows(act_.h.get(), token, int(n), H, act_.routed.get(), stream_),
           "gather_rows");
     for (int e = 0; e < E; ++e) {
       const std::int64_t first = r.offsets[std::size_t(e)],
@@ -306,45 +579,16 @@ class CudaBackend : public Backend {
       swiglu(w.experts[std::size_t(e)], act_.routed.get() + first * H, rows, nullptr,
              act_.expert_out.get() + first * H, first);
     }
-    check(cuda::combine_experts(act_.x2.get(), act_.expert_out.get(), source, weights, int(T), K, H,
+    check(kernels::combine_experts(act_.x2.get(), act_.expert_out.get(), source, weights, int(T), K, H,
                                 act_.x.get(), stream_),
           "combine_experts");
-  }
-
-  void logits(std::span<const BatchItem> items, const std::byte* rows_meta, std::int64_t R) {
-    const auto& c = m_.config;
-    const auto* rows = reinterpret_cast<const std::int32_t*>(rows_meta);
-    check(cuda::gather_rows(act_.x.get(), rows, int(R), c.hidden_size, act_.last.get(), stream_),
-          "gather_rows");
-    check(cuda::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), c.hidden_size,
-                         c.rms_norm_eps, act_.last.get(), stream_),
-          "rms_norm");
-    // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
-    // fastest for the lm_head (the widest matrix of the model).
-    act_.scratch.ensure(std::size_t(R) * std::size_t(c.vocab_size));
-    linears_->run(m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());
-    check(cuda::bf16_to_float(act_.scratch.get(), R * c.vocab_size, act_.logits.get(), stream_),
-          "bf16_to_float");
-    timer_->mark("final norm+lm_head");
-    const std::size_t V = std::size_t(c.vocab_size);
-    logits_host_.ensure(std::size_t(R) * V);
-    check(cudaMemcpyAsync(logits_host_.get(), act_.logits.get(), std::size_t(R) * V * 4,
-                          cudaMemcpyDeviceToHost, stream_),
-          "copying logits");
-    check(cudaStreamSynchronize(stream_), "running the step");
-    timer_->mark("logits to host");
-    std::size_t r = 0;
-    for (const BatchItem& item : items) {
-      if (item.logits.empty()) continue;
-      std::copy_n(logits_host_.get() + r++ * V, V, item.logits.begin());
-    }
   }
 
   std::size_t free_at_start_ = 0;  // device memory free before this backend took any
   cudaStream_t stream_ = nullptr;
   cuda::DeviceModel m_;
   std::unique_ptr<cuda::LinearRunner> linears_;
-  cuda::AttentionShape shape_;
+  kernels::AttentionShape shape_;
   int rows_per_tile_ = 1;
   int sm_count_ = 0;
   DeviceBuffer<float> attention_work_;  // split-key partial softmaxes (decode steps)
@@ -352,6 +596,17 @@ class CudaBackend : public Backend {
   std::unique_ptr<cuda::StepTimer> timer_;
   PinnedBuffer<std::byte> staging_;
   DeviceBuffer<std::byte> step_;
+  // Decode graphs (decode_graphs.h): on unless --enforce-eager or NIBBLE_CUDA_GRAPHS=0.
+  bool graphs_enabled_ = true;
+  int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
+  std::vector<int> buckets_;
+  cuda::DecodeStepOffsets graph_at_;
+  DeviceBuffer<std::byte> graph_step_;  // the graphs' inputs, at fixed addresses
+  std::vector<std::byte> graph_host_;
+  std::uint64_t buffers_epoch_ = 0;  // bumped whenever a buffer graphs read is reallocated
+  std::map<int, std::vector<int>> split_counts_;  // by bucket
+  std::size_t graph_attention_floats_ = 0;        // the workspace every bucket's graphs need
+  std::uint64_t graph_replays_ = 0;
   PinnedBuffer<float> router_host_, logits_host_;
   PinnedBuffer<std::uint32_t> moe_host_;
   DeviceBuffer<std::uint32_t> moe_device_;

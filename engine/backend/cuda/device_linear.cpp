@@ -5,11 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cuda/layer_ops.h"
+#include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 
 namespace nibble::backend::cuda {
+namespace {
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t(32) << 20;  // cuBLAS's advice for Hopper
+}  // namespace
 
 DeviceLinear upload_linear(model::Linear& host) {
   DeviceLinear d;
@@ -43,6 +46,9 @@ LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std
   check(kernels::query_device_traits(&traits_), "reading the device's properties");
   check(cublasCreate(&cublas_), "cublasCreate");
   check(cublasSetStream(cublas_, stream), "cublasSetStream");
+  cublas_workspace_.ensure(kCublasWorkspaceBytes);
+  check(cublasSetWorkspace(cublas_, cublas_workspace_.get(), kCublasWorkspaceBytes),
+        "cublasSetWorkspace");
   const std::size_t bytes = kernels::nvfp4_linear_workspace_bytes(max_split_rows, max_n);
   if (bytes == 0) return;  // no NVFP4 layer: nothing is split
   workspace_.ensure(bytes / sizeof(float));
@@ -82,7 +88,7 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
             "copying the residual");
     gemm(w, x, m, out, CUDA_R_16BF, residual != nullptr ? 1.0f : 0.0f);
   }
-  if (!w.bias.empty()) check(add_bias(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias");
+  if (!w.bias.empty()) check(kernels::add_bias(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias");
 }
 
 void LinearRunner::run_float(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
@@ -91,7 +97,7 @@ void LinearRunner::run_float(const DeviceLinear& w, const std::uint16_t* x, std:
   if (w.nvfp4 || !w.bias.empty()) {
     scratch.ensure(std::size_t(m * w.n));
     run(w, x, m, nullptr, scratch.get());
-    check(bf16_to_float(scratch.get(), m * w.n, out, stream_), "bf16_to_float");
+    check(kernels::bf16_to_float(scratch.get(), m * w.n, out, stream_), "bf16_to_float");
     return;
   }
   gemm(w, x, m, out, CUDA_R_32F, 0.0f);

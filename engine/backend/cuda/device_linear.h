@@ -51,6 +51,8 @@ class LinearRunner {
   cublasHandle_t cublas_ = nullptr;
   kernels::DeviceTraits traits_;
   DeviceBuffer<float> workspace_;
+  // cuBLAS's own workspace, given up front so that a captured decode graph never allocates.
+  DeviceBuffer<std::uint8_t> cublas_workspace_;
   // Programmatic dependent launch of the NVFP4 linears; NIBBLE_CUDA_OVERLAP=0 turns it off (to
   // measure what it gains, or to rule it out).
   bool overlap_ = true;

@@ -53,4 +53,52 @@ PackedStep pack_step(const StepLayout& s) {
   return p;
 }
 
+DecodeStepOffsets decode_step_offsets(int max_rows) {
+  DecodeStepOffsets o;
+  const auto rows = std::size_t(max_rows);
+  auto aligned = [](std::size_t bytes) { return (bytes + 15) / 16 * 16; };
+  o.tokens = 0;
+  o.positions = o.tokens + aligned(rows * 4);
+  o.slots = o.positions + aligned(rows * 4);
+  o.tiles = o.slots + aligned(rows * 8);
+  o.logit_rows = o.tiles + aligned(rows * sizeof(AttentionTile));
+  o.block_tables = o.logit_rows + aligned(rows * 4);
+  return o;
+}
+
+std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, int rows,
+                             int scratch_block, const DecodeStepOffsets& at,
+                             std::vector<std::byte>& out) {
+  std::size_t table_entries = 1;  // the scratch table
+  for (const BatchItem& item : items) table_entries += item.block_table.size();
+  const std::size_t used = at.block_tables + table_entries * 4;
+  if (out.size() < used) out.resize(used);
+  auto* tokens = reinterpret_cast<std::int32_t*>(out.data() + at.tokens);
+  auto* positions = reinterpret_cast<std::int32_t*>(out.data() + at.positions);
+  auto* slots = reinterpret_cast<std::int64_t*>(out.data() + at.slots);
+  auto* tiles = reinterpret_cast<AttentionTile*>(out.data() + at.tiles);
+  auto* logit_rows = reinterpret_cast<std::int32_t*>(out.data() + at.logit_rows);
+  auto* tables = reinterpret_cast<std::int32_t*>(out.data() + at.block_tables);
+  tables[0] = scratch_block;
+  std::int32_t table_offset = 1;
+  for (int r = 0; r < rows; ++r) {
+    const bool real = std::size_t(r) < items.size();
+    const int p = real ? items[std::size_t(r)].start : 0;
+    tokens[r] = real ? items[std::size_t(r)].tokens[0] : 0;
+    positions[r] = p;
+    logit_rows[r] = r;
+    if (real) {
+      const auto& table = items[std::size_t(r)].block_table;
+      std::memcpy(tables + table_offset, table.data(), table.size() * 4);
+      slots[r] = std::int64_t(table[std::size_t(p / block_size)]) * block_size + p % block_size;
+      tiles[r] = {r, 1, p, table_offset};
+      table_offset += std::int32_t(table.size());
+    } else {
+      slots[r] = std::int64_t(scratch_block) * block_size;
+      tiles[r] = {r, 1, 0, 0};
+    }
+  }
+  return used;
+}
+
 }  // namespace nibble::backend::cuda

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/cuda/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 
 namespace nibble::backend::cuda {
+
+using kernels::AttentionTile;  // kernels/attention/paged_attention.h
 
 struct StepLayout {
   std::vector<std::int32_t> tokens;     // [T]
@@ -29,5 +31,21 @@ struct PackedStep {
   std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, block_tables = 0, logit_rows = 0;
 };
 PackedStep pack_step(const StepLayout& layout);
+
+// A decode step replayed from a captured CUDA graph reads its inputs at addresses fixed at
+// capture: each part at an offset that depends only on the largest batch the graphs serve, the
+// block tables last (their length varies). Entry 0 of the block tables is a table of one block,
+// `scratch_block`, for the rows that pad a batch up to its graph's size: they compute token 0 at
+// position 0 and write their keys and values only there.
+struct DecodeStepOffsets {
+  std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, logit_rows = 0, block_tables = 0;
+};
+DecodeStepOffsets decode_step_offsets(int max_rows);
+
+// Writes a decode step (every item one token and wanting logits) padded to `rows` rows into
+// `out` (resized as needed) at `at`'s offsets; returns the bytes to copy (a prefix of `out`).
+std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, int rows,
+                             int scratch_block, const DecodeStepOffsets& at,
+                             std::vector<std::byte>& out);
 
 }  // namespace nibble::backend::cuda

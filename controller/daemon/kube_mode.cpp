@@ -1,0 +1,54 @@
+#include "controller/daemon/kube_mode.h"
+
+#include <unistd.h>
+
+#include <random>
+
+namespace nibble::controller {
+
+namespace {
+
+// The pod name (HOSTNAME in a pod) and a random suffix: unique per candidate even when two
+// controllers share a host.
+std::string candidate_identity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::random_device random;
+  return std::string(host) + "_" + std::to_string(random() % 100000);
+}
+
+}  // namespace
+
+KubeMode::KubeMode(const ControllerOptions& o, store::RecipeStore& store) {
+  kube::KubeConfig config = kube::resolve_kube_config(o.kubeconfig, kube::process_environment());
+  if (!o.namespace_name.empty()) config.namespace_name = o.namespace_name;
+  render_.namespace_name = config.namespace_name;
+  if (!o.engine_image.empty()) render_.image = o.engine_image;
+  client_ = std::make_unique<kube::KubeClient>(std::move(config));
+
+  kube::KubeControllerConfig cc;
+  cc.namespace_name = render_.namespace_name;
+  cc.recipe_label = kube::kRecipeLabel;
+  cc.leader_elect = o.leader_elect;
+  cc.election.identity = candidate_identity();
+  controller_ = std::make_unique<kube::KubeController>(*client_, store, cc);
+
+  kube::KubeReplicaBackendConfig bc;
+  bc.namespace_name = render_.namespace_name;
+  bc.recipe_label = kube::kRecipeLabel;
+  bc.pods.revision_label = kube::kRevisionLabel;
+  bc.pods.engine_port = kube::kEnginePort;
+  bc.render = [this](const reconcile::DesiredState& d, const kube::RecipeOwner& owner) {
+    return kube::recipe_objects(d.recipe, d.revision, d.replicas, kube::Owner{owner.uid}, render_)
+        .all();
+  };
+  bc.owner = [this](const std::string& recipe) { return controller_->owner(recipe); };
+  bc.event = [this](const kube::RecipeOwner& owner, const std::string& type,
+                    const std::string& reason, const std::string& message) {
+    controller_->record_event(owner, type, reason, message);
+  };
+  backend_ = std::make_unique<kube::KubeReplicaBackend>(*client_, controller_->deployments(),
+                                                        controller_->pods(), bc);
+}
+
+}  // namespace nibble::controller

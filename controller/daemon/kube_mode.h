@@ -1,0 +1,39 @@
+#pragma once
+// What `nibble-controller --backend kubernetes` adds to the daemon: the API client from
+// --kubeconfig / in-cluster configuration, the KubeController (informers, work queue, status
+// writes, Lease leader election) and the replica backend that applies recipe_objects().
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "controller/daemon/controller_options.h"
+#include "controller/kube/kube_client.h"
+#include "controller/kube/kube_controller.h"
+#include "controller/kube/kube_replica_backend.h"
+#include "controller/kube/recipe_objects.h"
+#include "controller/loop/recipe_status.h"
+#include "controller/store/recipe_store.h"
+
+namespace nibble::controller {
+
+class KubeMode {
+ public:
+  // Throws kube::KubeConfigError when no cluster configuration is found.
+  KubeMode(const ControllerOptions& options, store::RecipeStore& store);
+  reconcile::ReplicaBackend& backend() { return *backend_; }
+  void status_changed(const RecipeStatus& status) { controller_->status_changed(status); }
+  // `lead` runs the reconcile loop while this replica leads.
+  void start(std::function<void(const std::atomic<bool>&)> lead, std::function<void()> wake) {
+    controller_->start(std::move(lead), std::move(wake));
+  }
+  void stop() { controller_->stop(); }
+  const std::string& namespace_name() const { return render_.namespace_name; }
+
+ private:
+  kube::RenderOptions render_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<kube::KubeController> controller_;
+  std::unique_ptr<kube::KubeReplicaBackend> backend_;
+};
+
+}  // namespace nibble::controller

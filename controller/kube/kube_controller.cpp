@@ -1,0 +1,259 @@
+#include "controller/kube/kube_controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include "controller/kube/resource_path.h"
+
+namespace nibble::kube {
+
+using Json = nlohmann::json;
+
+namespace {
+
+// The ModelRecipe as the recipe parser reads it: apiVersion, kind, spec and the metadata a
+// user writes (JSON is YAML).
+std::string recipe_document(const Json& object) {
+  const Json& meta = object["metadata"];
+  Json doc = {{"apiVersion", object.value("apiVersion", "")},
+              {"kind", object.value("kind", "")},
+              {"metadata", {{"name", meta.value("name", "")}}},
+              {"spec", object.value("spec", Json::object())}};
+  if (meta.contains("labels")) doc["metadata"]["labels"] = meta["labels"];
+  return doc.dump();
+}
+
+}  // namespace
+
+KubeController::KubeController(const KubeClient& client, store::RecipeStore& store,
+                               KubeControllerConfig config)
+    : client_(client), store_(store), config_(std::move(config)), queue_(config_.queue) {
+  if (config_.election.namespace_name.empty()) {
+    config_.election.namespace_name = config_.namespace_name;
+  }
+  InformerOptions owned = config_.informer;
+  owned.label_selector = config_.recipe_label;  // exists
+  recipes_ = std::make_unique<Informer>(
+      client_, collection_path(kModelRecipes, config_.namespace_name), config_.informer,
+      [this](const ObjectChange& c) { on_change(c, true); });
+  owned.jitter_seed = config_.informer.jitter_seed + 1;
+  deployments_ =
+      std::make_unique<Informer>(client_, collection_path(kDeployments, config_.namespace_name),
+                                 owned, [this](const ObjectChange& c) { on_change(c, false); });
+  owned.jitter_seed = config_.informer.jitter_seed + 2;
+  pods_ = std::make_unique<Informer>(client_, collection_path(kPods, config_.namespace_name), owned,
+                                     [this](const ObjectChange& c) { on_change(c, false); });
+  if (config_.leader_elect) elector_ = std::make_unique<LeaderElector>(client_, config_.election);
+}
+
+KubeController::~KubeController() {
+  stop();
+}
+
+void KubeController::on_change(const ObjectChange& change, bool is_recipe) {
+  if (is_recipe) {
+    queue_.add(change.key);
+    return;
+  }
+  // An owned object changed: its recipe's key (readiness, a deleted Deployment to re-apply).
+  const Json labels = change.object["metadata"].value("labels", Json::object());
+  const std::string recipe = labels.value(config_.recipe_label, "");
+  if (!recipe.empty()) queue_.add(object_key(config_.namespace_name, recipe));
+}
+
+std::optional<RecipeOwner> KubeController::owner(const std::string& recipe) const {
+  const std::optional<Json> object = recipes_->get(object_key(config_.namespace_name, recipe));
+  if (!object) return std::nullopt;
+  return RecipeOwner{config_.namespace_name, recipe, (*object)["metadata"].value("uid", "")};
+}
+
+void KubeController::record_event(const RecipeOwner& owner, const std::string& type,
+                                  const std::string& reason, const std::string& message) {
+  const std::string now = micro_time_now();
+  const std::string seconds = now.substr(0, 19) + "Z";  // metav1.Time has no fraction
+  const Json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", owner.name + "."}, {"namespace", owner.namespace_name}}},
+      {"involvedObject",
+       {{"apiVersion", "nibble.dev/v1alpha1"},
+        {"kind", "ModelRecipe"},
+        {"name", owner.name},
+        {"namespace", owner.namespace_name},
+        {"uid", owner.uid}}},
+      {"type", type},
+      {"reason", reason},
+      {"message", message},
+      {"source", {{"component", "nibble-controller"}}},
+      {"reportingComponent", "nibble-controller"},
+      {"firstTimestamp", seconds},
+      {"lastTimestamp", seconds},
+      {"count", 1}};
+  try {
+    client_.create(collection_path(kEvents, owner.namespace_name), event);
+  } catch (const KubeError& e) {
+    spdlog::warn("event {} on {}: {}", reason, owner.name, e.what());
+  }
+}
+
+void KubeController::status_changed(const controller::RecipeStatus& status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Json crd = controller::to_crd_status(status);
+    // The loop counts generations of the recipe store; the API server's are what
+    // observedGeneration means on the resource. The store runs the mirrored spec exactly when
+    // its observed generation is its latest.
+    const auto mirrored = mirrored_generation_.find(status.name);
+    if (status.observed_generation == status.generation && mirrored != mirrored_generation_.end()) {
+      crd["observedGeneration"] = mirrored->second;
+    } else {
+      crd.erase("observedGeneration");
+    }
+    if (crd.contains("conditions")) {
+      for (Json& c : crd["conditions"]) {
+        if (mirrored != mirrored_generation_.end()) c["observedGeneration"] = mirrored->second;
+      }
+    }
+    pending_status_[status.name] = std::move(crd);
+  }
+  queue_.add(object_key(config_.namespace_name, status.name));
+}
+
+void KubeController::sync_key(const std::string& key) {
+  const auto [ns, name] = split_key(key);
+  const std::optional<Json> object = recipes_->get(key);
+  bool mirrored_changed = false;
+  if (!object) {
+    // Deleted: its objects are garbage-collected; the loop drains what is left and forgets it.
+    std::lock_guard<std::mutex> lock(mutex_);
+    mirrored_changed = mirrored_spec_.erase(name) > 0;
+    mirrored_generation_.erase(name);
+    pending_status_.erase(name);
+    written_status_.erase(name);
+    if (mirrored_changed) store_.remove(name);
+  } else {
+    const std::string doc = recipe_document(*object);
+    const std::int64_t generation = (*object)["metadata"].value("generation", 1);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (mirrored_spec_[name] != doc) {
+      mirrored_spec_[name] = doc;
+      lock.unlock();
+      const store::ApplyResult result = store_.apply(doc);
+      if (!result.parsed.ok()) {
+        spdlog::warn("ModelRecipe {}: invalid, keeping the last valid spec:\n{}", key,
+                     result.parsed.error_text());
+        if (leading_) {
+          record_event({ns, name, (*object)["metadata"].value("uid", "")}, "Warning", "InvalidSpec",
+                       result.parsed.error_text());
+        }
+      } else {
+        lock.lock();
+        mirrored_generation_[name] = generation;
+        lock.unlock();
+        mirrored_changed = true;
+      }
+    }
+  }
+  if (mirrored_changed && wake_) wake_();
+
+  // The latest status, written only by the leader, only when it changed.
+  if (!leading_ || !object) return;
+  Json status;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = pending_status_.find(name);
+    if (it == pending_status_.end()) return;
+    status = it->second;
+  }
+  const std::string text = status.dump();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (written_status_[name] == text) return;
+  }
+  // A merge patch carries no resourceVersion: the status is ours alone, and a 409 can only be
+  // a transient API server answer, retried like any failure.
+  retry_conflicts(
+      [&] {
+        client_.merge_patch(object_path(kModelRecipes, ns, name, "status"), {{"status", status}});
+      },
+      2, std::chrono::milliseconds(20));
+  ++status_writes_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  written_status_[name] = text;
+}
+
+void KubeController::work() {
+  while (const std::optional<std::string> key = queue_.get()) {
+    try {
+      sync_key(*key);
+      queue_.forget(*key);
+    } catch (const std::exception& e) {
+      spdlog::warn("sync {}: {}; retrying in {} ms", *key, e.what(),
+                   queue_.next_delay(*key).count());
+      queue_.add_rate_limited(*key);
+    }
+    queue_.done(*key);
+  }
+}
+
+void KubeController::resync_all() {
+  for (const std::string& key : recipes_->keys()) queue_.add(key);
+}
+
+void KubeController::start_leading() {
+  std::lock_guard<std::mutex> lock(lead_mutex_);
+  if (lead_thread_.joinable()) return;
+  leading_ = true;
+  lead_stop_ = false;
+  {
+    std::lock_guard<std::mutex> status_lock(mutex_);
+    written_status_.clear();  // another leader may have written since
+  }
+  lead_thread_ = std::thread([this] { lead_(lead_stop_); });
+  resync_all();
+}
+
+void KubeController::stop_leading() {
+  std::lock_guard<std::mutex> lock(lead_mutex_);
+  leading_ = false;
+  lead_stop_ = true;
+  if (wake_) wake_();
+  if (lead_thread_.joinable()) lead_thread_.join();
+}
+
+void KubeController::start(std::function<void(const std::atomic<bool>&)> lead,
+                           std::function<void()> wake) {
+  lead_ = std::move(lead);
+  wake_ = std::move(wake);
+  for (Informer* informer : {recipes_.get(), deployments_.get(), pods_.get()}) {
+    threads_.emplace_back([informer] { informer->run(); });
+  }
+  threads_.emplace_back([this] { work(); });
+  threads_.emplace_back([this] {  // periodic resync: level-triggered safety net
+    while (!stopping_) {
+      for (auto waited = std::chrono::milliseconds(0); waited < config_.resync && !stopping_;
+           waited += std::chrono::milliseconds(20)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (!stopping_) resync_all();
+    }
+  });
+  if (elector_) {
+    threads_.emplace_back(
+        [this] { elector_->run([this] { start_leading(); }, [this] { stop_leading(); }); });
+  } else {
+    start_leading();
+  }
+}
+
+void KubeController::stop() {
+  if (stopping_.exchange(true)) return;
+  if (elector_) elector_->stop();
+  for (Informer* informer : {recipes_.get(), deployments_.get(), pods_.get()}) informer->stop();
+  queue_.shut_down();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  stop_leading();
+  if (elector_) elector_->release();
+}
+
+}  // namespace nibble::kube

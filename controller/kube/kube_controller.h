@@ -1,0 +1,100 @@
+#pragma once
+// The Kubernetes mode's outer machinery around the one reconcile loop (controller_loop.h):
+//   - informers on the namespace's ModelRecipes and on the Deployments and Pods that carry the
+//     recipe label (the replica backend reads them);
+//   - a work queue of recipe keys ("namespace/name"), fed by every recipe change, by changes
+//     of the Deployments and Pods a recipe owns, and by a periodic resync of all keys; its
+//     worker mirrors the recipe from the cache into the controller's recipe store (level-
+//     triggered: whatever happened, the key's current state is mirrored), wakes the loop, and
+//     writes the recipe's latest status through the status subresource; a failed key is
+//     retried after its own exponential back-off;
+//   - optional Lease leader election: only the leader runs the loop and writes status; a
+//     replica that loses the lease stops both at once.
+// A ModelRecipe that parses on the API server but not here keeps its last valid spec
+// running; the errors go out as a Warning Event.
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "controller/kube/informer.h"
+#include "controller/kube/kube_client.h"
+#include "controller/kube/kube_replica_backend.h"
+#include "controller/kube/leader_election.h"
+#include "controller/kube/work_queue.h"
+#include "controller/loop/recipe_status.h"
+#include "controller/store/recipe_store.h"
+
+namespace nibble::kube {
+
+struct KubeControllerConfig {
+  std::string namespace_name;
+  std::string recipe_label = "nibble.dev/recipe";
+  bool leader_elect = false;
+  LeaderElectionConfig election;  // namespace_name is filled in from above when empty
+  InformerOptions informer;       // back-off and watch timeout (the selector is set here)
+  WorkQueueOptions queue;
+  std::chrono::milliseconds resync{30000};
+};
+
+class KubeController {
+ public:
+  KubeController(const KubeClient& client, store::RecipeStore& store, KubeControllerConfig config);
+  ~KubeController();
+
+  const Informer& deployments() const { return *deployments_; }
+  const Informer& pods() const { return *pods_; }
+  // The ModelRecipe's identity for owner references and Events.
+  std::optional<RecipeOwner> owner(const std::string& recipe) const;
+  // Creates an Event on the ModelRecipe (best effort: failures are logged).
+  void record_event(const RecipeOwner& owner, const std::string& type, const std::string& reason,
+                    const std::string& message);
+  // The loop's status_changed: queues the status for the recipe's key.
+  void status_changed(const controller::RecipeStatus& status);
+
+  // Starts the informers, the worker and (with leader_elect) the election. `lead` runs the
+  // loop until its stop flag is set and `wake` wakes it; lead runs while this replica leads
+  // (always without leader election).
+  void start(std::function<void(const std::atomic<bool>& stop)> lead, std::function<void()> wake);
+  void stop();
+  bool leading() const { return leading_.load(); }
+  int status_writes() const { return status_writes_.load(); }
+
+ private:
+  void on_change(const ObjectChange& change, bool is_recipe);
+  void work();
+  void sync_key(const std::string& key);
+  void start_leading();
+  void stop_leading();
+  void resync_all();
+
+  const KubeClient& client_;
+  store::RecipeStore& store_;
+  KubeControllerConfig config_;
+  std::unique_ptr<Informer> recipes_, deployments_, pods_;
+  WorkQueue queue_;
+  std::unique_ptr<LeaderElector> elector_;
+  std::function<void(const std::atomic<bool>&)> lead_;
+  std::function<void()> wake_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, nlohmann::json> pending_status_;  // by recipe name
+  std::map<std::string, std::int64_t> mirrored_generation_;
+  std::map<std::string, std::string> mirrored_spec_;  // the spec last mirrored (or refused)
+  std::map<std::string, std::string> written_status_;
+
+  std::atomic<bool> leading_{false}, stopping_{false};
+  std::atomic<int> status_writes_{0};
+  std::atomic<bool> lead_stop_{false};
+  std::thread lead_thread_;
+  std::mutex lead_mutex_;  // start/stop of lead_thread_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace nibble::kube

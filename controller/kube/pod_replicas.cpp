@@ -1,0 +1,103 @@
+#include "controller/kube/pod_replicas.h"
+
+#include <algorithm>
+
+namespace nibble::kube {
+
+using Json = nlohmann::json;
+
+namespace {
+
+// The engine container's status: the one named "engine", else the first.
+Json engine_container(const Json& pod) {
+  const Json status = pod.value("status", Json::object());
+  const Json containers = status.value("containerStatuses", Json::array());
+  for (const Json& c : containers) {
+    if (c.value("name", "") == "engine") return c;
+  }
+  return containers.empty() ? Json::object() : containers[0];
+}
+
+bool condition_true(const Json& pod, const std::string& type) {
+  for (const Json& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
+    if (c.value("type", "") == type) return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+std::string termination_text(const Json& terminated) {
+  std::string text = terminated.value("reason", "Terminated");
+  if (terminated.contains("exitCode")) {
+    text += " (exit code " + std::to_string(terminated.value("exitCode", 0)) + ")";
+  }
+  const std::string message = terminated.value("message", "");
+  if (!message.empty()) text += ": " + message;
+  return text;
+}
+
+}  // namespace
+
+reconcile::ReplicaView replica_from_pod(const Json& pod, const PodReading& reading) {
+  reconcile::ReplicaView view;
+  const Json meta = pod.value("metadata", Json::object());
+  const Json status = pod.value("status", Json::object());
+  view.id = meta.value("name", "");
+  view.revision = meta.value("labels", Json::object()).value(reading.revision_label, "");
+  const Json engine = engine_container(pod);
+  view.restarts = engine.value("restartCount", 0);
+  const Json waiting = engine.value("state", Json::object()).value("waiting", Json());
+  const Json last_terminated =
+      engine.value("lastState", Json::object()).value("terminated", Json());
+  const std::string pod_phase = status.value("phase", "Pending");
+  if (meta.contains("deletionTimestamp")) {
+    view.phase = reconcile::ReplicaPhase::kDraining;
+  } else if (pod_phase == "Failed" || pod_phase == "Succeeded" ||
+             (waiting.is_object() && waiting.value("reason", "") == "CrashLoopBackOff")) {
+    view.phase = reconcile::ReplicaPhase::kExited;
+  } else if (condition_true(pod, "Ready")) {
+    view.phase = reconcile::ReplicaPhase::kReady;
+  } else {
+    view.phase = reconcile::ReplicaPhase::kStarting;
+  }
+  view.endpoint.host = status.value("podIP", "");
+  if (!view.endpoint.host.empty()) view.endpoint.port = reading.engine_port;
+  if (waiting.is_object() && waiting.value("reason", "") != "ContainerCreating") {
+    view.last_error = waiting.value("reason", "");
+    const std::string message = waiting.value("message", "");
+    if (!message.empty()) view.last_error += ": " + message;
+  } else if (last_terminated.is_object()) {
+    view.last_error = termination_text(last_terminated);
+  }
+  if (pod_phase == "Failed" && view.last_error.empty()) {
+    view.last_error = status.value("reason", "Failed");
+  }
+  return view;
+}
+
+reconcile::RecipeObservation observe_pods(const std::vector<Json>& pods,
+                                          const PodReading& reading) {
+  reconcile::RecipeObservation observation;
+  std::vector<std::pair<std::string, reconcile::ReplicaExit>> exits;  // by finishedAt
+  for (const Json& pod : pods) {
+    reconcile::ReplicaView view = replica_from_pod(pod, reading);
+    const Json engine = engine_container(pod);
+    const Json waiting = engine.value("state", Json::object()).value("waiting", Json());
+    if (waiting.is_object() && waiting.value("reason", "") == "CrashLoopBackOff") {
+      observation.crash_loop = true;
+    }
+    const Json terminated = engine.value("lastState", Json::object()).value("terminated", Json());
+    if (terminated.is_object()) {
+      reconcile::ReplicaExit exit;
+      exit.replica_id = view.id;
+      exit.description = termination_text(terminated);
+      exits.emplace_back(terminated.value("finishedAt", ""), exit);
+    }
+    observation.replicas.push_back(std::move(view));
+  }
+  std::stable_sort(exits.begin(), exits.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [at, exit] : exits) observation.exits.push_back(std::move(exit));
+  return observation;
+}
+
+}  // namespace nibble::kube

@@ -1,0 +1,250 @@
+#include "controller/kube/recipe_objects.h"
+
+#include "controller/reconcile/engine_command.h"
+#include "controller/source/model_downloader.h"
+
+namespace nibble::kube {
+namespace {
+
+using json = nlohmann::json;
+
+json labels(const recipe::ModelRecipe& r, const std::string& revision) {
+  json l = selector_labels(r.name);
+  l["app.kubernetes.io/instance"] = r.name;
+  l["app.kubernetes.io/component"] = "engine";
+  l["app.kubernetes.io/managed-by"] = "nibble-controller";
+  if (!revision.empty()) l[kRevisionLabel] = revision;
+  return l;
+}
+
+json metadata(const std::string& name, const recipe::ModelRecipe& r, const Owner& owner,
+              const RenderOptions& o) {
+  json m = {{"name", name}, {"namespace", o.namespace_name}, {"labels", labels(r, "")}};
+  if (!owner.uid.empty()) {
+    m["ownerReferences"] = json::array({{{"apiVersion", recipe::kApiVersion},
+                                         {"kind", recipe::kKind},
+                                         {"name", r.name},
+                                         {"uid", owner.uid},
+                                         {"controller", true},
+                                         {"blockOwnerDeletion", true}}});
+  }
+  return m;
+}
+
+json health_probe(int period, int timeout, int failures) {
+  return {{"httpGet", {{"path", "/health"}, {"port", "http"}}},
+          {"periodSeconds", period},
+          {"timeoutSeconds", timeout},
+          {"failureThreshold", failures}};
+}
+
+json container_security() {
+  return {{"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", {{"drop", json::array({"ALL"})}}}};
+}
+
+json cache_volume(const ModelCache& cache) {
+  switch (cache.kind) {
+    case ModelCache::Kind::kPersistentVolumeClaim:
+      return {{"name", "models"}, {"persistentVolumeClaim", {{"claimName", cache.claim_name}}}};
+    case ModelCache::Kind::kHostPath:
+      return {{"name", "models"},
+              {"hostPath", {{"path", cache.host_path}, {"type", "DirectoryOrCreate"}}}};
+    case ModelCache::Kind::kEmptyDir:
+      break;
+  }
+  json empty = json::object();
+  if (!cache.size_limit.empty()) empty["sizeLimit"] = cache.size_limit;
+  return {{"name", "models"}, {"emptyDir", empty}};
+}
+
+// An init container that fetches an hf:// model into the cache volume (resuming a partial
+// download, skipping a complete one), so the engine starts on local files.
+json download_container(const recipe::ModelRecipe& r, const RenderOptions& o) {
+  json env = json::array();
+  if (!o.hf_token_secret.empty()) {
+    env.push_back({{"name", "HF_TOKEN"},
+                   {"valueFrom",
+                    {{"secretKeyRef",
+                      {{"name", o.hf_token_secret}, {"key", "HF_TOKEN"}, {"optional", true}}}}}});
+  }
+  if (!o.hf_endpoint.empty()) env.push_back({{"name", "HF_ENDPOINT"}, {"value", o.hf_endpoint}});
+  json c = {{"name", "model-download"},
+            {"image", o.image},
+            {"imagePullPolicy", o.image_pull_policy},
+            {"command", json::array({"nibble", "pull", r.source.original, kModelMountPath})},
+            {"securityContext", container_security()},
+            {"volumeMounts", json::array({{{"name", "models"}, {"mountPath", kModelMountPath}},
+                                          {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
+  if (!env.empty()) c["env"] = env;
+  return c;
+}
+
+json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json mounts) {
+  std::vector<std::string> args =
+      reconcile::engine_serve_args(r, {model_dir_in_pod(r.source), "0.0.0.0", kEnginePort});
+  args.insert(args.end(), o.extra_engine_args.begin(), o.extra_engine_args.end());
+  json c = {
+      {"name", "engine"},
+      {"image", o.image},
+      {"imagePullPolicy", o.image_pull_policy},
+      {"command", json::array({"nibble-engine"})},
+      {"args", args},
+      {"ports",
+       json::array({{{"name", "http"}, {"containerPort", kEnginePort}, {"protocol", "TCP"}}})},
+      // /health answers 503 until the model is loaded: the startup probe waits that long, the
+      // liveness probe takes over only after it.
+      {"startupProbe", health_probe(10, 2, (o.startup_timeout_seconds + 9) / 10)},
+      {"readinessProbe", health_probe(5, 2, 2)},
+      {"livenessProbe", health_probe(10, 5, 6)},
+      {"securityContext", container_security()},
+      {"volumeMounts", std::move(mounts)}};
+  if (r.engine.device != "cpu") {
+    c["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}}},
+                      {"requests", {{"nvidia.com/gpu", "1"}}}};
+  }
+  return c;
+}
+
+json tolerations(const recipe::Placement& p) {
+  json out = json::array();
+  for (const auto& t : p.tolerations) {
+    json entry = json::object();
+    for (const auto& [key, value] : t) {
+      if (key == "tolerationSeconds") {
+        entry[key] = std::stoll(value);  // an integer in the API, kept as text by the parser
+      } else {
+        entry[key] = value;
+      }
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+// soloOnly: no other nibble engine (of any recipe, in any namespace) on the same node. The
+// scheduler honours a required anti-affinity both ways, so later engines keep off it too.
+json solo_affinity() {
+  return {{"podAntiAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             json::array(
+                 {{{"labelSelector", {{"matchLabels", {{"app.kubernetes.io/name", kEngineName}}}}},
+                   {"namespaceSelector", json::object()},
+                   {"topologyKey", "kubernetes.io/hostname"}}})}}}};
+}
+
+json pod_spec(const recipe::ModelRecipe& r, const RenderOptions& o) {
+  json volumes = json::array({{{"name", "tmp"}, {"emptyDir", json::object()}}});
+  json mounts = json::array({{{"name", "tmp"}, {"mountPath", "/tmp"}}});
+  json init = json::array();
+  switch (r.source.kind) {
+    case recipe::ModelSource::Kind::kHuggingFace:
+      volumes.push_back(cache_volume(o.model_cache));
+      mounts.push_back({{"name", "models"}, {"mountPath", kModelMountPath}, {"readOnly", true}});
+      init.push_back(download_container(r, o));
+      break;
+    case recipe::ModelSource::Kind::kFile:
+      // The weights are staged on the node; the engine reads them where the recipe says.
+      volumes.push_back(
+          {{"name", "models"}, {"hostPath", {{"path", r.source.path}, {"type", "Directory"}}}});
+      mounts.push_back({{"name", "models"}, {"mountPath", r.source.path}, {"readOnly", true}});
+      break;
+  }
+  json spec = {{"securityContext",
+                {{"runAsNonRoot", true},
+                 {"runAsUser", o.run_as_user},
+                 {"runAsGroup", o.run_as_user},
+                 {"fsGroup", o.run_as_user},
+                 {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+               {"automountServiceAccountToken", false},  // engines never call the API server
+               {"enableServiceLinks", false},
+               {"terminationGracePeriodSeconds", o.drain_seconds},
+               {"containers", json::array({engine_container(r, o, std::move(mounts))})},
+               {"volumes", volumes}};
+  if (!init.empty()) spec["initContainers"] = init;
+  if (!r.placement.node_selector.empty()) spec["nodeSelector"] = r.placement.node_selector;
+  if (!r.placement.tolerations.empty()) spec["tolerations"] = tolerations(r.placement);
+  if (r.placement.solo_only) spec["affinity"] = solo_affinity();
+  return spec;
+}
+
+}  // namespace
+
+json selector_labels(const std::string& recipe) {
+  return {{"app.kubernetes.io/name", kEngineName}, {kRecipeLabel, recipe}};
+}
+
+std::string service_name(const std::string& recipe) {
+  if (!recipe.empty() && recipe[0] >= 'a' && recipe[0] <= 'z') return recipe;
+  return ("r-" + recipe).substr(0, 63);
+}
+
+std::string model_dir_in_pod(const recipe::ModelSource& source) {
+  switch (source.kind) {
+    case recipe::ModelSource::Kind::kHuggingFace:
+      return source::model_cache_dir(source, kModelMountPath).string();
+    case recipe::ModelSource::Kind::kFile:
+      break;
+  }
+  if (source.path.empty() || source.path[0] != '/') {
+    throw RenderError("spec.model.source: '" + source.original +
+                      "' is a relative path; on Kubernetes a file source must be an absolute "
+                      "path on the node (or use hf://org/name)");
+  }
+  return source.path;
+}
+
+std::vector<json> RecipeObjects::all() const {
+  std::vector<json> out = {deployment, service};
+  if (!pod_monitor.is_null()) out.push_back(pod_monitor);
+  return out;
+}
+
+RecipeObjects recipe_objects(const recipe::ModelRecipe& r, const std::string& revision,
+                             int replicas, const Owner& owner, const RenderOptions& o) {
+  RecipeObjects out;
+  json deployment_meta = metadata(r.name, r, owner, o);
+  deployment_meta["annotations"] = {{kSpecHashAnnotation, revision},
+                                    {"nibble.dev/generation", std::to_string(r.generation)}};
+  out.deployment = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", deployment_meta},
+      {"spec",
+       {{"replicas", replicas},
+        {"selector", {{"matchLabels", selector_labels(r.name)}}},
+        // As the local backend rolls: one new pod beyond the count, an old one goes only when
+        // a new one is ready.
+        {"strategy",
+         {{"type", "RollingUpdate"}, {"rollingUpdate", {{"maxSurge", 1}, {"maxUnavailable", 0}}}}},
+        {"revisionHistoryLimit", 3},
+        {"progressDeadlineSeconds", o.startup_timeout_seconds + 600},
+        {"template",
+         {{"metadata",
+           {{"labels", labels(r, revision)}, {"annotations", {{kSpecHashAnnotation, revision}}}}},
+          {"spec", pod_spec(r, o)}}}}}};
+  out.service = {{"apiVersion", "v1"},
+                 {"kind", "Service"},
+                 {"metadata", metadata(service_name(r.name), r, owner, o)},
+                 {"spec",
+                  {{"type", "ClusterIP"},
+                   {"selector", selector_labels(r.name)},
+                   {"ports", json::array({{{"name", "http"},
+                                           {"port", kEnginePort},
+                                           {"targetPort", "http"},
+                                           {"protocol", "TCP"}}})}}}};
+  if (o.pod_monitor) {
+    out.pod_monitor = {
+        {"apiVersion", "monitoring.coreos.com/v1"},
+        {"kind", "PodMonitor"},
+        {"metadata", metadata(r.name, r, owner, o)},
+        {"spec",
+         {{"selector", {{"matchLabels", selector_labels(r.name)}}},
+          {"podMetricsEndpoints",
+           json::array({{{"port", "http"}, {"path", "/metrics"}, {"interval", "15s"}}})}}}};
+  }
+  return out;
+}
+
+}  // namespace nibble::kube

@@ -1,0 +1,90 @@
+#pragma once
+// The pure function recipe → the Kubernetes objects that run it: a Deployment of engine pods,
+// a Service in front of them and, optionally, a PodMonitor. The Kubernetes backend applies
+// exactly these (server-side apply); `nibble render` prints them. No I/O, no clock: the same
+// recipe, revision and options always give the same objects.
+//
+// The Deployment's pods run `nibble-engine` with the flags local mode passes
+// (reconcile::engine_serve_args), request one `nvidia.com/gpu` (none for device: cpu), keep to
+// the recipe's nodeSelector and tolerations, and with soloOnly carry a required pod
+// anti-affinity on the node's hostname against every other nibble engine (in every
+// namespace). Weights live on a model cache volume mounted at /models (emptyDir by default, a
+// PVC or a hostPath by controller setting); hf:// models are fetched into it by an init
+// container (`nibble pull`, from the engine image); file paths are mounted read-only from the
+// node. Probes hit /health (503 while loading and draining): a generous startup probe for
+// model loading, then readiness and liveness; the grace period lets in-flight requests drain.
+// The pod template carries the revision (spec hash) so a spec change rolls out, one surge pod
+// at a time, never below the ready pods there were. Every object is owned by the ModelRecipe
+// (ownerReferences with its uid), so deleting the recipe garbage-collects them.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "controller/recipe/model_recipe.h"
+
+namespace nibble::kube {
+
+inline constexpr const char* kEngineName = "nibble-engine";  // app.kubernetes.io/name
+inline constexpr const char* kRecipeLabel = "nibble.dev/recipe";
+inline constexpr const char* kRevisionLabel = "nibble.dev/revision";
+inline constexpr const char* kSpecHashAnnotation = "nibble.dev/spec-hash";
+inline constexpr const char* kModelMountPath = "/models";
+inline constexpr int kEnginePort = 8000;
+
+struct ModelCache {
+  enum class Kind { kEmptyDir, kPersistentVolumeClaim, kHostPath };
+  Kind kind = Kind::kEmptyDir;
+  std::string claim_name;  // kPersistentVolumeClaim: an existing claim (ReadWriteMany to share)
+  std::string host_path;   // kHostPath: a directory on every GPU node
+  std::string size_limit;  // kEmptyDir: e.g. "200Gi"; "" for none
+};
+
+// Controller settings that shape every recipe's objects.
+struct RenderOptions {
+  std::string namespace_name = "default";
+  std::string image = "nibble/nibble-engine:0.1.0";
+  std::string image_pull_policy = "IfNotPresent";
+  ModelCache model_cache;
+  std::string hf_token_secret;  // Secret with key HF_TOKEN for gated models; "" for none
+  std::string hf_endpoint;      // HF_ENDPOINT for a mirror; "" for the Hub
+  std::int64_t run_as_user = 65532;
+  int startup_timeout_seconds = 1800;  // model loading may take this long
+  int drain_seconds = 120;             // in-flight requests get this long after SIGTERM
+  bool pod_monitor = false;            // one PodMonitor per recipe (the install has a shared one)
+  std::vector<std::string> extra_engine_args;  // after the recipe's own flags
+};
+
+// The ModelRecipe the objects belong to. Without a uid (a recipe read from a file, not from
+// the API server) the objects carry no ownerReferences.
+struct Owner {
+  std::string uid;
+};
+
+struct RecipeObjects {
+  nlohmann::json deployment;
+  nlohmann::json service;
+  nlohmann::json pod_monitor;               // null unless RenderOptions::pod_monitor
+  std::vector<nlohmann::json> all() const;  // in apply order
+};
+
+// Thrown for a recipe that cannot run on Kubernetes (a relative model path).
+class RenderError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// `revision` is the spec hash (store::spec_hash); `replicas` what the autoscaler wants.
+RecipeObjects recipe_objects(const recipe::ModelRecipe& recipe, const std::string& revision,
+                             int replicas, const Owner& owner, const RenderOptions& options);
+
+// The labels selecting a recipe's engine pods (the Deployment's and the Service's selector).
+nlohmann::json selector_labels(const std::string& recipe);
+// The DNS-1035 name of the recipe's Service (recipe names may start with a digit).
+std::string service_name(const std::string& recipe);
+// Where the engine finds the weights inside the pod.
+std::string model_dir_in_pod(const recipe::ModelSource& source);
+
+}  // namespace nibble::kube

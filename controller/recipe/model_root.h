@@ -1,0 +1,19 @@
+#pragma once
+// nibble-controller --model-root: recipes' local model paths (file:///... and plain paths) must
+// lie inside this directory. Both are resolved first (symlinks, "..", relative parts against
+// the controller's working directory), so neither a "../" nor a link inside the root that
+// points outside it gets through. hf:// sources go to the controller's cache and are not
+// affected.
+#include <filesystem>
+#include <vector>
+
+#include "controller/recipe/recipe_parse.h"
+
+namespace nibble::recipe {
+
+// Appends an error for spec.model.source when a local path resolves outside `root`.
+// An empty root confines nothing.
+void check_model_root(const ModelSource& source, const std::filesystem::path& root,
+                      std::vector<FieldError>& errors);
+
+}  // namespace nibble::recipe

@@ -1,0 +1,57 @@
+#include "engine/cli/serve_flags.h"
+
+#include <array>
+
+namespace nibble::engine::cli {
+namespace {
+
+using enum FlagValue;
+using enum FlagOwner;
+
+// Keep in step with kServeUsage and value_flags() in serve_options.cpp; test_serve_flags
+// checks that every flag here parses and every flag the parser sets is here.
+constexpr std::array kFlags = {
+    ServeFlag{"model", kRequired, kController, ""},
+    ServeFlag{"config", kRequired, kController, ""},
+    ServeFlag{"host", kRequired, kController, ""},
+    ServeFlag{"port", kRequired, kController, ""},
+    ServeFlag{"served-model-name", kRequired, kController, ""},
+    ServeFlag{"api-key", kRequired, kController, ""},
+    ServeFlag{"max-model-len", kRequired, kRecipeField, "spec.engine.maxModelLen"},
+    ServeFlag{"max-num-seqs", kRequired, kRecipeField, "spec.engine.maxNumSeqs"},
+    ServeFlag{"max-num-batched-tokens", kRequired, kRecipeField, "spec.engine.maxNumBatchedTokens"},
+    ServeFlag{"gpu-memory-utilization", kRequired, kRecipeField,
+              "spec.engine.gpuMemoryUtilization"},
+    ServeFlag{"kv-cache-dtype", kRequired, kRecipeField, "spec.engine.kvCacheDtype"},
+    ServeFlag{"enable-prefix-caching", kOptional, kRecipeField, "spec.engine.enablePrefixCaching"},
+    ServeFlag{"no-enable-prefix-caching", kNone, kRecipeField, "spec.engine.enablePrefixCaching"},
+    ServeFlag{"device", kRequired, kRecipeField, "spec.engine.device"},
+    ServeFlag{"quantization", kRequired, kRecipeField, "spec.engine.quantization"},
+    ServeFlag{"enforce-eager", kOptional, kRecipe, ""},
+    ServeFlag{"kv-cache-memory-bytes", kRequired, kRecipe, ""},
+    ServeFlag{"max-queue-len", kRequired, kRecipe, ""},
+    ServeFlag{"max-request-body-bytes", kRequired, kRecipe, ""},
+    ServeFlag{"drain-timeout", kRequired, kRecipe, ""},
+    ServeFlag{"threads", kRequired, kRecipe, ""},
+    ServeFlag{"http-threads", kRequired, kRecipe, ""},
+    ServeFlag{"log-level", kRequired, kRecipe, ""},
+    ServeFlag{"tool-call-parser", kRequired, kRecipe, ""},
+    ServeFlag{"enable-auto-tool-choice", kOptional, kRecipe, ""},
+    ServeFlag{"exclude-tools-when-tool-choice-none", kOptional, kRecipe, ""},
+    ServeFlag{"reasoning-parser", kRequired, kRecipe, ""},
+};
+
+}  // namespace
+
+std::span<const ServeFlag> serve_flags() {
+  return kFlags;
+}
+
+const ServeFlag* find_serve_flag(std::string_view name) {
+  for (const ServeFlag& f : kFlags) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace nibble::engine::cli

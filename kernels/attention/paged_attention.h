@@ -1,0 +1,64 @@
+#pragma once
+// Causal grouped-query attention over a paged BF16 KV cache (the serving path's attention).
+// Rows of the batch are grouped into tiles: up to rows_per_tile consecutive rows of ONE sequence
+// (consecutive positions), so that every K/V chunk a block loads serves all of the tile's queries
+// and all the query heads that share a KV head. A query at position p sees keys [0, p] of its own
+// sequence, found through the sequence's block table. FP32 math with an online softmax;
+// the CPU reference is the attention loop of cpu_backend.cpp (and the test's own FP64 one).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace nibble::kernels {
+
+struct AttentionTile {
+  std::int32_t row0 = 0;          // first row of the batch in this tile
+  std::int32_t rows = 0;          // 1..rows_per_tile
+  std::int32_t position0 = 0;     // position of row0; row0 + i is at position0 + i
+  std::int32_t table_offset = 0;  // where the sequence's block table starts in block_tables
+};
+
+struct AttentionShape {
+  int q_heads = 0, kv_heads = 0, head_dim = 0;
+};
+
+// Rows per tile for a shape: as many as keep a block's queries x head_dim within its registers.
+int attention_rows_per_tile(const AttentionShape& shape);
+
+struct PagedAttentionArgs {
+  const std::uint16_t* q = nullptr;        // [T, Hq, D], rotated
+  const std::uint16_t* k_cache = nullptr;  // [cache rows, Hkv, D]
+  const std::uint16_t* v_cache = nullptr;
+  const std::int32_t* block_tables = nullptr;  // concatenated block tables
+  int block_size = 0;
+  const AttentionTile* tiles = nullptr;
+  int num_tiles = 0;
+  AttentionShape shape;
+  float scale = 1.0f;            // applied to q.k (1 / sqrt(D))
+  std::uint16_t* out = nullptr;  // [T, Hq, D]
+  // Splitting the keys over several blocks (flash-decoding) when the tiles alone leave SMs idle,
+  // as a decode step of few sequences does: each block's partial softmax goes to the workspace
+  // and a second kernel merges them. Without a workspace (or sm_count 0) keys are not split.
+  int rows = 0;          // T
+  int max_position = 0;  // the batch's largest position
+  int sm_count = 0;
+  // 0: splits chosen from max_position; > 0: exactly this many (a captured decode graph keeps the
+  // count it was captured with; blocks whose share of the keys is empty write nothing to merge).
+  int splits = 0;
+  float* workspace = nullptr;
+  std::size_t workspace_floats = 0;
+};
+
+// How many key splits a call would use (a power of two, so that a decode graph captured for one
+// count serves a range of context lengths and matches eager execution), and the workspace floats
+// they need.
+int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_position,
+                           int sm_count);
+std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int rows, int splits);
+
+// Returns cudaErrorInvalidValue for shapes it cannot run (head_dim not a multiple of 8 or above
+// 256: two K/V chunks must fit GB10's ~100 KB of shared memory per block, Hq not a multiple of
+// Hkv), else the launch error. The KV cache rows must be 16-byte aligned (cudaMalloc'd caches are).
+cudaError_t paged_attention(const PagedAttentionArgs& args, cudaStream_t stream);
+
+}  // namespace nibble::kernels

@@ -1,0 +1,290 @@
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/layer/layer_ops.h"
+#include "kernels/dependent_launch.cuh"
+
+namespace nibble::kernels {
+namespace {
+
+using kernels::allow_next_grid;
+
+__device__ __forceinline__ float load(const std::uint16_t* p, std::int64_t i) {
+  return __bfloat162float(__ushort_as_bfloat16(p[i]));
+}
+__device__ __forceinline__ std::uint16_t to_bf16(float v) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024).
+__device__ float block_sum(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // partial may still be read from a previous call
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = lane < warps ? partial[lane] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__global__ void embed_kernel(const std::uint16_t* table, const std::int32_t* tokens, int dim,
+                             std::uint16_t* out) {
+  const std::int64_t src = std::int64_t(tokens[blockIdx.x]) * dim,
+                     dst = std::int64_t(blockIdx.x) * dim;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) out[dst + i] = table[src + i];
+}
+
+__global__ void gather_kernel(const std::uint16_t* in, const std::int32_t* index, int dim,
+                              std::uint16_t* out) {
+  const std::int64_t src = std::int64_t(index[blockIdx.x]) * dim,
+                     dst = std::int64_t(blockIdx.x) * dim;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) out[dst + i] = in[src + i];
+}
+
+// One block per row; the row is read twice (sum of squares, then scale) from L1/L2.
+__global__ void rms_norm_kernel(const std::uint16_t* in, const float* weight, int dim, float eps,
+                                std::uint16_t* out) {
+  allow_next_grid();  // a linear follows: it fetches its first weights while this runs
+  const std::int64_t base = std::int64_t(blockIdx.x) * dim;
+  float sum = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float v = load(in, base + i);
+    sum += v * v;
+  }
+  const float scale = rsqrtf(block_sum(sum) / float(dim) + eps);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x)
+    out[base + i] = to_bf16(load(in, base + i) * scale * weight[i]);
+}
+
+// The same with 16-byte loads and the row held in registers between the two passes: one block
+// per row, each thread up to kNormVectors vectors of 8 values. The loop above issues dim/256
+// dependent 2-byte loads per thread twice over; at batch 1 its latency (~9 us per 4096-wide row
+// on an H200, ~18 us per layer) cost more than the q/k/v projection it feeds.
+constexpr int kNormVectors = 4;  // rows up to 8 * 4 * 1024 = 32768 wide
+
+__device__ __forceinline__ float2 bf16_pair(std::uint32_t w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const float* weight, int dim,
+                                       float eps, std::uint16_t* out) {
+  allow_next_grid();  // a linear follows: it fetches its first weights while this runs
+  const int vectors = dim / 8;
+  const uint4* row = reinterpret_cast<const uint4*>(in + std::int64_t(blockIdx.x) * dim);
+  uint4 x[kNormVectors];
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kNormVectors; ++j) {
+    const int i = int(threadIdx.x) + j * int(blockDim.x);
+    x[j] = i < vectors ? row[i] : make_uint4(0, 0, 0, 0);
+    const std::uint32_t words[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = bf16_pair(words[k]);
+      sum += f.x * f.x + f.y * f.y;
+    }
+  }
+  const float scale = rsqrtf(block_sum(sum) / float(dim) + eps);
+  uint4* dst = reinterpret_cast<uint4*>(out + std::int64_t(blockIdx.x) * dim);
+#pragma unroll
+  for (int j = 0; j < kNormVectors; ++j) {
+    const int i = int(threadIdx.x) + j * int(blockDim.x);
+    if (i >= vectors) continue;
+    const float4 w0 = reinterpret_cast<const float4*>(weight)[2 * i],
+                 w1 = reinterpret_cast<const float4*>(weight)[2 * i + 1];
+    const float wv[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    const std::uint32_t words[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+    std::uint32_t packed[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = bf16_pair(words[k]);
+      packed[k] = std::uint32_t(to_bf16(f.x * scale * wv[2 * k])) |
+                  std::uint32_t(to_bf16(f.y * scale * wv[2 * k + 1])) << 16;
+    }
+    dst[i] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  }
+}
+
+// One block per (token, head), D/2 threads rounded up to whole warps; heads [0, Hq) are q heads,
+// [Hq, Hq + Hkv) k heads (whose v head is stored alongside). Thread i < D/2 owns the rotate-half
+// pair (i, i + D/2); the others only take part in the sum.
+__global__ void rope_store_kernel(RopeStoreArgs a) {
+  const int t = blockIdx.x, head = blockIdx.y, half = a.head_dim / 2;
+  const bool active = int(threadIdx.x) < half;
+  const int i = active ? int(threadIdx.x) : 0;
+  const bool is_q = head < a.q_heads;
+  const int kvh = head - a.q_heads;
+  const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * a.head_dim
+                                : t * a.kv_stride + std::int64_t(kvh) * a.head_dim;
+  const std::uint16_t* x = is_q ? a.q_in : a.k;
+  float lo = active ? load(x, src + i) : 0.0f, hi = active ? load(x, src + i + half) : 0.0f;
+  const float* norm = is_q ? a.q_norm : a.k_norm;
+  if (norm != nullptr) {
+    const float scale = rsqrtf(block_sum(lo * lo + hi * hi) / float(a.head_dim) + a.eps);
+    // Rounded to BF16 between the norm and the rotation, as the model's own BF16 code does.
+    lo = __bfloat162float(__float2bfloat16_rn(lo * scale * norm[i]));
+    hi = __bfloat162float(__float2bfloat16_rn(hi * scale * norm[i + half]));
+  }
+  if (!active) return;
+  // The angle in FP64, reduced to [0, 2 pi) before the FP32 sine: positions reach 10^5 and more.
+  constexpr double kTwoPi = 6.283185307179586;
+  double angle = double(a.positions[t]) * a.inv_freq[i];
+  angle -= floor(angle / kTwoPi) * kTwoPi;
+  float s, c;
+  sincosf(float(angle), &s, &c);
+  const float rlo = lo * c - hi * s, rhi = hi * c + lo * s;
+  if (is_q) {
+    const std::int64_t dst = (std::int64_t(t) * a.q_heads + head) * a.head_dim;
+    a.q_out[dst + i] = to_bf16(rlo);
+    a.q_out[dst + i + half] = to_bf16(rhi);
+    return;
+  }
+  const std::int64_t dst = (a.slots[t] * a.kv_heads + kvh) * a.head_dim;
+  a.k_cache[dst + i] = to_bf16(rlo);
+  a.k_cache[dst + i + half] = to_bf16(rhi);
+  a.v_cache[dst + i] = a.v[src + i];
+  a.v_cache[dst + i + half] = a.v[src + i + half];
+}
+
+__global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
+                                std::uint16_t* act) {
+  allow_next_grid();  // down follows
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const float g = load(gate, i);
+    act[i] = to_bf16(g / (1.0f + __expf(-g)) * load(up, i));
+  }
+}
+
+__global__ void silu_mul_halves_kernel(const std::uint16_t* gate_up, std::int64_t rows,
+                                       std::int64_t width, std::uint16_t* act) {
+  allow_next_grid();  // down follows
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const std::int64_t in = r * 2 * width, out = r * width;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const float g = load(gate_up, in + i);
+      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, in + width + i));
+    }
+  }
+}
+
+__global__ void add_bias_kernel(std::uint16_t* y, const float* bias, int cols) {
+  const std::int64_t base = std::int64_t(blockIdx.x) * cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x)
+    y[base + c] = to_bf16(load(y, base + c) + bias[c]);
+}
+
+__global__ void combine_kernel(const std::uint16_t* residual, const std::uint16_t* expert_out,
+                               const std::int32_t* source, const float* weight, int per_token,
+                               int dim, std::uint16_t* out) {
+  const int t = blockIdx.x;
+  const std::int64_t base = std::int64_t(t) * dim;
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) {
+    float v = 0.0f;
+    for (int j = 0; j < per_token; ++j)
+      v += weight[t * per_token + j] *
+           load(expert_out, std::int64_t(source[t * per_token + j]) * dim + d);
+    out[base + d] = to_bf16(load(residual, base + d) + v);
+  }
+}
+
+__global__ void bf16_to_float_kernel(const std::uint16_t* in, std::int64_t n, float* out) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = load(in, i);
+}
+
+int threads_for(int dim) {
+  return dim >= 1024 ? 256 : dim >= 256 ? 128 : 64;
+}
+unsigned grid_for(std::int64_t n) {
+  return unsigned(std::min<std::int64_t>((n + 255) / 256, 65536));
+}
+
+}  // namespace
+
+cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, int rows, int dim,
+                       std::uint16_t* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  embed_kernel<<<rows, threads_for(dim), 0, stream>>>(table, tokens, dim, out);
+  return cudaGetLastError();
+}
+
+cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
+                     std::uint16_t* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const int vectors = dim / 8;
+  if (dim % 8 == 0 && vectors <= kNormVectors * 1024 && aligned(in) && aligned(out) &&
+      aligned(weight)) {
+    // One vector per thread up to 1024 threads, then up to kNormVectors each.
+    const int threads = std::min(1024, (vectors + 31) / 32 * 32);
+    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, weight, dim, eps, out);
+    return cudaGetLastError();
+  }
+  rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, weight, dim, eps, out);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,
+                        std::uint16_t* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  gather_kernel<<<rows, threads_for(dim), 0, stream>>>(in, index, dim, out);
+  return cudaGetLastError();
+}
+
+cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream) {
+  if (args.tokens == 0) return cudaSuccess;
+  if (args.head_dim % 2 != 0 || args.head_dim > 2048) return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
+  const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
+  rope_store_kernel<<<grid, threads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
+                     std::uint16_t* act, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  silu_mul_kernel<<<grid_for(n), 256, 0, stream>>>(gate, up, n, act);
+  return cudaGetLastError();
+}
+
+cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                            std::uint16_t* act, cudaStream_t stream) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
+                  unsigned(std::min<std::int64_t>(rows, 65535)));
+  silu_mul_halves_kernel<<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
+  return cudaGetLastError();
+}
+
+cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  add_bias_kernel<<<rows, threads_for(cols), 0, stream>>>(y, bias, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t combine_experts(const std::uint16_t* residual, const std::uint16_t* expert_out,
+                            const std::int32_t* source, const float* weight, int tokens,
+                            int per_token, int dim, std::uint16_t* out, cudaStream_t stream) {
+  if (tokens == 0) return cudaSuccess;
+  combine_kernel<<<tokens, threads_for(dim), 0, stream>>>(residual, expert_out, source, weight,
+                                                          per_token, dim, out);
+  return cudaGetLastError();
+}
+
+cudaError_t bf16_to_float(const std::uint16_t* in, std::int64_t n, float* out,
+                          cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  bf16_to_float_kernel<<<grid_for(n), 256, 0, stream>>>(in, n, out);
+  return cudaGetLastError();
+}
+
+}  // namespace nibble::kernels

@@ -1,0 +1,68 @@
+#pragma once
+// The elementwise and per-row kernels of the CUDA forward pass (everything but the linear
+// layers, which go through kernels/nvfp4_linear.h or cuBLAS, and attention, paged_attention.h).
+// Activations are BF16 (uint16_t bits), row-major; norms and rotary math run in FP32 (the
+// rotation angle in FP64, as the CPU reference does). Each launcher enqueues on `stream` and
+// returns the launch error; the CPU reference of each is named beside it.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace nibble::kernels {
+
+// out[t, :] = table[tokens[t], :] for t < rows (table [vocab, dim]).
+cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, int rows, int dim,
+                       std::uint16_t* out, cudaStream_t stream);
+
+// out[r, :] = in[r, :] / sqrt(mean(in[r, :]^2) + eps) * weight  (cpu::rms_norm). in may be out.
+cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
+                     std::uint16_t* out, cudaStream_t stream);
+
+// The rows' source rows: out[i, :] = in[index[i], :] (MoE token gather, last-token pick).
+cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,
+                        std::uint16_t* out, cudaStream_t stream);
+
+// Per token t, head h of q [T, Hq, D] and k [T, Hkv, D]: RMSNorm over the head when q_norm /
+// k_norm are given (Qwen3), then the rotary embedding at positions[t] (cpu::apply_rope, rotate-
+// half pairing); q goes to q_out [T, Hq, D], k and v are stored at cache row slots[t] of k_cache
+// and v_cache ([rows, Hkv, D]). inv_freq: D/2 doubles (cpu::rope_inverse_frequencies).
+// Token t's q, k, v start at t * q_stride, t * kv_stride: separate buffers, or views into one
+// fused qkv projection's output. q_out may be q_in.
+struct RopeStoreArgs {
+  const std::uint16_t* q_in = nullptr;
+  std::uint16_t* q_out = nullptr;
+  const std::uint16_t* k = nullptr;
+  const std::uint16_t* v = nullptr;
+  std::int64_t q_stride = 0, kv_stride = 0;
+  const float* q_norm = nullptr;  // [D] or null
+  const float* k_norm = nullptr;  // [D] or null
+  float eps = 1e-6f;
+  const double* inv_freq = nullptr;
+  const std::int32_t* positions = nullptr;  // [T]
+  const std::int64_t* slots = nullptr;      // [T]
+  std::uint16_t* k_cache = nullptr;
+  std::uint16_t* v_cache = nullptr;
+  int tokens = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+};
+cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream);
+
+// The SwiGLU middle: act[i] = silu(gate[i]) * up[i] over n elements, or, from one fused gate_up
+// projection [rows, 2 * width] (gate columns first): act[r, i] = silu(gu[r, i]) * gu[r, width + i].
+cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
+                     std::uint16_t* act, cudaStream_t stream);
+cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                            std::uint16_t* act, cudaStream_t stream);
+
+// y[r, c] += bias[c] (Qwen2's q/k/v biases).
+cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream);
+
+// Mixture of experts, after every expert ran over its gathered rows:
+// out[t, :] = residual[t, :] + sum_j weight[t, j] * expert_out[source[t, j], :], j < per_token.
+cudaError_t combine_experts(const std::uint16_t* residual, const std::uint16_t* expert_out,
+                            const std::int32_t* source, const float* weight, int tokens,
+                            int per_token, int dim, std::uint16_t* out, cudaStream_t stream);
+
+// BF16 -> FP32 (logits of an NVFP4 lm_head).
+cudaError_t bf16_to_float(const std::uint16_t* in, std::int64_t n, float* out, cudaStream_t stream);
+
+}  // namespace nibble::kernels

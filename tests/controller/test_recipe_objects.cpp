@@ -1,0 +1,253 @@
+// recipe → Kubernetes objects: the fields that matter, asserted one concern per test (not a
+// golden file). The engine's flags are compared with what local mode runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "controller/kube/recipe_objects.h"
+#include "controller/kube/render_flags.h"
+#include "controller/recipe/recipe_parse.h"
+#include "controller/reconcile/engine_command.h"
+#include "tools/common/tool_flags.h"
+
+namespace nibble::kube {
+namespace {
+
+using json = nlohmann::json;
+
+recipe::ModelRecipe parse(const std::string& spec_tail) {
+  const recipe::ParseResult r = recipe::parse_model_recipe(
+      "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata:\n  name: qwen3\n"
+      "spec:\n  model:\n    source: hf://nvidia/Qwen3-30B-A3B-NVFP4@v2\n    servedName: qwen\n" +
+      spec_tail);
+  EXPECT_TRUE(r.ok()) << r.error_text();
+  return r.recipe;
+}
+
+// Options from command-line flags, as `nibble render` and the controller read them.
+RenderOptions options_from(std::vector<std::string> args) {
+  std::vector<char*> argv = {const_cast<char*>("test")};
+  for (std::string& a : args) argv.push_back(a.data());
+  tools::ToolFlags flags("test", int(argv.size()), argv.data());
+  RenderOptions o;
+  while (flags.next())
+    if (!take_render_flag(flags, o)) flags.unknown();
+  return o;
+}
+
+const json& pod_spec(const RecipeObjects& o) {
+  return o.deployment["spec"]["template"]["spec"];
+}
+const json& engine(const RecipeObjects& o) {
+  return pod_spec(o)["containers"][0];
+}
+
+json volume(const RecipeObjects& o, const std::string& name) {
+  for (const json& v : pod_spec(o)["volumes"])
+    if (v["name"] == name) return v;
+  return nullptr;
+}
+
+TEST(RecipeObjects, DeploymentLabelsSelectorReplicasAndRollout) {
+  const RecipeObjects o = recipe_objects(parse(""), "abc123", 2, {}, {});
+  const json& d = o.deployment;
+  EXPECT_EQ(d["apiVersion"], "apps/v1");
+  EXPECT_EQ(d["kind"], "Deployment");
+  EXPECT_EQ(d["metadata"]["name"], "qwen3");
+  EXPECT_EQ(d["metadata"]["namespace"], "default");
+  EXPECT_EQ(d["spec"]["replicas"], 2);
+  const json selector = {{"app.kubernetes.io/name", "nibble-engine"},
+                         {"nibble.dev/recipe", "qwen3"}};
+  EXPECT_EQ(d["spec"]["selector"]["matchLabels"], selector);
+  const json& labels = d["spec"]["template"]["metadata"]["labels"];
+  EXPECT_EQ(labels["app.kubernetes.io/name"], "nibble-engine");
+  EXPECT_EQ(labels["app.kubernetes.io/instance"], "qwen3");
+  EXPECT_EQ(labels["nibble.dev/recipe"], "qwen3");
+  EXPECT_EQ(labels["nibble.dev/revision"], "abc123");
+  for (const auto& [key, value] : selector.items()) EXPECT_EQ(labels[key], value) << key;
+  EXPECT_EQ(d["spec"]["template"]["metadata"]["annotations"]["nibble.dev/spec-hash"], "abc123");
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"], json({{"maxSurge", 1}, {"maxUnavailable", 0}}));
+
+  // A spec change rolls out: the pod template differs; the same inputs give the same objects.
+  const RecipeObjects changed = recipe_objects(parse(""), "def456", 2, {}, {});
+  EXPECT_NE(changed.deployment["spec"]["template"], d["spec"]["template"]);
+  EXPECT_EQ(recipe_objects(parse(""), "abc123", 2, {}, {}).all(), o.all());
+}
+
+TEST(RecipeObjects, EngineRunsExactlyTheFlagsLocalModeRuns) {
+  const recipe::ModelRecipe r = parse(
+      "  engine:\n    maxModelLen: 8192\n    kvCacheDtype: fp8\n    enablePrefixCaching: "
+      "false\n    extraArgs: [\"--enable-thinking\"]\n");
+  RenderOptions options;
+  options.extra_engine_args = {"--log-level", "debug"};
+  const RecipeObjects o = recipe_objects(r, "h", 1, {}, options);
+  std::vector<std::string> expected = reconcile::engine_serve_args(
+      r, {"/models/models--nvidia--Qwen3-30B-A3B-NVFP4/v2", "0.0.0.0", 8000});
+  expected.push_back("--log-level");
+  expected.push_back("debug");
+  EXPECT_EQ(engine(o)["command"], json::array({"nibble-engine"}));
+  EXPECT_EQ(engine(o)["args"].get<std::vector<std::string>>(), expected);
+  // Spot checks that the shared builder carried the recipe's settings.
+  const std::string args = engine(o)["args"].dump();
+  for (const char* flag :
+       {"\"--served-model-name\",\"qwen\"", "\"--max-model-len\",\"8192\"",
+        "\"--kv-cache-dtype\",\"fp8\"", "\"--no-enable-prefix-caching\"", "\"--enable-thinking\""})
+    EXPECT_NE(args.find(flag), std::string::npos) << flag << " in " << args;
+  EXPECT_EQ(engine(o)["ports"][0],
+            json({{"name", "http"}, {"containerPort", 8000}, {"protocol", "TCP"}}));
+}
+
+TEST(RecipeObjects, OneGpuUnlessTheRecipeRunsOnCpu) {
+  const RecipeObjects gpu = recipe_objects(parse(""), "h", 1, {}, {});
+  EXPECT_EQ(engine(gpu)["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(engine(gpu)["resources"]["requests"]["nvidia.com/gpu"], "1");
+  const RecipeObjects cpu = recipe_objects(parse("  engine:\n    device: cpu\n"), "h", 1, {}, {});
+  EXPECT_FALSE(engine(cpu).contains("resources"));
+}
+
+TEST(RecipeObjects, PlacementSoloOnlyNodeSelectorAndTolerations) {
+  const RecipeObjects plain = recipe_objects(parse(""), "h", 1, {}, {});
+  EXPECT_FALSE(pod_spec(plain).contains("affinity"));
+  EXPECT_FALSE(pod_spec(plain).contains("nodeSelector"));
+  EXPECT_FALSE(pod_spec(plain).contains("tolerations"));
+
+  const RecipeObjects o = recipe_objects(
+      parse("  placement:\n    soloOnly: true\n    nodeSelector: {nvidia.com/gpu.product: GB10}\n"
+            "    tolerations:\n    - {key: nvidia.com/gpu, operator: Exists, effect: NoExecute, "
+            "tolerationSeconds: 300}\n"),
+      "h", 1, {}, {});
+  EXPECT_EQ(pod_spec(o)["nodeSelector"], json({{"nvidia.com/gpu.product", "GB10"}}));
+  const json& tol = pod_spec(o)["tolerations"][0];
+  EXPECT_EQ(tol["key"], "nvidia.com/gpu");
+  EXPECT_EQ(tol["operator"], "Exists");
+  EXPECT_EQ(tol["effect"], "NoExecute");
+  EXPECT_EQ(tol["tolerationSeconds"], 300);  // an integer, as the API wants
+  const json& terms =
+      pod_spec(o)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(terms.size(), 1u);
+  EXPECT_EQ(terms[0]["topologyKey"], "kubernetes.io/hostname");
+  EXPECT_EQ(terms[0]["labelSelector"]["matchLabels"],
+            json({{"app.kubernetes.io/name", "nibble-engine"}}));  // every engine, any recipe
+  EXPECT_EQ(terms[0]["namespaceSelector"], json::object());        // in every namespace
+}
+
+TEST(RecipeObjects, HubModelsAreDownloadedIntoTheCacheVolume) {
+  const RecipeObjects o = recipe_objects(parse(""), "h", 1, {}, {});
+  EXPECT_EQ(volume(o, "models"), json({{"name", "models"}, {"emptyDir", json::object()}}));
+  const json& init = pod_spec(o)["initContainers"][0];
+  EXPECT_EQ(init["command"],
+            json::array({"nibble", "pull", "hf://nvidia/Qwen3-30B-A3B-NVFP4@v2", "/models"}));
+  EXPECT_FALSE(init.contains("env"));
+  bool read_only_mount = false;
+  for (const json& m : engine(o)["volumeMounts"])
+    read_only_mount |=
+        m["name"] == "models" && m["mountPath"] == "/models" && m["readOnly"] == true;
+  EXPECT_TRUE(read_only_mount) << engine(o)["volumeMounts"].dump();
+
+  const RenderOptions pvc =
+      options_from({"--model-cache-pvc", "model-cache", "--hf-token-secret=hf"});
+  const RecipeObjects on_pvc = recipe_objects(parse(""), "h", 1, {}, pvc);
+  EXPECT_EQ(volume(on_pvc, "models")["persistentVolumeClaim"]["claimName"], "model-cache");
+  const json& env = pod_spec(on_pvc)["initContainers"][0]["env"][0];
+  EXPECT_EQ(env["name"], "HF_TOKEN");
+  EXPECT_EQ(env["valueFrom"]["secretKeyRef"]["name"], "hf");
+
+  RenderOptions host;
+  host.model_cache = {ModelCache::Kind::kHostPath, "", "/var/lib/nibble/models", ""};
+  EXPECT_EQ(volume(recipe_objects(parse(""), "h", 1, {}, host), "models")["hostPath"]["path"],
+            "/var/lib/nibble/models");
+}
+
+TEST(RecipeObjects, FileModelsAreMountedFromTheNodeAndRelativePathsRejected) {
+  recipe::ModelRecipe r = parse("");
+  std::vector<recipe::FieldError> errors;
+  r.source = recipe::parse_model_source("/srv/models/qwen3", errors);
+  ASSERT_TRUE(errors.empty());
+  const RecipeObjects o = recipe_objects(r, "h", 1, {}, {});
+  EXPECT_FALSE(pod_spec(o).contains("initContainers"));
+  EXPECT_EQ(volume(o, "models")["hostPath"],
+            json({{"path", "/srv/models/qwen3"}, {"type", "Directory"}}));
+  EXPECT_EQ(engine(o)["args"][2], "/srv/models/qwen3");
+
+  r.source = recipe::parse_model_source("models/qwen3", errors);
+  EXPECT_THROW(recipe_objects(r, "h", 1, {}, {}), RenderError);
+}
+
+TEST(RecipeObjects, ProbesGracePeriodAndNonRootSecurity) {
+  RenderOptions options;
+  options.startup_timeout_seconds = 1205;
+  options.drain_seconds = 90;
+  const RecipeObjects o = recipe_objects(parse(""), "h", 1, {}, options);
+  for (const char* probe : {"startupProbe", "readinessProbe", "livenessProbe"}) {
+    EXPECT_EQ(engine(o)[probe]["httpGet"], json({{"path", "/health"}, {"port", "http"}})) << probe;
+  }
+  const json& startup = engine(o)["startupProbe"];
+  EXPECT_GE(startup["periodSeconds"].get<int>() * startup["failureThreshold"].get<int>(), 1205);
+  EXPECT_EQ(pod_spec(o)["terminationGracePeriodSeconds"], 90);
+  EXPECT_EQ(pod_spec(o)["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(pod_spec(o)["securityContext"]["runAsUser"], 65532);
+  EXPECT_EQ(pod_spec(o)["automountServiceAccountToken"], false);
+  EXPECT_EQ(engine(o)["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(engine(o)["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+}
+
+TEST(RecipeObjects, OwnedByTheRecipeSoDeletingItCollectsThem) {
+  RenderOptions with_monitor;
+  with_monitor.pod_monitor = true;
+  const RecipeObjects owned = recipe_objects(parse(""), "h", 1, {"5f1c-uid"}, with_monitor);
+  const std::vector<json> all = owned.all();
+  ASSERT_EQ(all.size(), 3u);
+  for (const json& obj : all) {
+    const json& ref = obj["metadata"]["ownerReferences"][0];
+    EXPECT_EQ(ref["apiVersion"], "nibble.dev/v1alpha1") << obj["kind"];
+    EXPECT_EQ(ref["kind"], "ModelRecipe");
+    EXPECT_EQ(ref["name"], "qwen3");
+    EXPECT_EQ(ref["uid"], "5f1c-uid");
+    EXPECT_EQ(ref["controller"], true);
+  }
+  const RecipeObjects unowned = recipe_objects(parse(""), "h", 1, {}, {});
+  EXPECT_FALSE(unowned.deployment["metadata"].contains("ownerReferences"));
+  EXPECT_TRUE(unowned.pod_monitor.is_null());
+  EXPECT_EQ(unowned.all().size(), 2u);
+}
+
+TEST(RecipeObjects, ServiceAndPodMonitorSelectTheEnginePods) {
+  RenderOptions options;
+  options.namespace_name = "ml";
+  options.pod_monitor = true;
+  const RecipeObjects o = recipe_objects(parse(""), "h", 1, {}, options);
+  EXPECT_EQ(o.service["metadata"]["namespace"], "ml");
+  EXPECT_EQ(o.service["spec"]["selector"], o.deployment["spec"]["selector"]["matchLabels"]);
+  EXPECT_EQ(o.service["spec"]["ports"][0]["targetPort"], "http");
+  EXPECT_EQ(o.pod_monitor["kind"], "PodMonitor");
+  EXPECT_EQ(o.pod_monitor["spec"]["selector"]["matchLabels"],
+            o.deployment["spec"]["selector"]["matchLabels"]);
+  EXPECT_EQ(o.pod_monitor["spec"]["podMetricsEndpoints"][0]["path"], "/metrics");
+  EXPECT_EQ(service_name("7b-chat"), "r-7b-chat");  // a Service name must start with a letter
+  EXPECT_EQ(service_name("qwen3"), "qwen3");
+}
+
+TEST(RecipeObjects, RenderFlagsSetOptionsAndRejectBadValues) {
+  const RenderOptions o = options_from(
+      {"--namespace", "ml", "--engine-image=registry.example/engine:1", "--engine-drain-seconds",
+       "300", "--model-cache-host-path", "/var/lib/nibble", "--pod-monitor"});
+  EXPECT_EQ(o.namespace_name, "ml");
+  EXPECT_EQ(o.image, "registry.example/engine:1");
+  EXPECT_EQ(o.drain_seconds, 300);
+  EXPECT_EQ(o.model_cache.kind, ModelCache::Kind::kHostPath);
+  EXPECT_EQ(o.model_cache.host_path, "/var/lib/nibble");
+  EXPECT_TRUE(o.pod_monitor);
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--namespace", "Not_A_Label"},
+                                             {"--engine-startup-timeout", "0"},
+                                             {"--engine-drain-seconds", "ten"},
+                                             {"--model-cache-host-path", "models"},
+                                             {"--image-pull-policy", "Sometimes"},
+                                             {"--engine-image"},
+                                             {"--engine-image="},
+                                             {"--replicaz", "2"}})
+    EXPECT_THROW(options_from(bad), std::invalid_argument) << bad[0];
+}
+
+}  // namespace
+}  // namespace nibble::kube

@@ -1,0 +1,95 @@
+// Chat messages before templating: content parts joined as vLLM joins them, non-text parts and
+// unknown roles refused by name, roles a template does not know mapped to the ones it does.
+#include <gtest/gtest.h>
+
+#include "engine/server/api_error.h"
+#include "engine/server/chat_messages.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+
+std::string error_of(const char* messages) {
+  try {
+    normalize_chat_messages(json::parse(messages));
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.body()["error"]["param"], "messages");
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ChatMessages, TextPartsAreJoinedWithNewlinesForEveryRole) {
+  const json out = normalize_chat_messages(json::parse(R"([
+    {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}],
+     "name": "ann"},
+    {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]},
+    {"role": "assistant", "content": null, "tool_calls": []},
+    {"role": "user", "content": []},
+    {"role": "user", "content": "plain"}])"));
+  EXPECT_EQ(out[0]["content"], "Be brief.");
+  EXPECT_EQ(out[1]["content"], "Hi\nthere");
+  EXPECT_EQ(out[1]["name"], "ann");
+  EXPECT_EQ(out[2]["content"], "No.");
+  EXPECT_TRUE(out[3]["content"].is_null());
+  EXPECT_TRUE(out[3].contains("tool_calls"));
+  EXPECT_EQ(out[4]["content"], "");
+  EXPECT_EQ(out[5]["content"], "plain");
+}
+
+TEST(ChatMessages, NonTextPartsAreRefusedByType) {
+  EXPECT_EQ(
+      error_of(R"([{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                  {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}])"),
+      "messages[0].content[1]: content parts of type 'image_url' are not supported: this model "
+      "takes text only (send parts of type 'text')");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}, {"role": "user", "content":
+                  [{"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]}])"),
+            "messages[1].content[0]: content parts of type 'input_audio' are not supported: this "
+            "model takes text only (send parts of type 'text')");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": [{"text": "no type"}]}])"),
+            "messages[0].content[0].type must be a string such as \"text\"");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": [{"type": "text", "text": 5}]}])"),
+            "messages[0].content[0].text must be a string");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": ["bare string"]}])"),
+            "messages[0].content[0] must be an object with a 'type'");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": 5}])"),
+            "messages[0].content must be a string or an array of parts");
+}
+
+TEST(ChatMessages, UnknownRolesAreRefusedByName) {
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}])"),
+            "messages[1].role 'wizard' is not a chat role (use system, developer, user, "
+            "assistant, tool or function)");
+  EXPECT_EQ(error_of(R"([{"content": "no role"}])"), "messages[0].role must be a string");
+  EXPECT_EQ(error_of(R"([7])"), "messages[0] must be an object");
+  for (const char* role : {"system", "developer", "user", "assistant", "tool", "function"}) {
+    EXPECT_EQ(normalize_chat_messages(json::array({{{"role", role}, {"content", "x"}}}))[0]["role"],
+              role);
+  }
+}
+
+TEST(ChatMessages, RolesTheTemplateDoesNotNameAreMapped) {
+  const json messages = json::parse(R"([{"role": "developer", "content": "d"},
+    {"role": "function", "name": "f", "content": "r"}, {"role": "user", "content": "u"}])");
+  // A Qwen3-like template: knows system, user, assistant and tool only.
+  const json qwen = adapt_roles_to_template(
+      messages,
+      "{%- if message.role == \"user\" or message.role == \"system\" %}...{%- elif "
+      "message.role == \"tool\" %}");
+  EXPECT_EQ(qwen[0]["role"], "system");
+  EXPECT_EQ(qwen[1]["role"], "tool");
+  EXPECT_EQ(qwen[1]["name"], "f");
+  EXPECT_EQ(qwen[2]["role"], "user");
+  // A template that names developer (as gpt-oss's does) gets it as it is.
+  const json harmony =
+      adapt_roles_to_template(messages, "{%- elif message.role == 'developer' %}{%- endif %}");
+  EXPECT_EQ(harmony[0]["role"], "developer");
+  EXPECT_EQ(harmony[1]["role"], "tool");
+}
+
+}  // namespace
+}  // namespace nibble::server

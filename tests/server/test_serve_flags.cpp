@@ -1,0 +1,79 @@
+// The serve flag table (engine/cli/serve_flags.h) and the engine's option parser agree: every
+// flag in the table parses, every flag the usage text shows is in the table, and flags outside
+// it are refused.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "engine/cli/serve_flags.h"
+#include "engine/cli/serve_options.h"
+
+namespace nibble::engine::cli {
+namespace {
+
+std::string parse_error(std::vector<std::string> args) {
+  args.insert(args.begin(), {"serve", "--model", "/m"});
+  ServeOptions o;
+  try {
+    parse_serve_options(args, o);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ServeFlags, EveryTableFlagIsKnownToTheParser) {
+  for (const ServeFlag& f : serve_flags()) {
+    if (f.name == "config") continue;  // reads a file: covered below
+    std::vector<std::string> args = {"--" + std::string(f.name)};
+    if (f.value == FlagValue::kRequired) args.push_back("1");
+    const std::string error = parse_error(args);
+    EXPECT_EQ(error.find("unknown option"), std::string::npos) << f.name << ": " << error;
+  }
+  EXPECT_NE(parse_error({"--config", "/nonexistent/serve.yaml"}).find("--config /nonexistent"),
+            std::string::npos);
+}
+
+TEST(ServeFlags, UsageShowsExactlyTheTable) {
+  std::set<std::string> in_usage, in_table;
+  const std::string usage = kServeUsage;
+  const std::regex flag(R"(\n  --([a-z0-9-]+))");
+  for (auto it = std::sregex_iterator(usage.begin(), usage.end(), flag);
+       it != std::sregex_iterator(); ++it) {
+    in_usage.insert((*it)[1]);
+  }
+  for (const ServeFlag& f : serve_flags()) in_table.insert(std::string(f.name));
+  EXPECT_EQ(in_usage, in_table);
+}
+
+TEST(ServeFlags, ParserFollowsTheTable) {
+  EXPECT_EQ(parse_error({"--no-such-flag"}), "unknown option --no-such-flag (see --help)");
+  EXPECT_EQ(parse_error({"--no-enable-prefix-caching=1"}),
+            "--no-enable-prefix-caching takes no value");
+  EXPECT_EQ(parse_error({"--threads"}), "--threads needs a value");
+  ServeOptions o;
+  ASSERT_TRUE(parse_serve_options({"serve", "--model", "/m", "--enable-prefix-caching=false",
+                                   "--threads", "3", "--host=0.0.0.0"},
+                                  o));
+  EXPECT_FALSE(o.enable_prefix_caching);
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(o.host, "0.0.0.0");
+}
+
+TEST(ServeFlags, FlagsThatListenServeOrReadFilesBelongToTheController) {
+  for (const char* name : {"model", "config", "host", "port", "served-model-name", "api-key"}) {
+    const ServeFlag* f = find_serve_flag(name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_EQ(f->owner, FlagOwner::kController) << name;
+  }
+  for (const ServeFlag& f : serve_flags()) {
+    EXPECT_EQ(f.owner == FlagOwner::kRecipeField, !f.recipe_field.empty()) << f.name;
+  }
+  EXPECT_EQ(find_serve_flag("help"), nullptr);
+}
+
+}  // namespace
+}  // namespace nibble::engine::cli

@@ -46,7 +46,8 @@ class ChatTemplate {
  public:
   explicit ChatTemplate(ChatTemplateConfig config);
   std::string render(const ChatRequest& request) const;
-  const std::string& source() const { return config_.chat_template; }  // the Jinja text
+  // The template's text (tool-call format detection reads it).
+  const std::string& source() const { return config_.chat_template; }
 
  private:
   ChatTemplateConfig config_;

@@ -27,6 +27,30 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int kBlockSize = 16;
 
+// The chat output parsers: the flags, or the tool-call format the chat template shows.
+server::ChatOutputConfig chat_output_config(const ServeOptions& o,
+                                            const chat::ChatTemplate* chat_template) {
+  server::ChatOutputConfig c;
+  c.enable_auto_tool_choice = o.enable_auto_tool_choice;
+  c.exclude_tools_when_tool_choice_none = o.exclude_tools_when_tool_choice_none;
+  c.reasoning_format = reasoning::reasoning_format_from_name(o.reasoning_parser);
+  if (!o.tool_call_parser.empty()) {
+    c.tool_call_format = tool_calls::tool_call_format_from_name(o.tool_call_parser);
+  } else if (chat_template) {
+    c.tool_call_format = tool_calls::detect_tool_call_format(chat_template->source());
+    if (c.tool_call_format) {
+      spdlog::info("tool calls: the chat template uses the {} format",
+                   tool_calls::tool_call_format_name(*c.tool_call_format));
+    }
+  }
+  if (c.enable_auto_tool_choice && !c.tool_call_format) {
+    spdlog::warn(
+        "--enable-auto-tool-choice without a tool-call format: the chat template shows none, so "
+        "tool_choice \"auto\" will answer 400; pass --tool-call-parser");
+  }
+  return c;
+}
+
 // EOS ids from generation_config.json, then config.json (either may hold an int or a list).
 std::vector<int> eos_token_ids(const fs::path& model_dir) {
   std::vector<int> ids;
@@ -166,6 +190,7 @@ int run_serve(const Args& args) {
   server_config.max_pending_connections_per_client = o.max_pending_connections_per_client;
   server_config.max_body_bytes = std::size_t(o.max_request_body_bytes);
   server_config.http_threads = o.http_threads;
+  server_config.chat_output = chat_output_config(o, chat_template.get());
   server::OpenAiServer server(server_config, engine, tokenizer, chat_template.get(), registry);
   const int port = server.bind();
   engine.start();

@@ -39,6 +39,10 @@ constexpr std::array kFlags = {
     ServeFlag{"http-read-timeout", kRequired, kRecipe, ""},
     ServeFlag{"max-pending-connections-per-client", kRequired, kRecipe, ""},
     ServeFlag{"log-level", kRequired, kRecipe, ""},
+    ServeFlag{"tool-call-parser", kRequired, kRecipe, ""},
+    ServeFlag{"enable-auto-tool-choice", kOptional, kRecipe, ""},
+    ServeFlag{"exclude-tools-when-tool-choice-none", kOptional, kRecipe, ""},
+    ServeFlag{"reasoning-parser", kRequired, kRecipe, ""},
 };
 
 }  // namespace

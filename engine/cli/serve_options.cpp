@@ -51,6 +51,15 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
                                    connections one address may hold open before sending a
                                    request (default: a quarter of --http-threads)
   --log-level trace|debug|info|warn|error
+  --tool-call-parser hermes|llama3_json|mistral
+                                   how tool calls look in the model's output (default: the
+                                   format the chat template shows, if any)
+  --enable-auto-tool-choice        parse tool calls for tool_choice "auto" (the default when
+                                   tools are sent); without it such requests get 400, as in vLLM
+  --exclude-tools-when-tool-choice-none
+                                   do not render 'tools' into the prompt for tool_choice "none"
+  --reasoning-parser qwen3|deepseek_r1
+                                   return the model's thinking as reasoning_content
 )";
 
 namespace {
@@ -147,6 +156,18 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        [&](auto& f, auto& v) {
          o.max_pending_connections_per_client = int(to_integer(f, v, 1, 65536));
        }},
+      {"tool-call-parser",
+       [&](auto& f, auto& v) {
+         o.tool_call_parser = one_of(f, v, {"hermes", "llama3_json", "mistral"});
+       }},
+      {"enable-auto-tool-choice",
+       [&](auto& f, auto& v) { o.enable_auto_tool_choice = to_bool(f, v); }},
+      {"exclude-tools-when-tool-choice-none",
+       [&](auto& f, auto& v) { o.exclude_tools_when_tool_choice_none = to_bool(f, v); }},
+      {"reasoning-parser",
+       [&](auto& f, auto& v) {
+         o.reasoning_parser = one_of(f, v, {"qwen3", "deepseek_r1"});
+       }},
       {"log-level",
        [&](auto& f, auto& v) {
          o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"});
@@ -232,6 +253,8 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       o.enforce_eager = true;
       continue;
     }
+    // Other switches that also take =VALUE (--enable-auto-tool-choice): present means on.
+    if (flag->value == FlagValue::kOptional && !has_value) value = "true";
     auto it = setters.find(name);
     if (it == setters.end())
       throw std::invalid_argument("unknown option --" + name + " (see --help)");

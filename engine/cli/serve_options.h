@@ -34,6 +34,11 @@ struct ServeOptions {
   int http_read_timeout = 5;                   // seconds
   int max_pending_connections_per_client = 0;  // 0: a quarter of --http-threads
   std::string log_level = "info";
+  // Chat output parsing (vLLM's flags): "" = detect the tool-call format from the chat template.
+  std::string tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  bool exclude_tools_when_tool_choice_none = false;
+  std::string reasoning_parser;  // "" = reasoning stays in content
 };
 
 // Returns false when --help was asked for (usage printed). Throws std::invalid_argument.

@@ -13,7 +13,8 @@ nlohmann::json utf8_bytes(const std::string& s) {
 
 GenerationSession::GenerationSession(const tokenizer::Tokenizer& tokenizer, Endpoint endpoint,
                                      const runtime::SamplingParams& params, int num_prompt_tokens,
-                                     std::shared_ptr<runtime::OutputChannel> channel)
+                                     std::shared_ptr<runtime::OutputChannel> channel,
+                                     bool skip_special_tokens)
     : tokenizer_(tokenizer),
       endpoint_(endpoint),
       logprobs_(params.logprobs),
@@ -22,7 +23,7 @@ GenerationSession::GenerationSession(const tokenizer::Tokenizer& tokenizer, Endp
       choices_(std::size_t(std::max(1, params.n))),
       text_length_(choices_.size(), 0) {
   for (Choice& c : choices_) {
-    c.text = std::make_unique<ChoiceText>(tokenizer_, params.stop, /*skip_special_tokens=*/true,
+    c.text = std::make_unique<ChoiceText>(tokenizer_, params.stop, skip_special_tokens,
                                           params.include_stop_str_in_output);
   }
 }

@@ -30,7 +30,8 @@ class GenerationSession {
  public:
   GenerationSession(const tokenizer::Tokenizer& tokenizer, Endpoint endpoint,
                     const runtime::SamplingParams& params, int num_prompt_tokens,
-                    std::shared_ptr<runtime::OutputChannel> channel);
+                    std::shared_ptr<runtime::OutputChannel> channel,
+                    bool skip_special_tokens = true);
 
   // Waits up to `timeout` for events and returns what they add, at most one delta per choice.
   std::vector<ChoiceDelta> poll(std::chrono::milliseconds timeout);

@@ -192,10 +192,9 @@ ChatCompletionRequest parse_chat_request(const json& body, const RequestLimits& 
     throw invalid_request("'messages' must be a non-empty array", "messages");
   }
   r.messages = normalize_chat_messages(*messages);
-  if (const json* tools = field(body, "tools")) {
-    if (!tools->is_array()) throw invalid_request("'tools' must be an array", "tools");
-    r.tools = *tools;
-  }
+  validate_tool_messages(r.messages);
+  r.tool_use = parse_tool_request(body, limits.max_tools);
+  r.tools = r.tool_use.tools;
   if (const json* kwargs = field(body, "chat_template_kwargs")) {
     if (!kwargs->is_object())
       throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/runtime/sampling_params.h"
+#include "engine/server/tool_request.h"
 
 namespace nibble::server {
 
@@ -16,6 +17,7 @@ struct RequestLimits {
   int max_n = 16;
   int max_logprobs = 20;
   int max_stop_strings = 16;
+  int max_tools = 128;
 };
 
 struct CompletionRequest {
@@ -32,8 +34,9 @@ struct CompletionRequest {
 
 struct ChatCompletionRequest {
   std::string model;
-  nlohmann::json messages;  // normalized by normalize_chat_messages (chat_messages.h)
-  nlohmann::json tools = nullptr;
+  nlohmann::json messages;         // normalized by normalize_chat_messages (chat_messages.h)
+  nlohmann::json tools = nullptr;  // tool_use.tools, rendered by the template
+  ToolRequest tool_use;
   nlohmann::json template_kwargs = nlohmann::json::object();  // chat_template_kwargs
   bool add_generation_prompt = true;
   runtime::SamplingParams params;

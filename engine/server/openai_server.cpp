@@ -11,6 +11,7 @@
 #include "http/client_connection.h"
 #include "http/metrics_endpoint.h"
 #include "engine/server/structured_output_request.h"
+#include "engine/server/tool_call_metrics.h"
 #include "engine/structured/structured_error.h"
 
 namespace nibble::server {
@@ -25,6 +26,7 @@ struct PreparedRequest {
   bool max_tokens_given = false;
   bool stream = false;
   bool include_usage = false;
+  std::shared_ptr<const ChatOutputPlan> chat_output;  // chat: how its text is parsed
   std::shared_ptr<const structured::TokenConstraintFactory> constraint;
 };
 
@@ -97,6 +99,7 @@ struct StreamState {
   PreparedRequest request;
   std::int64_t created = 0;
   std::unique_ptr<GenerationSession> session;
+  std::vector<ChatChoiceOutput> chat_outputs;  // chat: one per choice
   bool started = false;
   bool finished = false;
 };
@@ -127,6 +130,7 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
       registry_(registry),
       http_(http_config(config_)),
       created_(std::time(nullptr)),
+      tool_metrics_(std::make_shared<ToolCallMetrics>(registry, config_.served_model_name)),
       structured_requests_(registry.counter("nibble_structured_output_requests_total",
                                             "Requests with a structured output, by kind "
                                             "(json_schema, json_object, regex, choice, tool_call).",
@@ -146,17 +150,12 @@ structured::GrammarCache& OpenAiServer::grammar_cache() {
     const auto start = std::chrono::steady_clock::now();
     auto vocabulary = structured::TokenVocabulary::from_tokenizer(
         tokenizer_, std::size_t(engine_.vocab_size()), engine_.config().eos_token_ids);
-    tool_call_parser_ = !config_.tool_call_parser.empty()       ? config_.tool_call_parser
-                        : tokenizer_.token_to_id("<tool_call>") ? "hermes"
-                                                                : "llama3_json";
     grammar_cache_ =
         std::make_unique<structured::GrammarCache>(std::move(vocabulary), config_.structured);
-    spdlog::info(
-        "structured outputs: vocabulary of {} tokens prepared in {:.0f} ms; tool calls "
-        "as {}",
-        engine_.vocab_size(),
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
-        tool_call_parser_);
+    spdlog::info("structured outputs: vocabulary of {} tokens prepared in {:.0f} ms",
+                 engine_.vocab_size(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
   });
   return *grammar_cache_;
 }
@@ -167,7 +166,7 @@ std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_c
   structured::GrammarCache& cache = grammar_cache();
   // Parsed again with key order kept: objects follow their schema's property order.
   const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(req.body);
-  const auto request = parse_structured_output(ordered, chat, tool_call_parser_);
+  const auto request = parse_structured_output(ordered, chat);
   if (!request) return nullptr;
   structured::GrammarCache::Result compiled;
   try {
@@ -293,6 +292,16 @@ bool write_stream_events(StreamState& state, httplib::DataSink& sink) {
   }
   for (ChoiceDelta& d : session.poll(100ms)) {
     if (d.text.empty() && !d.finish_reason && !d.logprobs.is_array()) continue;
+    if (r.endpoint == Endpoint::kChat) {
+      for (json& choice :
+           chat_stream_choices(state.chat_outputs[std::size_t(d.index)], d.index, d.text,
+                               d.finish_reason, format_logprobs(r.endpoint, d.logprobs))) {
+        json chunk = chunk_envelope(r, state.created);
+        chunk["choices"].push_back(std::move(choice));
+        if (!write_event(sink, chunk)) return false;  // the client went away
+      }
+      continue;
+    }
     json chunk = chunk_envelope(r, state.created);
     json choice = {{"index", d.index},
                    {"logprobs", format_logprobs(r.endpoint, d.logprobs)},
@@ -360,9 +369,14 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
     case runtime::SubmitStatus::kInvalid:
       throw invalid_request(submitted.message, "prompt");
   }
-  auto session =
-      std::make_unique<GenerationSession>(tokenizer, request.endpoint, params, prompt_len, channel);
+  auto session = std::make_unique<GenerationSession>(
+      tokenizer, request.endpoint, params, prompt_len, channel,
+      !request.chat_output || request.chat_output->skip_special_tokens);
   const std::int64_t created = std::time(nullptr);
+  std::vector<ChatChoiceOutput> chat_outputs;
+  for (int i = 0; request.chat_output && i < std::max(1, params.n); ++i) {
+    chat_outputs.emplace_back(*request.chat_output);
+  }
 
   if (!request.stream) {
     const int n = std::max(1, params.n);
@@ -395,7 +409,10 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
                      {"logprobs", format_logprobs(request.endpoint, entries[std::size_t(i)])},
                      {"finish_reason", finish[std::size_t(i)]}};
       if (request.endpoint == Endpoint::kChat) {
-        choice["message"] = {{"role", "assistant"}, {"content", text[std::size_t(i)]}};
+        ChatChoiceOutput& output = chat_outputs[std::size_t(i)];
+        output.append(text[std::size_t(i)]);
+        choice["message"] = output.message();
+        choice["finish_reason"] = output.finish_reason(finish[std::size_t(i)]);
       } else {
         choice["text"] = request.echo_text + text[std::size_t(i)];
       }
@@ -416,6 +433,7 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   state->request = std::move(request);
   state->created = created;
   state->session = std::move(session);
+  state->chat_outputs = std::move(chat_outputs);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -487,7 +505,11 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     r.constraint = output_constraint(req, body, true);
     chat::ChatRequest chat;
     chat.messages = adapt_roles_to_template(parsed.messages, chat_template_->source());
-    chat.tools = parsed.tools;
+    parse_tool_call_arguments(chat.messages);
+    // vLLM renders the tools even for tool_choice "none" unless told not to.
+    const bool hide_tools = config_.chat_output.exclude_tools_when_tool_choice_none &&
+                            parsed.tool_use.choice == ToolChoice::kNone;
+    chat.tools = hide_tools ? nlohmann::json(nullptr) : parsed.tools;
     chat.add_generation_prompt = parsed.add_generation_prompt;
     chat.extra = parsed.template_kwargs;
     std::string prompt;
@@ -499,6 +521,8 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     }
     // The template already holds the special tokens (as transformers' apply_chat_template).
     r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
+    r.chat_output = std::make_shared<const ChatOutputPlan>(
+        plan_chat_output(config_.chat_output, parsed.tool_use, prompt, tool_metrics_));
     run_generation(std::move(r), engine_, tokenizer_, res);
   } catch (const ApiError& e) {
     send_error(res, e);

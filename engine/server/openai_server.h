@@ -14,6 +14,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/runtime/engine_loop.h"
+#include "engine/server/chat_output.h"
 #include "engine/server/openai_request.h"
 #include "engine/structured/grammar_cache.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -36,10 +37,8 @@ struct ServerConfig {
   std::chrono::seconds read_timeout{5};        // a client silent this long mid-request is dropped
   int max_pending_connections_per_client = 0;  // 0: a quarter of http_threads
   RequestLimits limits;
+  ChatOutputConfig chat_output;              // tool-call and reasoning parsing
   structured::StructuredOptions structured;  // grammar limits and caches (structured outputs)
-  // Tool-call markup for tool_choice "required"/named: "hermes", "llama3_json"; empty: hermes
-  // when the tokenizer has a <tool_call> token, else llama3_json.
-  std::string tool_call_parser;
 };
 
 class OpenAiServer {
@@ -77,9 +76,9 @@ class OpenAiServer {
   std::atomic<bool> ready_{false};
   std::atomic<std::uint64_t> next_request_id_{0};
   std::int64_t created_ = 0;
+  std::shared_ptr<ToolCallMetrics> tool_metrics_;
   std::once_flag grammar_cache_once_;  // the vocabulary is built at the first structured request
   std::unique_ptr<structured::GrammarCache> grammar_cache_;
-  std::string tool_call_parser_;
   metrics::CounterFamily& structured_requests_;
   metrics::Histogram& grammar_compile_time_;
 };

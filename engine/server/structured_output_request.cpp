@@ -135,8 +135,7 @@ bool has_structured_output_fields(const nlohmann::json& body) {
   return body.contains("tool_choice") && !body["tool_choice"].is_null();
 }
 
-std::optional<StructuredOutputRequest> parse_structured_output(
-    const Json& body, bool chat, const std::string& tool_call_parser) {
+std::optional<StructuredOutputRequest> parse_structured_output(const Json& body, bool chat) {
   std::optional<StructuredOutputRequest> out;
   auto set = [&](std::optional<OutputSpec> spec, const char* param) {
     if (!spec) return;
@@ -153,7 +152,6 @@ std::optional<StructuredOutputRequest> parse_structured_output(
       const Json* parallel = field(body, "parallel_tool_calls");
       try {
         if (auto spec = structured::tool_call_grammar(tools ? *tools : Json(nullptr), *choice,
-                                                      tool_call_parser,
                                                       !parallel || parallel->get<bool>())) {
           out = StructuredOutputRequest{std::move(*spec), "tool_choice"};
           return out;  // the output is the call: response_format applies to content only

@@ -25,9 +25,7 @@ struct StructuredOutputRequest {
 bool has_structured_output_fields(const nlohmann::json& body);
 
 // body is parsed with key order kept: objects are generated in the schema's property order.
-// tool_call_parser: the server's tool-call markup (see structured/tool_call_grammar.h).
 std::optional<StructuredOutputRequest> parse_structured_output(const nlohmann::ordered_json& body,
-                                                               bool chat,
-                                                               const std::string& tool_call_parser);
+                                                               bool chat);
 
 }  // namespace nibble::server

@@ -7,7 +7,6 @@ namespace nibble::structured {
 namespace {
 
 Symbol tool_call(GrammarBuilder& b, const ToolCallSpec& spec, const JsonGrammarOptions& options) {
-  const char* arguments_key = spec.format == ToolCallFormat::kHermes ? "arguments" : "parameters";
   std::vector<std::vector<Symbol>> alts;
   for (const auto& [name, parameters] : spec.functions) {
     Symbol args;
@@ -16,15 +15,14 @@ Symbol tool_call(GrammarBuilder& b, const ToolCallSpec& spec, const JsonGrammarO
     } catch (const StructuredError& e) {
       throw StructuredError("tool '" + name + "' parameters: " + e.what(), e.keyword());
     }
+    if (spec.named) return args;
     const std::string head =
-        "{\"name\": " + nlohmann::ordered_json(name).dump() + ", \"" + arguments_key + "\": ";
+        "{\"name\": " + nlohmann::ordered_json(name).dump() + ", \"parameters\": ";
     alts.push_back({b.literal(head), args, b.literal("}")});
   }
   const Symbol call = b.choice("tool call", alts);
-  if (spec.format == ToolCallFormat::kLlama3Json) return call;
-  const Symbol tagged =
-      b.choice("tagged call", {{b.literal("<tool_call>\n"), call, b.literal("\n</tool_call>")}});
-  return b.repeat("tool calls", tagged, 1, spec.parallel ? -1 : 1, {b.byte('\n')});
+  const Symbol calls = b.repeat("tool calls", call, 1, spec.parallel ? -1 : 1, {b.literal(", ")});
+  return b.choice("tool call list", {{b.literal("["), calls, b.literal("]")}});
 }
 
 }  // namespace
@@ -61,7 +59,7 @@ std::string OutputSpec::cache_key() const {
       break;
     case OutputKind::kToolCall:
       key["functions"] = tools.functions;
-      key["format"] = int(tools.format);
+      key["named"] = tools.named;
       key["parallel"] = tools.parallel;
       break;
   }

@@ -15,16 +15,14 @@ namespace nibble::structured {
 enum class OutputKind { kJsonSchema, kJsonObject, kRegex, kChoice, kToolCall };
 const char* output_kind_name(OutputKind kind);  // json_schema, json_object, regex, ...
 
-// Tool-call markup of a model family, by vLLM's --tool-call-parser names.
-enum class ToolCallFormat {
-  kHermes,      // Qwen2/3, Hermes: <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>
-  kLlama3Json,  // Llama 3.1/3.2: {"name": ..., "parameters": ...}
-};
-
+// A forced tool call in vLLM's shapes, whatever the model family (engine/tool_calls reads them,
+// ToolCallMode kRequired / kNamed):
+//   required  [{"name": ..., "parameters": {...}}, ...]
+//   named     the named function's arguments object alone
 struct ToolCallSpec {
   std::vector<std::pair<std::string, nlohmann::ordered_json>> functions;  // name, parameters
-  ToolCallFormat format = ToolCallFormat::kHermes;
-  bool parallel = false;  // several calls allowed (hermes only)
+  bool named = false;     // one function named by tool_choice: its arguments alone
+  bool parallel = false;  // required: several calls allowed
 };
 
 struct OutputSpec {

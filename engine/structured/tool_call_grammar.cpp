@@ -5,24 +5,10 @@
 #include "engine/structured/structured_error.h"
 
 namespace nibble::structured {
-namespace {
 
 using Json = nlohmann::ordered_json;
 
-ToolCallFormat format_of(std::string_view parser) {
-  if (parser == "hermes" || parser.empty()) return ToolCallFormat::kHermes;
-  if (parser == "llama3_json") return ToolCallFormat::kLlama3Json;
-  throw StructuredError(
-      "tool_choice 'required' or a named function needs a tool-call format "
-      "nibble can constrain (hermes, llama3_json); this server uses '" +
-          std::string(parser) + "'",
-      "tool_choice");
-}
-
-}  // namespace
-
 std::optional<OutputSpec> tool_call_grammar(const Json& tools, const Json& tool_choice,
-                                            std::string_view parser_name,
                                             bool parallel_tool_calls) {
   std::string named;
   if (tool_choice.is_null()) return std::nullopt;
@@ -51,10 +37,9 @@ std::optional<OutputSpec> tool_call_grammar(const Json& tools, const Json& tool_
   }
   OutputSpec spec;
   spec.kind = OutputKind::kToolCall;
-  spec.tools.format = format_of(parser_name);
   // One call when a function is named (as OpenAI does); several if the client allows them.
-  spec.tools.parallel =
-      named.empty() && parallel_tool_calls && spec.tools.format == ToolCallFormat::kHermes;
+  spec.tools.named = !named.empty();
+  spec.tools.parallel = named.empty() && parallel_tool_calls;
   for (std::size_t i = 0; i < tools.size(); ++i) {
     const Json& tool = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";

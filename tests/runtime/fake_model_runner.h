@@ -1,10 +1,12 @@
 #pragma once
-// A stand-in model for engine-loop tests: the next token is always (last token + 1) mod vocab.
+// A stand-in model for engine-loop tests: the next token is always (last token + 1) mod vocab,
+// or, when `script` is set, script[i] for the i-th generated token (its last entry repeats).
 // It also keeps a fake KV cache (the token stored in every slot it was asked to write) and
 // checks, every step, that each sequence's earlier tokens are where its block table says:
 // a scheduler or prefix-cache bug shows up as a wrong slot here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -46,8 +48,11 @@ class FakeModelRunner : public ModelRunner {
       for (int pos = begin; pos < end; ++pos) kv_[slot(seq, pos)] = seq.tokens[std::size_t(pos)];
       if (s.samples_next_token) {
         std::vector<float> row(std::size_t(vocab_), 0.0f);
-        row[std::size_t((seq.tokens[std::size_t(end - 1)] + 1) % vocab_)] =
-            100.0f;  // certain even at temperature 1
+        int next = (seq.tokens[std::size_t(end - 1)] + 1) % vocab_;
+        if (!script.empty()) {
+          next = script[std::min(std::size_t(seq.num_output_tokens()), script.size() - 1)];
+        }
+        row[std::size_t(next)] = 100.0f;  // certain even at temperature 1
         logits.insert(logits.end(), row.begin(), row.end());
       }
     }
@@ -56,6 +61,7 @@ class FakeModelRunner : public ModelRunner {
   std::atomic<int> steps{0};
   std::atomic<bool> fail_next{false};
   std::chrono::microseconds step_delay{0};  // makes a step take as long as a real one
+  std::vector<int> script;                  // set before the engine starts
 
  private:
   std::size_t slot(const Sequence& seq, int pos) const {

@@ -1,7 +1,12 @@
 #pragma once
 // An OpenAiServer on a loopback port over the fake model (next token = last + 1, so with the
 // byte-level fixture tokenizer the text after "a" is "bcd..."), for in-process API tests.
+// With `scripted_output`, every answer is exactly that text (one byte per token), then EOS.
+#include <gtest/gtest.h>
 #include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include <memory>
 #include <string>
@@ -30,6 +35,8 @@ struct HarnessOptions {
   int http_threads = 32;
   std::size_t max_body_bytes = 1 << 20;
   std::chrono::microseconds step_delay{0};
+  std::string scripted_output;
+  ChatOutputConfig chat_output;
 };
 
 class ServerHarness {
@@ -39,6 +46,10 @@ class ServerHarness {
         tokenizer(tokenizer::Tokenizer::from_directory(byte_model_dir())),
         chat_template(chat::load_tokenizer_config(byte_model_dir())) {
     runner.step_delay = o.step_delay;
+    if (!o.scripted_output.empty()) {
+      for (unsigned char c : o.scripted_output) runner.script.push_back(int(c));
+      runner.script.push_back(258);  // <|im_end|>, the EOS
+    }
     runtime::EngineConfig engine_config;
     engine_config.model_name = "byte-model";
     engine_config.max_model_len = o.max_model_len;
@@ -54,6 +65,7 @@ class ServerHarness {
     server_config.metrics_require_key = o.metrics_require_key;
     server_config.max_body_bytes = o.max_body_bytes;
     server_config.http_threads = o.http_threads;
+    server_config.chat_output = o.chat_output;
     server =
         std::make_unique<OpenAiServer>(server_config, *engine, tokenizer, &chat_template, registry);
     port = server->bind();
@@ -82,5 +94,37 @@ class ServerHarness {
   int port = 0;
   std::thread thread;
 };
+
+using nlohmann::json;  // the helpers below speak JSON
+
+inline json post(ServerHarness& h, const std::string& path, const json& body, int expected_status) {
+  auto c = h.client();
+  auto res = c.Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(res) << path;
+  if (!res) return nullptr;
+  EXPECT_EQ(res->status, expected_status) << path << " " << body.dump() << " -> " << res->body;
+  return json::parse(res->body, nullptr, false);
+}
+
+// Reads an SSE stream; returns the data payloads in order ("[DONE]" included as a string).
+inline std::vector<json> stream(ServerHarness& h, const std::string& path, const json& body) {
+  auto c = h.client();
+  std::string raw;
+  httplib::Request req;
+  auto res = c.Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(res);
+  if (!res) return {};
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_NE(res->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  std::vector<json> events;
+  std::istringstream lines(res->body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("data: ")) continue;
+    const std::string payload = line.substr(6);
+    events.push_back(payload == "[DONE]" ? json("[DONE]") : json::parse(payload));
+  }
+  return events;
+}
 
 }  // namespace nibble::server::testing

@@ -13,37 +13,9 @@ namespace {
 
 using nlohmann::json;
 using testing::HarnessOptions;
+using testing::post;
 using testing::ServerHarness;
-
-json post(ServerHarness& h, const std::string& path, const json& body, int expected_status) {
-  auto c = h.client();
-  auto res = c.Post(path, body.dump(), "application/json");
-  EXPECT_TRUE(res) << path;
-  if (!res) return nullptr;
-  EXPECT_EQ(res->status, expected_status) << path << " " << body.dump() << " -> " << res->body;
-  return json::parse(res->body, nullptr, false);
-}
-
-// Reads an SSE stream; returns the data payloads in order ("[DONE]" included as a string).
-std::vector<json> stream(ServerHarness& h, const std::string& path, const json& body) {
-  auto c = h.client();
-  std::string raw;
-  httplib::Request req;
-  auto res = c.Post(path, body.dump(), "application/json");
-  EXPECT_TRUE(res);
-  if (!res) return {};
-  EXPECT_EQ(res->status, 200) << res->body;
-  EXPECT_NE(res->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
-  std::vector<json> events;
-  std::istringstream lines(res->body);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.starts_with("data: ")) continue;
-    const std::string payload = line.substr(6);
-    events.push_back(payload == "[DONE]" ? json("[DONE]") : json::parse(payload));
-  }
-  return events;
-}
+using testing::stream;
 
 TEST(OpenAiServer, ModelsHealthVersionMetrics) {
   ServerHarness h;

@@ -223,6 +223,59 @@ TEST(ServeProcess, SigtermDrainsRunningRequestsAndExitsZero) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << serve.process->log();
 }
 
+// The real Qwen3 template shows the hermes format: with --enable-auto-tool-choice alone the
+// engine parses tool calls. A random-weight model writes no real call, so this checks the
+// answers' shape; tests/server/test_chat_tools.cpp checks their content over a scripted model.
+TEST(ServeProcess, ToolsAndReasoningWithTheRealQwen3Template) {
+  REQUIRE_TINY_MODEL(model);
+  ServeProcess serve(model, {"--enable-auto-tool-choice", "--reasoning-parser", "qwen3"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  EXPECT_NE(serve.process->log().find("the chat template uses the hermes format"),
+            std::string::npos)
+      << serve.process->log();
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+  json body = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+               {"tools", tools},
+               {"max_tokens", 24},
+               {"seed", 5}};
+  auto res = serve.client().Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json answer = json::parse(res->body);
+  const json& message = answer["choices"][0]["message"];
+  EXPECT_EQ(message["role"], "assistant");
+  EXPECT_TRUE(message.contains("reasoning_content")) << message;
+  EXPECT_TRUE(message["content"].is_string() || message["content"].is_null()) << message;
+  for (const json& call : message.value("tool_calls", json::array())) {
+    EXPECT_TRUE(json::accept(call["function"]["arguments"].get<std::string>())) << call;
+  }
+  const std::string finish = answer["choices"][0]["finish_reason"];
+  EXPECT_TRUE(finish == "length" || finish == "stop" || finish == "tool_calls") << finish;
+  EXPECT_EQ(answer["usage"]["completion_tokens"].get<int>() <= 24, true);
+
+  body["stream"] = true;
+  res = serve.client().Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_NE(res->body.find("data: [DONE]"), std::string::npos) << res->body;
+  EXPECT_EQ(res->body.find("<tool_call>"), std::string::npos) << res->body;
+
+  // tool_choice "none" skips parsing; a named function not in tools is refused.
+  body["stream"] = false;
+  body["tool_choice"] = "none";
+  res = serve.client().Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+  res = serve.client().Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_NE(
+      serve.metric("nibble_tool_call_requests_total{model_name=\"tiny\",tool_choice=\"auto\"}"), -1)
+      << serve.metrics();
+}
+
 TEST(ServeProcess, PrometheusScrapesTheEngineDuringABenchmark) {
   REQUIRE_TINY_MODEL(model);
   NIBBLE_REQUIRE_TOOL(prometheus, "prometheus");

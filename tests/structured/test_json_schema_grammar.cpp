@@ -160,7 +160,7 @@ TEST(JsonSchemaGrammar, JsonObjectAndEmptySchemaAcceptAnyJson) {
   EXPECT_TRUE(any.accepts("-0.5E+10"));
 }
 
-TEST(ToolCallGrammar, HermesMarkupAroundEachToolsArguments) {
+TEST(ToolCallGrammar, RequiredIsVllmsArrayOfCallsAndNamedTheArgumentsAlone) {
   OutputSpec spec;
   spec.kind = OutputKind::kToolCall;
   spec.tools.functions = {
@@ -170,22 +170,28 @@ TEST(ToolCallGrammar, HermesMarkupAroundEachToolsArguments) {
       {"now", nlohmann::ordered_json::parse(
                   R"({"type":"object","properties":{},"additionalProperties":false})")}};
   const auto single = testing::compile(spec);
-  const std::string weather =
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
-      "\"Paris\"}}\n</tool_call>";
-  const std::string now = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
-  EXPECT_TRUE(single.accepts(weather));
-  EXPECT_TRUE(single.accepts(now));
-  EXPECT_FALSE(single.accepts(weather + "\n" + now));
-  EXPECT_FALSE(single.accepts(
-      "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>"));
+  const std::string weather = R"({"name": "get_weather", "parameters": {"city": "Paris"}})";
+  const std::string now = R"({"name": "now", "parameters": {}})";
+  EXPECT_TRUE(single.accepts("[" + weather + "]"));
+  EXPECT_TRUE(single.accepts("[" + now + "]"));
+  EXPECT_FALSE(single.accepts(weather)) << "the calls are a list";
+  EXPECT_FALSE(single.accepts("[]")) << "at least one call";
+  EXPECT_FALSE(single.accepts("[" + weather + ", " + now + "]"));
+  EXPECT_FALSE(single.accepts(R"([{"name": "now", "parameters": {"city": "x"}}])"));
+  EXPECT_FALSE(single.accepts(R"([{"name": "other", "parameters": {}}])"));
   spec.tools.parallel = true;
   const auto parallel = testing::compile(spec);
-  EXPECT_TRUE(parallel.accepts(weather + "\n" + now));
-  spec.tools.format = ToolCallFormat::kLlama3Json;
-  spec.tools.parallel = false;
-  const auto llama = testing::compile(spec);
-  EXPECT_TRUE(llama.accepts(R"({"name": "now", "parameters": {}})"));
+  EXPECT_TRUE(parallel.accepts("[" + weather + ", " + now + ", " + weather + "]"));
+
+  OutputSpec named;
+  named.kind = OutputKind::kToolCall;
+  named.tools.named = true;
+  named.tools.functions = {spec.tools.functions[0]};
+  const auto arguments = testing::compile(named);
+  EXPECT_TRUE(arguments.accepts(R"({"city": "Paris"})"));
+  EXPECT_FALSE(arguments.accepts("[" + weather + "]"));
+  EXPECT_FALSE(arguments.accepts("{}"));
+  EXPECT_NE(named.cache_key(), spec.cache_key());
 }
 
 }  // namespace

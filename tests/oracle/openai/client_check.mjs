@@ -4,20 +4,11 @@
 //   {"prompt": "a", "completion4": "bcde", "chat_prompt": "hi", "chat3": "\u000b\u000c\r"}
 // Exits non-zero on the first failed check and prints one line per check.
 import OpenAI from "../npm/node_modules/openai/index.mjs";
+import { check, summary } from "./check.mjs";
 
 const [baseURL, model, expectationsJson] = process.argv.slice(2);
 const expect = JSON.parse(expectationsJson);
 const client = new OpenAI({ baseURL, apiKey: process.env.NIBBLE_TEST_API_KEY ?? "unused" });
-
-let passed = 0;
-function check(name, condition, detail) {
-  if (!condition) {
-    console.error(`FAIL ${name}: ${detail}`);
-    process.exit(1);
-  }
-  passed += 1;
-  console.log(`ok   ${name}`);
-}
 
 const models = await client.models.list();
 check("models.list", models.data.some((m) => m.id === model), JSON.stringify(models.data));
@@ -80,4 +71,4 @@ try {
 } catch (e) {
   check("bad temperature is a 400", e.status === 400 && /temperature/.test(e.message), `${e.status} ${e.message}`);
 }
-console.log(`${passed} passed, 0 failed`);
+summary();

@@ -147,8 +147,8 @@ int run(const controller::ControllerOptions& o) {
   if (o.backend == "kubernetes") {
     kube = std::make_unique<controller::KubeMode>(o, store);
   } else {
-    local_backend = std::make_unique<local::LocalBackend>(
-        local::LocalBackendConfig{o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
+    local_backend = std::make_unique<local::LocalBackend>(local::LocalBackendConfig{
+        o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
     local_backend->adopt_running();
   }
   reconcile::ReplicaBackend& backend = kube ? kube->backend() : *local_backend;

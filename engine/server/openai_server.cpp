@@ -8,11 +8,11 @@
 #include "engine/server/api_error.h"
 #include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
-#include "http/client_connection.h"
-#include "http/metrics_endpoint.h"
 #include "engine/server/structured_output_request.h"
 #include "engine/server/tool_call_metrics.h"
 #include "engine/structured/structured_error.h"
+#include "http/client_connection.h"
+#include "http/metrics_endpoint.h"
 
 namespace nibble::server {
 // A validated request of either endpoint, tokenized and ready for the engine.

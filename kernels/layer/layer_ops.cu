@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/layer/layer_ops.h"
 #include "kernels/dependent_launch.cuh"
+#include "kernels/layer/layer_ops.h"
 
 namespace nibble::kernels {
 namespace {

@@ -14,11 +14,11 @@
 #include "engine/backend/batch_checks.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_model.h"
-#include "kernels/layer/layer_ops.h"
-#include "kernels/attention/paged_attention.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
 #include "engine/backend/moe_routing.h"
+#include "kernels/attention/paged_attention.h"
+#include "kernels/layer/layer_ops.h"
 
 namespace nibble::backend {
 namespace {
@@ -442,7 +442,7 @@ class CudaBackend : public Backend {
       const cuda::DeviceLayer& w = m_.layers[std::size_t(l)];
       // Attention: x -> x2 = x + o(attention(rope(q, k), v)).
       check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
-                           act_.h.get(), stream_),
+                              act_.h.get(), stream_),
             "rms_norm");
       const std::int64_t q_width = std::int64_t(c.num_heads) * c.head_dim,
                          kv_width = std::int64_t(c.num_kv_heads) * c.head_dim;
@@ -480,7 +480,7 @@ class CudaBackend : public Backend {
       mark("o");
       // MLP: x2 -> x = x2 + mlp(norm(x2)).
       check(kernels::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H, c.rms_norm_eps,
-                           act_.h.get(), stream_),
+                              act_.h.get(), stream_),
             "rms_norm");
       if (w.moe) {
         experts(w, T);
@@ -493,7 +493,7 @@ class CudaBackend : public Backend {
     check(kernels::gather_rows(act_.x.get(), in.logit_rows, int(R), H, act_.last.get(), stream_),
           "gather_rows");
     check(kernels::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), H, c.rms_norm_eps,
-                         act_.last.get(), stream_),
+                            act_.last.get(), stream_),
           "rms_norm");
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
@@ -579,8 +579,8 @@ class CudaBackend : public Backend {
       swiglu(w.experts[std::size_t(e)], act_.routed.get() + first * H, rows, nullptr,
              act_.expert_out.get() + first * H, first);
     }
-    check(kernels::combine_experts(act_.x2.get(), act_.expert_out.get(), source, weights, int(T), K, H,
-                                act_.x.get(), stream_),
+    check(kernels::combine_experts(act_.x2.get(), act_.expert_out.get(), source, weights, int(T), K,
+                                   H, act_.x.get(), stream_),
           "combine_experts");
   }
 

@@ -88,7 +88,8 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
             "copying the residual");
     gemm(w, x, m, out, CUDA_R_16BF, residual != nullptr ? 1.0f : 0.0f);
   }
-  if (!w.bias.empty()) check(kernels::add_bias(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias");
+  if (!w.bias.empty())
+    check(kernels::add_bias(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias");
 }
 
 void LinearRunner::run_float(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,

@@ -109,6 +109,7 @@ struct ControllerReplica {
     c.queue.base_delay = milliseconds(5);
     c.queue.max_delay = milliseconds(100);
     c.resync = milliseconds(500);
+    c.pod_selector = pod_selector;  // as the daemon wires it
     return c;
   }
   KubeReplicaBackendConfig backend_config(Renderer renderer) {
@@ -366,9 +367,33 @@ TEST(KubeBackend, InstallRbacGrantsExactlyWhatTheControllerCalls) {
   server.put_object(kPods, ready_pod("r-1", "r", revision, "10.1.2.3"));
   ASSERT_TRUE(eventually(
       [&] { return condition(*get(server, kRecipes, "r"), "Ready") == "True/ReplicasAvailable"; }));
+  // The scale subresource: status.selector selects exactly the Deployment's pods, and
+  // spec.replicas.desired (what kubectl scale writes) is held, clamped, autoscaler aside.
+  const Json deployment = *get(server, kDeployments, "r");
+  const Json status = (*get(server, kRecipes, "r"))["status"];
+  EXPECT_EQ(status["selector"], "app.kubernetes.io/name=nibble-engine,nibble.dev/recipe=r");
+  EXPECT_EQ(status["replicas"], 1);
+  for (const auto& [k, v] : deployment["spec"]["selector"]["matchLabels"].items()) {
+    EXPECT_NE(status["selector"].get<std::string>().find(k + "=" + v.get<std::string>()),
+              std::string::npos);
+    EXPECT_EQ(deployment["spec"]["template"]["metadata"]["labels"][k], v);
+  }
+  KubeClient user(KubeConfig{server.url()});
+  user.merge_patch(object_path(kModelRecipes, "ns", "r"),
+                   {{"spec", {{"replicas", {{"min", 1}, {"max", 3}, {"desired", 2}}}}}});
+  EXPECT_TRUE(eventually([&] {
+    return (*get(server, kDeployments, "r"))["spec"]["replicas"] == 2;
+  })) << get(server, kDeployments, "r")->dump();
+  user.merge_patch(object_path(kModelRecipes, "ns", "r"),
+                   {{"spec", {{"replicas", {{"desired", 7}}}}}});
+  EXPECT_TRUE(
+      eventually([&] { return (*get(server, kDeployments, "r"))["spec"]["replicas"] == 3; }));
+  EXPECT_TRUE(eventually([&] {
+    return (*get(server, kRecipes, "r"))["status"].value("autoscaler", "").find("stands aside") !=
+           std::string::npos;
+  })) << get(server, kRecipes, "r")->dump();
   // A spec change re-applies objects that exist (patch without create).
   const int applies = server.count_requests("PATCH", "/deployments/r");
-  KubeClient user(KubeConfig{server.url()});
   user.merge_patch(object_path(kModelRecipes, "ns", "r"),
                    {{"spec", {{"engine", {{"maxNumSeqs", 16}}}}}});
   ASSERT_TRUE(

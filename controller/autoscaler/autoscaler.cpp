@@ -18,6 +18,16 @@ Decision decide(const recipe::ModelRecipe& recipe, const Load& load, ScaleState&
   const recipe::Replicas& bounds = recipe.replicas;
   const recipe::Autoscaling& a = recipe.autoscaling;
   if (state.desired < 0) state.desired = bounds.min;
+  if (bounds.desired) {
+    // Something else decides (the scale subresource): the built-in autoscaler stands aside.
+    const int held = std::clamp(*bounds.desired, bounds.min, bounds.max);
+    std::ostringstream held_why;
+    held_why << "spec.replicas.desired=" << *bounds.desired << " -> " << held << " (clamped to ["
+             << bounds.min << ", " << bounds.max << "]); the built-in autoscaler stands aside";
+    state.desired = held;
+    state.lower_since = {};
+    return {held, held_why.str()};
+  }
   const double signal = load_signal(a, load);
   std::ostringstream why;
   why << a.metric << "=" << signal << " target=" << a.target_per_replica

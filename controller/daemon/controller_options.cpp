@@ -51,6 +51,13 @@ int to_int(const std::string& flag, const std::string& v, int lo, int hi) {
   return n;
 }
 
+// A switch: bare, or --switch=true|false (the form Deployments and helm values write).
+bool to_switch(const std::string& flag, bool has_value, const std::string& v) {
+  if (!has_value || v == "true") return true;
+  if (v == "false") return false;
+  throw std::invalid_argument(flag + ": expected true or false, got '" + v + "'");
+}
+
 }  // namespace
 
 const char* const kControllerUsage = R"(usage: nibble-controller [options]
@@ -97,7 +104,10 @@ OpenAI-compatible endpoint for all of them.
   --namespace NS             kubernetes: the namespace watched (default the context's/pod's)
   --leader-elect             kubernetes: only the holder of a Lease reconciles
   --engine-image IMAGE       kubernetes: the engine image of the Deployments
+  --check-options            parse and validate these options, then exit 0 (nothing starts)
   -h, --help                 this text
+
+Switches also take --switch=true|false; every option with a value takes --option=VALUE.
 )";
 
 bool parse_controller_options(const std::vector<std::string>& args, ControllerOptions& o) {
@@ -168,7 +178,7 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
     } else if (flag == "--hold-timeout") {
       o.hold_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
     } else if (flag == "--keep-engines-on-exit") {
-      o.keep_engines_on_exit = true;
+      o.keep_engines_on_exit = to_switch(flag, has_value, value);
     } else if (flag == "--log-retention-hours") {
       o.log_retention_hours = to_int(flag, next(), 0, 24 * 3650);
     } else if (flag == "--log-retention-mib") {
@@ -188,9 +198,11 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
     } else if (flag == "--namespace") {
       o.namespace_name = next();
     } else if (flag == "--leader-elect") {
-      o.leader_elect = true;
+      o.leader_elect = to_switch(flag, has_value, value);
     } else if (flag == "--engine-image") {
       o.engine_image = next();
+    } else if (flag == "--check-options") {
+      o.check_options = to_switch(flag, has_value, value);
     } else {
       throw std::invalid_argument("unknown option '" + args[i] + "' (see --help)");
     }

@@ -37,7 +37,8 @@ struct ControllerOptions {
   std::string kubeconfig;         // "" : $KUBECONFIG, in-cluster, ~/.kube/config
   std::string namespace_name;     // "" : the kubeconfig context's or the pod's namespace
   bool leader_elect = false;
-  std::string engine_image;  // "" : recipe_objects' default
+  std::string engine_image;    // "" : recipe_objects' default
+  bool check_options = false;  // --check-options: parse and validate, start nothing
 };
 
 // Returns false when --help or --version was handled (printed). Throws std::invalid_argument.

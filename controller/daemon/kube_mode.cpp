@@ -31,6 +31,7 @@ KubeMode::KubeMode(const ControllerOptions& o, store::RecipeStore& store) {
   cc.recipe_label = kube::kRecipeLabel;
   cc.leader_elect = o.leader_elect;
   cc.election.identity = candidate_identity();
+  cc.pod_selector = kube::pod_selector;
   controller_ = std::make_unique<kube::KubeController>(*client_, store, cc);
 
   kube::KubeReplicaBackendConfig bc;

@@ -113,6 +113,8 @@ void KubeController::status_changed(const controller::RecipeStatus& status) {
         if (mirrored != mirrored_generation_.end()) c["observedGeneration"] = mirrored->second;
       }
     }
+    crd["selector"] = config_.pod_selector ? config_.pod_selector(status.name)
+                                           : config_.recipe_label + "=" + status.name;
     pending_status_[status.name] = std::move(crd);
   }
   queue_.add(object_key(config_.namespace_name, status.name));

@@ -41,6 +41,10 @@ struct KubeControllerConfig {
   InformerOptions informer;       // back-off and watch timeout (the selector is set here)
   WorkQueueOptions queue;
   std::chrono::milliseconds resync{30000};
+  // status.selector, the scale subresource's labelSelectorPath: the label selector string of a
+  // recipe's engine pods (the daemon passes recipe_objects' pod_selector). Unset:
+  // recipe_label=NAME.
+  std::function<std::string(const std::string& recipe)> pod_selector;
 };
 
 class KubeController {

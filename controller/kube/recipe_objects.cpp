@@ -175,6 +175,14 @@ json selector_labels(const std::string& recipe) {
   return {{"app.kubernetes.io/name", kEngineName}, {kRecipeLabel, recipe}};
 }
 
+std::string pod_selector(const std::string& recipe) {
+  const json labels = selector_labels(recipe);
+  std::string out;
+  for (auto it = labels.begin(); it != labels.end(); ++it)
+    out += (out.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
+  return out;
+}
+
 std::string service_name(const std::string& recipe) {
   if (!recipe.empty() && recipe[0] >= 'a' && recipe[0] <= 'z') return recipe;
   return ("r-" + recipe).substr(0, 63);

@@ -82,6 +82,8 @@ RecipeObjects recipe_objects(const recipe::ModelRecipe& recipe, const std::strin
 
 // The labels selecting a recipe's engine pods (the Deployment's and the Service's selector).
 nlohmann::json selector_labels(const std::string& recipe);
+// The same as a label selector string ("k=v,k=v"): the ModelRecipe's status.selector.
+std::string pod_selector(const std::string& recipe);
 // The DNS-1035 name of the recipe's Service (recipe names may start with a digit).
 std::string service_name(const std::string& recipe);
 // Where the engine finds the weights inside the pod.

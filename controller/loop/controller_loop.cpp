@@ -154,7 +154,15 @@ void ControllerLoop::reconcile_once() {
   for (const auto& [name, r] : running_) gone.insert(name);
   for (const RecipeStatus& st : statuses()) gone.insert(st.name);
   for (const std::string& name : gone) {
-    if (names.count(name) == 0) drain_deleted(name, now);
+    if (names.count(name) != 0) continue;
+    // A failed drain (an API server refusing the scale-down) is retried on the next pass; it
+    // must not end the loop's thread, and with it the controller.
+    try {
+      drain_deleted(name, now);
+    } catch (const std::exception& e) {
+      metrics_.reconcile_errors.labels({name}).inc();
+      spdlog::error("drain {}: {}", name, e.what());
+    }
   }
   metrics_.passes.inc();
   metrics_.pass_duration.observe(std::chrono::duration<double>(Clock::now() - started).count());

@@ -37,6 +37,9 @@ struct EngineSettings {  // each maps to one `nibble-engine serve` flag
 struct Replicas {
   int min = 1;
   int max = 1;
+  // spec.replicas.desired, the scale subresource's field (kubectl scale, an HPA, KEDA): when set,
+  // that many replicas clamped to [min, max], and the built-in autoscaler stands aside.
+  std::optional<int> desired = std::nullopt;
 };
 
 struct Autoscaling {

@@ -286,6 +286,9 @@ ParseResult parse_checked(const std::string& text) {
       rep.error("max", "must be >= min (" + std::to_string(r.replicas.min) + "), got " +
                            std::to_string(r.replicas.max));
     }
+    // Outside [min, max] is valid (the CRD allows it, an HPA may write it): it is clamped.
+    if (const YAML::Node d = rep.child("desired"); d && !d.IsNull())
+      r.replicas.desired = rep.integer("desired", 0, 0, 1024);
     rep.finish();
   }
   {

@@ -38,6 +38,7 @@ std::string to_yaml(const ModelRecipe& r) {
   out << YAML::Key << "replicas" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "min" << YAML::Value << r.replicas.min;
   out << YAML::Key << "max" << YAML::Value << r.replicas.max;
+  if (r.replicas.desired) out << YAML::Key << "desired" << YAML::Value << *r.replicas.desired;
   out << YAML::EndMap;
 
   const Autoscaling& a = r.autoscaling;

@@ -26,6 +26,24 @@ TEST(Autoscaler, ScalesUpAtOnceAndClampsToMax) {
   EXPECT_EQ(decide(r, {.inflight = 500, .last_request = t0}, s, t0).desired, 4);
 }
 
+// spec.replicas.desired (the scale subresource) holds, clamped to [min, max], whatever the load.
+TEST(Autoscaler, ReplicasDesiredBypassesTheAutoscalerClampedToBounds) {
+  auto r = recipe_with(1, 4);
+  r.replicas.desired = 3;
+  ScaleState s;
+  Decision d = decide(r, {.inflight = 500, .last_request = t0}, s, t0);
+  EXPECT_EQ(d.desired, 3);
+  EXPECT_NE(d.reason.find("stands aside"), std::string::npos) << d.reason;
+  EXPECT_EQ(decide(r, {.inflight = 0, .last_request = {}}, s, t0 + 10000s).desired, 3);
+  r.replicas.desired = 9;
+  EXPECT_EQ(decide(r, {.inflight = 0, .last_request = t0}, s, t0).desired, 4);
+  r.replicas.desired = 0;
+  EXPECT_EQ(decide(r, {.inflight = 500, .last_request = t0}, s, t0).desired, 1);
+  // Unset again: the autoscaler decides from the load, starting from what was held.
+  r.replicas.desired.reset();
+  EXPECT_EQ(decide(r, {.inflight = 17, .last_request = t0}, s, t0).desired, 3);
+}
+
 TEST(Autoscaler, ScalesDownOnlyAfterTheDelay) {
   const auto r = recipe_with(1, 4);
   ScaleState s;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "controller/recipe/recipe_parse.h"
+#include "controller/recipe/recipe_yaml.h"
 
 namespace nibble::recipe {
 namespace {
@@ -97,6 +98,31 @@ TEST(RecipeParse, MinimalRecipeGetsDefaults) {
   EXPECT_EQ(r.recipe.autoscaling.metric, "inflight");
 }
 
+// spec.replicas.desired is the CRD's scale subresource path (kubectl scale writes it): accepted,
+// optional, kept outside [min, max] (the autoscaler clamps it), and written back out.
+TEST(RecipeParse, ReplicasDesiredFromTheScaleSubresource) {
+  const std::string head =
+      "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n"
+      "  model: {source: /m}\n";
+  ParseResult r = parse_model_recipe(head + "  replicas: {min: 1, max: 4, desired: 6}\n");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  ASSERT_TRUE(r.recipe.replicas.desired.has_value());
+  EXPECT_EQ(*r.recipe.replicas.desired, 6);
+  const std::string yaml = to_yaml(r.recipe);
+  EXPECT_NE(yaml.find("desired: 6"), std::string::npos) << yaml;
+  ParseResult again = parse_model_recipe(yaml);
+  ASSERT_TRUE(again.ok()) << again.error_text() << yaml;
+  EXPECT_EQ(again.recipe.replicas.desired, std::optional<int>(6));
+
+  r = parse_model_recipe(head + "  replicas: {min: 0, max: 2, desired: 0}\n");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.recipe.replicas.desired, std::optional<int>(0));
+  r = parse_model_recipe(head + "  replicas: {min: 1, max: 2}\n");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.recipe.replicas.desired.has_value());
+  EXPECT_EQ(to_yaml(r.recipe).find("desired"), std::string::npos);
+}
+
 struct BadCase {
   const char* spec_yaml;  // under spec:, model source added unless the case sets one
   const char* field;
@@ -124,6 +150,9 @@ TEST(RecipeParse, EveryErrorNamesItsField) {
        "unknown field"},
       {"model: {source: /m}\nreplicas: {min: 3, max: 2}", "spec.replicas.max", "must be >= min"},
       {"model: {source: /m}\nreplicas: {min: -1}", "spec.replicas.min", "between 0 and 1024"},
+      {"model: {source: /m}\nreplicas: {desired: 1025}", "spec.replicas.desired",
+       "between 0 and 1024"},
+      {"model: {source: /m}\nreplicas: {desired: two}", "spec.replicas.desired", "integer"},
       {"model: {source: /m}\nautoscaling: {metric: gpu}", "spec.autoscaling.metric", "one of"},
       {"model: {source: /m}\nautoscaling: {targetPerReplica: 0}",
        "spec.autoscaling.targetPerReplica", "between"},

@@ -353,12 +353,40 @@ Json FakeApiServer::scale_of(const Json& object) const {
           {"status", {{"replicas", status.value("replicas", 0)}, {"selector", selector_text}}}};
 }
 
+void FakeApiServer::set_authorizer(Authorizer allowed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  authorizer_ = std::move(allowed);
+}
+
+std::set<FakeApiServer::Access> FakeApiServer::accesses(const std::string& user_agent) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::set<Access> out;
+  for (const auto& [agent, access] : accesses_)
+    if (user_agent.empty() || agent == user_agent) out.insert(access);
+  return out;
+}
+
 void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) {
   const auto latency = latency_.load();
   if (latency.count() > 0) std::this_thread::sleep_for(latency);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     requests_.push_back({req.method, req.path, req.get_header_value("User-Agent")});
+    if (const std::optional<Route> route = parse_route(req.path)) {
+      const std::vector<Access> needed = accesses_locked(*route, req);
+      bool allowed = true;
+      const std::string agent = req.get_header_value("User-Agent");
+      for (const Access& a : needed) {
+        accesses_.insert({agent, a});
+        if (authorizer_ && !authorizer_(a, agent)) {
+          allowed = false;
+          fail(res, 403, "Forbidden",
+               a.resource + (a.group.empty() ? "" : "." + a.group) + " is forbidden: cannot " +
+                   a.verb);
+        }
+      }
+      if (!allowed) return;
+    }
     for (Fault& f : faults_) {
       if (f.remaining > 0 && f.method == req.method &&
           req.path.find(f.path_part) != std::string::npos &&
@@ -483,6 +511,36 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
   }
   Json stored = store_locked(route->type_key, std::move(next), "MODIFIED");
   reply(res, 200, route->subresource == "scale" ? scale_of(stored) : stored);
+}
+
+std::vector<FakeApiServer::Access> FakeApiServer::accesses_locked(
+    const Route& route, const httplib::Request& req) const {
+  const std::vector<std::string> seg = split(route.type_key, '/');
+  Access a;
+  a.group = seg[0] == "api" ? "" : seg[1];
+  a.resource = seg.back() + (route.subresource.empty() ? "" : "/" + route.subresource);
+  if (req.method == "GET") {
+    a.verb = !route.name.empty() ? "get" : req.get_param_value("watch") == "1" ? "watch" : "list";
+  } else if (req.method == "POST") {
+    a.verb = "create";
+  } else if (req.method == "PUT") {
+    a.verb = "update";
+  } else if (req.method == "PATCH") {
+    a.verb = "patch";
+  } else if (req.method == "DELETE") {
+    a.verb = route.name.empty() ? "deletecollection" : "delete";
+  } else {
+    a.verb = req.method;
+  }
+  std::vector<Access> out{a};
+  // The API server authorizes a server-side apply that creates the object as a create too.
+  if (a.verb == "patch" && route.subresource.empty() &&
+      req.get_header_value("Content-Type") == "application/apply-patch+yaml") {
+    const auto bucket = objects_.find(route.type_key);
+    if (bucket == objects_.end() || !bucket->second.contains(key(route.ns, route.name)))
+      out.push_back({a.group, a.resource, "create"});
+  }
+  return out;
 }
 
 void FakeApiServer::respond_apply(const Route& route, const httplib::Request& req,

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,19 @@ class FakeApiServer {
                      const std::string& user_agent = "") const;
   int open_watches() const { return open_watches_.load(); }
 
+  // RBAC as a real API server authorizes: each request is an access (API group, resource or
+  // resource/subresource, verb: get list watch create update patch delete deletecollection); a
+  // server-side apply that creates the object needs create as well as patch. With an authorizer
+  // set, a request needing an access it refuses is answered 403 Forbidden. Every access asked
+  // for, refused or not, is recorded with the client's User-Agent.
+  struct Access {
+    std::string group, resource, verb;
+    auto operator<=>(const Access&) const = default;
+  };
+  using Authorizer = std::function<bool(const Access&, const std::string& user_agent)>;
+  void set_authorizer(Authorizer allowed);
+  std::set<Access> accesses(const std::string& user_agent = "") const;  // "": every client's
+
   struct Route;  // a parsed request path
 
  private:
@@ -97,6 +111,7 @@ class FakeApiServer {
   void erase_locked(const std::string& type_key, const std::string& ns, const std::string& name);
   nlohmann::json scale_of(const nlohmann::json& object) const;
   void respond_apply(const Route& route, const httplib::Request& req, httplib::Response& res);
+  std::vector<Access> accesses_locked(const Route& route, const httplib::Request& req) const;
 
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
@@ -121,6 +136,8 @@ class FakeApiServer {
     std::string method, path, user_agent;
   };
   std::vector<Seen> requests_;
+  Authorizer authorizer_;
+  std::set<std::pair<std::string, Access>> accesses_;  // (User-Agent, access)
   std::atomic<std::chrono::milliseconds> latency_{std::chrono::milliseconds(0)};
   std::atomic<std::chrono::milliseconds> bookmark_interval_{std::chrono::milliseconds(200)};
   std::atomic<int> open_watches_{0};

@@ -7,10 +7,12 @@
 
 #include "controller/kube/kube_controller.h"
 #include "controller/kube/kube_replica_backend.h"
+#include "controller/kube/recipe_objects.h"
 #include "controller/kube/resource_path.h"
 #include "controller/loop/controller_loop.h"
 #include "metrics/registry.h"
 #include "tests/controller/kube/fake_api_server.h"
+#include "tests/controller/kube/install_rbac.h"
 #include "tests/support/temp_dir.h"
 
 namespace nibble::kube {
@@ -77,14 +79,19 @@ bool eventually(Pred pred, milliseconds limit = milliseconds(8000)) {
   return pred();
 }
 
+using Renderer =
+    std::function<std::vector<Json>(const reconcile::DesiredState&, const RecipeOwner&)>;
+
 // One nibble-controller replica in Kubernetes mode, wired as the daemon wires it.
 struct ControllerReplica {
-  ControllerReplica(const std::string& server, const std::string& agent, bool leader_elect)
+  ControllerReplica(const std::string& server, const std::string& agent, bool leader_elect,
+                    Renderer renderer = render)
       : client(KubeConfig{server},
                KubeClientOptions{std::chrono::seconds(2), std::chrono::seconds(5), agent}),
         store(dir.path()),
         controller(client, store, controller_config(agent, leader_elect)),
-        backend(client, controller.deployments(), controller.pods(), backend_config()),
+        backend(client, controller.deployments(), controller.pods(),
+                backend_config(std::move(renderer))),
         models(dir.path() / "cache", {}),
         loop(loop_config(), store, backend, models, routes, registry,
              [](const std::string&) { return controller::RouterLoad{}; }) {}
@@ -102,12 +109,13 @@ struct ControllerReplica {
     c.queue.base_delay = milliseconds(5);
     c.queue.max_delay = milliseconds(100);
     c.resync = milliseconds(500);
+    c.pod_selector = pod_selector;  // as the daemon wires it
     return c;
   }
-  KubeReplicaBackendConfig backend_config() {
+  KubeReplicaBackendConfig backend_config(Renderer renderer) {
     KubeReplicaBackendConfig c;
     c.namespace_name = "ns";
-    c.render = render;
+    c.render = std::move(renderer);
     c.owner = [this](const std::string& name) { return controller.owner(name); };
     c.event = [this](const RecipeOwner& o, const std::string& type, const std::string& reason,
                      const std::string& message) {
@@ -172,6 +180,7 @@ std::string condition(const Json& recipe, const std::string& type) {
 
 TEST(KubeBackend, RecipeBecomesOwnedObjectsStatusFollowsPodsAndSpecChangesReapply) {
   testing::FakeApiServer server;
+  testing::enforce_install_rbac(server, "ctl");
   server.start();
   const Json created = server.put_object(kRecipes, recipe("qwen"));
   const std::string uid = created["metadata"]["uid"];
@@ -252,6 +261,7 @@ TEST(KubeBackend, RecipeBecomesOwnedObjectsStatusFollowsPodsAndSpecChangesReappl
 
 TEST(KubeBackend, DroppedWatchGoneAndFailedWritesLoseNothing) {
   testing::FakeApiServer server;
+  testing::enforce_install_rbac(server, "ctl");
   server.start();
   server.put_object(kRecipes, recipe("a"));
   ControllerReplica c(server.url(), "ctl", false);
@@ -291,6 +301,7 @@ TEST(KubeBackend, DroppedWatchGoneAndFailedWritesLoseNothing) {
 
 TEST(KubeBackend, TwoControllersOnlyTheLeaderReconcilesAndTheOtherTakesOverAfterExpiry) {
   testing::FakeApiServer server;
+  testing::enforce_install_rbac(server, "ctl");
   server.start();
   server.put_object(kRecipes, recipe("m"));
   ControllerReplica first(server.url(), "ctl-first", true);
@@ -329,6 +340,78 @@ TEST(KubeBackend, TwoControllersOnlyTheLeaderReconcilesAndTheOtherTakesOverAfter
       *server.object("/apis/coordination.k8s.io/v1/leases", "ns", "nibble-controller");
   EXPECT_EQ(lease["spec"]["holderIdentity"], "ctl-second");
   EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
+}
+
+// Every call the controller makes (leader election, informers, server-side applies that create
+// and update the daemon's Deployment and Service, status, events, and the scale-down on drain)
+// is granted by the install's RBAC, and the RBAC grants nothing else: a missing verb is an
+// outage in a cluster, an extra one more privilege than needed.
+TEST(KubeBackend, InstallRbacGrantsExactlyWhatTheControllerCalls) {
+  testing::FakeApiServer server;
+  testing::enforce_install_rbac(server, "ctl");
+  server.start();
+  server.put_object(kRecipes, recipe("r"));
+  // The daemon's objects (controller/daemon/kube_mode.cpp renders them so), but unowned (no
+  // uid), so that deleting the recipe leaves the Deployment for drain to scale down.
+  const Renderer daemon_objects_unowned = [](const reconcile::DesiredState& d,
+                                             const RecipeOwner& owner) {
+    RenderOptions options;
+    options.namespace_name = owner.namespace_name;
+    return recipe_objects(d.recipe, d.revision, d.replicas, Owner{}, options).all();
+  };
+  ControllerReplica c(server.url(), "ctl", true, daemon_objects_unowned);
+  c.start();
+  ASSERT_TRUE(eventually([&] { return get(server, kDeployments, "r").has_value(); }));
+  const std::string revision = (*get(
+      server, kDeployments, "r"))["spec"]["template"]["metadata"]["labels"]["nibble.dev/revision"];
+  server.put_object(kPods, ready_pod("r-1", "r", revision, "10.1.2.3"));
+  ASSERT_TRUE(eventually(
+      [&] { return condition(*get(server, kRecipes, "r"), "Ready") == "True/ReplicasAvailable"; }));
+  // The scale subresource: status.selector selects exactly the Deployment's pods, and
+  // spec.replicas.desired (what kubectl scale writes) is held, clamped, autoscaler aside.
+  const Json deployment = *get(server, kDeployments, "r");
+  const Json status = (*get(server, kRecipes, "r"))["status"];
+  EXPECT_EQ(status["selector"], "app.kubernetes.io/name=nibble-engine,nibble.dev/recipe=r");
+  EXPECT_EQ(status["replicas"], 1);
+  for (const auto& [k, v] : deployment["spec"]["selector"]["matchLabels"].items()) {
+    EXPECT_NE(status["selector"].get<std::string>().find(k + "=" + v.get<std::string>()),
+              std::string::npos);
+    EXPECT_EQ(deployment["spec"]["template"]["metadata"]["labels"][k], v);
+  }
+  KubeClient user(KubeConfig{server.url()});
+  user.merge_patch(object_path(kModelRecipes, "ns", "r"),
+                   {{"spec", {{"replicas", {{"min", 1}, {"max", 3}, {"desired", 2}}}}}});
+  EXPECT_TRUE(eventually([&] {
+    return (*get(server, kDeployments, "r"))["spec"]["replicas"] == 2;
+  })) << get(server, kDeployments, "r")->dump();
+  user.merge_patch(object_path(kModelRecipes, "ns", "r"),
+                   {{"spec", {{"replicas", {{"desired", 7}}}}}});
+  EXPECT_TRUE(
+      eventually([&] { return (*get(server, kDeployments, "r"))["spec"]["replicas"] == 3; }));
+  EXPECT_TRUE(eventually([&] {
+    return (*get(server, kRecipes, "r"))["status"].value("autoscaler", "").find("stands aside") !=
+           std::string::npos;
+  })) << get(server, kRecipes, "r")->dump();
+  // A spec change re-applies objects that exist (patch without create).
+  const int applies = server.count_requests("PATCH", "/deployments/r");
+  user.merge_patch(object_path(kModelRecipes, "ns", "r"),
+                   {{"spec", {{"engine", {{"maxNumSeqs", 16}}}}}});
+  ASSERT_TRUE(
+      eventually([&] { return server.count_requests("PATCH", "/deployments/r") > applies; }));
+  server.delete_object(kRecipes, "ns", "r");
+  ASSERT_TRUE(eventually([&] {
+    return (*get(server, kDeployments, "r"))["spec"]["replicas"] == 0;
+  })) << get(server, kDeployments, "r")->dump();
+  ASSERT_TRUE(eventually([&] {
+    return server.accesses("ctl").contains({"coordination.k8s.io", "leases", "update"});
+  }));
+
+  std::set<testing::FakeApiServer::Access> granted = testing::install_rbac_grants();
+  // Not a request the controller makes: admission (OwnerReferencesPermissionEnforcement)
+  // requires it of whoever sets blockOwnerDeletion on an owner reference to a ModelRecipe,
+  // which recipe_objects does.
+  EXPECT_EQ(granted.erase({"nibble.dev", "modelrecipes/finalizers", "update"}), 1u);
+  EXPECT_EQ(server.accesses("ctl"), granted);
 }
 
 }  // namespace

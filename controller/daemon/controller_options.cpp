@@ -90,6 +90,8 @@ OpenAI-compatible endpoint for all of them.
   --resync-seconds S         seconds between reconcile passes (default 2)
   --drain-timeout S          SIGTERM, then SIGKILL after S seconds (default 30)
   --hold-timeout S           how long a request waits for a replica to start (default 120)
+  --router-failover-timeout S  how long a request whose replicas all fail to connect keeps
+                             trying ready ones before a 502 (default 30)
   --keep-engines-on-exit     leave engines running on SIGTERM/SIGINT (the next controller
                              adopts them); by default they are drained and stopped
   --log-retention-hours H    delete logs of engines that are gone once H hours old
@@ -177,6 +179,8 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.drain_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
     } else if (flag == "--hold-timeout") {
       o.hold_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
+    } else if (flag == "--router-failover-timeout") {
+      o.router_failover_timeout = std::chrono::seconds(to_int(flag, next(), 0, 86400));
     } else if (flag == "--keep-engines-on-exit") {
       o.keep_engines_on_exit = to_switch(flag, has_value, value);
     } else if (flag == "--log-retention-hours") {

@@ -162,6 +162,7 @@ int run(const controller::ControllerOptions& o) {
   router_config.host = o.host;
   router_config.port = o.port;
   router_config.hold_timeout = o.hold_timeout;
+  router_config.failover_timeout = o.router_failover_timeout;
   router_config.metrics_require_key = o.metrics_require_key;
   controller::ApiConfig api_config{o.api_host, o.api_port};
   try {

@@ -1,6 +1,7 @@
 #include "controller/local/local_backend.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "controller/reconcile/engine_command.h"
+#include "http/api_keys.h"
 
 namespace nibble::local {
 namespace {
@@ -30,6 +32,26 @@ std::string new_replica_id(const std::string& recipe) {
 LocalBackend::LocalBackend(LocalBackendConfig config) : config_(std::move(config)) {
   fs::create_directories(config_.state_dir / "replicas");
   fs::create_directories(config_.state_dir / "logs");
+  fs::create_directories(config_.state_dir / "keys");
+  // The engine user reads its own key file by path, so it must pass through the directories
+  // (search only: x without r, it cannot list them); no one else may.
+  const fs::perms traverse =
+      config_.engine_user ? fs::perms::group_exec | fs::perms::others_exec : fs::perms::none;
+  fs::permissions(config_.state_dir / "keys", fs::perms::owner_all | traverse);
+  if (config_.engine_user) fs::permissions(config_.state_dir, traverse, fs::perm_options::add);
+}
+
+std::string LocalBackend::write_key_file(const fs::path& path) const {
+  const std::string key = http::generate_api_key();
+  std::error_code ec;
+  fs::remove(path, ec);  // a fresh file, created 0600, rather than reusing an older one
+  http::write_private_file(path.string(), key + "\n");
+  if (config_.engine_user &&
+      chown(path.c_str(), config_.engine_user->uid, config_.engine_user->gid) != 0) {
+    throw std::runtime_error("cannot give the key file " + path.string() + " to " +
+                             config_.engine_user->name);
+  }
+  return key;
 }
 
 LocalBackend::~LocalBackend() = default;
@@ -44,7 +66,8 @@ void LocalBackend::write_record(const Replica& r) const {
                                  {"spec_hash", r.spec_hash},
                                  {"pid", r.process->pid()},
                                  {"port", r.process->port()},
-                                 {"log_file", r.log_file.string()}};
+                                 {"log_file", r.log_file.string()},
+                                 {"api_key_file", r.key_file.string()}};
   const fs::path path = record_path(r.id), tmp = path.string() + ".tmp";
   std::ofstream(tmp) << record.dump(2) << "\n";
   fs::rename(tmp, path);  // atomic: a crash leaves the old record or the new, never half of one
@@ -53,6 +76,7 @@ void LocalBackend::write_record(const Replica& r) const {
 void LocalBackend::remove_record(const Replica& r) const {
   std::error_code ec;
   fs::remove(record_path(r.id), ec);
+  if (!r.key_file.empty()) fs::remove(r.key_file, ec);
 }
 
 void LocalBackend::adopt_running() {
@@ -77,6 +101,14 @@ void LocalBackend::adopt_running() {
     r.recipe = j.value("recipe", "");
     r.spec_hash = j.value("spec_hash", "");
     r.log_file = j.value("log_file", "");
+    r.key_file = j.value("api_key_file", "");
+    if (!r.key_file.empty()) {
+      std::ifstream key_in(r.key_file);
+      std::getline(key_in, r.api_key);
+      if (r.api_key.empty())
+        spdlog::warn("replica {}: cannot read its key file {}; requests to it will fail", r.id,
+                     r.key_file.string());
+    }
     r.process = std::move(process);
     r.since = reconcile::Clock::now();
     spdlog::info("adopted replica {} of {} (pid {}, port {})", r.id, r.recipe, r.process->pid(),
@@ -213,12 +245,15 @@ void LocalBackend::start(const reconcile::DesiredState& desired, const std::stri
   r.recipe = recipe.name;
   r.spec_hash = desired.revision;
   r.log_file = config_.state_dir / "logs" / (r.id + ".log");
+  r.key_file = config_.state_dir / "keys" / (r.id + ".key");
+  r.api_key = write_key_file(r.key_file);
   const int port = pick_free_port();
   EngineLaunch launch{
       config_.engine_binary,
       reconcile::engine_serve_args(recipe, {desired.model_dir.string(), "127.0.0.1", port}),
       r.log_file, config_.engine_user};
   for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
+  launch.args.insert(launch.args.end(), {"--api-key-file", r.key_file.string()});
   r.process = EngineProcess::start(launch, port);
   r.since = now;
   r.consecutive_failures = failures_by_recipe_[recipe.name];
@@ -246,7 +281,7 @@ std::vector<reconcile::ReplicaView> LocalBackend::replicas(const std::string& re
     out.push_back({id,
                    r.spec_hash,
                    r.phase,
-                   {"127.0.0.1", r.process->port()},
+                   {"127.0.0.1", r.process->port(), r.api_key},
                    r.consecutive_failures,
                    r.last_error,
                    r.process->pid(),

@@ -5,6 +5,10 @@
 // replica gets a free loopback port and a log file under the state directory, and a record
 // (replicas/<id>.json: pid, port, spec hash) from which a restarted controller adopts the
 // engines still running instead of starting duplicates.
+//
+// Each replica also gets its own API key (keys/<id>.key, mode 0600, owned by the engine's
+// user), passed as --api-key-file: only the router, which sends it upstream, and the controller
+// can use the engine's port. The record names the key file, so adopted engines keep working.
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -51,7 +55,8 @@ class LocalBackend final : public reconcile::ReplicaBackend {
  private:
   struct Replica {
     std::string id, recipe, spec_hash;
-    std::filesystem::path log_file;
+    std::filesystem::path log_file, key_file;
+    std::string api_key;
     std::unique_ptr<EngineProcess> process;
     reconcile::ReplicaPhase phase = reconcile::ReplicaPhase::kStarting;
     reconcile::Clock::time_point since{}, drain_deadline{};
@@ -72,6 +77,8 @@ class LocalBackend final : public reconcile::ReplicaBackend {
   void write_record(const Replica& r) const;
   void remove_record(const Replica& r) const;
   std::filesystem::path record_path(const std::string& id) const;
+  // Writes a new random key for the replica where only its engine's user can read it.
+  std::string write_key_file(const std::filesystem::path& path) const;
 
   LocalBackendConfig config_;
   std::map<std::string, Replica> replicas_;        // by id

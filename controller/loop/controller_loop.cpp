@@ -182,7 +182,7 @@ autoscaler::Load ControllerLoop::measure_load(const recipe::ModelRecipe& recipe)
   int scraped = 0;
   for (const reconcile::ReplicaView& r : backend_.replicas(name)) {
     if (r.phase != ReplicaPhase::kReady) continue;
-    if (auto m = scrape_engine_load(r.endpoint.host, r.endpoint.port)) {
+    if (auto m = scrape_engine_load(r.endpoint.host, r.endpoint.port, r.endpoint.api_key)) {
       load.running += m->running;
       load.waiting += m->waiting;
       load.kv_cache_usage += m->kv_cache_usage;
@@ -234,7 +234,7 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
   router::RouteEntry route{r.name, r.served_name, {}, false};
   for (const reconcile::ReplicaView& v : observed.replicas) {
     if (v.phase == ReplicaPhase::kReady)
-      route.ready.push_back({v.id, v.endpoint.port, v.endpoint.host});
+      route.ready.push_back({v.id, v.endpoint.port, v.endpoint.host, v.endpoint.api_key});
   }
   facts.desired = decision.desired;
   count_replicas(observed.replicas, running.spec_hash, facts);

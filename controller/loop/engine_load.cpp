@@ -61,11 +61,14 @@ std::optional<EngineLoad> parse_engine_load(const std::string& exposition) {
   return load;
 }
 
-std::optional<EngineLoad> scrape_engine_load(const std::string& host, int port) {
+std::optional<EngineLoad> scrape_engine_load(const std::string& host, int port,
+                                             const std::string& api_key) {
   httplib::Client client(host, port);
   client.set_connection_timeout(0, 300000);
   client.set_read_timeout(1, 0);
-  auto res = client.Get("/metrics");
+  httplib::Headers headers;
+  if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+  auto res = client.Get("/metrics", headers);
   if (!res || res->status != 200) return std::nullopt;
   return parse_engine_load(res->body);
 }

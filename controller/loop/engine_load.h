@@ -16,7 +16,9 @@ struct EngineLoad {
 // Returns nullopt when the page has none of them (not an engine's page).
 std::optional<EngineLoad> parse_engine_load(const std::string& exposition);
 
-// GET http://host:port/metrics with a short timeout; nullopt when it fails.
-std::optional<EngineLoad> scrape_engine_load(const std::string& host, int port);
+// GET http://host:port/metrics with a short timeout; nullopt when it fails. `api_key`, when
+// set, is sent as a bearer key (an engine's /metrics is open unless --metrics-require-key).
+std::optional<EngineLoad> scrape_engine_load(const std::string& host, int port,
+                                             const std::string& api_key = "");
 
 }  // namespace nibble::controller

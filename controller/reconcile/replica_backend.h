@@ -49,6 +49,9 @@ struct DesiredState {
 struct ReplicaEndpoint {
   std::string host;  // 127.0.0.1 locally, the pod IP on Kubernetes
   int port = 0;
+  // The engine's API key (local mode: one per replica, --api-key-file): the router and the
+  // controller's /metrics scrape send it. Internal: never in status, describe or logs.
+  std::string api_key;
 };
 
 // One exit of a replica's engine, for status messages and `nibble describe`.

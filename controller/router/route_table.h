@@ -17,6 +17,9 @@ struct ReplicaEndpoint {
   std::string id;  // the controller's replica id, used in logs and in-flight counts
   int port = 0;
   std::string host = "127.0.0.1";
+  // The replica's own key, sent upstream as `Authorization: Bearer <key>` in place of the
+  // client's header (empty: none is sent). Internal: never shown to clients.
+  std::string api_key;
 };
 
 struct RouteEntry {

@@ -48,6 +48,9 @@ std::shared_ptr<UpstreamCall> UpstreamCall::start(const ReplicaEndpoint& replica
   for (const auto& [name, value] : request.headers) {
     if (!is_hop_header(name)) up.headers.emplace(name, value);
   }
+  // The client's credentials are the router's to check (--api-key); the engine gets its own.
+  up.headers.erase("Authorization");
+  if (!replica.api_key.empty()) up.headers.emplace("Authorization", "Bearer " + replica.api_key);
   std::thread([call, replica, up = std::move(up), read_timeout]() mutable {
     call->run(replica, std::move(up), read_timeout);
   }).detach();

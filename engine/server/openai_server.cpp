@@ -56,8 +56,8 @@ http::ServerConfig http_config(const ServerConfig& c) {
   return h;
 }
 
-// The prompt limit of generation requests. /tokenize is bounded by the body limit only:
-// nibble-bench tokenizes its whole corpus in one call to cut prompts of exact lengths.
+// The prompt limit, of generation requests and of /tokenize and /detokenize alike (a prompt the
+// engine would refuse is not worth tokenizing; nibble-bench tokenizes in chunks under it).
 void check_prompt_length(std::size_t tokens, int limit, const std::string& param) {
   if (tokens >= std::size_t(limit)) {
     throw invalid_request("This model's maximum context length is " + std::to_string(limit) +
@@ -226,9 +226,11 @@ void OpenAiServer::route() {
                                                 chat_template_->source());
         chat.add_generation_prompt = body.value("add_generation_prompt", true);
         ids = tokenizer_.encode(chat_template_->render(chat));
+        check_prompt_length(ids.size(), engine_.max_tokens_per_sequence(), "messages");
       } else if (body.contains("prompt") && body["prompt"].is_string()) {
         ids = tokenizer_.encode(body["prompt"].get<std::string>(),
                                 {.add_special_tokens = body.value("add_special_tokens", true)});
+        check_prompt_length(ids.size(), engine_.max_tokens_per_sequence(), "prompt");
       } else {
         throw invalid_request("send 'prompt' (a string) or 'messages'", "prompt");
       }
@@ -248,6 +250,7 @@ void OpenAiServer::route() {
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
         throw invalid_request("'tokens' must be an array of token ids", "tokens");
       }
+      check_prompt_length(body["tokens"].size(), engine_.max_tokens_per_sequence(), "tokens");
       std::vector<int> ids;
       for (const json& t : body["tokens"]) {
         if (!t.is_number_integer())

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,44 @@ bool chat_ok(const ControllerProcess& c, const std::string& model, int max_token
                      {"max_tokens", max_tokens}};
   auto res = c.router().Post("/v1/chat/completions", body.dump(), "application/json");
   return res && res->status == 200 && res->body.find("\"choices\"") != std::string::npos;
+}
+
+// Issue 23 item 3: each engine has its own key, kept in a 0600 file of the state directory and
+// never shown in status; the engine's port refuses requests without it while the router,
+// which sends it upstream, serves them. /health and /metrics stay open (the controller scrapes
+// /metrics for the autoscaler).
+void expect_engines_keep_their_keys(const ControllerProcess& c, const std::string& recipe) {
+  const json st = c.status(recipe);
+  const json engines = st.value("engines", json::array());
+  ASSERT_FALSE(engines.empty()) << st.dump(2);
+  for (const json& e : engines) {
+    const std::string id = e.value("id", "");
+    const std::filesystem::path key_file = c.state_dir.path() / "keys" / (id + ".key");
+    struct stat info {};
+    ASSERT_EQ(stat(key_file.c_str(), &info), 0) << key_file;
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << key_file;
+    std::ifstream in(key_file);
+    std::string key;
+    std::getline(in, key);
+    EXPECT_EQ(key.size(), 64u);
+    EXPECT_EQ(st.dump().find(key), std::string::npos) << "the status shows an engine key";
+
+    httplib::Client engine("127.0.0.1", e.value("port", 0));
+    engine.set_read_timeout(30, 0);
+    const json body = {{"model", recipe},
+                       {"messages", {{{"role", "user"}, {"content", "hello"}}}},
+                       {"max_tokens", 2}};
+    auto direct = engine.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(direct);
+    EXPECT_EQ(direct->status, 401) << direct->body;
+    auto keyed = engine.Post("/v1/chat/completions", {{"Authorization", "Bearer " + key}},
+                             body.dump(), "application/json");
+    ASSERT_TRUE(keyed);
+    EXPECT_EQ(keyed->status, 200) << keyed->body;
+    EXPECT_EQ(engine.Get("/health")->status, 200);
+    EXPECT_EQ(engine.Get("/metrics")->status, 200);
+  }
+  EXPECT_TRUE(chat_ok(c, recipe)) << "the router sends the engine's key";
 }
 
 TEST(ControllerE2E, ApplyServeScaleCrashRollDelete) {
@@ -343,6 +382,7 @@ TEST(ControllerE2E, RestartedControllerAdoptsEnginesWithoutDuplicates) {
   std::vector<int> before = c.recorded_engine_pids();
   std::sort(before.begin(), before.end());
   ASSERT_EQ(before.size(), 3u);
+  expect_engines_keep_their_keys(c, "one");
 
   c.kill_hard();
   for (int pid : before) EXPECT_TRUE(process_alive(pid)) << "engines outlive a controller crash";
@@ -361,6 +401,7 @@ TEST(ControllerE2E, RestartedControllerAdoptsEnginesWithoutDuplicates) {
       << c.status("two").dump(2);
   EXPECT_TRUE(chat_ok(c, "one"));
   EXPECT_TRUE(chat_ok(c, "two"));
+  expect_engines_keep_their_keys(c, "two");  // adopted engines: keys read back from the state
   EXPECT_NE(c.log().find("adopted replica"), std::string::npos);
   EXPECT_EQ(c.stop(), 0);  // SIGTERM: engines drained and stopped
   for (int pid : before) EXPECT_FALSE(process_alive(pid)) << pid;

@@ -82,6 +82,15 @@ TEST(ControllerOptions, FlagsAndErrors) {
   EXPECT_EQ(error_of({"--model-root", ""}), "--model-root: expected a directory");
 }
 
+TEST(ControllerOptions, RouterFailoverTimeout) {
+  ControllerOptions o;
+  EXPECT_EQ(o.router_failover_timeout, std::chrono::seconds(30));
+  ASSERT_TRUE(parse_controller_options({"--router-failover-timeout", "7"}, o));
+  EXPECT_EQ(o.router_failover_timeout, std::chrono::seconds(7));
+  EXPECT_THROW(parse_controller_options({"--router-failover-timeout", "-1"}, o),
+               std::invalid_argument);
+}
+
 TEST(ControllerOptions, LogRetention) {
   ControllerOptions o;
   EXPECT_EQ(o.log_retention_hours, 168);

@@ -4,6 +4,7 @@
 // recipe, and the router's metrics.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <strings.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -277,7 +278,7 @@ TEST_F(RouterTest, ForwardsBodyTargetHeadersAndUpstreamErrorsAsTheyAre) {
   const json echoed = json::parse(res->body);
   EXPECT_EQ(echoed["body"], body);
   EXPECT_EQ(echoed["target"], "/v1/completions?trace=1");
-  EXPECT_EQ(seen_auth, "Bearer secret");
+  EXPECT_EQ(seen_auth, "") << "the client's credentials are the router's, not the engine's";
 
   // An engine's own error passes through untouched and is not retried.
   auto bad =
@@ -662,6 +663,39 @@ TEST_F(RouterTest, ApiKeysGuardModelRoutesButNotHealthOrMetrics) {
   EXPECT_EQ(ok->status, 200);
   EXPECT_EQ(client().Get("/health")->status, 200);
   EXPECT_EQ(client().Get("/metrics")->status, 200);
+}
+
+// Issue 23 item 3: the engine gets its replica's own key, never the client's; the client never
+// sees the engine's key.
+TEST_F(RouterTest, SendsTheReplicasOwnKeyUpstreamInsteadOfTheClients) {
+  std::vector<std::string> seen;
+  std::mutex seen_mutex;
+  FakeUpstream a("a-0", [&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(seen_mutex);
+      for (const auto& [name, value] : req.headers) {
+        if (strcasecmp(name.c_str(), "Authorization") == 0) seen.push_back(value);
+      }
+    }
+    res.set_content(R"({"ok":true})", "application/json");
+  });
+  ReplicaEndpoint keyed = a.endpoint();
+  keyed.api_key = "engine-internal-key";
+  routes_.publish(entry("r", "m", {keyed}));
+  RouterConfig config = test_config();
+  config.api_keys = http::ApiKeys({"router-key"});
+  start(config);
+
+  const std::string body = R"({"model":"m","messages":[]})";
+  auto ok = client().Post("/v1/chat/completions", {{"Authorization", "Bearer router-key"}}, body,
+                          "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(ok->body.find("engine-internal-key"), std::string::npos);
+  for (const auto& [name, value] : ok->headers)
+    EXPECT_EQ(value.find("engine-internal-key"), std::string::npos) << name;
+  std::lock_guard lock(seen_mutex);
+  EXPECT_EQ(seen, std::vector<std::string>{"Bearer engine-internal-key"});
 }
 
 TEST_F(RouterTest, RouterErrorsCarryTheStatusAsCodeLikeTheEngine) {

@@ -47,6 +47,31 @@ TEST(BenchClient, CompletionsRunReportsExactTokenCountsAndRespectsConcurrency) {
   EXPECT_NE(text.find("#"), std::string::npos) << "the throughput plot is empty";
 }
 
+// /tokenize refuses a prompt at the server's limit, so the client must tokenize its random
+// words in chunks under it and still cut prompts of exactly input_len tokens.
+TEST(BenchClient, ExactLengthsWhenTheTextExceedsThePromptLimit) {
+  ServerHarness h({.max_model_len = 64});
+  for (const std::string endpoint : {"completions", "chat"}) {
+    BenchOptions o = options_for(h, endpoint);
+    o.model = first_model(o);
+    o.input_len = 40;  // 80 words of text: several times the limit in bytes (= tokens)
+    o.output_len = 4;
+    o.num_prompts = 3;
+    const Dataset d = make_dataset(o);
+    EXPECT_TRUE(d.exact_lengths) << endpoint;
+    ASSERT_EQ(d.prompts.size(), 3u);
+    for (const BenchPrompt& p : d.prompts) {
+      EXPECT_EQ(p.expected_input_tokens, 40) << endpoint;
+      if (endpoint == "completions") {
+        ASSERT_TRUE(p.ids);
+        EXPECT_EQ(p.ids->size(), 40u);
+      } else {
+        EXPECT_EQ(p.text.size(), 40u);  // byte tokenizer: one token per byte
+      }
+    }
+  }
+}
+
 TEST(BenchClient, ChatRunAndFailuresAreCounted) {
   ServerHarness h;
   BenchOptions o = options_for(h, "chat");

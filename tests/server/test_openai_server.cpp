@@ -237,6 +237,20 @@ TEST(OpenAiServer, TokenizeHasTheBodyLimitAndWritesNeedJson) {
   EXPECT_EQ(foreign->status, 403);
 }
 
+TEST(OpenAiServer, TokenizeAndDetokenizeHaveThePromptLimit) {
+  ServerHarness h({.max_model_len = 64});  // byte tokenizer: one token per byte
+  json fits = post(h, "/tokenize", {{"prompt", std::string(63, 'a')}}, 200);
+  EXPECT_EQ(fits["count"], 63);
+  json over = post(h, "/tokenize", {{"prompt", std::string(64, 'a')}}, 400);
+  EXPECT_NE(over["error"]["message"].get<std::string>().find("maximum context length is 64"),
+            std::string::npos)
+      << over.dump();
+  EXPECT_EQ(over["error"]["param"], "prompt");
+  json detok = post(h, "/detokenize", {{"tokens", std::vector<int>(64, 97)}}, 400);
+  EXPECT_EQ(detok["error"]["param"], "tokens");
+  post(h, "/detokenize", {{"tokens", std::vector<int>(63, 97)}}, 200);
+}
+
 TEST(OpenAiServer, SlowlorisOfTwiceTheWorkersLeavesHealthAnswering) {
   ServerHarness h({.http_threads = 4});
   nibble::testing::SlowClients slow(h.port, 8);

@@ -30,8 +30,13 @@ httplib::Headers auth_headers(const BenchOptions& o) {
   return {{"Authorization", "Bearer " + o.api_key}};
 }
 
-std::optional<std::vector<int>> server_tokenize(httplib::Client& client, const BenchOptions& o,
-                                                const std::string& text) {
+struct Tokenized {
+  std::vector<int> ids;
+  int max_model_len = 0;  // the server's prompt limit, 0 if it did not say
+};
+
+std::optional<Tokenized> server_tokenize(httplib::Client& client, const BenchOptions& o,
+                                         const std::string& text) {
   auto res =
       client.Post("/tokenize", auth_headers(o),
                   json{{"model", o.model}, {"prompt", text}, {"add_special_tokens", false}}.dump(),
@@ -39,7 +44,28 @@ std::optional<std::vector<int>> server_tokenize(httplib::Client& client, const B
   if (!res || res->status != 200) return std::nullopt;
   json body = json::parse(res->body, nullptr, false);
   if (!body.is_object() || !body.contains("tokens")) return std::nullopt;
-  return body["tokens"].get<std::vector<int>>();
+  return Tokenized{body["tokens"].get<std::vector<int>>(), body.value("max_model_len", 0)};
+}
+
+// At least `wanted` token ids of random words after `opening`, tokenized by the server in
+// chunks of words that keep each /tokenize call under its prompt limit (a whole prompt of
+// input_len * 2 words may exceed it). Words begin with a space, which a BPE pre-tokenizer keeps
+// with the word, so the chunks' ids join as the whole text's would. nullopt: no /tokenize.
+std::optional<std::vector<int>> tokenize_random_words(httplib::Client& client,
+                                                      const BenchOptions& o, std::mt19937_64& rng,
+                                                      const std::string& opening, int wanted,
+                                                      int& words_per_chunk) {
+  auto first = server_tokenize(client, o, opening);
+  if (!first) return std::nullopt;
+  std::vector<int> ids = std::move(first->ids);
+  // A word is at most 3 syllables of 3 letters and a space: 10 tokens even byte by byte.
+  if (first->max_model_len > 0) words_per_chunk = std::max(1, (first->max_model_len - 1) / 10);
+  while (int(ids.size()) < wanted) {
+    auto chunk = server_tokenize(client, o, " " + random_words(rng, words_per_chunk));
+    if (!chunk || chunk->ids.empty()) return std::nullopt;
+    ids.insert(ids.end(), chunk->ids.begin(), chunk->ids.end());
+  }
+  return ids;
 }
 
 std::optional<std::string> server_detokenize(httplib::Client& client, const BenchOptions& o,
@@ -58,26 +84,26 @@ Dataset random_dataset(const BenchOptions& o) {
   client.set_connection_timeout(5, 0);
   Dataset d;
   d.exact_lengths = true;
+  int words_per_chunk = 16;  // until the server's first answer tells its prompt limit
   for (int i = 0; i < o.num_prompts; ++i) {
     BenchPrompt p;
     // A distinct opening per prompt, so the prefix cache cannot serve one prompt from another.
-    p.text = "request " + std::to_string(i) + ": " + random_words(rng, o.input_len * 2);
+    const std::string opening = "request " + std::to_string(i) + ":";
     if (d.exact_lengths) {
-      auto ids = server_tokenize(client, o, p.text);
-      if (ids && int(ids->size()) >= o.input_len) {
-        ids->resize(std::size_t(o.input_len));
-        p.expected_input_tokens = o.input_len;
-        if (o.endpoint == "completions") {
-          p.ids = *ids;
-        } else if (auto text = server_detokenize(client, o, *ids)) {
-          p.text = *text;
-        }
-      } else {
-        d.exact_lengths = false;  // no /tokenize: fall back to about one token per word
+      auto ids = tokenize_random_words(client, o, rng, opening, o.input_len, words_per_chunk);
+      if (ids) ids->resize(std::size_t(o.input_len));
+      if (ids && o.endpoint == "completions") {
+        p.ids = *ids;
+      } else if (ids) {
+        auto text = server_detokenize(client, o, *ids);
+        if (text) p.text = *text;
+        if (!text) ids.reset();
       }
+      if (ids) p.expected_input_tokens = o.input_len;
+      // No /tokenize (or /detokenize): fall back to about one token per word.
+      if (!ids) d.exact_lengths = false;
     }
-    if (!d.exact_lengths)
-      p.text = "request " + std::to_string(i) + ": " + random_words(rng, o.input_len);
+    if (!d.exact_lengths) p.text = opening + " " + random_words(rng, o.input_len);
     d.prompts.push_back(std::move(p));
   }
   return d;

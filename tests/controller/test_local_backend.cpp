@@ -84,7 +84,12 @@ TEST(LocalBackend, ReplicasStartRestartGetAdoptedRollAndStop) {
   EXPECT_GT(first.pid, 0);
   EXPECT_NE(first.log_file.find(first.id + ".log"), std::string::npos);
   httplib::Client client(first.endpoint.host, first.endpoint.port);
-  auto models = client.Get("/v1/models");
+  // The engine answers its /v1 API only with the replica's own key (the router sends it).
+  auto refused = client.Get("/v1/models");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  ASSERT_FALSE(first.endpoint.api_key.empty());
+  auto models = client.Get("/v1/models", {{"Authorization", "Bearer " + first.endpoint.api_key}});
   ASSERT_TRUE(models);
   EXPECT_NE(models->body.find("\"tiny\""), std::string::npos);
 

@@ -9,6 +9,7 @@
 #include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "http/metrics_endpoint.h"
+#include "http/status_reason.h"
 
 namespace nibble::controller {
 namespace {
@@ -26,26 +27,6 @@ void send_error(httplib::Response& res, int status, const std::string& code,
             {{"error", {{"message", message}, {"code", code}, {"details", std::move(details)}}}});
 }
 
-// The API's error codes for the HTTP layer's refusals, in Kubernetes' words.
-std::string error_code(int status) {
-  switch (status) {
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 413:
-      return "RequestEntityTooLarge";
-    case 415:
-      return "UnsupportedMediaType";
-    case 500:
-      return "InternalError";
-    default:
-      return "BadRequest";
-  }
-}
-
 http::ServerConfig http_config(const ApiConfig& c) {
   http::ServerConfig h;
   h.name = "controller API";
@@ -58,7 +39,7 @@ http::ServerConfig http_config(const ApiConfig& c) {
   h.write_content_types = {"application/json", "application/yaml", "application/x-yaml",
                            "text/yaml"};
   h.write_error = [](httplib::Response& res, const http::ApiError& e) {
-    send_error(res, e.status(), error_code(e.status()), e.what());
+    send_error(res, e.status(), http::status_reason(e.status()), e.what());
   };
   return h;
 }

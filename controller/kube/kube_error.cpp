@@ -1,39 +1,8 @@
 #include "controller/kube/kube_error.h"
 
+#include "http/status_reason.h"
+
 namespace nibble::kube {
-
-namespace {
-
-std::string reason_for_code(int status) {
-  switch (status) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Gone";
-    case 422:
-      return "Invalid";
-    case 429:
-      return "TooManyRequests";
-    case 500:
-      return "InternalError";
-    case 503:
-      return "ServiceUnavailable";
-    case 504:
-      return "Timeout";
-    default:
-      return "Unknown";
-  }
-}
-
-}  // namespace
 
 KubeError::KubeError(int status, std::string reason, const std::string& message)
     : std::runtime_error(message), status_(status), reason_(std::move(reason)) {}
@@ -41,7 +10,7 @@ KubeError::KubeError(int status, std::string reason, const std::string& message)
 KubeError error_from_status(const nlohmann::json& status) {
   const int code = status.value("code", 0);
   std::string reason = status.value("reason", "");
-  if (reason.empty()) reason = reason_for_code(code);
+  if (reason.empty()) reason = http::status_reason(code);
   std::string message = status.value("message", "");
   if (message.empty()) message = reason;
   return KubeError(code, reason, message);
@@ -50,7 +19,7 @@ KubeError error_from_status(const nlohmann::json& status) {
 KubeError error_from_response(int status, const std::string& method, const std::string& path,
                               const std::string& body) {
   const nlohmann::json parsed = nlohmann::json::parse(body, nullptr, false);
-  std::string reason = reason_for_code(status);
+  std::string reason = http::status_reason(status);
   std::string message;
   if (parsed.is_object() && parsed.value("kind", "") == "Status") {
     reason = parsed.value("reason", reason);

@@ -10,19 +10,30 @@
 namespace nibble::kernels::detail {
 namespace {
 
-constexpr int kWarps = kFlashRows / 16;  // each warp owns 16 query rows (one mma M tile)
+constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 
-// Keys per staged chunk: 64, or 32 for head_dim 256 (its 128 output accumulators per lane leave
-// room for 16 score registers, not 32; its chunks keep shared memory within GB10's block limit).
+// Per head_dim: MT m16 tiles of query rows per warp (two halve the shared-memory reads of every K
+// and V fragment, which bound the one-tile form: ~290 bytes of ldmatrix per mma against the
+// ~190 an SM's shared memory feeds in an mma's time) and KC keys per staged chunk, within the
+// registers (MT x (D/8 + KC/8) x 4 accumulators per lane) and GB10's ~99 KB per block.
 template <int D>
-__host__ __device__ constexpr int chunk_keys() {
-  return D <= 128 ? 64 : 32;
-}
+struct Config {
+  static constexpr int MT = D <= 128 ? 2 : 1;
+  static constexpr int KC = D <= 64 ? 64 : 32;
+  static constexpr int kRows = kWarps * 16 * MT;  // query rows per block
+  static constexpr std::size_t kSmem = std::size_t(kRows + 4 * KC) * D * 2;
+};
 
-template <int D>
-__host__ __device__ constexpr std::size_t smem_bytes() {
-  return std::size_t(kFlashRows + 4 * chunk_keys<D>()) * D * 2;
+int rows_per_block(int head_dim) {
+  switch (head_dim) {
+    case 64:
+      return Config<64>::kRows;
+    case 128:
+      return Config<128>::kRows;
+    default:
+      return Config<256>::kRows;
+  }
 }
 
 // Rows of D BF16 values in shared memory as D/8 16-byte chunks; chunk c of row r is stored at
@@ -65,6 +76,12 @@ __device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
+__device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = +0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -96,21 +113,21 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
 }
 
 // grid: (tiles, kv heads, splits). Query row r of the block is position r / G of the tile and
-// query head kvh * G + r % G.
+// query head kvh * G + r % G; warp w owns rows [16 MT w, 16 MT (w + 1)).
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
-  constexpr int KC = chunk_keys<D>();
-  constexpr int kVecs = D / 8;
+  using C = Config<D>;
+  constexpr int MT = C::MT, KC = C::KC, kVecs = D / 8;
   // Later tiles of a sequence see more keys: run them first.
   const AttentionTile tile = a.tiles[a.num_tiles - 1 - int(blockIdx.x)];
   if (skip_single_rows && tile.rows == 1) return;
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned q_s = unsigned(__cvta_generic_to_shared(smem));
-  const unsigned kv_s = q_s + kFlashRows * D * 2;  // [2 buffers][K, V][KC][D]
+  const unsigned kv_s = q_s + C::kRows * D * 2;  // [2 buffers][K, V][KC][D]
   constexpr unsigned kTensorBytes = KC * D * 2;
-  const int G = a.shape.q_heads / a.shape.kv_heads, used_rows = (kFlashRows / G) * G;
+  const int G = a.shape.q_heads / a.shape.kv_heads, used_rows = (C::kRows / G) * G;
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int last = tile.position0 + tile.rows - 1;
   const std::int32_t* table = a.block_tables + tile.table_offset;
@@ -122,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     return (std::int64_t(tile.row0 + r / G) * a.shape.q_heads + kvh * G + r % G) * D;
   };
   auto valid = [&](int r) { return r < used_rows && r / G < tile.rows; };
-  for (int e = threadIdx.x; e < kFlashRows * kVecs; e += kThreads) {
+  for (int e = threadIdx.x; e < C::kRows * kVecs; e += kThreads) {
     const int r = e / kVecs, c = e % kVecs;
     const bool live = valid(r);
     cp_async16(swizzled<D>(q_s, r, c), a.q + (live ? q_row(r) + c * 8 : 0), live);
@@ -130,15 +147,27 @@ __global__ void __launch_bounds__(kThreads)
   if (c_begin < c_end) load_chunk<D, KC>(a, table, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
   asm volatile("cp.async.commit_group;\n" ::);
 
-  // This lane's two rows of every accumulator fragment: lo = warp row lane / 4, hi = lo + 8. Rows
-  // that do not exist take the tile's last position (finite scores; never written out).
-  const int r_lo = warp * 16 + lane / 4, r_hi = r_lo + 8;
-  const int pos_lo = valid(r_lo) ? tile.position0 + r_lo / G : last;
-  const int pos_hi = valid(r_hi) ? tile.position0 + r_hi / G : last;
-  const float scale_log2 = a.scale * 1.4426950408889634f;
-  float o[D / 8][4], m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
+  // This lane's rows of every accumulator fragment: in m tile t, rows[t][0] = lane / 4 and
+  // rows[t][1] = lane / 4 + 8. Rows that do not exist take the tile's last position (finite
+  // scores; never written out).
+  const int row0 = warp * 16 * MT;
+  int rows[MT][2], pos[MT][2];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      rows[t][h] = row0 + 16 * t + lane / 4 + 8 * h;
+      pos[t][h] = valid(rows[t][h]) ? tile.position0 + rows[t][h] / G : last;
+    }
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  float o[MT][D / 8][4], m[MT][2], l[MT][2];
+#pragma unroll
+  for (int t = 0; t < MT; ++t) {
+    m[t][0] = m[t][1] = -INFINITY;
+    l[t][0] = l[t][1] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) o[t][i][0] = o[t][i][1] = o[t][i][2] = o[t][i][3] = 0.0f;
+  }
 
   for (int c0 = c_begin, buf = 0; c0 < c_end; c0 += KC, buf ^= 1) {
     const unsigned k_s = kv_s + unsigned(buf) * 2 * kTensorBytes, v_s = k_s + kTensorBytes;
@@ -152,130 +181,135 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
 
-    // S = Q . K^T for this warp's 16 rows and the chunk's KC keys.
-    float s[KC / 8][4];
+    // S = Q . K^T for this warp's rows and the chunk's KC keys; each K fragment feeds MT tiles.
+    float s[MT][KC / 8][4];
 #pragma unroll
-    for (int i = 0; i < KC / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+    for (int t = 0; t < MT; ++t)
+#pragma unroll
+      for (int i = 0; i < KC / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.0f;
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
-      std::uint32_t qa[4];
-      ldmatrix_x4(
-          qa, swizzled<D>(q_s, warp * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * ks + lane / 16));
+      std::uint32_t qa[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t)
+        ldmatrix_x4(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
+                                       2 * ks + lane / 16));
 #pragma unroll
       for (int np = 0; np < KC / 16; ++np) {
         std::uint32_t kb[4];
         ldmatrix_x4(
             kb, swizzled<D>(k_s, np * 16 + lane % 8 + 8 * (lane / 16), 2 * ks + (lane / 8) % 2));
-        mma(s[2 * np], qa, kb[0], kb[1]);
-        mma(s[2 * np + 1], qa, kb[2], kb[3]);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          mma(s[t][2 * np], qa[t], kb[0], kb[1]);
+          mma(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
+        }
       }
     }
 
     // Scale into the exp2 domain, mask keys past each row's position (only chunks that reach
     // the tile's first position have any), online softmax.
     const bool diagonal = c0 + KC - 1 > tile.position0;
-    float mx_lo = -INFINITY, mx_hi = -INFINITY;
 #pragma unroll
-    for (int nt = 0; nt < KC / 8; ++nt)
+    for (int t = 0; t < MT; ++t) {
+      float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = c0 + nt * 8 + 2 * (lane % 4) + (e & 1);
-        float v = s[nt][e] * scale_log2;
-        if (diagonal && key > (e < 2 ? pos_lo : pos_hi)) v = -INFINITY;
-        s[nt][e] = v;
-        if (e < 2)
-          mx_lo = fmaxf(mx_lo, v);
-        else
-          mx_hi = fmaxf(mx_hi, v);
+      for (int nt = 0; nt < KC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = c0 + nt * 8 + 2 * (lane % 4) + (e & 1);
+          float v = s[t][nt][e] * scale_log2;
+          if (diagonal && key > pos[t][e / 2]) v = -INFINITY;
+          s[t][nt][e] = v;
+          mx[e / 2] = fmaxf(mx[e / 2], v);
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float next = fmaxf(m[t][h], quad_max(mx[h]));
+        // A row may see no key yet in this block's share of a split: keep exponents finite.
+        const float base = next == -INFINITY ? 0.0f : next;
+        const float alpha = fast_exp2(m[t][h] - base);
+        m[t][h] = next;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < KC / 8; ++nt) {
+          s[t][nt][2 * h] = fast_exp2(s[t][nt][2 * h] - base);
+          s[t][nt][2 * h + 1] = fast_exp2(s[t][nt][2 * h + 1] - base);
+          sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+        }
+        l[t][h] = l[t][h] * alpha + sum;  // this lane's share of the row sum
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          o[t][dt][2 * h] *= alpha;
+          o[t][dt][2 * h + 1] *= alpha;
+        }
       }
-    const float new_lo = fmaxf(m_lo, quad_max(mx_lo)), new_hi = fmaxf(m_hi, quad_max(mx_hi));
-    // A row may see no key yet in this block's share of a split: keep its exponents finite.
-    const float base_lo = new_lo == -INFINITY ? 0.0f : new_lo;
-    const float base_hi = new_hi == -INFINITY ? 0.0f : new_hi;
-    const float alpha_lo = exp2f(m_lo - base_lo), alpha_hi = exp2f(m_hi - base_hi);
-    m_lo = new_lo;
-    m_hi = new_hi;
-    float sum_lo = 0.0f, sum_hi = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < KC / 8; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - base_lo);
-      s[nt][1] = exp2f(s[nt][1] - base_lo);
-      s[nt][2] = exp2f(s[nt][2] - base_hi);
-      s[nt][3] = exp2f(s[nt][3] - base_hi);
-      sum_lo += s[nt][0] + s[nt][1];
-      sum_hi += s[nt][2] + s[nt][3];
-    }
-    l_lo = l_lo * alpha_lo + sum_lo;  // this lane's share of the row sum
-    l_hi = l_hi * alpha_hi + sum_hi;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      o[dt][0] *= alpha_lo;
-      o[dt][1] *= alpha_lo;
-      o[dt][2] *= alpha_hi;
-      o[dt][3] *= alpha_hi;
     }
 
-    // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie.
+    // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
+    // each V fragment feeds MT tiles.
 #pragma unroll
     for (int kk = 0; kk < KC / 16; ++kk) {
-      const std::uint32_t pa[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]),
-                                   pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                                   pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                   pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t pa[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t) {
+        pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
+        pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
+        pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+        pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         std::uint32_t vb[4];
         ldmatrix_x4_trans(
             vb, swizzled<D>(v_s, kk * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * dp + lane / 16));
-        mma(o[2 * dp], pa, vb[0], vb[1]);
-        mma(o[2 * dp + 1], pa, vb[2], vb[3]);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          mma(o[t][2 * dp], pa[t], vb[0], vb[1]);
+          mma(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+        }
       }
     }
     __syncthreads();  // buffer `buf` is free for the chunk after next
   }
   asm volatile("cp.async.wait_group 0;\n" ::);  // a block with no chunk still staged q
 
-  l_lo = quad_sum(l_lo);
-  l_hi = quad_sum(l_hi);
   const int col = 2 * (lane % 4);
-  if (splits == 1) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = half ? r_hi : r_lo;
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sum = quad_sum(l[t][h]);
+      const int r = rows[t][h];
       if (!valid(r)) continue;
-      const float inv = 1.0f / (half ? l_hi : l_lo);
-      auto* out = reinterpret_cast<std::uint32_t*>(a.out + q_row(r) + col);
+      if (splits == 1) {
+        const float inv = 1.0f / sum;
+        auto* out = reinterpret_cast<std::uint32_t*>(a.out + q_row(r) + col);
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt)
-        out[dt * 4] = pack_bf16(o[dt][2 * half] * inv, o[dt][2 * half + 1] * inv);
-    }
-    return;
-  }
-  // Partial results for merge_splits: [split][row, head][D unnormalised sums, max, sum], the max
-  // in natural-log units of the scaled score.
+        for (int dt = 0; dt < D / 8; ++dt)
+          out[dt * 4] = pack_bf16(o[t][dt][2 * h] * inv, o[t][dt][2 * h + 1] * inv);
+        continue;
+      }
+      // Partial results for merge_splits: [split][row, head][D unnormalised sums, max, sum],
+      // the max in natural-log units of the scaled score.
+      float* part = a.workspace +
+                    (std::int64_t(blockIdx.z) * a.rows * a.shape.q_heads + q_row(r) / D) * (D + 2);
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int r = half ? r_hi : r_lo;
-    if (!valid(r)) continue;
-    float* part = a.workspace +
-                  (std::int64_t(blockIdx.z) * a.rows * a.shape.q_heads + q_row(r) / D) * (D + 2);
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      part[dt * 8 + col] = o[dt][2 * half];
-      part[dt * 8 + col + 1] = o[dt][2 * half + 1];
+      for (int dt = 0; dt < D / 8; ++dt) {
+        part[dt * 8 + col] = o[t][dt][2 * h];
+        part[dt * 8 + col + 1] = o[t][dt][2 * h + 1];
+      }
+      if (lane % 4 == 0) {
+        part[D] = m[t][h] == -INFINITY ? -INFINITY : m[t][h] * 0.6931471805599453f;
+        part[D + 1] = sum;
+      }
     }
-    if (lane % 4 == 0) {
-      const float m = half ? m_hi : m_lo;
-      part[D] = m == -INFINITY ? -INFINITY : m * 0.6931471805599453f;
-      part[D + 1] = half ? l_hi : l_lo;
-    }
-  }
 }
 
 template <int D>
 cudaError_t launch(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
                    cudaStream_t stream) {
-  constexpr std::size_t smem = smem_bytes<D>();
+  constexpr std::size_t smem = Config<D>::kSmem;
   // Above 48 KB the kernel must opt in; once, not on every layer of every step.
   static std::atomic<bool> opted_in{false};
   if (!opted_in.load(std::memory_order_relaxed)) {
@@ -294,11 +328,12 @@ cudaError_t launch(const PagedAttentionArgs& a, int splits, bool skip_single_row
 bool flash_prefill_supported(const AttentionShape& s) {
   if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0) return false;
   const int group = s.q_heads / s.kv_heads;
-  return (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) && group <= kFlashRows;
+  return (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) &&
+         group <= rows_per_block(s.head_dim);
 }
 
 int flash_prefill_rows_per_tile(const AttentionShape& s) {
-  return kFlashRows / (s.q_heads / s.kv_heads);
+  return rows_per_block(s.head_dim) / (s.q_heads / s.kv_heads);
 }
 
 cudaError_t flash_prefill(const PagedAttentionArgs& a, int splits, bool skip_single_rows,

@@ -4,7 +4,9 @@
 # 512 / 2,048 / 8,192 / 32,768 tokens of a Llama-3.1-8B-shaped NVFP4 model (random weights),
 # `nibble-engine generate --warmup`, with the flash attention kernel and, as an A/B in the same
 # call, with NIBBLE_FLASH_ATTENTION=0 (the FP32 tile kernel); --peer adds
-# tools/device/peer_prefill.py (transformers BF16, sdpa) on the same GPU. Logs go to $OUT.
+# tools/device/peer_prefill.py (transformers BF16, sdpa) on the same GPU; a .device-carry/bin/
+# nibble-engine-base (an older build, for an A/B of two versions) runs too when present.
+# Logs go to $OUT.
 # Usage: tools/device/prefill-check.sh [--peer] [--no-ab] [--lengths 512,2048,8192,32768]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,12 +33,14 @@ if [ ! -f "$work/llama8b/config.json" ]; then
     >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
 fi
 modes=(flash); [ $AB -eq 1 ] && modes=(flash tile)
+[ -x "$bin/nibble-engine-base" ] && modes+=(base)
 echo "== Llama-3.1-8B NVFP4 prefill, one forward (generate --warmup)"
 for n in ${LENGTHS//,/ }; do
   ids=$(python3 -c "print(','.join(str(1 + i % 9) for i in range($n)))")
   for mode in "${modes[@]}"; do
     flash=1; [ $mode = tile ] && flash=0
-    NIBBLE_FLASH_ATTENTION=$flash "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda \
+    engine=$bin/nibble-engine; [ $mode = base ] && engine=$bin/nibble-engine-base
+    NIBBLE_FLASH_ATTENTION=$flash "$engine" generate --model "$work/llama8b" --device cuda \
       --prompt-ids "$ids" --max-tokens 2 --top-k 1 --warmup >"$OUT/prefill_${mode}_$n.log" 2>&1 ||
       { status=1; tail -3 "$OUT/prefill_${mode}_$n.log"; }
     echo "$mode $n: $(grep -oE 'prefill [0-9]+ tokens in [0-9.]+ s' "$OUT/prefill_${mode}_$n.log")"

@@ -31,6 +31,6 @@ for n in 512 32768; do
       echo "$engine $dtype context $n: $(grep -oE 'decode [0-9.]+ tokens/s' "$log")"
     done
   done
-done | tee "$OUT/decode_context.log"
+done > >(tee "$OUT/decode_context.log")  # the loop stays in this shell: its status counts
 echo "status $status"
 exit $status

@@ -50,7 +50,7 @@ for dtype in bf16 fp8 bf16 fp8; do
   "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda --kv-cache-dtype $dtype \
     --prompt-ids "$ids" --max-tokens 64 --top-k 1 >"$OUT/gen32k_$dtype.log" 2>&1 || status=1
   echo "$dtype: $(grep -oE 'prefill [0-9]+ tokens in [0-9.]+ s; decode [0-9.]+ tokens/s' "$OUT/gen32k_$dtype.log")"
-done | tee "$OUT/fp8_decode32k.log"
+done > >(tee "$OUT/fp8_decode32k.log")  # the loop stays in this shell: its status counts
 echo "== KV cache capacity in the same memory (serve start-up, --kv-cache-memory-bytes 8 GiB)"
 for dtype in bf16 fp8; do
   "$bin/nibble-engine" serve --model "$work/llama8b" --port 8300 --max-model-len 32768 \
@@ -59,6 +59,6 @@ for dtype in bf16 fp8; do
   for _ in $(seq 1 120); do grep -q "KV cache:" "$OUT/serve_$dtype.log" && break; sleep 0.5; done
   kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
   echo "$dtype: $(grep -oE 'KV cache: .*' "$OUT/serve_$dtype.log")"
-done | tee "$OUT/fp8_capacity.log"
+done > >(tee "$OUT/fp8_capacity.log")  # the loop stays in this shell: its status counts
 echo "status $status"
 exit $status

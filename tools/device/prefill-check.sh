@@ -45,7 +45,7 @@ for n in ${LENGTHS//,/ }; do
       { status=1; tail -3 "$OUT/prefill_${mode}_$n.log"; }
     echo "$mode $n: $(grep -oE 'prefill [0-9]+ tokens in [0-9.]+ s' "$OUT/prefill_${mode}_$n.log")"
   done
-done | tee "$OUT/prefill.log"
+done > >(tee "$OUT/prefill.log")  # the loop stays in this shell: its status counts
 if [ $PEER -eq 1 ]; then
   echo "== peer: transformers BF16 sdpa, one forward"
   (cd tools/device && PYTHONUNBUFFERED=1 python3 peer_prefill.py --lengths "$LENGTHS") \

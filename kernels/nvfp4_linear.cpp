@@ -171,8 +171,14 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
 }
 
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
-                                  const DeviceTraits& device, bool overlap) {
+                                  const DeviceTraits& device, bool overlap,
+                                  const Nvfp4DenseOption* dense) {
   Nvfp4LinearPlan plan;
+  if (dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
+      w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0) {
+    plan.dense = true;
+    return plan;
+  }
   // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
@@ -196,8 +202,12 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,
-                         cudaStream_t stream, bool overlap) {
-  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap);
+                         cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense) {
+  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap, dense);
+  if (plan.dense) {
+    return w4a16_dense_linear(x, m, w, residual, out, dense->scratch, stream,
+                              dense->max_rows_per_round);
+  }
   if (workspace == nullptr || workspace_bytes < nvfp4_linear_workspace_bytes(m, w.n)) {
     plan.splits = 1;
   }

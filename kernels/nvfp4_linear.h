@@ -81,8 +81,12 @@ struct Nvfp4LinearPlan {
 // candidate (null: not offered); taken for m >= dense->min_rows when its scratch holds at least
 // one 128-row weight group of this k.
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
-                                  const DeviceTraits& device, bool overlap = false,
-                                  const Nvfp4DenseOption* dense = nullptr);
+                                  const DeviceTraits& device, bool overlap,
+                                  const Nvfp4DenseOption* dense);
+// The same without the dense candidate. (Separate overloads rather than a default argument keep
+// the older entry points' symbols, which tools/gpu-check.sh's A/B builds link against.)
+Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const DeviceTraits& device, bool overlap = false);
 // The split count the planner would use with a given tile (benchmarks compare tiles with it).
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device);
@@ -102,7 +106,10 @@ inline std::size_t nvfp4_linear_workspace_bytes(std::int64_t m, std::int64_t n) 
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,
-                         cudaStream_t stream, bool overlap = false,
-                         const Nvfp4DenseOption* dense = nullptr);
+                         cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense);
+cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, float* workspace,
+                         std::size_t workspace_bytes, const DeviceTraits& device,
+                         cudaStream_t stream, bool overlap = false);
 
 }  // namespace nibble::kernels

@@ -1,6 +1,8 @@
 #include "kernels/nvfp4_linear.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace nibble::kernels {
 
@@ -20,8 +22,14 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
       cudaSuccess) {
     return err;
   }
-  return cudaDeviceGetAttribute(&traits->smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-                                device);
+  if ((err = cudaDeviceGetAttribute(&traits->smem_per_sm,
+                                    cudaDevAttrMaxSharedMemoryPerMultiprocessor, device)) !=
+      cudaSuccess) {
+    return err;
+  }
+  const char* wgmma = std::getenv("NIBBLE_W4A16_WGMMA");
+  traits->wgmma = w4a16_wgmma_supported() && (wgmma == nullptr || std::string(wgmma) != "0");
+  return cudaSuccess;
 }
 
 namespace {
@@ -118,11 +126,30 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
   return W4A16Tile::kM16Swap;
 }
 
+// A warpgroup-MMA tile for m >= kWgmmaMinRows rows where its grid gives every SM a block: 128 x
+// 256 (one per SM, ~164 FLOP per byte of x and weights) first, then 128 x 128 (two per SM);
+// false where neither fills the SMs (few weight groups at small m: the split-K tiles stay).
+bool wgmma_tile(std::int64_t m, std::int64_t n, const DeviceTraits& device, W4A16Tile* tile) {
+  if (!device.wgmma || m < kWgmmaMinRows) return false;
+  const std::int64_t groups = (n + kW4A16TileCols - 1) / kW4A16TileCols;
+  const std::int64_t row_tiles = (m + 127) / 128;
+  const std::int64_t sms = device.sm_count;
+  if ((groups + 1) / 2 * row_tiles >= sms) {
+    *tile = W4A16Tile::kWgmma128N256;
+    return true;
+  }
+  if (groups * row_tiles >= sms) {
+    *tile = W4A16Tile::kWgmma128;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
-  if (w4a16_is_slice(tile)) return 1;
+  if (w4a16_is_slice(tile) || w4a16_is_wgmma(tile)) return 1;  // K is never split
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
     // 8 or 4 when that leaves SMs idle.
@@ -174,6 +201,7 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
                                   const DeviceTraits& device, bool overlap,
                                   const Nvfp4DenseOption* dense) {
   Nvfp4LinearPlan plan;
+  if (m > 16 && wgmma_tile(m, n, device, &plan.tile)) return plan;  // splits 1, no overlap
   if (dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
       w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0) {
     plan.dense = true;

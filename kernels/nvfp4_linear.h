@@ -16,6 +16,9 @@
 //                     count) up to two waves; else 16-row swapped tiles (kM16Swap: x is the B
 //                     operand in two 8-row fragments, K split like kM8's);
 //                     kM8 and kM16Swap split K: >= 8 k tiles per split and >= 2 blocks per SM;
+//   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid fills the SMs once
+//                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256) where they give every SM
+//                     one, else 128 x 128 (kWgmma128, 2 per SM);
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles;
@@ -53,9 +56,16 @@ struct DeviceTraits {
   int sm_count = 1;
   int major = 0, minor = 0;
   int smem_per_sm = 0;  // bytes of shared memory per SM (0: not known, not a limit)
+  // The warpgroup-MMA tiles run here (w4a16_wgmma_supported()) and may be planned.
+  bool wgmma = false;
 };
-// Traits of the current device; cudaError_t from the runtime on failure.
+// Traits of the current device; cudaError_t from the runtime on failure. wgmma is on where
+// supported unless NIBBLE_W4A16_WGMMA=0 (to measure the mma.sync tiles against them).
 cudaError_t query_device_traits(DeviceTraits* traits);
+
+// Rows of x from which the warpgroup-MMA tiles are planned (with a grid of at least one block per
+// SM); predicted, not yet measured (PERF_NOTES v21).
+inline constexpr std::int64_t kWgmmaMinRows = 128;
 
 // Rows of x from which the dequantise-then-cuBLAS path is taken where the caller offers it. The
 // crossover predicted for H100 (PERF_NOTES v21: the pass over the weight costs about what cuBLAS
@@ -79,7 +89,7 @@ struct Nvfp4LinearPlan {
 // overlap: the caller allows programmatic dependent launch; the plan uses it only for tiles of up
 // to 16 rows (it made the 64- and 128-row grids slower). dense: the dequantise-then-cuBLAS
 // candidate (null: not offered); taken for m >= dense->min_rows when its scratch holds at least
-// one 128-row weight group of this k.
+// one 128-row weight group of this k, unless a warpgroup-MMA tile is planned (it comes first).
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
                                   const DeviceTraits& device, bool overlap,
                                   const Nvfp4DenseOption* dense);

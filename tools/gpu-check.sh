@@ -44,7 +44,7 @@ CXX_FLAGS=(-O2 -std=c++20 -I. -I/usr/local/cuda/include -Wall -Wextra -Wpedantic
 build_log="$OUT/build.log"
 : >"$build_log"
 objs=()
-for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemv.cu kernels/nvfp4/w4a16_slice.cu kernels/nvfp4/w4a16_dequant.cu; do
+for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemv.cu kernels/nvfp4/w4a16_slice.cu kernels/nvfp4/w4a16_dequant.cu kernels/nvfp4/w4a16_wgmma.cu; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   nvcc "${NVCC_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
@@ -81,7 +81,7 @@ grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    :
 [ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }
 
 # The W4A16 SASS (instruction mix of the main loops; see kernels/nvfp4/PERF_NOTES.md).
-for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemv.cu.o" "$BUILD/w4a16_slice.cu.o" "$BUILD/w4a16_dequant.cu.o"; do cuobjdump -sass "$o"; done >"$OUT/w4a16_sass.txt" 2>&1
+for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemv.cu.o" "$BUILD/w4a16_slice.cu.o" "$BUILD/w4a16_dequant.cu.o" "$BUILD/w4a16_wgmma.cu.o"; do cuobjdump -sass "$o"; done >"$OUT/w4a16_sass.txt" 2>&1
 python3 tools/sass/loop_sizes.py "$OUT/w4a16_sass.txt" >"$OUT/w4a16_loops.txt" 2>&1 || true
 
 step "W4A4 (sm_120a/121a): block-scaled FP4 mma in PTX and SASS"
@@ -127,7 +127,7 @@ fi
 
 if [ $NCU -eq 1 ]; then
   step "ncu (nibble-kernel-bench --profile --layers ${NCU_LAYERS:-gate_up,qkv} --ms ${NCU_MS:-1})"
-  timeout 200 ncu --set full --kernel-name regex:'w4a16|read_' \
+  timeout 200 ncu --set full --kernel-name regex:'w4a16|read_|wgmma' \
     "$BUILD/nibble-kernel-bench" --profile --layers "${NCU_LAYERS:-gate_up,qkv}" \
     --ms "${NCU_MS:-1}" >"$OUT/ncu.log" 2>&1
   echo "ncu rc $?"

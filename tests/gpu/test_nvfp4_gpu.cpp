@@ -320,6 +320,14 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
       variants.push_back({std::string(tname) + "/k-major/pdl", false, tile, 1, true, true});
     }
   }
+  // The warpgroup-MMA tiles (sm_90a), forced at every shape and M, both layouts.
+  if (kernels::w4a16_wgmma_supported()) {
+    for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kWgmma128, "wgmma128"},
+                               std::pair{kernels::W4A16Tile::kWgmma128N256, "wgmma128n256"}}) {
+      variants.push_back({tname, false, tile, 1});
+      variants.push_back({std::string(tname) + "/k-major", false, tile, 1, true});
+    }
+  }
   // Dequantise-then-cuBLAS, forced (from 1 row), in one round and in 128-row rounds; and the
   // dispatcher with the path offered at its default threshold.
   variants.push_back({"dense", true, kernels::W4A16Tile::kM16, 1, false, false, 1});
@@ -539,7 +547,8 @@ int run(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   kernels::DeviceTraits device;
   NIBBLE_CUDA_CHECK(kernels::query_device_traits(&device));
-  std::printf("device sm_%d%d, %d SMs\n", device.major, device.minor, device.sm_count);
+  std::printf("device sm_%d%d, %d SMs, wgmma tiles %s\n", device.major, device.minor,
+              device.sm_count, device.wgmma ? "planned" : "not planned");
 
   Results results;
   check_e2m1(results, quick || sampled_e2m1);

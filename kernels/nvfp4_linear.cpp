@@ -126,30 +126,54 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
   return W4A16Tile::kM16Swap;
 }
 
-// A warpgroup-MMA tile for m >= kWgmmaMinRows rows where its grid gives every SM a block: 128 x
-// 256 (one per SM, ~164 FLOP per byte of x and weights) first, then 128 x 128 (two per SM);
-// false where neither fills the SMs (few weight groups at small m: the split-K tiles stay).
-bool wgmma_tile(std::int64_t m, std::int64_t n, const DeviceTraits& device, W4A16Tile* tile) {
-  if (!device.wgmma || m < kWgmmaMinRows) return false;
+// A warpgroup-MMA tile and split count for m >= kWgmmaMinRows rows: of the 128 x 256 tile (one
+// block per SM, ~164 FLOP per byte of x and weights) and the 128 x 128 one (two per SM), the one
+// whose grid, split over K up to filling the SM slots once (each split keeping
+// >= kWgmmaMinSplitKTiles k steps, so that its partial-sum traffic stays well under its weight and
+// x traffic), fills its waves best; ties go to 128 x 256. False where neither reaches half: the
+// grid is too small for either.
+constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
+
+// The split count of a warpgroup-MMA tile (as above) and how full its waves are.
+int wgmma_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const DeviceTraits& device, double* fill) {
+  const std::int64_t groups_per_block = tile == W4A16Tile::kWgmma128N256 ? 2 : 1;
   const std::int64_t groups = (n + kW4A16TileCols - 1) / kW4A16TileCols;
-  const std::int64_t row_tiles = (m + 127) / 128;
-  const std::int64_t sms = device.sm_count;
-  if ((groups + 1) / 2 * row_tiles >= sms) {
-    *tile = W4A16Tile::kWgmma128N256;
-    return true;
+  const std::int64_t blocks =
+      (groups + groups_per_block - 1) / groups_per_block * ((m + 127) / 128);
+  const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
+  const std::int64_t splits =
+      std::max<std::int64_t>(1, std::min(slots / blocks, (k + 63) / 64 / kWgmmaMinSplitKTiles));
+  const std::int64_t launched = blocks * splits;
+  *fill = double(launched) / double((launched + slots - 1) / slots * slots);
+  return int(splits);
+}
+
+bool wgmma_tile(std::int64_t m, std::int64_t n, std::int64_t k, const DeviceTraits& device,
+                W4A16Tile* tile, int* splits) {
+  if (!device.wgmma || m < kWgmmaMinRows) return false;
+  double best_fill = 0.0;
+  for (W4A16Tile candidate : {W4A16Tile::kWgmma128N256, W4A16Tile::kWgmma128}) {
+    double fill = 0.0;
+    const int candidate_splits = wgmma_splits(candidate, m, n, k, device, &fill);
+    if (fill > best_fill) {
+      best_fill = fill;
+      *tile = candidate;
+      *splits = candidate_splits;
+    }
   }
-  if (groups * row_tiles >= sms) {
-    *tile = W4A16Tile::kWgmma128;
-    return true;
-  }
-  return false;
+  return best_fill >= 0.5;
 }
 
 }  // namespace
 
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
-  if (w4a16_is_slice(tile) || w4a16_is_wgmma(tile)) return 1;  // K is never split
+  if (w4a16_is_slice(tile)) return 1;
+  if (w4a16_is_wgmma(tile)) {
+    double fill = 0.0;
+    return wgmma_splits(tile, m, n, k, device, &fill);
+  }
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
     // 8 or 4 when that leaves SMs idle.
@@ -201,7 +225,7 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
                                   const DeviceTraits& device, bool overlap,
                                   const Nvfp4DenseOption* dense) {
   Nvfp4LinearPlan plan;
-  if (m > 16 && wgmma_tile(m, n, device, &plan.tile)) return plan;  // splits 1, no overlap
+  if (m > 16 && wgmma_tile(m, n, k, device, &plan.tile, &plan.splits)) return plan;  // no overlap
   if (dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
       w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0) {
     plan.dense = true;

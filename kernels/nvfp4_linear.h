@@ -16,9 +16,10 @@
 //                     count) up to two waves; else 16-row swapped tiles (kM16Swap: x is the B
 //                     operand in two 8-row fragments, K split like kM8's);
 //                     kM8 and kM16Swap split K: >= 8 k tiles per split and >= 2 blocks per SM;
-//   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid fills the SMs once
-//                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256) where they give every SM
-//                     one, else 128 x 128 (kWgmma128, 2 per SM);
+//   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid, split over K where it is
+//                     small, fills at least half of its waves' slots
+//                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256, one per SM) or 128 x 128
+//                     (kWgmma128, two per SM), whichever fills its waves better;
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles;

@@ -682,7 +682,9 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
   if (w4a16_is_slice(tile)) {
     return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
   }
-  if (w4a16_is_wgmma(tile)) return w4a16_wgmma_linear(x, m, w, residual, out, tile, stream);
+  if (w4a16_is_wgmma(tile)) {
+    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream);
+  }
   cudaError_t err = cudaErrorInvalidValue;
   with_tile_shape(tile, [&](auto shape) {
     err = launch<decltype(shape)>(x, m, w, residual, out, splits, workspace, stream, overlap);

@@ -37,7 +37,7 @@ inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
 // (w4a16_slice.cu); the Wide forms: the same slice with 8 warps per block (long K, few blocks per
 // SM); kWgmma128 / kWgmma128N256 (sm_90a only, w4a16_wgmma.cu): 128 rows of x x 128 / 256
 // weight rows per block on Hopper's warpgroup MMA with the dequantised weights as its register
-// operand, no split-K.
+// operand (split-K as the 64- and 128-row tiles).
 enum class W4A16Tile {
   kM8,
   kM16,
@@ -137,11 +137,12 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
   }
 }
 
-// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them. No workspace (K is
-// never split); cudaErrorNotSupported unless w4a16_wgmma_supported().
+// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits and workspace
+// as there; no overlap). cudaErrorNotSupported unless w4a16_wgmma_supported(); the other
+// arguments are already validated.
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               cudaStream_t stream);
+                               int splits, float* workspace, cudaStream_t stream);
 // The current device is sm_90 and the library holds the sm_90a image of the wgmma kernels.
 bool w4a16_wgmma_supported();
 int w4a16_wgmma_resident_blocks(W4A16Tile tile);

@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     wgmma_kernel(std::int64_t m, std::int64_t n, const std::uint8_t* __restrict__ tiles,
                  const std::uint8_t* __restrict__ scales, int tiles_k, W4A16Strides strides,
                  std::int64_t groups, float out_scale, const std::uint16_t* __restrict__ residual,
-                 std::uint16_t* __restrict__ out, const __grid_constant__ CUtensorMap x_map) {
+                 std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split,
+                 const __grid_constant__ CUtensorMap x_map) {
 #if defined(NIBBLE_HAVE_WGMMA)
   extern __shared__ __align__(128) std::uint8_t smem_raw[];
   __shared__ __align__(8) std::uint64_t stage_full[S::STAGES];
@@ -116,10 +117,14 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   const OutputTile tile = output_tile(kRasterBand);
   const std::int64_t m0 = std::int64_t(tile.row) * S::BMX, n0 = std::int64_t(tile.col) * S::BN;
   const std::int64_t w_stride = strides.kt * 4096;
-  const int nk = tiles_k;
+  // Split K (grid z): this block's k steps [kt_begin, kt_begin + nk).
+  const int kt_begin = int(blockIdx.z) * kt_per_split;
+  const int nk = tiles_k - kt_begin < kt_per_split ? tiles_k - kt_begin : kt_per_split;
 
-  // Thread 0 fills stage st with k step kt: the x box, each group's codes and scales, one barrier.
-  auto request = [&](int st, int kt) {
+  // Thread 0 fills stage st with this block's k step `local`: the x box, each group's codes and
+  // scales, one barrier.
+  auto request = [&](int st, int local) {
+    const int kt = kt_begin + local;
     const unsigned bar = bars + 8 * st, dst = smem_base + unsigned(st * S::STAGE_BYTES);
     tma::mbarrier_arrive_expect_bytes(bar, S::X_BYTES + S::W_BYTES + S::S_BYTES);
     tma::copy_box_2d(dst, &x_map, kt * 64, int(m0), bar);
@@ -224,17 +229,55 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     }
   }
   __syncthreads();
-  // Each pass writes one x row's BN outputs, 4 per thread.
+  // Each pass takes one x row's BN outputs, 4 per thread.
   constexpr int kItems = S::BN / 4;
   const int rows = int(m - m0 < S::BMX ? m - m0 : S::BMX);
   const bool vec = n % 4 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 7) == 0;
+  if (workspace != nullptr) {
+    // Split K: add the partial tile into the workspace (16-byte reds where n allows); the last
+    // block of this output tile then writes it out and leaves the workspace zero.
+    for (int idx = threadIdx.x; idx < rows * kItems; idx += S::THREADS) {
+      const int r = idx / kItems, c = (idx % kItems) * 4;
+      const std::int64_t row = m0 + r, col = n0 + c;
+      if (col >= n) continue;
+      const float4 v = *reinterpret_cast<const float4*>(staged + r * S::kOutStride + c);
+      float* at = workspace + row * n + col;
+      if (n % 4 == 0) {
+        atomicAdd(reinterpret_cast<float4*>(at),
+                  make_float4(v.x * out_scale, v.y * out_scale, v.z * out_scale, v.w * out_scale));
+      } else {
+        const float q[4] = {v.x, v.y, v.z, v.w};
+        for (int i = 0; i < 4 && col + i < n; ++i) atomicAdd(at + i, q[i] * out_scale);
+      }
+    }
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    unsigned* counter =
+        reinterpret_cast<unsigned*>(workspace + m * n) + tile.row * gridDim.x + tile.col;
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+  }
   for (int idx = threadIdx.x; idx < rows * kItems; idx += S::THREADS) {
     const int r = idx / kItems, c = (idx % kItems) * 4;
     const std::int64_t row = m0 + r, col = n0 + c;
     if (col >= n) continue;
-    const float4 v = *reinterpret_cast<const float4*>(staged + r * S::kOutStride + c);
-    float q[4] = {v.x * out_scale, v.y * out_scale, v.z * out_scale, v.w * out_scale};
     const int cols = n - col < 4 ? int(n - col) : 4;
+    float q[4];
+    if (workspace == nullptr) {
+      const float4 v = *reinterpret_cast<const float4*>(staged + r * S::kOutStride + c);
+      q[0] = v.x * out_scale, q[1] = v.y * out_scale, q[2] = v.z * out_scale,
+      q[3] = v.w * out_scale;
+    } else {
+      // The summed tile (already scaled); re-zeroed for the next call.
+      float* at = workspace + row * n + col;
+      for (int i = 0; i < 4; ++i) {
+        q[i] = i < cols ? __ldcg(at + i) : 0.0f;
+        if (i < cols) __stcg(at + i, 0.0f);
+      }
+    }
     std::uint16_t h[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -250,12 +293,16 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
       for (int i = 0; i < cols; ++i) out[row * n + col + i] = h[i];
     }
   }
+  if (workspace != nullptr && threadIdx.x == 0) {
+    *(reinterpret_cast<unsigned*>(workspace + m * n) + tile.row * gridDim.x + tile.col) = 0;
+  }
 #endif
 }
 
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
-                   const std::uint16_t* residual, std::uint16_t* out, cudaStream_t stream) {
+                   const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
+                   cudaStream_t stream) {
   static const cudaError_t attribute_err =
       cudaFuncSetAttribute(wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
   if (attribute_err != cudaSuccess) return attribute_err;
@@ -265,11 +312,17 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   CUtensorMap x_map{};
   const cudaError_t map_err = tma::cached_bf16_rows_map<S::BMX>(&x_map, x, m, w.k);
   if (map_err != cudaSuccess) return map_err;
+  // As the other tiles: whole k steps per split, no empty split.
+  if (splits < 1) splits = 1;
+  if (splits > tiles_k) splits = int(tiles_k);
+  const int kt_per_split = int((tiles_k + splits - 1) / splits);
+  splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
+  if (splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
   const std::int64_t groups = w.n_padded / 128;
-  const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles));
+  const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles), unsigned(splits));
   wgmma_kernel<S><<<grid, S::THREADS, S::SMEM, stream>>>(
       m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w), groups, w.global_factor * 1024.0f,
-      residual, out, x_map);
+      residual, out, splits > 1 ? workspace : nullptr, kt_per_split, x_map);
   return cudaGetLastError();
 }
 
@@ -299,14 +352,14 @@ int w4a16_wgmma_resident_blocks(W4A16Tile tile) {
 
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               cudaStream_t stream) {
+                               int splits, float* workspace, cudaStream_t stream) {
   if (!w4a16_wgmma_supported()) return cudaErrorNotSupported;
   if ((reinterpret_cast<std::uintptr_t>(x) & 15) != 0 || w.k % 8 != 0) return cudaErrorInvalidValue;
   switch (tile) {
     case W4A16Tile::kWgmma128:
-      return launch<Wgmma128>(x, m, w, residual, out, stream);
+      return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream);
     case W4A16Tile::kWgmma128N256:
-      return launch<Wgmma128N256>(x, m, w, residual, out, stream);
+      return launch<Wgmma128N256>(x, m, w, residual, out, splits, workspace, stream);
     default:
       return cudaErrorInvalidValue;
   }

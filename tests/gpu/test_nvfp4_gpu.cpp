@@ -320,12 +320,13 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
       variants.push_back({std::string(tname) + "/k-major/pdl", false, tile, 1, true, true});
     }
   }
-  // The warpgroup-MMA tiles (sm_90a), forced at every shape and M, both layouts.
+  // The warpgroup-MMA tiles (sm_90a), forced at every shape and M, both layouts, and split-K.
   if (kernels::w4a16_wgmma_supported()) {
     for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kWgmma128, "wgmma128"},
                                std::pair{kernels::W4A16Tile::kWgmma128N256, "wgmma128n256"}}) {
       variants.push_back({tname, false, tile, 1});
       variants.push_back({std::string(tname) + "/k-major", false, tile, 1, true});
+      variants.push_back({std::string(tname) + "/split3", false, tile, 3});
     }
   }
   // Dequantise-then-cuBLAS, forced (from 1 row), in one round and in 128-row rounds; and the

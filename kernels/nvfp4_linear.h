@@ -20,12 +20,14 @@
 //                     small, fills at least half of its waves' slots
 //                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256, one per SM) or 128 x 128
 //                     (kWgmma128, two per SM), whichever fills its waves better;
+//   M >= min_rows     (only where the caller passes an Nvfp4DenseOption) dequantise-then-cuBLAS
+//                     (w4a16_dense.h): the weight as BF16 into scratch, then a cuBLAS BF16 GEMM;
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
-//   otherwise         W4A16, 64-row tiles;
-//   M >= min_rows     (only where the caller passes an Nvfp4DenseOption) dequantise-then-cuBLAS
-//                     (w4a16_dense.h): the weight as BF16 into scratch, then a cuBLAS BF16 GEMM.
-// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits).
+//   otherwise         W4A16, 64-row tiles.
+// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits);
+// those of the wgmma tiles and the dense path are predictions until it measures them
+// (kernels/nvfp4/PERF_NOTES.md v21).
 // The decode kernel W4A16Tile::kGemv (weights straight to registers) is built and tested but not
 // chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape. So are the
 // regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24), and

@@ -348,9 +348,12 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
     const kernels::W4A16DeviceWeight& w = v.k_major ? weight_km : weight_gm;
     if (v.dispatcher) {
       kernels::Nvfp4DenseOption dense{dense_scratch, v.dense_min_rows, v.dense_rounds};
+      // Forcing the dense path (from 1 row) takes the wgmma tiles out of the plan: they come first.
+      kernels::DeviceTraits traits = device;
+      if (v.dense_min_rows == 1) traits.wgmma = false;
       NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
                                               dout.ptr, workspace.ptr,
-                                              workspace.count * sizeof(float), device, nullptr,
+                                              workspace.count * sizeof(float), traits, nullptr,
                                               v.overlap, v.dense_min_rows > 0 ? &dense : nullptr));
     } else {
       NIBBLE_CUDA_CHECK(kernels::w4a16_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,

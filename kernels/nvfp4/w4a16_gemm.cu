@@ -53,24 +53,6 @@ using ShapeM16Wide = TileShape<1, 4, 1, 4, 4, 4, false, 2>;  // 16 x 128, 8 warp
 using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;                // 64 x 128, 4 warps, 53 KB
 using ShapeM128 = TileShape<8, 4, 1, 4, 4, 2>;  // 128 x 128, 4 warps, 85 KB (GB10: <= 99 KB)
 
-// Which output tile a block computes. Blocks start roughly in launch order, so the order decides
-// what one wave of resident blocks reads: row-major over a wide layer (gate_up: 224 weight groups
-// per 128 rows of x) streams the whole weight matrix from DRAM once per wave. Bands of
-// kRasterBand row tiles, walked column by column, keep a wave on ~33 weight groups and ~8 x
-// tiles that L2 holds. A bijection for any grid; one row tile (small M) is the identity.
-constexpr int kRasterBand = 8;
-struct OutputTile {
-  unsigned row, col;
-};
-__device__ inline OutputTile output_tile(unsigned band) {
-  const unsigned cols = gridDim.x, rows = gridDim.y;
-  const unsigned linear = blockIdx.y * cols + blockIdx.x;
-  const unsigned first_row = linear / (band * cols) * band;
-  const unsigned band_rows = rows - first_row < band ? rows - first_row : band;
-  const unsigned within = linear - first_row * cols;
-  return {first_row + within % band_rows, within / band_rows};
-}
-
 // Issues one k step of the pipeline with a fixed, precomputed set of 16-byte cp.async per
 // thread (no per-step index arithmetic beyond a pointer bump): x rows [m0, m0 + BM) (`load_x`)
 // and the 128-row weight group's 4 KB of tiles + 512 B of scales (`load_weights`).
@@ -608,28 +590,6 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   if (threadIdx.x == 0) *counter = 0;
 }
 
-// The tensor map of x for the TMA tiles. Prefill calls the same x, m, k for several layers in a
-// row (q/k/v, gate/up of each layer read one normed x): the last map per thread is reused.
-template <class S>
-cudaError_t x_box_map(CUtensorMap* map, const std::uint16_t* x, std::int64_t m, std::int64_t k) {
-  struct Last {
-    const std::uint16_t* x = nullptr;
-    std::int64_t m = 0, k = 0;
-    CUtensorMap map{};
-  };
-  thread_local Last last;
-  if (last.x != x || last.m != m || last.k != k) {
-    const cudaError_t err = tma::encode_bf16_rows_map(&last.map, x, m, k, S::BM);
-    if (err != cudaSuccess) {
-      last.x = nullptr;
-      return err;
-    }
-    last.x = x, last.m = m, last.k = k;
-  }
-  *map = last.map;
-  return cudaSuccess;
-}
-
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
@@ -660,7 +620,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const float out_scale = w.global_factor * 1024.0f;
   CUtensorMap x_map{};
   if constexpr (S::TMA) {
-    const cudaError_t map_err = x_box_map<S>(&x_map, x, m, w.k);
+    const cudaError_t map_err = tma::cached_bf16_rows_map<S::BM>(&x_map, x, m, w.k);
     if (map_err != cudaSuccess) return map_err;
   }
   const dim3 grid(unsigned(w.n_padded / S::BN), unsigned((m + S::BM - 1) / S::BM),
@@ -702,6 +662,7 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
 
 int w4a16_resident_blocks(W4A16Tile tile) {
   if (w4a16_is_slice(tile)) return w4a16_slice_resident_blocks(tile);
+  if (w4a16_is_wgmma(tile)) return w4a16_wgmma_resident_blocks(tile);
   int blocks = kW4A16GemvBlocksPerSm;
   with_tile_shape(tile, [&](auto shape) { blocks = decltype(shape)::MIN_BLOCKS; });
   return blocks;
@@ -720,6 +681,9 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
   }
   if (w4a16_is_slice(tile)) {
     return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
+  }
+  if (w4a16_is_wgmma(tile)) {
+    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream);
   }
   cudaError_t err = cudaErrorInvalidValue;
   with_tile_shape(tile, [&](auto shape) {

@@ -262,6 +262,29 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Arch::Llama, 64, false, 0, false, true}),
     case_name);
 
+// A prefill long and wide enough that the linears take the large-M paths: on sm_90 gate_up (8192
+// x 1024, 64 weight groups) and down (split over K) run the warpgroup-MMA tiles at M = 520 (see
+// kernels/nvfp4_linear.h), elsewhere the 64/128-row mma.sync tiles. One layer keeps the FP32 CPU
+// reference to a few seconds.
+TEST(CudaBackend, LargePrefillMatchesTheCpu) {
+  ModelConfig c = gpu_config(Arch::Llama, 128);
+  c.hidden_size = 1024;
+  c.intermediate_size = 4096;
+  c.num_layers = 1;
+  const Case p{Arch::Llama, 128, true};
+  Pair b = make_pair(c, true);
+  std::mt19937 rng(std::uint32_t(g_seed) + 3);
+  const int prompt_len = std::uniform_int_distribution<int>(513, 600)(rng);
+  const auto prompt = random_tokens(rng, prompt_len, c.vocab_size);
+  auto cs = b.cpu->new_sequence(1024), gs = b.gpu->new_sequence(1024);
+  std::vector<float> cl(std::size_t(c.vocab_size)), gl(cl.size());
+  b.cpu->forward(*cs, prompt, cl);
+  b.gpu->forward(*gs, prompt, gl);
+  Errors errors;
+  errors.add(relative_l2(gl, cl));
+  errors.check(p, ("prompt " + std::to_string(prompt_len) + ", hidden 1024").c_str());
+}
+
 TEST(CudaBackend, BadCallsThrowAndChangeNothing) {
   const ModelConfig c = gpu_config(Arch::Qwen3, 64);
   Pair b = make_pair(c, false);

@@ -3,7 +3,8 @@
 # a Llama-3.1-8B-shaped NVFP4 model (random weights) behind `nibble-engine serve`, measured with
 # nibble-bench at 512 in / 128 out (concurrency 32 and 64) and 8,192 in / 256 out (concurrency 8),
 # for the current build and, when carried, .device-carry/bin/nibble-engine-base (an older build:
-# an A/B in one call). Extra serve flags: SERVE_ARGS. Logs go to $OUT.
+# an A/B in one call). Extra serve flags: SERVE_ARGS. VARIANTS="name:flags;name:flags" serves the
+# current build once per variant instead (e.g. --max-num-batched-tokens choices). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -19,11 +20,20 @@ if [ ! -f "$work/llama8b/config.json" ]; then
     --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
     >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
 fi
-engines=(nibble-engine); [ -x "$bin/nibble-engine-base" ] && engines+=(nibble-engine-base)
-for engine in "${engines[@]}"; do
+# Runs: "label|binary|flags".
+runs=("nibble-engine|nibble-engine|")
+[ -x "$bin/nibble-engine-base" ] && runs+=("nibble-engine-base|nibble-engine-base|")
+if [ -n "${VARIANTS:-}" ]; then
+  runs=()
+  IFS=';' read -r -a variants <<<"$VARIANTS"
+  for v in "${variants[@]}"; do runs+=("${v%%:*}|nibble-engine|${v#*:}"); done
+fi
+for spec in "${runs[@]}"; do
+  IFS='|' read -r engine binary flags <<<"$spec"
   log=$OUT/serve_$engine.log
-  "$bin/$engine" serve --model "$work/llama8b" --port 8400 --max-model-len 10240 \
-    --max-num-seqs 64 ${SERVE_ARGS:-} >"$log" 2>&1 &
+  # shellcheck disable=SC2086  # flags are words
+  "$bin/$binary" serve --model "$work/llama8b" --port 8400 --max-model-len 10240 \
+    --max-num-seqs 64 ${SERVE_ARGS:-} $flags >"$log" 2>&1 &
   pid=$!
   ok=0
   for _ in $(seq 1 600); do

@@ -225,9 +225,18 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
                                   const DeviceTraits& device, bool overlap,
                                   const Nvfp4DenseOption* dense) {
   Nvfp4LinearPlan plan;
+  const bool dense_ok =
+      dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
+      w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0;
+  // Measured on an H200 (docs/performance.md, 2026-11-26, Llama-3.1-8B layers): the dense path
+  // beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192 and on the narrow ones (qkv,
+  // o) from M = 256; the wgmma tiles win gate_up and down at M = 256.
+  if (dense_ok && (m >= kNvfp4DenseAllRows || n * k <= kNvfp4DenseNarrowWeights)) {
+    plan.dense = true;
+    return plan;
+  }
   if (m > 16 && wgmma_tile(m, n, k, device, &plan.tile, &plan.splits)) return plan;  // no overlap
-  if (dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
-      w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0) {
+  if (dense_ok) {
     plan.dense = true;
     return plan;
   }

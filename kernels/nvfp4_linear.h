@@ -16,6 +16,8 @@
 //                     count) up to two waves; else 16-row swapped tiles (kM16Swap: x is the B
 //                     operand in two 8-row fragments, K split like kM8's);
 //                     kM8 and kM16Swap split K: >= 8 k tiles per split and >= 2 blocks per SM;
+//   M >= 1024, or M >= 256 for layers of <= 32 M weights (only where the caller passes an
+//                     Nvfp4DenseOption) dequantise-then-cuBLAS, measured faster there on H200;
 //   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid, split over K where it is
 //                     small, fills at least half of its waves' slots
 //                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256, one per SM) or 128 x 128
@@ -75,6 +77,12 @@ inline constexpr std::int64_t kWgmmaMinRows = 128;
 // gains over the 64/128-row tiles at ~250 rows) until nibble-kernel-bench's "dense" column
 // measures it; NIBBLE_W4A16_DENSE_MIN_ROWS overrides it in the engine and the benchmark.
 inline constexpr std::int64_t kNvfp4DenseMinRows = 256;
+// Where the dense path (when offered) comes before the warpgroup-MMA tiles: from this many rows
+// for every layer (measured better at 2048 and 8192, not between 256 and 2048: 1024 is a guess
+// in between), and for layers of at most this many weights from kNvfp4DenseMinRows (qkv and o of
+// Llama-3.1-8B, 25 M and 17 M weights, measured better at 256).
+inline constexpr std::int64_t kNvfp4DenseAllRows = 1024;
+inline constexpr std::int64_t kNvfp4DenseNarrowWeights = std::int64_t(32) << 20;
 
 // The dequantise-then-cuBLAS candidate, offered by a caller that holds its scratch.
 struct Nvfp4DenseOption {

@@ -145,7 +145,8 @@ class CudaBackend : public Backend {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     m_ = cuda::upload_model(std::move(weights));
     const auto& c = m_.config;
-    linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4);
+    linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4,
+                                                    m_.largest_nvfp4);
     shape_ = {c.num_heads, c.num_kv_heads, c.head_dim};
     rows_per_tile_ = kernels::attention_rows_per_tile(shape_);
     timer_ = std::make_unique<cuda::StepTimer>(stream_);

@@ -50,14 +50,19 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
   return j;
 }
 
-// Uploads and keeps the tallies (bytes, widest NVFP4 layer) of what it uploaded.
+// Uploads and keeps the tallies (bytes, widest and largest NVFP4 layer) of what it uploaded.
 struct Uploader {
   std::size_t bytes = 0;
   std::int64_t widest_nvfp4 = 0;
+  std::size_t largest_nvfp4 = 0;
 
   DeviceLinear linear(model::Linear& host) {
     DeviceLinear d = upload_linear(host);
-    if (d.nvfp4) widest_nvfp4 = std::max(widest_nvfp4, d.n);
+    if (d.nvfp4) {
+      widest_nvfp4 = std::max(widest_nvfp4, d.n);
+      largest_nvfp4 =
+          std::max(largest_nvfp4, std::size_t(d.weight.n_padded) * std::size_t(d.weight.k_padded));
+    }
     bytes += d.tiles.size() + d.scales.size() + d.dense.size() * 2 + d.bias.size() * 4;
     return d;
   }
@@ -152,6 +157,7 @@ DeviceModel upload_model(model::ModelWeights w) {
     std::lock_guard lock(mu);
     up.bytes += mine.bytes;
     up.widest_nvfp4 = std::max(up.widest_nvfp4, mine.widest_nvfp4);
+    up.largest_nvfp4 = std::max(up.largest_nvfp4, mine.largest_nvfp4);
   };
   const int threads = std::max(1, std::min({int(std::thread::hardware_concurrency()), layers, 16}));
   std::vector<std::thread> pool;
@@ -164,6 +170,7 @@ DeviceModel upload_model(model::ModelWeights w) {
   m.lm_head = up.linear(w.lm_head);
   m.bytes = up.bytes;
   m.widest_nvfp4 = up.widest_nvfp4;
+  m.largest_nvfp4 = up.largest_nvfp4;
   spdlog::info("cuda backend: {} MiB of weights on the device in {:.1f} s", m.bytes >> 20,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return m;

@@ -40,6 +40,7 @@ struct DeviceModel {
   DeviceLinear lm_head;
   DeviceBuffer<double> inv_freq;  // [head_dim / 2]
   std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
+  std::size_t largest_nvfp4 = 0;  // most (padded) weights of one NVFP4 Linear (dense scratch)
   std::size_t bytes = 0;          // device memory the weights take
 };
 

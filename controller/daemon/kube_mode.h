@@ -22,6 +22,10 @@ class KubeMode {
   KubeMode(const ControllerOptions& options, store::RecipeStore& store);
   reconcile::ReplicaBackend& backend() { return *backend_; }
   void status_changed(const RecipeStatus& status) { controller_->status_changed(status); }
+  // The autoscaler's count, written through the ModelRecipe's scale subresource.
+  void publish_replicas(const std::string& recipe, int replicas) {
+    controller_->write_scale(recipe, replicas);
+  }
   // `lead` runs the reconcile loop while this replica leads.
   void start(std::function<void(const std::atomic<bool>&)> lead, std::function<void()> wake) {
     controller_->start(std::move(lead), std::move(wake));

@@ -225,9 +225,32 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
   st.desired_replicas = decision.desired;
   st.autoscaler = decision.reason;
 
+  // Where the cluster holds the count, the replicas run what the spec says (the autoscaler's
+  // last published decision, or what kubectl scale wrote while it is off), and a new decision
+  // goes through the same field, so there is one source of truth for every writer.
+  int replicas = decision.desired;
+  if (config_.publish_replicas && r.autoscaling.enabled) {
+    replicas = r.replicas.desired ? std::clamp(*r.replicas.desired, r.replicas.min, r.replicas.max)
+                                  : r.replicas.min;
+    if (r.replicas.desired != decision.desired) {
+      try {
+        config_.publish_replicas(r.name, decision.desired);
+        spdlog::info("autoscaler {}: published {} replicas (spec.replicas.desired was {})", r.name,
+                     decision.desired,
+                     r.replicas.desired ? std::to_string(*r.replicas.desired) : "unset");
+      } catch (const std::exception& e) {
+        metrics_.reconcile_errors.labels({r.name}).inc();
+        spdlog::error("autoscaler {}: cannot publish {} replicas: {}", r.name, decision.desired,
+                      e.what());
+        facts.reconcile_error =
+            "cannot write " + std::to_string(decision.desired) + " replicas: " + e.what();
+      }
+    }
+  }
+
   const bool model_ready = model.state == ResolvedModel::State::kReady;
   const reconcile::RecipeObservation observed = backend_.sync(
-      {r, running.spec_hash, running.generation, decision.desired, !model_ready, model.dir}, now);
+      {r, running.spec_hash, running.generation, replicas, !model_ready, model.dir}, now);
   if (observed.restarted > 0)
     metrics_.replica_restarts.labels({r.name}).inc(double(observed.restarted));
 

@@ -86,13 +86,13 @@ using Renderer =
 // One nibble-controller replica in Kubernetes mode, wired as the daemon wires it.
 struct ControllerReplica {
   ControllerReplica(const std::string& server, const std::string& agent, bool leader_elect,
-                    Renderer renderer = render)
+                    Renderer renderer = render, PodReading pods = {})
       : client(KubeConfig{server},
                KubeClientOptions{std::chrono::seconds(2), std::chrono::seconds(5), agent}),
         store(dir.path()),
         controller(client, store, controller_config(agent, leader_elect)),
         backend(client, controller.deployments(), controller.pods(),
-                backend_config(std::move(renderer))),
+                backend_config(std::move(renderer), std::move(pods))),
         models(dir.path() / "cache", {}),
         loop(loop_config(), store, backend, models, routes, registry,
              [this](const std::string& recipe) {
@@ -115,7 +115,7 @@ struct ControllerReplica {
     c.pod_selector = pod_selector;  // as the daemon wires it
     return c;
   }
-  KubeReplicaBackendConfig backend_config(Renderer renderer) {
+  KubeReplicaBackendConfig backend_config(Renderer renderer, PodReading pods) {
     KubeReplicaBackendConfig c;
     c.namespace_name = "ns";
     c.render = std::move(renderer);
@@ -125,6 +125,7 @@ struct ControllerReplica {
       controller.record_event(o, type, reason, message);
     };
     c.retry_pause = milliseconds(5);
+    c.pods = std::move(pods);
     return c;
   }
   controller::ControllerLoopConfig loop_config() {

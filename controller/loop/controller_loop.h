@@ -102,6 +102,12 @@ class ControllerLoop {
 
   std::map<std::string, Running> running_;  // by recipe name
   std::map<std::string, autoscaler::ScaleState> scale_;
+  struct Published {  // a count written through publish_replicas, not yet back in the spec
+    int replicas = 0;
+    std::optional<int> spec_then;  // spec.replicas.desired when it was written
+    reconcile::Clock::time_point at;
+  };
+  std::map<std::string, Published> published_;
   std::map<std::string, std::string> last_written_;  // status JSON as written, by name
 
   mutable std::mutex mutex_;  // guards statuses_ and wake_

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "controller/daemon/controller_options.h"
+#include "controller/kube/engine_keys.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/kube_controller.h"
 #include "controller/kube/kube_replica_backend.h"
@@ -37,6 +38,7 @@ class KubeMode {
   kube::RenderOptions render_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<kube::KubeController> controller_;
+  std::unique_ptr<kube::EngineKeys> engine_keys_;
   std::unique_ptr<kube::KubeReplicaBackend> backend_;
 };
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "controller/kube/engine_keys.h"
 #include "controller/kube/kube_controller.h"
 #include "controller/kube/kube_replica_backend.h"
 #include "controller/kube/recipe_objects.h"
@@ -91,6 +92,7 @@ struct ControllerReplica {
                KubeClientOptions{std::chrono::seconds(2), std::chrono::seconds(5), agent}),
         store(dir.path()),
         controller(client, store, controller_config(agent, leader_elect)),
+        engine_keys(client, "ns"),
         backend(client, controller.deployments(), controller.pods(),
                 backend_config(std::move(renderer), std::move(pods))),
         models(dir.path() / "cache", {}),
@@ -126,6 +128,13 @@ struct ControllerReplica {
     };
     c.retry_pause = milliseconds(5);
     c.pods = std::move(pods);
+    c.engine_key = [this](const std::string& recipe) { return engine_keys.key_for("ns", recipe); };
+    c.key_secret = [](const reconcile::DesiredState& d, const RecipeOwner& owner,
+                      const std::string& key) {
+      RenderOptions options;
+      options.namespace_name = owner.namespace_name;
+      return engine_key_secret(d.recipe, key, Owner{owner.uid}, options);
+    };
     return c;
   }
   controller::ControllerLoopConfig loop_config() {
@@ -152,6 +161,7 @@ struct ControllerReplica {
   KubeClient client;
   store::RecipeStore store;
   KubeController controller;
+  EngineKeys engine_keys;
   KubeReplicaBackend backend;
   controller::ModelResolver models;
   router::RouteTable routes;

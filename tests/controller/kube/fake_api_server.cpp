@@ -554,13 +554,14 @@ std::vector<FakeApiServer::Access> FakeApiServer::accesses_locked(
   } else {
     a.verb = req.method;
   }
+  if (a.verb != "create") a.name = route.name;
   std::vector<Access> out{a};
   // The API server authorizes a server-side apply that creates the object as a create too.
   if (a.verb == "patch" && route.subresource.empty() &&
       req.get_header_value("Content-Type") == "application/apply-patch+yaml") {
     const auto bucket = objects_.find(route.type_key);
     if (bucket == objects_.end() || !bucket->second.contains(key(route.ns, route.name)))
-      out.push_back({a.group, a.resource, "create"});
+      out.push_back({a.group, a.resource, "create", ""});
   }
   return out;
 }

@@ -92,8 +92,10 @@ class FakeApiServer {
   // server-side apply that creates the object needs create as well as patch. With an authorizer
   // set, a request needing an access it refuses is answered 403 Forbidden. Every access asked
   // for, refused or not, is recorded with the client's User-Agent.
+  // `name`: the object a request on one object names (get, update, patch, delete), which RBAC
+  // rules with resourceNames match; "" for collections and creates.
   struct Access {
-    std::string group, resource, verb;
+    std::string group, resource, verb, name;
     auto operator<=>(const Access&) const = default;
   };
   using Authorizer = std::function<bool(const Access&, const std::string& user_agent)>;

@@ -22,11 +22,18 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 // An engine stand-in on loopback: every pod's IP is 127.0.0.1 and the backend reads its port.
+// Like an engine started with --api-key-file, it answers only requests carrying its key.
 class EngineStandIn {
  public:
   EngineStandIn() {
     server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
                                                 httplib::Response& res) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (key_.empty() || req.get_header_value("Authorization") != "Bearer " + key_) {
+        ++refused;
+        res.status = 401;
+        return;
+      }
       ++requests;
       res.set_content(Json{{"object", "chat.completion"}, {"echo", Json::parse(req.body)}}.dump(),
                       "application/json");
@@ -39,10 +46,16 @@ class EngineStandIn {
     server_.stop();
     thread_.join();
   }
+  void set_key(const std::string& key) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    key_ = key;
+  }
   int port = 0;
-  std::atomic<int> requests{0};
+  std::atomic<int> requests{0}, refused{0};
 
  private:
+  std::mutex mutex_;
+  std::string key_;
   httplib::Server server_;
   std::thread thread_;
 };
@@ -81,7 +94,15 @@ struct Cluster {
     router->stop();
     replica.reset();
   }
-  void start() { replica->start(); }
+  // The engines read their key from the Secret the controller created for the recipe.
+  void start(const std::string& recipe) {
+    replica->start();
+    EXPECT_TRUE(eventually([&] {
+      const auto secret = server.object("/api/v1/secrets", "ns", recipe + "-engine-key");
+      if (secret) engine.set_key((*secret)["stringData"]["api-key"]);
+      return secret.has_value();
+    }));
+  }
   // Scaled to zero and routed: requests for it will be held.
   bool at_zero(const std::string& name) {
     return eventually([&] {
@@ -114,7 +135,7 @@ struct Cluster {
 TEST(KubeScaleFromZero, HeldRequestGoesThroughOnceTheScaleSubresourceBroughtAReadyPod) {
   Cluster c(std::chrono::seconds(15));
   c.server.put_object(kRecipesPath, zero_recipe("z"));
-  c.start();
+  c.start("z");
   ASSERT_TRUE(c.at_zero("z")) << get(c.server, kRecipesPath, "z")->dump();
   EXPECT_EQ(c.kubelet.pods_created(), 0);
   const int scale_writes = c.server.count_requests("PUT", "/modelrecipes/z/scale");
@@ -126,6 +147,7 @@ TEST(KubeScaleFromZero, HeldRequestGoesThroughOnceTheScaleSubresourceBroughtARea
   EXPECT_EQ(answer->status, 200) << answer->body;
   EXPECT_EQ(Json::parse(answer->body)["echo"]["model"], "z-model");
   EXPECT_EQ(c.engine.requests.load(), 1);
+  EXPECT_EQ(c.engine.refused.load(), 0);  // the router sent the engine's key
   // It waited for the pod to turn ready, not for a resync.
   EXPECT_GE(waited, milliseconds(300));
   EXPECT_LT(waited, std::chrono::seconds(5));
@@ -145,7 +167,7 @@ TEST(KubeScaleFromZero, HeldRequestIsAnswered503WithRetryAfterWhenNoPodTurnsRead
   Cluster c(std::chrono::seconds(1));
   c.kubelet.hold_readiness("slow", true);  // an engine that never finishes loading
   c.server.put_object(kRecipesPath, zero_recipe("slow"));
-  c.start();
+  c.start("slow");
   ASSERT_TRUE(c.at_zero("slow"));
 
   const auto sent = Clock::now();

@@ -15,6 +15,7 @@
 #include "controller/kube/resource_path.h"
 #include "controller/loop/controller_loop.h"
 #include "metrics/registry.h"
+#include "tests/controller/kube/eventually.h"
 #include "tests/controller/kube/fake_api_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -69,16 +70,6 @@ inline Json recipe(const std::string& name, int max_num_seqs = 64) {
            {{"model", {{"source", "file:///models/" + name}}},
             {"engine", {{"maxNumSeqs", max_num_seqs}}},
             {"replicas", {{"min", 1}, {"max", 1}}}}}};
-}
-
-template <typename Pred>
-bool eventually(Pred pred, milliseconds limit = milliseconds(8000)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return pred();
 }
 
 using Renderer =

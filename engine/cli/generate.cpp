@@ -30,6 +30,7 @@ then a summary line with all tokens and timings.
   --device D        auto (default: the GPU when there is one), cpu or cuda
   --quantization Q  none (default) or nvfp4: quantize a dense model's projections while loading
   --enforce-eager   no CUDA graphs for decode steps (to compare against them)
+  --warmup          run the prompt once untimed first (one-time set-up out of the timings)
 )";
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
@@ -58,7 +59,7 @@ int run_generate(const Args& args) {
   std::string model_dir, prompt, device = "auto";
   std::string quantization = "none";
   int max_tokens = 16, top_k = 5, threads = 0;
-  bool enforce_eager = false;
+  bool enforce_eager = false, warmup = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -67,6 +68,10 @@ int run_generate(const Args& args) {
     }
     if (a == "--enforce-eager") {
       enforce_eager = true;
+      continue;
+    }
+    if (a == "--warmup") {
+      warmup = true;
       continue;
     }
     if (i + 1 >= args.size()) {
@@ -112,6 +117,9 @@ int run_generate(const Args& args) {
                  model::quantize_weights_nvfp4(weights));
   auto backend = backend::make_backend(device, std::move(weights), threads);
   if (enforce_eager) backend->set_decode_graphs(false);
+  if (warmup)
+    (void)backend::greedy_decode(*backend, ids, std::min(max_tokens, 2), 0,
+                                 [](int, const backend::StepLogits&, const std::vector<float>&) {});
   std::vector<std::int32_t> tokens;
   auto trace = backend::greedy_decode(
       *backend, ids, max_tokens, top_k,

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
+#include "kernels/attention/flash_prefill.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/dependent_launch.cuh"
 
@@ -280,13 +283,17 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // grid: (tiles, kv heads, splits); G query heads per KV head, DL = head_dim / 32 values per lane.
+// In a mixed step (only_single_rows) it takes the tiles of one row and leaves the others to the
+// flash kernel.
 template <int G, int DL>
-__global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(PagedAttentionArgs a) {
+__global__ void __launch_bounds__(kDecodeWarps * 32)
+    paged_decode_kernel(PagedAttentionArgs a, bool only_single_rows) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
   constexpr int D = DL * 32;
   using Vec = typename LaneVector<DL>::type;
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const AttentionTile tile = a.tiles[blockIdx.x];
+  if (only_single_rows && tile.rows != 1) return;
   const std::int32_t* table = a.block_tables + tile.table_offset;
   const int keys = tile.position0 + 1, splits = gridDim.z;
   const int per = (keys + splits - 1) / splits;
@@ -398,7 +405,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(PagedAt
   }
 }
 
-using DecodeKernel = void (*)(PagedAttentionArgs);
+using DecodeKernel = void (*)(PagedAttentionArgs, bool);
 
 template <int DL>
 DecodeKernel decode_kernel_for_group(int group) {
@@ -437,10 +444,21 @@ std::size_t smem_bytes(const AttentionShape& s, const Plan& plan) {
          4 * std::size_t(kKeys) * std::size_t(row_stride(s.head_dim)) * sizeof(std::uint32_t);
 }
 
+// NIBBLE_FLASH_ATTENTION=0 sends prefill and mixed steps to the tile kernel (A/B measurements).
+bool flash_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("NIBBLE_FLASH_ATTENTION");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 }  // namespace
 
 int attention_rows_per_tile(const AttentionShape& shape) {
-  return plan_for(shape).rows_per_tile;
+  return flash_enabled() && detail::flash_prefill_supported(shape)
+             ? detail::flash_prefill_rows_per_tile(shape)
+             : plan_for(shape).rows_per_tile;
 }
 
 int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_position,
@@ -485,11 +503,19 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (a.workspace == nullptr ||
       a.workspace_floats < paged_attention_workspace_floats(s, a.rows, splits))
     splits = 1;
-  // A step of decodes only (one row per tile) takes the decode kernel where the shape has one.
-  const DecodeKernel decode = a.num_tiles == a.rows ? decode_kernel_for(s) : nullptr;
-  if (decode != nullptr) {
-    const dim3 grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
-    decode<<<grid, kDecodeWarps * 32, 0, stream>>>(a);
+  // A step of decodes only (one row per tile) takes the decode kernel where the shape has one;
+  // other steps the flash kernel where the shape has one (the decode kernel taking their tiles of
+  // one row), else the tile kernel.
+  const DecodeKernel decode = decode_kernel_for(s);
+  const bool decode_only = a.num_tiles == a.rows;
+  const dim3 decode_grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
+  if (decode != nullptr && decode_only) {
+    decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, false);
+  } else if (flash_enabled() && detail::flash_prefill_supported(s)) {
+    const bool mixed = decode != nullptr && a.decode_tiles != 0;
+    const cudaError_t err = detail::flash_prefill(a, splits, mixed, stream);
+    if (err != cudaSuccess) return err;
+    if (mixed) decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, true);
   } else {
     const dim3 grid(unsigned(a.num_tiles), unsigned(s.kv_heads * plan.head_parts),
                     unsigned(splits));

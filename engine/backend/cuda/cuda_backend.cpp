@@ -107,6 +107,7 @@ struct StepInputs {
   const kernels::AttentionTile* tiles = nullptr;
   const std::int32_t* block_tables = nullptr;
   const std::int32_t* logit_rows = nullptr;
+  int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
 };
 
 constexpr std::int64_t kMaxSplitRows = 256;  // split-K workspace: rows of partial sums
@@ -275,6 +276,9 @@ class CudaBackend : public Backend {
     in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + packed.tiles);
     in.block_tables = reinterpret_cast<const std::int32_t*>(meta + packed.block_tables);
     in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + packed.logit_rows);
+    in.decode_tiles =
+        int(std::count_if(layout.tiles.begin(), layout.tiles.end(),
+                          [](const kernels::AttentionTile& t) { return t.rows == 1; }));
     timer_->mark("start");
     enqueue_forward(cache, T, R, in, num_tiles, splits, true);
     if (R > 0) logits_to_host(items);
@@ -456,6 +460,7 @@ class CudaBackend : public Backend {
     attention.splits = splits;
     attention.workspace = attention_work_.get();
     attention.workspace_floats = attention_work_.size();
+    attention.decode_tiles = in.decode_tiles;
 
     for (int l = 0; l < c.num_layers; ++l) {
       const cuda::DeviceLayer& w = m_.layers[std::size_t(l)];

@@ -17,13 +17,12 @@ __device__ inline bool ranks_above(float v, int e, float cv, int ce) {
   return v > cv || (v == cv && e < ce);
 }
 
-__global__ void __launch_bounds__(32 * kRouteWarps)
-    top_k_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                 bool norm_topk_prob, std::int32_t* __restrict__ expert,
-                 float* __restrict__ weight) {
+// One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
+// shared_expert[t k + j] when given). Every lane of the warp calls it.
+__device__ inline void route_token(const float* __restrict__ logits, int t, int experts, int k,
+                                   bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                                   float* __restrict__ weight, int* shared_expert) {
   const int lane = threadIdx.x % 32;
-  const int t = blockIdx.x * kRouteWarps + threadIdx.x / 32;
-  if (t >= tokens) return;  // whole warps: the shuffles below see full warps
   const float* row = logits + std::int64_t(t) * experts;
   float p[kPerLane];
   float max = -FLT_MAX;
@@ -87,7 +86,17 @@ __global__ void __launch_bounds__(32 * kRouteWarps)
   if (lane < k) {
     expert[std::int64_t(t) * k + lane] = mine_e;
     weight[std::int64_t(t) * k + lane] = norm_topk_prob ? mine_v / picked : mine_v;
+    if (shared_expert != nullptr) shared_expert[t * k + lane] = mine_e;
   }
+}
+
+__global__ void __launch_bounds__(32 * kRouteWarps)
+    top_k_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
+                 bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                 float* __restrict__ weight) {
+  const int t = blockIdx.x * kRouteWarps + threadIdx.x / 32;
+  if (t >= tokens) return;  // whole warps: the shuffles in route_token see full warps
+  route_token(logits, t, experts, k, norm_topk_prob, expert, weight, nullptr);
 }
 
 // counts[e] = routed rows of expert e (block e).
@@ -179,6 +188,89 @@ __global__ void __launch_bounds__(kPlaceThreads)
   }
 }
 
+// Small steps (decode): everything in one block of 32 warps, one launch instead of three. The
+// routed picks stay in shared memory; counts by shared-memory atomics (integer sums: any order
+// gives the same counts); offsets and first row blocks by one warp's scan; then warp w places the
+// rows of experts w, w + 32, ... with the same ballot scan in (token, pick) order as place_kernel,
+// so the results are those of the three-kernel path.
+constexpr int kOneBlockWarps = 32;
+constexpr int kOneBlockMaxRouted = 1024;  // routed rows; ballot passes per warp: E / 32 x 32
+
+__global__ void __launch_bounds__(32 * kOneBlockWarps)
+    route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
+                           bool norm_topk_prob, int block_rows, int max_blocks,
+                           std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                           std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+                           std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+                           MoeRowBlock* __restrict__ blocks) {
+  __shared__ int picks[kOneBlockMaxRouted];
+  __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
+  __shared__ int total_blocks;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int routed = tokens * k;
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) count_s[e] = 0;
+  for (int t = warp; t < tokens; t += kOneBlockWarps)
+    route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
+  __syncthreads();
+  for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
+  __syncthreads();
+  if (warp == 0) {  // exclusive scans of the counts and of the row blocks, 32 experts a pass
+    int carry = 0, carry_blocks = 0;
+    for (int base = 0; base < experts; base += 32) {
+      const int e = base + lane;
+      const int c = e < experts ? count_s[e] : 0;
+      const int b = (c + block_rows - 1) / block_rows;
+      int sum = c, sum_blocks = b;
+#pragma unroll
+      for (int o = 1; o < 32; o *= 2) {
+        const int up = __shfl_up_sync(0xFFFFFFFFu, sum, o);
+        const int up_blocks = __shfl_up_sync(0xFFFFFFFFu, sum_blocks, o);
+        if (lane >= o) {
+          sum += up;
+          sum_blocks += up_blocks;
+        }
+      }
+      if (e < experts) {
+        offset_s[e] = carry + sum - c;
+        first_block_s[e] = carry_blocks + sum_blocks - b;
+      }
+      carry += __shfl_sync(0xFFFFFFFFu, sum, 31);
+      carry_blocks += __shfl_sync(0xFFFFFFFFu, sum_blocks, 31);
+    }
+    if (lane == 0) {
+      offsets[experts] = carry;
+      total_blocks = carry_blocks;
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) {
+    counts[e] = count_s[e];
+    offsets[e] = offset_s[e];
+    const int end = offset_s[e] + count_s[e];
+    for (int b = 0, begin = offset_s[e]; begin < end; ++b, begin += block_rows)
+      blocks[first_block_s[e] + b] =
+          MoeRowBlock{e, begin, begin + block_rows < end ? begin + block_rows : end};
+  }
+  for (int b = total_blocks + threadIdx.x; b < max_blocks; b += blockDim.x)
+    blocks[b] = MoeRowBlock{-1, 0, 0};
+  const unsigned below = (1u << lane) - 1u;
+  for (int e = warp; e < experts; e += kOneBlockWarps) {
+    if (count_s[e] == 0) continue;  // the whole warp
+    int placed = offset_s[e];
+    for (int base = 0; base < routed; base += 32) {
+      const int i = base + lane;
+      const bool match = i < routed && picks[i] == e;
+      const unsigned ballot = __ballot_sync(0xFFFFFFFFu, match);
+      if (match) {
+        const int row = placed + __popc(ballot & below);
+        token[row] = i / k;
+        source[i] = row;
+      }
+      placed += __popc(ballot);
+    }
+  }
+}
+
 std::int64_t aligned(std::int64_t words) {
   return (words + 3) / 4 * 4;
 }
@@ -219,6 +311,13 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t routed = tokens * k;
+  const std::int64_t max_blocks = moe_max_row_blocks(routed, experts, block_rows);
+  if (routed <= kOneBlockMaxRouted) {
+    route_one_block_kernel<<<1, 32 * kOneBlockWarps, 0, stream>>>(
+        logits, int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks), out.expert,
+        out.weight, out.counts, out.offsets, out.token, out.source, out.blocks);
+    return cudaGetLastError();
+  }
   top_k_kernel<<<unsigned((tokens + kRouteWarps - 1) / kRouteWarps), 32 * kRouteWarps, 0, stream>>>(
       logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight);
   cudaError_t err = cudaGetLastError();

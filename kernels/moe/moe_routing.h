@@ -7,8 +7,9 @@
 //
 // Tie rule: probabilities are compared as the CPU computes them (expf of logit - max, a double
 // sum, the quotient rounded to float); equal probabilities go to the lower expert id.
-// Determinism: every output is a function of the logits alone (no atomics): one warp per token
-// picks, then one block per expert counts and places its rows in token order.
+// Determinism: every output is a function of the logits alone (no floating-point atomics): one
+// warp per token picks, then one block per expert (small steps: one warp per expert) counts and
+// places its rows in token order.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -34,7 +35,8 @@ std::int64_t moe_routing_words(std::int64_t tokens, int experts, int k, int bloc
 MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int k, int block_rows);
 
 // logits: [tokens, experts] FP32. experts <= kMoeMaxExperts, 1 <= k <= min(experts, kMoeMaxTopK),
-// block_rows >= 1; cudaErrorInvalidValue otherwise. tokens == 0 does nothing. Three launches.
+// block_rows >= 1; cudaErrorInvalidValue otherwise. tokens == 0 does nothing. One launch up to
+// 1024 routed rows (decode: one block does it all), three above (top k, counts, placement).
 cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
                       bool norm_topk_prob, int block_rows, const MoeRouting& out,
                       cudaStream_t stream);

@@ -1,7 +1,8 @@
 // GPU checks of the device MoE kernels (kernels/moe/) against their CPU references:
 //   * routing (moe_route) vs kernels/moe/moe_routing_ref.h: picks, row order, sources, counts,
 //     offsets and the row-block table identical; weights within 1e-6 relative; over many
-//     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert;
+//     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert,
+//     both sides of the one-block path's limit (1024 routed rows);
 //   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
 //     dequantization, products in double) for every routed row, every grouped tile form, with
 //     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
@@ -422,8 +423,9 @@ int run(int argc, char** argv) {
       {3, 8, 8, true, 16, K::kTied},        {7, 60, 4, false, 1, K::kTied},
       {33, 128, 8, true, 64, K::kTied},     {64, 512, 16, true, 8, K::kRandom},
       {100, 512, 1, false, 3, K::kTied},    {257, 128, 8, true, 64, K::kOneExpert},
-      {1000, 128, 8, true, 64, K::kRandom}, {1500, 64, 6, false, 16, K::kTied},
-      {4096, 128, 8, true, 64, K::kRandom}, {5, 1, 1, true, 8, K::kRandom},
+      {1000, 128, 8, true, 64, K::kRandom}, {129, 128, 8, true, 8, K::kTied},
+      {1500, 64, 6, false, 16, K::kTied},   {4096, 128, 8, true, 64, K::kRandom},
+      {5, 1, 1, true, 8, K::kRandom},
   };
   for (const RouteCase& c : routes) check_routing(results, rng, c);
 

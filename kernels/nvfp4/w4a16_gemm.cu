@@ -5,6 +5,7 @@
 #include "kernels/nvfp4/tma.cuh"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
+#include "kernels/nvfp4/w4a16_grouped.cuh"
 #include "kernels/nvfp4/w4a16_grouped.h"
 
 namespace nibble::kernels {
@@ -362,14 +363,13 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
       S::BM >= 64 && !GROUPED ? output_tile(kRasterBand) : OutputTile{blockIdx.y, blockIdx.x};
   std::int64_t m0 = std::int64_t(tile.row) * S::BM;
   if constexpr (GROUPED) {
-    const MoeRowBlock rb = row_blocks[blockIdx.y];
-    if (rb.expert < 0) return;  // the whole block
-    const W4A16DeviceWeight& w = table[rb.expert];
-    tiles = w.tiles;
-    scales = w.scales;
-    out_scale = w.global_factor * 1024.0f;
-    m0 = rb.row_begin;
-    m = rb.row_end;  // rows past it (the next expert's, read by the TMA box) are not written
+    GroupedBlock g;
+    if (!grouped_block(row_blocks, table, &g)) return;  // the whole block
+    tiles = g.tiles;
+    scales = g.scales;
+    out_scale = g.out_scale;
+    m0 = g.row_begin;
+    m = g.row_end;  // rows past it (the next expert's, read by the TMA box) are not written
   }
   const std::int64_t n0 = std::int64_t(tile.col) * S::BN;
   const std::uint8_t* group_tiles = tiles + std::int64_t(tile.col) * strides.group * 4096;
@@ -809,7 +809,10 @@ cudaError_t w4a16_grouped_prepare() {
   for (W4A16Tile tile : {W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16, W4A16Tile::kM16Wide,
                          W4A16Tile::kM64}) {
     with_tile_shape(tile, [&](auto shape) {
-      if (err == cudaSuccess) err = grouped_tile_attribute<decltype(shape)>();
+      using S = decltype(shape);
+      if constexpr (S::BM <= 64) {  // (the grouped forms built: launch_grouped)
+        if (err == cudaSuccess) err = grouped_tile_attribute<S>();
+      }
     });
   }
   return err;

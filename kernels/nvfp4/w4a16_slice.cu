@@ -25,6 +25,7 @@
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
+#include "kernels/nvfp4/w4a16_grouped.cuh"
 #include "kernels/nvfp4/w4a16_grouped.h"
 
 namespace nibble::kernels {
@@ -118,15 +119,14 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
   if constexpr (GROUPED) {
-    const MoeRowBlock rb = row_blocks[blockIdx.y];
-    if (rb.expert < 0) return;  // the whole block
-    const W4A16DeviceWeight& w = table[rb.expert];
-    tiles = w.tiles;
-    scales = w.scales;
-    out_scale = w.global_factor * 1024.0f;
-    x += std::int64_t(rb.row_begin) * k;
-    out += std::int64_t(rb.row_begin) * n;
-    m = rb.row_end - rb.row_begin;  // 1 .. 8 MT (the table's block_rows)
+    GroupedBlock g;
+    if (!grouped_block(row_blocks, table, &g)) return;  // the whole block
+    tiles = g.tiles;
+    scales = g.scales;
+    out_scale = g.out_scale;
+    x += std::int64_t(g.row_begin) * k;
+    out += std::int64_t(g.row_begin) * n;
+    m = g.row_end - g.row_begin;  // 1 .. 8 MT (the table's block_rows)
   }
   constexpr int kAhead = S::kDepth - 1;  // k steps in flight per warp
   constexpr int kScaleChunks = S::kScaleBytes / 16;

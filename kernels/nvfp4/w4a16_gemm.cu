@@ -363,13 +363,10 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
       S::BM >= 64 && !GROUPED ? output_tile(kRasterBand) : OutputTile{blockIdx.y, blockIdx.x};
   std::int64_t m0 = std::int64_t(tile.row) * S::BM;
   if constexpr (GROUPED) {
-    GroupedBlock g;
-    if (!grouped_block(row_blocks, table, &g)) return;  // the whole block
-    tiles = g.tiles;
-    scales = g.scales;
-    out_scale = g.out_scale;
-    m0 = g.row_begin;
-    m = g.row_end;  // rows past it (the next expert's, read by the TMA box) are not written
+    std::int32_t begin, end;
+    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, begin, end)) return;
+    m0 = begin;
+    m = end;  // rows past it (the next expert's, read by the TMA box) are not written
   }
   const std::int64_t n0 = std::int64_t(tile.col) * S::BN;
   const std::uint8_t* group_tiles = tiles + std::int64_t(tile.col) * strides.group * 4096;

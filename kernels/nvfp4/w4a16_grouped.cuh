@@ -8,20 +8,22 @@
 
 namespace nibble::kernels::w4a16_detail {
 
-struct GroupedBlock {
-  std::int32_t row_begin, row_end;  // rows of x and out
-  const std::uint8_t* tiles;        // the expert's weight
-  const std::uint8_t* scales;
-  float out_scale;  // its global factor, times the 2^10 of the FP4 decode (w4a16_device.cuh)
-};
-
-// False when the table's entry holds no expert: the block has nothing to do.
+// The row block of grid row blockIdx.y: false when the table's entry holds no expert (the block
+// has nothing to do); otherwise its rows [row_begin, row_end) of x and out, and its expert's weight
+// and output scale (global factor times the 2^10 of the FP4 decode, w4a16_device.cuh) in place of
+// the kernel's arguments.
 __device__ inline bool grouped_block(const MoeRowBlock* blocks, const W4A16DeviceWeight* table,
-                                     GroupedBlock* out) {
+                                     const std::uint8_t* __restrict__& tiles,
+                                     const std::uint8_t* __restrict__& scales, float& out_scale,
+                                     std::int32_t& row_begin, std::int32_t& row_end) {
   const MoeRowBlock rb = blocks[blockIdx.y];
   if (rb.expert < 0) return false;
   const W4A16DeviceWeight& w = table[rb.expert];
-  *out = {rb.row_begin, rb.row_end, w.tiles, w.scales, w.global_factor * 1024.0f};
+  tiles = w.tiles;
+  scales = w.scales;
+  out_scale = w.global_factor * 1024.0f;
+  row_begin = rb.row_begin;
+  row_end = rb.row_end;
   return true;
 }
 

@@ -119,14 +119,11 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
   if constexpr (GROUPED) {
-    GroupedBlock g;
-    if (!grouped_block(row_blocks, table, &g)) return;  // the whole block
-    tiles = g.tiles;
-    scales = g.scales;
-    out_scale = g.out_scale;
-    x += std::int64_t(g.row_begin) * k;
-    out += std::int64_t(g.row_begin) * n;
-    m = g.row_end - g.row_begin;  // 1 .. 8 MT (the table's block_rows)
+    std::int32_t begin, end;
+    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, begin, end)) return;
+    x += std::int64_t(begin) * k;
+    out += std::int64_t(begin) * n;
+    m = end - begin;  // 1 .. 8 MT (the table's block_rows)
   }
   constexpr int kAhead = S::kDepth - 1;  // k steps in flight per warp
   constexpr int kScaleChunks = S::kScaleBytes / 16;

@@ -407,10 +407,5 @@ int run(int argc, char** argv) {
 }  // namespace nibble::gpu_test
 
 int main(int argc, char** argv) {
-  try {
-    return nibble::gpu_test::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    return 1;
-  }
+  return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run, argc, argv);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/attention/flash_prefill.h"
+#include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
 
 namespace nibble::kernels::detail {
@@ -17,12 +18,19 @@ constexpr int kThreads = kWarps * 32;
 // and V fragment, which bound the one-tile form: ~290 bytes of ldmatrix per mma against the
 // ~190 an SM's shared memory feeds in an mma's time) and KC keys per staged chunk, within the
 // registers (MT x (D/8 + KC/8) x 4 accumulators per lane) and GB10's ~99 KB per block.
-template <int D>
+// An FP8 cache's chunks land in a staging area (two buffers of codes) and are widened to BF16
+// into one K/V buffer before use, with the same footprint.
+template <int D, bool FP8 = false>
 struct Config {
   static constexpr int MT = D <= 128 ? 2 : 1;
   static constexpr int KC = D <= 64 ? 64 : 32;
   static constexpr int kRows = kWarps * 16 * MT;  // query rows per block
-  static constexpr std::size_t kSmem = std::size_t(kRows + 4 * KC) * D * 2;
+  static constexpr std::size_t kSmem =
+      FP8 ? std::size_t(kRows + 2 * KC) * D * 2 + std::size_t(4 * KC) * D
+          : std::size_t(kRows + 4 * KC) * D * 2;
+  // FP8 staging: each thread copies and later widens the same 16-code pieces of the chunk.
+  static constexpr int kFp8Pieces = KC * (D / 16) / kThreads;
+  static_assert(KC * (D / 16) % kThreads == 0);
 };
 
 int rows_per_block(int head_dim) {
@@ -112,21 +120,85 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
   }
 }
 
+// FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys past `last`
+// zero-filled) and loads their rows' scales into registers (0 past `last`).
+template <int D, int KC, int kPieces>
+__device__ __forceinline__ void stage_fp8_chunk(const PagedAttentionArgs& a,
+                                                const std::int32_t* table, int kvh, int c0,
+                                                int last, unsigned k_stage, unsigned v_stage,
+                                                float (&k_scale)[kPieces],
+                                                float (&v_scale)[kPieces]) {
+#pragma unroll
+  for (int p = 0; p < kPieces; ++p) {
+    const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16), key = c0 + j;
+    const bool live = key <= last;
+    std::int64_t row = 0;
+    if (live)
+      row = (std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size) *
+                a.shape.kv_heads +
+            kvh;
+    cp_async16(k_stage + unsigned(j * D + c * 16), a.k_cache8 + row * D + c * 16, live);
+    cp_async16(v_stage + unsigned(j * D + c * 16), a.v_cache8 + row * D + c * 16, live);
+    k_scale[p] = live ? bf16_bits_to_float(a.k_scale[row]) : 0.0f;
+    v_scale[p] = live ? bf16_bits_to_float(a.v_scale[row]) : 0.0f;
+  }
+}
+
+// FP8: widens this thread's staged pieces (after its cp.async wait) to BF16 rows of the K/V
+// buffer, scaled; values are exact in FP16, so the only rounding is the product's to BF16.
+template <int D, int kPieces>
+__device__ __forceinline__ void widen_fp8_piece(const unsigned char* stage, float scale,
+                                                unsigned char* out_base, int j, int c) {
+  const uint4 codes = *reinterpret_cast<const uint4*>(stage + j * D + c * 16);
+  const std::uint32_t words[4] = {codes.x, codes.y, codes.z, codes.w};
+  std::uint32_t packed[8];
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const float2 lo = fp8x2_to_float2(std::uint16_t(words[w] & 0xffffu));
+    const float2 hi = fp8x2_to_float2(std::uint16_t(words[w] >> 16));
+    packed[2 * w] = pack_bf16(lo.x * scale, lo.y * scale);
+    packed[2 * w + 1] = pack_bf16(hi.x * scale, hi.y * scale);
+  }
+  const unsigned base = unsigned(__cvta_generic_to_shared(out_base));
+  auto* first = reinterpret_cast<uint4*>(out_base + (swizzled<D>(base, j, 2 * c) - base));
+  auto* second = reinterpret_cast<uint4*>(out_base + (swizzled<D>(base, j, 2 * c + 1) - base));
+  *first = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  *second = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+}
+
+template <int D, int KC, int kPieces>
+__device__ __forceinline__ void widen_fp8_chunk(const unsigned char* k_stage,
+                                                const unsigned char* v_stage,
+                                                const float (&k_scale)[kPieces],
+                                                const float (&v_scale)[kPieces], unsigned char* k_s,
+                                                unsigned char* v_s) {
+#pragma unroll
+  for (int p = 0; p < kPieces; ++p) {
+    const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16);
+    widen_fp8_piece<D, kPieces>(k_stage, k_scale[p], k_s, j, c);
+    widen_fp8_piece<D, kPieces>(v_stage, v_scale[p], v_s, j, c);
+  }
+}
+
 // grid: (tiles, kv heads, splits). Query row r of the block is position r / G of the tile and
 // query head kvh * G + r % G; warp w owns rows [16 MT w, 16 MT (w + 1)).
-template <int D>
+template <int D, bool FP8>
 __global__ void __launch_bounds__(kThreads)
     flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
-  using C = Config<D>;
-  constexpr int MT = C::MT, KC = C::KC, kVecs = D / 8;
+  using C = Config<D, FP8>;
+  constexpr int MT = C::MT, KC = C::KC, kVecs = D / 8, kPieces = FP8 ? C::kFp8Pieces : 1;
   // Later tiles of a sequence see more keys: run them first.
   const AttentionTile tile = a.tiles[a.num_tiles - 1 - int(blockIdx.x)];
   if (skip_single_rows && tile.rows == 1) return;
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned q_s = unsigned(__cvta_generic_to_shared(smem));
-  const unsigned kv_s = q_s + C::kRows * D * 2;  // [2 buffers][K, V][KC][D]
+  const unsigned kv_s = q_s + C::kRows * D * 2;  // [2 buffers (FP8: 1)][K, V][KC][D]
   constexpr unsigned kTensorBytes = KC * D * 2;
+  // FP8 staging after the one K/V buffer: [2 buffers][K, V][KC][D] codes.
+  const unsigned stage_s = kv_s + 2 * kTensorBytes;
+  unsigned char* const smem_at = smem - q_s;  // generic pointer of shared address 0 (+ offset)
+  float k_scale[kPieces], v_scale[kPieces], k_next[kPieces], v_next[kPieces];
   const int G = a.shape.q_heads / a.shape.kv_heads, used_rows = (C::kRows / G) * G;
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int last = tile.position0 + tile.rows - 1;
@@ -144,7 +216,13 @@ __global__ void __launch_bounds__(kThreads)
     const bool live = valid(r);
     cp_async16(swizzled<D>(q_s, r, c), a.q + (live ? q_row(r) + c * 8 : 0), live);
   }
-  if (c_begin < c_end) load_chunk<D, KC>(a, table, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+  if (c_begin < c_end) {
+    if constexpr (FP8)
+      stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c_begin, last, stage_s, stage_s + KC * D,
+                                      k_scale, v_scale);
+    else
+      load_chunk<D, KC>(a, table, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+  }
   asm volatile("cp.async.commit_group;\n" ::);
 
   // This lane's rows of every accumulator fragment: in m tile t, rows[t][0] = lane / 4 and
@@ -170,8 +248,29 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   for (int c0 = c_begin, buf = 0; c0 < c_end; c0 += KC, buf ^= 1) {
-    const unsigned k_s = kv_s + unsigned(buf) * 2 * kTensorBytes, v_s = k_s + kTensorBytes;
-    if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
+    const unsigned k_s = kv_s + (FP8 ? 0u : unsigned(buf) * 2 * kTensorBytes),
+                   v_s = k_s + kTensorBytes;
+    if constexpr (FP8) {
+      // Stage the next chunk's codes, widen this one's (this thread's own pieces: its wait
+      // covers them) into the BF16 buffer, whose last readers passed the loop's final barrier.
+      const unsigned stage = stage_s + unsigned(buf) * 2 * KC * D;
+      if (c0 + KC < c_end) {
+        const unsigned next = stage_s + unsigned(buf ^ 1) * 2 * KC * D;
+        stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c0 + KC, last, next, next + KC * D, k_next,
+                                        v_next);
+        asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group 1;\n" ::);
+      } else {
+        asm volatile("cp.async.wait_group 0;\n" ::);
+      }
+      widen_fp8_chunk<D, KC, kPieces>(smem_at + stage, smem_at + stage + KC * D, k_scale, v_scale,
+                                      smem_at + k_s, smem_at + v_s);
+#pragma unroll
+      for (int p = 0; p < kPieces; ++p) {
+        k_scale[p] = k_next[p];
+        v_scale[p] = v_next[p];
+      }
+    } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
       load_chunk<D, KC>(a, table, kvh, c0 + KC, last, next, next + kTensorBytes);
       asm volatile("cp.async.commit_group;\n" ::);
@@ -306,20 +405,20 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-template <int D>
+template <int D, bool FP8>
 cudaError_t launch(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
                    cudaStream_t stream) {
-  constexpr std::size_t smem = Config<D>::kSmem;
+  constexpr std::size_t smem = Config<D, FP8>::kSmem;
   // Above 48 KB the kernel must opt in; once, not on every layer of every step.
   static std::atomic<bool> opted_in{false};
   if (!opted_in.load(std::memory_order_relaxed)) {
     const cudaError_t err = cudaFuncSetAttribute(
-        flash_prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+        flash_prefill_kernel<D, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (err != cudaSuccess) return err;
     opted_in.store(true, std::memory_order_relaxed);
   }
   const dim3 grid(unsigned(a.num_tiles), unsigned(a.shape.kv_heads), unsigned(splits));
-  flash_prefill_kernel<D><<<grid, kThreads, smem, stream>>>(a, skip_single_rows);
+  flash_prefill_kernel<D, FP8><<<grid, kThreads, smem, stream>>>(a, skip_single_rows);
   return cudaGetLastError();
 }
 
@@ -338,13 +437,17 @@ int flash_prefill_rows_per_tile(const AttentionShape& s) {
 
 cudaError_t flash_prefill(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
                           cudaStream_t stream) {
+  const bool fp8 = a.k_cache8 != nullptr;
   switch (a.shape.head_dim) {
     case 64:
-      return launch<64>(a, splits, skip_single_rows, stream);
+      return fp8 ? launch<64, true>(a, splits, skip_single_rows, stream)
+                 : launch<64, false>(a, splits, skip_single_rows, stream);
     case 128:
-      return launch<128>(a, splits, skip_single_rows, stream);
+      return fp8 ? launch<128, true>(a, splits, skip_single_rows, stream)
+                 : launch<128, false>(a, splits, skip_single_rows, stream);
     case 256:
-      return launch<256>(a, splits, skip_single_rows, stream);
+      return fp8 ? launch<256, true>(a, splits, skip_single_rows, stream)
+                 : launch<256, false>(a, splits, skip_single_rows, stream);
     default:
       return cudaErrorInvalidValue;
   }

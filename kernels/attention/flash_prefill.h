@@ -3,11 +3,11 @@
 // FA2 scheme on mma.sync m16n8k16 BF16, which sm_90 and sm_120/121 both run). A block takes one
 // attention tile (consecutive positions of one sequence) and one KV head; its 128 query rows (64
 // for head_dim 256) are the tile's positions x the query heads that share the KV head, so every
-// K/V chunk it stages in shared memory serves all of them. Scores and probabilities stay in registers (the score
-// accumulators are re-packed as the A operand of P.V), the softmax is online in the exp2 domain,
-// the causal mask applies only on chunks that reach the tile's first position. Shared memory:
-// the query tile plus two K/V chunks, <= 96 KB (GB10 gives a block ~99 KB).
-// Internal to kernels/attention: paged_attention() dispatches here; the FP64 reference is
+// K/V chunk it stages in shared memory serves all of them. Scores and probabilities stay in
+// registers (the score accumulators are re-packed as the A operand of P.V), the softmax is online
+// in the exp2 domain, the causal mask applies only on chunks that reach the tile's first position.
+// Shared memory: the query tile plus two K/V chunks, <= 96 KB (GB10 gives a block ~99 KB). Internal
+// to kernels/attention: paged_attention() dispatches here; the FP64 reference is
 // kernels/attention/attention_ref.h.
 #include <cuda_runtime.h>
 

@@ -52,7 +52,18 @@ struct PagedAttentionArgs {
   // Tiles of one row (decodes) among num_tiles; -1: unknown. In a step that also has longer tiles
   // they run in the decode kernel beside the flash kernel; 0 saves that kernel's launch.
   int decode_tiles = -1;
+  // The FP8 cache (kernels/attention/kv_fp8_ref.h) instead of k_cache / v_cache when k_cache8 is
+  // set: E4M3 codes [cache rows, Hkv, D], BF16 scales [cache rows, Hkv]. Shapes:
+  // paged_attention_fp8_supported.
+  const std::uint8_t* k_cache8 = nullptr;
+  const std::uint8_t* v_cache8 = nullptr;
+  const std::uint16_t* k_scale = nullptr;
+  const std::uint16_t* v_scale = nullptr;
 };
+
+// Whether an FP8 cache can serve this shape (both the decode and the flash kernel have it: head_dim
+// 64/128/256 with 1, 2, 4 or 8 query heads per KV head, 8 at head_dim 256 included).
+bool paged_attention_fp8_supported(const AttentionShape& shape);
 
 // How many key splits a call would use (a power of two, so that a decode graph captured for one
 // count serves a range of context lengths and matches eager execution), and the workspace floats

@@ -91,7 +91,8 @@ struct Pair {
   std::unique_ptr<Backend> cpu, gpu;
 };
 // nvfp4: quantize the projections per tensor (per_tensor) or per group (fusable on the GPU).
-Pair make_pair(const ModelConfig& c, bool nvfp4, bool per_tensor = false) {
+// fp8_kv: the GPU keeps its KV caches in FP8 (kernels/attention/kv_fp8_ref.h).
+Pair make_pair(const ModelConfig& c, bool nvfp4, bool per_tensor = false, bool fp8_kv = false) {
   auto weights = testing::random_model(c, g_seed ^ std::uint64_t(c.arch) * 7919);
   if (nvfp4 && !per_tensor) {
     for (auto& layer : weights.layers) {
@@ -102,7 +103,12 @@ Pair make_pair(const ModelConfig& c, bool nvfp4, bool per_tensor = false) {
   }
   if (nvfp4) model::quantize_weights_nvfp4(weights);  // the rest (o, down), per tensor
   auto copy = weights;
-  return {make_cpu_backend(std::move(copy), 0), make_cuda_backend(std::move(weights))};
+  Pair pair{make_cpu_backend(std::move(copy), 0), make_cuda_backend(std::move(weights))};
+  if (fp8_kv) {
+    EXPECT_TRUE(pair.gpu->set_kv_cache_dtype(KvCacheDtype::kFp8));
+    EXPECT_EQ(pair.gpu->kv_cache_dtype(), "fp8");
+  }
+  return pair;
 }
 
 std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, int vocab) {
@@ -118,18 +124,21 @@ struct Case {
   bool nvfp4;
   int top_k = 0;
   bool per_tensor = false;  // NVFP4 global factors per tensor: q/k/v and gate/up run unfused
+  bool fp8_kv = false;      // the GPU's KV cache in FP8
 };
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   static const char* const kNames[] = {"Llama", "Mistral", "Qwen2", "Qwen3", "Qwen3Moe"};
   return std::string(kNames[int(info.param.arch)]) + "D" + std::to_string(info.param.head_dim) +
          (info.param.nvfp4 ? "Nvfp4" : "Bf16") +
          (info.param.top_k ? "Top" + std::to_string(info.param.top_k) : "") +
-         (info.param.per_tensor ? "PerTensor" : "");
+         (info.param.per_tensor ? "PerTensor" : "") + (info.param.fp8_kv ? "Fp8Kv" : "");
 }
 
 class CudaBackendVsCpu : public ::testing::TestWithParam<Case> {};
 
 constexpr double kLogitTolerance = 2.5e-2;
+// An FP8 cache adds E4M3's rounding (3 mantissa bits: ~2^-5 relative RMS) to every key and value.
+constexpr double kFp8KvLogitTolerance = 6e-2;
 
 // Relative errors of the logits of a test's steps. Every one must be within the tolerance, except
 // with top-k routing: BF16 activations move router scores by ~1e-2, so where the k-th and the next
@@ -146,7 +155,7 @@ struct Errors {
     const double median = sorted[sorted.size() / 2], worst = sorted.back();
     std::printf("  %s: relative L2 of logits: median %.3g, worst %.3g over %zu\n", what, median,
                 worst, sorted.size());
-    EXPECT_LT(p.top_k > 0 ? median : worst, kLogitTolerance);
+    EXPECT_LT(p.top_k > 0 ? median : worst, p.fp8_kv ? kFp8KvLogitTolerance : kLogitTolerance);
   }
 };
 
@@ -155,7 +164,7 @@ struct Errors {
 TEST_P(CudaBackendVsCpu, PrefillAndDecodeMatchTheCpu) {
   const Case p = GetParam();
   const ModelConfig c = gpu_config(p.arch, p.head_dim, p.top_k);
-  Pair b = make_pair(c, p.nvfp4, p.per_tensor);
+  Pair b = make_pair(c, p.nvfp4, p.per_tensor, p.fp8_kv);
   std::mt19937 rng(std::uint32_t(g_seed) + 1);
   Errors errors;
   const int prompt_len = std::uniform_int_distribution<int>(1, 300)(rng);
@@ -181,7 +190,7 @@ TEST_P(CudaBackendVsCpu, PrefillAndDecodeMatchTheCpu) {
 TEST_P(CudaBackendVsCpu, BatchedPagedStepsMatchTheCpu) {
   const Case p = GetParam();
   const ModelConfig c = gpu_config(p.arch, p.head_dim, p.top_k);
-  Pair b = make_pair(c, p.nvfp4, p.per_tensor);
+  Pair b = make_pair(c, p.nvfp4, p.per_tensor, p.fp8_kv);
   std::mt19937 rng(std::uint32_t(g_seed) + 2);
   Errors errors;
   constexpr int kBlock = 16, kBlocks = 160, kSeqs = 6;
@@ -249,7 +258,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Arch::Qwen3, 128, true}, Case{Arch::Qwen3Moe, 64, false},
                       Case{Arch::Qwen3Moe, 128, true}, Case{Arch::Qwen3Moe, 128, true, 2},
                       Case{Arch::Qwen3Moe, 64, true, 0, true}, Case{Arch::Llama, 64, true, 0, true},
-                      Case{Arch::Qwen3, 32, true}),
+                      Case{Arch::Qwen3, 32, true}, Case{Arch::Llama, 128, true, 0, false, true},
+                      Case{Arch::Qwen3, 128, false, 0, false, true},
+                      Case{Arch::Llama, 64, false, 0, false, true}),
     case_name);
 
 TEST(CudaBackend, BadCallsThrowAndChangeNothing) {

@@ -3,7 +3,9 @@
 // queries, caches and shuffled block tables: head_dim 8/64/96/128/256, 1 to 16 query heads per KV
 // head, prefill chunks that start mid-sequence, lengths that are not multiples of any tile,
 // decodes alone and mixed with prefill rows, keys in one block or split over blocks and merged,
-// long contexts. Bound: relative L2 < 5e-3 (BF16 operands and output; METHOD.md's 1e-3..1e-2).
+// long contexts; the same with an FP8 cache (kernels/attention/kv_fp8_ref.h: the reference reads
+// the decoded values), and the FP8 store of rope_and_store_kv against the host quantiser, code
+// for code. Bound: relative L2 < 5e-3 (BF16 operands and output; METHOD.md's 1e-3..1e-2).
 // Every output element is poisoned (NaN) before each run. Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
@@ -15,11 +17,15 @@
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attention/attention_ref.h"
+#include "kernels/attention/kv_fp8_ref.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/gpu_check_support.h"
 
@@ -35,7 +41,26 @@ struct Case {
   const char* name;
   AttentionShape shape;
   std::vector<RefSequence> seqs;  // tables filled in by the test
+  bool fp8 = false;
 };
+
+// The cache as FP8 codes and per-row scales, and the values they decode to.
+struct Fp8Cache {
+  std::vector<std::uint8_t> codes;
+  std::vector<std::uint16_t> scales;
+};
+Fp8Cache quantize_cache(std::vector<float>& values, int D) {
+  Fp8Cache out{std::vector<std::uint8_t>(values.size()),
+               std::vector<std::uint16_t>(values.size() / std::size_t(D))};
+  for (std::size_t r = 0; r < out.scales.size(); ++r) {
+    const std::span<float> row(values.data() + r * std::size_t(D), std::size_t(D));
+    const std::span<std::uint8_t> codes(out.codes.data() + r * std::size_t(D), std::size_t(D));
+    out.scales[r] = kernels::quantize_kv_row(row, codes);
+    for (std::size_t d = 0; d < row.size(); ++d)
+      row[d] = kernels::dequantize_kv(codes[d], out.scales[r]);
+  }
+  return out;
+}
 
 template <typename T>
 T* upload(const std::vector<T>& v) {
@@ -89,6 +114,11 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   for (std::size_t i = 0; i < q.size(); ++i) qf[i] = nvfp4::bf16_to_float(q[i]);
   for (std::size_t i = 0; i < kc.size(); ++i) kf[i] = nvfp4::bf16_to_float(kc[i]);
   for (std::size_t i = 0; i < vc.size(); ++i) vf[i] = nvfp4::bf16_to_float(vc[i]);
+  Fp8Cache k8, v8;
+  if (c.fp8) {  // the reference sees what the cache holds
+    k8 = quantize_cache(kf, D);
+    v8 = quantize_cache(vf, D);
+  }
   const double scale = 1.0 / std::sqrt(double(D));
   const std::vector<double> want =
       kernels::paged_attention_ref(qf, kf, vf, {Hq, Hkv, D, block}, c.seqs, scale);
@@ -96,6 +126,10 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   auto* dq = upload(q);
   auto* dk = upload(kc);
   auto* dv = upload(vc);
+  auto* dk8 = upload(k8.codes);
+  auto* dv8 = upload(v8.codes);
+  auto* dks = upload(k8.scales);
+  auto* dvs = upload(v8.scales);
   auto* dt = upload(tiles);
   auto* db = upload(tables);
   std::uint16_t* dout = nullptr;
@@ -103,8 +137,14 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   NIBBLE_CUDA_CHECK(cudaMalloc(&dout, q.size() * 2));
   kernels::PagedAttentionArgs a;
   a.q = dq;
-  a.k_cache = dk;
-  a.v_cache = dv;
+  a.k_cache = c.fp8 ? nullptr : dk;
+  a.v_cache = c.fp8 ? nullptr : dv;
+  if (c.fp8) {
+    a.k_cache8 = dk8;
+    a.v_cache8 = dv8;
+    a.k_scale = dks;
+    a.v_scale = dvs;
+  }
   a.block_tables = db;
   a.block_size = block;
   a.tiles = dt;
@@ -146,13 +186,16 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
       const double err = bad ? INFINITY : std::sqrt(diff / ref);
       char detail[200];
       std::snprintf(detail, sizeof detail,
-                    "Hq %d Hkv %d D %d, %lld rows, %d tiles (%d decodes), splits %d%s: relative L2 "
-                    "%.3g, %zu not finite",
-                    Hq, Hkv, D, (long long)T, a.num_tiles, decode_tiles, splits,
-                    known ? "" : ", decode count unknown", err, bad);
+                    "Hq %d Hkv %d D %d%s, %lld rows, %d tiles (%d decodes), splits %d%s: relative "
+                    "L2 %.3g, %zu not finite",
+                    Hq, Hkv, D, c.fp8 ? " fp8" : "", (long long)T, a.num_tiles, decode_tiles,
+                    splits, known ? "" : ", decode count unknown", err, bad);
       results.record(err < 5e-3, c.name, detail);
       if (splits == 1 && sm_count > 0) break;
     }
+  for (void* p : {static_cast<void*>(dk8), static_cast<void*>(dv8), static_cast<void*>(dks),
+                  static_cast<void*>(dvs)})
+    cudaFree(p);
   for (void* p : {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(dv),
                   static_cast<void*>(dt), static_cast<void*>(db), static_cast<void*>(dout),
                   static_cast<void*>(dwork)})
@@ -175,11 +218,110 @@ std::vector<Case> cases() {
     out.push_back({"decodes", s, decodes});
     out.push_back({"prefill", s, prefill});
   }
+  // FP8 caches where the kernels take them.
+  const std::size_t bf16_cases = out.size();
+  for (std::size_t i = 0; i < bf16_cases; ++i)
+    if (kernels::paged_attention_fp8_supported(out[i].shape)) {
+      Case c = out[i];
+      c.fp8 = true;
+      out.push_back(c);
+    }
   // Long contexts: a chunk late in a long prompt, and a decode beside it.
   out.push_back({"long", AttentionShape{8, 2, 128}, {{9000, 70, {}}, {12000, 1, {}}}});
   out.push_back({"long", AttentionShape{16, 2, 256}, {{5000, 40, {}}}});
   out.push_back({"long", AttentionShape{8, 8, 64}, {{7000, 129, {}}}});
+  out.push_back({"long", AttentionShape{32, 8, 128}, {{9000, 70, {}}, {12000, 1, {}}}, true});
   return out;
+}
+
+// rope_and_store_kv into an FP8 cache stores exactly the host quantisation of what it stores
+// into a BF16 cache (same inputs, both runs), code for code and scale for scale.
+void fp8_store_case(int kv_heads, int D, std::mt19937_64& rng, Results& results) {
+  const int T = 37, q_heads = 2 * kv_heads, rows = 64;
+  std::normal_distribution<float> normal;
+  std::vector<std::uint16_t> q(std::size_t(T * q_heads * D)), k(std::size_t(T * kv_heads * D)),
+      v(k.size());
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = nvfp4::float_to_bf16(normal(rng) * 3.0f);
+  std::vector<std::int32_t> positions(static_cast<std::size_t>(T));
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(T));
+  for (int t = 0; t < T; ++t) {
+    positions[std::size_t(t)] = 5 * t + 3;
+    slots[std::size_t(t)] = (t * 17 + 5) % rows;  // distinct rows (17 and 64 coprime)
+  }
+  std::vector<double> inv_freq(std::size_t(D / 2));
+  for (int i = 0; i < D / 2; ++i) inv_freq[std::size_t(i)] = std::pow(10000.0, -2.0 * i / D);
+  auto* dq = upload(q);
+  auto* dk = upload(k);
+  auto* dv = upload(v);
+  auto* dpos = upload(positions);
+  auto* dslot = upload(slots);
+  auto* dfreq = upload(inv_freq);
+  const std::size_t cache = std::size_t(rows * kv_heads * D);
+  std::uint16_t *kc = nullptr, *vc = nullptr, *ks = nullptr, *vs = nullptr;
+  std::uint8_t *k8 = nullptr, *v8 = nullptr;
+  NIBBLE_CUDA_CHECK(cudaMalloc(&kc, cache * 2));
+  NIBBLE_CUDA_CHECK(cudaMalloc(&vc, cache * 2));
+  NIBBLE_CUDA_CHECK(cudaMalloc(&k8, cache));
+  NIBBLE_CUDA_CHECK(cudaMalloc(&v8, cache));
+  NIBBLE_CUDA_CHECK(cudaMalloc(&ks, cache / std::size_t(D) * 2));
+  NIBBLE_CUDA_CHECK(cudaMalloc(&vs, cache / std::size_t(D) * 2));
+  kernels::RopeStoreArgs a;
+  a.q_in = dq;
+  a.q_out = dq;
+  a.k = dk;
+  a.v = dv;
+  a.q_stride = std::int64_t(q_heads) * D;
+  a.kv_stride = std::int64_t(kv_heads) * D;
+  a.inv_freq = dfreq;
+  a.positions = dpos;
+  a.slots = dslot;
+  a.tokens = T;
+  a.q_heads = q_heads;
+  a.kv_heads = kv_heads;
+  a.head_dim = D;
+  a.k_cache = kc;
+  a.v_cache = vc;
+  NIBBLE_CUDA_CHECK(kernels::rope_and_store_kv(a, nullptr));
+  a.k_cache8 = k8;
+  a.v_cache8 = v8;
+  a.k_scale = ks;
+  a.v_scale = vs;
+  NIBBLE_CUDA_CHECK(kernels::rope_and_store_kv(a, nullptr));
+  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+  auto fetch = [](const auto* p, std::size_t n) {
+    std::vector<std::remove_const_t<std::remove_pointer_t<decltype(p)>>> out(n);
+    NIBBLE_CUDA_CHECK(cudaMemcpy(out.data(), p, n * sizeof(out[0]), cudaMemcpyDeviceToHost));
+    return out;
+  };
+  std::size_t mismatches = 0, checked = 0;
+  for (int which = 0; which < 2; ++which) {
+    const auto bf = fetch(which ? vc : kc, cache);
+    const auto codes = fetch(which ? v8 : k8, cache);
+    const auto scales = fetch(which ? vs : ks, cache / std::size_t(D));
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < kv_heads; ++h) {
+        const std::size_t row = std::size_t(slots[std::size_t(t)] * kv_heads + h);
+        std::vector<float> values(static_cast<std::size_t>(D));
+        std::vector<std::uint8_t> want(static_cast<std::size_t>(D));
+        for (int d = 0; d < D; ++d)
+          values[std::size_t(d)] = nvfp4::bf16_to_float(bf[row * std::size_t(D) + std::size_t(d)]);
+        const std::uint16_t scale = kernels::quantize_kv_row(values, want);
+        mismatches += scale != scales[row];
+        for (int d = 0; d < D; ++d)
+          mismatches += want[std::size_t(d)] != codes[row * std::size_t(D) + std::size_t(d)];
+        checked += std::size_t(D) + 1;
+      }
+  }
+  char detail[120];
+  std::snprintf(detail, sizeof detail, "Hkv %d D %d: %zu of %zu codes and scales differ", kv_heads,
+                D, mismatches, checked);
+  results.record(mismatches == 0, "fp8 store", detail);
+  for (void* p : {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(dv),
+                  static_cast<void*>(dpos), static_cast<void*>(dslot), static_cast<void*>(dfreq),
+                  static_cast<void*>(kc), static_cast<void*>(vc), static_cast<void*>(k8),
+                  static_cast<void*>(v8), static_cast<void*>(ks), static_cast<void*>(vs)})
+    cudaFree(p);
 }
 
 }  // namespace
@@ -200,6 +342,7 @@ int main() {
   nibble::gpu_test::Results results;
   try {
     for (const auto& c : nibble::cases()) nibble::run_case(c, rng, results);
+    for (const int D : {64, 128, 256}) nibble::fp8_store_case(D == 64 ? 8 : 2, D, rng, results);
   } catch (const std::exception& e) {
     std::printf("FAIL %s\n", e.what());
     return 1;

@@ -30,31 +30,52 @@ using cuda::PinnedBuffer;
 using model::ModelConfig;
 using bf16 = std::uint16_t;
 
-// Per layer: K then V, each [(num_blocks + 1) * block_size, Hkv, D] BF16, in one allocation. The
-// block after the last one the engine may use is scratch: the rows that pad a decode step up to its
-// graph's size write their keys and values there.
+// Per layer: K then V, each [(num_blocks + 1) * block_size, Hkv, D] BF16, in one allocation; or,
+// with an FP8 cache (kernels/attention/kv_fp8_ref.h), K codes, V codes [rows, Hkv, D] E4M3 then
+// K scales, V scales [rows, Hkv] BF16. The block after the last one the engine may use is
+// scratch: the rows that pad a decode step up to its graph's size write their keys and values
+// there.
 class CudaKvCache : public KvCache {
  public:
-  CudaKvCache(const ModelConfig& c, int num_blocks, int block_size, const void* owner)
+  CudaKvCache(const ModelConfig& c, int num_blocks, int block_size, bool fp8, const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
-        layer_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
-                    std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
-        storage(layer_elems * 2 * std::size_t(c.num_layers)) {
+        fp8(fp8),
+        row_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
+                  std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
+        scale_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
+                    std::size_t(c.num_kv_heads)),
+        layer_bytes(layer_bytes_for(row_elems, scale_elems, fp8)),
+        storage(layer_bytes * std::size_t(c.num_layers)) {
     // Padding rows read the scratch block too: keep what they compute finite.
-    check(cudaMemset(storage.get(), 0, storage.size() * sizeof(bf16)), "clearing the KV cache");
+    check(cudaMemset(storage.get(), 0, storage.size()), "clearing the KV cache");
   }
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
   int scratch_block() const { return blocks; }
-  bf16* k(int layer) const { return storage.get() + layer_elems * 2 * std::size_t(layer); }
-  bf16* v(int layer) const { return k(layer) + layer_elems; }
+  std::byte* layer(int l) const { return storage.get() + layer_bytes * std::size_t(l); }
+  bf16* k(int l) const { return fp8 ? nullptr : reinterpret_cast<bf16*>(layer(l)); }
+  bf16* v(int l) const { return fp8 ? nullptr : k(l) + row_elems; }
+  std::uint8_t* k8(int l) const {
+    return fp8 ? reinterpret_cast<std::uint8_t*>(layer(l)) : nullptr;
+  }
+  std::uint8_t* v8(int l) const { return fp8 ? k8(l) + row_elems : nullptr; }
+  bf16* k_scale(int l) const { return fp8 ? reinterpret_cast<bf16*>(v8(l) + row_elems) : nullptr; }
+  bf16* v_scale(int l) const { return fp8 ? k_scale(l) + scale_elems : nullptr; }
+
+  // Layers start 256-byte aligned (the kernels read 16-byte pieces).
+  static std::size_t layer_bytes_for(std::size_t row_elems, std::size_t scale_elems, bool fp8) {
+    const std::size_t bytes =
+        fp8 ? 2 * row_elems + 2 * scale_elems * sizeof(bf16) : 2 * row_elems * sizeof(bf16);
+    return (bytes + 255) / 256 * 256;
+  }
 
   const void* owner;
   int blocks, block;
-  std::size_t layer_elems;
-  DeviceBuffer<bf16> storage;
+  bool fp8;
+  std::size_t row_elems, scale_elems, layer_bytes;
+  DeviceBuffer<std::byte> storage;
   cuda::DecodeGraphs graphs;  // captured against this storage
 };
 
@@ -164,16 +185,28 @@ class CudaBackend : public Backend {
   std::string name() const override { return "cuda"; }
   const ModelConfig& config() const override { return m_.config; }
 
+  // BF16, or FP8 E4M3 with a BF16 scale per (token, KV head) row: 2 * D + 2 bytes of keys and
+  // values per row instead of 4 * D.
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = m_.config;
-    return std::size_t(c.num_layers) * 2 * std::size_t(block_size) * std::size_t(c.num_kv_heads) *
-           std::size_t(c.head_dim) * sizeof(bf16);
+    const std::size_t rows = std::size_t(block_size) * std::size_t(c.num_kv_heads);
+    const std::size_t per_row = kv_fp8_ ? 2 * std::size_t(c.head_dim) + 2 * sizeof(bf16)
+                                        : 2 * std::size_t(c.head_dim) * sizeof(bf16);
+    return std::size_t(c.num_layers) * rows * per_row;
   }
+
+  bool set_kv_cache_dtype(KvCacheDtype dtype) override {
+    if (dtype == KvCacheDtype::kFp8 && !kernels::paged_attention_fp8_supported(shape_))
+      return false;
+    kv_fp8_ = dtype == KvCacheDtype::kFp8;
+    return true;
+  }
+  std::string kv_cache_dtype() const override { return kv_fp8_ ? "fp8" : "bf16"; }
 
   std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) override {
     if (num_blocks < 1 || block_size < 1)
       throw BackendError("cuda backend: a KV cache needs at least one block of one position");
-    return std::make_unique<CudaKvCache>(m_.config, num_blocks, block_size, this);
+    return std::make_unique<CudaKvCache>(m_.config, num_blocks, block_size, kv_fp8_, this);
   }
 
   // vLLM's meaning of --gpu-memory-utilization: the share of the device THIS engine may take
@@ -492,11 +525,19 @@ class CudaBackend : public Backend {
       rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
       rope.k_cache = cache.k(l);
       rope.v_cache = cache.v(l);
+      rope.k_cache8 = cache.k8(l);
+      rope.v_cache8 = cache.v8(l);
+      rope.k_scale = cache.k_scale(l);
+      rope.v_scale = cache.v_scale(l);
       check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
       mark("rope+kv store");
       attention.q = act_.q.get();
       attention.k_cache = cache.k(l);
       attention.v_cache = cache.v(l);
+      attention.k_cache8 = cache.k8(l);
+      attention.v_cache8 = cache.v8(l);
+      attention.k_scale = cache.k_scale(l);
+      attention.v_scale = cache.v_scale(l);
       attention.out = act_.attn.get();
       check(kernels::paged_attention(attention, stream_), "paged_attention");
       mark("attention");
@@ -658,6 +699,7 @@ class CudaBackend : public Backend {
   DeviceBuffer<std::byte> step_;
   // Decode graphs (decode_graphs.h): on unless --enforce-eager or NIBBLE_CUDA_GRAPHS=0.
   bool graphs_enabled_ = true;
+  bool kv_fp8_ = false;  // --kv-cache-dtype fp8 (caches created after the switch)
   // MoE routing: NIBBLE_MOE_HOST_ROUTING=1 forces the host path (A/B); moe_on_device_: every MoE
   // layer routes on the device (dense models too), the condition for decode graphs.
   bool host_routing_ = false;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 
@@ -313,23 +314,40 @@ TEST(CudaBackend, BadCallsThrowAndChangeNothing) {
 // Decode steps replayed from CUDA graphs against the same steps run eagerly, on two caches holding
 // the same prefilled prompts, at batch sizes on and between the graph buckets, over several
 // steps (the graphs' inputs change each step). A BF16 model runs the same kernels either way at a
-// bucket's size: the logits must be identical bit for bit. Between buckets the graph computes a
+// bucket's size: the logits must be identical bit for bit. So must a MoE model whose experts are
+// NVFP4 and the rest BF16: its routing and grouped expert kernels run on the device inside the
+// graph, with no atomics. Between buckets the graph computes a
 // padded batch (other tile choices), and NVFP4 layers add their split-K partial sums with
 // atomics, in no fixed order, so that not even two eager runs agree bitwise: there the graph must
 // agree with eager execution as closely as eager execution agrees with itself, within 1e-3.
 struct GraphCase {
   Arch arch;
   int head_dim;
-  bool nvfp4;
+  bool nvfp4;  // every projection NVFP4; otherwise BF16 but for MoE experts (always NVFP4)
+  int top_k = 0;
 };
+
+// A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the device
+// routing's grouped kernels need them so; the rest stays as it is.
+void quantize_experts(model::ModelWeights& weights) {
+  for (auto& layer : weights.layers)
+    for (auto& e : layer.experts) {
+      quantize_group({&e.gate, &e.up});
+      quantize_group({&e.down});
+    }
+}
 
 class DecodeGraphs : public ::testing::TestWithParam<GraphCase> {};
 
 TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
   const GraphCase p = GetParam();
-  const ModelConfig c = gpu_config(p.arch, p.head_dim);
+  const ModelConfig c = gpu_config(p.arch, p.head_dim, p.top_k);
   auto weights = testing::random_model(c, g_seed ^ 0x9e3779b9u);
-  if (p.nvfp4) model::quantize_weights_nvfp4(weights);
+  if (p.nvfp4) {
+    model::quantize_weights_nvfp4(weights);
+  } else {
+    quantize_experts(weights);
+  }
   auto gpu = make_cuda_backend(std::move(weights));
   std::mt19937 rng(std::uint32_t(g_seed) + 4);
   constexpr int kBlock = 16, kMaxSeqs = 40, kTable = 12;
@@ -402,14 +420,52 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
 }
 
 std::string graph_case_name(const ::testing::TestParamInfo<GraphCase>& info) {
-  return case_name({Case{info.param.arch, info.param.head_dim, info.param.nvfp4}, info.index});
+  return case_name(
+      {Case{info.param.arch, info.param.head_dim, info.param.nvfp4, info.param.top_k}, info.index});
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
                          ::testing::Values(GraphCase{Arch::Llama, 128, false},
                                            GraphCase{Arch::Qwen3, 64, true},
-                                           GraphCase{Arch::Llama, 128, true}),
+                                           GraphCase{Arch::Llama, 128, true},
+                                           GraphCase{Arch::Qwen3Moe, 64, false, 2},
+                                           GraphCase{Arch::Qwen3Moe, 128, true, 2}),
                          graph_case_name);
+
+// NIBBLE_MOE_HOST_ROUTING=1 (the A/B and fallback path: routing on the host, one launch chain per
+// expert) against the device routing with grouped experts, on the same NVFP4 MoE model: a prefill
+// long enough for the 64-row grouped tiles, then decode steps. The two run different kernels over
+// the same routing rule: the logits agree within the CUDA-vs-CPU tolerance (median, since a near
+// tie of two experts' BF16 router scores may pick differently).
+TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
+  const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
+  auto weights = testing::random_model(c, g_seed ^ 0x51u);
+  for (auto& layer : weights.layers) {
+    quantize_group({&layer.q, &layer.k, &layer.v});
+    for (auto& e : layer.experts) quantize_group({&e.gate, &e.up});
+  }
+  model::quantize_weights_nvfp4(weights);
+  auto copy = weights;
+  auto device = make_cuda_backend(std::move(weights));
+  ::setenv("NIBBLE_MOE_HOST_ROUTING", "1", 1);
+  auto host = make_cuda_backend(std::move(copy));
+  ::unsetenv("NIBBLE_MOE_HOST_ROUTING");
+  std::mt19937 rng(std::uint32_t(g_seed) + 5);
+  const auto prompt = random_tokens(rng, 200, c.vocab_size);
+  auto ds = device->new_sequence(512), hs = host->new_sequence(512);
+  std::vector<float> dl(std::size_t(c.vocab_size)), hl(dl.size());
+  Errors errors;
+  device->forward(*ds, prompt, dl);
+  host->forward(*hs, prompt, hl);
+  errors.add(relative_l2(hl, dl));
+  for (int step = 0; step < 8; ++step) {
+    const std::int32_t next = std::int32_t(std::max_element(dl.begin(), dl.end()) - dl.begin());
+    device->forward(*ds, std::span(&next, 1), dl);
+    host->forward(*hs, std::span(&next, 1), hl);
+    errors.add(relative_l2(hl, dl));
+  }
+  errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "host vs device routing, 200 + 8 steps");
+}
 
 }  // namespace
 }  // namespace nibble::backend

@@ -28,45 +28,12 @@
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/nvfp4_test_data.h"
 
 namespace nibble::gpu_test {
 namespace {
 
 using nvfp4::bf16_bits;
-
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t count = 0;
-  explicit DeviceBuffer(std::size_t n) : count(n) {
-    NIBBLE_CUDA_CHECK(cudaMalloc(&ptr, std::max<std::size_t>(1, n) * sizeof(T)));
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const std::vector<T>& v) {
-    NIBBLE_CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download() const {
-    std::vector<T> v(count);
-    NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-  void poison() { NIBBLE_CUDA_CHECK(cudaMemset(ptr, 0xFF, count * sizeof(T))); }
-};
-
-// Runs f(begin, end) over [0, n) on all hardware threads.
-template <class F>
-void parallel_for(std::int64_t n, F f) {
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  const std::int64_t per = (n + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    const std::int64_t b = t * per, e = std::min(n, b + per);
-    if (b < e) pool.emplace_back([=] { f(b, e); });
-  }
-  for (auto& th : pool) th.join();
-}
 
 void check_e2m1(Results& results, bool quick) {
   constexpr std::uint32_t kChunk = 1u << 26;
@@ -178,37 +145,11 @@ void check_quantize(Results& results, std::mt19937_64& rng) {
 // A random but well-formed NVFP4 weight: every E2M1 code, E4M3 scales over a wide range (some
 // negative), some zero blocks (codes of a zero block are arbitrary here, as in a careless
 // exporter).
-nvfp4::QuantizedMatrix random_weight(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
-  nvfp4::QuantizedMatrix q;
-  q.rows = n;
-  q.cols = k;
-  q.packed.resize(std::size_t(n * k / 2));
-  q.scales.resize(std::size_t(n * k / 16));
-  std::uniform_int_distribution<int> byte(0, 255), scale_code(0x18, 0x60), roll(0, 99);
-  for (auto& b : q.packed) b = std::uint8_t(byte(rng));
-  for (auto& s : q.scales) {
-    const int r = roll(rng);
-    s = r < 2 ? 0 : std::uint8_t(scale_code(rng));
-    if (r == 1 || r >= 95) s |= 0x80;  // -0 and negative scales: the repack folds the sign
-  }
-  std::uniform_real_distribution<float> gf(-8.0f, -2.0f);
-  q.global_factor = std::exp2(gf(rng));
-  return q;
-}
 
 struct LinearCase {
   std::int64_t m, n, k;
   bool residual;
 };
-
-double relative_error(const std::vector<double>& ref, const std::vector<double>& got) {
-  double num = 0.0, den = 0.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    num += (got[i] - ref[i]) * (got[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::isfinite(num) && den > 0.0 ? std::sqrt(num / den) : (num == 0.0 ? 0.0 : INFINITY);
-}
 
 void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
                   const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace,
@@ -626,10 +567,5 @@ int run(int argc, char** argv) {
 }  // namespace nibble::gpu_test
 
 int main(int argc, char** argv) {
-  try {
-    return nibble::gpu_test::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    return 1;
-  }
+  return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run, argc, argv);
 }

@@ -14,7 +14,7 @@
 // four Llama layers are selected: the set chained as a decode step runs it (layer_chain.h) at
 // M = 1, 4, 8, 16, 64 (those --ms keeps).
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
-//                            [--profile] [--tiles-overlap]
+//                            [--profile] [--tiles-overlap] [--moe]
 // --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
 // and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64 and the 64- and 128-row
 // tiles at M = 256 (the evidence behind the planner's choice). --layers / --ms keep only those
@@ -23,7 +23,8 @@
 // kM16Wide and at M <= 16 the six slice tiles, or at M >= 256 the 64- and 128-row tiles and on
 // sm_90a the two warpgroup-MMA tiles, all group-major) and times nothing: for Nsight Compute.
 // --tiles-overlap times the forced tile columns with programmatic dependent launch, as the engine
-// launches them (the planner's evidence).
+// launches them (the planner's evidence). --moe times only the grouped MoE expert GEMMs and the
+// device MoE layer (moe_grouped.h) after the copy ceiling.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -42,6 +43,7 @@
 #include "tools/kernel-bench/bench_util.h"
 #include "tools/kernel-bench/layer_chain.h"
 #include "tools/kernel-bench/mma_ceiling.h"
+#include "tools/kernel-bench/moe_grouped.h"
 #include "tools/kernel-bench/read_ceiling.h"
 
 namespace {
@@ -93,7 +95,7 @@ std::int64_t dense_min_rows() {
 int main(int argc, char** argv) {
   int reps = 15;
   const char* csv_path = nullptr;
-  bool sweep_splits = false, profile = false, tiles_overlap = false;
+  bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;
   std::vector<std::string> layer_filter, m_filter;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -104,6 +106,8 @@ int main(int argc, char** argv) {
       sweep_splits = true;
     } else if (!std::strcmp(argv[i], "--tiles-overlap")) {
       tiles_overlap = true;
+    } else if (!std::strcmp(argv[i], "--moe")) {
+      moe_only = true;
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
     } else if (!std::strcmp(argv[i], "--layers") && i + 1 < argc) {
@@ -153,6 +157,10 @@ int main(int argc, char** argv) {
   std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MB)\n", prop.name, prop.major, prop.minor,
               prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::printf("copy bandwidth (read+write): %.0f GB/s\n\n", copy_gbs);
+  if (moe_only) {
+    nibble::bench::bench_moe_grouped(reps, copy_gbs, stream);
+    return 0;
+  }
 
   unsigned* sink = nullptr;
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));

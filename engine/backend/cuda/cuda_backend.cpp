@@ -19,6 +19,7 @@
 #include "engine/backend/moe_routing.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/layer/layer_ops.h"
+#include "kernels/moe/moe_experts.h"
 
 namespace nibble::backend {
 namespace {
@@ -82,6 +83,7 @@ class CudaKvCache : public KvCache {
 struct Activations {
   DeviceBuffer<bf16> x, x2, h, q, k, v, qkv, attn, gate, up, routed, expert_out, last, scratch;
   DeviceBuffer<float> router, logits;
+  DeviceBuffer<std::int32_t> moe_routing;  // the device routing's arrays (kernels/moe)
   // Returns true when a buffer was reallocated (graphs captured before read the old ones).
   bool ensure(const ModelConfig& c, std::int64_t T, std::int64_t R) {
     const auto H = std::size_t(c.hidden_size), D = std::size_t(c.head_dim);
@@ -106,11 +108,14 @@ struct Activations {
       grow(routed, t * K * H);
       grow(expert_out, t * K * H);
       grow(router, t * std::size_t(c.num_experts));
+      grow(moe_routing, std::size_t(kernels::moe_routing_words(T, c.num_experts, int(K), 1)));
     }
     const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
     grow(last, rows * H);
     grow(logits, rows * std::size_t(c.vocab_size));
-    grow(scratch, rows * std::size_t(c.vocab_size));
+    // Also the router's BF16 scores (run_float): sized here, so that no step grows it behind the
+    // back of the graphs that read it.
+    grow(scratch, std::max(rows * std::size_t(c.vocab_size), t * std::size_t(c.num_experts)));
     return grew;
   }
 };
@@ -156,6 +161,19 @@ class CudaBackend : public Backend {
           "reading the SM count");
     const char* graphs = std::getenv("NIBBLE_CUDA_GRAPHS");
     graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
+    const char* host_routing = std::getenv("NIBBLE_MOE_HOST_ROUTING");
+    host_routing_ = host_routing != nullptr && std::string(host_routing) == "1";
+    moe_on_device_ = true;
+    if (c.num_experts > 0) {
+      for (const cuda::DeviceLayer& layer : m_.layers)
+        if (layer.moe && !routes_on_device(layer)) moe_on_device_ = false;
+      if (moe_on_device_) check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
+      spdlog::info("cuda backend: MoE layers routed {}",
+                   moe_on_device_  ? "on the device (grouped experts)"
+                   : host_routing_ ? "on the host (NIBBLE_MOE_HOST_ROUTING=1)"
+                                   : "on the host (experts not NVFP4 in "
+                                     "one shape); no decode graphs");
+    }
   }
   ~CudaBackend() override {
     timer_.reset();
@@ -224,7 +242,7 @@ class CudaBackend : public Backend {
   // Captures every bucket's graphs for `kv` up front (a progress line per bucket), so that no
   // serving step pays for a capture.
   void prepare_decode(KvCache& kv) override {
-    if (!graphs_enabled_ || m_.config.num_experts > 0) return;
+    if (!graphs_enabled_ || !moe_on_device_) return;
     CudaKvCache& cache = own_cache(kv);
     reserve_graph_buffers();
     std::size_t free_before = 0, free_after = 0, total = 0;
@@ -401,12 +419,12 @@ class CudaBackend : public Backend {
     return exec;
   }
 
-  // A step of decodes only (one token per sequence, each sampled) on a dense model runs as the
-  // replay of its bucket's graph; returns false when the step must run eagerly (a prefill chunk
-  // in it, a MoE model, whose routing goes through the host, graphs off, more sequences than the
-  // largest bucket).
+  // A step of decodes only (one token per sequence, each sampled) runs as the replay of its
+  // bucket's graph; returns false when the step must run eagerly (a prefill chunk in it, a MoE
+  // model whose routing goes through the host, graphs off, more sequences than the largest
+  // bucket).
   bool decode_with_graph(CudaKvCache& cache, std::span<const BatchItem> items) {
-    if (!graphs_enabled_ || m_.config.num_experts > 0) return false;
+    if (!graphs_enabled_ || !moe_on_device_) return false;
     int max_position = 0;
     for (const BatchItem& item : items) {
       if (item.tokens.size() != 1 || item.logits.empty()) return false;
@@ -441,8 +459,9 @@ class CudaBackend : public Backend {
   }
 
   // Enqueues the forward pass of T rows, R of them sampled (their FP32 logits left in
-  // act_.logits), on stream_. No allocation and, for dense models, no host synchronisation: a
-  // decode graph captures exactly this. `timed`: StepTimer marks between the phases.
+  // act_.logits), on stream_. No allocation and, unless MoE layers route on the host, no host
+  // synchronisation: a decode graph captures exactly this. `timed`: StepTimer marks between the
+  // phases.
   void enqueue_forward(CudaKvCache& cache, std::int64_t T, std::int64_t R, const StepInputs& in,
                        int num_tiles, int splits, bool timed) {
     const auto& c = m_.config;
@@ -588,12 +607,48 @@ class CudaBackend : public Backend {
     linears_->run(mlp.down, middle, rows, residual, out);
   }
 
-  // Routing needs the router's scores on the host (moe_routing.h): one synchronisation per MoE
-  // layer. Each expert then runs over its slice of the gathered rows.
+  // Whether a MoE layer runs routed on the device (kernels/moe/moe_experts.h): its experts in
+  // grouped tables, a router the device kernels take, and NIBBLE_MOE_HOST_ROUTING unset.
+  bool routes_on_device(const cuda::DeviceLayer& w) const {
+    const auto& c = m_.config;
+    return !host_routing_ && w.expert_tables.grouped && c.num_experts <= kernels::kMoeMaxExperts &&
+           c.num_experts_per_tok <= kernels::kMoeMaxTopK && c.num_experts_per_tok <= c.num_experts;
+  }
+
+  // x = x2 + experts(h): the router's FP32 scores, then routing, grouped expert GEMMs and the
+  // weighted combine on the device (no synchronisation), or through the host.
   void experts(const cuda::DeviceLayer& w, std::int64_t T) {
     const auto& c = m_.config;
-    const int E = c.num_experts, K = c.num_experts_per_tok, H = c.hidden_size;
     linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);
+    if (!routes_on_device(w)) {
+      experts_routed_on_host(w, T);
+      return;
+    }
+    kernels::MoeExpertsArgs a;
+    a.router_logits = act_.router.get();
+    a.hidden = act_.h.get();
+    a.residual = act_.x2.get();
+    a.out = act_.x.get();
+    a.tokens = T;
+    a.experts = c.num_experts;
+    a.k = c.num_experts_per_tok;
+    a.hidden_size = c.hidden_size;
+    a.norm_topk_prob = c.norm_topk_prob;
+    a.routing_words = act_.moe_routing.get();
+    a.routed = act_.routed.get();
+    a.projected = act_.gate.get();
+    a.middle = act_.up.get();
+    a.expert_out = act_.expert_out.get();
+    check(kernels::moe_experts(w.expert_tables.weights, a,
+                               kernels::plan_moe_experts(T, a.experts, a.k), stream_),
+          "moe_experts");
+  }
+
+  // The A/B and fallback path: the router's scores go to the host (moe_routing.h), one
+  // synchronisation per MoE layer; each expert then runs over its slice of the gathered rows.
+  void experts_routed_on_host(const cuda::DeviceLayer& w, std::int64_t T) {
+    const auto& c = m_.config;
+    const int E = c.num_experts, K = c.num_experts_per_tok, H = c.hidden_size;
     router_host_.ensure(std::size_t(T) * std::size_t(E));
     check(cudaMemcpyAsync(router_host_.get(), act_.router.get(), std::size_t(T * E) * 4,
                           cudaMemcpyDeviceToHost, stream_),
@@ -645,7 +700,11 @@ class CudaBackend : public Backend {
   DeviceBuffer<std::byte> step_;
   // Decode graphs (decode_graphs.h): on unless --enforce-eager or NIBBLE_CUDA_GRAPHS=0.
   bool graphs_enabled_ = true;
-  bool kv_fp8_ = false;   // --kv-cache-dtype fp8 (caches created after the switch)
+  bool kv_fp8_ = false;  // --kv-cache-dtype fp8 (caches created after the switch)
+  // MoE routing: NIBBLE_MOE_HOST_ROUTING=1 forces the host path (A/B); moe_on_device_: every MoE
+  // layer routes on the device (dense models too), the condition for decode graphs.
+  bool host_routing_ = false;
+  bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;
   cuda::DecodeStepOffsets graph_at_;

@@ -50,6 +50,45 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
   return j;
 }
 
+bool same_shape(const kernels::W4A16DeviceWeight& a, const kernels::W4A16DeviceWeight& b) {
+  return a.n == b.n && a.k == b.k && a.n_padded == b.n_padded && a.k_padded == b.k_padded &&
+         a.k_major == b.k_major;
+}
+
+// One projection of every expert as a device table; false when one of them is not NVFP4 without
+// bias or differs in shape from the first.
+bool grouped_table(const std::vector<DeviceMlp>& experts, DeviceLinear DeviceMlp::*projection,
+                   DeviceBuffer<kernels::W4A16DeviceWeight>& table,
+                   kernels::W4A16GroupedWeights& view) {
+  std::vector<kernels::W4A16DeviceWeight> weights;
+  for (const DeviceMlp& e : experts) {
+    const DeviceLinear& l = e.*projection;
+    if (!l.nvfp4 || !l.bias.empty() || (!weights.empty() && !same_shape(l.weight, weights[0])))
+      return false;
+    weights.push_back(l.weight);
+  }
+  if (weights.empty()) return false;
+  table = DeviceBuffer<kernels::W4A16DeviceWeight>::from(weights);
+  view = {table.get(), weights[0]};
+  return true;
+}
+
+DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts) {
+  DeviceExpertTables t;
+  if (experts.empty()) return t;
+  const bool fused = experts[0].fused;
+  for (const DeviceMlp& e : experts)
+    if (e.fused != fused) return t;
+  t.weights.fused = fused;
+  const bool tables =
+      (fused ? grouped_table(experts, &DeviceMlp::gate_up, t.gate_up, t.weights.gate_up)
+             : grouped_table(experts, &DeviceMlp::gate, t.gate, t.weights.gate) &&
+                   grouped_table(experts, &DeviceMlp::up, t.up, t.weights.up)) &&
+      grouped_table(experts, &DeviceMlp::down, t.down, t.weights.down);
+  t.grouped = tables;
+  return t;
+}
+
 // Uploads and keeps the tallies (bytes, widest and largest NVFP4 layer) of what it uploaded.
 struct Uploader {
   std::size_t bytes = 0;
@@ -92,6 +131,7 @@ struct Uploader {
     if (h.moe) {
       d.router = linear(h.router);
       for (auto& e : h.experts) d.experts.push_back(mlp(e.gate, e.up, e.down));
+      d.expert_tables = expert_tables(d.experts);
     } else {
       d.mlp = mlp(h.gate, h.up, h.down);
     }

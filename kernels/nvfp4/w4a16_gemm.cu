@@ -675,7 +675,7 @@ cudaError_t launch_grouped_tile(const std::uint16_t* x, std::int64_t rows,
   const std::int64_t tiles_k = shape.k_padded / kBk;
   CUtensorMap x_map{};
   if constexpr (S::TMA) {
-    const cudaError_t map_err = x_box_map<S>(&x_map, x, rows, shape.k);
+    const cudaError_t map_err = tma::cached_bf16_rows_map<S::BM>(&x_map, x, rows, shape.k);
     if (map_err != cudaSuccess) return map_err;
   }
   const dim3 grid(unsigned(shape.n_padded / S::BN), unsigned(max_blocks), 1);

@@ -11,20 +11,46 @@ TokenVocabulary::TokenVocabulary(std::vector<std::optional<std::string>> bytes,
     : bytes_(std::move(bytes)), eos_ids_(std::move(eos_ids)) {
   for (std::size_t id = 0; id < bytes_.size(); ++id) {
     if (is_eos(int(id))) bytes_[id].reset();  // EOS is decided by completeness, not bytes
-    if (bytes_[id] && !bytes_[id]->empty()) sorted_.push_back(int(id));
+    // Longer than a trie node's depth can say: no tokenizer has one; never allowed.
+    if (bytes_[id] && (bytes_[id]->empty() || bytes_[id]->size() > 0xffff)) continue;
+    if (bytes_[id]) sorted_.push_back(int(id));
   }
   std::sort(sorted_.begin(), sorted_.end(), [this](int a, int b) {
     return *bytes_[std::size_t(a)] < *bytes_[std::size_t(b)] ||
            (*bytes_[std::size_t(a)] == *bytes_[std::size_t(b)] && a < b);
   });
-  lcp_.resize(sorted_.size());
-  for (std::size_t i = 1; i < sorted_.size(); ++i) {
-    const std::string& a = *bytes_[std::size_t(sorted_[i - 1])];
-    const std::string& b = *bytes_[std::size_t(sorted_[i])];
-    std::size_t n = 0;
-    while (n < a.size() && n < b.size() && a[n] == b[n] && n < 0xffff) ++n;
-    lcp_[i] = std::uint16_t(n);
+  build_trie();
+}
+
+void TokenVocabulary::build_trie() {
+  // open[d]: the node at depth d on the path to the previous token, still missing its end.
+  std::vector<std::uint32_t> open;
+  const std::string* previous = nullptr;
+  for (std::size_t i = 0; i < sorted_.size(); ++i) {
+    const std::string& bytes = *bytes_[std::size_t(sorted_[i])];
+    std::size_t shared = 0;
+    if (previous) {
+      while (shared < previous->size() && shared < bytes.size() &&
+             (*previous)[shared] == bytes[shared]) {
+        ++shared;
+      }
+    }
+    while (open.size() > shared) {
+      trie_[open.back()].subtree_end = std::uint32_t(trie_.size());
+      open.pop_back();
+    }
+    // The token's own node is the last one created here, or (same bytes as the previous
+    // token) the previous token's, which has no children yet: sorted order puts extensions
+    // after all equal strings.
+    for (std::size_t d = shared; d < bytes.size(); ++d) {
+      open.push_back(std::uint32_t(trie_.size()));
+      trie_.push_back({0, std::uint32_t(i), std::uint16_t(d), (unsigned char)bytes[d]});
+    }
+    max_token_bytes_ = std::max(max_token_bytes_, bytes.size());
+    previous = &bytes;
   }
+  for (std::uint32_t node : open) trie_[node].subtree_end = std::uint32_t(trie_.size());
+  trie_.push_back({std::uint32_t(trie_.size()) + 1, std::uint32_t(sorted_.size()), 0, 0});
 }
 
 bool TokenVocabulary::is_eos(int id) const {

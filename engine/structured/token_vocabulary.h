@@ -1,8 +1,8 @@
 #pragma once
-// The model's vocabulary as the grammar sees it: each token's bytes, sorted so that tokens
-// sharing a prefix are adjacent (a byte trie walked in order: a prefix the grammar rejects
-// rejects every token under it at once). Special tokens and ids without a token are never
-// allowed by a grammar; end-of-sequence ids are allowed where the grammar is complete.
+// The model's vocabulary as the grammar sees it: each token's bytes, and a byte trie over them
+// (a prefix the grammar rejects rejects every token under it at once). Special tokens and ids
+// without a token are never allowed by a grammar; end-of-sequence ids are allowed where the
+// grammar is complete.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +14,18 @@ class Tokenizer;
 }
 
 namespace nibble::structured {
+
+// One node of the byte trie: the prefix of its parent plus `byte`. Nodes are stored in
+// pre-order, so a node's subtree is the index range [node + 1, subtree_end) and skipping a
+// rejected prefix is one jump. The tokens whose bytes end at node k are
+// trie_tokens()[trie()[k].tokens_begin, trie()[k + 1].tokens_begin) (a sentinel node ends the
+// array).
+struct TrieNode {
+  std::uint32_t subtree_end = 0;
+  std::uint32_t tokens_begin = 0;
+  std::uint16_t depth = 0;  // bytes before this one
+  unsigned char byte = 0;
+};
 
 class TokenVocabulary {
  public:
@@ -30,15 +42,21 @@ class TokenVocabulary {
   const std::vector<int>& eos_ids() const { return eos_ids_; }
   bool is_eos(int id) const;
 
-  // Allowed tokens sorted by bytes, and each one's common prefix length with the previous.
-  const std::vector<int>& sorted_ids() const { return sorted_; }
-  const std::vector<std::uint16_t>& common_prefix() const { return lcp_; }
+  // The byte trie (without a root node: depth-0 nodes are the first bytes) and the token ids
+  // in the order its nodes own them (sorted by bytes). The deepest node is at depth
+  // max_token_bytes() - 1.
+  const std::vector<TrieNode>& trie() const { return trie_; }
+  const std::vector<int>& trie_tokens() const { return sorted_; }
+  std::size_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
+  void build_trie();
+
   std::vector<std::optional<std::string>> bytes_;
   std::vector<int> eos_ids_;
   std::vector<int> sorted_;
-  std::vector<std::uint16_t> lcp_;
+  std::vector<TrieNode> trie_;
+  std::size_t max_token_bytes_ = 0;
 };
 
 }  // namespace nibble::structured

@@ -43,8 +43,10 @@ enum class Step { kAlive, kDead, kAbort };
 
 // Sets the bit of every token the trie walk reaches from `root` without `step` rejecting a
 // byte. step(from, byte, to) writes the state after `byte`; kAbort stops the walk (false).
-template <class State, class StepFn>
-bool walk_trie(const TokenVocabulary& vocab, const State& root, StepFn step,
+// whole_subtree(parent, node): every token under `node` is allowed from its parent's state
+// (then the subtree is taken in one go, without stepping through it).
+template <class State, class StepFn, class WholeFn>
+bool walk_trie(const TokenVocabulary& vocab, const State& root, StepFn step, WholeFn whole_subtree,
                std::vector<std::uint32_t>& mask) {
   const std::vector<TrieNode>& trie = vocab.trie();
   const std::vector<int>& tokens = vocab.trie_tokens();
@@ -55,6 +57,13 @@ bool walk_trie(const TokenVocabulary& vocab, const State& root, StepFn step,
   std::size_t k = 0;
   while (k < end) {
     const TrieNode& node = trie[k];
+    if (whole_subtree(states[node.depth], node)) {
+      for (std::uint32_t t = node.tokens_begin; t < trie[node.subtree_end].tokens_begin; ++t) {
+        bitmask_allow(mask, std::size_t(tokens[t]));
+      }
+      k = node.subtree_end;
+      continue;
+    }
     switch (step(states[node.depth], node.byte, states[node.depth + 1u])) {
       case Step::kDead:
         k = node.subtree_end;
@@ -150,6 +159,16 @@ CompiledGrammar::Mask CompiledGrammar::walk_automaton(GrammarAutomaton::StateId 
         if (to == GrammarAutomaton::kDead) return Step::kDead;
         return to == GrammarAutomaton::kFull ? Step::kAbort : Step::kAlive;
       },
+      [this](GrammarAutomaton::StateId parent, const TrieNode& node) {
+        const auto& classes = token_byte_classes();
+        for (int c = 0; c < kNumTokenByteClasses; ++c) {
+          const int height = node.class_height[std::size_t(c)];
+          if (height > 0 && automaton_.survives(parent, c, classes[std::size_t(c)], height)) {
+            return true;
+          }
+        }
+        return false;
+      },
       bits);
   if (!complete) return nullptr;
   return std::make_shared<const std::vector<std::uint32_t>>(std::move(bits));
@@ -164,7 +183,7 @@ CompiledGrammar::Mask CompiledGrammar::walk_matcher(const MatchState& root) cons
         matcher_.advance(from, byte, to);
         return to.dead() ? Step::kDead : Step::kAlive;
       },
-      bits);
+      [](const MatchState&, const TrieNode&) { return false; }, bits);
   return std::make_shared<const std::vector<std::uint32_t>>(std::move(bits));
 }
 

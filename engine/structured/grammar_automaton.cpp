@@ -1,5 +1,7 @@
 #include "engine/structured/grammar_automaton.h"
 
+#include <algorithm>
+
 namespace nibble::structured {
 
 GrammarAutomaton::GrammarAutomaton(const GrammarMatcher& matcher, std::size_t max_states)
@@ -13,6 +15,7 @@ GrammarAutomaton::StateId GrammarAutomaton::intern(const MatchState& state) {
   states_.push_back(state);
   accepting_.push_back(state.accepting());
   rows_.emplace_back();
+  survival_.emplace_back();
   ids_.emplace(state, id);
   return id;
 }
@@ -31,7 +34,35 @@ GrammarAutomaton::StateId GrammarAutomaton::next(StateId from, unsigned char byt
   return id;
 }
 
+bool GrammarAutomaton::survives(StateId from, int byte_class, const ByteSet& bytes, int length) {
+  if (length <= 0) return true;
+  const std::size_t c = std::size_t(byte_class);
+  {
+    const Survival& s = survival_[std::size_t(from)];
+    if (length <= s.known_true[c]) return true;
+    if (s.known_false[c] != 0 && length >= s.known_false[c]) return false;
+  }
+  // Depth-first: one byte, then the rest from the state it leads to. States repeat (a string's
+  // state loops on itself), so the memo makes this about length x |bytes| transitions.
+  for (int w = 0; w < 4; ++w) {
+    for (std::uint64_t word = bytes.bits[std::size_t(w)]; word != 0; word &= word - 1) {
+      const unsigned char b = (unsigned char)(w * 64 + __builtin_ctzll(word));
+      const StateId to = next(from, b);
+      if (to == kFull) return false;
+      if (to == kDead || !survives(to, byte_class, bytes, length - 1)) {
+        std::uint16_t& known_false = survival_[std::size_t(from)].known_false[c];
+        if (known_false == 0 || length < known_false) known_false = std::uint16_t(length);
+        return false;
+      }
+    }
+  }
+  std::uint8_t& known_true = survival_[std::size_t(from)].known_true[c];
+  known_true = std::uint8_t(std::max<int>(known_true, std::min(length, 255)));
+  return true;
+}
+
 void GrammarAutomaton::clear() {
+  survival_.clear();
   states_.clear();
   accepting_.clear();
   rows_.clear();

@@ -28,6 +28,11 @@ class GrammarAutomaton {
   // The id of `state` (dead states are not interned: kDead), or kFull.
   StateId intern(const MatchState& state);
   StateId next(StateId from, unsigned char byte);
+  // Whether every string of 1..length bytes drawn from `bytes` keeps a parse alive from
+  // `from` (memoized per state for up to kMaxByteClasses distinct `byte_class` indices, each
+  // always passed with the same `bytes`; length at most 255). False when the table fills.
+  static constexpr int kMaxByteClasses = 4;
+  bool survives(StateId from, int byte_class, const ByteSet& bytes, int length);
   const MatchState& state(StateId id) const { return states_[std::size_t(id)]; }
   bool accepting(StateId id) const { return accepting_[std::size_t(id)]; }
   std::size_t size() const { return states_.size(); }
@@ -43,6 +48,13 @@ class GrammarAutomaton {
   std::vector<bool> accepting_;
   std::vector<std::unique_ptr<Row>> rows_;  // allocated at a state's first transition
   std::unordered_map<MatchState, StateId, MatchStateHash> ids_;
+  // Per state and byte class: the longest length known to survive, and the shortest known
+  // not to (0: none known).
+  struct Survival {
+    std::array<std::uint8_t, kMaxByteClasses> known_true{};
+    std::array<std::uint16_t, kMaxByteClasses> known_false{};
+  };
+  std::vector<Survival> survival_;
   MatchState scratch_;
 };
 

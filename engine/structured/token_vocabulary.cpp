@@ -44,13 +44,47 @@ void TokenVocabulary::build_trie() {
     // after all equal strings.
     for (std::size_t d = shared; d < bytes.size(); ++d) {
       open.push_back(std::uint32_t(trie_.size()));
-      trie_.push_back({0, std::uint32_t(i), std::uint16_t(d), (unsigned char)bytes[d]});
+      trie_.push_back({0, std::uint32_t(i), std::uint16_t(d), (unsigned char)bytes[d], {}});
     }
     max_token_bytes_ = std::max(max_token_bytes_, bytes.size());
     previous = &bytes;
   }
   for (std::uint32_t node : open) trie_[node].subtree_end = std::uint32_t(trie_.size());
-  trie_.push_back({std::uint32_t(trie_.size()) + 1, std::uint32_t(sorted_.size()), 0, 0});
+  measure_class_heights();
+  trie_.push_back({std::uint32_t(trie_.size()) + 1, std::uint32_t(sorted_.size()), 0, 0, {}});
+}
+
+const std::array<ByteSet, kNumTokenByteClasses>& token_byte_classes() {
+  static const std::array<ByteSet, kNumTokenByteClasses> classes = [] {
+    std::array<ByteSet, kNumTokenByteClasses> c;
+    c[0].add_range(0x20, 0x7e);
+    c[0].bits[0x22 >> 6] &= ~(std::uint64_t(1) << (0x22 & 63));  // '"'
+    c[0].bits[0x5c >> 6] &= ~(std::uint64_t(1) << (0x5c & 63));  // '\\'
+    c[1].add_range('0', '9');
+    c[1].add_range('A', 'Z');
+    c[1].add_range('a', 'z');
+    c[2].add_range('0', '9');
+    return c;
+  }();
+  return classes;
+}
+
+void TokenVocabulary::measure_class_heights() {
+  const auto& classes = token_byte_classes();
+  // Children come after their parent in pre-order, so a backward pass sees them first.
+  for (std::size_t k = trie_.size(); k-- > 0;) {
+    TrieNode& node = trie_[k];
+    for (int c = 0; c < kNumTokenByteClasses; ++c) {
+      if (!classes[std::size_t(c)].contains(node.byte)) continue;
+      int height = 1;
+      for (std::size_t child = k + 1; child < node.subtree_end; child = trie_[child].subtree_end) {
+        const int h = trie_[child].class_height[std::size_t(c)];
+        height = h == 0 ? 0 : std::max(height, h + 1);
+        if (height == 0) break;
+      }
+      node.class_height[std::size_t(c)] = std::uint8_t(height > 255 ? 0 : height);
+    }
+  }
 }
 
 bool TokenVocabulary::is_eos(int id) const {

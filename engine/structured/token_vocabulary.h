@@ -3,11 +3,14 @@
 // (a prefix the grammar rejects rejects every token under it at once). Special tokens and ids
 // without a token are never allowed by a grammar; end-of-sequence ids are allowed where the
 // grammar is complete.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/structured/grammar.h"
 
 namespace nibble::tokenizer {
 class Tokenizer;
@@ -20,12 +23,23 @@ namespace nibble::structured {
 // rejected prefix is one jump. The tokens whose bytes end at node k are
 // trie_tokens()[trie()[k].tokens_begin, trie()[k + 1].tokens_begin) (a sentinel node ends the
 // array).
+//
+// class_height[c]: if this node's byte and every byte below it are in kTokenByteClasses[c], the
+// most bytes from this node down to a token's end (1 for a leaf), else 0 (also when above 255).
+// A mask walk accepts such a subtree whole when its state survives any string of the class that
+// long (the bulk of a vocabulary inside a JSON string, a word or a number).
+inline constexpr int kNumTokenByteClasses = 3;
 struct TrieNode {
   std::uint32_t subtree_end = 0;
   std::uint32_t tokens_begin = 0;
   std::uint16_t depth = 0;  // bytes before this one
   unsigned char byte = 0;
+  std::array<std::uint8_t, kNumTokenByteClasses> class_height{};
 };
+
+// The byte classes of TrieNode::class_height: printable ASCII that a JSON string takes as it
+// is (no '"' or '\\'), letters and digits, digits.
+const std::array<ByteSet, kNumTokenByteClasses>& token_byte_classes();
 
 class TokenVocabulary {
  public:
@@ -51,6 +65,7 @@ class TokenVocabulary {
 
  private:
   void build_trie();
+  void measure_class_heights();
 
   std::vector<std::optional<std::string>> bytes_;
   std::vector<int> eos_ids_;

@@ -18,9 +18,9 @@ std::shared_ptr<const TokenVocabulary> small_vocabulary(int& eos) {
   std::vector<std::optional<std::string>> bytes;
   for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
   for (const char* piece :
-       {"{\"",  "\":", "\",",    "\"}",  "12",   "3.",       ".5",     "e-",
-        "true", "tr",  "ue",     " \"",  "name", "\xe2\x82", "\xac\"", "\xe2\x82\xac",
-        "\"\n", "  ",  "\n\n\n", "\"}]", "}\n",  "12"}) {
+       {"{\"",    "\":",  "\",", "\"}",  "12",       "3.",     ".5",           "e-",   "true",
+        "tr",     "ue",   " \"", "name", "\xe2\x82", "\xac\"", "\xe2\x82\xac", "\"\n", "  ",
+        "\n\n\n", "\"}]", "}\n", "12",   "abc",      "abcdef", "ab",           "a b"}) {
     bytes.push_back(std::string(piece));
   }
   bytes.push_back(std::nullopt);  // a special token
@@ -111,7 +111,9 @@ TEST(TokenMasks, SpecialTokensAndWhitespaceRunsAreNeverAllowedPastTheBound) {
 }
 
 // The trie walk must allow exactly the tokens a direct per-token check allows, in every state
-// along random walks through a recursive schema: with room for every state in the automaton,
+// along random walks through a recursive schema (strings unbounded, bounded and by pattern, so
+// that whole subtrees are taken by their byte classes or refused): with room for every state in
+// the automaton,
 // and with a cache so small (4 automaton states) that walks overflow it and fall back to the
 // matcher.
 class TrieWalk : public ::testing::TestWithParam<std::size_t> {};
@@ -121,7 +123,8 @@ TEST_P(TrieWalk, MatchesPerTokenCheck) {
   auto vocab = small_vocabulary(eos);
   auto g = compile(R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},
       "k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2},
-      "s":{"type":"string"}},"required":["v","k"],"additionalProperties":false}},
+      "s":{"type":"string"},"t":{"type":"string","maxLength":3},"w":{"type":"string",
+      "pattern":"^[a-z]{1,5}$"}},"required":["v","k"],"additionalProperties":false}},
       "$ref":"#/$defs/n"})",
                    vocab, GetParam());
   std::mt19937 rng(7);

@@ -17,10 +17,14 @@ namespace {
 std::shared_ptr<const TokenVocabulary> small_vocabulary(int& eos) {
   std::vector<std::optional<std::string>> bytes;
   for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  for (const char* piece :
-       {"{\"",    "\":",  "\",", "\"}",  "12",       "3.",     ".5",           "e-",   "true",
-        "tr",     "ue",   " \"", "name", "\xe2\x82", "\xac\"", "\xe2\x82\xac", "\"\n", "  ",
-        "\n\n\n", "\"}]", "}\n", "12",   "abc",      "abcdef", "ab",           "a b"}) {
+  for (const char* piece : {"{\"",          "\":",      "\",",        "\"}",
+                            "12",           "3.",       ".5",         "e-",
+                            "true",         "tr",       "ue",         " \"",
+                            "name",         "\xe2\x82", "\xac\"",     "\xe2\x82\xac",
+                            "\"\n",         "  ",       "\n\n\n",     "\"}]",
+                            "}\n",          "12",       "abc",        "abcdef",
+                            "ab",           "a b",      "\xc3\xa9",   "a\xe2\x82\xac\xe2\x82\xac",
+                            "\xed\xa0\x80", "\xc3",     "\xc3\xa9\"}"}) {
     bytes.push_back(std::string(piece));
   }
   bytes.push_back(std::nullopt);  // a special token

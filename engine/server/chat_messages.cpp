@@ -65,7 +65,11 @@ json normalize_chat_messages(const json& messages) {
         text += (j == 0 ? "" : "\n") + part;
       }
       normalized["content"] = text;
-    } else if (content != m.end() && !content->is_null() && !content->is_string()) {
+    } else if (content == m.end() || content->is_null()) {
+      // As vLLM renders it: the official client sends an assistant's tool call back with
+      // "content": null, and templates such as Qwen3's test `'</think>' in message.content`.
+      normalized["content"] = "";
+    } else if (!content->is_string()) {
       throw bad_message(where, ".content must be a string or an array of parts");
     }
     out.push_back(std::move(normalized));

@@ -5,7 +5,7 @@
 //  - Content as a list of parts becomes one string: text (and assistant refusal) parts joined
 //    in order with "\n", as vLLM does for text-only models, since templates expect a string.
 //    Image, audio, file and any other parts are a 400 naming the part's type: this engine
-//    serves text-only models.
+//    serves text-only models. Null or absent content becomes "" (as in vLLM).
 // Every error is an ApiError 400 with param "messages" and the message's index.
 #include <nlohmann/json.hpp>
 

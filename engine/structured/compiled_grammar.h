@@ -3,10 +3,11 @@
 // cached per state (shared by every request with the same grammar), and the per-sequence
 // constraint the engine loop drives.
 //
-// Mask computation walks the vocabulary in byte order (a byte trie): the matcher state after
-// each prefix is kept per depth and reused by every token that shares the prefix, and a
-// prefix the grammar rejects skips all tokens under it. States repeat a lot (inside a string,
-// the state after "abc" and after "abcd" is the same), so most tokens hit the cache.
+// Mask computation walks the vocabulary's byte trie: the state after each prefix is kept per
+// depth and reused by every token that shares the prefix, and a prefix the grammar rejects
+// skips its whole subtree in one jump. States are numbered by a GrammarAutomaton whose byte
+// transitions are memoized, and states repeat a lot (inside a string, the state after "abc"
+// and after "abcd" is the same), so most trie nodes cost one array read.
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "engine/structured/grammar.h"
+#include "engine/structured/grammar_automaton.h"
 #include "engine/structured/grammar_matcher.h"
 #include "engine/structured/token_constraint.h"
 #include "engine/structured/token_vocabulary.h"
@@ -38,12 +40,18 @@ class CompiledGrammar : public TokenConstraintFactory,
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
   const MatchState& initial_state() const { return initial_; }
 
+  using Mask = std::shared_ptr<const std::vector<std::uint32_t>>;
   // The allowed next tokens in `state` (cached).
-  std::shared_ptr<const std::vector<std::uint32_t>> mask(const MatchState& state) const;
+  Mask mask(const MatchState& state) const;
+  // Masks cached, and matcher states numbered by the automaton.
   std::size_t cached_states() const;
+  std::size_t automaton_states() const;
 
  private:
-  std::vector<std::uint32_t> compute_mask(const MatchState& state) const;
+  // Walks the trie from `root`; nullptr if the automaton filled up on the way.
+  Mask walk_automaton(GrammarAutomaton::StateId root) const;
+  // The same walk on matcher states (no memo): for when the automaton cannot hold them.
+  Mask walk_matcher(const MatchState& root) const;
 
   Grammar grammar_;
   GrammarMatcher matcher_;
@@ -52,10 +60,10 @@ class CompiledGrammar : public TokenConstraintFactory,
   std::size_t words_ = 0;
   std::size_t max_cached_states_;
   MatchState initial_;
-  mutable std::mutex mutex_;
-  mutable std::unordered_map<MatchState, std::shared_ptr<const std::vector<std::uint32_t>>,
-                             MatchStateHash>
-      cache_;
+  mutable std::mutex mutex_;  // guards the automaton and the masks; held during a walk
+  mutable GrammarAutomaton automaton_;
+  mutable std::vector<Mask> masks_;  // by automaton state id
+  mutable std::size_t num_masks_ = 0;
 };
 
 }  // namespace nibble::structured

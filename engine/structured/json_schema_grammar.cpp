@@ -1,9 +1,11 @@
 #include "engine/structured/json_schema_grammar.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
+#include "engine/structured/number_range_grammar.h"
 #include "engine/structured/regex_grammar.h"
 #include "engine/structured/structured_error.h"
 #include "engine/structured/utf8_ranges.h"
@@ -16,11 +18,37 @@ using Json = nlohmann::ordered_json;
 const std::set<std::string> kAnnotations = {"title",    "description", "default",  "examples",
                                             "$schema",  "$id",         "$comment", "deprecated",
                                             "readOnly", "writeOnly",   "$defs",    "definitions"};
-const std::set<std::string> kStructural = {
-    "type",      "properties", "required", "additionalProperties",
-    "items",     "minItems",   "maxItems", "enum",
-    "const",     "anyOf",      "$ref",     "minLength",
-    "maxLength", "pattern",    "format"};
+const std::set<std::string> kStructural = {"type",
+                                           "properties",
+                                           "required",
+                                           "additionalProperties",
+                                           "items",
+                                           "minItems",
+                                           "maxItems",
+                                           "enum",
+                                           "const",
+                                           "anyOf",
+                                           "$ref",
+                                           "minLength",
+                                           "maxLength",
+                                           "pattern",
+                                           "format",
+                                           "minimum",
+                                           "maximum",
+                                           "exclusiveMinimum",
+                                           "exclusiveMaximum",
+                                           "multipleOf"};
+
+// Numbers with bounds are written in fixed point with at most this many fraction digits and
+// no exponent; bounds may be at most kMaxNumberBound in magnitude. Then every value written
+// converts to a distinct double in the same order, so a validator comparing doubles agrees
+// with the grammar's decimal comparison (1e9 has a ulp of 1.2e-7, below half of 1e-6).
+constexpr int kNumberFractionDigits = 6;
+constexpr std::int64_t kMaxNumberBound = 1'000'000'000;
+constexpr std::int64_t kMaxIntegerBound = 9'007'199'254'740'991;  // 2^53 - 1: exact in a double
+constexpr std::int64_t kMaxMultipleOf = 1000;
+constexpr std::int64_t kMaxListedMultiples = 1000;
+const char* const kBoundKeywords[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
 
 // Regexes for the formats OpenAI documents; each generates a subset of the format's strings
 // (e.g. dates only up to day 28 of February, IPv6 in full form), so every output validates.
@@ -117,6 +145,8 @@ class SchemaCompiler {
     } else if (schema.contains("pattern") || schema.contains("format") ||
                schema.contains("minLength") || schema.contains("maxLength")) {
       types = {"string"};
+    } else if (has_numeric_keywords(schema)) {
+      types = {"number"};
     } else {
       return any_value();
     }
@@ -137,8 +167,8 @@ class SchemaCompiler {
     if (type == "object") return object(schema, path);
     if (type == "array") return array(schema, path);
     if (type == "string") return string(schema, path);
-    if (type == "integer") return integer();
-    if (type == "number") return number();
+    if (type == "integer") return bounded_number(schema, path, true);
+    if (type == "number") return bounded_number(schema, path, false);
     if (type == "boolean")
       return b_.choice("boolean", {{b_.literal("true")}, {b_.literal("false")}});
     if (type == "null") return b_.literal("null");
@@ -356,6 +386,133 @@ class SchemaCompiler {
       content = b_.repeat("chars", string_char(), min, max);
     }
     return b_.choice("string", {{b_.byte('"'), content, b_.byte('"')}});
+  }
+
+  static bool has_numeric_keywords(const Json& schema) {
+    for (const char* key : kBoundKeywords) {
+      if (schema.contains(key)) return true;
+    }
+    return schema.contains("multipleOf");
+  }
+
+  // integer / number with minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf.
+  Symbol bounded_number(const Json& schema, const std::string& path, bool is_integer) {
+    if (!has_numeric_keywords(schema)) return is_integer ? integer() : number();
+    for (const char* key :
+         {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
+      if (schema.contains(key) && !schema[key].is_number()) {
+        fail(
+            std::string("'") + key + "' must be a number" +
+                (schema[key].is_boolean() ? " (the boolean form of draft 4 is not supported)" : ""),
+            path, key);
+      }
+    }
+    bool integral = is_integer;
+    std::int64_t multiple = 0;  // > 1: values must be multiples of it
+    if (schema.contains("multipleOf")) {
+      const Json& m = schema["multipleOf"];
+      const double k = m.get<double>();
+      if (!(k > 0)) fail("'multipleOf' must be greater than 0", path, "multipleOf");
+      if (k != double(std::int64_t(k)) || k > double(kMaxMultipleOf)) {
+        // 0.29 is 29 x 0.01 in decimal but not in binary floating point (0.29 / 0.01 =
+        // 28.999999999999996), so validators disagree: refuse rather than guess.
+        fail("'multipleOf' must be an integer from 1 to " + std::to_string(kMaxMultipleOf) +
+                 " (fractional multiples are not exact in floating point)",
+             path, "multipleOf");
+      }
+      integral = true;
+      if (k > 1) multiple = std::int64_t(k);
+    }
+    const bool has_bounds = std::any_of(std::begin(kBoundKeywords), std::end(kBoundKeywords),
+                                        [&](const char* key) { return schema.contains(key); });
+    if (multiple > 1 && !has_bounds) return multiples_of(multiple);
+    if (!has_bounds) return integer();  // multipleOf 1
+    const int scale = integral ? 0 : kNumberFractionDigits;
+    const std::int64_t max_bound = integral ? kMaxIntegerBound : kMaxNumberBound;
+    ScaledRange range;
+    range.fraction_digits = scale;
+    // Bounds scaled to the grammar's unit, rounded inwards; exclusive ones moved by one unit.
+    const auto bound = [&](const char* key, bool round_up) -> std::optional<std::int64_t> {
+      if (!schema.contains(key)) return std::nullopt;
+      std::int64_t unit = 1;
+      for (int i = 0; i < scale; ++i) unit *= 10;
+      const auto v = scale_decimal(schema[key].dump(), scale, round_up, max_bound * unit);
+      if (!v) {
+        fail(std::string("'") + key + "' beyond +-" + std::to_string(max_bound) +
+                 " is not supported for " + (is_integer ? "integers" : "numbers"),
+             path, key);
+      }
+      return v;
+    };
+    const auto tighter = [](std::optional<std::int64_t> a, std::optional<std::int64_t> b,
+                            bool low) -> std::optional<std::int64_t> {
+      if (!a) return b;
+      if (!b) return a;
+      return low ? std::max(*a, *b) : std::min(*a, *b);
+    };
+    std::optional<std::int64_t> exclusive_low = bound("exclusiveMinimum", false);
+    if (exclusive_low) {
+      // Rounded down, so "> e" is ">= floor(e) + 1 unit" whether or not e was on the grid.
+      *exclusive_low += 1;
+    }
+    std::optional<std::int64_t> exclusive_high = bound("exclusiveMaximum", true);
+    if (exclusive_high) *exclusive_high -= 1;
+    range.low = tighter(bound("minimum", true), exclusive_low, true);
+    range.high = tighter(bound("maximum", false), exclusive_high, false);
+    if (range.low && range.high && *range.low > *range.high) {
+      fail(std::string("no ") + (is_integer ? "integer" : "number") +
+               " satisfies the bounds (a number grammar writes at most " + std::to_string(scale) +
+               " digits after the point)",
+           path, schema.contains("maximum") ? "maximum" : "exclusiveMaximum");
+    }
+    if (multiple > 1) return bounded_multiples(multiple, range, path);
+    return compile_number_range(b_, range);
+  }
+
+  // The multiples of k in a closed range, listed (few enough: kMaxListedMultiples).
+  Symbol bounded_multiples(std::int64_t k, const ScaledRange& range, const std::string& path) {
+    if (!range.low || !range.high) {
+      fail("'multipleOf' with only one of 'minimum'/'maximum' is not supported (give both)", path,
+           "multipleOf");
+    }
+    // First multiple at or above low (C++ division truncates towards zero).
+    std::int64_t first = *range.low / k * k;
+    if (first < *range.low) first += k;
+    if (first > *range.high)
+      fail("no multiple of 'multipleOf' within the bounds", path, "multipleOf");
+    if ((*range.high - first) / k >= kMaxListedMultiples) {
+      fail("'multipleOf' with more than " + std::to_string(kMaxListedMultiples) +
+               " multiples within the bounds is not supported",
+           path, "multipleOf");
+    }
+    std::vector<std::vector<Symbol>> alts;
+    for (std::int64_t v = first; v <= *range.high; v += k) {
+      alts.push_back({b_.literal(std::to_string(v))});
+    }
+    return b_.choice("multiples", alts);
+  }
+
+  // Integers divisible by k: the remainder of the digits so far is the grammar's state.
+  Symbol multiples_of(std::int64_t k) {
+    std::vector<int> remainder_rule(static_cast<std::size_t>(k));
+    for (auto& r : remainder_rule) r = b_.new_rule("multiple");
+    for (std::int64_t r = 0; r < k; ++r) {
+      if (r == 0) b_.add_alternative(remainder_rule[0], {});
+      for (int d = 0; d <= 9; ++d) {
+        b_.add_alternative(remainder_rule[std::size_t(r)],
+                           {b_.byte((unsigned char)('0' + d)),
+                            Symbol::rule(remainder_rule[std::size_t((r * 10 + d) % k)])});
+      }
+    }
+    std::vector<std::vector<Symbol>> magnitude = {{b_.byte('0')}};
+    for (int d = 1; d <= 9; ++d) {
+      magnitude.push_back(
+          {b_.byte((unsigned char)('0' + d)), Symbol::rule(remainder_rule[std::size_t(d % k)])});
+    }
+    const Symbol zero_or_positive = b_.choice("multiple", magnitude);
+    magnitude.erase(magnitude.begin());  // never "-0"
+    return b_.choice("multiples", {{zero_or_positive},
+                                   {b_.byte('-'), b_.choice("negative multiple", magnitude)}});
   }
 
   Symbol digits() {

@@ -1,6 +1,12 @@
 #pragma once
 // Token bitmasks: which tokens of the vocabulary may come next, one bit per token id in
-// uint32_t words (bit i of word w is token 32*w + i), the layout a device kernel reads.
+// uint32_t words, the layout a device kernel reads (stable: device sampling depends on it):
+//  - bit i (value 1u << i) of word w is token 32*w + i; 1 = allowed, 0 = disallowed;
+//  - a row has bitmask_words(vocab_size) words, where vocab_size is the model's logits width;
+//    the bits past vocab_size in the last word are padding, never tokens (0 in a constrained
+//    row);
+//  - a batch (TokenBitmaskBatch) is rows x words, row-major and contiguous, row r for the r-th
+//    logits row of the step; unconstrained rows are all ones, padding included.
 // apply_token_bitmask is the CPU reference the CUDA backend mirrors: it sets the logit of
 // every disallowed token to -inf (ids past the mask's end are disallowed).
 #include <cstdint>

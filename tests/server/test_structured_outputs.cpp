@@ -70,8 +70,11 @@ TEST_F(StructuredOutputs, UnsupportedSchemasAndFieldsAre400sNamingTheKeyword) {
   };
   const std::vector<Case> cases = {
       {json::parse(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
-          "schema": {"type": "integer", "minimum": 3}}}})"),
-       "response_format", "'minimum'"},
+          "schema": {"type": "number", "multipleOf": 0.01}}}})"),
+       "response_format", "'multipleOf'"},
+      {json::parse(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
+          "schema": {"type": "integer", "minimum": 3, "maximum": 2}}}})"),
+       "response_format", "no integer satisfies"},
       {json::parse(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
           "schema": {"oneOf": [{"type": "string"}]}}}})"),
        "response_format", "'oneOf'"},

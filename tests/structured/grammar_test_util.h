@@ -5,6 +5,7 @@
 
 #include "engine/structured/grammar_matcher.h"
 #include "engine/structured/output_spec.h"
+#include "engine/structured/structured_error.h"
 
 namespace nibble::structured::testing {
 
@@ -26,6 +27,17 @@ inline CompiledForTest schema(const std::string& json_text, JsonGrammarOptions o
   spec.kind = OutputKind::kJsonSchema;
   spec.schema = nlohmann::ordered_json::parse(json_text);
   return compile(spec, options);
+}
+
+// The keyword (StructuredError::keyword) that compile() is refused for, or "accepted".
+template <class Compile>
+std::string refused_keyword(Compile compile) {
+  try {
+    compile();
+  } catch (const StructuredError& e) {
+    return e.keyword();
+  }
+  return "accepted";
 }
 
 inline CompiledForTest regex(const std::string& pattern) {

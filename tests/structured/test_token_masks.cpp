@@ -12,14 +12,19 @@
 namespace nibble::structured {
 namespace {
 
-// A small byte-level vocabulary: all 256 single bytes, some multi-byte pieces, a special token
-// (no bytes) and EOS.
+// A small byte-level vocabulary: all 256 single bytes, some multi-byte pieces (one of them
+// twice: tokenizers have ids with equal bytes), a special token (no bytes) and EOS.
 std::shared_ptr<const TokenVocabulary> small_vocabulary(int& eos) {
   std::vector<std::optional<std::string>> bytes;
   for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  for (const char* piece : {"{\"",    "\":",          "\",",  "\"}", "12",     "3.",   ".5",
-                            "e-",     "true",         "tr",   "ue",  " \"",    "name", "\xe2\x82",
-                            "\xac\"", "\xe2\x82\xac", "\"\n", "  ",  "\n\n\n", "\"}]", "}\n"}) {
+  for (const char* piece : {"{\"",          "\":",      "\",",        "\"}",
+                            "12",           "3.",       ".5",         "e-",
+                            "true",         "tr",       "ue",         " \"",
+                            "name",         "\xe2\x82", "\xac\"",     "\xe2\x82\xac",
+                            "\"\n",         "  ",       "\n\n\n",     "\"}]",
+                            "}\n",          "12",       "abc",        "abcdef",
+                            "ab",           "a b",      "\xc3\xa9",   "a\xe2\x82\xac\xe2\x82\xac",
+                            "\xed\xa0\x80", "\xc3",     "\xc3\xa9\"}"}) {
     bytes.push_back(std::string(piece));
   }
   bytes.push_back(std::nullopt);  // a special token
@@ -29,11 +34,13 @@ std::shared_ptr<const TokenVocabulary> small_vocabulary(int& eos) {
 }
 
 std::shared_ptr<const CompiledGrammar> compile(const std::string& schema_text,
-                                               std::shared_ptr<const TokenVocabulary> vocab) {
+                                               std::shared_ptr<const TokenVocabulary> vocab,
+                                               std::size_t max_cached_states = 4096) {
   OutputSpec spec;
   spec.kind = OutputKind::kJsonSchema;
   spec.schema = nlohmann::ordered_json::parse(schema_text);
-  return std::make_shared<const CompiledGrammar>(build_grammar(spec, {}), vocab, "json_schema");
+  return std::make_shared<const CompiledGrammar>(build_grammar(spec, {}), vocab, "json_schema",
+                                                 max_cached_states);
 }
 
 int id_of(const TokenVocabulary& v, const std::string& text) {
@@ -108,15 +115,22 @@ TEST(TokenMasks, SpecialTokensAndWhitespaceRunsAreNeverAllowedPastTheBound) {
 }
 
 // The trie walk must allow exactly the tokens a direct per-token check allows, in every state
-// along random walks through a recursive schema.
-TEST(TokenMasks, TrieWalkMatchesPerTokenCheck) {
+// along random walks through a recursive schema (strings unbounded, bounded and by pattern, so
+// that whole subtrees are taken by their byte classes or refused): with room for every state in
+// the automaton,
+// and with a cache so small (4 automaton states) that walks overflow it and fall back to the
+// matcher.
+class TrieWalk : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(TrieWalk, MatchesPerTokenCheck) {
   int eos = 0;
   auto vocab = small_vocabulary(eos);
   auto g = compile(R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},
       "k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2},
-      "s":{"type":"string"}},"required":["v","k"],"additionalProperties":false}},
+      "s":{"type":"string"},"t":{"type":"string","maxLength":3},"w":{"type":"string",
+      "pattern":"^[a-z]{1,5}$"}},"required":["v","k"],"additionalProperties":false}},
       "$ref":"#/$defs/n"})",
-                   vocab);
+                   vocab, GetParam());
   std::mt19937 rng(7);
   std::vector<std::uint32_t> mask(g->mask_words());
   for (int walk = 0; walk < 20; ++walk) {
@@ -141,8 +155,15 @@ TEST(TokenMasks, TrieWalkMatchesPerTokenCheck) {
       state = g->matcher().advance(state, *vocab->bytes(token));
     }
   }
-  EXPECT_GT(g->cached_states(), 10u);
+  if (GetParam() > 100) {
+    EXPECT_GT(g->cached_states(), 10u);
+    EXPECT_GT(g->automaton_states(), g->cached_states());
+  } else {
+    EXPECT_LE(g->automaton_states(), 4 * GetParam());
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheSizes, TrieWalk, ::testing::Values(4096, 1));
 
 TEST(TokenBitmask, ApplyMasksDisallowedAndOutOfRangeLogits) {
   std::vector<float> logits(40, 1.0f);

@@ -71,6 +71,17 @@ const corpus = {
     },
     required: ["day", "id", "ip", "code"], additionalProperties: false,
   },
+  numeric_bounds: {
+    type: "object",
+    properties: {
+      percent: { type: "number", minimum: 0, maximum: 100 },
+      level: { type: "integer", exclusiveMinimum: -3, maximum: 12 },
+      kelvin: { type: "number", exclusiveMinimum: -273.15, exclusiveMaximum: 1000.5 },
+      count: { type: "integer", minimum: 1000, maximum: 1005 },
+      step: { type: "integer", multipleOf: 5, minimum: -50, maximum: 50 },
+    },
+    required: ["percent", "level", "kelvin", "count", "step"], additionalProperties: false,
+  },
   optional_members: {
     type: "object",
     properties: { a: { type: "boolean" }, b: { type: "null" }, c: { enum: ["x", "y"] } },

@@ -233,9 +233,7 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
   __syncthreads();
 
   const std::uint32_t* mask =
-      row.bitmask_row >= 0 && a.bitmask != nullptr
-          ? a.bitmask + std::size_t(row.bitmask_row) * std::size_t(a.bitmask_words)
-          : nullptr;
+      row.bitmask_offset >= 0 && a.bitmask != nullptr ? a.bitmask + row.bitmask_offset : nullptr;
   // Greedy's answer; also the fallback when no token can be drawn (every logit NaN or -inf).
   unsigned long long best = 0;
   for (int i = int(threadIdx.x); i < vocab; i += kThreads)

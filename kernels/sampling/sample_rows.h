@@ -27,9 +27,8 @@ struct SampleRowsArgs {
   const SamplingRow* params = nullptr;         // [rows]
   const SamplingPenalty* penalties = nullptr;  // the step's lists, rows' slices by offset/count
   float* penalty_raw = nullptr;                // as long as the lists: listed tokens' raw logits
-  const std::uint32_t* bitmask = nullptr;      // [bitmask rows, bitmask_words] or null
-  int bitmask_words = 0;
-  SampledRow* out = nullptr;  // [rows]
+  const std::uint32_t* bitmask = nullptr;      // rows' masks at their bitmask_offset, or null
+  SampledRow* out = nullptr;                   // [rows]
   TopLogprob* top = nullptr;  // [rows, kMaxSampledTopLogprobs]; row r's first num_top_logprobs
 };
 

@@ -11,7 +11,7 @@
 //     frequency * output_count + presence subtracted where output_count > 0.
 //  3. The structured-output bitmask (engine/structured/token_bitmask.h words): disallowed -> -inf.
 //  4. temperature <= 0: greedy, the largest logit, ties to the lower id. Otherwise y = z / T and:
-//  5. top-k, top-p, min-p as thresholds, found without sorting (README.md beside this):
+//  5. top-k, top-p, min-p as thresholds, found without sorting (sample_rows.h says how):
 //     keep y >= t_k (the k-th largest y; every token tied with it stays, as in vLLM);
 //     with w_i = exp(y_i - max y) in 32.32 fixed point (integer sums: exact, order-free), keep
 //     y >= t_p, the largest value whose kept mass reaches floor(top_p * mass of the top-k set);
@@ -51,10 +51,10 @@ struct SamplingRow {
   std::int32_t top_k = 0;             // <= 0 or >= vocab: off
   std::int32_t num_top_logprobs = 0;  // 0..kMaxSampledTopLogprobs
   std::uint64_t seed = 0;
-  std::uint64_t position = 0;       // the sequence's output position: the RNG counter
-  std::int32_t penalty_offset = 0;  // into the step's penalty list
-  std::int32_t penalty_count = 0;   // 0: no penalties
-  std::int32_t bitmask_row = -1;    // row of the step's bitmask; -1: none
+  std::uint64_t position = 0;        // the sequence's output position: the RNG counter
+  std::int32_t penalty_offset = 0;   // the row's first entry in the step's penalty lists
+  std::int32_t penalty_count = 0;    // 0: no penalties
+  std::int32_t bitmask_offset = -1;  // the row's first word in the step's bitmasks; -1: none
   std::int32_t reserved = 0;
 };
 

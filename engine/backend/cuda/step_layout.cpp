@@ -21,7 +21,7 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
       s.slots.push_back(std::int64_t(item.block_table[std::size_t(p / block_size)]) * block_size +
                         p % block_size);
     }
-    if (!item.logits.empty()) s.logit_rows.push_back(row0 + n - 1);
+    if (wants_next_token(item)) s.logit_rows.push_back(row0 + n - 1);
   }
   return s;
 }

@@ -342,6 +342,7 @@ bool EngineLoop::prepare_device_sampling(const SchedulerOutput& out, DeviceSampl
     penalties.update(s.seq->tokens, s.seq->num_prompt_tokens);
     kernels::SamplingRequest& r = device.requests[row];
     r.params = sampling_row(s.seq->params, request->rngs[std::size_t(choice)]);
+    r.params.num_top_logprobs = std::min(r.params.num_top_logprobs, runner_.vocab_size());
     r.penalties = penalties.entries();
     r.bitmask = {};
     if (!out.token_bitmask.empty() && out.token_bitmask.constrained[row])
@@ -350,7 +351,7 @@ bool EngineLoop::prepare_device_sampling(const SchedulerOutput& out, DeviceSampl
     r.top =
         std::span(device.top)
             .subspan(row * kernels::kMaxSampledTopLogprobs, std::size_t(r.params.num_top_logprobs));
-    device.logprobs[row] = s.seq->params.logprobs;
+    device.logprobs[row] = s.seq->params.logprobs < 0 ? -1 : r.params.num_top_logprobs;
     ++row;
   }
   return true;

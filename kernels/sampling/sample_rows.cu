@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
         const float y = y_of(i);
         const float w = expf(y - max_y);
         if (key_of(y) < threshold || !(w > 0.0f) || (row.min_p > 0.0f && w < row.min_p)) continue;
-        const float score = w / -logf(uniform_open(random.v[j]));
+        const float score = w / exponential(random.v[j]);
         best = umax(best, pack_argmax(key_of(score), i));
       }
     }

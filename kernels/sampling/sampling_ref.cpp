@@ -124,7 +124,7 @@ SampledRow sample_row_reference(std::span<const float> logits, const SamplingRow
       for (std::size_t j = 0; j < 4 && group * 4 + j < vocab; ++j) {
         const std::size_t i = group * 4 + j;
         if (kept.w[i] <= 0.0f) continue;
-        const float score = kept.w[i] / -std::log(uniform_open(r.v[j]));
+        const float score = kept.w[i] / exponential(r.v[j]);
         best = std::max(best, pack_argmax(key_of(score), std::int32_t(i)));
         any = true;
       }

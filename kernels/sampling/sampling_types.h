@@ -16,11 +16,12 @@
 //     with w_i = exp(y_i - max y) in 32.32 fixed point (integer sums: exact, order-free), keep
 //     y >= t_p, the largest value whose kept mass reaches floor(top_p * mass of the top-k set);
 //     keep w_i >= min_p (min-p relative to the most likely token).
-//  6. The draw, an exponential race: the kept token maximising w_i / e_i, e_i = -log(u_i), u_i
-//     uniform in (0, 1) from Philox4x32-10 keyed by the row's seed, counter (token / 4,
-//     position): P(i wins) = w_i / sum of kept w, an exact draw from the renormalised
-//     distribution; the token's random number depends only on (seed, position, token), so a
-//     sequence draws the same tokens whatever its place in the batch and in every run.
+//  6. The draw, an exponential race: the kept token maximising w_i / e_i, e_i ~ Exp(1) from
+//     Philox4x32-10 keyed by the row's seed, counter (token / 4, position): P(i wins) = w_i / sum
+//     of kept w, an exact draw from the renormalised distribution; the token's random number
+//     depends only on (seed, position, token), so a sequence draws the same tokens whatever its
+//     place in the batch and in every run.
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -102,9 +103,13 @@ NIBBLE_HOST_DEVICE inline Philox4 token_randoms(std::uint64_t seed, std::uint64_
   return philox4x32_10(counter, std::uint32_t(seed), std::uint32_t(seed >> 32));
 }
 
-// Uniform in (0, 1), never 0 or 1: (2j + 1) / 2^24 for the word's top 23 bits j.
-NIBBLE_HOST_DEVICE inline float uniform_open(std::uint32_t bits) {
-  return float((bits >> 9) * 2u + 1u) * (1.0f / 16777216.0f);
+// An Exp(1) variate from 32 random bits: -log(1 - v), v uniform in (0, 1). The race is decided
+// by the smallest variates (about 1/vocab), so v keeps float's full relative precision near 0:
+// a 24-bit uniform would leave only ~100 distinct values there at vocab 152k, and ties.
+NIBBLE_HOST_DEVICE inline float exponential(std::uint32_t bits) {
+  float v = (float(bits) + 0.5f) * (1.0f / 4294967296.0f);
+  v = v < 0.99999994f ? v : 0.99999994f;  // the largest float below 1
+  return -log1pf(-v);
 }
 
 // Order-preserving map of a float's bits to an unsigned key (larger float, larger key).

@@ -65,10 +65,24 @@ TEST(SamplingRef, PhiloxMatchesPublishedAnswers) {
   EXPECT_EQ(c.v[3], 0x24126ea1u);
 }
 
-TEST(SamplingRef, UniformsAreOpenAndKeysKeepOrder) {
+TEST(SamplingRef, ExponentialsAreFinitePositiveAndFineNearZeroAndKeysKeepOrder) {
   using namespace sampling_math;
-  EXPECT_GT(uniform_open(0u), 0.0f);
-  EXPECT_LT(uniform_open(~0u), 1.0f);
+  EXPECT_GT(exponential(0u), 0.0f);
+  EXPECT_TRUE(std::isfinite(exponential(~0u)));
+  EXPECT_GT(exponential(~0u), 15.0f);
+  // Near zero, where the race is decided, neighbouring bit patterns give distinct variates.
+  EXPECT_LT(exponential(1000u), exponential(1001u));
+  EXPECT_NEAR(exponential(1u << 20), -std::log1p(-1048576.5 / 4294967296.0), 1e-10);
+  double sum = 0, sum_sq = 0;  // Exp(1): mean 1, variance 1
+  for (std::uint32_t g = 0; g < 25000; ++g) {
+    const Philox4 r = token_randoms(77, 5, g);
+    for (std::uint32_t w : r.v) {
+      sum += exponential(w);
+      sum_sq += double(exponential(w)) * exponential(w);
+    }
+  }
+  EXPECT_NEAR(sum / 1e5, 1.0, 0.015);
+  EXPECT_NEAR(sum_sq / 1e5 - (sum / 1e5) * (sum / 1e5), 1.0, 0.04);
   const float values[] = {-INFINITY, -3.5f, -0.0f, 0.0f, 1e-30f, 2.0f, INFINITY};
   for (std::size_t i = 1; i < std::size(values); ++i) {
     EXPECT_LT(order_key(std::bit_cast<std::uint32_t>(values[i - 1])),

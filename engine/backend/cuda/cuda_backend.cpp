@@ -209,14 +209,12 @@ class CudaBackend : public Backend {
           if (cache.graphs.find(key, buffers_epoch_) != nullptr) continue;
           // One eager run first: whatever a kernel or cuBLAS sets up on first use happens
           // outside the capture. Padding rows only: nothing but the scratch block is written.
-          const std::size_t bytes = cuda::pack_decode_step(
-              {}, cache.block, rows, cache.scratch_block(), graph_at_, graph_host_);
+          std::size_t bytes = cuda::pack_decode_step({}, cache.block, rows, cache.scratch_block(),
+                                                     graph_at_, graph_host_);
+          if (key.sampled) bytes = pack_graph_sampling({}, rows, bytes);
           upload_graph_inputs(bytes);
           enqueue_forward(cache, rows, rows, graph_inputs(), rows, splits, false);
-          if (key.sampled) {
-            sampler_->upload({}, rows, stream_);
-            sampler_->enqueue(act_.logits.get(), rows, stream_);
-          }
+          if (key.sampled) enqueue_graph_sampling(rows);
           check(cudaStreamSynchronize(stream_), "warming up a decode bucket");
           capture(cache, key);
           ++captured;
@@ -329,14 +327,20 @@ class CudaBackend : public Backend {
       graph_attention_floats_ = std::max<std::size_t>(graph_attention_floats_, 1);
     }
     reserve(graph_rows_, graph_rows_, graph_attention_floats_);
-    if (sampler_->reserve(graph_rows_, {})) ++buffers_epoch_;
+    // Device sampling's inputs ride in the same blob: room for a bitmask on every row and 4 MiB
+    // of penalty lists; a step that needs more samples eagerly.
+    const std::size_t sampling_room =
+        device_sampling_
+            ? std::size_t(graph_rows_) * (sampler_->bitmask_words() + 2) * 4 + (4 << 20)
+            : 0;
+    if (sampler_->reserve(graph_rows_, {}, sampling_room / 8)) ++buffers_epoch_;
     if (!graph_step_.empty()) return;
     graph_at_ = cuda::decode_step_offsets(graph_rows_);
     // Block tables: the scratch table plus a table covering the whole context per sequence.
     const std::size_t tables =
         1 + std::size_t(graph_rows_) *
                 std::size_t((m_.config.max_context + kTableBlockSize - 1) / kTableBlockSize);
-    const std::size_t bytes = graph_at_.block_tables + tables * 4;
+    const std::size_t bytes = graph_at_.block_tables + tables * 4 + sampling_room;
     graph_step_.ensure(bytes);
     staging_.ensure(bytes);
     ++buffers_epoch_;
@@ -369,7 +373,7 @@ class CudaBackend : public Backend {
           "starting a decode graph capture");
     try {
       enqueue_forward(cache, key.rows, key.rows, graph_inputs(), key.rows, key.splits, false);
-      if (key.sampled) sampler_->enqueue(act_.logits.get(), key.rows, stream_);
+      if (key.sampled) enqueue_graph_sampling(key.rows);
     } catch (...) {
       (void)cudaStreamEndCapture(stream_, &graph);
       if (graph != nullptr) (void)cudaGraphDestroy(graph);
@@ -404,14 +408,13 @@ class CudaBackend : public Backend {
         rows, kernels::paged_attention_splits(shape_, rows, max_position, sm_count_), sampled};
     try {
       reserve_graph_buffers();
-      if (sampled && sampler_->reserve(rows, items)) ++buffers_epoch_;
-      const std::size_t bytes = cuda::pack_decode_step(
-          items, cache.block, rows, cache.scratch_block(), graph_at_, graph_host_);
+      std::size_t bytes = cuda::pack_decode_step(items, cache.block, rows, cache.scratch_block(),
+                                                 graph_at_, graph_host_);
+      if (sampled) bytes = pack_graph_sampling(items, rows, bytes);
       if (bytes > graph_step_.size()) return false;
       cudaGraphExec_t exec = cache.graphs.find(key, buffers_epoch_);
       if (exec == nullptr) exec = capture(cache, key);
       upload_graph_inputs(bytes);
-      if (sampled) sampler_->upload(items, rows, stream_);
       timer_->mark("start");
       check(cudaGraphLaunch(exec, stream_), "replaying a decode graph");
       ++graph_replays_;
@@ -532,6 +535,30 @@ class CudaBackend : public Backend {
     check(kernels::bf16_to_float(act_.scratch.get(), R * c.vocab_size, act_.logits.get(), stream_),
           "bf16_to_float");
     mark("final norm+lm_head");
+  }
+
+  // Appends the step's device sampling requests to a decode graph's inputs (graph_host_, packed
+  // up to `bytes`): parameters at graph_at_.sampling, lists and bitmasks after the block tables.
+  // Returns the bytes to copy.
+  std::size_t pack_graph_sampling(std::span<const BatchItem> items, int rows, std::size_t bytes) {
+    const std::size_t words = sampler_->bitmask_words();
+    const std::size_t start = ((bytes - graph_at_.block_tables) / 4 + 1) / 2 * 2;
+    const std::size_t room =
+        graph_at_.block_tables + (start + cuda::sampling_tail_words(items, words) + 1) * 4;
+    if (graph_host_.size() < room) graph_host_.resize(room);
+    const std::size_t end = cuda::pack_sampling(
+        items, rows, words,
+        reinterpret_cast<kernels::SamplingRow*>(graph_host_.data() + graph_at_.sampling),
+        reinterpret_cast<std::uint32_t*>(graph_host_.data() + graph_at_.block_tables), start);
+    return graph_at_.block_tables + end * 4;
+  }
+
+  // The sampling pass over a decode graph's rows, reading pack_graph_sampling's inputs.
+  void enqueue_graph_sampling(int rows) {
+    sampler_->enqueue(
+        act_.logits.get(), rows,
+        reinterpret_cast<const kernels::SamplingRow*>(graph_step_.get() + graph_at_.sampling),
+        graph_step_.get() + graph_at_.block_tables, stream_);
   }
 
   static bool samples_in(std::span<const BatchItem> items) {

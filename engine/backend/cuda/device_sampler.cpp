@@ -16,29 +16,61 @@ namespace {
 
 constexpr std::size_t kTop = kernels::kMaxSampledTopLogprobs;
 
-// Words the step's penalty lists and bitmasks take.
-std::size_t tail_words_for(std::span<const BatchItem> items, std::size_t words) {
+}  // namespace
+
+std::size_t sampling_tail_words(std::span<const BatchItem> items, std::size_t bitmask_words) {
   std::size_t n = 0;
   for (const BatchItem& item : items) {
     if (item.sample == nullptr) continue;
-    n += item.sample->penalties.size() * (sizeof(SamplingPenalty) / 4);
-    if (!item.sample->bitmask.empty()) n += words + 1;  // + 1: the next list starts 8-aligned
+    // + 1 each: a list starts 8-byte aligned.
+    n += item.sample->penalties.size() * (sizeof(SamplingPenalty) / 4) + 1;
+    if (!item.sample->bitmask.empty()) n += bitmask_words;
   }
   return n;
 }
 
-}  // namespace
+std::size_t pack_sampling(std::span<const BatchItem> items, int rows, std::size_t bitmask_words,
+                          SamplingRow* params, std::uint32_t* tail, std::size_t start) {
+  std::size_t used = start;
+  int r = 0;
+  for (const BatchItem& item : items) {
+    if (item.sample == nullptr) continue;
+    const DeviceSampling& s = *item.sample;
+    SamplingRow p = s.params;
+    used += used % 2;  // penalty entries are 8 bytes
+    p.penalty_offset = std::int32_t(used / 2);
+    p.penalty_count = std::int32_t(s.penalties.size());
+    if (!s.penalties.empty())
+      std::memcpy(tail + used, s.penalties.data(), s.penalties.size_bytes());
+    used += s.penalties.size() * 2;
+    p.bitmask_offset = -1;
+    if (!s.bitmask.empty()) {
+      p.bitmask_offset = std::int32_t(used);
+      std::memcpy(tail + used, s.bitmask.data(), bitmask_words * 4);
+      used += bitmask_words;
+    }
+    params[r++] = p;
+  }
+  for (; r < rows; ++r) {  // padding rows: greedy, nothing else
+    params[r] = SamplingRow{};
+    params[r].temperature = 0.0f;
+  }
+  return used;
+}
 
 std::size_t DeviceSampler::params_bytes() const {
   return std::size_t(max_rows_) * sizeof(SamplingRow);
 }
 
-bool DeviceSampler::reserve(int rows, std::span<const BatchItem> items) {
-  const std::size_t tail = tail_words_for(items, words_);
-  if (rows <= max_rows_ && tail <= tail_words_ && !in_.empty()) return false;
+bool DeviceSampler::reserve(int rows, std::span<const BatchItem> items,
+                            std::size_t penalty_entries) {
+  const std::size_t tail = sampling_tail_words(items, words_);
+  const bool fits = rows <= max_rows_ && tail <= tail_words_ && 2 * penalty_entries <= tail_words_;
+  if (fits && !in_.empty()) return false;
   // Grow with room to spare: every growth costs the graphs a recapture.
   max_rows_ = std::max(max_rows_, rows);
-  tail_words_ = std::max({tail_words_, tail + tail / 2, std::size_t(max_rows_) * words_ + 65536});
+  tail_words_ = std::max(
+      {tail_words_, tail + tail / 2, 2 * penalty_entries, std::size_t(max_rows_) * words_ + 65536});
   const std::size_t bytes = params_bytes() + tail_words_ * 4;
   in_ = DeviceBuffer<std::byte>();
   in_host_ = PinnedBuffer<std::byte>();
@@ -56,50 +88,33 @@ bool DeviceSampler::reserve(int rows, std::span<const BatchItem> items) {
 }
 
 void DeviceSampler::upload(std::span<const BatchItem> items, int rows, cudaStream_t stream) {
-  auto* params = reinterpret_cast<SamplingRow*>(in_host_.get());
-  auto* tail = reinterpret_cast<std::uint32_t*>(in_host_.get() + params_bytes());
-  std::size_t used = 0;  // words of the tail
-  int r = 0;
-  for (const BatchItem& item : items) {
-    if (item.sample == nullptr) continue;
-    const DeviceSampling& s = *item.sample;
-    SamplingRow p = s.params;
-    used += used % 2;  // penalty entries are 8 bytes
-    p.penalty_offset = std::int32_t(used / 2);
-    p.penalty_count = std::int32_t(s.penalties.size());
-    if (!s.penalties.empty())
-      std::memcpy(tail + used, s.penalties.data(), s.penalties.size_bytes());
-    used += s.penalties.size() * 2;
-    p.bitmask_offset = -1;
-    if (!s.bitmask.empty()) {
-      p.bitmask_offset = std::int32_t(used);
-      std::memcpy(tail + used, s.bitmask.data(), s.bitmask.size_bytes());
-      used += words_;
-    }
-    params[r++] = p;
-  }
-  for (; r < rows; ++r) {  // padding rows: greedy, nothing else
-    params[r] = SamplingRow{};
-    params[r].temperature = 0.0f;
-  }
-  upload_bytes_ = params_bytes() + used * 4;
-  check(cudaMemcpyAsync(in_.get(), in_host_.get(), upload_bytes_, cudaMemcpyHostToDevice, stream),
+  const std::size_t used =
+      pack_sampling(items, rows, words_, reinterpret_cast<SamplingRow*>(in_host_.get()),
+                    reinterpret_cast<std::uint32_t*>(in_host_.get() + params_bytes()), 0);
+  check(cudaMemcpyAsync(in_.get(), in_host_.get(), params_bytes() + used * 4,
+                        cudaMemcpyHostToDevice, stream),
         "copying the sampling parameters");
 }
 
 void DeviceSampler::enqueue(float* logits, int rows, cudaStream_t stream) {
+  enqueue(logits, rows, reinterpret_cast<const SamplingRow*>(in_.get()), in_.get() + params_bytes(),
+          stream);
+}
+
+void DeviceSampler::enqueue(float* logits, int rows, const SamplingRow* params, const void* tail,
+                            cudaStream_t stream) {
   kernels::SampleRowsArgs a;
   a.logits = logits;
   a.rows = rows;
   a.vocab = vocab_;
-  a.params = reinterpret_cast<const SamplingRow*>(in_.get());
-  a.penalties = reinterpret_cast<const SamplingPenalty*>(in_.get() + params_bytes());
+  a.params = params;
+  a.penalties = static_cast<const SamplingPenalty*>(tail);
   a.penalty_raw = penalty_raw_.get();
-  a.bitmask = reinterpret_cast<const std::uint32_t*>(in_.get() + params_bytes());
+  a.bitmask = static_cast<const std::uint32_t*>(tail);
   a.out = reinterpret_cast<SampledRow*>(out_.get());
   a.top = reinterpret_cast<TopLogprob*>(out_.get() + std::size_t(max_rows_) * sizeof(SampledRow));
   check(kernels::sample_rows(a, stream), "sample_rows");
-  // Results, then the top logprobs of the rows that ask (all rows: one copy, 8 + 256 B a row).
+  // Results, then the top logprobs of every row (one copy, 256 B a row).
   check(cudaMemcpyAsync(out_host_.get(), out_.get(), std::size_t(rows) * sizeof(SampledRow),
                         cudaMemcpyDeviceToHost, stream),
         "copying sampled tokens");

@@ -62,7 +62,8 @@ DecodeStepOffsets decode_step_offsets(int max_rows) {
   o.slots = o.positions + aligned(rows * 4);
   o.tiles = o.slots + aligned(rows * 8);
   o.logit_rows = o.tiles + aligned(rows * sizeof(AttentionTile));
-  o.block_tables = o.logit_rows + aligned(rows * 4);
+  o.sampling = o.logit_rows + aligned(rows * 4);
+  o.block_tables = o.sampling + aligned(rows * sizeof(kernels::SamplingRow));
   return o;
 }
 

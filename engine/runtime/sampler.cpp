@@ -42,7 +42,7 @@ SampledToken sample_token(std::span<const float> logits, const SamplingParams& p
   penalties.update(tokens, int(prompt.size()));
   std::vector<kernels::TopLogprob> top;
   const kernels::SampledRow sampled = kernels::sample_row_reference(
-      logits, sampling_row(params, rng), penalties.entries(), allowed, top);
+      logits, sampling_row(params, rng), penalties.entries(), allowed, top, params.logprobs >= 0);
   rng.advance();
   SampledToken result;
   result.token = sampled.token;

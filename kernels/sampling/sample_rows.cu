@@ -273,8 +273,10 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
     }
     const std::uint32_t threshold = max(t_k, t_p);
 
-    // Step 6: four tokens per Philox call.
+    // Step 6: four tokens per Philox call. e = -log(1 - v) >= v, so a token whose v is clearly
+    // above w / (this thread's best score) cannot win and skips the logarithm.
     best = 0;
+    float best_score = 0.0f;
     for (int g = int(threadIdx.x); 4 * g < vocab; g += kThreads) {
       const Philox4 random = token_randoms(row.seed, row.position, std::uint32_t(g));
 #pragma unroll
@@ -284,8 +286,11 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
         const float y = y_of(i);
         const float w = expf(y - max_y);
         if (key_of(y) < threshold || !(w > 0.0f) || (row.min_p > 0.0f && w < row.min_p)) continue;
-        const float score = w / exponential(random.v[j]);
-        best = umax(best, pack_argmax(key_of(score), i));
+        const float v = exponential_source(random.v[j]);
+        if (best != 0 && v > w / best_score * 1.00001f) continue;
+        const float score = w / -log1pf(-v);
+        const unsigned long long packed = pack_argmax(key_of(score), i);
+        if (packed > best) best = packed, best_score = score;
       }
     }
     best = block_max(sh, best);

@@ -109,7 +109,7 @@ std::vector<float> scaled(std::vector<float> z, float temperature) {
 SampledRow sample_row_reference(std::span<const float> logits, const SamplingRow& row,
                                 std::span<const SamplingPenalty> penalties,
                                 std::span<const std::uint32_t> bitmask,
-                                std::vector<TopLogprob>& top) {
+                                std::vector<TopLogprob>& top, bool logprobs) {
   const std::size_t vocab = logits.size();
   const std::vector<float> z = processed(logits, row, penalties, bitmask);
   SampledRow out;
@@ -118,28 +118,37 @@ SampledRow sample_row_reference(std::span<const float> logits, const SamplingRow
   } else {
     const Kept kept = keep(scaled(z, row.temperature), row);
     std::uint64_t best = 0;
+    float best_score = 0.0f;
     bool any = false;
     for (std::size_t group = 0; group * 4 < vocab; ++group) {
       const Philox4 r = token_randoms(row.seed, row.position, std::uint32_t(group));
       for (std::size_t j = 0; j < 4 && group * 4 + j < vocab; ++j) {
         const std::size_t i = group * 4 + j;
         if (kept.w[i] <= 0.0f) continue;
-        const float score = kept.w[i] / exponential(r.v[j]);
-        best = std::max(best, pack_argmax(key_of(score), std::int32_t(i)));
+        // e = -log(1 - v) >= v: where v is clearly above w / best the token cannot win, and
+        // most tokens skip the logarithm (the margin covers rounding; the result is unchanged).
+        const float v = exponential_source(r.v[j]);
+        if (any && v > kept.w[i] / best_score * 1.00001f) continue;
+        const float score = kept.w[i] / -log1pf(-v);
+        const std::uint64_t packed = pack_argmax(key_of(score), std::int32_t(i));
+        if (!any || packed > best) best = packed, best_score = score;
         any = true;
       }
     }
     out.token = any ? unpack_argmax_id(best) : argmax(z);  // none: every logit NaN or -inf
   }
 
-  // Step 1: raw log-probabilities, in double.
+  top.clear();
+  if (!logprobs) return out;
+  // Step 1: raw log-probabilities (the sum in double).
   const float max_x = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
-  for (float v : logits) sum += std::exp(double(v) - double(max_x));
+  for (float v : logits) sum += double(std::exp(v - max_x));
   const double log_sum = std::log(sum) + double(max_x);
   out.logprob = float(double(logits[std::size_t(out.token)]) - log_sum);
   const std::size_t n =
       std::min<std::size_t>(std::size_t(std::max(row.num_top_logprobs, 0)), vocab);
+  if (n == 0) return out;
   std::vector<std::int32_t> ids(vocab);
   std::iota(ids.begin(), ids.end(), 0);
   std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(n), ids.end(),
@@ -147,7 +156,6 @@ SampledRow sample_row_reference(std::span<const float> logits, const SamplingRow
                       return pack_argmax(key_of(logits[std::size_t(a)]), a) >
                              pack_argmax(key_of(logits[std::size_t(b)]), b);
                     });
-  top.clear();
   for (std::size_t i = 0; i < n; ++i)
     top.push_back({ids[i], float(double(logits[std::size_t(ids[i])]) - log_sum)});
   return out;

@@ -106,10 +106,12 @@ NIBBLE_HOST_DEVICE inline Philox4 token_randoms(std::uint64_t seed, std::uint64_
 // An Exp(1) variate from 32 random bits: -log(1 - v), v uniform in (0, 1). The race is decided
 // by the smallest variates (about 1/vocab), so v keeps float's full relative precision near 0:
 // a 24-bit uniform would leave only ~100 distinct values there at vocab 152k, and ties.
+NIBBLE_HOST_DEVICE inline float exponential_source(std::uint32_t bits) {
+  const float v = (float(bits) + 0.5f) * (1.0f / 4294967296.0f);
+  return v < 0.99999994f ? v : 0.99999994f;  // the largest float below 1
+}
 NIBBLE_HOST_DEVICE inline float exponential(std::uint32_t bits) {
-  float v = (float(bits) + 0.5f) * (1.0f / 4294967296.0f);
-  v = v < 0.99999994f ? v : 0.99999994f;  // the largest float below 1
-  return -log1pf(-v);
+  return -log1pf(-exponential_source(bits));
 }
 
 // Order-preserving map of a float's bits to an unsigned key (larger float, larger key).

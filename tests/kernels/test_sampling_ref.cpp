@@ -194,6 +194,35 @@ TEST(SamplingRef, SeedAndPositionDecideTheDraw) {
   EXPECT_GT(std::set<int>(a.begin(), a.end()).size(), 20u);  // positions give fresh numbers
 }
 
+// The reference skips the logarithm of tokens that cannot win the race; a brute-force race over
+// the kept set must pick the same tokens.
+TEST(SamplingRef, TheRaceIsTheArgmaxOfWeightOverExponential) {
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int vocab = 50 + trial * 37;
+    const float scale = 0.2f + 0.05f * float(trial % 40);
+    std::vector<float> logits(static_cast<std::size_t>(vocab));
+    for (float& v : logits) v = scale * normal(gen);
+    SamplingRow row;
+    row.temperature = 0.5f + 0.01f * float(trial % 100);
+    row.top_k = trial % 3 == 0 ? 17 : 0;
+    row.seed = gen();
+    row.position = std::uint64_t(trial);
+    const auto keep = kept(logits, row);
+    const float max_y = *std::max_element(logits.begin(), logits.end()) / row.temperature;
+    std::uint64_t best = 0;
+    for (std::int32_t i : keep) {
+      const auto r = sampling_math::token_randoms(row.seed, row.position, std::uint32_t(i / 4));
+      const float w = std::exp(logits[std::size_t(i)] / row.temperature - max_y);
+      const float score = w / sampling_math::exponential(r.v[i % 4]);
+      best = std::max(best, sampling_math::pack_argmax(
+                                sampling_math::order_key(std::bit_cast<std::uint32_t>(score)), i));
+    }
+    EXPECT_EQ(sample(logits, row).token, sampling_math::unpack_argmax_id(best)) << trial;
+  }
+}
+
 TEST(SamplingRef, PenaltiesAsTheSamplerDefinesThem) {
   SamplingRow row;
   row.temperature = 0;

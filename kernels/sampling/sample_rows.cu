@@ -93,7 +93,16 @@ __device__ __forceinline__ void merge_softmax(float& m, float& s, float m2, floa
 // log of sum exp(x) over the row (the raw logprobs' normaliser).
 __device__ float block_log_sum_exp(SharedState& sh, const float* x, int vocab) {
   float m = -INFINITY, s = 0.0f;
-  for (int i = int(threadIdx.x); i < vocab; i += kThreads) merge_softmax(m, s, x[i], 1.0f);
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) {  // one expf an element
+    const float v = x[i];
+    if (v == -INFINITY) continue;
+    if (v > m) {
+      s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
+      m = v;
+    } else {
+      s += expf(v - m);
+    }
+  }
   for (int o = 16; o > 0; o >>= 1)
     merge_softmax(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
   if ((threadIdx.x & 31) == 0) {

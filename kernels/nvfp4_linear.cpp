@@ -1,6 +1,8 @@
 #include "kernels/nvfp4_linear.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace nibble::kernels {
 
@@ -20,8 +22,14 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
       cudaSuccess) {
     return err;
   }
-  return cudaDeviceGetAttribute(&traits->smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-                                device);
+  if ((err = cudaDeviceGetAttribute(&traits->smem_per_sm,
+                                    cudaDevAttrMaxSharedMemoryPerMultiprocessor, device)) !=
+      cudaSuccess) {
+    return err;
+  }
+  const char* wgmma = std::getenv("NIBBLE_W4A16_WGMMA");
+  traits->wgmma = w4a16_wgmma_supported() && (wgmma == nullptr || std::string(wgmma) != "0");
+  return cudaSuccess;
 }
 
 namespace {
@@ -118,11 +126,54 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
   return W4A16Tile::kM16Swap;
 }
 
+// A warpgroup-MMA tile and split count for m >= kWgmmaMinRows rows: of the 128 x 256 tile (one
+// block per SM, ~164 FLOP per byte of x and weights) and the 128 x 128 one (two per SM), the one
+// whose grid, split over K up to filling the SM slots once (each split keeping
+// >= kWgmmaMinSplitKTiles k steps, so that its partial-sum traffic stays well under its weight and
+// x traffic), fills its waves best; ties go to 128 x 256. False where neither reaches half: the
+// grid is too small for either.
+constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
+
+// The split count of a warpgroup-MMA tile (as above) and how full its waves are.
+int wgmma_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const DeviceTraits& device, double* fill) {
+  const std::int64_t groups_per_block = tile == W4A16Tile::kWgmma128N256 ? 2 : 1;
+  const std::int64_t groups = (n + kW4A16TileCols - 1) / kW4A16TileCols;
+  const std::int64_t blocks =
+      (groups + groups_per_block - 1) / groups_per_block * ((m + 127) / 128);
+  const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
+  const std::int64_t splits =
+      std::max<std::int64_t>(1, std::min(slots / blocks, (k + 63) / 64 / kWgmmaMinSplitKTiles));
+  const std::int64_t launched = blocks * splits;
+  *fill = double(launched) / double((launched + slots - 1) / slots * slots);
+  return int(splits);
+}
+
+bool wgmma_tile(std::int64_t m, std::int64_t n, std::int64_t k, const DeviceTraits& device,
+                W4A16Tile* tile, int* splits) {
+  if (!device.wgmma || m < kWgmmaMinRows) return false;
+  double best_fill = 0.0;
+  for (W4A16Tile candidate : {W4A16Tile::kWgmma128N256, W4A16Tile::kWgmma128}) {
+    double fill = 0.0;
+    const int candidate_splits = wgmma_splits(candidate, m, n, k, device, &fill);
+    if (fill > best_fill) {
+      best_fill = fill;
+      *tile = candidate;
+      *splits = candidate_splits;
+    }
+  }
+  return best_fill >= 0.5;
+}
+
 }  // namespace
 
 int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
   if (w4a16_is_slice(tile)) return 1;
+  if (w4a16_is_wgmma(tile)) {
+    double fill = 0.0;
+    return wgmma_splits(tile, m, n, k, device, &fill);
+  }
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
     // 8 or 4 when that leaves SMs idle.
@@ -171,8 +222,24 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
 }
 
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
-                                  const DeviceTraits& device, bool overlap) {
+                                  const DeviceTraits& device, bool overlap,
+                                  const Nvfp4DenseOption* dense) {
   Nvfp4LinearPlan plan;
+  const bool dense_ok =
+      dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
+      w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0;
+  // Measured on an H200 (docs/performance.md, 2026-11-26, Llama-3.1-8B layers): the dense path
+  // beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192 and on the narrow ones (qkv,
+  // o) from M = 256; the wgmma tiles win gate_up and down at M = 256.
+  if (dense_ok && (m >= kNvfp4DenseAllRows || n * k <= kNvfp4DenseNarrowWeights)) {
+    plan.dense = true;
+    return plan;
+  }
+  if (m > 16 && wgmma_tile(m, n, k, device, &plan.tile, &plan.splits)) return plan;  // no overlap
+  if (dense_ok) {
+    plan.dense = true;
+    return plan;
+  }
   // Measured on H100 (docs/performance.md): 16-row tiles win while bound by weight bytes,
   // 128-row tiles (8 m16 fragments per warp) win once the grid holds >= 2 of them per SM.
   const std::int64_t blocks128 = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 127) / 128);
@@ -193,11 +260,28 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   return plan;
 }
 
+Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const DeviceTraits& device, bool overlap) {
+  return plan_nvfp4_linear(m, n, k, device, overlap, nullptr);
+}
+
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,
                          cudaStream_t stream, bool overlap) {
-  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap);
+  return nvfp4_linear(x, m, w, residual, out, workspace, workspace_bytes, device, stream, overlap,
+                      nullptr);
+}
+
+cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, float* workspace,
+                         std::size_t workspace_bytes, const DeviceTraits& device,
+                         cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense) {
+  Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap, dense);
+  if (plan.dense) {
+    return w4a16_dense_linear(x, m, w, residual, out, dense->scratch, stream,
+                              dense->max_rows_per_round);
+  }
   if (workspace == nullptr || workspace_bytes < nvfp4_linear_workspace_bytes(m, w.n)) {
     plan.splits = 1;
   }

@@ -16,10 +16,20 @@
 //                     count) up to two waves; else 16-row swapped tiles (kM16Swap: x is the B
 //                     operand in two 8-row fragments, K split like kM8's);
 //                     kM8 and kM16Swap split K: >= 8 k tiles per split and >= 2 blocks per SM;
+//   M >= 1024, or M >= 256 for layers of <= 32 M weights (only where the caller passes an
+//                     Nvfp4DenseOption) dequantise-then-cuBLAS, measured faster there on H200;
+//   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid, split over K where it is
+//                     small, fills at least half of its waves' slots
+//                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256, one per SM) or 128 x 128
+//                     (kWgmma128, two per SM), whichever fills its waves better;
+//   M >= min_rows     (only where the caller passes an Nvfp4DenseOption) dequantise-then-cuBLAS
+//                     (w4a16_dense.h): the weight as BF16 into scratch, then a cuBLAS BF16 GEMM;
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles.
-// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits).
+// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits);
+// those of the wgmma tiles and the dense path are predictions until it measures them
+// (kernels/nvfp4/PERF_NOTES.md v21).
 // The decode kernel W4A16Tile::kGemv (weights straight to registers) is built and tested but not
 // chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape. So are the
 // regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24), and
@@ -32,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/nvfp4/w4a16_dense.h"
 #include "kernels/nvfp4/w4a16_gemm.h"
 
 namespace nibble::kernels {
@@ -50,17 +61,51 @@ struct DeviceTraits {
   int sm_count = 1;
   int major = 0, minor = 0;
   int smem_per_sm = 0;  // bytes of shared memory per SM (0: not known, not a limit)
+  // The warpgroup-MMA tiles run here (w4a16_wgmma_supported()) and may be planned.
+  bool wgmma = false;
 };
-// Traits of the current device; cudaError_t from the runtime on failure.
+// Traits of the current device; cudaError_t from the runtime on failure. wgmma is on where
+// supported unless NIBBLE_W4A16_WGMMA=0 (to measure the mma.sync tiles against them).
 cudaError_t query_device_traits(DeviceTraits* traits);
+
+// Rows of x from which the warpgroup-MMA tiles are planned (with a grid of at least one block per
+// SM); predicted, not yet measured (PERF_NOTES v21).
+inline constexpr std::int64_t kWgmmaMinRows = 128;
+
+// Rows of x from which the dequantise-then-cuBLAS path is taken where the caller offers it. The
+// crossover predicted for H100 (PERF_NOTES v21: the pass over the weight costs about what cuBLAS
+// gains over the 64/128-row tiles at ~250 rows) until nibble-kernel-bench's "dense" column
+// measures it; NIBBLE_W4A16_DENSE_MIN_ROWS overrides it in the engine and the benchmark.
+inline constexpr std::int64_t kNvfp4DenseMinRows = 256;
+// Where the dense path (when offered) comes before the warpgroup-MMA tiles: from this many rows
+// for every layer (measured better at 2048 and 8192, not between 256 and 2048: 1024 is a guess
+// in between), and for layers of at most this many weights from kNvfp4DenseMinRows (qkv and o of
+// Llama-3.1-8B, 25 M and 17 M weights, measured better at 256).
+inline constexpr std::int64_t kNvfp4DenseAllRows = 1024;
+inline constexpr std::int64_t kNvfp4DenseNarrowWeights = std::int64_t(32) << 20;
+
+// The dequantise-then-cuBLAS candidate, offered by a caller that holds its scratch.
+struct Nvfp4DenseOption {
+  W4A16DenseScratch scratch;
+  std::int64_t min_rows = kNvfp4DenseMinRows;  // <= 0: never taken
+  std::int64_t max_rows_per_round = 0;         // weight rows per dequantise + GEMM (0: the layer)
+};
 
 struct Nvfp4LinearPlan {
   W4A16Tile tile = W4A16Tile::kM16;
   int splits = 1;
   bool overlap = false;  // launched with programmatic dependent launch
+  bool dense = false;    // dequantise-then-cuBLAS (tile, splits and overlap unused)
 };
 // overlap: the caller allows programmatic dependent launch; the plan uses it only for tiles of up
-// to 16 rows (it made the 64- and 128-row grids slower).
+// to 16 rows (it made the 64- and 128-row grids slower). dense: the dequantise-then-cuBLAS
+// candidate (null: not offered); taken for m >= dense->min_rows when its scratch holds at least
+// one 128-row weight group of this k, unless a warpgroup-MMA tile is planned (it comes first).
+Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const DeviceTraits& device, bool overlap,
+                                  const Nvfp4DenseOption* dense);
+// The same without the dense candidate. (Separate overloads rather than a default argument keep
+// the older entry points' symbols, which tools/gpu-check.sh's A/B builds link against.)
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,
                                   const DeviceTraits& device, bool overlap = false);
 // The split count the planner would use with a given tile (benchmarks compare tiles with it).
@@ -77,7 +122,12 @@ inline std::size_t nvfp4_linear_workspace_bytes(std::int64_t m, std::int64_t n) 
 // x: [m, k] BF16 bits; residual: [m, n] or null; out: [m, n]. With workspace_bytes smaller
 // than the plan needs, K is not split. Returns the first CUDA error, cudaErrorInvalidValue on
 // shapes that disagree with the weight. overlap: programmatic dependent launch allowed
-// (w4a16_gemm.h); the plan decides whether to use it (plan_nvfp4_linear).
+// (w4a16_gemm.h); the plan decides whether to use it (plan_nvfp4_linear). dense: as in
+// plan_nvfp4_linear.
+cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                         const std::uint16_t* residual, std::uint16_t* out, float* workspace,
+                         std::size_t workspace_bytes, const DeviceTraits& device,
+                         cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense);
 cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, float* workspace,
                          std::size_t workspace_bytes, const DeviceTraits& device,

@@ -17,16 +17,25 @@ Decision decide(const recipe::ModelRecipe& recipe, const Load& load, ScaleState&
                 Clock::time_point now) {
   const recipe::Replicas& bounds = recipe.replicas;
   const recipe::Autoscaling& a = recipe.autoscaling;
-  if (state.desired < 0) state.desired = bounds.min;
-  if (bounds.desired) {
-    // Something else decides (the scale subresource): the built-in autoscaler stands aside.
-    const int held = std::clamp(*bounds.desired, bounds.min, bounds.max);
+  // spec.replicas.desired is the count last published (by this autoscaler through the scale
+  // subresource, or by whoever scales while it is off): a restarted controller resumes there.
+  const int published =
+      bounds.desired ? std::clamp(*bounds.desired, bounds.min, bounds.max) : bounds.min;
+  if (state.desired < 0) state.desired = published;
+  if (!a.enabled) {
+    // Something else decides (kubectl scale, an HPA, KEDA): the built-in autoscaler stands aside.
     std::ostringstream held_why;
-    held_why << "spec.replicas.desired=" << *bounds.desired << " -> " << held << " (clamped to ["
-             << bounds.min << ", " << bounds.max << "]); the built-in autoscaler stands aside";
-    state.desired = held;
+    held_why << "autoscaling.enabled=false: ";
+    if (bounds.desired) {
+      held_why << "spec.replicas.desired=" << *bounds.desired << " -> " << published
+               << " (clamped to [" << bounds.min << ", " << bounds.max << "])";
+    } else {
+      held_why << "spec.replicas.desired unset -> min " << published;
+    }
+    held_why << "; the built-in autoscaler stands aside";
+    state.desired = published;
     state.lower_since = {};
-    return {held, held_why.str()};
+    return {published, held_why.str()};
   }
   const double signal = load_signal(a, load);
   std::ostringstream why;

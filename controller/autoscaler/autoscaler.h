@@ -1,8 +1,10 @@
 #pragma once
 // Replica counts from load: desired = ceil(load / targetPerReplica), clamped to [min, max].
 // Up at once; down only after the lower load has lasted scaleDownDelaySeconds; to zero (when
-// min is 0) only after idleSecondsBeforeZero without a request. Pure: the controller feeds it
-// the load it measured (router in-flight counts, engines' /metrics) and the time.
+// min is 0) only after idleSecondsBeforeZero without a request. The first decision resumes from
+// spec.replicas.desired (the count last published) when set. With autoscaling.enabled false it
+// stands aside: spec.replicas.desired clamped to [min, max], else min. Pure: the controller
+// feeds it the load it measured (router in-flight counts, engines' /metrics) and the time.
 #include <chrono>
 #include <string>
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <random>
 
 namespace nibble::controller {
@@ -15,6 +16,13 @@ std::string candidate_identity() {
   gethostname(host, sizeof host - 1);
   std::random_device random;
   return std::string(host) + "_" + std::to_string(random() % 100000);
+}
+
+// The controller's own namespace (POD_NAMESPACE in the install's pod): its Lease and the seed
+// of the engines' keys live there, whichever namespace it watches.
+std::string own_namespace(const std::string& watched) {
+  const char* pod = std::getenv("POD_NAMESPACE");
+  return pod != nullptr && *pod != '\0' ? pod : watched;
 }
 
 }  // namespace
@@ -31,8 +39,10 @@ KubeMode::KubeMode(const ControllerOptions& o, store::RecipeStore& store) {
   cc.recipe_label = kube::kRecipeLabel;
   cc.leader_elect = o.leader_elect;
   cc.election.identity = candidate_identity();
+  cc.election.namespace_name = own_namespace(render_.namespace_name);
   cc.pod_selector = kube::pod_selector;
   controller_ = std::make_unique<kube::KubeController>(*client_, store, cc);
+  engine_keys_ = std::make_unique<kube::EngineKeys>(*client_, cc.election.namespace_name);
 
   kube::KubeReplicaBackendConfig bc;
   bc.namespace_name = render_.namespace_name;
@@ -44,6 +54,13 @@ KubeMode::KubeMode(const ControllerOptions& o, store::RecipeStore& store) {
         .all();
   };
   bc.owner = [this](const std::string& recipe) { return controller_->owner(recipe); };
+  bc.engine_key = [this](const std::string& recipe) {
+    return engine_keys_->key_for(render_.namespace_name, recipe);
+  };
+  bc.key_secret = [this](const reconcile::DesiredState& d, const kube::RecipeOwner& owner,
+                         const std::string& key) {
+    return kube::engine_key_secret(d.recipe, key, kube::Owner{owner.uid}, render_);
+  };
   bc.event = [this](const kube::RecipeOwner& owner, const std::string& type,
                     const std::string& reason, const std::string& message) {
     controller_->record_event(owner, type, reason, message);

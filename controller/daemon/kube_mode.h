@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "controller/daemon/controller_options.h"
+#include "controller/kube/engine_keys.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/kube_controller.h"
 #include "controller/kube/kube_replica_backend.h"
@@ -22,6 +23,10 @@ class KubeMode {
   KubeMode(const ControllerOptions& options, store::RecipeStore& store);
   reconcile::ReplicaBackend& backend() { return *backend_; }
   void status_changed(const RecipeStatus& status) { controller_->status_changed(status); }
+  // The autoscaler's count, written through the ModelRecipe's scale subresource.
+  void publish_replicas(const std::string& recipe, int replicas) {
+    controller_->write_scale(recipe, replicas);
+  }
   // `lead` runs the reconcile loop while this replica leads.
   void start(std::function<void(const std::atomic<bool>&)> lead, std::function<void()> wake) {
     controller_->start(std::move(lead), std::move(wake));
@@ -33,6 +38,7 @@ class KubeMode {
   kube::RenderOptions render_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<kube::KubeController> controller_;
+  std::unique_ptr<kube::EngineKeys> engine_keys_;
   std::unique_ptr<kube::KubeReplicaBackend> backend_;
 };
 

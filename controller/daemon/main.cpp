@@ -197,6 +197,9 @@ int run(const controller::ControllerOptions& o) {
     loop_config.status_changed = [&kube](const controller::RecipeStatus& s) {
       kube->status_changed(s);
     };
+    loop_config.publish_replicas = [&kube](const std::string& recipe, int replicas) {
+      kube->publish_replicas(recipe, replicas);
+    };
   }
   controller::ControllerLoop loop(
       loop_config, store, backend, models, routes, registry, [&router](const std::string& recipe) {

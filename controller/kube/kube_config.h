@@ -54,5 +54,7 @@ std::map<std::string, std::string> process_environment();
 
 // Standard base64 (RFC 4648) with padding; whitespace is skipped. Throws KubeConfigError.
 std::string base64_decode(const std::string& text);
+// Standard base64 with padding (a Secret's data).
+std::string base64_encode(const std::string& bytes);
 
 }  // namespace nibble::kube

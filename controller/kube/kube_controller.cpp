@@ -120,6 +120,28 @@ void KubeController::status_changed(const controller::RecipeStatus& status) {
   queue_.add(object_key(config_.namespace_name, status.name));
 }
 
+void KubeController::write_scale(const std::string& recipe, int replicas) {
+  const std::string& ns = config_.namespace_name;
+  const std::optional<Json> object = recipes_->get(object_key(ns, recipe));
+  if (!object) throw KubeError(404, "NotFound", "ModelRecipe " + recipe + " is not in the cache");
+  const std::string path = object_path(kModelRecipes, ns, recipe, "scale");
+  const auto scale = [&](const Json& read) {
+    return Json{{"apiVersion", "autoscaling/v1"},
+                {"kind", "Scale"},
+                {"metadata",
+                 {{"name", recipe},
+                  {"namespace", ns},
+                  {"resourceVersion", read["metadata"].value("resourceVersion", "")}}},
+                {"spec", {{"replicas", replicas}}}};
+  };
+  try {
+    client_.replace(path, scale(*object));
+  } catch (const KubeError& e) {
+    if (!e.conflict()) throw;
+    client_.replace(path, scale(client_.get(path)));
+  }
+}
+
 void KubeController::sync_key(const std::string& key) {
   const auto [ns, name] = split_key(key);
   const std::optional<Json> object = recipes_->get(key);

@@ -9,7 +9,8 @@
 //     writes the recipe's latest status through the status subresource; a failed key is
 //     retried after its own exponential back-off;
 //   - optional Lease leader election: only the leader runs the loop and writes status; a
-//     replica that loses the lease stops both at once.
+//     replica that loses the lease stops both at once;
+//   - the autoscaler's replica counts go to each ModelRecipe's scale subresource (write_scale).
 // A ModelRecipe that parses on the API server but not here keeps its last valid spec
 // running; the errors go out as a Warning Event.
 #include <nlohmann/json.hpp>
@@ -61,6 +62,11 @@ class KubeController {
                     const std::string& message);
   // The loop's status_changed: queues the status for the recipe's key.
   void status_changed(const controller::RecipeStatus& status);
+  // The loop's publish_replicas: writes the built-in autoscaler's count into the ModelRecipe's
+  // spec.replicas.desired through its scale subresource, the field kubectl scale and HPAs use.
+  // An update with the cached resourceVersion; a 409 (the cache lagged, or someone scaled in
+  // between) reads the Scale again and writes once more. Throws KubeError.
+  void write_scale(const std::string& recipe, int replicas);
 
   // Starts the informers, the worker and (with leader_elect) the election. `lead` runs the
   // loop until its stop flag is set and `wake` wakes it; lead runs while this replica leads

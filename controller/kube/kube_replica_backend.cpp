@@ -76,15 +76,52 @@ std::vector<Json> KubeReplicaBackend::pods_of(const std::string& recipe) const {
 reconcile::RecipeObservation KubeReplicaBackend::observe(const std::string& recipe) {
   reconcile::RecipeObservation observation = observe_pods(pods_of(recipe), config_.pods);
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto key = keys_.find(recipe);
+  if (key != keys_.end()) {
+    for (reconcile::ReplicaView& r : observation.replicas) r.endpoint.api_key = key->second;
+  }
   observed_[recipe] = observation.replicas;
   return observation;
 }
 
+void KubeReplicaBackend::ensure_key_secret(const reconcile::DesiredState& desired,
+                                           const RecipeOwner& owner, const std::string& key,
+                                           reconcile::Clock::time_point now) {
+  const std::string& name = desired.recipe.name;
+  const auto last = key_secret_ensured_.find(name);
+  if (last != key_secret_ensured_.end() && now - last->second < config_.key_secret_period) return;
+  const Json secret = config_.key_secret(desired, owner, key);
+  try {
+    retry_conflicts(
+        [&] {
+          try {
+            client_.create(collection_path(kSecrets, config_.namespace_name), secret);
+            spdlog::info("created Secret {}/{} (the engines' API key of recipe {})",
+                         config_.namespace_name, secret["metadata"].value("name", ""), name);
+          } catch (const KubeError& e) {
+            if (!e.conflict()) throw;  // AlreadyExists: created before, by us or a former leader
+          }
+        },
+        config_.retries, config_.retry_pause);
+  } catch (const KubeError& e) {
+    throw KubeError(e.status(), e.reason(),
+                    std::string("creating the engine key Secret: ") + e.what());
+  }
+  key_secret_ensured_[name] = now;
+}
+
 reconcile::RecipeObservation KubeReplicaBackend::sync(const reconcile::DesiredState& desired,
-                                                      reconcile::Clock::time_point) {
+                                                      reconcile::Clock::time_point now) {
   const std::string& name = desired.recipe.name;
   const std::optional<RecipeOwner> owner = config_.owner(name);
   if (!owner) throw KubeError(404, "NotFound", "ModelRecipe " + name + " is not in the cache");
+  if (config_.engine_key) {
+    // Before the Deployment: its pods cannot start without the Secret.
+    const std::string key = config_.engine_key(name);
+    ensure_key_secret(desired, *owner, key, now);
+    std::lock_guard<std::mutex> lock(mutex_);
+    keys_[name] = key;
+  }
   const std::vector<Json> objects = config_.render(desired, *owner);
   if (objects.empty()) throw KubeError(0, "Render", "no objects rendered for " + name);
   const std::string rendered = Json(objects).dump();
@@ -123,6 +160,7 @@ reconcile::RecipeObservation KubeReplicaBackend::drain(const std::string& recipe
                                                        reconcile::Clock::time_point) {
   applied_.erase(recipe);
   replicas_applied_.erase(recipe);
+  key_secret_ensured_.erase(recipe);
   for (const Json& deployment : deployments_.list()) {
     const Json& meta = deployment["metadata"];
     if (meta.value("labels", Json::object()).value(config_.recipe_label, "") != recipe) continue;
@@ -143,6 +181,7 @@ reconcile::RecipeObservation KubeReplicaBackend::drain(const std::string& recipe
   if (observation.replicas.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
     observed_.erase(recipe);
+    keys_.erase(recipe);
   }
   return observation;
 }

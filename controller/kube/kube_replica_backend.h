@@ -11,6 +11,9 @@
 // Deployment is in the cache (a deleted Deployment is applied again on the next pass). A 409 or
 // a transient failure (no answer, 429, 5xx) is retried `retries` times with a doubling pause;
 // what still fails is thrown, and the loop reports it in the recipe's Degraded condition.
+//
+// With engine keys, each recipe's key Secret is created first (engines read their key from it)
+// and each replica's endpoint carries the key, so the router authenticates to the engines.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -49,6 +52,16 @@ struct KubeReplicaBackendConfig {
       event;
   int retries = 4;
   std::chrono::milliseconds retry_pause{50};
+  // The recipe's engine API key (engine_keys.h): every replica's endpoint carries it for the
+  // router and the load scrape. key_secret renders the Secret that brings it to the engine
+  // pods; it is created before the Deployment is applied, and again (a 409 when it exists)
+  // every key_secret_period, so one deleted by hand comes back. Never updated or read back.
+  // Unset: engines get no key.
+  std::function<std::string(const std::string& recipe)> engine_key;
+  std::function<nlohmann::json(const reconcile::DesiredState&, const RecipeOwner&,
+                               const std::string& key)>
+      key_secret;
+  std::chrono::seconds key_secret_period{60};
 };
 
 class KubeReplicaBackend : public reconcile::ReplicaBackend {
@@ -69,6 +82,8 @@ class KubeReplicaBackend : public reconcile::ReplicaBackend {
  private:
   std::vector<nlohmann::json> pods_of(const std::string& recipe) const;
   void apply_object(const nlohmann::json& object);
+  void ensure_key_secret(const reconcile::DesiredState& desired, const RecipeOwner& owner,
+                         const std::string& key, reconcile::Clock::time_point now);
   reconcile::RecipeObservation observe(const std::string& recipe);
 
   const KubeClient& client_;
@@ -77,7 +92,9 @@ class KubeReplicaBackend : public reconcile::ReplicaBackend {
   KubeReplicaBackendConfig config_;
   std::map<std::string, std::string> applied_;  // recipe → rendered objects last applied
   std::map<std::string, int> replicas_applied_;
-  mutable std::mutex mutex_;  // guards observed_ (replicas() may come from an API thread)
+  std::map<std::string, reconcile::Clock::time_point> key_secret_ensured_;
+  mutable std::mutex mutex_;  // guards observed_ and keys_ (replicas() may come from an API thread)
+  std::map<std::string, std::string> keys_;  // recipe → engine key
   std::map<std::string, std::vector<reconcile::ReplicaView>> observed_;
   int applies_ = 0;
 };

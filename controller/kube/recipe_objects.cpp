@@ -85,6 +85,8 @@ json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json
   std::vector<std::string> args =
       reconcile::engine_serve_args(r, {model_dir_in_pod(r.source), "0.0.0.0", kEnginePort});
   args.insert(args.end(), o.extra_engine_args.begin(), o.extra_engine_args.end());
+  args.insert(args.end(),
+              {"--api-key-file", std::string(kEngineKeyMountPath) + "/" + kEngineKeyField});
   json c = {
       {"name", "engine"},
       {"image", o.image},
@@ -135,8 +137,17 @@ json solo_affinity() {
 }
 
 json pod_spec(const recipe::ModelRecipe& r, const RenderOptions& o) {
-  json volumes = json::array({{{"name", "tmp"}, {"emptyDir", json::object()}}});
-  json mounts = json::array({{{"name", "tmp"}, {"mountPath", "/tmp"}}});
+  // The key file is readable by the engine's group (fsGroup) only.
+  json volumes = json::array(
+      {{{"name", "tmp"}, {"emptyDir", json::object()}},
+       {{"name", "engine-key"},
+        {"secret",
+         {{"secretName", engine_key_secret_name(r.name)},
+          {"defaultMode", 0440},
+          {"items", json::array({{{"key", kEngineKeyField}, {"path", kEngineKeyField}}})}}}}});
+  json mounts = json::array(
+      {{{"name", "tmp"}, {"mountPath", "/tmp"}},
+       {{"name", "engine-key"}, {"mountPath", kEngineKeyMountPath}, {"readOnly", true}}});
   json init = json::array();
   switch (r.source.kind) {
     case recipe::ModelSource::Kind::kHuggingFace:
@@ -186,6 +197,20 @@ std::string pod_selector(const std::string& recipe) {
 std::string service_name(const std::string& recipe) {
   if (!recipe.empty() && recipe[0] >= 'a' && recipe[0] <= 'z') return recipe;
   return ("r-" + recipe).substr(0, 63);
+}
+
+std::string engine_key_secret_name(const std::string& recipe) {
+  return recipe + "-engine-key";
+}
+
+json engine_key_secret(const recipe::ModelRecipe& r, const std::string& key, const Owner& owner,
+                       const RenderOptions& o) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", metadata(engine_key_secret_name(r.name), r, owner, o)},
+          {"type", "Opaque"},
+          {"immutable", true},
+          {"stringData", {{kEngineKeyField, key}}}};
 }
 
 std::string model_dir_in_pod(const recipe::ModelSource& source) {

@@ -15,7 +15,9 @@
 // model loading, then readiness and liveness; the grace period lets in-flight requests drain.
 // The pod template carries the revision (spec hash) so a spec change rolls out, one surge pod
 // at a time, never below the ready pods there were. Every object is owned by the ModelRecipe
-// (ownerReferences with its uid), so deleting the recipe garbage-collects them.
+// (ownerReferences with its uid), so deleting the recipe garbage-collects them. The engine
+// serves its API only with the recipe's key, read from the Secret engine_key_secret_name()
+// mounted read-only (the Secret itself is created by the controller, never printed).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -33,6 +35,10 @@ inline constexpr const char* kRevisionLabel = "nibble.dev/revision";
 inline constexpr const char* kSpecHashAnnotation = "nibble.dev/spec-hash";
 inline constexpr const char* kModelMountPath = "/models";
 inline constexpr int kEnginePort = 8000;
+// The engine's API key: a Secret per recipe (engine_keys.h) mounted here, passed with
+// --api-key-file, so only the router (which holds the key) reaches the engine's API.
+inline constexpr const char* kEngineKeyMountPath = "/var/run/nibble/engine-key";
+inline constexpr const char* kEngineKeyField = "api-key";  // the key in the Secret's data
 
 struct ModelCache {
   enum class Kind { kEmptyDir, kPersistentVolumeClaim, kHostPath };
@@ -86,6 +92,11 @@ nlohmann::json selector_labels(const std::string& recipe);
 std::string pod_selector(const std::string& recipe);
 // The DNS-1035 name of the recipe's Service (recipe names may start with a digit).
 std::string service_name(const std::string& recipe);
+// The Secret holding the recipe's engine key, and that Secret with `key` in it (immutable,
+// owned by the ModelRecipe when the owner has a uid).
+std::string engine_key_secret_name(const std::string& recipe);
+nlohmann::json engine_key_secret(const recipe::ModelRecipe& recipe, const std::string& key,
+                                 const Owner& owner, const RenderOptions& options);
 // Where the engine finds the weights inside the pod.
 std::string model_dir_in_pod(const recipe::ModelSource& source);
 

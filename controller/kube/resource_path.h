@@ -24,6 +24,7 @@ inline const ResourceType kPods{"", "v1", "pods", "Pod"};
 inline const ResourceType kPodMonitors{"monitoring.coreos.com", "v1", "podmonitors", "PodMonitor"};
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", "Lease"};
 inline const ResourceType kEvents{"", "v1", "events", "Event"};
+inline const ResourceType kSecrets{"", "v1", "secrets", "Secret"};
 
 // The collection (`ns` empty: across all namespaces).
 std::string collection_path(const ResourceType& type, const std::string& ns);

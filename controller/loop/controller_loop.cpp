@@ -16,6 +16,10 @@ namespace fs = std::filesystem;
 using reconcile::Clock;
 using reconcile::ReplicaPhase;
 
+// How long a published replica count may take to come back through the spec before it is
+// written again.
+constexpr auto kPublishedWait = std::chrono::seconds(10);
+
 // Counts the observed replicas into the facts conditions are derived from.
 void count_replicas(const std::vector<reconcile::ReplicaView>& replicas,
                     const std::string& revision, reconcile::RecipeFacts& f) {
@@ -225,9 +229,42 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
   st.desired_replicas = decision.desired;
   st.autoscaler = decision.reason;
 
+  // Where the cluster holds the count, the replicas run what the spec says (the autoscaler's
+  // last published decision, or what kubectl scale wrote while it is off), and a new decision
+  // goes through the same field, so there is one source of truth for every writer.
+  int replicas = decision.desired;
+  if (config_.publish_replicas && r.autoscaling.enabled) {
+    replicas = r.replicas.desired ? std::clamp(*r.replicas.desired, r.replicas.min, r.replicas.max)
+                                  : r.replicas.min;
+    // A count already written waits for the watch to bring it back (a pass may come first);
+    // it is written again only if the spec moved meanwhile or it has not come back in time.
+    const auto pending = published_.find(r.name);
+    const bool awaited = pending != published_.end() &&
+                         pending->second.replicas == decision.desired &&
+                         pending->second.spec_then == r.replicas.desired &&
+                         now - pending->second.at < kPublishedWait;
+    if (r.replicas.desired == decision.desired) {
+      published_.erase(r.name);
+    } else if (!awaited) {
+      try {
+        config_.publish_replicas(r.name, decision.desired);
+        published_[r.name] = {decision.desired, r.replicas.desired, now};
+        spdlog::info("autoscaler {}: published {} replicas (spec.replicas.desired was {})", r.name,
+                     decision.desired,
+                     r.replicas.desired ? std::to_string(*r.replicas.desired) : "unset");
+      } catch (const std::exception& e) {
+        metrics_.reconcile_errors.labels({r.name}).inc();
+        spdlog::error("autoscaler {}: cannot publish {} replicas: {}", r.name, decision.desired,
+                      e.what());
+        facts.reconcile_error =
+            "cannot write " + std::to_string(decision.desired) + " replicas: " + e.what();
+      }
+    }
+  }
+
   const bool model_ready = model.state == ResolvedModel::State::kReady;
   const reconcile::RecipeObservation observed = backend_.sync(
-      {r, running.spec_hash, running.generation, decision.desired, !model_ready, model.dir}, now);
+      {r, running.spec_hash, running.generation, replicas, !model_ready, model.dir}, now);
   if (observed.restarted > 0)
     metrics_.replica_restarts.labels({r.name}).inc(double(observed.restarted));
 
@@ -263,6 +300,7 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
 void ControllerLoop::drain_deleted(const std::string& name, Clock::time_point now) {
   running_.erase(name);
   scale_.erase(name);
+  published_.erase(name);
   routes_.remove(name);
   const reconcile::RecipeObservation observed = backend_.drain(name, now);
   if (observed.replicas.empty()) {

@@ -1,6 +1,7 @@
 #pragma once
 // The controller's reconcile loop. Each pass is level-triggered: it reloads every recipe from
-// the store, measures load, lets the autoscaler pick a replica count, tells the replica backend
+// the store, measures load, lets the autoscaler pick a replica count (published through
+// publish_replicas where the cluster holds it), tells the replica backend
 // (controller/reconcile/replica_backend.h: local processes or a Kubernetes Deployment) the
 // desired state, publishes the ready replicas to the router and derives each recipe's typed
 // status from the facts observed (controller/reconcile/recipe_conditions.h), written to
@@ -49,6 +50,12 @@ struct ControllerLoopConfig {
   // Told every status that changed, after the status file is written (the Kubernetes backend
   // writes it to the ModelRecipe's status subresource: to_crd_status()).
   std::function<void(const RecipeStatus&)> status_changed;
+  // Where the built-in autoscaler's count goes when something other than the loop holds it
+  // (Kubernetes: the ModelRecipe's scale subresource, i.e. spec.replicas.desired). When set,
+  // a recipe with autoscaling on runs the count its spec holds, and a decision that differs is
+  // published here; the next pass sees it come back in the spec. Unset (local mode): the
+  // decision is run directly. Throws on failure (reported in the Degraded condition).
+  std::function<void(const std::string& recipe, int replicas)> publish_replicas;
 };
 
 enum class ScaleDirection { kKeep, kUp, kDown };
@@ -95,6 +102,12 @@ class ControllerLoop {
 
   std::map<std::string, Running> running_;  // by recipe name
   std::map<std::string, autoscaler::ScaleState> scale_;
+  struct Published {  // a count written through publish_replicas, not yet back in the spec
+    int replicas = 0;
+    std::optional<int> spec_then;  // spec.replicas.desired when it was written
+    reconcile::Clock::time_point at;
+  };
+  std::map<std::string, Published> published_;
   std::map<std::string, std::string> last_written_;  // status JSON as written, by name
 
   mutable std::mutex mutex_;  // guards statuses_ and wake_

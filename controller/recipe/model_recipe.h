@@ -37,12 +37,15 @@ struct EngineSettings {  // each maps to one `nibble-engine serve` flag
 struct Replicas {
   int min = 1;
   int max = 1;
-  // spec.replicas.desired, the scale subresource's field (kubectl scale, an HPA, KEDA): when set,
-  // that many replicas clamped to [min, max], and the built-in autoscaler stands aside.
+  // spec.replicas.desired, the scale subresource's field. With the built-in autoscaler on, the
+  // count it last published (on Kubernetes it writes it here) and where it resumes; with it off
+  // (autoscaling.enabled false), what kubectl scale, an HPA or KEDA wrote: that many replicas,
+  // clamped to [min, max]. Unset: min.
   std::optional<int> desired = std::nullopt;
 };
 
 struct Autoscaling {
+  bool enabled = true;  // false: replicas follow spec.replicas.desired (the scale subresource)
   std::string metric = "inflight";  // inflight | running | waiting | kv_cache_usage
   double target_per_replica = 8;
   int scale_down_delay_seconds = 300;

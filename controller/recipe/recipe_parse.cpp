@@ -293,6 +293,7 @@ ParseResult parse_checked(const std::string& text) {
   }
   {
     MappingReader as(spec.child("autoscaling"), "spec.autoscaling", errors);
+    r.autoscaling.enabled = as.boolean("enabled", true);
     r.autoscaling.metric = as.one_of("metric", r.autoscaling.metric,
                                      {"inflight", "running", "waiting", "kv_cache_usage"});
     const double hi = r.autoscaling.metric == "kv_cache_usage" ? 1.0 : 1e6;

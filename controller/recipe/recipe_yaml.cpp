@@ -43,6 +43,7 @@ std::string to_yaml(const ModelRecipe& r) {
 
   const Autoscaling& a = r.autoscaling;
   out << YAML::Key << "autoscaling" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << a.enabled;
   out << YAML::Key << "metric" << YAML::Value << a.metric;
   out << YAML::Key << "targetPerReplica" << YAML::Value << a.target_per_replica;
   out << YAML::Key << "scaleDownDelaySeconds" << YAML::Value << a.scale_down_delay_seconds;

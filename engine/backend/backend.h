@@ -45,6 +45,10 @@ class KvCache {
 // the call.
 using DeviceSampling = kernels::SamplingRequest;
 
+// How a backend stores its KV caches: kAuto is its own choice (BF16 on a GPU, FP32 on the CPU);
+// kFp8 is E4M3 with a scale per (token, KV head) row (kernels/attention/kv_fp8_ref.h).
+enum class KvCacheDtype { kAuto, kBf16, kFp8 };
+
 // One sequence's share of a batched step.
 struct BatchItem {
   std::span<const std::int32_t> tokens;  // computed now, at positions [start, start + size)
@@ -75,6 +79,11 @@ class Backend {
   // last of them to `logits` (exactly vocab_size floats).
   virtual void forward(SequenceState& seq, std::span<const std::int32_t> tokens,
                        std::span<float> logits);
+
+  // The storage of the caches created from now on (call before sizing: kv_block_bytes follows).
+  // Returns false, changing nothing, where the backend cannot store that type.
+  virtual bool set_kv_cache_dtype(KvCacheDtype dtype) { return dtype == KvCacheDtype::kAuto; }
+  virtual std::string kv_cache_dtype() const = 0;  // what it stores: "fp32", "bf16", "fp8"
 
   // Bytes one cache block of block_size positions takes across all layers (for sizing).
   virtual std::size_t kv_block_bytes(int block_size) const = 0;

@@ -30,6 +30,8 @@ then a summary line with all tokens and timings.
   --device D        auto (default: the GPU when there is one), cpu or cuda
   --quantization Q  none (default) or nvfp4: quantize a dense model's projections while loading
   --enforce-eager   no CUDA graphs for decode steps (to compare against them)
+  --warmup          run the prompt once untimed first (one-time set-up out of the timings)
+  --kv-cache-dtype T  auto (default), bf16 or fp8 (E4M3 with per-row scales, GPU only)
 )";
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
@@ -56,9 +58,9 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
 
 int run_generate(const Args& args) {
   std::string model_dir, prompt, device = "auto";
-  std::string quantization = "none";
+  std::string quantization = "none", kv_dtype = "auto";
   int max_tokens = 16, top_k = 5, threads = 0;
-  bool enforce_eager = false;
+  bool enforce_eager = false, warmup = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -67,6 +69,10 @@ int run_generate(const Args& args) {
     }
     if (a == "--enforce-eager") {
       enforce_eager = true;
+      continue;
+    }
+    if (a == "--warmup") {
+      warmup = true;
       continue;
     }
     if (i + 1 >= args.size()) {
@@ -88,6 +94,8 @@ int run_generate(const Args& args) {
       threads = std::stoi(v);
     else if (a == "--quantization")
       quantization = v;
+    else if (a == "--kv-cache-dtype")
+      kv_dtype = v;
     else {
       std::fprintf(stderr, "generate: unknown option %s\n\n%s", a.c_str(), kUsage);
       return 2;
@@ -101,6 +109,10 @@ int run_generate(const Args& args) {
     std::fprintf(stderr, "generate: --max-tokens must be at least 1\n");
     return 2;
   }
+  if (kv_dtype != "auto" && kv_dtype != "bf16" && kv_dtype != "fp8") {
+    std::fprintf(stderr, "generate: --kv-cache-dtype must be auto, bf16 or fp8\n");
+    return 2;
+  }
   if (quantization != "none" && quantization != "nvfp4") {
     std::fprintf(stderr, "generate: --quantization must be none or nvfp4\n");
     return 2;
@@ -112,6 +124,16 @@ int run_generate(const Args& args) {
                  model::quantize_weights_nvfp4(weights));
   auto backend = backend::make_backend(device, std::move(weights), threads);
   if (enforce_eager) backend->set_decode_graphs(false);
+  if (kv_dtype != "auto" &&
+      !backend->set_kv_cache_dtype(kv_dtype == "fp8" ? backend::KvCacheDtype::kFp8
+                                                     : backend::KvCacheDtype::kBf16)) {
+    std::fprintf(stderr, "generate: the %s backend cannot keep a %s KV cache for this model\n",
+                 backend->name().c_str(), kv_dtype.c_str());
+    return 2;
+  }
+  if (warmup)
+    (void)backend::greedy_decode(*backend, ids, std::min(max_tokens, 2), 0,
+                                 [](int, const backend::StepLogits&, const std::vector<float>&) {});
   std::vector<std::int32_t> tokens;
   auto trace = backend::greedy_decode(
       *backend, ids, max_tokens, top_k,

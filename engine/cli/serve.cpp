@@ -105,11 +105,6 @@ int run_serve(const Args& args) {
     spdlog::error("serve: {}", e.what());
     return 2;
   }
-  const std::string kv_dtype = on_gpu ? "bf16" : "fp32";  // what each backend stores
-  if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != kv_dtype) {
-    spdlog::warn("--kv-cache-dtype {}: the {} backend keeps its KV cache in {}", o.kv_cache_dtype,
-                 on_gpu ? "CUDA" : "CPU", kv_dtype);
-  }
   const fs::path model_dir = o.model;
   if (o.served_model_name.empty())
     o.served_model_name = fs::path(o.model).lexically_normal().filename().string();
@@ -126,6 +121,12 @@ int run_serve(const Args& args) {
   const int model_context = weights.config.max_context;
   auto backend = backend::make_backend(on_gpu ? "cuda" : "cpu", std::move(weights), o.threads);
   if (o.enforce_eager) backend->set_decode_graphs(false);
+  if (o.kv_cache_dtype != "auto" &&
+      !backend->set_kv_cache_dtype(o.kv_cache_dtype == "fp8" ? backend::KvCacheDtype::kFp8
+                                                             : backend::KvCacheDtype::kBf16)) {
+    spdlog::warn("--kv-cache-dtype {}: the {} backend keeps its KV cache in {} for this model",
+                 o.kv_cache_dtype, backend->name(), backend->kv_cache_dtype());
+  }
   const auto& config = backend->config();
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_directory(model_dir);
   std::unique_ptr<chat::ChatTemplate> chat_template;
@@ -153,9 +154,10 @@ int run_serve(const Args& args) {
   if (kv_bytes == 0 && !on_gpu) kv_bytes = std::size_t(1) << 30;
   const int num_blocks =
       backend::kv_blocks_for_budget(*backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs);
-  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {} MiB)", num_blocks, kBlockSize,
+  spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {} MiB, {})", num_blocks, kBlockSize,
                num_blocks * kBlockSize,
-               (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20);
+               (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20,
+               backend->kv_cache_dtype());
   backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize);
 
   runtime::EngineConfig engine_config;

@@ -27,7 +27,8 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --max-num-seqs N                 sequences in a batch (default 256)
   --max-num-batched-tokens N       tokens per engine step, prefill and decode (default 2048)
   --gpu-memory-utilization F       fraction of GPU memory to use (default 0.9)
-  --kv-cache-dtype auto|bf16|fp8   KV cache storage (default auto: BF16 on a GPU, FP32 on the CPU)
+  --kv-cache-dtype auto|bf16|fp8   KV cache storage (default auto: BF16 on a GPU, FP32 on the CPU;
+                                   fp8: E4M3 with a scale per token and KV head, GPU only)
   --kv-cache-memory-bytes N        KV cache size in bytes (default: on a GPU what
                                    --gpu-memory-utilization leaves, on the CPU 1 GiB)
   --enable-prefix-caching          reuse KV of repeated prefixes (default on)

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 
+#include "kernels/attention/flash_prefill.h"
+#include "kernels/attention/kv_fp8.cuh"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/dependent_launch.cuh"
 
@@ -238,14 +243,18 @@ __global__ void merge_splits_kernel(const float* workspace, int splits, std::int
 // Decode steps (every tile one row): flash-decoding with the lanes of a warp across head_dim
 // and all G query heads of a KV head in registers, so that every key and value row is read from
 // the cache once, coalesced, and no shared-memory staging or block barrier sits between a load
-// and its use. Each warp takes kDecodeKeys keys at a time (their loads in flight together),
+// and its use. Each warp takes decode_keys() keys at a time (their loads in flight together:
+// at long contexts the kernel is bound by the loads in flight, not by bandwidth),
 // warps stride over the block's share of the keys, and the warps' partial softmaxes are merged
 // at the end (then across splits by merge_splits_kernel, as for the tile kernel). The tile
 // kernel above spent ~33 us per layer on a 512-token decode of Llama-3.1-8B on an H200 (its
 // staging and barriers serialise a few short chunks); this one reads the same bytes.
 constexpr int kDecodeWarps = 4;
-constexpr int kDecodeKeys = 4;
 constexpr int kDecodeMaxPerLane = 64;  // G * head_dim / 32 accumulators per lane
+// Keys per warp step: 8 where the G x DL query and accumulator registers leave room, else 4.
+__host__ __device__ constexpr int decode_keys(int G, int DL) {
+  return G * DL <= 32 ? 8 : 4;
+}
 
 template <int DL>
 struct LaneVector;  // DL consecutive BF16 values
@@ -261,6 +270,33 @@ template <>
 struct LaneVector<8> {
   using type = uint4;
 };
+
+template <int DL>
+struct Fp8Vector;  // DL consecutive E4M3 codes
+template <>
+struct Fp8Vector<2> {
+  using type = std::uint16_t;
+};
+template <>
+struct Fp8Vector<4> {
+  using type = std::uint32_t;
+};
+template <>
+struct Fp8Vector<8> {
+  using type = uint2;
+};
+
+template <int DL>
+__device__ __forceinline__ void unpack_fp8_lane(const typename Fp8Vector<DL>::type& v, float scale,
+                                                float* out) {
+  const auto* pairs = reinterpret_cast<const std::uint16_t*>(&v);
+#pragma unroll
+  for (int i = 0; i < DL / 2; ++i) {
+    const float2 f = fp8x2_to_float2(pairs[i]);
+    out[2 * i] = f.x * scale;
+    out[2 * i + 1] = f.y * scale;
+  }
+}
 
 template <int DL>
 __device__ __forceinline__ void unpack_lane(const typename LaneVector<DL>::type& v, float* out) {
@@ -280,13 +316,19 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // grid: (tiles, kv heads, splits); G query heads per KV head, DL = head_dim / 32 values per lane.
-template <int G, int DL>
-__global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(PagedAttentionArgs a) {
+// In a mixed step (only_single_rows) it takes the tiles of one row and leaves the others to the
+// flash kernel.
+template <int G, int DL, bool FP8>
+__global__ void __launch_bounds__(kDecodeWarps * 32)
+    paged_decode_kernel(PagedAttentionArgs a, bool only_single_rows) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
   constexpr int D = DL * 32;
   using Vec = typename LaneVector<DL>::type;
+  using Raw = std::conditional_t<FP8, typename Fp8Vector<DL>::type, Vec>;  // as the cache holds it
+  constexpr int kDecodeKeys = decode_keys(G, DL);
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const AttentionTile tile = a.tiles[blockIdx.x];
+  if (only_single_rows && tile.rows != 1) return;
   const std::int32_t* table = a.block_tables + tile.table_offset;
   const int keys = tile.position0 + 1, splits = gridDim.z;
   const int per = (keys + splits - 1) / splits;
@@ -311,21 +353,37 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(PagedAt
   }
 
   for (int k0 = k_begin + warp * kDecodeKeys; k0 < k_end; k0 += kDecodeWarps * kDecodeKeys) {
-    Vec kv[kDecodeKeys], vv[kDecodeKeys];
+    Raw kv[kDecodeKeys], vv[kDecodeKeys];
+    float ks[kDecodeKeys], vs[kDecodeKeys];  // FP8 rows' scales
 #pragma unroll
     for (int j = 0; j < kDecodeKeys; ++j) {
       const int key = min(k0 + j, k_end - 1);  // past the end: a repeat, masked below
-      const std::int64_t slot =
-          std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size;
-      const std::int64_t at = (slot * a.shape.kv_heads + kvh) * D + lane * DL;
-      kv[j] = *reinterpret_cast<const Vec*>(a.k_cache + at);
-      vv[j] = *reinterpret_cast<const Vec*>(a.v_cache + at);
+      const std::int64_t row =
+          (std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size) *
+              a.shape.kv_heads +
+          kvh;
+      if constexpr (FP8) {
+        kv[j] = *reinterpret_cast<const Raw*>(a.k_cache8 + row * D + lane * DL);
+        vv[j] = *reinterpret_cast<const Raw*>(a.v_cache8 + row * D + lane * DL);
+        ks[j] = bf16_bits_to_float(a.k_scale[row]);
+        vs[j] = bf16_bits_to_float(a.v_scale[row]);
+      } else {
+        kv[j] = *reinterpret_cast<const Raw*>(a.k_cache + row * D + lane * DL);
+        vv[j] = *reinterpret_cast<const Raw*>(a.v_cache + row * D + lane * DL);
+        ks[j] = vs[j] = 1.0f;
+      }
     }
+    auto unpack = [&](const Raw& raw, float scale, float* out) {
+      if constexpr (FP8)
+        unpack_fp8_lane<DL>(raw, scale, out);
+      else
+        unpack_lane<DL>(raw, out);
+    };
     float s[G][kDecodeKeys];
 #pragma unroll
     for (int j = 0; j < kDecodeKeys; ++j) {
       float k[DL];
-      unpack_lane<DL>(kv[j], k);
+      unpack(kv[j], ks[j], k);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float dot = 0.0f;
@@ -336,7 +394,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(PagedAt
     }
     float v[kDecodeKeys][DL];
 #pragma unroll
-    for (int j = 0; j < kDecodeKeys; ++j) unpack_lane<DL>(vv[j], v[j]);
+    for (int j = 0; j < kDecodeKeys; ++j) unpack(vv[j], vs[j], v[j]);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       float mx = m[g];
@@ -398,37 +456,43 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(PagedAt
   }
 }
 
-using DecodeKernel = void (*)(PagedAttentionArgs);
+using DecodeKernel = void (*)(PagedAttentionArgs, bool);
 
-template <int DL>
+template <int DL, bool FP8>
 DecodeKernel decode_kernel_for_group(int group) {
   switch (group) {
     case 1:
-      return paged_decode_kernel<1, DL>;
+      return paged_decode_kernel<1, DL, FP8>;
     case 2:
-      return paged_decode_kernel<2, DL>;
+      return paged_decode_kernel<2, DL, FP8>;
     case 4:
-      return paged_decode_kernel<4, DL>;
+      return paged_decode_kernel<4, DL, FP8>;
     case 8:
-      return (8 * DL <= kDecodeMaxPerLane) ? paged_decode_kernel<8, DL> : nullptr;
+      return (8 * DL <= kDecodeMaxPerLane) ? paged_decode_kernel<8, DL, FP8> : nullptr;
     default:
       return nullptr;
   }
 }
 
-// The decode kernel for a shape, or nullptr where it has none (the tile kernel runs instead).
-DecodeKernel decode_kernel_for(const AttentionShape& s) {
+template <bool FP8>
+DecodeKernel decode_kernel_for_dtype(const AttentionShape& s) {
   const int group = s.q_heads / s.kv_heads;
   switch (s.head_dim) {
     case 64:
-      return decode_kernel_for_group<2>(group);
+      return decode_kernel_for_group<2, FP8>(group);
     case 128:
-      return decode_kernel_for_group<4>(group);
+      return decode_kernel_for_group<4, FP8>(group);
     case 256:
-      return decode_kernel_for_group<8>(group);
+      return decode_kernel_for_group<8, FP8>(group);
     default:
       return nullptr;
   }
+}
+
+// The decode kernel for a shape and cache type, or nullptr where it has none (the tile kernel
+// runs instead; an FP8 cache needs one).
+DecodeKernel decode_kernel_for(const AttentionShape& s, bool fp8) {
+  return fp8 ? decode_kernel_for_dtype<true>(s) : decode_kernel_for_dtype<false>(s);
 }
 
 std::size_t smem_bytes(const AttentionShape& s, const Plan& plan) {
@@ -437,10 +501,28 @@ std::size_t smem_bytes(const AttentionShape& s, const Plan& plan) {
          4 * std::size_t(kKeys) * std::size_t(row_stride(s.head_dim)) * sizeof(std::uint32_t);
 }
 
+// NIBBLE_FLASH_ATTENTION=0 sends prefill and mixed steps to the tile kernel (A/B measurements).
+bool flash_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("NIBBLE_FLASH_ATTENTION");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 }  // namespace
 
+bool paged_attention_fp8_supported(const AttentionShape& shape) {
+  return shape.kv_heads > 0 && shape.q_heads % shape.kv_heads == 0 &&
+         decode_kernel_for(shape, true) != nullptr && detail::flash_prefill_supported(shape);
+}
+
 int attention_rows_per_tile(const AttentionShape& shape) {
-  return plan_for(shape).rows_per_tile;
+  // Flash tiles hold more rows than the tile kernel's; the flash kernel takes shorter tiles too
+  // (an FP8 cache with NIBBLE_FLASH_ATTENTION=0).
+  return flash_enabled() && detail::flash_prefill_supported(shape)
+             ? detail::flash_prefill_rows_per_tile(shape)
+             : plan_for(shape).rows_per_tile;
 }
 
 int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_position,
@@ -449,9 +531,10 @@ int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_p
   const std::int64_t blocks = std::int64_t(num_tiles) * shape.kv_heads * plan.head_parts;
   const int chunks = max_position / kKeys + 1;
   if (sm_count <= 0 || blocks >= sm_count || chunks < 4) return 1;
-  // About two blocks per SM, each with at least two chunks of keys.
-  const std::int64_t want = (2 * std::int64_t(sm_count) + blocks - 1) / blocks;
-  const auto splits = std::clamp<std::int64_t>(std::min<std::int64_t>(want, chunks / 2), 1, 64);
+  // About four blocks per SM (the decode kernel at long contexts is bound by the loads it has in
+  // flight), each with at least two chunks of keys.
+  const std::int64_t want = (4 * std::int64_t(sm_count) + blocks - 1) / blocks;
+  const auto splits = std::clamp<std::int64_t>(std::min<std::int64_t>(want, chunks / 2), 1, 128);
   int pow2 = 1;
   while (pow2 * 2 <= splits) pow2 *= 2;
   return pow2;
@@ -485,11 +568,21 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (a.workspace == nullptr ||
       a.workspace_floats < paged_attention_workspace_floats(s, a.rows, splits))
     splits = 1;
-  // A step of decodes only (one row per tile) takes the decode kernel where the shape has one.
-  const DecodeKernel decode = a.num_tiles == a.rows ? decode_kernel_for(s) : nullptr;
-  if (decode != nullptr) {
-    const dim3 grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
-    decode<<<grid, kDecodeWarps * 32, 0, stream>>>(a);
+  // A step of decodes only (one row per tile) takes the decode kernel where the shape has one;
+  // other steps the flash kernel where the shape has one (the decode kernel taking their tiles of
+  // one row), else the tile kernel.
+  const bool fp8 = a.k_cache8 != nullptr;
+  if (fp8 && !paged_attention_fp8_supported(s)) return cudaErrorInvalidValue;
+  const DecodeKernel decode = decode_kernel_for(s, fp8);
+  const bool decode_only = a.num_tiles == a.rows;
+  const dim3 decode_grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
+  if (decode != nullptr && decode_only) {
+    decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, false);
+  } else if ((fp8 || flash_enabled()) && detail::flash_prefill_supported(s)) {
+    const bool mixed = decode != nullptr && a.decode_tiles != 0;
+    const cudaError_t err = detail::flash_prefill(a, splits, mixed, stream);
+    if (err != cudaSuccess) return err;
+    if (mixed) decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, true);
   } else {
     const dim3 grid(unsigned(a.num_tiles), unsigned(s.kv_heads * plan.head_parts),
                     unsigned(splits));

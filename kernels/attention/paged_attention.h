@@ -3,8 +3,10 @@
 // Rows of the batch are grouped into tiles: up to rows_per_tile consecutive rows of ONE sequence
 // (consecutive positions), so that every K/V chunk a block loads serves all of the tile's queries
 // and all the query heads that share a KV head. A query at position p sees keys [0, p] of its own
-// sequence, found through the sequence's block table. FP32 math with an online softmax;
-// the CPU reference is the attention loop of cpu_backend.cpp (and the test's own FP64 one).
+// sequence, found through the sequence's block table. Three kernels behind one call: steps of
+// decodes only take the decode kernel (CUDA cores, keys split over blocks); prefill chunks and
+// mixed steps the flash kernel on tensor cores (flash_prefill.h) for head_dim 64/128/256, else a
+// tile kernel in FP32. The CPU reference: kernels/attention/attention_ref.h (FP64).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -47,7 +49,21 @@ struct PagedAttentionArgs {
   int splits = 0;
   float* workspace = nullptr;
   std::size_t workspace_floats = 0;
+  // Tiles of one row (decodes) among num_tiles; -1: unknown. In a step that also has longer tiles
+  // they run in the decode kernel beside the flash kernel; 0 saves that kernel's launch.
+  int decode_tiles = -1;
+  // The FP8 cache (kernels/attention/kv_fp8_ref.h) instead of k_cache / v_cache when k_cache8 is
+  // set: E4M3 codes [cache rows, Hkv, D], BF16 scales [cache rows, Hkv]. Shapes:
+  // paged_attention_fp8_supported.
+  const std::uint8_t* k_cache8 = nullptr;
+  const std::uint8_t* v_cache8 = nullptr;
+  const std::uint16_t* k_scale = nullptr;
+  const std::uint16_t* v_scale = nullptr;
 };
+
+// Whether an FP8 cache can serve this shape (both the decode and the flash kernel have it: head_dim
+// 64/128/256 with 1, 2, 4 or 8 query heads per KV head, 8 at head_dim 256 included).
+bool paged_attention_fp8_supported(const AttentionShape& shape);
 
 // How many key splits a call would use (a power of two, so that a decode graph captured for one
 // count serves a range of context lengths and matches eager execution), and the workspace floats

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
 #include "kernels/layer/layer_ops.h"
 
@@ -17,6 +18,35 @@ __device__ __forceinline__ float load(const std::uint16_t* p, std::int64_t i) {
 }
 __device__ __forceinline__ std::uint16_t to_bf16(float v) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+__device__ __forceinline__ float load_bits(std::uint16_t bits) {
+  return __uint_as_float(std::uint32_t(bits) << 16);
+}
+
+// Largest value over the block (blockDim.x a multiple of 32, at most 1024).
+__device__ float block_max(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // partial may still be read from a previous call
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = lane < warps ? partial[lane] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Stores one (token, KV head) row of the FP8 cache (kv_fp8_ref.h) from this thread's two values
+// (lo at i, hi at i + D/2; inactive threads hold zeros); every thread of the block calls it.
+__device__ void store_fp8_row(float lo, float hi, bool active, int i, int half, std::int64_t row,
+                              std::uint8_t* codes, std::uint16_t* scales) {
+  const std::uint16_t scale = kv_fp8_scale_bits(block_max(fmaxf(fabsf(lo), fabsf(hi))));
+  if (!active) return;
+  const float inv = 1.0f / bf16_bits_to_float(scale);
+  codes[row * 2 * half + i] = kv_fp8_code(lo, inv);
+  codes[row * 2 * half + i + half] = kv_fp8_code(hi, inv);
+  if (i == 0) scales[row] = scale;
 }
 
 // Sum over the block (blockDim.x a multiple of 32, at most 1024).
@@ -131,7 +161,6 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
     lo = __bfloat162float(__float2bfloat16_rn(lo * scale * norm[i]));
     hi = __bfloat162float(__float2bfloat16_rn(hi * scale * norm[i + half]));
   }
-  if (!active) return;
   // The angle in FP64, reduced to [0, 2 pi) before the FP32 sine: positions reach 10^5 and more.
   constexpr double kTwoPi = 6.283185307179586;
   double angle = double(a.positions[t]) * a.inv_freq[i];
@@ -140,12 +169,23 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
   sincosf(float(angle), &s, &c);
   const float rlo = lo * c - hi * s, rhi = hi * c + lo * s;
   if (is_q) {
+    if (!active) return;
     const std::int64_t dst = (std::int64_t(t) * a.q_heads + head) * a.head_dim;
     a.q_out[dst + i] = to_bf16(rlo);
     a.q_out[dst + i + half] = to_bf16(rhi);
     return;
   }
-  const std::int64_t dst = (a.slots[t] * a.kv_heads + kvh) * a.head_dim;
+  const std::int64_t row = a.slots[t] * a.kv_heads + kvh;
+  if (a.k_cache8 != nullptr) {  // FP8: the BF16 values the BF16 cache would hold, quantised
+    const float klo = load_bits(to_bf16(rlo)), khi = load_bits(to_bf16(rhi));
+    const float vlo = active ? load(a.v, src + i) : 0.0f;
+    const float vhi = active ? load(a.v, src + i + half) : 0.0f;
+    store_fp8_row(klo, khi, active, i, half, row, a.k_cache8, a.k_scale);
+    store_fp8_row(vlo, vhi, active, i, half, row, a.v_cache8, a.v_scale);
+    return;
+  }
+  if (!active) return;
+  const std::int64_t dst = row * a.head_dim;
   a.k_cache[dst + i] = to_bf16(rlo);
   a.k_cache[dst + i + half] = to_bf16(rhi);
   a.v_cache[dst + i] = a.v[src + i];

@@ -42,6 +42,12 @@ struct RopeStoreArgs {
   const std::int64_t* slots = nullptr;      // [T]
   std::uint16_t* k_cache = nullptr;
   std::uint16_t* v_cache = nullptr;
+  // The FP8 cache instead (kernels/attention/kv_fp8_ref.h) when k_cache8 is set: E4M3 codes
+  // [rows, Hkv, D] and BF16 scales [rows, Hkv] of the values the BF16 cache would hold.
+  std::uint8_t* k_cache8 = nullptr;
+  std::uint8_t* v_cache8 = nullptr;
+  std::uint16_t* k_scale = nullptr;
+  std::uint16_t* v_scale = nullptr;
   int tokens = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
 };
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream);

@@ -86,4 +86,27 @@ inline cudaError_t encode_bf16_rows_map(CUtensorMap* map, const void* base, std:
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// encode_bf16_rows_map with box_rows = BoxRows, the last map per thread reused while base, rows
+// and cols stay the same (prefill calls the same x for several layers in a row: q/k/v, gate/up).
+template <int BoxRows>
+inline cudaError_t cached_bf16_rows_map(CUtensorMap* map, const void* base, std::int64_t rows,
+                                        std::int64_t cols) {
+  struct Last {
+    const void* base = nullptr;
+    std::int64_t rows = 0, cols = 0;
+    CUtensorMap map{};
+  };
+  thread_local Last last;
+  if (last.base != base || last.rows != rows || last.cols != cols) {
+    const cudaError_t err = encode_bf16_rows_map(&last.map, base, rows, cols, BoxRows);
+    if (err != cudaSuccess) {
+      last.base = nullptr;
+      return err;
+    }
+    last.base = base, last.rows = rows, last.cols = cols;
+  }
+  *map = last.map;
+  return cudaSuccess;
+}
+
 }  // namespace nibble::kernels::tma

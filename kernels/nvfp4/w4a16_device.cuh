@@ -134,6 +134,24 @@ __device__ inline void decode_fragment_pair(uint2 codes, std::uint32_t scale01,
                   : bf16x2_mul_by_half<0>(tiny_bf16x2<1>(word), pair);
 }
 
+// Which output tile a block computes. Blocks start roughly in launch order, so the order decides
+// what one wave of resident blocks reads: row-major over a wide layer (gate_up: 224 weight groups
+// per 128 rows of x) streams the whole weight matrix from DRAM once per wave. Bands of
+// kRasterBand row tiles, walked column by column, keep a wave on ~33 weight groups and ~8 x
+// tiles that L2 holds. A bijection for any grid; one row tile (small M) is the identity.
+constexpr int kRasterBand = 8;
+struct OutputTile {
+  unsigned row, col;
+};
+__device__ inline OutputTile output_tile(unsigned band) {
+  const unsigned cols = gridDim.x, rows = gridDim.y;
+  const unsigned linear = blockIdx.y * cols + blockIdx.x;
+  const unsigned first_row = linear / (band * cols) * band;
+  const unsigned band_rows = rows - first_row < band ? rows - first_row : band;
+  const unsigned within = linear - first_row * cols;
+  return {first_row + within % band_rows, within / band_rows};
+}
+
 __device__ inline std::uint32_t bf16x2_mul(std::uint32_t a, std::uint32_t b) {
   std::uint32_t d;
   // fma with -0 addend: an exact product keeps its sign, +0 stays +0.

@@ -5,6 +5,8 @@
 #include "kernels/nvfp4/tma.cuh"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
+#include "kernels/nvfp4/w4a16_grouped.cuh"
+#include "kernels/nvfp4/w4a16_grouped.h"
 
 namespace nibble::kernels {
 namespace {
@@ -52,24 +54,6 @@ using ShapeM16 = TileShape<1, 4, 1, 4, 4, 8>;            // 16 x 128, 4 warps, 2
 using ShapeM16Wide = TileShape<1, 4, 1, 4, 4, 4, false, 2>;  // 16 x 128, 8 warps, 53 KB
 using ShapeM64 = TileShape<4, 4, 1, 4, 4, 3>;                // 64 x 128, 4 warps, 53 KB
 using ShapeM128 = TileShape<8, 4, 1, 4, 4, 2>;  // 128 x 128, 4 warps, 85 KB (GB10: <= 99 KB)
-
-// Which output tile a block computes. Blocks start roughly in launch order, so the order decides
-// what one wave of resident blocks reads: row-major over a wide layer (gate_up: 224 weight groups
-// per 128 rows of x) streams the whole weight matrix from DRAM once per wave. Bands of
-// kRasterBand row tiles, walked column by column, keep a wave on ~33 weight groups and ~8 x
-// tiles that L2 holds. A bijection for any grid; one row tile (small M) is the identity.
-constexpr int kRasterBand = 8;
-struct OutputTile {
-  unsigned row, col;
-};
-__device__ inline OutputTile output_tile(unsigned band) {
-  const unsigned cols = gridDim.x, rows = gridDim.y;
-  const unsigned linear = blockIdx.y * cols + blockIdx.x;
-  const unsigned first_row = linear / (band * cols) * band;
-  const unsigned band_rows = rows - first_row < band ? rows - first_row : band;
-  const unsigned within = linear - first_row * cols;
-  return {first_row + within % band_rows, within / band_rows};
-}
 
 // Issues one k step of the pipeline with a fixed, precomputed set of 16-byte cp.async per
 // thread (no per-step index arithmetic beyond a pointer bump): x rows [m0, m0 + BM) (`load_x`)
@@ -336,14 +320,19 @@ __device__ inline void store_swapped_tile(const float (&acc)[S::MT][S::ACC_N][4]
   }
 }
 
-template <class S>
+// GROUPED (w4a16_grouped.h): grid row blockIdx.y computes rows [row_begin, row_end) of x and out
+// with the weight and scale of row_blocks[blockIdx.y] (m, tiles, scales, out_scale as passed are
+// replaced); no split-K.
+template <class S, bool GROUPED = false>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     w4a16_kernel(const std::uint16_t* __restrict__ x, std::int64_t m, std::int64_t n,
                  std::int64_t k, const std::uint8_t* __restrict__ tiles,
                  const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
                  W4A16Strides strides, float out_scale, const std::uint16_t* __restrict__ residual,
                  std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split,
-                 const __grid_constant__ CUtensorMap x_map) {
+                 const __grid_constant__ CUtensorMap x_map,
+                 const MoeRowBlock* __restrict__ row_blocks,
+                 const W4A16DeviceWeight* __restrict__ table) {
   extern __shared__ __align__(128) std::uint8_t smem_raw[];
   __shared__ __align__(8) std::uint64_t stage_full[S::TMA ? S::STAGES : 1];  // TMA barriers
   std::uint8_t* smem = smem_raw;
@@ -353,8 +342,14 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   const int wm = group_warp / S::WN, wn = group_warp % S::WN;
   // (The small-M tiles have one row tile; they skip the arithmetic and its registers.)
   const OutputTile tile =
-      S::BM >= 64 ? output_tile(kRasterBand) : OutputTile{blockIdx.y, blockIdx.x};
-  const std::int64_t m0 = std::int64_t(tile.row) * S::BM;
+      S::BM >= 64 && !GROUPED ? output_tile(kRasterBand) : OutputTile{blockIdx.y, blockIdx.x};
+  std::int64_t m0 = std::int64_t(tile.row) * S::BM;
+  if constexpr (GROUPED) {
+    std::int32_t begin, end;
+    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, begin, end)) return;
+    m0 = begin;
+    m = end;  // rows past it (the next expert's, read by the TMA box) are not written
+  }
   const std::int64_t n0 = std::int64_t(tile.col) * S::BN;
   const std::uint8_t* group_tiles = tiles + std::int64_t(tile.col) * strides.group * 4096;
   const std::uint8_t* group_scales = scales + std::int64_t(tile.col) * strides.group * 512;
@@ -608,28 +603,6 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   if (threadIdx.x == 0) *counter = 0;
 }
 
-// The tensor map of x for the TMA tiles. Prefill calls the same x, m, k for several layers in a
-// row (q/k/v, gate/up of each layer read one normed x): the last map per thread is reused.
-template <class S>
-cudaError_t x_box_map(CUtensorMap* map, const std::uint16_t* x, std::int64_t m, std::int64_t k) {
-  struct Last {
-    const std::uint16_t* x = nullptr;
-    std::int64_t m = 0, k = 0;
-    CUtensorMap map{};
-  };
-  thread_local Last last;
-  if (last.x != x || last.m != m || last.k != k) {
-    const cudaError_t err = tma::encode_bf16_rows_map(&last.map, x, m, k, S::BM);
-    if (err != cudaSuccess) {
-      last.x = nullptr;
-      return err;
-    }
-    last.x = x, last.m = m, last.k = k;
-  }
-  *map = last.map;
-  return cudaSuccess;
-}
-
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
@@ -660,7 +633,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const float out_scale = w.global_factor * 1024.0f;
   CUtensorMap x_map{};
   if constexpr (S::TMA) {
-    const cudaError_t map_err = x_box_map<S>(&x_map, x, m, w.k);
+    const cudaError_t map_err = tma::cached_bf16_rows_map<S::BM>(&x_map, x, m, w.k);
     if (map_err != cudaSuccess) return map_err;
   }
   const dim3 grid(unsigned(w.n_padded / S::BN), unsigned((m + S::BM - 1) / S::BM),
@@ -672,8 +645,57 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   LaunchWithOverlap launch(grid, S::THREADS, smem, stream, overlap);
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, w4a16_kernel<S>, x, m, w.n, w.k, w.tiles, w.scales, tiles_k, w4a16_strides(w),
-      out_scale, residual, out, split ? workspace : nullptr, kt_per_split, x_map);
+      out_scale, residual, out, split ? workspace : nullptr, kt_per_split, x_map, nullptr, nullptr);
   return err != cudaSuccess ? err : cudaGetLastError();
+}
+
+// The opt-in to > 48 KB of shared memory, once per grouped kernel (w4a16_grouped_prepare runs it
+// before any capture).
+template <class S>
+cudaError_t grouped_tile_attribute() {
+  static const cudaError_t err = []() -> cudaError_t {
+    if constexpr (S::SMEM > 48 * 1024) {
+      return cudaFuncSetAttribute(w4a16_kernel<S, true>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+    } else {
+      return cudaSuccess;
+    }
+  }();
+  return err;
+}
+
+template <class S>
+cudaError_t launch_grouped_tile(const std::uint16_t* x, std::int64_t rows,
+                                const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
+                                std::int64_t max_blocks, std::uint16_t* out, cudaStream_t stream) {
+  constexpr auto kernel = w4a16_kernel<S, true>;
+  const cudaError_t attribute_err = grouped_tile_attribute<S>();
+  if (attribute_err != cudaSuccess) return attribute_err;
+  const W4A16DeviceWeight& shape = w.shape;
+  const std::int64_t tiles_k = shape.k_padded / kBk;
+  CUtensorMap x_map{};
+  if constexpr (S::TMA) {
+    const cudaError_t map_err = tma::cached_bf16_rows_map<S::BM>(&x_map, x, rows, shape.k);
+    if (map_err != cudaSuccess) return map_err;
+  }
+  const dim3 grid(unsigned(shape.n_padded / S::BN), unsigned(max_blocks), 1);
+  LaunchWithOverlap launch(grid, S::THREADS, S::SMEM, stream, false);
+  const cudaError_t err = cudaLaunchKernelEx(
+      &launch.config, kernel, x, rows, shape.n, shape.k, shape.tiles, shape.scales, tiles_k,
+      w4a16_strides(shape), 1.0f, nullptr, out, nullptr, int(tiles_k), x_map, blocks, w.table);
+  return err != cudaSuccess ? err : cudaGetLastError();
+}
+
+template <class S>
+cudaError_t launch_grouped(const std::uint16_t* x, std::int64_t rows, const W4A16GroupedWeights& w,
+                           const MoeRowBlock* blocks, std::int64_t max_blocks, std::uint16_t* out,
+                           cudaStream_t stream) {
+  // The 128-row tile's grouped form spills (255 registers, sm_90a): not built.
+  if constexpr (S::BM > 64) {
+    return cudaErrorInvalidValue;
+  } else {
+    return launch_grouped_tile<S>(x, rows, w, blocks, max_blocks, out, stream);
+  }
 }
 
 // Calls f(Shape{}) with the tile family's TileShape; false for kGemv and the slice tiles, which
@@ -702,6 +724,7 @@ bool with_tile_shape(W4A16Tile tile, F&& f) {
 
 int w4a16_resident_blocks(W4A16Tile tile) {
   if (w4a16_is_slice(tile)) return w4a16_slice_resident_blocks(tile);
+  if (w4a16_is_wgmma(tile)) return w4a16_wgmma_resident_blocks(tile);
   int blocks = kW4A16GemvBlocksPerSm;
   with_tile_shape(tile, [&](auto shape) { blocks = decltype(shape)::MIN_BLOCKS; });
   return blocks;
@@ -721,11 +744,58 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
   if (w4a16_is_slice(tile)) {
     return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
   }
+  if (w4a16_is_wgmma(tile)) {
+    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream);
+  }
   cudaError_t err = cudaErrorInvalidValue;
   with_tile_shape(tile, [&](auto shape) {
     err = launch<decltype(shape)>(x, m, w, residual, out, splits, workspace, stream, overlap);
   });
   return err;
+}
+
+cudaError_t w4a16_grouped_tile_linear(const std::uint16_t* x, std::int64_t rows,
+                                      const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
+                                      std::int64_t max_blocks, W4A16Tile tile, std::uint16_t* out,
+                                      cudaStream_t stream) {
+  cudaError_t err = cudaErrorInvalidValue;
+  with_tile_shape(tile, [&](auto shape) {
+    err = launch_grouped<decltype(shape)>(x, rows, w, blocks, max_blocks, out, stream);
+  });
+  return err;
+}
+
+cudaError_t w4a16_grouped_prepare() {
+  cudaError_t err = w4a16_grouped_slice_prepare();
+  for (W4A16Tile tile : {W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16, W4A16Tile::kM16Wide,
+                         W4A16Tile::kM64}) {
+    with_tile_shape(tile, [&](auto shape) {
+      using S = decltype(shape);
+      if constexpr (S::BM <= 64) {  // (the grouped forms built: launch_grouped)
+        if (err == cudaSuccess) err = grouped_tile_attribute<S>();
+      }
+    });
+  }
+  return err;
+}
+
+cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
+                                 const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
+                                 std::int64_t max_blocks, int block_rows, W4A16Tile tile,
+                                 std::uint16_t* out, cudaStream_t stream) {
+  const W4A16DeviceWeight& s = w.shape;
+  if (rows < 0 || rows > INT32_MAX || s.n <= 0 || s.k <= 0 || s.k % 16 != 0 ||
+      s.n_padded % kW4A16TileCols != 0 || s.k_padded % kBk != 0 || s.n_padded < s.n ||
+      s.k_padded < s.k || s.k >= (std::int64_t(1) << 23) || max_blocks < 0 || max_blocks > 65535 ||
+      block_rows < 1 || w.table == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  if (rows == 0 || max_blocks == 0) return cudaSuccess;
+  if (w4a16_is_slice(tile)) {
+    return w4a16_grouped_slice_linear(x, w, blocks, max_blocks, block_rows, tile, out, stream);
+  }
+  if (tile == W4A16Tile::kGemv || block_rows > w4a16_tile_rows(tile)) return cudaErrorInvalidValue;
+  return w4a16_grouped_tile_linear(x, rows, w, blocks, max_blocks, tile, out, stream);
 }
 
 }  // namespace nibble::kernels

@@ -35,7 +35,9 @@ inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
 // w4a16_gemv.cu); kSlice16 / kSlice32 / kSlice64: up to 16 rows, a block streams a 16-, 32- or
 // 64-row weight slice over all of K, so K is never split over blocks and `splits` is ignored
 // (w4a16_slice.cu); the Wide forms: the same slice with 8 warps per block (long K, few blocks per
-// SM).
+// SM); kWgmma128 / kWgmma128N256 (sm_90a only, w4a16_wgmma.cu): 128 rows of x x 128 / 256
+// weight rows per block on Hopper's warpgroup MMA with the dequantised weights as its register
+// operand (split-K as the 64- and 128-row tiles).
 enum class W4A16Tile {
   kM8,
   kM16,
@@ -49,7 +51,9 @@ enum class W4A16Tile {
   kSlice16Wide,
   kSlice32Wide,
   kSlice64,
-  kSlice64Wide
+  kSlice64Wide,
+  kWgmma128,
+  kWgmma128N256
 };
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
@@ -59,6 +63,8 @@ inline int w4a16_tile_rows(W4A16Tile tile) {
     case W4A16Tile::kM64:
       return 64;
     case W4A16Tile::kM128:
+    case W4A16Tile::kWgmma128:
+    case W4A16Tile::kWgmma128N256:
       return 128;
     default:
       return 16;
@@ -129,6 +135,19 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
     default:
       return 16;
   }
+}
+
+// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits and workspace
+// as there; no overlap). cudaErrorNotSupported unless w4a16_wgmma_supported(); the other
+// arguments are already validated.
+cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                               const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
+                               int splits, float* workspace, cudaStream_t stream);
+// The current device is sm_90 and the library holds the sm_90a image of the wgmma kernels.
+bool w4a16_wgmma_supported();
+int w4a16_wgmma_resident_blocks(W4A16Tile tile);
+inline bool w4a16_is_wgmma(W4A16Tile tile) {
+  return tile == W4A16Tile::kWgmma128 || tile == W4A16Tile::kWgmma128N256;
 }
 
 }  // namespace nibble::kernels

@@ -1,8 +1,10 @@
 #include "kernels/nvfp4/w4a16_layout.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 
 namespace nibble::nvfp4 {
@@ -90,12 +92,34 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
   return w;
 }
 
-float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
+namespace {
+// e2m1 * e4m3 of element (r, c), read from the repacked bytes.
+float unscaled_element(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
   const Position pos = locate(w, r, c);
   const std::uint32_t word = load_word(w.tiles, pos.word);
   std::uint8_t code = 0;
   for (int i = 0; i < 4; ++i) code |= std::uint8_t(((word >> pos.bits[i]) & 1u) << i);
-  return e2m1_to_float(code) * e4m3_to_float(w.scales[std::size_t(pos.scale)]) * w.global_factor;
+  return e2m1_to_float(code) * e4m3_to_float(w.scales[std::size_t(pos.scale)]);
+}
+}  // namespace
+
+float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
+  return unscaled_element(w, r, c) * w.global_factor;
+}
+
+std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int64_t row_begin,
+                                                 std::int64_t rows) {
+  if (row_begin < 0 || rows < 0) throw std::invalid_argument("w4a16_dequantize_rows: negative");
+  const std::int64_t end = std::min(w.n, row_begin + rows);
+  std::vector<std::uint16_t> out;
+  if (end <= row_begin) return out;
+  out.resize(std::size_t((end - row_begin) * w.k));
+  for (std::int64_t r = row_begin; r < end; ++r) {
+    for (std::int64_t c = 0; c < w.k; ++c) {
+      out[std::size_t((r - row_begin) * w.k + c)] = float_to_bf16(unscaled_element(w, r, c));
+    }
+  }
+  return out;
 }
 
 }  // namespace nibble::nvfp4

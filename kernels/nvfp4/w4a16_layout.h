@@ -61,6 +61,14 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
 // e2m1 * e4m3 * global_factor; equals dequantize_element of the source matrix.
 float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c);
 
+// CPU reference of the dequantising kernel (w4a16_dequant.h): rows [row_begin, row_begin + rows)
+// of the weight as BF16 bits of e2m1 * e4m3, [rows, k] row-major, without the global factor
+// (the GEMM applies it: alpha). The product has at most 6 significant bits, so BF16 holds it
+// exactly and the values times global_factor are w4a16_element's. Rows past n are not written
+// (the result has min(rows, n - row_begin) rows).
+std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int64_t row_begin,
+                                                 std::int64_t rows);
+
 // Weight bytes a kernel streams for this layout (codes + scales, padding included).
 inline std::int64_t w4a16_bytes(const W4A16Weight& w) {
   return std::int64_t(w.tiles.size() + w.scales.size());

@@ -25,6 +25,8 @@
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
+#include "kernels/nvfp4/w4a16_grouped.cuh"
+#include "kernels/nvfp4/w4a16_grouped.h"
 
 namespace nibble::kernels {
 namespace {
@@ -102,18 +104,28 @@ __host__ __device__ constexpr int launch_min_blocks() {
   return MT == 1 || S::kMinBlocks < fit ? S::kMinBlocks : (fit < 1 ? 1 : fit);
 }
 
-template <class S, bool ONE_SIDE, int MT>
+// GROUPED (w4a16_grouped.h): grid row blockIdx.y takes its rows, weight and scale from
+// row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced.
+template <class S, bool ONE_SIDE, int MT, bool GROUPED = false>
 __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
                        const std::uint8_t* __restrict__ tiles,
                        const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
                        W4A16Strides strides, float out_scale,
-                       const std::uint16_t* __restrict__ residual,
-                       std::uint16_t* __restrict__ out) {
+                       const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
+                       const MoeRowBlock* __restrict__ row_blocks,
+                       const W4A16DeviceWeight* __restrict__ table) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
-  constexpr int kAhead = S::kDepth - 1;               // k steps in flight per warp
+  if constexpr (GROUPED) {
+    std::int32_t begin, end;
+    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, begin, end)) return;
+    x += std::int64_t(begin) * k;
+    out += std::int64_t(begin) * n;
+    m = end - begin;  // 1 .. 8 MT (the table's block_rows)
+  }
+  constexpr int kAhead = S::kDepth - 1;  // k steps in flight per warp
   constexpr int kScaleChunks = S::kScaleBytes / 16;
   constexpr int kXPasses = 2 * MT;  // rows of x a lane copies (4 apart) without ONE_SIDE
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -364,7 +376,33 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
   err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S, ONE_SIDE, MT>, x, rows, w.n, w.k,
                            w.tiles, w.scales, w.k_padded / 64, w4a16_strides(w),
-                           w.global_factor * 1024.0f, residual, out);
+                           w.global_factor * 1024.0f, residual, out, nullptr, nullptr);
+  return err != cudaSuccess ? err : cudaGetLastError();
+}
+
+// The opt-in to all the shared memory a block may have, once per grouped kernel
+// (w4a16_grouped_prepare runs it before any capture).
+template <class S, int MT>
+cudaError_t grouped_slice_attribute() {
+  static const cudaError_t err =
+      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_slice_kernel<S, false, MT, true>));
+  return err;
+}
+
+// Grouped: rows per block up to 8 MT, the slots sized for 8 MT rows.
+template <class S, int MT>
+cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16GroupedWeights& w,
+                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                        std::uint16_t* out, cudaStream_t stream) {
+  constexpr auto kernel = w4a16_slice_kernel<S, false, MT, true>;
+  const cudaError_t attribute_err = grouped_slice_attribute<S, MT>();
+  if (attribute_err != cudaSuccess) return attribute_err;
+  const W4A16DeviceWeight& shape = w.shape;
+  const dim3 grid(unsigned(shape.n_padded / S::kRows), unsigned(max_blocks));
+  LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream, false);
+  const cudaError_t err = cudaLaunchKernelEx(
+      &launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles, shape.scales,
+      shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -396,6 +434,32 @@ cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A
   if (m > kMaxRows) return cudaErrorInvalidValue;
   return with_slice_shape(tile, [&](auto shape) {
     return launch_slice<decltype(shape)>(x, m, w, residual, out, stream, overlap);
+  });
+}
+
+cudaError_t w4a16_grouped_slice_prepare() {
+  for (W4A16Tile tile : {W4A16Tile::kSlice16, W4A16Tile::kSlice16Wide, W4A16Tile::kSlice32,
+                         W4A16Tile::kSlice32Wide, W4A16Tile::kSlice64, W4A16Tile::kSlice64Wide}) {
+    const cudaError_t err = with_slice_shape(tile, [](auto shape) {
+      using S = decltype(shape);
+      const cudaError_t one = grouped_slice_attribute<S, 1>();
+      return one != cudaSuccess ? one : grouped_slice_attribute<S, 2>();
+    });
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t w4a16_grouped_slice_linear(const std::uint16_t* x, const W4A16GroupedWeights& w,
+                                       const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                       int block_rows, W4A16Tile tile, std::uint16_t* out,
+                                       cudaStream_t stream) {
+  if (block_rows < 1 || block_rows > kMaxRows) return cudaErrorInvalidValue;
+  return with_slice_shape(tile, [&](auto shape) {
+    using S = decltype(shape);
+    return block_rows > 8
+               ? launch_grouped_slice_kernel<S, 2>(x, w, blocks, max_blocks, out, stream)
+               : launch_grouped_slice_kernel<S, 1>(x, w, blocks, max_blocks, out, stream);
   });
 }
 

@@ -26,9 +26,11 @@ TEST(Autoscaler, ScalesUpAtOnceAndClampsToMax) {
   EXPECT_EQ(decide(r, {.inflight = 500, .last_request = t0}, s, t0).desired, 4);
 }
 
-// spec.replicas.desired (the scale subresource) holds, clamped to [min, max], whatever the load.
-TEST(Autoscaler, ReplicasDesiredBypassesTheAutoscalerClampedToBounds) {
+// autoscaling.enabled false: spec.replicas.desired (kubectl scale, an HPA) holds, clamped to
+// [min, max], whatever the load; unset, min.
+TEST(Autoscaler, DisabledFollowsReplicasDesiredClampedToBounds) {
   auto r = recipe_with(1, 4);
+  r.autoscaling.enabled = false;
   r.replicas.desired = 3;
   ScaleState s;
   Decision d = decide(r, {.inflight = 500, .last_request = t0}, s, t0);
@@ -39,9 +41,29 @@ TEST(Autoscaler, ReplicasDesiredBypassesTheAutoscalerClampedToBounds) {
   EXPECT_EQ(decide(r, {.inflight = 0, .last_request = t0}, s, t0).desired, 4);
   r.replicas.desired = 0;
   EXPECT_EQ(decide(r, {.inflight = 500, .last_request = t0}, s, t0).desired, 1);
-  // Unset again: the autoscaler decides from the load, starting from what was held.
   r.replicas.desired.reset();
+  d = decide(r, {.inflight = 500, .last_request = t0}, s, t0);
+  EXPECT_EQ(d.desired, 1);
+  EXPECT_NE(d.reason.find("unset"), std::string::npos) << d.reason;
+  // On again: the autoscaler decides from the load, starting from what was held.
+  r.autoscaling.enabled = true;
   EXPECT_EQ(decide(r, {.inflight = 17, .last_request = t0}, s, t0).desired, 3);
+}
+
+// Enabled, spec.replicas.desired is the count the autoscaler last published: a restarted
+// controller resumes from it (no drop to min and climb back), then follows the load.
+TEST(Autoscaler, EnabledResumesFromThePublishedCount) {
+  auto r = recipe_with(1, 4);
+  r.replicas.desired = 3;
+  ScaleState s;
+  Decision d = decide(r, {.inflight = 2, .last_request = t0}, s, t0);
+  EXPECT_EQ(d.desired, 3);  // lower load, but the scale-down delay starts now
+  EXPECT_EQ(d.reason.find("stands aside"), std::string::npos) << d.reason;
+  EXPECT_EQ(decide(r, {.inflight = 2, .last_request = t0}, s, t0 + 61s).desired, 1);
+  EXPECT_EQ(decide(r, {.inflight = 30, .last_request = t0}, s, t0 + 62s).desired, 4);
+  ScaleState fresh;
+  r.replicas.desired = 9;  // out of bounds: clamped
+  EXPECT_EQ(decide(r, {.inflight = 30, .last_request = t0}, fresh, t0).desired, 4);
 }
 
 TEST(Autoscaler, ScalesDownOnlyAfterTheDelay) {

@@ -85,6 +85,8 @@ TEST(RecipeObjects, EngineRunsExactlyTheFlagsLocalModeRuns) {
       r, {"/models/models--nvidia--Qwen3-30B-A3B-NVFP4/v2", "0.0.0.0", 8000});
   expected.push_back("--log-level");
   expected.push_back("debug");
+  expected.push_back("--api-key-file");
+  expected.push_back("/var/run/nibble/engine-key/api-key");
   EXPECT_EQ(engine(o)["command"], json::array({"nibble-engine"}));
   EXPECT_EQ(engine(o)["args"].get<std::vector<std::string>>(), expected);
   // Spot checks that the shared builder carried the recipe's settings.
@@ -209,6 +211,42 @@ TEST(RecipeObjects, OwnedByTheRecipeSoDeletingItCollectsThem) {
   EXPECT_FALSE(unowned.deployment["metadata"].contains("ownerReferences"));
   EXPECT_TRUE(unowned.pod_monitor.is_null());
   EXPECT_EQ(unowned.all().size(), 2u);
+}
+
+// The engine's API needs the recipe's key, read from its Secret: mounted read-only, readable by
+// the pod's group only, only in the engine container; the Secret is owned by the recipe and
+// immutable, and never among the objects `nibble render` prints.
+TEST(RecipeObjects, EngineServesOnlyWithTheRecipesKeyFromItsSecret) {
+  const RecipeObjects o = recipe_objects(parse(""), "h", 1, {"5f1c-uid"}, {});
+  const json key_volume = volume(o, "engine-key");
+  ASSERT_FALSE(key_volume.is_null());
+  EXPECT_EQ(key_volume["secret"]["secretName"], "qwen3-engine-key");
+  EXPECT_EQ(key_volume["secret"]["defaultMode"], 0440);
+  EXPECT_EQ(key_volume["secret"]["items"],
+            json::array({{{"key", "api-key"}, {"path", "api-key"}}}));
+  bool mounted = false;
+  for (const json& m : engine(o)["volumeMounts"]) {
+    if (m["name"] != "engine-key") continue;
+    mounted = true;
+    EXPECT_EQ(m["mountPath"], "/var/run/nibble/engine-key");
+    EXPECT_EQ(m["readOnly"], true);
+  }
+  EXPECT_TRUE(mounted);
+  for (const json& m : pod_spec(o)["initContainers"][0]["volumeMounts"])
+    EXPECT_NE(m["name"], "engine-key");  // the download needs no key
+  const std::vector<std::string> args = engine(o)["args"].get<std::vector<std::string>>();
+  ASSERT_GE(args.size(), 2u);
+  EXPECT_EQ(args[args.size() - 2], "--api-key-file");
+  EXPECT_EQ(args.back(), "/var/run/nibble/engine-key/api-key");
+  for (const json& obj : o.all()) EXPECT_NE(obj["kind"], "Secret");
+
+  const json secret = engine_key_secret(parse(""), "k3y", {"5f1c-uid"}, {});
+  EXPECT_EQ(secret["kind"], "Secret");
+  EXPECT_EQ(secret["metadata"]["name"], "qwen3-engine-key");
+  EXPECT_EQ(secret["metadata"]["namespace"], "default");
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "5f1c-uid");
+  EXPECT_EQ(secret["immutable"], true);
+  EXPECT_EQ(secret["stringData"], json({{"api-key", "k3y"}}));
 }
 
 TEST(RecipeObjects, ServiceAndPodMonitorSelectTheEnginePods) {

@@ -118,6 +118,13 @@ TEST(RenderCommand, YamlReadsBackAsTheSameObjectsAsJson) {
   EXPECT_EQ(items[3]["metadata"]["name"], "tiny");
   EXPECT_EQ(items[3]["spec"]["replicas"], 0);
   EXPECT_EQ(yaml.out.rfind("---\n", 0), 0u);
+  // The engine key: the Deployment names its Secret; no Secret and no key is printed.
+  EXPECT_NE(yaml.out.find("secretName: " + items[0]["metadata"]["name"].get<std::string>() +
+                          "-engine-key"),
+            std::string::npos);
+  EXPECT_NE(yaml.out.find("--api-key-file"), std::string::npos);
+  for (const json& item : items) EXPECT_NE(item["kind"], "Secret");
+  EXPECT_EQ(yaml.out.find("stringData"), std::string::npos);
 
   const Rendered scaled = render({"-f", file, "--replicas", "3", "-o", "json"});
   EXPECT_EQ(json::parse(scaled.out)["items"][0]["spec"]["replicas"], 3);

@@ -47,6 +47,18 @@ class Results {
   int passed_ = 0, failed_ = 0;
 };
 
+// The body of a GPU test's main(): run(argc, argv)'s exit code, or a failure with the message of
+// what it threw.
+template <class Run>
+int run_reporting_failures(Run run, int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}
+
 }  // namespace nibble::gpu_test
 
 #define NIBBLE_CUDA_CHECK(expr) ::nibble::gpu_test::check_cuda((expr), #expr, __FILE__, __LINE__)

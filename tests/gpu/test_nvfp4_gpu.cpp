@@ -3,7 +3,8 @@
 //     ranges only; --quick also drops the largest linear-layer shapes);
 //   * BF16 -> NVFP4 activation quantization, byte for byte, and its global factor;
 //   * the W4A16 linear layer (every tile family incl. the decode and slice kernels, split-K,
-//     fused residual, and the dispatcher)
+//     fused residual, the dequantise-then-cuBLAS path, and the dispatcher)
+//   * the layout's dequantisation to BF16, bit for bit;
 //     at Llama-3.1-8B / Qwen3-30B-A3B shapes and awkward ones, relative error <= 1e-2.
 // Fresh random inputs each run (the seed is printed); outputs poisoned before each launch.
 // Exits 77 (ctest: skipped) when no GPU is present.
@@ -22,48 +23,17 @@
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 #include "kernels/nvfp4/quantize_activations.h"
+#include "kernels/nvfp4/w4a16_dense.h"
+#include "kernels/nvfp4/w4a16_dequant.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/nvfp4_test_data.h"
 
 namespace nibble::gpu_test {
 namespace {
 
 using nvfp4::bf16_bits;
-
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t count = 0;
-  explicit DeviceBuffer(std::size_t n) : count(n) {
-    NIBBLE_CUDA_CHECK(cudaMalloc(&ptr, std::max<std::size_t>(1, n) * sizeof(T)));
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const std::vector<T>& v) {
-    NIBBLE_CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download() const {
-    std::vector<T> v(count);
-    NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-  void poison() { NIBBLE_CUDA_CHECK(cudaMemset(ptr, 0xFF, count * sizeof(T))); }
-};
-
-// Runs f(begin, end) over [0, n) on all hardware threads.
-template <class F>
-void parallel_for(std::int64_t n, F f) {
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  const std::int64_t per = (n + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    const std::int64_t b = t * per, e = std::min(n, b + per);
-    if (b < e) pool.emplace_back([=] { f(b, e); });
-  }
-  for (auto& th : pool) th.join();
-}
 
 void check_e2m1(Results& results, bool quick) {
   constexpr std::uint32_t kChunk = 1u << 26;
@@ -175,40 +145,15 @@ void check_quantize(Results& results, std::mt19937_64& rng) {
 // A random but well-formed NVFP4 weight: every E2M1 code, E4M3 scales over a wide range (some
 // negative), some zero blocks (codes of a zero block are arbitrary here, as in a careless
 // exporter).
-nvfp4::QuantizedMatrix random_weight(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
-  nvfp4::QuantizedMatrix q;
-  q.rows = n;
-  q.cols = k;
-  q.packed.resize(std::size_t(n * k / 2));
-  q.scales.resize(std::size_t(n * k / 16));
-  std::uniform_int_distribution<int> byte(0, 255), scale_code(0x18, 0x60), roll(0, 99);
-  for (auto& b : q.packed) b = std::uint8_t(byte(rng));
-  for (auto& s : q.scales) {
-    const int r = roll(rng);
-    s = r < 2 ? 0 : std::uint8_t(scale_code(rng));
-    if (r == 1 || r >= 95) s |= 0x80;  // -0 and negative scales: the repack folds the sign
-  }
-  std::uniform_real_distribution<float> gf(-8.0f, -2.0f);
-  q.global_factor = std::exp2(gf(rng));
-  return q;
-}
 
 struct LinearCase {
   std::int64_t m, n, k;
   bool residual;
 };
 
-double relative_error(const std::vector<double>& ref, const std::vector<double>& got) {
-  double num = 0.0, den = 0.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    num += (got[i] - ref[i]) * (got[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::isfinite(num) && den > 0.0 ? std::sqrt(num / den) : (num == 0.0 ? 0.0 : INFINITY);
-}
-
 void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
-                  const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace) {
+                  const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace,
+                  const kernels::W4A16DenseScratch& dense_scratch) {
   const auto q = random_weight(rng, c.n, c.k);
   const auto packed = nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor);
   const auto packed_k =
@@ -279,6 +224,9 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
     kernels::W4A16Tile tile;
     int splits;
     bool k_major = false, overlap = false;
+    // The dispatcher offered the dequantise-then-cuBLAS path: from this many rows (0: not
+    // offered), in rounds of at most dense_rounds weight rows (0: the whole layer).
+    std::int64_t dense_min_rows = 0, dense_rounds = 0;
   };
   // The dispatcher in both layouts (and with programmatic dependent launch); the tile families
   // forced, both layouts, on the smaller shapes.
@@ -313,6 +261,24 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
       variants.push_back({std::string(tname) + "/k-major/pdl", false, tile, 1, true, true});
     }
   }
+  // The warpgroup-MMA tiles (sm_90a), forced at every shape and M, both layouts, and split-K.
+  if (kernels::w4a16_wgmma_supported()) {
+    for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kWgmma128, "wgmma128"},
+                               std::pair{kernels::W4A16Tile::kWgmma128N256, "wgmma128n256"}}) {
+      variants.push_back({tname, false, tile, 1});
+      variants.push_back({std::string(tname) + "/k-major", false, tile, 1, true});
+      variants.push_back({std::string(tname) + "/split3", false, tile, 3});
+    }
+  }
+  // Dequantise-then-cuBLAS, forced (from 1 row), in one round and in 128-row rounds; and the
+  // dispatcher with the path offered at its default threshold.
+  variants.push_back({"dense", true, kernels::W4A16Tile::kM16, 1, false, false, 1});
+  variants.push_back({"dense/k-major", true, kernels::W4A16Tile::kM16, 1, true, false, 1});
+  if (c.n > 128)
+    variants.push_back(
+        {"dense/rounds128", true, kernels::W4A16Tile::kM16, 1, false, false, 1, 128});
+  variants.push_back({"dispatch/dense-offered", true, kernels::W4A16Tile::kM16, 1, false, false,
+                      kernels::kNvfp4DenseMinRows});
   if (c.n * c.k > 4096 * 4096 && c.m <= 16) {
     // One split over a long K walks the decode kernel's x slice through several chunks.
     variants.push_back({"gemv/split1", false, kernels::W4A16Tile::kGemv, 1});
@@ -322,9 +288,14 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
     dout.poison();
     const kernels::W4A16DeviceWeight& w = v.k_major ? weight_km : weight_gm;
     if (v.dispatcher) {
-      NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(
-          dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr, dout.ptr, workspace.ptr,
-          workspace.count * sizeof(float), device, nullptr, v.overlap));
+      kernels::Nvfp4DenseOption dense{dense_scratch, v.dense_min_rows, v.dense_rounds};
+      // Forcing the dense path (from 1 row) takes the wgmma tiles out of the plan: they come first.
+      kernels::DeviceTraits traits = device;
+      if (v.dense_min_rows == 1) traits.wgmma = false;
+      NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
+                                              dout.ptr, workspace.ptr,
+                                              workspace.count * sizeof(float), traits, nullptr,
+                                              v.overlap, v.dense_min_rows > 0 ? &dense : nullptr));
     } else {
       NIBBLE_CUDA_CHECK(kernels::w4a16_linear(dx.ptr, c.m, w, c.residual ? dres.ptr : nullptr,
                                               dout.ptr, v.tile, v.splits, workspace.ptr, nullptr,
@@ -350,6 +321,50 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
                   rows.size(), unwritten, layout_bad);
     results.record(err <= 1e-2 && unwritten == 0 && layout_bad == 0, "linear/" + v.name, detail);
   }
+}
+
+// The layout's dequantisation (w4a16_dequant.h) against its CPU reference, bit for bit: both
+// group orders, slices from a group boundary, shapes with padded rows and columns. One row past
+// the slice stays poisoned (nothing written outside it).
+void check_dequantize(Results& results, std::mt19937_64& rng) {
+  struct Case {
+    std::int64_t n, k, row_begin, rows;
+  };
+  const Case cases[] = {{1, 16, 0, 1},           {130, 1040, 0, 130}, {130, 1040, 128, 100},
+                        {257, 208, 128, 128},    {300, 4112, 0, 256}, {1536, 2048, 256, 1000},
+                        {4096, 14336, 3968, 128}};
+  for (const Case& c : cases) {
+    const auto q = random_weight(rng, c.n, c.k);
+    for (bool k_major : {false, true}) {
+      const auto w =
+          nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor, k_major);
+      DeviceBuffer<std::uint8_t> tiles(w.tiles.size()), scales(w.scales.size());
+      tiles.upload(w.tiles);
+      scales.upload(w.scales);
+      const kernels::W4A16DeviceWeight dw{tiles.ptr,  scales.ptr,      w.n,    w.k, w.n_padded,
+                                          w.k_padded, w.global_factor, k_major};
+      const auto ref = nvfp4::w4a16_dequantize_rows(w, c.row_begin, c.rows);
+      DeviceBuffer<bf16_bits> out(ref.size() + std::size_t(c.k));  // + one guard row
+      out.poison();
+      NIBBLE_CUDA_CHECK(kernels::w4a16_dequantize(dw, c.row_begin, c.rows, out.ptr, nullptr));
+      NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto got = out.download();
+      std::size_t bad = 0, guard = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) bad += got[i] != ref[i];
+      for (std::size_t i = ref.size(); i < got.size(); ++i) guard += got[i] != 0xFFFF;
+      char detail[200];
+      std::snprintf(detail, sizeof detail,
+                    "[%lld x %lld] rows %lld + %lld%s: %zu of %zu differ, %zu guard writes",
+                    (long long)c.n, (long long)c.k, (long long)c.row_begin, (long long)c.rows,
+                    k_major ? " k-major" : "", bad, ref.size(), guard);
+      results.record(bad == 0 && guard == 0 && !ref.empty(), "dequantize", detail);
+    }
+  }
+  // A slice that does not start on a 128-row group is refused.
+  const kernels::W4A16DeviceWeight dw{nullptr, nullptr, 256, 64, 256, 64, 1.0f, false};
+  DeviceBuffer<bf16_bits> out(64 * 64);
+  results.record(kernels::w4a16_dequantize(dw, 64, 64, out.ptr, nullptr) == cudaErrorInvalidValue,
+                 "dequantize/refuses_unaligned_rows", "row_begin 64");
 }
 
 // out[r, :] = x[r, :] . W^T in double, W dequantized by the CPU reference.
@@ -428,6 +443,39 @@ void check_overlap_chain(Results& results, std::mt19937_64& rng,
                  detail);
 }
 
+// The dense path with the residual in out itself (residual == out: the engine's in-place add).
+void check_dense_in_place(Results& results, std::mt19937_64& rng,
+                          const kernels::W4A16DenseScratch& scratch) {
+  const std::int64_t m = 300, n = 520, k = 1040;
+  const auto q = random_weight(rng, n, k);
+  const auto p = nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor);
+  DeviceBuffer<std::uint8_t> tiles(p.tiles.size()), scales(p.scales.size());
+  tiles.upload(p.tiles);
+  scales.upload(p.scales);
+  const kernels::W4A16DeviceWeight w{tiles.ptr,  scales.ptr,      n,    k, p.n_padded,
+                                     p.k_padded, p.global_factor, false};
+  const auto x = random_activations(rng, m, k);
+  const auto res = random_activations(rng, m, n);
+  DeviceBuffer<bf16_bits> dx(x.size()), dout(res.size());
+  dx.upload(x);
+  dout.upload(res);
+  NIBBLE_CUDA_CHECK(
+      kernels::w4a16_dense_linear(dx.ptr, m, w, dout.ptr, dout.ptr, scratch, nullptr, 256));
+  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+  auto ref = reference_product(q, x, m);
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] += nvfp4::bf16_to_float(res[i]);
+  const auto out = dout.download();
+  std::vector<double> got(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) got[i] = nvfp4::bf16_to_float(out[i]);
+  const double err = relative_error(ref, got);
+  char detail[160];
+  std::snprintf(detail, sizeof detail,
+                "M=%lld N=%lld K=%lld, residual == out, 256-row rounds: "
+                "rel err %.2e",
+                (long long)m, (long long)n, (long long)k, err);
+  results.record(err <= 1e-2, "linear/dense/in_place_residual", detail);
+}
+
 int run(int argc, char** argv) {
   const std::string reason = no_gpu_reason();
   if (!reason.empty()) {
@@ -444,7 +492,8 @@ int run(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   kernels::DeviceTraits device;
   NIBBLE_CUDA_CHECK(kernels::query_device_traits(&device));
-  std::printf("device sm_%d%d, %d SMs\n", device.major, device.minor, device.sm_count);
+  std::printf("device sm_%d%d, %d SMs, wgmma tiles %s\n", device.major, device.minor,
+              device.sm_count, device.wgmma ? "planned" : "not planned");
 
   Results results;
   check_e2m1(results, quick || sampled_e2m1);
@@ -472,19 +521,40 @@ int run(int argc, char** argv) {
       {4, 4096, 4096, false},
       {16, 4096, 4096, false},
       {256, 2048, 768, false},
+      // Large M (the 64/128-row tiles, dequantise-then-cuBLAS): M around the tile sizes and the
+      // planner's thresholds, N and K not multiples of the tile (N % 128, K % 64 != 0).
+      {63, 1000, 1040, true},
+      {64, 1000, 1040, false},
+      {513, 1100, 2064, false},
+      {1000, 2100, 1040, true},
   };
   if (!quick) {
     cases.push_back({8, 4096, 14336, true});
     cases.push_back({13, 6144, 4096, true});
     cases.push_back({2048, 4096, 4096, false});
     cases.push_back({1, 28672, 4096, false});
+    cases.push_back({256, 6144, 4096, true});
+    cases.push_back({4096, 1100, 4112, true});
+    cases.push_back({2048, 4096, 14336, false});
   }
   std::size_t ws = kernels::nvfp4_linear_workspace_bytes(4, 6144) / 4;  // overlap chain
   for (const auto& c : cases)
     ws = std::max(ws, kernels::nvfp4_linear_workspace_bytes(c.m, c.n) / 4);
   DeviceBuffer<float> workspace(ws);
   NIBBLE_CUDA_CHECK(cudaMemset(workspace.ptr, 0, ws * sizeof(float)));
-  for (const auto& c : cases) check_linear(results, rng, c, device, workspace);
+  // The dequantise-then-cuBLAS scratch, sized by the largest weight of the cases.
+  std::size_t dense_elements = 0;
+  for (const auto& c : cases) dense_elements = std::max(dense_elements, std::size_t(c.n * c.k));
+  DeviceBuffer<bf16_bits> dense_weight(dense_elements);
+  kernels::W4A16DenseScratch dense{nullptr, dense_weight.ptr, dense_elements};
+  if (cublasCreate(&dense.cublas) != CUBLAS_STATUS_SUCCESS) {
+    std::printf("FAIL: cublasCreate\n");
+    return 1;
+  }
+  check_dequantize(results, rng);
+  for (const auto& c : cases) check_linear(results, rng, c, device, workspace, dense);
+  check_dense_in_place(results, rng, dense);
+  cublasDestroy(dense.cublas);
   check_overlap_chain(results, rng, device, workspace);
   const auto left = workspace.download();
   const auto nonzero = std::count_if(left.begin(), left.end(), [](float v) { return v != 0.0f; });
@@ -497,10 +567,5 @@ int run(int argc, char** argv) {
 }  // namespace nibble::gpu_test
 
 int main(int argc, char** argv) {
-  try {
-    return nibble::gpu_test::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    return 1;
-  }
+  return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run, argc, argv);
 }

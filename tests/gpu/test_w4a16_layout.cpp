@@ -1,6 +1,7 @@
 // CPU checks of the W4A16 repacked weight layout (kernels/nvfp4/w4a16_layout.h): every element
 // decodes to the reference dequantization, padding is zero, bad inputs are refused.
 // Needs no GPU (ctest label unit). Plain main: the same source builds on the device image.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 
@@ -46,6 +48,23 @@ void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k, bool k_ma
       pad_bad += nibble::nvfp4::w4a16_element(w, r, c) != 0.0f;
     }
   }
+  // The dequantising kernel's reference: BF16 of e2m1 * e4m3, exact, times the global factor is
+  // the reference element; rows from a 128-row group boundary on, clipped at n.
+  std::int64_t dense_bad = 0;
+  const std::int64_t row_begin = n > 128 ? 128 : 0;
+  const auto dense = nibble::nvfp4::w4a16_dequantize_rows(w, row_begin, 256);
+  const std::int64_t dense_rows = std::min<std::int64_t>(256, n - row_begin);
+  dense_bad += std::int64_t(dense.size()) != dense_rows * k;
+  for (std::int64_t r = 0; r < dense_rows && !dense_bad; ++r) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      const float v = nibble::nvfp4::bf16_to_float(dense[std::size_t(r * k + c)]);
+      dense_bad += v * w.global_factor != nibble::nvfp4::dequantize_element(q, row_begin + r, c);
+    }
+  }
+  expect(dense_bad == 0, std::string(k_major ? "k-major" : "group-major") + " dense rows [" +
+                             std::to_string(n) + ", " + std::to_string(k) + "] from row " +
+                             std::to_string(row_begin) + ": " + std::to_string(dense_bad) +
+                             " mismatches");
   expect(bad == 0 && pad_bad == 0 && w.n_padded % 128 == 0 && w.k_padded % 64 == 0 &&
              std::int64_t(w.tiles.size()) == w.n_padded * w.k_padded / 2 &&
              std::int64_t(w.scales.size()) == w.n_padded * w.k_padded / 16,

@@ -171,5 +171,32 @@ TEST(EvenSpread, LeavesTheRequestAloneWhereItCannotHelp) {
   EXPECT_EQ(even_spread_smem(1000, 132, small_blocks), 1000);  // one per SM needs 114 KB
 }
 
+// The dense path (dequantise-then-cuBLAS, where the caller offers it) against the warpgroup-MMA
+// tiles, as measured on an H200 with Llama-3.1-8B's layers (docs/performance.md 2026-11-26).
+TEST(Nvfp4Plan, DensePathTakesLargeBatchesAndNarrowLayersFromTwoHundredFiftySixRows) {
+  DeviceTraits hopper = kH100;
+  hopper.wgmma = true;
+  Nvfp4DenseOption dense;
+  std::uint16_t never_read[8];  // the planner looks at the scratch's size only
+  dense.scratch.weight = never_read;
+  dense.scratch.weight_elements = std::size_t(28672) * 4096;  // the widest layer, gate_up
+  auto plan = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool offered) {
+    return plan_nvfp4_linear(m, n, k, hopper, false, offered ? &dense : nullptr);
+  };
+  // qkv (6144 x 4096) and o (4096 x 4096): dense from 256 rows.
+  EXPECT_TRUE(plan(256, 6144, 4096, true).dense);
+  EXPECT_TRUE(plan(256, 4096, 4096, true).dense);
+  EXPECT_FALSE(plan(64, 6144, 4096, true).dense);  // below kNvfp4DenseMinRows
+  // gate_up (28672 x 4096) and down (4096 x 14336): warpgroup MMA at 256, dense from 1024.
+  EXPECT_FALSE(plan(256, 28672, 4096, true).dense);
+  EXPECT_FALSE(plan(256, 4096, 14336, true).dense);
+  EXPECT_TRUE(plan(2048, 28672, 4096, true).dense);
+  EXPECT_TRUE(plan(8192, 4096, 14336, true).dense);
+  // Not offered, or a scratch smaller than one 128-row group: never dense.
+  EXPECT_FALSE(plan(8192, 4096, 14336, false).dense);
+  dense.scratch.weight_elements = 100;
+  EXPECT_FALSE(plan(8192, 4096, 14336, true).dense);
+}
+
 }  // namespace
 }  // namespace nibble::kernels

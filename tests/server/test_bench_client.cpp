@@ -92,6 +92,8 @@ TEST(BenchClient, DistributionPercentiles) {
   EXPECT_DOUBLE_EQ(d.median, 3.0);
   EXPECT_NEAR(d.mean, 22.0, 1e-9);
   EXPECT_NEAR(d.p99, 4.0 + 0.96 * 96.0, 1e-9);
+  EXPECT_NEAR(d.p90, 4.0 + 0.6 * 96.0, 1e-9);  // rank 3.6 of 0..4
+  EXPECT_NEAR(d.p95, 4.0 + 0.8 * 96.0, 1e-9);
 }
 
 }  // namespace

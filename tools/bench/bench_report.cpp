@@ -19,6 +19,8 @@ Distribution distribution_ms(std::vector<double> seconds) {
     return 1000 * (seconds[lo] + (seconds[hi] - seconds[lo]) * (pos - double(lo)));
   };
   d.median = at(0.5);
+  d.p90 = at(0.90);
+  d.p95 = at(0.95);
   d.p99 = at(0.99);
   return d;
 }
@@ -30,6 +32,7 @@ RunSummary summarize(int concurrency, double request_rate,
   s.request_rate = request_rate;
   s.duration_s = duration_s;
   std::vector<double> ttft, tpot, itl, e2e;
+  double ttft_sum = 0;
   std::vector<std::pair<double, int>> edges;  // request start/end, for peak concurrency
   for (const RequestResult& r : results) {
     edges.push_back({r.start, +1});
@@ -43,6 +46,7 @@ RunSummary summarize(int concurrency, double request_rate,
     s.input_tokens += r.prompt_tokens;
     s.output_tokens += r.output_tokens;
     ttft.push_back(r.ttft);
+    ttft_sum += r.ttft;
     e2e.push_back(r.e2e);
     if (r.output_tokens > 1) tpot.push_back((r.e2e - r.ttft) / (r.output_tokens - 1));
     for (std::size_t i = 1; i < r.chunk_times.size(); ++i)
@@ -56,6 +60,7 @@ RunSummary summarize(int concurrency, double request_rate,
   s.tpot = distribution_ms(tpot);
   s.itl = distribution_ms(itl);
   s.e2e = distribution_ms(e2e);
+  if (ttft_sum > 0) s.prefill_rate = double(s.input_tokens) / ttft_sum;
   if (duration_s > 0) {
     s.request_throughput = s.completed / duration_s;
     s.output_throughput = double(s.output_tokens) / duration_s;
@@ -102,6 +107,7 @@ std::string format_summary(const RunSummary& s) {
   row("Output token throughput (tok/s):", num(s.output_throughput));
   row("Peak concurrent requests:", std::to_string(s.peak_concurrency));
   row("Total token throughput (tok/s):", num(s.total_throughput));
+  row("Prefill rate per request (tok/s):", num(s.prefill_rate));
   const std::pair<const char*, const Distribution*> groups[] = {
       {"Time to First Token", &s.ttft},
       {"Time per Output Token (excl. 1st token)", &s.tpot},
@@ -114,6 +120,8 @@ std::string format_summary(const RunSummary& s) {
     out += line;
     row(("Mean " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->mean));
     row(("Median " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->median));
+    row(("P90 " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->p90));
+    row(("P95 " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->p95));
     row(("P99 " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->p99));
   }
   // The plot: one column per time bin, 8 rows, scaled to the peak.
@@ -137,7 +145,11 @@ std::string format_summary(const RunSummary& s) {
 
 nlohmann::json summary_json(const RunSummary& s) {
   auto dist = [](const Distribution& d) {
-    return nlohmann::json{{"mean_ms", d.mean}, {"median_ms", d.median}, {"p99_ms", d.p99}};
+    return nlohmann::json{{"mean_ms", d.mean},
+                          {"median_ms", d.median},
+                          {"p90_ms", d.p90},
+                          {"p95_ms", d.p95},
+                          {"p99_ms", d.p99}};
   };
   return {
       {"max_concurrency", s.concurrency},
@@ -150,6 +162,7 @@ nlohmann::json summary_json(const RunSummary& s) {
       {"request_throughput", s.request_throughput},
       {"output_throughput", s.output_throughput},
       {"total_token_throughput", s.total_throughput},
+      {"prefill_rate_per_request", s.prefill_rate},
       {"peak_concurrency", s.peak_concurrency},
       {"ttft", dist(s.ttft)},
       {"tpot", dist(s.tpot)},

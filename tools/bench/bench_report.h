@@ -11,7 +11,7 @@
 namespace nibble::bench {
 
 struct Distribution {
-  double mean = 0, median = 0, p99 = 0;  // milliseconds
+  double mean = 0, median = 0, p90 = 0, p95 = 0, p99 = 0;  // milliseconds
 };
 Distribution distribution_ms(std::vector<double> seconds);
 
@@ -22,6 +22,9 @@ struct RunSummary {
   double duration_s = 0;
   long long input_tokens = 0, output_tokens = 0;
   double request_throughput = 0, output_throughput = 0, total_throughput = 0;
+  // Prompt tokens over the time to their first token, summed over requests: how fast one
+  // request's prompt goes through (its queueing included), for long-prompt runs.
+  double prefill_rate = 0;
   int peak_concurrency = 0;
   Distribution ttft, tpot, itl, e2e;
   std::vector<double> output_tokens_per_second;  // over time, for the plot

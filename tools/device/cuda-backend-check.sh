@@ -127,7 +127,7 @@ fi
 
 if [ $MOE -eq 1 ]; then
   step "Qwen3-30B-A3B shape, NVFP4 random weights: generate"
-  "$bin/nibble-make-model" --arch qwen3_moe --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 \
+  "$bin/nibble-make-model" --arch qwen3_moe --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 --shared-global-scales \
     --threads 16 --tokenizer "$carry/tokenizers/qwen3" --output "$work/qwen3moe" \
     >"$OUT/make_moe.log" 2>&1 || { status=1; tail -5 "$OUT/make_moe.log"; }
   NIBBLE_CUDA_TIMING=1 "$bin/nibble-engine" generate --model "$work/qwen3moe" --device cuda \

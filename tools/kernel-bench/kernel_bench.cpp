@@ -1,6 +1,12 @@
 // nibble-kernel-bench: NVFP4 linear kernels against the two ceilings measured in the same run
 // (device copy bandwidth, read + write; cuBLAS BF16 GEMM at the same shapes).
-// Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 8, 16, 64, 256, 2048.
+// Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 8, 16, 32, 64, 256, 512,
+// 2048, 4096, 8192. The dispatcher ("nvfp4") is offered the dequantise-then-cuBLAS path as the
+// engine is (threshold kNvfp4DenseMinRows, or NIBBLE_W4A16_DENSE_MIN_ROWS); "w4 us" is the
+// dispatcher without it (W4A16 kernels only), "dense" / "dense/r" that path forced in one round /
+// in rounds of ~32 MB of BF16 weight (kDenseRoundBytes); "wg128" / "wg256" the warpgroup-MMA tiles
+// forced (sm_90a; NIBBLE_W4A16_WGMMA=0 keeps the planner off them). Per M and layer the ratio to
+// cuBLAS BF16 ("speedup" = cuBLAS time / ours); the set table repeats it per path.
 // Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
 // of graph replays (20 calls per graph), per call.
 // Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic); once
@@ -8,32 +14,36 @@
 // four Llama layers are selected: the set chained as a decode step runs it (layer_chain.h) at
 // M = 1, 4, 8, 16, 64 (those --ms keeps).
 // Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
-//                            [--profile] [--tiles-overlap]
+//                            [--profile] [--tiles-overlap] [--moe]
 // --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
 // and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64 and the 64- and 128-row
 // tiles at M = 256 (the evidence behind the planner's choice). --layers / --ms keep only those
 // layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
 // fixed order (read linear, read grouped group-major, read grouped k-major, then kM8, kM16Swap,
-// kM16Wide and at M <= 16 the six slice tiles, or at M >= 256 the 64- and 128-row tiles, all
-// group-major) and times nothing: for Nsight Compute. --tiles-overlap times the forced tile
-// columns with programmatic dependent launch, as the engine launches them (the planner's
-// evidence).
+// kM16Wide and at M <= 16 the six slice tiles, or at M >= 256 the 64- and 128-row tiles and on
+// sm_90a the two warpgroup-MMA tiles, all group-major) and times nothing: for Nsight Compute.
+// --tiles-overlap times the forced tile columns with programmatic dependent launch, as the engine
+// launches them (the planner's evidence). --moe times only the grouped MoE expert GEMMs and the
+// device MoE layer (moe_grouped.h) after the copy ceiling.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/nvfp4/w4a16_dense.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tools/kernel-bench/bench_util.h"
 #include "tools/kernel-bench/layer_chain.h"
 #include "tools/kernel-bench/mma_ceiling.h"
+#include "tools/kernel-bench/moe_grouped.h"
 #include "tools/kernel-bench/read_ceiling.h"
 
 namespace {
@@ -68,12 +78,24 @@ bool selected(const std::vector<std::string>& filter, const std::string& name) {
   return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
 }
 
+// Weight rows per round of the "dense/r" column: a round's BF16 slice of ~32 MB may stay in L2
+// (50 MB on H100) between its dequantisation and its GEMM, and still makes a GEMM of >= 1024
+// weight rows (one wave of 128 x 128 output tiles at M = 2048 on down's K = 14336).
+constexpr std::int64_t kDenseRoundBytes = 32ll << 20;
+
+// The dense path's threshold for the dispatcher column: NIBBLE_W4A16_DENSE_MIN_ROWS (0: never)
+// or the planner's default.
+std::int64_t dense_min_rows() {
+  const char* env = std::getenv("NIBBLE_W4A16_DENSE_MIN_ROWS");
+  return env != nullptr ? std::atoll(env) : nibble::kernels::kNvfp4DenseMinRows;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 15;
   const char* csv_path = nullptr;
-  bool sweep_splits = false, profile = false, tiles_overlap = false;
+  bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;
   std::vector<std::string> layer_filter, m_filter;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -84,6 +106,8 @@ int main(int argc, char** argv) {
       sweep_splits = true;
     } else if (!std::strcmp(argv[i], "--tiles-overlap")) {
       tiles_overlap = true;
+    } else if (!std::strcmp(argv[i], "--moe")) {
+      moe_only = true;
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
     } else if (!std::strcmp(argv[i], "--layers") && i + 1 < argc) {
@@ -133,6 +157,10 @@ int main(int argc, char** argv) {
   std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MB)\n", prop.name, prop.major, prop.minor,
               prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::printf("copy bandwidth (read+write): %.0f GB/s\n\n", copy_gbs);
+  if (moe_only) {
+    nibble::bench::bench_moe_grouped(reps, copy_gbs, stream);
+    return 0;
+  }
 
   unsigned* sink = nullptr;
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
@@ -162,33 +190,53 @@ int main(int argc, char** argv) {
       {"llama3.1-8b", "gate_up", 4096, 28672},      {"llama3.1-8b", "down", 14336, 4096},
       {"qwen3-30b-a3b", "exp.gate_up", 2048, 1536}, {"qwen3-30b-a3b", "exp.down", 768, 2048},
   };
-  const std::int64_t ms[] = {1, 4, 8, 16, 64, 256, 2048};
-  const std::int64_t max_m = 2048;
+  const std::int64_t ms[] = {1, 4, 8, 16, 32, 64, 256, 512, 2048, 4096, 8192};
+  std::int64_t max_m = 1;
+  for (std::int64_t m : ms) {
+    if (selected(m_filter, std::to_string(m))) max_m = std::max(max_m, m);
+  }
+  // The dense path's scratch: the largest selected weight, BF16, allocated once.
+  std::size_t dense_elements = 0;
+  for (const Shape& s : shapes) {
+    if (selected(layer_filter, s.layer))
+      dense_elements = std::max(dense_elements, std::size_t(s.n * s.k));
+  }
+  std::uint16_t* dense_weight = nullptr;
+  CHECK_CUDA(cudaMalloc(&dense_weight, std::max<std::size_t>(1, dense_elements) * 2));
+  nibble::kernels::Nvfp4DenseOption dense_option{
+      {cublas, dense_weight, dense_elements}, dense_min_rows(), 0};
+  std::printf("dequantise-then-cuBLAS offered to the dispatcher from M = %lld\n\n",
+              (long long)dense_option.min_rows);
 
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv) {
     std::fprintf(csv,
                  "model,layer,K,N,M,nvfp4_us,cublas_bf16_us,weight_GBps,copy_frac,"
-                 "nvfp4_TFLOPs,cublas_TFLOPs,speedup,nvfp4_overlap_us\n");
+                 "nvfp4_TFLOPs,cublas_TFLOPs,speedup,nvfp4_overlap_us,w4_us,dense_us,"
+                 "dense_rounds_us\n");
   }
   std::printf(
       "%-14s %-12s %6s %6s %5s | %9s %9s %7s | %8s %6s | %7s %7s %6s | %7s | %6s %6s %6s %6s | "
-      "%6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s\n",
+      "%6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %8s %8s %8s %7s %7s\n",
       "model", "layer", "K", "N", "M", "nvfp4 us", "cuBLAS us", "+P us", "wGB/s", "%copy",
       "TFLOP/s", "cuBLAS", "%cuB", "speedup", "t16 us", "t64 us", "t128us", "tgemv", "t16K", "t16P",
       "t16KP", "gemvK", "t8 us", "t16W", "tS16", "tS32", "tS16W", "tS16WP", "tS32W", "tS64",
-      "tS64W");
+      "tS64W", "w4 us", "dense", "dense/r", "wg128", "wg256");
   std::printf(
       "(nvfp4 = the dispatcher; t16/t64/t128/tgemv/t8/t16W/tS16/tS32/tS16W/tS32W/tS64/tS64W = each "
       "W4A16 tile "
       "family forced, 0 = not run; K = k-major layout, P = programmatic dependent launch; +P = the "
       "dispatcher with "
-      "it)\n");
+      "it, = nvfp4 above 16 rows where the plan declines it; w4 = the dispatcher without the dense "
+      "path; dense, dense/r = dequantise-then-cuBLAS forced, one round / ~32 MB rounds, from M = "
+      "32; wg128, wg256 = the warpgroup-MMA tiles forced, from M = 32 where planned at all)\n");
   if (tiles_overlap) std::printf("(forced tile columns with programmatic dependent launch)\n");
 
   // Per-M sums over the Llama layer set.
   std::vector<double> llama_ours(std::size(ms), 0.0), llama_cublas(std::size(ms), 0.0),
-      llama_overlap(std::size(ms), 0.0);
+      llama_overlap(std::size(ms), 0.0), llama_w4(std::size(ms), 0.0),
+      llama_dense(std::size(ms), 0.0), llama_dense_rounds(std::size(ms), 0.0),
+      llama_wg128(std::size(ms), 0.0), llama_wg256(std::size(ms), 0.0);
   double llama_bytes = 0.0;
 
   for (const Shape& s : shapes) {
@@ -239,6 +287,9 @@ int main(int argc, char** argv) {
             m >= 256
                 ? std::vector<W4A16Tile>{W4A16Tile::kM64, W4A16Tile::kM128}
                 : std::vector<W4A16Tile>{W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16Wide};
+        if (m >= 256 && device.wgmma) {
+          tiles.insert(tiles.end(), {W4A16Tile::kWgmma128, W4A16Tile::kWgmma128N256});
+        }
         if (m <= 16) {
           tiles.insert(tiles.end(),
                        {W4A16Tile::kSlice16, W4A16Tile::kSlice32, W4A16Tile::kSlice16Wide,
@@ -278,12 +329,33 @@ int main(int argc, char** argv) {
       if (!selected(m_filter, std::to_string(m))) continue;
       const double ours = median_us(reps, stream, [&](int i, cudaStream_t st) {
         CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
-                                                 workspace, ws_bytes, device, st));
+                                                 workspace, ws_bytes, device, st, false,
+                                                 &dense_option));
       });
-      const double ours_overlap = median_us(reps, stream, [&](int i, cudaStream_t st) {
-        CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr, out,
-                                                 workspace, ws_bytes, device, st, true));
-      });
+      // Above 16 rows the plan declines overlap: the same launches as `ours`.
+      const double ours_overlap =
+          m > 16 ? ours : median_us(reps, stream, [&](int i, cudaStream_t st) {
+            CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr,
+                                                     out, workspace, ws_bytes, device, st, true,
+                                                     &dense_option));
+          });
+      const bool dense_planned =
+          nibble::kernels::plan_nvfp4_linear(m, s.n, s.k, device, false, &dense_option).dense;
+      const double w4 =
+          !dense_planned ? ours : median_us(reps, stream, [&](int i, cudaStream_t st) {
+            CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr,
+                                                     out, workspace, ws_bytes, device, st));
+          });
+      auto dense_us = [&](std::int64_t rows_per_round) {
+        return median_us(reps, stream, [&](int i, cudaStream_t st) {
+          CHECK_CUDA(nibble::kernels::w4a16_dense_linear(x, m, dw[std::size_t(i % copies)], nullptr,
+                                                         out, dense_option.scratch, st,
+                                                         rows_per_round));
+        });
+      };
+      const std::int64_t round_rows = std::max<std::int64_t>(128, kDenseRoundBytes / (2 * s.k));
+      const double dense = m >= 32 ? dense_us(0) : 0.0;
+      const double dense_rounds = m >= 32 && round_rows < s.n ? dense_us(round_rows) : dense;
       const float alpha = 1.0f, beta = 0.0f;
       const double theirs = median_us(reps, stream, [&](int i, cudaStream_t) {
         // Row-major out[M,N] = x[M,K] W[N,K]^T is column-major out^T = W^T(op T) x^T.
@@ -320,6 +392,9 @@ int main(int argc, char** argv) {
       const double ts32w = m <= 16 ? tile_us(W4A16Tile::kSlice32Wide) : 0.0;
       const double ts64 = m <= 16 ? tile_us(W4A16Tile::kSlice64) : 0.0;
       const double ts64w = m <= 16 ? tile_us(W4A16Tile::kSlice64Wide) : 0.0;
+      const bool wgmma = device.wgmma && m >= 32;
+      const double wg128 = wgmma ? tile_us(W4A16Tile::kWgmma128) : 0.0;
+      const double wg256 = wgmma ? tile_us(W4A16Tile::kWgmma128N256) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
@@ -327,21 +402,27 @@ int main(int argc, char** argv) {
         llama_ours[mi] += ours;
         llama_overlap[mi] += ours_overlap;
         llama_cublas[mi] += theirs;
+        llama_w4[mi] += w4;
+        llama_dense[mi] += dense;
+        llama_dense_rounds[mi] += dense_rounds;
+        llama_wg128[mi] += wg128;
+        llama_wg256[mi] += wg256;
       }
       std::printf(
           "%-14s %-12s %6lld %6lld %5lld | %9.1f %9.1f %7.1f | %8.0f %5.1f%% | %7.1f %7.1f %5.1f%% "
           "| "
           "%6.2fx | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f "
           "%6.1f "
-          "%6.1f %6.1f %6.1f %6.1f\n",
+          "%6.1f %6.1f %6.1f %6.1f | %8.1f %8.1f %8.1f %7.1f %7.1f\n",
           s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs,
           ours_overlap, gbs, 100.0 * gbs / copy_gbs, tf, tf_cub, 100.0 * tf / tf_cub, theirs / ours,
           t16, t64, t128, tgemv, t16k, t16p, t16kp, tgemvk, t8, t16w, ts16, ts32, ts16w, ts16wp,
-          ts32w, ts64, ts64w);
+          ts32w, ts64, ts64w, w4, dense, dense_rounds, wg128, wg256);
       if (csv) {
-        std::fprintf(csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f,%.2f\n", s.model,
-                     s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
-                     gbs / copy_gbs, tf, tf_cub, theirs / ours, ours_overlap);
+        std::fprintf(
+            csv, "%s,%s,%lld,%lld,%lld,%.2f,%.2f,%.1f,%.4f,%.2f,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f\n",
+            s.model, s.layer, (long long)s.k, (long long)s.n, (long long)m, ours, theirs, gbs,
+            gbs / copy_gbs, tf, tf_cub, theirs / ours, ours_overlap, w4, dense, dense_rounds);
       }
     }
     if (sweep_splits) {
@@ -379,15 +460,24 @@ int main(int argc, char** argv) {
 
   std::printf("\nLlama-3.1-8B layer set (4 linears, %.1f MB of NVFP4 weights incl. scales):\n",
               llama_bytes / 1e6);
-  std::printf("%5s | %9s %9s | %8s %6s | %7s | %9s %6s\n", "M", "nvfp4 us", "cuBLAS us", "wGB/s",
-              "%copy", "speedup", "+P us", "%copy");
+  std::printf(
+      "%5s | %9s %9s | %8s %6s | %7s | %9s %6s | %9s %6s | %9s %6s | %9s %6s | %9s %6s | %9s "
+      "%6s\n",
+      "M", "nvfp4 us", "cuBLAS us", "wGB/s", "%copy", "speedup", "+P us", "%copy", "w4 us", "xcuB",
+      "dense us", "xcuB", "dense/r", "xcuB", "wg128 us", "xcuB", "wg256 us", "xcuB");
   for (std::size_t mi = 0; mi < std::size(ms); ++mi) {
     if (llama_ours[mi] == 0.0) continue;  // M not selected (--ms) or no Llama layer (--layers)
     const double gbs = llama_bytes / llama_ours[mi] / 1e3;
     const double gbs_p = llama_bytes / llama_overlap[mi] / 1e3;
-    std::printf("%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx | %9.1f %5.1f%%\n", (long long)ms[mi],
-                llama_ours[mi], llama_cublas[mi], gbs, 100.0 * gbs / copy_gbs,
-                llama_cublas[mi] / llama_ours[mi], llama_overlap[mi], 100.0 * gbs_p / copy_gbs);
+    auto ratio = [&](double us) { return us > 0.0 ? llama_cublas[mi] / us : 0.0; };
+    std::printf(
+        "%5lld | %9.1f %9.1f | %8.0f %5.1f%% | %6.2fx | %9.1f %5.1f%% | %9.1f %5.2fx | %9.1f "
+        "%5.2fx | %9.1f %5.2fx | %9.1f %5.2fx | %9.1f %5.2fx\n",
+        (long long)ms[mi], llama_ours[mi], llama_cublas[mi], gbs, 100.0 * gbs / copy_gbs,
+        llama_cublas[mi] / llama_ours[mi], llama_overlap[mi], 100.0 * gbs_p / copy_gbs,
+        llama_w4[mi], ratio(llama_w4[mi]), llama_dense[mi], ratio(llama_dense[mi]),
+        llama_dense_rounds[mi], ratio(llama_dense_rounds[mi]), llama_wg128[mi],
+        ratio(llama_wg128[mi]), llama_wg256[mi], ratio(llama_wg256[mi]));
   }
   // The same set chained as a decode step runs it (layer_chain.h), for the decode sizes.
   const bool whole_set =
@@ -415,6 +505,7 @@ int main(int argc, char** argv) {
     }
   }
   if (csv) std::fclose(csv);
+  CHECK_CUDA(cudaFree(dense_weight));
   CHECK_CUDA(cudaFree(sink));
   CHECK_CUBLAS(cublasDestroy(cublas));
   CHECK_CUDA(cudaStreamDestroy(stream));

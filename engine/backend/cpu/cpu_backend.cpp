@@ -47,6 +47,7 @@ class CpuBackend : public Backend {
         inv_freq_(cpu::rope_inverse_frequencies(w_.config.rope, w_.config.head_dim)) {}
 
   std::string name() const override { return "cpu"; }
+  std::string kv_cache_dtype() const override { return "fp32"; }
   const ModelConfig& config() const override { return w_.config; }
 
   std::size_t kv_block_bytes(int block_size) const override {

@@ -20,6 +20,7 @@
 #include "engine/backend/moe_routing.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/layer/layer_ops.h"
+#include "kernels/moe/moe_experts.h"
 
 namespace nibble::backend {
 namespace {
@@ -30,31 +31,52 @@ using cuda::PinnedBuffer;
 using model::ModelConfig;
 using bf16 = std::uint16_t;
 
-// Per layer: K then V, each [(num_blocks + 1) * block_size, Hkv, D] BF16, in one allocation. The
-// block after the last one the engine may use is scratch: the rows that pad a decode step up to its
-// graph's size write their keys and values there.
+// Per layer: K then V, each [(num_blocks + 1) * block_size, Hkv, D] BF16, in one allocation; or,
+// with an FP8 cache (kernels/attention/kv_fp8_ref.h), K codes, V codes [rows, Hkv, D] E4M3 then
+// K scales, V scales [rows, Hkv] BF16. The block after the last one the engine may use is
+// scratch: the rows that pad a decode step up to its graph's size write their keys and values
+// there.
 class CudaKvCache : public KvCache {
  public:
-  CudaKvCache(const ModelConfig& c, int num_blocks, int block_size, const void* owner)
+  CudaKvCache(const ModelConfig& c, int num_blocks, int block_size, bool fp8, const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
-        layer_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
-                    std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
-        storage(layer_elems * 2 * std::size_t(c.num_layers)) {
+        fp8(fp8),
+        row_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
+                  std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
+        scale_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
+                    std::size_t(c.num_kv_heads)),
+        layer_bytes(layer_bytes_for(row_elems, scale_elems, fp8)),
+        storage(layer_bytes * std::size_t(c.num_layers)) {
     // Padding rows read the scratch block too: keep what they compute finite.
-    check(cudaMemset(storage.get(), 0, storage.size() * sizeof(bf16)), "clearing the KV cache");
+    check(cudaMemset(storage.get(), 0, storage.size()), "clearing the KV cache");
   }
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
   int scratch_block() const { return blocks; }
-  bf16* k(int layer) const { return storage.get() + layer_elems * 2 * std::size_t(layer); }
-  bf16* v(int layer) const { return k(layer) + layer_elems; }
+  std::byte* layer(int l) const { return storage.get() + layer_bytes * std::size_t(l); }
+  bf16* k(int l) const { return fp8 ? nullptr : reinterpret_cast<bf16*>(layer(l)); }
+  bf16* v(int l) const { return fp8 ? nullptr : k(l) + row_elems; }
+  std::uint8_t* k8(int l) const {
+    return fp8 ? reinterpret_cast<std::uint8_t*>(layer(l)) : nullptr;
+  }
+  std::uint8_t* v8(int l) const { return fp8 ? k8(l) + row_elems : nullptr; }
+  bf16* k_scale(int l) const { return fp8 ? reinterpret_cast<bf16*>(v8(l) + row_elems) : nullptr; }
+  bf16* v_scale(int l) const { return fp8 ? k_scale(l) + scale_elems : nullptr; }
+
+  // Layers start 256-byte aligned (the kernels read 16-byte pieces).
+  static std::size_t layer_bytes_for(std::size_t row_elems, std::size_t scale_elems, bool fp8) {
+    const std::size_t bytes =
+        fp8 ? 2 * row_elems + 2 * scale_elems * sizeof(bf16) : 2 * row_elems * sizeof(bf16);
+    return (bytes + 255) / 256 * 256;
+  }
 
   const void* owner;
   int blocks, block;
-  std::size_t layer_elems;
-  DeviceBuffer<bf16> storage;
+  bool fp8;
+  std::size_t row_elems, scale_elems, layer_bytes;
+  DeviceBuffer<std::byte> storage;
   cuda::DecodeGraphs graphs;  // captured against this storage
 };
 
@@ -62,6 +84,7 @@ class CudaKvCache : public KvCache {
 struct Activations {
   DeviceBuffer<bf16> x, x2, h, q, k, v, qkv, attn, gate, up, routed, expert_out, last, scratch;
   DeviceBuffer<float> router, logits;
+  DeviceBuffer<std::int32_t> moe_routing;  // the device routing's arrays (kernels/moe)
   // Returns true when a buffer was reallocated (graphs captured before read the old ones).
   bool ensure(const ModelConfig& c, std::int64_t T, std::int64_t R) {
     const auto H = std::size_t(c.hidden_size), D = std::size_t(c.head_dim);
@@ -86,11 +109,14 @@ struct Activations {
       grow(routed, t * K * H);
       grow(expert_out, t * K * H);
       grow(router, t * std::size_t(c.num_experts));
+      grow(moe_routing, std::size_t(kernels::moe_routing_words(T, c.num_experts, int(K), 1)));
     }
     const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
     grow(last, rows * H);
     grow(logits, rows * std::size_t(c.vocab_size));
-    grow(scratch, rows * std::size_t(c.vocab_size));
+    // Also the router's BF16 scores (run_float): sized here, so that no step grows it behind the
+    // back of the graphs that read it.
+    grow(scratch, std::max(rows * std::size_t(c.vocab_size), t * std::size_t(c.num_experts)));
     return grew;
   }
 };
@@ -103,6 +129,7 @@ struct StepInputs {
   const kernels::AttentionTile* tiles = nullptr;
   const std::int32_t* block_tables = nullptr;
   const std::int32_t* logit_rows = nullptr;
+  int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
 };
 
 constexpr std::int64_t kMaxSplitRows = 256;  // split-K workspace: rows of partial sums
@@ -124,7 +151,8 @@ class CudaBackend : public Backend {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     m_ = cuda::upload_model(std::move(weights));
     const auto& c = m_.config;
-    linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4);
+    linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4,
+                                                    m_.largest_nvfp4);
     shape_ = {c.num_heads, c.num_kv_heads, c.head_dim};
     rows_per_tile_ = kernels::attention_rows_per_tile(shape_);
     timer_ = std::make_unique<cuda::StepTimer>(stream_);
@@ -134,6 +162,19 @@ class CudaBackend : public Backend {
           "reading the SM count");
     const char* graphs = std::getenv("NIBBLE_CUDA_GRAPHS");
     graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
+    const char* host_routing = std::getenv("NIBBLE_MOE_HOST_ROUTING");
+    host_routing_ = host_routing != nullptr && std::string(host_routing) == "1";
+    moe_on_device_ = true;
+    if (c.num_experts > 0) {
+      for (const cuda::DeviceLayer& layer : m_.layers)
+        if (layer.moe && !routes_on_device(layer)) moe_on_device_ = false;
+      if (moe_on_device_) check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
+      spdlog::info("cuda backend: MoE layers routed {}",
+                   moe_on_device_  ? "on the device (grouped experts)"
+                   : host_routing_ ? "on the host (NIBBLE_MOE_HOST_ROUTING=1)"
+                                   : "on the host (experts not NVFP4 in "
+                                     "one shape); no decode graphs");
+    }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
     sampler_ = std::make_unique<cuda::DeviceSampler>(c.vocab_size);
@@ -149,16 +190,28 @@ class CudaBackend : public Backend {
   std::string name() const override { return "cuda"; }
   const ModelConfig& config() const override { return m_.config; }
 
+  // BF16, or FP8 E4M3 with a BF16 scale per (token, KV head) row: 2 * D + 2 bytes of keys and
+  // values per row instead of 4 * D.
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = m_.config;
-    return std::size_t(c.num_layers) * 2 * std::size_t(block_size) * std::size_t(c.num_kv_heads) *
-           std::size_t(c.head_dim) * sizeof(bf16);
+    const std::size_t rows = std::size_t(block_size) * std::size_t(c.num_kv_heads);
+    const std::size_t per_row = kv_fp8_ ? 2 * std::size_t(c.head_dim) + 2 * sizeof(bf16)
+                                        : 2 * std::size_t(c.head_dim) * sizeof(bf16);
+    return std::size_t(c.num_layers) * rows * per_row;
   }
+
+  bool set_kv_cache_dtype(KvCacheDtype dtype) override {
+    if (dtype == KvCacheDtype::kFp8 && !kernels::paged_attention_fp8_supported(shape_))
+      return false;
+    kv_fp8_ = dtype == KvCacheDtype::kFp8;
+    return true;
+  }
+  std::string kv_cache_dtype() const override { return kv_fp8_ ? "fp8" : "bf16"; }
 
   std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) override {
     if (num_blocks < 1 || block_size < 1)
       throw BackendError("cuda backend: a KV cache needs at least one block of one position");
-    return std::make_unique<CudaKvCache>(m_.config, num_blocks, block_size, this);
+    return std::make_unique<CudaKvCache>(m_.config, num_blocks, block_size, kv_fp8_, this);
   }
 
   // vLLM's meaning of --gpu-memory-utilization: the share of the device THIS engine may take
@@ -194,7 +247,7 @@ class CudaBackend : public Backend {
   // Captures every bucket's graphs for `kv` up front (a progress line per bucket), so that no
   // serving step pays for a capture.
   void prepare_decode(KvCache& kv) override {
-    if (!graphs_enabled_ || m_.config.num_experts > 0) return;
+    if (!graphs_enabled_ || !moe_on_device_) return;
     CudaKvCache& cache = own_cache(kv);
     reserve_graph_buffers();
     std::size_t free_before = 0, free_after = 0, total = 0;
@@ -265,6 +318,9 @@ class CudaBackend : public Backend {
     in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + packed.tiles);
     in.block_tables = reinterpret_cast<const std::int32_t*>(meta + packed.block_tables);
     in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + packed.logit_rows);
+    in.decode_tiles =
+        int(std::count_if(layout.tiles.begin(), layout.tiles.end(),
+                          [](const kernels::AttentionTile& t) { return t.rows == 1; }));
     timer_->mark("start");
     enqueue_forward(cache, T, R, in, num_tiles, splits, true);
     if (R > 0 && samples_in(items)) {
@@ -389,12 +445,12 @@ class CudaBackend : public Backend {
     return exec;
   }
 
-  // A step of decodes only (one token per sequence, each sampled) on a dense model runs as the
-  // replay of its bucket's graph; returns false when the step must run eagerly (a prefill chunk
-  // in it, a MoE model, whose routing goes through the host, graphs off, more sequences than the
-  // largest bucket).
+  // A step of decodes only (one token per sequence, each sampled) runs as the replay of its
+  // bucket's graph; returns false when the step must run eagerly (a prefill chunk in it, a MoE
+  // model whose routing goes through the host, graphs off, more sequences than the largest
+  // bucket).
   bool decode_with_graph(CudaKvCache& cache, std::span<const BatchItem> items) {
-    if (!graphs_enabled_ || m_.config.num_experts > 0) return false;
+    if (!graphs_enabled_ || !moe_on_device_) return false;
     int max_position = 0;
     for (const BatchItem& item : items) {
       if (item.tokens.size() != 1 || !wants_next_token(item)) return false;
@@ -437,8 +493,9 @@ class CudaBackend : public Backend {
   }
 
   // Enqueues the forward pass of T rows, R of them sampled (their FP32 logits left in
-  // act_.logits), on stream_. No allocation and, for dense models, no host synchronisation: a
-  // decode graph captures exactly this. `timed`: StepTimer marks between the phases.
+  // act_.logits), on stream_. No allocation and, unless MoE layers route on the host, no host
+  // synchronisation: a decode graph captures exactly this. `timed`: StepTimer marks between the
+  // phases.
   void enqueue_forward(CudaKvCache& cache, std::int64_t T, std::int64_t R, const StepInputs& in,
                        int num_tiles, int splits, bool timed) {
     const auto& c = m_.config;
@@ -471,6 +528,7 @@ class CudaBackend : public Backend {
     attention.splits = splits;
     attention.workspace = attention_work_.get();
     attention.workspace_floats = attention_work_.size();
+    attention.decode_tiles = in.decode_tiles;
 
     for (int l = 0; l < c.num_layers; ++l) {
       const cuda::DeviceLayer& w = m_.layers[std::size_t(l)];
@@ -502,11 +560,19 @@ class CudaBackend : public Backend {
       rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
       rope.k_cache = cache.k(l);
       rope.v_cache = cache.v(l);
+      rope.k_cache8 = cache.k8(l);
+      rope.v_cache8 = cache.v8(l);
+      rope.k_scale = cache.k_scale(l);
+      rope.v_scale = cache.v_scale(l);
       check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
       mark("rope+kv store");
       attention.q = act_.q.get();
       attention.k_cache = cache.k(l);
       attention.v_cache = cache.v(l);
+      attention.k_cache8 = cache.k8(l);
+      attention.v_cache8 = cache.v8(l);
+      attention.k_scale = cache.k_scale(l);
+      attention.v_scale = cache.v_scale(l);
       attention.out = act_.attn.get();
       check(kernels::paged_attention(attention, stream_), "paged_attention");
       mark("attention");
@@ -604,12 +670,48 @@ class CudaBackend : public Backend {
     linears_->run(mlp.down, middle, rows, residual, out);
   }
 
-  // Routing needs the router's scores on the host (moe_routing.h): one synchronisation per MoE
-  // layer. Each expert then runs over its slice of the gathered rows.
+  // Whether a MoE layer runs routed on the device (kernels/moe/moe_experts.h): its experts in
+  // grouped tables, a router the device kernels take, and NIBBLE_MOE_HOST_ROUTING unset.
+  bool routes_on_device(const cuda::DeviceLayer& w) const {
+    const auto& c = m_.config;
+    return !host_routing_ && w.expert_tables.grouped && c.num_experts <= kernels::kMoeMaxExperts &&
+           c.num_experts_per_tok <= kernels::kMoeMaxTopK && c.num_experts_per_tok <= c.num_experts;
+  }
+
+  // x = x2 + experts(h): the router's FP32 scores, then routing, grouped expert GEMMs and the
+  // weighted combine on the device (no synchronisation), or through the host.
   void experts(const cuda::DeviceLayer& w, std::int64_t T) {
     const auto& c = m_.config;
-    const int E = c.num_experts, K = c.num_experts_per_tok, H = c.hidden_size;
     linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);
+    if (!routes_on_device(w)) {
+      experts_routed_on_host(w, T);
+      return;
+    }
+    kernels::MoeExpertsArgs a;
+    a.router_logits = act_.router.get();
+    a.hidden = act_.h.get();
+    a.residual = act_.x2.get();
+    a.out = act_.x.get();
+    a.tokens = T;
+    a.experts = c.num_experts;
+    a.k = c.num_experts_per_tok;
+    a.hidden_size = c.hidden_size;
+    a.norm_topk_prob = c.norm_topk_prob;
+    a.routing_words = act_.moe_routing.get();
+    a.routed = act_.routed.get();
+    a.projected = act_.gate.get();
+    a.middle = act_.up.get();
+    a.expert_out = act_.expert_out.get();
+    check(kernels::moe_experts(w.expert_tables.weights, a,
+                               kernels::plan_moe_experts(T, a.experts, a.k), stream_),
+          "moe_experts");
+  }
+
+  // The A/B and fallback path: the router's scores go to the host (moe_routing.h), one
+  // synchronisation per MoE layer; each expert then runs over its slice of the gathered rows.
+  void experts_routed_on_host(const cuda::DeviceLayer& w, std::int64_t T) {
+    const auto& c = m_.config;
+    const int E = c.num_experts, K = c.num_experts_per_tok, H = c.hidden_size;
     router_host_.ensure(std::size_t(T) * std::size_t(E));
     check(cudaMemcpyAsync(router_host_.get(), act_.router.get(), std::size_t(T * E) * 4,
                           cudaMemcpyDeviceToHost, stream_),
@@ -661,6 +763,11 @@ class CudaBackend : public Backend {
   DeviceBuffer<std::byte> step_;
   // Decode graphs (decode_graphs.h): on unless --enforce-eager or NIBBLE_CUDA_GRAPHS=0.
   bool graphs_enabled_ = true;
+  bool kv_fp8_ = false;  // --kv-cache-dtype fp8 (caches created after the switch)
+  // MoE routing: NIBBLE_MOE_HOST_ROUTING=1 forces the host path (A/B); moe_on_device_: every MoE
+  // layer routes on the device (dense models too), the condition for decode graphs.
+  bool host_routing_ = false;
+  bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;
   cuda::DecodeStepOffsets graph_at_;

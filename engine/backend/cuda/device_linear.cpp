@@ -39,7 +39,8 @@ DeviceLinear upload_linear(model::Linear& host) {
   return d;
 }
 
-LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n)
+LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n,
+                           std::size_t dense_elements)
     : stream_(stream) {
   const char* overlap = std::getenv("NIBBLE_CUDA_OVERLAP");
   overlap_ = overlap == nullptr || std::string(overlap) != "0";
@@ -49,6 +50,12 @@ LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std
   cublas_workspace_.ensure(kCublasWorkspaceBytes);
   check(cublasSetWorkspace(cublas_, cublas_workspace_.get(), kCublasWorkspaceBytes),
         "cublasSetWorkspace");
+  const char* dense = std::getenv("NIBBLE_W4A16_DENSE");
+  if (dense_elements > 0 && (dense == nullptr || std::string(dense) != "0")) {
+    dense_weight_.ensure(dense_elements);
+    dense_.scratch = {cublas_, dense_weight_.get(), dense_elements};
+    dense_enabled_ = true;
+  }
   const std::size_t bytes = kernels::nvfp4_linear_workspace_bytes(max_split_rows, max_n);
   if (bytes == 0) return;  // no NVFP4 layer: nothing is split
   workspace_.ensure(bytes / sizeof(float));
@@ -79,7 +86,8 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
     // With overlap: the norm, attention and SwiGLU kernels in front of the linears let them
     // start early (allow_next_grid), so a decode step's weights stream while those run.
     check(kernels::nvfp4_linear(x, m, w.weight, residual, out, workspace_.get(),
-                                workspace_.size() * sizeof(float), traits_, stream_, overlap_),
+                                workspace_.size() * sizeof(float), traits_, stream_, overlap_,
+                                dense_enabled_ ? &dense_ : nullptr),
           "nvfp4_linear");
   } else {
     if (residual != nullptr)

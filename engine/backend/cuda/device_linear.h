@@ -28,8 +28,11 @@ DeviceLinear upload_linear(model::Linear& host);
 class LinearRunner {
  public:
   // max_split_rows: the largest m whose split-K partial sums the workspace holds; max_n: the
-  // widest layer. Larger calls run unsplit.
-  LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n);
+  // widest layer. Larger calls run unsplit. dense_elements: the most weights of one NVFP4 layer,
+  // for which a BF16 scratch is allocated so that the planner may take the dequantise-then-cuBLAS
+  // path at large m (kernels/nvfp4_linear.h); 0 or NIBBLE_W4A16_DENSE=0: no such path.
+  LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n,
+               std::size_t dense_elements = 0);
   ~LinearRunner();
   LinearRunner(const LinearRunner&) = delete;
   LinearRunner& operator=(const LinearRunner&) = delete;
@@ -51,6 +54,9 @@ class LinearRunner {
   cublasHandle_t cublas_ = nullptr;
   kernels::DeviceTraits traits_;
   DeviceBuffer<float> workspace_;
+  DeviceBuffer<std::uint16_t> dense_weight_;  // the dense path's BF16 copy of one layer
+  kernels::Nvfp4DenseOption dense_;
+  bool dense_enabled_ = false;
   // cuBLAS's own workspace, given up front so that a captured decode graph never allocates.
   DeviceBuffer<std::uint8_t> cublas_workspace_;
   // Programmatic dependent launch of the NVFP4 linears; NIBBLE_CUDA_OVERLAP=0 turns it off (to

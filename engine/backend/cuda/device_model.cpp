@@ -50,14 +50,58 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
   return j;
 }
 
-// Uploads and keeps the tallies (bytes, widest NVFP4 layer) of what it uploaded.
+bool same_shape(const kernels::W4A16DeviceWeight& a, const kernels::W4A16DeviceWeight& b) {
+  return a.n == b.n && a.k == b.k && a.n_padded == b.n_padded && a.k_padded == b.k_padded &&
+         a.k_major == b.k_major;
+}
+
+// One projection of every expert as a device table; false when one of them is not NVFP4 without
+// bias or differs in shape from the first.
+bool grouped_table(const std::vector<DeviceMlp>& experts, DeviceLinear DeviceMlp::*projection,
+                   DeviceBuffer<kernels::W4A16DeviceWeight>& table,
+                   kernels::W4A16GroupedWeights& view) {
+  std::vector<kernels::W4A16DeviceWeight> weights;
+  for (const DeviceMlp& e : experts) {
+    const DeviceLinear& l = e.*projection;
+    if (!l.nvfp4 || !l.bias.empty() || (!weights.empty() && !same_shape(l.weight, weights[0])))
+      return false;
+    weights.push_back(l.weight);
+  }
+  if (weights.empty()) return false;
+  table = DeviceBuffer<kernels::W4A16DeviceWeight>::from(weights);
+  view = {table.get(), weights[0]};
+  return true;
+}
+
+DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts) {
+  DeviceExpertTables t;
+  if (experts.empty()) return t;
+  const bool fused = experts[0].fused;
+  for (const DeviceMlp& e : experts)
+    if (e.fused != fused) return t;
+  t.weights.fused = fused;
+  const bool tables =
+      (fused ? grouped_table(experts, &DeviceMlp::gate_up, t.gate_up, t.weights.gate_up)
+             : grouped_table(experts, &DeviceMlp::gate, t.gate, t.weights.gate) &&
+                   grouped_table(experts, &DeviceMlp::up, t.up, t.weights.up)) &&
+      grouped_table(experts, &DeviceMlp::down, t.down, t.weights.down);
+  t.grouped = tables;
+  return t;
+}
+
+// Uploads and keeps the tallies (bytes, widest and largest NVFP4 layer) of what it uploaded.
 struct Uploader {
   std::size_t bytes = 0;
   std::int64_t widest_nvfp4 = 0;
+  std::size_t largest_nvfp4 = 0;
 
   DeviceLinear linear(model::Linear& host) {
     DeviceLinear d = upload_linear(host);
-    if (d.nvfp4) widest_nvfp4 = std::max(widest_nvfp4, d.n);
+    if (d.nvfp4) {
+      widest_nvfp4 = std::max(widest_nvfp4, d.n);
+      largest_nvfp4 =
+          std::max(largest_nvfp4, std::size_t(d.weight.n_padded) * std::size_t(d.weight.k_padded));
+    }
     bytes += d.tiles.size() + d.scales.size() + d.dense.size() * 2 + d.bias.size() * 4;
     return d;
   }
@@ -87,6 +131,7 @@ struct Uploader {
     if (h.moe) {
       d.router = linear(h.router);
       for (auto& e : h.experts) d.experts.push_back(mlp(e.gate, e.up, e.down));
+      d.expert_tables = expert_tables(d.experts);
     } else {
       d.mlp = mlp(h.gate, h.up, h.down);
     }
@@ -152,6 +197,7 @@ DeviceModel upload_model(model::ModelWeights w) {
     std::lock_guard lock(mu);
     up.bytes += mine.bytes;
     up.widest_nvfp4 = std::max(up.widest_nvfp4, mine.widest_nvfp4);
+    up.largest_nvfp4 = std::max(up.largest_nvfp4, mine.largest_nvfp4);
   };
   const int threads = std::max(1, std::min({int(std::thread::hardware_concurrency()), layers, 16}));
   std::vector<std::thread> pool;
@@ -164,6 +210,7 @@ DeviceModel upload_model(model::ModelWeights w) {
   m.lm_head = up.linear(w.lm_head);
   m.bytes = up.bytes;
   m.widest_nvfp4 = up.widest_nvfp4;
+  m.largest_nvfp4 = up.largest_nvfp4;
   spdlog::info("cuda backend: {} MiB of weights on the device in {:.1f} s", m.bytes >> 20,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return m;

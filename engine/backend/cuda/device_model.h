@@ -6,6 +6,7 @@
 
 #include "engine/backend/cuda/device_linear.h"
 #include "engine/model/model_weights.h"
+#include "kernels/moe/moe_experts.h"
 
 namespace nibble::backend::cuda {
 
@@ -20,6 +21,16 @@ struct DeviceMlp {
   std::int64_t width() const { return fused ? gate_up.n / 2 : gate.n; }
 };
 
+// A MoE layer's experts as the grouped kernels take them (kernels/moe/moe_experts.h): device
+// arrays of the experts' W4A16 weights, built when every expert is NVFP4 without bias, in one
+// shape and one gate/up fusion. `weights` views the arrays; `grouped` false: the layer's experts
+// run one by one with routing on the host (e.g. BF16 experts).
+struct DeviceExpertTables {
+  bool grouped = false;
+  DeviceBuffer<kernels::W4A16DeviceWeight> gate_up, gate, up, down;
+  kernels::MoeExpertWeights weights;
+};
+
 struct DeviceLayer {
   DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
   bool fused_qkv = false;
@@ -30,6 +41,7 @@ struct DeviceLayer {
   DeviceMlp mlp;
   DeviceLinear router;
   std::vector<DeviceMlp> experts;
+  DeviceExpertTables expert_tables;  // MoE layers
 };
 
 struct DeviceModel {
@@ -40,6 +52,7 @@ struct DeviceModel {
   DeviceLinear lm_head;
   DeviceBuffer<double> inv_freq;  // [head_dim / 2]
   std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
+  std::size_t largest_nvfp4 = 0;  // most (padded) weights of one NVFP4 Linear (dense scratch)
   std::size_t bytes = 0;          // device memory the weights take
 };
 

@@ -330,27 +330,49 @@ int FakeApiServer::count_requests(const std::string& method, const std::string& 
   return n;
 }
 
-Json FakeApiServer::scale_of(const Json& object) const {
+void FakeApiServer::set_scale_paths(const std::string& type, ScalePaths paths) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  scale_paths_[type] = std::move(paths);
+}
+
+Json FakeApiServer::scale_of(const std::string& type_key, const Json& object) const {
   const Json& m = meta(object);
-  Json selector = Json::object();
-  if (object.contains("spec") && object["spec"].contains("selector")) {
-    selector = object["spec"]["selector"];
-  }
+  int spec_replicas = 0, status_replicas = 0;
   std::string selector_text;
-  const Json match_labels = selector.value("matchLabels", Json::object());
-  for (const auto& [k, v] : match_labels.items()) {
-    selector_text += (selector_text.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+  const auto custom = scale_paths_.find(type_key);
+  if (custom != scale_paths_.end()) {
+    const Json::json_pointer spec_path(custom->second.spec_replicas);
+    const Json::json_pointer status_path(custom->second.status_replicas);
+    const Json::json_pointer selector_path(custom->second.label_selector);
+    if (object.contains(spec_path)) spec_replicas = object.at(spec_path).get<int>();
+    if (object.contains(status_path)) status_replicas = object.at(status_path).get<int>();
+    if (object.contains(selector_path)) selector_text = object.at(selector_path).get<std::string>();
+  } else {
+    Json selector = Json::object();
+    if (object.contains("spec") && object["spec"].contains("selector")) {
+      selector = object["spec"]["selector"];
+    }
+    const Json match_labels = selector.value("matchLabels", Json::object());
+    for (const auto& [k, v] : match_labels.items()) {
+      selector_text += (selector_text.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+    }
+    spec_replicas = object.value("spec", Json::object()).value("replicas", 0);
+    status_replicas = object.value("status", Json::object()).value("replicas", 0);
   }
-  const Json spec = object.value("spec", Json::object());
-  const Json status = object.value("status", Json::object());
   return {{"apiVersion", "autoscaling/v1"},
           {"kind", "Scale"},
           {"metadata",
            {{"name", m.value("name", "")},
             {"namespace", m.value("namespace", "")},
             {"resourceVersion", m.value("resourceVersion", "")}}},
-          {"spec", {{"replicas", spec.value("replicas", 0)}}},
-          {"status", {{"replicas", status.value("replicas", 0)}, {"selector", selector_text}}}};
+          {"spec", {{"replicas", spec_replicas}}},
+          {"status", {{"replicas", status_replicas}, {"selector", selector_text}}}};
+}
+
+void FakeApiServer::write_scale(const std::string& type_key, Json& object, int replicas) const {
+  const auto custom = scale_paths_.find(type_key);
+  object[Json::json_pointer(
+      custom == scale_paths_.end() ? "/spec/replicas" : custom->second.spec_replicas)] = replicas;
 }
 
 void FakeApiServer::set_authorizer(Authorizer allowed) {
@@ -460,7 +482,7 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
   const std::string current_rv = meta(current).value("resourceVersion", "");
 
   if (req.method == "GET") {
-    reply(res, 200, route->subresource == "scale" ? scale_of(current) : current);
+    reply(res, 200, route->subresource == "scale" ? scale_of(route->type_key, current) : current);
     return;
   }
   if (req.method == "DELETE") {
@@ -482,7 +504,7 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
     if (route->subresource == "status") {
       next["status"] = body.value("status", Json::object());
     } else if (route->subresource == "scale") {
-      next["spec"]["replicas"] = body["spec"].value("replicas", 0);
+      write_scale(route->type_key, next, body.value("spec", Json::object()).value("replicas", 0));
     } else {
       next = body;
       next["metadata"]["uid"] = meta(current)["uid"];
@@ -492,7 +514,7 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
     }
   } else if (req.method == "PATCH") {  // merge patch
     if (route->subresource == "scale") {
-      next["spec"]["replicas"] = body.value("spec", Json::object()).value("replicas", 0);
+      write_scale(route->type_key, next, body.value("spec", Json::object()).value("replicas", 0));
     } else {
       Json merged = current;
       merged.merge_patch(body);
@@ -510,7 +532,7 @@ void FakeApiServer::handle(const httplib::Request& req, httplib::Response& res) 
     next["metadata"]["generation"] = meta(current).value("generation", 1) + 1;
   }
   Json stored = store_locked(route->type_key, std::move(next), "MODIFIED");
-  reply(res, 200, route->subresource == "scale" ? scale_of(stored) : stored);
+  reply(res, 200, route->subresource == "scale" ? scale_of(route->type_key, stored) : stored);
 }
 
 std::vector<FakeApiServer::Access> FakeApiServer::accesses_locked(
@@ -532,13 +554,14 @@ std::vector<FakeApiServer::Access> FakeApiServer::accesses_locked(
   } else {
     a.verb = req.method;
   }
+  if (a.verb != "create") a.name = route.name;
   std::vector<Access> out{a};
   // The API server authorizes a server-side apply that creates the object as a create too.
   if (a.verb == "patch" && route.subresource.empty() &&
       req.get_header_value("Content-Type") == "application/apply-patch+yaml") {
     const auto bucket = objects_.find(route.type_key);
     if (bucket == objects_.end() || !bucket->second.contains(key(route.ns, route.name)))
-      out.push_back({a.group, a.resource, "create"});
+      out.push_back({a.group, a.resource, "create", ""});
   }
   return out;
 }

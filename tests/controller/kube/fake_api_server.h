@@ -12,6 +12,8 @@
 //     a field another manager owns is a 409 unless force=true; fields the manager stops applying
 //     are removed; metadata.generation bumps when spec changes;
 //   - merge patch; status and scale subresources (status writes ignore spec and vice versa);
+//     the scale subresource maps spec.replicas, status.replicas and the selector as a
+//     Deployment does, or through a custom resource's paths (set_scale_paths);
 //   - Leases and Events as ordinary objects.
 // Fault injection: answer the next N matching requests with a status, drop every open watch,
 // compact (open watches get 410 and resuming from an older version too), delay every answer.
@@ -60,6 +62,14 @@ class FakeApiServer {
   bool delete_object(const std::string& type, const std::string& ns, const std::string& name);
   std::int64_t resource_version() const;
 
+  // A custom resource's scale subresource (a CRD's subresources.scale), as JSON pointers:
+  // specReplicasPath ".spec.replicas.desired" is "/spec/replicas/desired". Without one, a type's
+  // scale is a Deployment's (spec.replicas, status.replicas, spec.selector.matchLabels).
+  struct ScalePaths {
+    std::string spec_replicas, status_replicas, label_selector;
+  };
+  void set_scale_paths(const std::string& type, ScalePaths paths);
+
   // Faults.
   // The next `count` requests with this method whose path contains path_part (and, when
   // user_agent is set, from that client) are answered with `status` and a Status body.
@@ -82,8 +92,10 @@ class FakeApiServer {
   // server-side apply that creates the object needs create as well as patch. With an authorizer
   // set, a request needing an access it refuses is answered 403 Forbidden. Every access asked
   // for, refused or not, is recorded with the client's User-Agent.
+  // `name`: the object a request on one object names (get, update, patch, delete), which RBAC
+  // rules with resourceNames match; "" for collections and creates.
   struct Access {
-    std::string group, resource, verb;
+    std::string group, resource, verb, name;
     auto operator<=>(const Access&) const = default;
   };
   using Authorizer = std::function<bool(const Access&, const std::string& user_agent)>;
@@ -109,7 +121,8 @@ class FakeApiServer {
                               const std::string& event_type);
   bool owner_missing_locked(const nlohmann::json& object) const;
   void erase_locked(const std::string& type_key, const std::string& ns, const std::string& name);
-  nlohmann::json scale_of(const nlohmann::json& object) const;
+  nlohmann::json scale_of(const std::string& type_key, const nlohmann::json& object) const;
+  void write_scale(const std::string& type_key, nlohmann::json& object, int replicas) const;
   void respond_apply(const Route& route, const httplib::Request& req, httplib::Response& res);
   std::vector<Access> accesses_locked(const Route& route, const httplib::Request& req) const;
 
@@ -137,6 +150,7 @@ class FakeApiServer {
   };
   std::vector<Seen> requests_;
   Authorizer authorizer_;
+  std::map<std::string, ScalePaths> scale_paths_;      // by type key
   std::set<std::pair<std::string, Access>> accesses_;  // (User-Agent, access)
   std::atomic<std::chrono::milliseconds> latency_{std::chrono::milliseconds(0)};
   std::atomic<std::chrono::milliseconds> bookmark_interval_{std::chrono::milliseconds(200)};

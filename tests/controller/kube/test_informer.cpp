@@ -8,6 +8,7 @@
 
 #include "controller/kube/informer.h"
 #include "controller/kube/resource_path.h"
+#include "tests/controller/kube/eventually.h"
 #include "tests/controller/kube/fake_api_server.h"
 
 namespace nibble::kube {
@@ -15,22 +16,13 @@ namespace {
 
 using Json = nlohmann::json;
 using std::chrono::milliseconds;
+using testing::eventually;
 
 Json pod(const std::string& name, const std::string& phase) {
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", {{"name", name}, {"namespace", "ns"}, {"labels", {{"app", "web"}}}}},
           {"status", {{"phase", phase}}}};
-}
-
-template <typename Pred>
-bool eventually(Pred pred, milliseconds limit = milliseconds(5000)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return pred();
 }
 
 struct Recorder {

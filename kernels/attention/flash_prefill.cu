@@ -1,0 +1,456 @@
+#include <cuda_bf16.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/attention/flash_prefill.h"
+#include "kernels/attention/kv_fp8.cuh"
+#include "kernels/dependent_launch.cuh"
+
+namespace nibble::kernels::detail {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+
+// Per head_dim: MT m16 tiles of query rows per warp (two halve the shared-memory reads of every K
+// and V fragment, which bound the one-tile form: ~290 bytes of ldmatrix per mma against the
+// ~190 an SM's shared memory feeds in an mma's time) and KC keys per staged chunk, within the
+// registers (MT x (D/8 + KC/8) x 4 accumulators per lane) and GB10's ~99 KB per block.
+// An FP8 cache's chunks land in a staging area (two buffers of codes) and are widened to BF16
+// into one K/V buffer before use, with the same footprint.
+template <int D, bool FP8 = false>
+struct Config {
+  static constexpr int MT = D <= 128 ? 2 : 1;
+  static constexpr int KC = D <= 64 ? 64 : 32;
+  static constexpr int kRows = kWarps * 16 * MT;  // query rows per block
+  static constexpr std::size_t kSmem =
+      FP8 ? std::size_t(kRows + 2 * KC) * D * 2 + std::size_t(4 * KC) * D
+          : std::size_t(kRows + 4 * KC) * D * 2;
+  // FP8 staging: each thread copies and later widens the same 16-code pieces of the chunk.
+  static constexpr int kFp8Pieces = KC * (D / 16) / kThreads;
+  static_assert(KC * (D / 16) % kThreads == 0);
+};
+
+int rows_per_block(int head_dim) {
+  switch (head_dim) {
+    case 64:
+      return Config<64>::kRows;
+    case 128:
+      return Config<128>::kRows;
+    default:
+      return Config<256>::kRows;
+  }
+}
+
+// Rows of D BF16 values in shared memory as D/8 16-byte chunks; chunk c of row r is stored at
+// c ^ (r % 8), so the eight rows an ldmatrix phase reads at one logical chunk hit eight distinct
+// bank groups (D >= 64: at least 8 chunks per row).
+template <int D>
+__device__ __forceinline__ unsigned swizzled(unsigned base, int row, int chunk) {
+  return base + unsigned((row * (D / 8) + (chunk ^ (row & 7))) * 16);
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool live) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(live ? 16 : 0));  // 0: zero-fill
+}
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], unsigned at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], unsigned at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+}
+
+// c += a . b on a 16x8x16 BF16 tile, FP32 accumulators.
+__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                    std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = +0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// Starts copying the keys and values [c0, c0 + KC) of KV head kvh into the chunk buffers; keys
+// past `last` are zero-filled (their scores are masked, their zero values add nothing).
+template <int D, int KC>
+__device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table,
+                                           int kvh, int c0, int last, unsigned k_s, unsigned v_s) {
+  constexpr int kVecs = D / 8;
+  for (int e = threadIdx.x; e < KC * kVecs; e += kThreads) {
+    const int j = e / kVecs, c = e % kVecs, key = c0 + j;
+    const bool live = key <= last;
+    std::int64_t at = 0;
+    if (live) {
+      const std::int64_t slot =
+          std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size;
+      at = (slot * a.shape.kv_heads + kvh) * D + c * 8;
+    }
+    cp_async16(swizzled<D>(k_s, j, c), a.k_cache + at, live);
+    cp_async16(swizzled<D>(v_s, j, c), a.v_cache + at, live);
+  }
+}
+
+// FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys past `last`
+// zero-filled) and loads their rows' scales into registers (0 past `last`).
+template <int D, int KC, int kPieces>
+__device__ __forceinline__ void stage_fp8_chunk(const PagedAttentionArgs& a,
+                                                const std::int32_t* table, int kvh, int c0,
+                                                int last, unsigned k_stage, unsigned v_stage,
+                                                float (&k_scale)[kPieces],
+                                                float (&v_scale)[kPieces]) {
+#pragma unroll
+  for (int p = 0; p < kPieces; ++p) {
+    const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16), key = c0 + j;
+    const bool live = key <= last;
+    std::int64_t row = 0;
+    if (live)
+      row = (std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size) *
+                a.shape.kv_heads +
+            kvh;
+    cp_async16(k_stage + unsigned(j * D + c * 16), a.k_cache8 + row * D + c * 16, live);
+    cp_async16(v_stage + unsigned(j * D + c * 16), a.v_cache8 + row * D + c * 16, live);
+    k_scale[p] = live ? bf16_bits_to_float(a.k_scale[row]) : 0.0f;
+    v_scale[p] = live ? bf16_bits_to_float(a.v_scale[row]) : 0.0f;
+  }
+}
+
+// FP8: widens this thread's staged pieces (after its cp.async wait) to BF16 rows of the K/V
+// buffer, scaled; values are exact in FP16, so the only rounding is the product's to BF16.
+template <int D, int kPieces>
+__device__ __forceinline__ void widen_fp8_piece(const unsigned char* stage, float scale,
+                                                unsigned char* out_base, int j, int c) {
+  const uint4 codes = *reinterpret_cast<const uint4*>(stage + j * D + c * 16);
+  const std::uint32_t words[4] = {codes.x, codes.y, codes.z, codes.w};
+  std::uint32_t packed[8];
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const float2 lo = fp8x2_to_float2(std::uint16_t(words[w] & 0xffffu));
+    const float2 hi = fp8x2_to_float2(std::uint16_t(words[w] >> 16));
+    packed[2 * w] = pack_bf16(lo.x * scale, lo.y * scale);
+    packed[2 * w + 1] = pack_bf16(hi.x * scale, hi.y * scale);
+  }
+  const unsigned base = unsigned(__cvta_generic_to_shared(out_base));
+  auto* first = reinterpret_cast<uint4*>(out_base + (swizzled<D>(base, j, 2 * c) - base));
+  auto* second = reinterpret_cast<uint4*>(out_base + (swizzled<D>(base, j, 2 * c + 1) - base));
+  *first = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  *second = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+}
+
+template <int D, int KC, int kPieces>
+__device__ __forceinline__ void widen_fp8_chunk(const unsigned char* k_stage,
+                                                const unsigned char* v_stage,
+                                                const float (&k_scale)[kPieces],
+                                                const float (&v_scale)[kPieces], unsigned char* k_s,
+                                                unsigned char* v_s) {
+#pragma unroll
+  for (int p = 0; p < kPieces; ++p) {
+    const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16);
+    widen_fp8_piece<D, kPieces>(k_stage, k_scale[p], k_s, j, c);
+    widen_fp8_piece<D, kPieces>(v_stage, v_scale[p], v_s, j, c);
+  }
+}
+
+// grid: (tiles, kv heads, splits). Query row r of the block is position r / G of the tile and
+// query head kvh * G + r % G; warp w owns rows [16 MT w, 16 MT (w + 1)).
+template <int D, bool FP8>
+__global__ void __launch_bounds__(kThreads)
+    flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows) {
+  kernels::allow_next_grid();  // the o projection may start fetching its weights
+  using C = Config<D, FP8>;
+  constexpr int MT = C::MT, KC = C::KC, kVecs = D / 8, kPieces = FP8 ? C::kFp8Pieces : 1;
+  // Later tiles of a sequence see more keys: run them first.
+  const AttentionTile tile = a.tiles[a.num_tiles - 1 - int(blockIdx.x)];
+  if (skip_single_rows && tile.rows == 1) return;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned q_s = unsigned(__cvta_generic_to_shared(smem));
+  const unsigned kv_s = q_s + C::kRows * D * 2;  // [2 buffers (FP8: 1)][K, V][KC][D]
+  constexpr unsigned kTensorBytes = KC * D * 2;
+  // FP8 staging after the one K/V buffer: [2 buffers][K, V][KC][D] codes.
+  const unsigned stage_s = kv_s + 2 * kTensorBytes;
+  unsigned char* const smem_at = smem - q_s;  // generic pointer of shared address 0 (+ offset)
+  float k_scale[kPieces], v_scale[kPieces], k_next[kPieces], v_next[kPieces];
+  const int G = a.shape.q_heads / a.shape.kv_heads, used_rows = (C::kRows / G) * G;
+  const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int last = tile.position0 + tile.rows - 1;
+  const std::int32_t* table = a.block_tables + tile.table_offset;
+  const int splits = gridDim.z, chunks = last / KC + 1, per = (chunks + splits - 1) / splits;
+  const int c_begin = int(blockIdx.z) * per * KC,
+            c_end = min(chunks, int(blockIdx.z + 1) * per) * KC;
+
+  auto q_row = [&](int r) {  // row of q / out for query row r (valid rows only)
+    return (std::int64_t(tile.row0 + r / G) * a.shape.q_heads + kvh * G + r % G) * D;
+  };
+  auto valid = [&](int r) { return r < used_rows && r / G < tile.rows; };
+  for (int e = threadIdx.x; e < C::kRows * kVecs; e += kThreads) {
+    const int r = e / kVecs, c = e % kVecs;
+    const bool live = valid(r);
+    cp_async16(swizzled<D>(q_s, r, c), a.q + (live ? q_row(r) + c * 8 : 0), live);
+  }
+  if (c_begin < c_end) {
+    if constexpr (FP8)
+      stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c_begin, last, stage_s, stage_s + KC * D,
+                                      k_scale, v_scale);
+    else
+      load_chunk<D, KC>(a, table, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+  }
+  asm volatile("cp.async.commit_group;\n" ::);
+
+  // This lane's rows of every accumulator fragment: in m tile t, rows[t][0] = lane / 4 and
+  // rows[t][1] = lane / 4 + 8. Rows that do not exist take the tile's last position (finite
+  // scores; never written out).
+  const int row0 = warp * 16 * MT;
+  int rows[MT][2], pos[MT][2];
+#pragma unroll
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      rows[t][h] = row0 + 16 * t + lane / 4 + 8 * h;
+      pos[t][h] = valid(rows[t][h]) ? tile.position0 + rows[t][h] / G : last;
+    }
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  float o[MT][D / 8][4], m[MT][2], l[MT][2];
+#pragma unroll
+  for (int t = 0; t < MT; ++t) {
+    m[t][0] = m[t][1] = -INFINITY;
+    l[t][0] = l[t][1] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) o[t][i][0] = o[t][i][1] = o[t][i][2] = o[t][i][3] = 0.0f;
+  }
+
+  for (int c0 = c_begin, buf = 0; c0 < c_end; c0 += KC, buf ^= 1) {
+    const unsigned k_s = kv_s + (FP8 ? 0u : unsigned(buf) * 2 * kTensorBytes),
+                   v_s = k_s + kTensorBytes;
+    if constexpr (FP8) {
+      // Stage the next chunk's codes, widen this one's (this thread's own pieces: its wait
+      // covers them) into the BF16 buffer, whose last readers passed the loop's final barrier.
+      const unsigned stage = stage_s + unsigned(buf) * 2 * KC * D;
+      if (c0 + KC < c_end) {
+        const unsigned next = stage_s + unsigned(buf ^ 1) * 2 * KC * D;
+        stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c0 + KC, last, next, next + KC * D, k_next,
+                                        v_next);
+        asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group 1;\n" ::);
+      } else {
+        asm volatile("cp.async.wait_group 0;\n" ::);
+      }
+      widen_fp8_chunk<D, KC, kPieces>(smem_at + stage, smem_at + stage + KC * D, k_scale, v_scale,
+                                      smem_at + k_s, smem_at + v_s);
+#pragma unroll
+      for (int p = 0; p < kPieces; ++p) {
+        k_scale[p] = k_next[p];
+        v_scale[p] = v_next[p];
+      }
+    } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
+      const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
+      load_chunk<D, KC>(a, table, kvh, c0 + KC, last, next, next + kTensorBytes);
+      asm volatile("cp.async.commit_group;\n" ::);
+      asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+      asm volatile("cp.async.wait_group 0;\n" ::);
+    }
+    __syncthreads();
+
+    // S = Q . K^T for this warp's rows and the chunk's KC keys; each K fragment feeds MT tiles.
+    float s[MT][KC / 8][4];
+#pragma unroll
+    for (int t = 0; t < MT; ++t)
+#pragma unroll
+      for (int i = 0; i < KC / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      std::uint32_t qa[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t)
+        ldmatrix_x4(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
+                                       2 * ks + lane / 16));
+#pragma unroll
+      for (int np = 0; np < KC / 16; ++np) {
+        std::uint32_t kb[4];
+        ldmatrix_x4(
+            kb, swizzled<D>(k_s, np * 16 + lane % 8 + 8 * (lane / 16), 2 * ks + (lane / 8) % 2));
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          mma(s[t][2 * np], qa[t], kb[0], kb[1]);
+          mma(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
+        }
+      }
+    }
+
+    // Scale into the exp2 domain, mask keys past each row's position (only chunks that reach
+    // the tile's first position have any), online softmax.
+    const bool diagonal = c0 + KC - 1 > tile.position0;
+#pragma unroll
+    for (int t = 0; t < MT; ++t) {
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < KC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = c0 + nt * 8 + 2 * (lane % 4) + (e & 1);
+          float v = s[t][nt][e] * scale_log2;
+          if (diagonal && key > pos[t][e / 2]) v = -INFINITY;
+          s[t][nt][e] = v;
+          mx[e / 2] = fmaxf(mx[e / 2], v);
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float next = fmaxf(m[t][h], quad_max(mx[h]));
+        // A row may see no key yet in this block's share of a split: keep exponents finite.
+        const float base = next == -INFINITY ? 0.0f : next;
+        const float alpha = fast_exp2(m[t][h] - base);
+        m[t][h] = next;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < KC / 8; ++nt) {
+          s[t][nt][2 * h] = fast_exp2(s[t][nt][2 * h] - base);
+          s[t][nt][2 * h + 1] = fast_exp2(s[t][nt][2 * h + 1] - base);
+          sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+        }
+        l[t][h] = l[t][h] * alpha + sum;  // this lane's share of the row sum
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          o[t][dt][2 * h] *= alpha;
+          o[t][dt][2 * h + 1] *= alpha;
+        }
+      }
+    }
+
+    // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
+    // each V fragment feeds MT tiles.
+#pragma unroll
+    for (int kk = 0; kk < KC / 16; ++kk) {
+      std::uint32_t pa[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t) {
+        pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
+        pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
+        pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+        pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        std::uint32_t vb[4];
+        ldmatrix_x4_trans(
+            vb, swizzled<D>(v_s, kk * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * dp + lane / 16));
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          mma(o[t][2 * dp], pa[t], vb[0], vb[1]);
+          mma(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+        }
+      }
+    }
+    __syncthreads();  // buffer `buf` is free for the chunk after next
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);  // a block with no chunk still staged q
+
+  const int col = 2 * (lane % 4);
+#pragma unroll
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sum = quad_sum(l[t][h]);
+      const int r = rows[t][h];
+      if (!valid(r)) continue;
+      if (splits == 1) {
+        const float inv = 1.0f / sum;
+        auto* out = reinterpret_cast<std::uint32_t*>(a.out + q_row(r) + col);
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+          out[dt * 4] = pack_bf16(o[t][dt][2 * h] * inv, o[t][dt][2 * h + 1] * inv);
+        continue;
+      }
+      // Partial results for merge_splits: [split][row, head][D unnormalised sums, max, sum],
+      // the max in natural-log units of the scaled score.
+      float* part = a.workspace +
+                    (std::int64_t(blockIdx.z) * a.rows * a.shape.q_heads + q_row(r) / D) * (D + 2);
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        part[dt * 8 + col] = o[t][dt][2 * h];
+        part[dt * 8 + col + 1] = o[t][dt][2 * h + 1];
+      }
+      if (lane % 4 == 0) {
+        part[D] = m[t][h] == -INFINITY ? -INFINITY : m[t][h] * 0.6931471805599453f;
+        part[D + 1] = sum;
+      }
+    }
+}
+
+template <int D, bool FP8>
+cudaError_t launch(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
+                   cudaStream_t stream) {
+  constexpr std::size_t smem = Config<D, FP8>::kSmem;
+  // Above 48 KB the kernel must opt in; once, not on every layer of every step.
+  static std::atomic<bool> opted_in{false};
+  if (!opted_in.load(std::memory_order_relaxed)) {
+    const cudaError_t err = cudaFuncSetAttribute(
+        flash_prefill_kernel<D, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (err != cudaSuccess) return err;
+    opted_in.store(true, std::memory_order_relaxed);
+  }
+  const dim3 grid(unsigned(a.num_tiles), unsigned(a.shape.kv_heads), unsigned(splits));
+  flash_prefill_kernel<D, FP8><<<grid, kThreads, smem, stream>>>(a, skip_single_rows);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool flash_prefill_supported(const AttentionShape& s) {
+  if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0) return false;
+  const int group = s.q_heads / s.kv_heads;
+  return (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) &&
+         group <= rows_per_block(s.head_dim);
+}
+
+int flash_prefill_rows_per_tile(const AttentionShape& s) {
+  return rows_per_block(s.head_dim) / (s.q_heads / s.kv_heads);
+}
+
+cudaError_t flash_prefill(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
+                          cudaStream_t stream) {
+  const bool fp8 = a.k_cache8 != nullptr;
+  switch (a.shape.head_dim) {
+    case 64:
+      return fp8 ? launch<64, true>(a, splits, skip_single_rows, stream)
+                 : launch<64, false>(a, splits, skip_single_rows, stream);
+    case 128:
+      return fp8 ? launch<128, true>(a, splits, skip_single_rows, stream)
+                 : launch<128, false>(a, splits, skip_single_rows, stream);
+    case 256:
+      return fp8 ? launch<256, true>(a, splits, skip_single_rows, stream)
+                 : launch<256, false>(a, splits, skip_single_rows, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace nibble::kernels::detail

@@ -1,0 +1,31 @@
+#pragma once
+// Paged causal attention on tensor cores for prefill chunks and mixed steps (flash attention, the
+// FA2 scheme on mma.sync m16n8k16 BF16, which sm_90 and sm_120/121 both run). A block takes one
+// attention tile (consecutive positions of one sequence) and one KV head; its 128 query rows (64
+// for head_dim 256) are the tile's positions x the query heads that share the KV head, so every
+// K/V chunk it stages in shared memory serves all of them. Scores and probabilities stay in
+// registers (the score accumulators are re-packed as the A operand of P.V), the softmax is online
+// in the exp2 domain, the causal mask applies only on chunks that reach the tile's first position.
+// Shared memory: the query tile plus two K/V chunks, <= 96 KB (GB10 gives a block ~99 KB). Internal
+// to kernels/attention: paged_attention() dispatches here; the FP64 reference is
+// kernels/attention/attention_ref.h.
+#include <cuda_runtime.h>
+
+#include "kernels/attention/paged_attention.h"
+
+namespace nibble::kernels::detail {
+
+// head_dim 64, 128 or 256 with at most a block's query rows (128, or 64 for head_dim 256) of
+// query heads per KV head.
+bool flash_prefill_supported(const AttentionShape& shape);
+
+// Positions per attention tile: the block's query rows / (query heads per KV head).
+int flash_prefill_rows_per_tile(const AttentionShape& shape);
+
+// Runs every tile with more than one row (tiles of one row are decodes: skip_single_rows leaves
+// them to the decode kernel of the same step). splits > 1 writes partial softmaxes to
+// args.workspace for merge_splits, as the other kernels do.
+cudaError_t flash_prefill(const PagedAttentionArgs& args, int splits, bool skip_single_rows,
+                          cudaStream_t stream);
+
+}  // namespace nibble::kernels::detail

@@ -1,0 +1,58 @@
+#include "kernels/moe/moe_experts.h"
+
+#include "kernels/layer/layer_ops.h"
+
+namespace nibble::kernels {
+
+MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
+  const std::int64_t routed = tokens * k;
+  // Rows per expert if the load were even (no host look at the routing: T, E, k only).
+  const std::int64_t per_expert = (routed + experts - 1) / (experts > 0 ? experts : 1);
+  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8};
+  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16};
+  return {W4A16Tile::kM64, 64};
+}
+
+namespace {
+bool shape_is(const W4A16GroupedWeights& w, std::int64_t n, std::int64_t k) {
+  return w.table != nullptr && w.shape.n == n && w.shape.k == k;
+}
+}  // namespace
+
+cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
+                        const MoeGroupedPlan& plan, cudaStream_t stream) {
+  if (w.format != MoeWeightFormat::kNvfp4W4A16 || w.shared_expert != nullptr)
+    return cudaErrorInvalidValue;
+  const std::int64_t T = a.tokens, H = a.hidden_size, I = w.intermediate();
+  const bool shapes =
+      w.fused ? shape_is(w.gate_up, 2 * I, H) : shape_is(w.gate, I, H) && shape_is(w.up, I, H);
+  if (!shapes || !shape_is(w.down, H, I) || T < 0) return cudaErrorInvalidValue;
+  if (T == 0) return cudaSuccess;
+  const std::int64_t routed = T * a.k;
+  const MoeRouting r = moe_routing_views(a.routing_words, T, a.experts, a.k, plan.block_rows);
+  const std::int64_t blocks = moe_max_row_blocks(routed, a.experts, plan.block_rows);
+  cudaError_t err =
+      moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r, stream);
+  if (err != cudaSuccess) return err;
+  err = gather_rows(a.hidden, r.token, int(routed), int(H), a.routed, stream);
+  if (err != cudaSuccess) return err;
+  auto grouped = [&](const W4A16GroupedWeights& g, const std::uint16_t* x, std::uint16_t* out) {
+    return w4a16_grouped_linear(x, routed, g, r.blocks, blocks, plan.block_rows, plan.tile, out,
+                                stream);
+  };
+  if (w.fused) {
+    if ((err = grouped(w.gate_up, a.routed, a.projected)) != cudaSuccess) return err;
+    err = silu_mul_halves(a.projected, routed, I, a.middle, stream);
+  } else {
+    std::uint16_t* up = a.projected + routed * I;
+    if ((err = grouped(w.gate, a.routed, a.projected)) != cudaSuccess) return err;
+    if ((err = grouped(w.up, a.routed, up)) != cudaSuccess) return err;
+    err = silu_mul(a.projected, up, routed * I, a.middle, stream);
+  }
+  if (err != cudaSuccess) return err;
+  if ((err = grouped(w.down, a.middle, a.expert_out)) != cudaSuccess) return err;
+  return combine_experts(a.residual, a.expert_out, r.source, r.weight, int(T), a.k, int(H), a.out,
+                         stream);
+}
+
+}  // namespace nibble::kernels

@@ -1,0 +1,66 @@
+#pragma once
+// A mixture-of-experts layer's routed experts on the device, from the router's logits to the
+// residual-added output, with no host synchronisation (graph-capturable):
+//   route (moe_routing.h) -> gather the routed rows -> one grouped W4A16 launch for every active
+//   expert's gate_up (or gate, then up) -> SiLU * up -> one grouped launch for the downs ->
+//   out = residual + sum_j weight[t, j] * expert_out[source[t, j]].
+// The plan (tile and rows per row block) depends on T, E and k only, chosen on the host.
+// CPU reference: the CPU backend's MoE layer (engine/backend/cpu) with
+// engine/backend/moe_routing.h.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/moe/moe_routing.h"
+#include "kernels/nvfp4/w4a16_grouped.h"
+
+namespace nibble::kernels {
+
+// How the experts' weights are stored. Only NVFP4 (the W4A16 layout) runs today; MXFP4 (gpt-oss)
+// is the planned second format and is refused until its kernels exist.
+enum class MoeWeightFormat { kNvfp4W4A16, kMxfp4 };
+
+// One layer's experts, every one of the same shapes. fused: gate_up [2 I, H] (gate rows first);
+// otherwise gate [I, H] and up [I, H]. down: [H, I].
+struct MoeExpertWeights {
+  MoeWeightFormat format = MoeWeightFormat::kNvfp4W4A16;
+  bool fused = true;
+  W4A16GroupedWeights gate_up;   // fused
+  W4A16GroupedWeights gate, up;  // otherwise
+  W4A16GroupedWeights down;
+  // A shared expert (Qwen2-MoE, Qwen3-Next: one dense MLP every token runs, its output gated and
+  // added) would be carried here; not implemented: non-null is refused.
+  const void* shared_expert = nullptr;
+  std::int64_t intermediate() const { return fused ? gate_up.shape.n / 2 : gate.shape.n; }
+};
+
+struct MoeGroupedPlan {
+  W4A16Tile tile = W4A16Tile::kSlice16;
+  int block_rows = 8;  // routed rows per row block
+};
+// Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
+// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows.
+MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k);
+
+struct MoeExpertsArgs {
+  const float* router_logits = nullptr;     // [T, E] FP32
+  const std::uint16_t* hidden = nullptr;    // [T, H]: the normed input of the layer
+  const std::uint16_t* residual = nullptr;  // [T, H]
+  std::uint16_t* out = nullptr;             // [T, H]; may not alias hidden or residual
+  std::int64_t tokens = 0;
+  int experts = 0, k = 0, hidden_size = 0;
+  bool norm_topk_prob = true;
+  // Scratch, sized for T (the caller's buffers; fixed addresses keep a captured graph valid):
+  void* routing_words = nullptr;        // moe_routing_words(T, E, k, 1) 4-byte words
+  std::uint16_t* routed = nullptr;      // [T k, H]
+  std::uint16_t* projected = nullptr;   // [T k, 2 I]
+  std::uint16_t* middle = nullptr;      // [T k, I]
+  std::uint16_t* expert_out = nullptr;  // [T k, H]
+};
+
+// cudaErrorInvalidValue on shapes that disagree with the weights or a format/shared expert not
+// implemented; else the first launch error.
+cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
+                        const MoeGroupedPlan& plan, cudaStream_t stream);
+
+}  // namespace nibble::kernels

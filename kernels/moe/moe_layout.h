@@ -1,0 +1,34 @@
+#pragma once
+// How a mixture-of-experts layer's routed rows are laid out for the grouped expert GEMMs, shared by
+// the device routing (moe_routing.h), its CPU reference (moe_routing_ref.h) and the grouped W4A16
+// kernels (kernels/nvfp4/w4a16_grouped.h). Plain C++: builds without CUDA.
+//
+// Routed rows: T * k of them, grouped by expert (expert 0's first), tokens in increasing order
+// inside each expert: the same order as engine/backend/moe_routing.h. A grouped GEMM launch runs
+// over "row blocks" of at most `block_rows` routed rows, each inside one expert; expert e's rows
+// [offsets[e], offsets[e + 1]) are its ceil(count / block_rows) blocks, experts in order. The
+// number of blocks depends on the routing, so the table has a fixed size (moe_max_row_blocks: it
+// depends on T, E, k and block_rows only, so a captured graph stays valid for any routing) and the
+// entries past the real ones have expert = -1 (their GEMM blocks exit at once).
+#include <algorithm>
+#include <cstdint>
+
+namespace nibble::kernels {
+
+struct MoeRowBlock {
+  std::int32_t expert;     // -1: no work
+  std::int32_t row_begin;  // routed rows [row_begin, row_end), all of `expert`
+  std::int32_t row_end;
+};
+
+// sum over active experts of ceil(c_e / B) <= sum (c_e / B + 1) = T k / B + active experts, and at
+// most min(E, T k) experts are active.
+inline std::int64_t moe_max_row_blocks(std::int64_t routed_rows, int experts, int block_rows) {
+  return (routed_rows + block_rows - 1) / block_rows + std::min<std::int64_t>(experts, routed_rows);
+}
+
+// Limits of the device routing: one warp per token holds up to 16 logits per lane.
+inline constexpr int kMoeMaxExperts = 512;
+inline constexpr int kMoeMaxTopK = 16;
+
+}  // namespace nibble::kernels

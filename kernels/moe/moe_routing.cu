@@ -1,0 +1,335 @@
+// Device MoE routing (moe_routing.h): top-k per token (one warp each), then per-expert counts and
+// the placement of the routed rows (one block per expert, a ballot scan in token order).
+#include <cfloat>
+#include <climits>
+
+#include "kernels/moe/moe_routing.h"
+
+namespace nibble::kernels {
+namespace {
+
+constexpr int kPerLane = kMoeMaxExperts / 32;  // logits a lane holds
+constexpr int kRouteWarps = 4;                 // tokens per block of the top-k kernel
+constexpr int kPlaceThreads = 256;
+
+// (v, e) ranks above (cv, ce): higher probability, then the lower expert id.
+__device__ inline bool ranks_above(float v, int e, float cv, int ce) {
+  return v > cv || (v == cv && e < ce);
+}
+
+// One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
+// shared_expert[t k + j] when given). Every lane of the warp calls it.
+__device__ inline void route_token(const float* __restrict__ logits, int t, int experts, int k,
+                                   bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                                   float* __restrict__ weight, int* shared_expert) {
+  const int lane = threadIdx.x % 32;
+  const float* row = logits + std::int64_t(t) * experts;
+  float p[kPerLane];
+  float max = -FLT_MAX;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    p[i] = e < experts ? row[e] : -FLT_MAX;
+    max = fmaxf(max, p[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) max = fmaxf(max, __shfl_xor_sync(0xFFFFFFFFu, max, o));
+  // As the CPU's softmax: exp in float, the sum in double, the quotient rounded to float.
+  double sum = 0.0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    if (lane + 32 * i < experts) {
+      p[i] = expf(p[i] - max);
+      sum += double(p[i]);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) p[i] = float(double(p[i]) / sum);
+
+  // k rounds of a warp arg-max over the entries not yet taken; lane j keeps pick j. A lane's
+  // candidate is always a real, untaken expert when it has one (even with NaN scores), so every
+  // pick is a valid id and no expert is picked twice (k <= experts).
+  unsigned taken = 0;
+  float mine_v = 0.0f;
+  int mine_e = 0;
+  for (int j = 0; j < k; ++j) {
+    float cv = -FLT_MAX;
+    int ce = INT_MAX;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < experts && !(taken & (1u << i)) && (ce == INT_MAX || ranks_above(p[i], e, cv, ce))) {
+        cv = p[i];
+        ce = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      const float ov = __shfl_xor_sync(0xFFFFFFFFu, cv, o);
+      const int oe = __shfl_xor_sync(0xFFFFFFFFu, ce, o);
+      if (oe != INT_MAX && (ce == INT_MAX || ranks_above(ov, oe, cv, ce))) {
+        cv = ov;
+        ce = oe;
+      }
+    }
+    if (ce % 32 == lane) taken |= 1u << (ce / 32);
+    if (lane == j) {
+      mine_v = cv;
+      mine_e = ce;
+    }
+  }
+  // The renormalising sum in pick order, as the CPU adds it.
+  float picked = 0.0f;
+  for (int j = 0; j < k; ++j) picked += __shfl_sync(0xFFFFFFFFu, mine_v, j);
+  if (lane < k) {
+    expert[std::int64_t(t) * k + lane] = mine_e;
+    weight[std::int64_t(t) * k + lane] = norm_topk_prob ? mine_v / picked : mine_v;
+    if (shared_expert != nullptr) shared_expert[t * k + lane] = mine_e;
+  }
+}
+
+__global__ void __launch_bounds__(32 * kRouteWarps)
+    top_k_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
+                 bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                 float* __restrict__ weight) {
+  const int t = blockIdx.x * kRouteWarps + threadIdx.x / 32;
+  if (t >= tokens) return;  // whole warps: the shuffles in route_token see full warps
+  route_token(logits, t, experts, k, norm_topk_prob, expert, weight, nullptr);
+}
+
+// counts[e] = routed rows of expert e (block e).
+__global__ void __launch_bounds__(kPlaceThreads)
+    count_kernel(const std::int32_t* __restrict__ expert, std::int64_t routed,
+                 std::int32_t* __restrict__ counts) {
+  const int e = blockIdx.x;
+  int count = 0;
+  for (std::int64_t base = 0; base < routed; base += kPlaceThreads) {
+    const std::int64_t i = base + threadIdx.x;
+    count += __syncthreads_count(i < routed && expert[i] == e);
+  }
+  if (threadIdx.x == 0) counts[e] = count;
+}
+
+// Block e: its offset and first row block from the counts before it, its row blocks (the last
+// expert also writes the empty tail of the table), then its rows in (token, pick) order.
+__global__ void __launch_bounds__(kPlaceThreads)
+    place_kernel(const std::int32_t* __restrict__ expert, std::int64_t routed, int k,
+                 const std::int32_t* __restrict__ counts, int block_rows, std::int64_t max_blocks,
+                 std::int32_t* __restrict__ offsets, std::int32_t* __restrict__ token,
+                 std::int32_t* __restrict__ source, MoeRowBlock* __restrict__ blocks) {
+  constexpr int kWarps = kPlaceThreads / 32;
+  __shared__ int warp_sums[2][kWarps];
+  __shared__ int warp_counts[kWarps];
+  const int e = blockIdx.x, experts = gridDim.x;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int before = 0, blocks_before = 0;
+  for (int f = threadIdx.x; f < e; f += kPlaceThreads) {
+    before += counts[f];
+    blocks_before += (counts[f] + block_rows - 1) / block_rows;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    before += __shfl_xor_sync(0xFFFFFFFFu, before, o);
+    blocks_before += __shfl_xor_sync(0xFFFFFFFFu, blocks_before, o);
+  }
+  if (lane == 0) {
+    warp_sums[0][warp] = before;
+    warp_sums[1][warp] = blocks_before;
+  }
+  __syncthreads();
+  int offset = 0, first_block = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    offset += warp_sums[0][w];
+    first_block += warp_sums[1][w];
+  }
+  const int count = counts[e];
+  const int own_blocks = (count + block_rows - 1) / block_rows;
+  if (threadIdx.x == 0) {
+    offsets[e] = offset;
+    if (e == experts - 1) offsets[experts] = offset + count;
+  }
+  for (int b = threadIdx.x; b < own_blocks; b += kPlaceThreads) {
+    const int begin = offset + b * block_rows;
+    const int end = begin + block_rows < offset + count ? begin + block_rows : offset + count;
+    blocks[first_block + b] = MoeRowBlock{e, begin, end};
+  }
+  if (e == experts - 1) {
+    for (std::int64_t b = first_block + own_blocks + threadIdx.x; b < max_blocks;
+         b += kPlaceThreads)
+      blocks[b] = MoeRowBlock{-1, 0, 0};
+  }
+  if (count == 0) return;  // the whole block: count is the same for every thread
+
+  const unsigned below = (1u << lane) - 1u;
+  int placed = 0;
+  for (std::int64_t base = 0; base < routed; base += kPlaceThreads) {
+    const std::int64_t i = base + threadIdx.x;
+    const bool match = i < routed && expert[i] == e;
+    const unsigned ballot = __ballot_sync(0xFFFFFFFFu, match);
+    if (lane == 0) warp_counts[warp] = __popc(ballot);
+    __syncthreads();
+    int ahead = placed;  // this block's rows before this thread's
+    int chunk = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      ahead += w < warp ? warp_counts[w] : 0;
+      chunk += warp_counts[w];
+    }
+    if (match) {
+      const int row = offset + ahead + __popc(ballot & below);
+      token[row] = int(i / k);
+      source[i] = row;
+    }
+    placed += chunk;
+    __syncthreads();  // warp_counts is rewritten by the next chunk
+  }
+}
+
+// Small steps (decode): everything in one block of 32 warps, one launch instead of three. The
+// routed picks stay in shared memory; counts by shared-memory atomics (integer sums: any order
+// gives the same counts); offsets and first row blocks by one warp's scan; then warp w places the
+// rows of experts w, w + 32, ... with the same ballot scan in (token, pick) order as place_kernel,
+// so the results are those of the three-kernel path.
+constexpr int kOneBlockWarps = 32;
+constexpr int kOneBlockMaxRouted = 1024;  // routed rows; ballot passes per warp: E / 32 x 32
+
+__global__ void __launch_bounds__(32 * kOneBlockWarps)
+    route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
+                           bool norm_topk_prob, int block_rows, int max_blocks,
+                           std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                           std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+                           std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+                           MoeRowBlock* __restrict__ blocks) {
+  __shared__ int picks[kOneBlockMaxRouted];
+  __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
+  __shared__ int total_blocks;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int routed = tokens * k;
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) count_s[e] = 0;
+  for (int t = warp; t < tokens; t += kOneBlockWarps)
+    route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
+  __syncthreads();
+  for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
+  __syncthreads();
+  if (warp == 0) {  // exclusive scans of the counts and of the row blocks, 32 experts a pass
+    int carry = 0, carry_blocks = 0;
+    for (int base = 0; base < experts; base += 32) {
+      const int e = base + lane;
+      const int c = e < experts ? count_s[e] : 0;
+      const int b = (c + block_rows - 1) / block_rows;
+      int sum = c, sum_blocks = b;
+#pragma unroll
+      for (int o = 1; o < 32; o *= 2) {
+        const int up = __shfl_up_sync(0xFFFFFFFFu, sum, o);
+        const int up_blocks = __shfl_up_sync(0xFFFFFFFFu, sum_blocks, o);
+        if (lane >= o) {
+          sum += up;
+          sum_blocks += up_blocks;
+        }
+      }
+      if (e < experts) {
+        offset_s[e] = carry + sum - c;
+        first_block_s[e] = carry_blocks + sum_blocks - b;
+      }
+      carry += __shfl_sync(0xFFFFFFFFu, sum, 31);
+      carry_blocks += __shfl_sync(0xFFFFFFFFu, sum_blocks, 31);
+    }
+    if (lane == 0) {
+      offsets[experts] = carry;
+      total_blocks = carry_blocks;
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) {
+    counts[e] = count_s[e];
+    offsets[e] = offset_s[e];
+    const int end = offset_s[e] + count_s[e];
+    for (int b = 0, begin = offset_s[e]; begin < end; ++b, begin += block_rows)
+      blocks[first_block_s[e] + b] =
+          MoeRowBlock{e, begin, begin + block_rows < end ? begin + block_rows : end};
+  }
+  for (int b = total_blocks + threadIdx.x; b < max_blocks; b += blockDim.x)
+    blocks[b] = MoeRowBlock{-1, 0, 0};
+  const unsigned below = (1u << lane) - 1u;
+  for (int e = warp; e < experts; e += kOneBlockWarps) {
+    if (count_s[e] == 0) continue;  // the whole warp
+    int placed = offset_s[e];
+    for (int base = 0; base < routed; base += 32) {
+      const int i = base + lane;
+      const bool match = i < routed && picks[i] == e;
+      const unsigned ballot = __ballot_sync(0xFFFFFFFFu, match);
+      if (match) {
+        const int row = placed + __popc(ballot & below);
+        token[row] = i / k;
+        source[i] = row;
+      }
+      placed += __popc(ballot);
+    }
+  }
+}
+
+std::int64_t aligned(std::int64_t words) {
+  return (words + 3) / 4 * 4;
+}
+
+}  // namespace
+
+std::int64_t moe_routing_words(std::int64_t tokens, int experts, int k, int block_rows) {
+  const std::int64_t routed = tokens * k;
+  return 4 * aligned(routed) + aligned(experts) + aligned(experts + 1) +
+         aligned(3 * moe_max_row_blocks(routed, experts, block_rows));
+}
+
+MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int k, int block_rows) {
+  const std::int64_t routed = tokens * k;
+  auto* at = static_cast<std::int32_t*>(words);
+  auto take = [&](std::int64_t n) {
+    std::int32_t* p = at;
+    at += aligned(n);
+    return p;
+  };
+  MoeRouting r;
+  r.expert = take(routed);
+  r.weight = reinterpret_cast<float*>(take(routed));
+  r.counts = take(experts);
+  r.offsets = take(experts + 1);
+  r.token = take(routed);
+  r.source = take(routed);
+  r.blocks =
+      reinterpret_cast<MoeRowBlock*>(take(3 * moe_max_row_blocks(routed, experts, block_rows)));
+  return r;
+}
+
+cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
+                      bool norm_topk_prob, int block_rows, const MoeRouting& out,
+                      cudaStream_t stream) {
+  if (tokens < 0 || experts < 1 || experts > kMoeMaxExperts || k < 1 || k > experts ||
+      k > kMoeMaxTopK || block_rows < 1 || tokens * k > INT_MAX)
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const std::int64_t routed = tokens * k;
+  const std::int64_t max_blocks = moe_max_row_blocks(routed, experts, block_rows);
+  if (routed <= kOneBlockMaxRouted) {
+    route_one_block_kernel<<<1, 32 * kOneBlockWarps, 0, stream>>>(
+        logits, int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks), out.expert,
+        out.weight, out.counts, out.offsets, out.token, out.source, out.blocks);
+    return cudaGetLastError();
+  }
+  top_k_kernel<<<unsigned((tokens + kRouteWarps - 1) / kRouteWarps), 32 * kRouteWarps, 0, stream>>>(
+      logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  count_kernel<<<unsigned(experts), kPlaceThreads, 0, stream>>>(out.expert, routed, out.counts);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  place_kernel<<<unsigned(experts), kPlaceThreads, 0, stream>>>(
+      out.expert, routed, k, out.counts, block_rows,
+      moe_max_row_blocks(routed, experts, block_rows), out.offsets, out.token, out.source,
+      out.blocks);
+  return cudaGetLastError();
+}
+
+}  // namespace nibble::kernels

@@ -1,0 +1,44 @@
+#pragma once
+// Mixture-of-experts routing on the device, with no host synchronisation (a decode step that
+// routes this way can be captured in a CUDA graph): router logits -> softmax -> top k -> weights,
+// then the deterministic grouping of the routed rows by expert and the row-block table of the
+// grouped GEMM (moe_layout.h). CPU reference: moe_routing_ref.h (the device results equal it: the
+// same experts and row order; weights within float rounding).
+//
+// Tie rule: probabilities are compared as the CPU computes them (expf of logit - max, a double
+// sum, the quotient rounded to float); equal probabilities go to the lower expert id.
+// Determinism: every output is a function of the logits alone (no floating-point atomics): one
+// warp per token picks, then one block per expert (small steps: one warp per expert) counts and
+// places its rows in token order.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/moe/moe_layout.h"
+
+namespace nibble::kernels {
+
+// Device arrays of one layer's routing, sized for `tokens` (moe_routing_ints gives the room).
+struct MoeRouting {
+  std::int32_t* expert = nullptr;   // [T, k]: token t's j-th pick
+  float* weight = nullptr;          // [T, k]: its mixing weight
+  std::int32_t* counts = nullptr;   // [E]: routed rows per expert
+  std::int32_t* offsets = nullptr;  // [E + 1]
+  std::int32_t* token = nullptr;    // [T k]: the token of each routed row (gather index)
+  std::int32_t* source = nullptr;   // [T, k]: the routed row of token t's j-th pick
+  MoeRowBlock* blocks = nullptr;    // [moe_max_row_blocks(T k, E, block_rows)]
+};
+
+// 4-byte words the arrays of MoeRouting take for (tokens, experts, k, block_rows), and the views
+// of them in one buffer of that many words (16-byte aligned arrays).
+std::int64_t moe_routing_words(std::int64_t tokens, int experts, int k, int block_rows);
+MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int k, int block_rows);
+
+// logits: [tokens, experts] FP32. experts <= kMoeMaxExperts, 1 <= k <= min(experts, kMoeMaxTopK),
+// block_rows >= 1; cudaErrorInvalidValue otherwise. tokens == 0 does nothing. One launch up to
+// 1024 routed rows (decode: one block does it all), three above (top k, counts, placement).
+cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
+                      bool norm_topk_prob, int block_rows, const MoeRouting& out,
+                      cudaStream_t stream);
+
+}  // namespace nibble::kernels

@@ -1,0 +1,55 @@
+#include "kernels/moe/moe_routing_ref.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace nibble::kernels {
+
+MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, int experts, int k,
+                            bool norm_topk_prob, int block_rows) {
+  const auto E = std::size_t(experts), K = std::size_t(k), T = std::size_t(tokens);
+  MoeRoutingRef r;
+  r.expert.resize(T * K);
+  r.weight.resize(T * K);
+  std::vector<float> p(E);
+  std::vector<std::size_t> order(E);
+  for (std::size_t t = 0; t < T; ++t) {
+    const std::span<const float> row = logits.subspan(t * E, E);
+    const float max = *std::max_element(row.begin(), row.end());
+    double sum = 0.0;
+    for (std::size_t e = 0; e < E; ++e) {
+      p[e] = std::exp(row[e] - max);
+      sum += p[e];
+    }
+    for (auto& v : p) v = float(v / sum);
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return p[a] > p[b]; });
+    float picked = 0.0f;
+    for (std::size_t j = 0; j < K; ++j) picked += p[order[j]];
+    for (std::size_t j = 0; j < K; ++j) {
+      r.expert[t * K + j] = std::int32_t(order[j]);
+      r.weight[t * K + j] = norm_topk_prob ? p[order[j]] / picked : p[order[j]];
+    }
+  }
+  r.offsets.assign(E + 1, 0);
+  for (auto e : r.expert) ++r.offsets[std::size_t(e) + 1];
+  std::partial_sum(r.offsets.begin(), r.offsets.end(), r.offsets.begin());
+  r.token.resize(T * K);
+  r.source.resize(T * K);
+  std::vector<std::int32_t> next(r.offsets.begin(), r.offsets.end() - 1);
+  for (std::size_t i = 0; i < T * K; ++i) {  // (token, pick) order: tokens rise inside an expert
+    const std::int32_t row = next[std::size_t(r.expert[i])]++;
+    r.token[std::size_t(row)] = std::int32_t(i / K);
+    r.source[i] = row;
+  }
+  r.blocks.assign(std::size_t(moe_max_row_blocks(std::int64_t(T * K), experts, block_rows)),
+                  MoeRowBlock{-1, 0, 0});
+  std::size_t b = 0;
+  for (std::size_t e = 0; e < E; ++e)
+    for (std::int32_t first = r.offsets[e]; first < r.offsets[e + 1]; first += block_rows)
+      r.blocks[b++] = {std::int32_t(e), first, std::min(first + block_rows, r.offsets[e + 1])};
+  return r;
+}
+
+}  // namespace nibble::kernels

@@ -1,0 +1,52 @@
+#pragma once
+// Grouped W4A16 launches (mixture-of-experts experts): one launch multiplies many row ranges of x,
+// each by its own weight of one uniform shape. A row-block table on the device (moe_layout.h)
+// says, per block row of the grid, which weight (expert) and which rows of x [row_begin, row_end)
+// it takes; entries with expert < 0 exit at once. The grid is fixed by the table's size, so the
+// launch needs nothing from the host but the table's address (graph-capturable whatever the
+// routing). Same tile code as the plain launches (w4a16_gemm.h): the slice kernels for blocks of
+// up to 16 rows, the row-tile kernels of up to 64 rows (kM8 .. kM64; kM128's grouped form spills
+// and is refused) for more. No split-K, no residual, no overlap
+// (the table is written by the kernel before, read before the weights are fetched).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/moe/moe_layout.h"
+#include "kernels/nvfp4/w4a16_gemm.h"
+
+namespace nibble::kernels {
+
+// The experts' weights: `table` a device array of W4A16DeviceWeight (one per expert, each with its
+// own tiles, scales and global factor); `shape` a host copy of one of them whose n, k, n_padded,
+// k_padded and k_major every entry shares (the caller checks that when building the table).
+struct W4A16GroupedWeights {
+  const W4A16DeviceWeight* table = nullptr;
+  W4A16DeviceWeight shape;
+};
+
+// out[r, :] = x[r, :] . W_e^T for every row r of every row block (expert e); rows no block covers
+// are not written. x: [rows, k] BF16 (rows = the table's routed rows: the TMA tiles read x through
+// a tensor map of that many rows), out: [rows, n]. block_rows: the table's rows per block, <= 16
+// for the slice tiles, <= the tile's rows (w4a16_tile_rows) for the row tiles. max_blocks <= 65535.
+cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
+                                 const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
+                                 std::int64_t max_blocks, int block_rows, W4A16Tile tile,
+                                 std::uint16_t* out, cudaStream_t stream);
+
+// Sets up every grouped kernel's launch attributes (shared memory opt-ins) now: call once before
+// capturing launches into a CUDA graph, where a first launch would otherwise set them.
+cudaError_t w4a16_grouped_prepare();
+
+// The two halves of it, by tile kind (w4a16_slice.cu, w4a16_gemm.cu); arguments already checked.
+cudaError_t w4a16_grouped_slice_linear(const std::uint16_t* x, const W4A16GroupedWeights& w,
+                                       const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                       int block_rows, W4A16Tile tile, std::uint16_t* out,
+                                       cudaStream_t stream);
+cudaError_t w4a16_grouped_tile_linear(const std::uint16_t* x, std::int64_t rows,
+                                      const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
+                                      std::int64_t max_blocks, W4A16Tile tile, std::uint16_t* out,
+                                      cudaStream_t stream);
+cudaError_t w4a16_grouped_slice_prepare();
+
+}  // namespace nibble::kernels

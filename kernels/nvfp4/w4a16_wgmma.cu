@@ -1,0 +1,368 @@
+// W4A16 GEMM for large M on Hopper's warpgroup MMA (sm_90a only): wgmma with the A operand from
+// registers. The weights are A: each warp dequantises its 16 weight rows of a k16 step straight
+// into the m16 x k16 register fragment (the same lane words and decode as the swapped 8-row
+// tiles, w4a16_layout.h), and x is B, read by the tensor cores from the TMA's 128-byte-swizzled
+// x box in shared memory (K-major, no ldmatrix). The wgmma runs asynchronously, so the decode of
+// the next k step overlaps the tensor-core work of the current one. See w4a16_gemm.h
+// (W4A16Tile::kWgmma128 / kWgmma128N256) and kernels/nvfp4/PERF_NOTES.md v21.
+//
+// Block: 2 warpgroups (256 threads) x G neighbouring 128-row weight groups; in group g warpgroup h
+// owns weight rows 64h..64h+63, its warp q rows 16q..16q+15 (tiles 8h + 2q, 8h + 2q + 1): G m64
+// wgmmas per k16 step. BMX = 128 rows of x (the wgmma N). Output tile = out[BMX x rows,
+// 128 G weight rows], staged through shared memory for coalesced stores. Stages: [x box BMX x 64
+// | G x 4 KB codes | G x 512 B scales], 1 KB aligned, filled by thread 0 with TMA and counted by
+// one mbarrier each. A block past the last group (odd group count, G = 2) loads the last group
+// again and drops those rows at the store.
+// Bytes per FLOP: a k step moves BMX x 128 bytes of x and G x 4.6 KB of weights for
+// 2 x BMX x 128 G x 64 FLOP: ~100 FLOP per byte at 128 x 128, ~164 at 128 x 256 (the L2 must feed
+// ~6 TB/s at the tensor cores' ~990 TFLOP/s with the second).
+#include <type_traits>
+
+#include "kernels/nvfp4/tma.cuh"
+#include "kernels/nvfp4/w4a16_device.cuh"
+#include "kernels/nvfp4/w4a16_gemm.h"
+
+namespace nibble::kernels {
+namespace {
+
+using namespace w4a16_detail;
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define NIBBLE_HAVE_WGMMA 1
+#endif
+
+template <int BMX_, int G_, int STAGES_, int MIN_BLOCKS_>
+struct WgmmaShape {
+  static constexpr int BMX = BMX_;  // rows of x per block (the wgmma's N)
+  static constexpr int G = G_;      // 128-row weight groups per block
+  static constexpr int THREADS = 256, STAGES = STAGES_;
+  static constexpr int X_BYTES = BMX * 128, W_BYTES = 4096 * G, S_BYTES = 512 * G;
+  static constexpr int STAGE_BYTES = (X_BYTES + W_BYTES + S_BYTES + 1023) / 1024 * 1024;
+  static constexpr int SMEM = STAGE_BYTES * STAGES + 1024;  // + slack to align the base to 1 KB
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int BN = 128 * G;  // weight rows per block
+  // The output tile as floats [BMX][kOutStride]: BN + 4 puts the 8 rows x 4 column pairs of one
+  // store on 32 different banks.
+  static constexpr int kOutStride = BN + 4;
+  static_assert(BMX * kOutStride * 4 <= STAGE_BYTES * STAGES, "the output tile fits the stages");
+  static_assert(BMX == 128, "wgmma N of 128 (the one instruction shape written out here)");
+  static_assert(SMEM <= 227 * 1024, "fits one Hopper block");
+};
+using Wgmma128 = WgmmaShape<128, 1, 4, 2>;      // 128 x 128, 87 KB, 2 blocks/SM, 122 registers
+using Wgmma128N256 = WgmmaShape<128, 2, 6, 1>;  // 128 x 256, 151 KB, 1 block/SM
+
+#if defined(NIBBLE_HAVE_WGMMA)
+__device__ inline void wgmma_m64n128k16_rs(float (&d)[64], const std::uint32_t (&a)[4],
+                                           std::uint64_t b_desc) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+      "}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+__device__ inline void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ inline void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ inline void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Shared-memory matrix descriptor of a K-major operand in the 128-byte swizzle (rows of 128
+// bytes, 8-row atoms of 1 KB, the layout the TMA writes): start address >> 4, leading byte offset
+// 16 (unused by this swizzle), stride byte offset 1024 (between 8-row atoms), swizzle mode 1 =
+// 128 B. A k16 step inside the 64-column box starts 32 bytes further (the hardware applies the
+// swizzle to the full address, so the atom base must be 1 KB aligned).
+__device__ inline std::uint64_t sw128_kmajor_desc(unsigned smem_address) {
+  return std::uint64_t((smem_address & 0x3FFFFu) >> 4) | (std::uint64_t(16 >> 4) << 16) |
+         (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
+}
+#endif
+
+template <class S>
+__global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
+    wgmma_kernel(std::int64_t m, std::int64_t n, const std::uint8_t* __restrict__ tiles,
+                 const std::uint8_t* __restrict__ scales, int tiles_k, W4A16Strides strides,
+                 std::int64_t groups, float out_scale, const std::uint16_t* __restrict__ residual,
+                 std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split,
+                 const __grid_constant__ CUtensorMap x_map) {
+#if defined(NIBBLE_HAVE_WGMMA)
+  extern __shared__ __align__(128) std::uint8_t smem_raw[];
+  __shared__ __align__(8) std::uint64_t stage_full[S::STAGES];
+  std::uint8_t* smem = smem_raw + ((1024 - (__cvta_generic_to_shared(smem_raw) & 1023)) & 1023);
+  const unsigned smem_base = unsigned(__cvta_generic_to_shared(smem));
+  const unsigned bars = unsigned(__cvta_generic_to_shared(stage_full));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wg = warp / 4, wq = warp % 4;  // warpgroup, warp in it
+  const OutputTile tile = output_tile(kRasterBand);
+  const std::int64_t m0 = std::int64_t(tile.row) * S::BMX, n0 = std::int64_t(tile.col) * S::BN;
+  const std::int64_t w_stride = strides.kt * 4096;
+  // Split K (grid z): this block's k steps [kt_begin, kt_begin + nk).
+  const int kt_begin = int(blockIdx.z) * kt_per_split;
+  const int nk = tiles_k - kt_begin < kt_per_split ? tiles_k - kt_begin : kt_per_split;
+
+  // Thread 0 fills stage st with this block's k step `local`: the x box, each group's codes and
+  // scales, one barrier.
+  auto request = [&](int st, int local) {
+    const int kt = kt_begin + local;
+    const unsigned bar = bars + 8 * st, dst = smem_base + unsigned(st * S::STAGE_BYTES);
+    tma::mbarrier_arrive_expect_bytes(bar, S::X_BYTES + S::W_BYTES + S::S_BYTES);
+    tma::copy_box_2d(dst, &x_map, kt * 64, int(m0), bar);
+#pragma unroll
+    for (int g = 0; g < S::G; ++g) {
+      std::int64_t group = std::int64_t(tile.col) * S::G + g;
+      if (group >= groups) group = groups - 1;  // past the last group: a copy, dropped at the store
+      const std::int64_t at = group * strides.group * 4096 + kt * w_stride;
+      tma::copy_bytes(dst + S::X_BYTES + g * 4096, tiles + at, 4096, bar);
+      tma::copy_bytes(dst + S::X_BYTES + S::W_BYTES + g * 512, scales + at / 8, 512, bar);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < S::STAGES; ++st) tma::mbarrier_init(bars + 8 * st, 1);
+    tma::fence_mbarrier_init();
+    for (int st = 0; st < S::STAGES && st < nk; ++st) request(st, st);
+  }
+  __syncthreads();  // the barriers are initialized before anyone waits on them
+
+  // f32 accumulators per thread: m64 x BMX per warpgroup and group.
+  float acc[S::G][S::BMX / 2];
+#pragma unroll
+  for (int g = 0; g < S::G; ++g)
+#pragma unroll
+    for (int i = 0; i < S::BMX / 2; ++i) acc[g][i] = 0.0f;
+  // This lane's 8 bytes of its two tiles in group 0, and their scales (w4a16_layout.h); group g
+  // is 4096 / 512 bytes further.
+  const int tile0 = wg * 8 + wq * 2;
+  const int code_off = S::X_BYTES + tile0 * 256 + lane * 8;
+  const int scale_off = S::X_BYTES + S::W_BYTES + tile0 * 32 + (lane / 4) * 4;
+  // The A fragments of two k steps: those of step i stay untouched until its wgmmas are done
+  // (wgmma_wait<1> in step i + 1), while step i + 1 decodes into the other set.
+  std::uint32_t a[2][S::G][4][4];
+  auto k_step = [&](auto parity, int i) {
+    constexpr int P = decltype(parity)::value;
+    const int st = i % S::STAGES;
+    tma::mbarrier_wait(bars + 8 * st, unsigned(i / S::STAGES) & 1u);
+    const std::uint8_t* stage = smem + st * S::STAGE_BYTES;
+#pragma unroll
+    for (int g = 0; g < S::G; ++g) {
+      const std::uint8_t* codes = stage + code_off + g * 4096;
+      const std::uint8_t* sc = stage + scale_off + g * 512;
+      const uint2 codes0 = *reinterpret_cast<const uint2*>(codes);
+      const uint2 codes1 = *reinterpret_cast<const uint2*>(codes + 256);
+      const std::uint32_t sc0 = *reinterpret_cast<const std::uint32_t*>(sc);
+      const std::uint32_t sc1 = *reinterpret_cast<const std::uint32_t*>(sc + 32);
+      const std::uint32_t s0_01 = e4m3x2_to_scaled_bf16x2(sc0),
+                          s0_23 = e4m3x2_to_scaled_bf16x2(sc0 >> 16);
+      const std::uint32_t s1_01 = e4m3x2_to_scaled_bf16x2(sc1),
+                          s1_23 = e4m3x2_to_scaled_bf16x2(sc1 >> 16);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        // Rows g (tile0) and g + 8 (tile0 + 1): a0 / a2 and a1 / a3 of the m16 x k16 fragment.
+        decode_fragment_pair(codes0, s0_01, s0_23, s, a[P][g][s][0], a[P][g][s][2]);
+        decode_fragment_pair(codes1, s1_01, s1_23, s, a[P][g][s][1], a[P][g][s][3]);
+      }
+    }
+    // Every input of the four wgmmas is ready before the first: a register defined between them
+    // makes ptxas serialize the wgmmas (C7513).
+    const unsigned x_box = smem_base + unsigned(st * S::STAGE_BYTES);
+    std::uint64_t desc[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) desc[s] = sw128_kmajor_desc(x_box + s * 32);
+    wgmma_fence();  // the A registers were just written
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int g = 0; g < S::G; ++g) wgmma_m64n128k16_rs(acc[g], a[P][g][s], desc[s]);
+    wgmma_commit();
+    // Step i - 1's wgmmas are done: its stage and A set are free.
+    wgmma_wait<1>();
+    __syncthreads();  // both warpgroups are past step i - 1
+    if (threadIdx.x == 0 && i >= 1 && i - 1 + S::STAGES < nk) {
+      request((i - 1) % S::STAGES, i - 1 + S::STAGES);
+    }
+  };
+  // Pairs of k steps (the two A sets by parity), then an odd last one. (A k step under a branch
+  // inside the loop made ptxas serialize every wgmma, C7513.)
+  int i = 0;
+  for (; i + 1 < nk; i += 2) {
+    k_step(std::integral_constant<int, 0>{}, i);
+    k_step(std::integral_constant<int, 1>{}, i + 1);
+  }
+  if (i < nk) k_step(std::integral_constant<int, 0>{}, i);
+  wgmma_wait<0>();
+  __syncthreads();  // every stage is consumed: the output tile may overwrite them
+
+  // acc[grp][4j + e]: weight row g (+8 for e >= 2) of this warp's 16 in group grp, x row
+  // 8j + 2t + (e & 1).
+  float* staged = reinterpret_cast<float*>(smem);  // [BMX][kOutStride]
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int grp = 0; grp < S::G; ++grp) {
+    const int w_row = grp * 128 + wg * 64 + wq * 16 + g;
+#pragma unroll
+    for (int j = 0; j < S::BMX / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        staged[(8 * j + 2 * t + (e & 1)) * S::kOutStride + w_row + (e >> 1) * 8] =
+            acc[grp][4 * j + e];
+      }
+    }
+  }
+  __syncthreads();
+  // Each pass takes one x row's BN outputs, 4 per thread.
+  constexpr int kItems = S::BN / 4;
+  const int rows = int(m - m0 < S::BMX ? m - m0 : S::BMX);
+  const bool vec = n % 4 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 7) == 0;
+  if (workspace != nullptr) {
+    // Split K: add the partial tile into the workspace (16-byte reds where n allows); the last
+    // block of this output tile then writes it out and leaves the workspace zero.
+    for (int idx = threadIdx.x; idx < rows * kItems; idx += S::THREADS) {
+      const int r = idx / kItems, c = (idx % kItems) * 4;
+      const std::int64_t row = m0 + r, col = n0 + c;
+      if (col >= n) continue;
+      const float4 v = *reinterpret_cast<const float4*>(staged + r * S::kOutStride + c);
+      float* at = workspace + row * n + col;
+      if (n % 4 == 0) {
+        atomicAdd(reinterpret_cast<float4*>(at),
+                  make_float4(v.x * out_scale, v.y * out_scale, v.z * out_scale, v.w * out_scale));
+      } else {
+        const float q[4] = {v.x, v.y, v.z, v.w};
+        for (int i = 0; i < 4 && col + i < n; ++i) atomicAdd(at + i, q[i] * out_scale);
+      }
+    }
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    unsigned* counter =
+        reinterpret_cast<unsigned*>(workspace + m * n) + tile.row * gridDim.x + tile.col;
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+  }
+  for (int idx = threadIdx.x; idx < rows * kItems; idx += S::THREADS) {
+    const int r = idx / kItems, c = (idx % kItems) * 4;
+    const std::int64_t row = m0 + r, col = n0 + c;
+    if (col >= n) continue;
+    const int cols = n - col < 4 ? int(n - col) : 4;
+    float q[4];
+    if (workspace == nullptr) {
+      const float4 v = *reinterpret_cast<const float4*>(staged + r * S::kOutStride + c);
+      q[0] = v.x * out_scale, q[1] = v.y * out_scale, q[2] = v.z * out_scale,
+      q[3] = v.w * out_scale;
+    } else {
+      // The summed tile (already scaled); re-zeroed for the next call.
+      float* at = workspace + row * n + col;
+      for (int i = 0; i < 4; ++i) {
+        q[i] = i < cols ? __ldcg(at + i) : 0.0f;
+        if (i < cols) __stcg(at + i, 0.0f);
+      }
+    }
+    std::uint16_t h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (residual != nullptr && i < cols) {
+        q[i] += __bfloat162float(__ushort_as_bfloat16(residual[row * n + col + i]));
+      }
+      h[i] = __bfloat16_as_ushort(__float2bfloat16_rn(q[i]));
+    }
+    if (vec && cols == 4) {
+      *reinterpret_cast<uint2*>(out + row * n + col) =
+          make_uint2(h[0] | (std::uint32_t(h[1]) << 16), h[2] | (std::uint32_t(h[3]) << 16));
+    } else {
+      for (int i = 0; i < cols; ++i) out[row * n + col + i] = h[i];
+    }
+  }
+  if (workspace != nullptr && threadIdx.x == 0) {
+    *(reinterpret_cast<unsigned*>(workspace + m * n) + tile.row * gridDim.x + tile.col) = 0;
+  }
+#endif
+}
+
+template <class S>
+cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                   const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
+                   cudaStream_t stream) {
+  static const cudaError_t attribute_err =
+      cudaFuncSetAttribute(wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+  if (attribute_err != cudaSuccess) return attribute_err;
+  const std::int64_t tiles_k = w.k_padded / 64;
+  const std::int64_t row_tiles = (m + S::BMX - 1) / S::BMX;
+  if (tiles_k > 0x7FFFFFFF / 64 || row_tiles > 65535) return cudaErrorInvalidValue;
+  CUtensorMap x_map{};
+  const cudaError_t map_err = tma::cached_bf16_rows_map<S::BMX>(&x_map, x, m, w.k);
+  if (map_err != cudaSuccess) return map_err;
+  // As the other tiles: whole k steps per split, no empty split.
+  if (splits < 1) splits = 1;
+  if (splits > tiles_k) splits = int(tiles_k);
+  const int kt_per_split = int((tiles_k + splits - 1) / splits);
+  splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
+  if (splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
+  const std::int64_t groups = w.n_padded / 128;
+  const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles), unsigned(splits));
+  wgmma_kernel<S><<<grid, S::THREADS, S::SMEM, stream>>>(
+      m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w), groups, w.global_factor * 1024.0f,
+      residual, out, splits > 1 ? workspace : nullptr, kt_per_split, x_map);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool w4a16_wgmma_supported() {
+  // Once per process (one device per engine process). The kernel body exists only in the sm_90a
+  // image; on another device the launch would find no image or run an empty kernel.
+  static const bool supported = [] {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+      return false;
+    }
+    cudaFuncAttributes attributes{};
+    return major == 9 && minor == 0 &&
+           cudaFuncGetAttributes(&attributes, wgmma_kernel<Wgmma128>) == cudaSuccess &&
+           attributes.binaryVersion == 90;
+  }();
+  return supported;
+}
+
+int w4a16_wgmma_resident_blocks(W4A16Tile tile) {
+  return tile == W4A16Tile::kWgmma128N256 ? Wgmma128N256::MIN_BLOCKS : Wgmma128::MIN_BLOCKS;
+}
+
+cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                               const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
+                               int splits, float* workspace, cudaStream_t stream) {
+  if (!w4a16_wgmma_supported()) return cudaErrorNotSupported;
+  if ((reinterpret_cast<std::uintptr_t>(x) & 15) != 0 || w.k % 8 != 0) return cudaErrorInvalidValue;
+  switch (tile) {
+    case W4A16Tile::kWgmma128:
+      return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream);
+    case W4A16Tile::kWgmma128N256:
+      return launch<Wgmma128N256>(x, m, w, residual, out, splits, workspace, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace nibble::kernels

@@ -1,0 +1,411 @@
+// GPU checks of the device MoE kernels (kernels/moe/) against their CPU references:
+//   * routing (moe_route) vs kernels/moe/moe_routing_ref.h: picks, row order, sources, counts,
+//     offsets and the row-block table identical; weights within 1e-6 relative; over many
+//     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert,
+//     both sides of the one-block path's limit (1024 routed rows);
+//   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
+//     dequantization, products in double) for every routed row, every grouped tile form, with
+//     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
+//     relative error <= 1e-2 (BF16 activations and outputs, /work/.library/device/METHOD.md);
+//   * the whole layer (moe_experts: route, gather, grouped gate_up / gate + up, SiLU * up, grouped
+//     down, weighted combine with the residual) vs a double-precision reference that rounds where
+//     the device rounds to BF16: relative error <= 1e-2, and two runs bitwise identical.
+// Fresh random inputs each run (the seed is printed); outputs poisoned (NaN) before each launch.
+// Exits 77 (ctest: skipped) when no GPU is present.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/moe/moe_experts.h"
+#include "kernels/moe/moe_routing.h"
+#include "kernels/moe/moe_routing_ref.h"
+#include "kernels/nvfp4/bf16.h"
+#include "kernels/nvfp4/nvfp4_ref.h"
+#include "kernels/nvfp4/w4a16_grouped.h"
+#include "kernels/nvfp4/w4a16_layout.h"
+#include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/nvfp4_test_data.h"
+
+namespace nibble::gpu_test {
+namespace {
+
+using nvfp4::bf16_bits;
+
+float bf16_round(double v) {
+  return nvfp4::bf16_to_float(nvfp4::float_to_bf16(float(v)));
+}
+
+// ---- routing ---------------------------------------------------------------------------------
+
+enum class LogitKind { kRandom, kTied, kOneExpert };
+
+std::vector<float> router_logits(std::mt19937_64& rng, std::int64_t tokens, int experts,
+                                 LogitKind kind) {
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_int_distribution<int> level(0, 3);
+  std::vector<float> v(std::size_t(tokens * experts));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (kind == LogitKind::kTied) {
+      v[i] = 0.75f * float(level(rng));
+    } else {
+      v[i] = normal(rng);
+      // One expert (the last) far above the rest for every token.
+      if (kind == LogitKind::kOneExpert && i % std::size_t(experts) == std::size_t(experts - 1))
+        v[i] = 30.0f;
+    }
+  }
+  return v;
+}
+
+struct RouteCase {
+  std::int64_t tokens;
+  int experts, k;
+  bool norm;
+  int block_rows;
+  LogitKind kind;
+};
+
+void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
+  const std::vector<float> logits = router_logits(rng, c.tokens, c.experts, c.kind);
+  const kernels::MoeRoutingRef ref =
+      kernels::moe_route_ref(logits, c.tokens, c.experts, c.k, c.norm, c.block_rows);
+  DeviceBuffer<float> d_logits(logits.size());
+  d_logits.upload(logits);
+  DeviceBuffer<std::int32_t> words(
+      std::size_t(kernels::moe_routing_words(c.tokens, c.experts, c.k, c.block_rows)));
+  words.poison();
+  const kernels::MoeRouting r =
+      kernels::moe_routing_views(words.ptr, c.tokens, c.experts, c.k, c.block_rows);
+  NIBBLE_CUDA_CHECK(
+      kernels::moe_route(d_logits.ptr, c.tokens, c.experts, c.k, c.norm, c.block_rows, r, nullptr));
+  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+  auto fetch = [](const auto* p, std::size_t n) {
+    std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(p)>>> v(n);
+    NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(v[0]), cudaMemcpyDeviceToHost));
+    return v;
+  };
+  const std::size_t routed = std::size_t(c.tokens * c.k);
+  const auto expert = fetch(r.expert, routed);
+  const auto weight = fetch(r.weight, routed);
+  const auto offsets = fetch(r.offsets, std::size_t(c.experts) + 1);
+  const auto token = fetch(r.token, routed);
+  const auto source = fetch(r.source, routed);
+  const auto blocks = fetch(r.blocks, ref.blocks.size());
+  bool blocks_equal = true;
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    blocks_equal &= blocks[b].expert == ref.blocks[b].expert &&
+                    (ref.blocks[b].expert < 0 || (blocks[b].row_begin == ref.blocks[b].row_begin &&
+                                                  blocks[b].row_end == ref.blocks[b].row_end));
+  double worst_weight = 0.0;
+  for (std::size_t i = 0; i < routed; ++i) {
+    const double err = std::fabs(double(weight[i]) - ref.weight[i]) /
+                       std::max(std::fabs(double(ref.weight[i])), 1e-30);
+    worst_weight = std::isfinite(weight[i]) ? std::max(worst_weight, err) : INFINITY;
+  }
+  const bool ok = expert == ref.expert && offsets == ref.offsets && token == ref.token &&
+                  source == ref.source && blocks_equal && worst_weight <= 1e-6;
+  static const char* const kKinds[] = {"random", "tied", "one-expert"};
+  char name[160], detail[200];
+  std::snprintf(name, sizeof name, "route_T%lld_E%d_k%d_%s_b%d_%s", (long long)c.tokens, c.experts,
+                c.k, c.norm ? "norm" : "raw", c.block_rows, kKinds[int(c.kind)]);
+  std::snprintf(detail, sizeof detail,
+                "experts %s, offsets %s, rows %s, sources %s, blocks %s, weights %.2g rel",
+                expert == ref.expert ? "=" : "DIFFER", offsets == ref.offsets ? "=" : "DIFFER",
+                token == ref.token ? "=" : "DIFFER", source == ref.source ? "=" : "DIFFER",
+                blocks_equal ? "=" : "DIFFER", worst_weight);
+  results.record(ok, name, detail);
+}
+
+// ---- experts' weights --------------------------------------------------------------------------
+
+// Every expert's [n, k] projection: the dequantized reference and the device table.
+struct ExpertSet {
+  std::int64_t n = 0, k = 0;
+  std::vector<std::vector<float>> dense;  // [E][n * k]
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> bytes;
+  std::unique_ptr<DeviceBuffer<kernels::W4A16DeviceWeight>> table;
+  kernels::W4A16GroupedWeights view;
+
+  ExpertSet(std::mt19937_64& rng, int experts, std::int64_t n_, std::int64_t k_) : n(n_), k(k_) {
+    std::vector<kernels::W4A16DeviceWeight> host;
+    for (int e = 0; e < experts; ++e) {
+      const nvfp4::QuantizedMatrix q = random_weight(rng, n, k);
+      dense.push_back(nvfp4::dequantize_matrix(q));
+      const nvfp4::W4A16Weight r =
+          nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor);
+      bytes.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(r.tiles.size()));
+      bytes.back()->upload(r.tiles);
+      auto* tiles = bytes.back()->ptr;
+      bytes.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(r.scales.size()));
+      bytes.back()->upload(r.scales);
+      host.push_back(
+          {tiles, bytes.back()->ptr, r.n, r.k, r.n_padded, r.k_padded, r.global_factor, r.k_major});
+    }
+    table = std::make_unique<DeviceBuffer<kernels::W4A16DeviceWeight>>(host.size());
+    table->upload(host);
+    view = {table->ptr, host[0]};
+  }
+  // y = x W_e^T in double (x already BF16-exact floats).
+  void product(int e, const float* x, double* y) const {
+    const std::vector<float>& w = dense[std::size_t(e)];
+    for (std::int64_t c = 0; c < n; ++c) {
+      double sum = 0.0;
+      for (std::int64_t i = 0; i < k; ++i) sum += double(x[i]) * w[std::size_t(c * k + i)];
+      y[c] = sum;
+    }
+  }
+};
+
+std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t count) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<bf16_bits> v(count);
+  for (auto& x : v) x = nvfp4::float_to_bf16(normal(rng));
+  return v;
+}
+
+std::vector<float> to_floats(const std::vector<bf16_bits>& v) {
+  std::vector<float> f(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) f[i] = nvfp4::bf16_to_float(v[i]);
+  return f;
+}
+
+// ---- the grouped GEMM ------------------------------------------------------------------------
+
+struct GroupedCase {
+  std::int64_t tokens;
+  int experts, k;
+  std::int64_t n, kdim;
+  kernels::W4A16Tile tile;
+  int block_rows;
+  LogitKind kind;
+};
+
+void check_grouped(Results& results, std::mt19937_64& rng, const GroupedCase& c) {
+  const ExpertSet w(rng, c.experts, c.n, c.kdim);
+  const std::vector<float> logits = router_logits(rng, c.tokens, c.experts, c.kind);
+  const kernels::MoeRoutingRef ref =
+      kernels::moe_route_ref(logits, c.tokens, c.experts, c.k, true, c.block_rows);
+  const std::int64_t rows = c.tokens * c.k;
+  const auto x = random_bf16(rng, std::size_t(rows * c.kdim));
+  const auto xf = to_floats(x);
+  DeviceBuffer<bf16_bits> dx(x.size()), out(std::size_t(rows * c.n));
+  dx.upload(x);
+  DeviceBuffer<kernels::MoeRowBlock> blocks(ref.blocks.size());
+  blocks.upload(ref.blocks);
+  out.poison();
+  NIBBLE_CUDA_CHECK(kernels::w4a16_grouped_linear(dx.ptr, rows, w.view, blocks.ptr,
+                                                  std::int64_t(ref.blocks.size()), c.block_rows,
+                                                  c.tile, out.ptr, nullptr));
+  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got_bits = out.download();
+  // Expert of each routed row, from the offsets.
+  std::vector<int> row_expert(static_cast<std::size_t>(rows));
+  for (int e = 0; e < c.experts; ++e)
+    for (std::int32_t r = ref.offsets[std::size_t(e)]; r < ref.offsets[std::size_t(e) + 1]; ++r)
+      row_expert[std::size_t(r)] = e;
+  std::vector<double> want(std::size_t(rows * c.n)), got(want.size());
+  parallel_for(rows, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r)
+      w.product(row_expert[std::size_t(r)], xf.data() + r * c.kdim, want.data() + r * c.n);
+  });
+  for (std::size_t i = 0; i < got.size(); ++i) got[i] = nvfp4::bf16_to_float(got_bits[i]);
+  const double err = relative_error(want, got);
+  int empty = 0, largest = 0;
+  for (int e = 0; e < c.experts; ++e) {
+    const int count = ref.offsets[std::size_t(e) + 1] - ref.offsets[std::size_t(e)];
+    empty += count == 0;
+    largest = std::max(largest, count);
+  }
+  char name[160], detail[160];
+  std::snprintf(name, sizeof name, "grouped_T%lld_E%d_k%d_n%lld_k%lld_tile%d_b%d",
+                (long long)c.tokens, c.experts, c.k, (long long)c.n, (long long)c.kdim, int(c.tile),
+                c.block_rows);
+  std::snprintf(detail, sizeof detail, "rel %.3g (%d empty experts, largest %d rows)", err, empty,
+                largest);
+  results.record(err <= 1e-2, name, detail);
+}
+
+// ---- the whole layer ---------------------------------------------------------------------------
+
+struct LayerCase {
+  std::int64_t tokens;
+  int experts, k;
+  std::int64_t hidden, inter;
+  bool fused, norm;
+};
+
+void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
+  const std::int64_t T = c.tokens, H = c.hidden, I = c.inter, routed = T * c.k;
+  std::unique_ptr<ExpertSet> gate_up, gate, up;
+  if (c.fused) {
+    gate_up = std::make_unique<ExpertSet>(rng, c.experts, 2 * I, H);
+  } else {
+    gate = std::make_unique<ExpertSet>(rng, c.experts, I, H);
+    up = std::make_unique<ExpertSet>(rng, c.experts, I, H);
+  }
+  const ExpertSet down(rng, c.experts, H, I);
+  kernels::MoeExpertWeights w;
+  w.fused = c.fused;
+  if (c.fused) {
+    w.gate_up = gate_up->view;
+  } else {
+    w.gate = gate->view;
+    w.up = up->view;
+  }
+  w.down = down.view;
+
+  const std::vector<float> logits = router_logits(rng, T, c.experts, LogitKind::kRandom);
+  const auto hidden = random_bf16(rng, std::size_t(T * H));
+  const auto residual = random_bf16(rng, std::size_t(T * H));
+  DeviceBuffer<float> d_logits(logits.size());
+  d_logits.upload(logits);
+  DeviceBuffer<bf16_bits> d_hidden(hidden.size()), d_residual(residual.size()),
+      d_out(std::size_t(T * H)), d_routed(std::size_t(routed * H)),
+      d_projected(std::size_t(routed * 2 * I)), d_middle(std::size_t(routed * I)),
+      d_expert_out(std::size_t(routed * H));
+  d_hidden.upload(hidden);
+  d_residual.upload(residual);
+  DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1)));
+  kernels::MoeExpertsArgs a;
+  a.router_logits = d_logits.ptr;
+  a.hidden = d_hidden.ptr;
+  a.residual = d_residual.ptr;
+  a.out = d_out.ptr;
+  a.tokens = T;
+  a.experts = c.experts;
+  a.k = c.k;
+  a.hidden_size = int(H);
+  a.norm_topk_prob = c.norm;
+  a.routing_words = words.ptr;
+  a.routed = d_routed.ptr;
+  a.projected = d_projected.ptr;
+  a.middle = d_middle.ptr;
+  a.expert_out = d_expert_out.ptr;
+  const kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
+  std::vector<std::vector<bf16_bits>> runs;
+  for (int run = 0; run < 2; ++run) {
+    for (auto* b : {&d_out, &d_routed, &d_projected, &d_middle, &d_expert_out}) b->poison();
+    words.poison();
+    NIBBLE_CUDA_CHECK(kernels::moe_experts(w, a, plan, nullptr));
+    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+    runs.push_back(d_out.download());
+  }
+
+  // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
+  // expert's output, the result), everything else in double.
+  const kernels::MoeRoutingRef ref = kernels::moe_route_ref(logits, T, c.experts, c.k, c.norm, 1);
+  const auto hf = to_floats(hidden), rf = to_floats(residual);
+  std::vector<double> want(std::size_t(T * H)), got(want.size());
+  parallel_for(T, [&](std::int64_t b, std::int64_t e) {
+    std::vector<double> g(static_cast<std::size_t>(2 * I)), u(static_cast<std::size_t>(I)),
+        y(static_cast<std::size_t>(H));
+    std::vector<float> mid(static_cast<std::size_t>(I));
+    for (std::int64_t t = b; t < e; ++t) {
+      std::vector<double> acc(static_cast<std::size_t>(H), 0.0);
+      for (int j = 0; j < c.k; ++j) {
+        const int ex = ref.expert[std::size_t(t * c.k + j)];
+        const float* x = hf.data() + t * H;
+        if (c.fused) {
+          gate_up->product(ex, x, g.data());
+          std::copy(g.begin() + I, g.end(), u.begin());
+        } else {
+          gate->product(ex, x, g.data());
+          up->product(ex, x, u.data());
+        }
+        for (std::int64_t i = 0; i < I; ++i) {
+          const double gi = bf16_round(g[std::size_t(i)]), ui = bf16_round(u[std::size_t(i)]);
+          mid[std::size_t(i)] = bf16_round(gi / (1.0 + std::exp(-gi)) * ui);
+        }
+        down.product(ex, mid.data(), y.data());
+        for (std::int64_t h = 0; h < H; ++h)
+          acc[std::size_t(h)] +=
+              double(ref.weight[std::size_t(t * c.k + j)]) * bf16_round(y[std::size_t(h)]);
+      }
+      for (std::int64_t h = 0; h < H; ++h)
+        want[std::size_t(t * H + h)] = rf[std::size_t(t * H + h)] + acc[std::size_t(h)];
+    }
+  });
+  for (std::size_t i = 0; i < got.size(); ++i) got[i] = nvfp4::bf16_to_float(runs[0][i]);
+  const double err = relative_error(want, got);
+  const bool same = runs[0] == runs[1];
+  char name[160], detail[160];
+  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s", (long long)T, c.experts,
+                c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
+                c.norm ? "norm" : "raw");
+  std::snprintf(detail, sizeof detail, "rel %.3g, tile %d x %d rows, two runs %s", err,
+                int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER");
+  results.record(err <= 1e-2 && same, name, detail);
+}
+
+int run(int argc, char** argv) {
+  const std::string reason = no_gpu_reason();
+  if (!reason.empty()) {
+    std::printf("SKIP: %s; the MoE GPU checks need a CUDA GPU\n", reason.c_str());
+    return kSkipExitCode;
+  }
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) quick |= std::string(argv[i]) == "--quick";
+  const std::uint64_t seed = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
+  std::printf("seed %llu%s\n", (unsigned long long)seed, quick ? " (quick)" : "");
+  std::mt19937_64 rng(seed);
+  Results results;
+
+  using K = LogitKind;
+  const RouteCase routes[] = {
+      {1, 8, 2, true, 8, K::kRandom},       {1, 128, 8, true, 8, K::kRandom},
+      {3, 8, 8, true, 16, K::kTied},        {7, 60, 4, false, 1, K::kTied},
+      {33, 128, 8, true, 64, K::kTied},     {64, 512, 16, true, 8, K::kRandom},
+      {100, 512, 1, false, 3, K::kTied},    {257, 128, 8, true, 64, K::kOneExpert},
+      {1000, 128, 8, true, 64, K::kRandom}, {129, 128, 8, true, 8, K::kTied},
+      {1500, 64, 6, false, 16, K::kTied},   {4096, 128, 8, true, 64, K::kRandom},
+      {5, 1, 1, true, 8, K::kRandom},
+  };
+  for (const RouteCase& c : routes) check_routing(results, rng, c);
+
+  using kernels::W4A16Tile;
+  std::vector<GroupedCase> grouped = {
+      // decode-like: 1 row per expert, empty experts
+      {1, 128, 8, 1536, 2048, W4A16Tile::kSlice16, 8, K::kRandom},
+      {1, 128, 8, 2048, 768, W4A16Tile::kSlice16, 8, K::kRandom},
+      {5, 8, 2, 200, 208, W4A16Tile::kSlice16, 8, K::kRandom},
+      {3, 16, 4, 130, 1040, W4A16Tile::kSlice32, 8, K::kTied},
+      {9, 8, 8, 256, 128, W4A16Tile::kSlice16Wide, 16, K::kRandom},
+      {40, 8, 4, 257, 80, W4A16Tile::kSlice64, 16, K::kOneExpert},
+      // row tiles: every tile form up to 64 rows, odd shapes, one expert with every row
+      {70, 8, 2, 300, 528, W4A16Tile::kM64, 64, K::kRandom},
+      {130, 4, 4, 129, 208, W4A16Tile::kM64, 64, K::kOneExpert},
+      {50, 8, 2, 256, 1008, W4A16Tile::kM16Swap, 16, K::kRandom},
+      {33, 8, 2, 128, 96, W4A16Tile::kM8, 8, K::kTied},
+      {60, 16, 2, 384, 256, W4A16Tile::kM16, 16, K::kRandom},
+      {60, 16, 2, 384, 256, W4A16Tile::kM16Wide, 16, K::kRandom},
+      {1100, 16, 4, 256, 512, W4A16Tile::kM64, 64, K::kRandom},
+      {1100, 16, 4, 256, 512, W4A16Tile::kSlice16, 16, K::kRandom},
+  };
+  if (!quick) {
+    grouped.push_back({8, 128, 8, 1536, 2048, W4A16Tile::kSlice16, 16, K::kRandom});
+    grouped.push_back({64, 128, 8, 2048, 768, W4A16Tile::kM64, 64, K::kRandom});
+  }
+  for (const GroupedCase& c : grouped) check_grouped(results, rng, c);
+
+  const LayerCase layers[] = {
+      {1, 8, 2, 256, 128, true, true},    {1, 128, 8, 512, 192, true, true},
+      {13, 8, 8, 256, 128, false, true},  {40, 8, 2, 256, 128, true, false},
+      {300, 16, 4, 256, 128, true, true}, {1030, 8, 2, 128, 64, false, true},
+  };
+  for (const LayerCase& c : layers) check_layer(results, rng, c);
+  return results.exit_code();
+}
+
+}  // namespace
+}  // namespace nibble::gpu_test
+
+int main(int argc, char** argv) {
+  return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run, argc, argv);
+}

@@ -1,0 +1,98 @@
+// The CPU reference of the device MoE routing (kernels/moe/moe_routing_ref.h) against the engine's
+// routing (engine/backend/moe_routing.h, what the CPU backend runs): the same picks, weights, row
+// order and sources on fixed-seed random logits with ties, and a row-block table that covers each
+// expert's rows exactly once within the fixed bound.
+#include "kernels/moe/moe_routing_ref.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <tuple>
+
+#include "engine/backend/moe_routing.h"
+
+namespace nibble::kernels {
+namespace {
+
+// Logits drawn from a few levels so that ties (equal probabilities) are common.
+std::vector<float> tied_logits(std::mt19937& rng, std::int64_t tokens, int experts, int levels) {
+  std::uniform_int_distribution<int> level(0, levels - 1);
+  std::vector<float> v(std::size_t(tokens * experts));
+  for (auto& x : v) x = 0.5f * float(level(rng)) - 1.0f;
+  return v;
+}
+
+void expect_blocks_cover(const MoeRoutingRef& r, int experts, int block_rows) {
+  std::size_t b = 0;
+  for (int e = 0; e < experts; ++e) {
+    for (std::int32_t row = r.offsets[std::size_t(e)]; row < r.offsets[std::size_t(e) + 1];
+         row += block_rows) {
+      ASSERT_LT(b, r.blocks.size());
+      EXPECT_EQ(r.blocks[b].expert, e);
+      EXPECT_EQ(r.blocks[b].row_begin, row);
+      EXPECT_EQ(r.blocks[b].row_end, std::min(row + block_rows, r.offsets[std::size_t(e) + 1]));
+      ++b;
+    }
+  }
+  for (; b < r.blocks.size(); ++b) EXPECT_EQ(r.blocks[b].expert, -1);
+}
+
+class MoeRoutingRefVsEngine
+    : public ::testing::TestWithParam<std::tuple<std::int64_t, int, int, bool>> {};
+
+TEST_P(MoeRoutingRefVsEngine, SamePicksOrderAndWeights) {
+  const auto [tokens, experts, k, norm] = GetParam();
+  std::mt19937 rng(std::uint32_t(tokens * 131 + experts * 7 + k));
+  for (const int levels : {3, 1000}) {
+    const std::vector<float> logits = tied_logits(rng, tokens, experts, levels);
+    for (const int block_rows : {1, 8, 16, 64}) {
+      const MoeRoutingRef ref = moe_route_ref(logits, tokens, experts, k, norm, block_rows);
+      std::vector<float> copy = logits;
+      const backend::MoeRouting engine = backend::route_tokens(copy, tokens, experts, k, norm);
+      ASSERT_EQ(ref.offsets.size(), engine.offsets.size());
+      for (std::size_t e = 0; e < ref.offsets.size(); ++e)
+        ASSERT_EQ(ref.offsets[e], engine.offsets[e]) << "expert " << e;
+      EXPECT_EQ(ref.token, engine.token);
+      EXPECT_EQ(ref.source, engine.source);
+      for (std::size_t i = 0; i < ref.weight.size(); ++i) {
+        // The engine keeps weights in row order, the reference in (token, pick) order.
+        EXPECT_EQ(ref.weight[i], engine.weight[std::size_t(ref.source[i])]) << i;
+        EXPECT_EQ(ref.token[std::size_t(ref.source[i])], std::int32_t(i / std::size_t(k)));
+      }
+      EXPECT_EQ(std::int64_t(ref.blocks.size()),
+                moe_max_row_blocks(tokens * k, experts, block_rows));
+      expect_blocks_cover(ref, experts, block_rows);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MoeRoutingRefVsEngine,
+    ::testing::Values(std::make_tuple(1, 8, 2, true), std::make_tuple(1, 128, 8, true),
+                      std::make_tuple(7, 8, 8, true), std::make_tuple(33, 64, 6, false),
+                      std::make_tuple(300, 128, 8, true), std::make_tuple(5, 512, 16, true),
+                      std::make_tuple(1000, 60, 4, false)));
+
+TEST(MoeRoutingRef, TiesGoToTheLowerExpertAndTheBoundHoldsWhenEveryTokenPicksOneExpert) {
+  // Every token: expert 3 first (the largest logit), then the four-way tie 0, 1, 2, 4 -> 0.
+  const int experts = 5, k = 2;
+  const std::int64_t tokens = 9;
+  std::vector<float> logits;
+  for (std::int64_t t = 0; t < tokens; ++t)
+    logits.insert(logits.end(), {0.0f, 0.0f, 0.0f, 1.0f, 0.0f});
+  const MoeRoutingRef r = moe_route_ref(logits, tokens, experts, k, true, 4);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    EXPECT_EQ(r.expert[std::size_t(t * k)], 3);
+    EXPECT_EQ(r.expert[std::size_t(t * k + 1)], 0);
+  }
+  EXPECT_EQ(r.offsets, (std::vector<std::int32_t>{0, 9, 9, 9, 18, 18}));
+  // Experts 0 and 3 with 9 rows each: 3 blocks of <= 4 rows apiece, then the empty tail.
+  ASSERT_EQ(r.blocks.size(), std::size_t(5 + 5));
+  EXPECT_EQ(r.blocks[2].row_begin, 8);
+  EXPECT_EQ(r.blocks[2].row_end, 9);
+  EXPECT_EQ(r.blocks[3].expert, 3);
+  EXPECT_EQ(r.blocks[6].expert, -1);
+}
+
+}  // namespace
+}  // namespace nibble::kernels

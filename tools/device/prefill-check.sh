@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Prefill on the device machine (binaries from tools/device/bundle.sh in .device-carry): the
+# attention kernels against FP64 (test_attention_gpu), then the time of one forward over a prompt of
+# 512 / 2,048 / 8,192 / 32,768 tokens of a Llama-3.1-8B-shaped NVFP4 model (random weights),
+# `nibble-engine generate --warmup`, with the flash attention kernel and, as an A/B in the same
+# call, with NIBBLE_FLASH_ATTENTION=0 (the FP32 tile kernel); --peer adds
+# tools/device/peer_prefill.py (transformers BF16, sdpa) on the same GPU; a .device-carry/bin/
+# nibble-engine-base (an older build, for an A/B of two versions) runs too when present.
+# Logs go to $OUT.
+# Usage: tools/device/prefill-check.sh [--peer] [--no-ab] [--lengths 512,2048,8192,32768]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/device-out}"
+mkdir -p "$OUT"
+carry=$PWD/.device-carry
+bin=$carry/bin
+export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+PEER=0; AB=1; LENGTHS=512,2048,8192,32768
+while [ $# -gt 0 ]; do
+  case "$1" in --peer) PEER=1 ;; --no-ab) AB=0 ;; --lengths) LENGTHS=$2; shift ;; esac
+  shift
+done
+status=0
+work=/tmp/nibble-device
+mkdir -p "$work"
+echo "== attention kernels vs FP64"
+"$bin/test_attention_gpu" >"$OUT/test_attention_gpu.log" 2>&1 || status=1
+grep -E "^FAIL|passed|seed" "$OUT/test_attention_gpu.log" | head -20
+
+if [ ! -f "$work/llama8b/config.json" ]; then
+  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
+    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
+    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
+fi
+modes=(flash); [ $AB -eq 1 ] && modes=(flash tile)
+[ -x "$bin/nibble-engine-base" ] && modes+=(base)
+echo "== Llama-3.1-8B NVFP4 prefill, one forward (generate --warmup)"
+for n in ${LENGTHS//,/ }; do
+  ids=$(python3 -c "print(','.join(str(1 + i % 9) for i in range($n)))")
+  for mode in "${modes[@]}"; do
+    flash=1; [ $mode = tile ] && flash=0
+    engine=$bin/nibble-engine; [ $mode = base ] && engine=$bin/nibble-engine-base
+    NIBBLE_FLASH_ATTENTION=$flash "$engine" generate --model "$work/llama8b" --device cuda \
+      --prompt-ids "$ids" --max-tokens 2 --top-k 1 --warmup >"$OUT/prefill_${mode}_$n.log" 2>&1 ||
+      { status=1; tail -3 "$OUT/prefill_${mode}_$n.log"; }
+    echo "$mode $n: $(grep -oE 'prefill [0-9]+ tokens in [0-9.]+ s' "$OUT/prefill_${mode}_$n.log")"
+  done
+done > >(tee "$OUT/prefill.log")  # the loop stays in this shell: its status counts
+if [ $PEER -eq 1 ]; then
+  echo "== peer: transformers BF16 sdpa, one forward"
+  (cd tools/device && PYTHONUNBUFFERED=1 python3 peer_prefill.py --lengths "$LENGTHS") \
+    >"$OUT/peer_prefill.log" 2>&1 || { status=1; tail -20 "$OUT/peer_prefill.log"; }
+  grep '^{' "$OUT/peer_prefill.log"
+fi
+echo "status $status"
+exit $status

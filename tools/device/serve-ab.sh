@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Served throughput on the device machine (binaries from tools/device/bundle.sh in .device-carry):
+# a Llama-3.1-8B-shaped NVFP4 model (random weights) behind `nibble-engine serve`, measured with
+# nibble-bench at 512 in / 128 out (concurrency 32 and 64) and 8,192 in / 256 out (concurrency 8),
+# for the current build and, when carried, .device-carry/bin/nibble-engine-base (an older build:
+# an A/B in one call). Extra serve flags: SERVE_ARGS. VARIANTS="name:flags;name:flags" serves the
+# current build once per variant instead (e.g. --max-num-batched-tokens choices). Logs go to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/device-out}"
+mkdir -p "$OUT"
+carry=$PWD/.device-carry
+bin=$carry/bin
+export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+status=0
+work=/tmp/nibble-device
+mkdir -p "$work"
+if [ ! -f "$work/llama8b/config.json" ]; then
+  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
+    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
+    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
+fi
+# Runs: "label|binary|flags".
+runs=("nibble-engine|nibble-engine|")
+[ -x "$bin/nibble-engine-base" ] && runs+=("nibble-engine-base|nibble-engine-base|")
+if [ -n "${VARIANTS:-}" ]; then
+  runs=()
+  IFS=';' read -r -a variants <<<"$VARIANTS"
+  for v in "${variants[@]}"; do runs+=("${v%%:*}|nibble-engine|${v#*:}"); done
+fi
+for spec in "${runs[@]}"; do
+  IFS='|' read -r engine binary flags <<<"$spec"
+  log=$OUT/serve_$engine.log
+  # shellcheck disable=SC2086  # flags are words
+  "$bin/$binary" serve --model "$work/llama8b" --port 8400 --max-model-len 10240 \
+    --max-num-seqs 64 ${SERVE_ARGS:-} $flags >"$log" 2>&1 &
+  pid=$!
+  ok=0
+  for _ in $(seq 1 600); do
+    curl -sf http://127.0.0.1:8400/health >/dev/null 2>&1 && { ok=1; break; }
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.5
+  done
+  if [ $ok -eq 1 ]; then
+    for run in "32 128 512 128" "64 256 512 128" "8 16 8192 256"; do
+      set -- $run
+      "$bin/nibble-bench" --base-url http://127.0.0.1:8400 --endpoint completions --input-len "$3" \
+        --output-len "$4" --num-prompts "$2" --max-concurrency "$1" --no-progress \
+        >"$OUT/bench_${engine}_c$1_in$3.log" 2>&1 || status=1
+      echo "$engine c=$1 in=$3 out=$4: $(grep -E 'Output token throughput' "$OUT/bench_${engine}_c$1_in$3.log" | grep -oE '[0-9.]+$') tok/s out, TTFT median $(grep -E 'Median TTFT' "$OUT/bench_${engine}_c$1_in$3.log" | grep -oE '[0-9.]+$') ms, p99 $(grep -E 'P99 TTFT' "$OUT/bench_${engine}_c$1_in$3.log" | grep -oE '[0-9.]+$') ms, TPOT median $(grep -E 'Median TPOT' "$OUT/bench_${engine}_c$1_in$3.log" | grep -oE '[0-9.]+$') ms"
+    done
+  else
+    status=1; tail -5 "$log"
+  fi
+  kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
+done > >(tee "$OUT/serve_ab.log")  # the loop stays in this shell: its status counts
+echo "status $status"
+exit $status

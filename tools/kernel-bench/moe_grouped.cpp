@@ -1,0 +1,156 @@
+#include "tools/kernel-bench/moe_grouped.h"
+
+#include <array>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "kernels/moe/moe_experts.h"
+#include "kernels/moe/moe_routing_ref.h"
+#include "tools/kernel-bench/bench_util.h"
+
+namespace nibble::bench {
+namespace {
+
+constexpr int kExperts = 128, kTopK = 8, kCopies = 2, kRoutings = 20;
+constexpr std::int64_t kHidden = 2048, kInter = 768;
+
+template <class T>
+T* device_alloc(std::size_t count, std::vector<void*>& allocations) {
+  void* p = nullptr;
+  CHECK_CUDA(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)));
+  allocations.push_back(p);
+  return static_cast<T*>(p);
+}
+
+// Two copies of every expert's gate_up and down, as device tables.
+struct ExpertCopies {
+  std::array<kernels::MoeExpertWeights, kCopies> weights;
+  double bytes_per_expert = 0;  // NVFP4 codes + scales of gate_up and down, unpadded
+};
+
+ExpertCopies make_experts(std::mt19937_64& rng, std::vector<void*>& allocations) {
+  ExpertCopies c;
+  std::array<std::vector<kernels::W4A16DeviceWeight>, kCopies> gate_up, down;
+  for (int e = 0; e < kExperts; ++e) {
+    const RandomNvfp4 gu = random_nvfp4(2 * kInter, kHidden, rng);
+    const RandomNvfp4 dn = random_nvfp4(kHidden, kInter, rng);
+    const auto gu_r = nvfp4::repack_for_w4a16(gu.packed, gu.scales, 2 * kInter, kHidden, 1e-2f);
+    const auto dn_r = nvfp4::repack_for_w4a16(dn.packed, dn.scales, kHidden, kInter, 1e-2f);
+    for (int copy = 0; copy < kCopies; ++copy) {
+      gate_up[std::size_t(copy)].push_back(upload_w4a16(gu_r, allocations));
+      down[std::size_t(copy)].push_back(upload_w4a16(dn_r, allocations));
+    }
+    c.bytes_per_expert =
+        double(gu.packed.size() + gu.scales.size() + dn.packed.size() + dn.scales.size());
+  }
+  for (int copy = 0; copy < kCopies; ++copy) {
+    auto table = [&](const std::vector<kernels::W4A16DeviceWeight>& host) {
+      auto* d = device_alloc<kernels::W4A16DeviceWeight>(host.size(), allocations);
+      CHECK_CUDA(cudaMemcpy(d, host.data(), host.size() * sizeof(host[0]), cudaMemcpyHostToDevice));
+      return kernels::W4A16GroupedWeights{d, host[0]};
+    };
+    kernels::MoeExpertWeights& w = c.weights[std::size_t(copy)];
+    w.fused = true;
+    w.gate_up = table(gate_up[std::size_t(copy)]);
+    w.down = table(down[std::size_t(copy)]);
+  }
+  return c;
+}
+
+}  // namespace
+
+void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
+  std::mt19937_64 rng(2026);
+  std::vector<void*> allocations;
+  const ExpertCopies experts = make_experts(rng, allocations);
+  std::printf(
+      "MoE experts, Qwen3-30B-A3B shapes (E %d, k %d, hidden %lld, moe_intermediate %lld), "
+      "%.2f MB per expert; every call another routing and copy\n",
+      kExperts, kTopK, (long long)kHidden, (long long)kInter, experts.bytes_per_expert / 1e6);
+  std::printf("%6s %6s %9s %6s %10s %10s %10s %8s %6s %10s\n", "T", "active", "tile", "rows",
+              "gate_up us", "down us", "GEMMs us", "wGB/s", "%copy", "layer us");
+  for (const std::int64_t T : {1, 8, 64, 512, 4096}) {
+    const std::int64_t routed = T * kTopK;
+    const kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
+    std::vector<void*> local;
+    // Per routing: logits and the routing arrays (routed once here for the GEMM-only timings).
+    std::vector<float*> logits;
+    std::vector<std::int32_t*> words;
+    double active = 0;
+    const auto routing_words = std::size_t(kernels::moe_routing_words(T, kExperts, kTopK, 1));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int r = 0; r < kRoutings; ++r) {
+      std::vector<float> host(std::size_t(T * kExperts));
+      for (auto& v : host) v = normal(rng);
+      const kernels::MoeRoutingRef ref =
+          kernels::moe_route_ref(host, T, kExperts, kTopK, true, plan.block_rows);
+      active += double(std::set<std::int32_t>(ref.expert.begin(), ref.expert.end()).size());
+      logits.push_back(device_alloc<float>(host.size(), local));
+      CHECK_CUDA(cudaMemcpy(logits.back(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+      words.push_back(device_alloc<std::int32_t>(routing_words, local));
+      CHECK_CUDA(kernels::moe_route(
+          logits.back(), T, kExperts, kTopK, true, plan.block_rows,
+          kernels::moe_routing_views(words.back(), T, kExperts, kTopK, plan.block_rows), stream));
+    }
+    active /= kRoutings;
+    auto* hidden = device_alloc<std::uint16_t>(std::size_t(T * kHidden), local);
+    auto* residual = device_alloc<std::uint16_t>(std::size_t(T * kHidden), local);
+    auto* out = device_alloc<std::uint16_t>(std::size_t(T * kHidden), local);
+    auto* routed_x = device_alloc<std::uint16_t>(std::size_t(routed * kHidden), local);
+    auto* projected = device_alloc<std::uint16_t>(std::size_t(routed * 2 * kInter), local);
+    auto* middle = device_alloc<std::uint16_t>(std::size_t(routed * kInter), local);
+    auto* expert_out = device_alloc<std::uint16_t>(std::size_t(routed * kHidden), local);
+    fill_random_bf16(hidden, std::size_t(T * kHidden), rng);
+    fill_random_bf16(residual, std::size_t(T * kHidden), rng);
+    fill_random_bf16(routed_x, std::size_t(routed * kHidden), rng);
+    fill_random_bf16(middle, std::size_t(routed * kInter), rng);
+    const std::int64_t max_blocks = kernels::moe_max_row_blocks(routed, kExperts, plan.block_rows);
+    auto blocks = [&](int i) {
+      return kernels::moe_routing_views(words[std::size_t(i % kRoutings)], T, kExperts, kTopK,
+                                        plan.block_rows)
+          .blocks;
+    };
+    const double gate_up_us = median_us(reps, stream, [&](int i, cudaStream_t s) {
+      CHECK_CUDA(kernels::w4a16_grouped_linear(
+          routed_x, routed, experts.weights[std::size_t(i % kCopies)].gate_up, blocks(i),
+          max_blocks, plan.block_rows, plan.tile, projected, s));
+    });
+    const double down_us = median_us(reps, stream, [&](int i, cudaStream_t s) {
+      CHECK_CUDA(kernels::w4a16_grouped_linear(
+          middle, routed, experts.weights[std::size_t(i % kCopies)].down, blocks(i), max_blocks,
+          plan.block_rows, plan.tile, expert_out, s));
+    });
+    // The whole layer from router logits: route, gather, gate_up, SiLU * up, down, combine.
+    auto* layer_words = device_alloc<std::int32_t>(routing_words, local);
+    const double layer_us = median_us(reps, stream, [&](int i, cudaStream_t s) {
+      kernels::MoeExpertsArgs a;
+      a.router_logits = logits[std::size_t(i % kRoutings)];
+      a.hidden = hidden;
+      a.residual = residual;
+      a.out = out;
+      a.tokens = T;
+      a.experts = kExperts;
+      a.k = kTopK;
+      a.hidden_size = int(kHidden);
+      a.routing_words = layer_words;
+      a.routed = routed_x;
+      a.projected = projected;
+      a.middle = middle;
+      a.expert_out = expert_out;
+      CHECK_CUDA(kernels::moe_experts(experts.weights[std::size_t(i % kCopies)], a, plan, s));
+    });
+    const double gemm_us = gate_up_us + down_us;
+    const double gbs = active * experts.bytes_per_expert / gemm_us / 1e3;
+    std::printf("%6lld %6.1f %9s %6d %10.1f %10.1f %10.1f %8.0f %6.1f %10.1f\n", (long long)T,
+                active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
+                plan.block_rows, gate_up_us, down_us, gemm_us, gbs, 100.0 * gbs / copy_gbs,
+                layer_us);
+    std::fflush(stdout);
+    for (void* p : local) CHECK_CUDA(cudaFree(p));
+  }
+  for (void* p : allocations) CHECK_CUDA(cudaFree(p));
+}
+
+}  // namespace nibble::bench

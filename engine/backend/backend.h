@@ -17,6 +17,7 @@
 #include <string>
 
 #include "engine/model/model_config.h"
+#include "kernels/sampling/sampling_request.h"
 
 namespace nibble::backend {
 
@@ -39,6 +40,11 @@ class KvCache {
   virtual int block_size() const = 0;
 };
 
+// Sampling the next token on the device (Backend::samples_on_device()) instead of returning its
+// logits: the function kernels/sampling/sampling_types.h defines. The spans must stay valid for
+// the call.
+using DeviceSampling = kernels::SamplingRequest;
+
 // How a backend stores its KV caches: kAuto is its own choice (BF16 on a GPU, FP32 on the CPU);
 // kFp8 is E4M3 with a scale per (token, KV head) row (kernels/attention/kv_fp8_ref.h).
 enum class KvCacheDtype { kAuto, kBf16, kFp8 };
@@ -49,7 +55,14 @@ struct BatchItem {
   int start = 0;                         // positions [0, start) are already in the cache
   std::span<const int> block_table;      // block i holds positions [i*block_size, (i+1)*block_size)
   std::span<float> logits;               // vocab_size floats for the last token, or empty: none
+  // Or the last token's next token sampled on the device (logits empty). In one step either
+  // every item that wants a next token samples on the device or none does.
+  const DeviceSampling* sample = nullptr;
 };
+
+inline bool wants_next_token(const BatchItem& item) {
+  return !item.logits.empty() || item.sample != nullptr;
+}
 
 class Backend {
  public:
@@ -88,6 +101,10 @@ class Backend {
   // bad arguments (a block table too short for its positions, a block id out of range, ...)
   // before anything is written.
   virtual void forward_batch(KvCache& cache, std::span<const BatchItem> items) = 0;
+
+  // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0
+  // turns it off for an A/B against host sampling).
+  virtual bool samples_on_device() const { return false; }
 
   // Decode steps replayed from captured graphs (the CUDA backend; on unless --enforce-eager).
   // Off: every step runs eagerly. Backends without graphs ignore it.

@@ -1,6 +1,7 @@
 #include "engine/backend/backend_model_runner.h"
 
 #include <algorithm>
+#include <string>
 
 namespace nibble::backend {
 
@@ -11,11 +12,20 @@ BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int blo
 
 void BackendModelRunner::execute(const runtime::SchedulerOutput& batch,
                                  std::vector<float>& logits) {
-  const std::size_t vocab = std::size_t(vocab_size());
   std::size_t sampling = 0;
   for (const auto& s : batch.scheduled) sampling += s.samples_next_token ? 1 : 0;
-  logits.assign(sampling * vocab, 0.0f);
+  logits.assign(sampling * std::size_t(vocab_size()), 0.0f);
+  run(batch, logits, {});
+}
 
+void BackendModelRunner::execute_sampled(const runtime::SchedulerOutput& batch,
+                                         std::span<const kernels::SamplingRequest> requests) {
+  run(batch, {}, requests);
+}
+
+void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<float> logits,
+                             std::span<const kernels::SamplingRequest> requests) {
+  const std::size_t vocab = std::size_t(vocab_size());
   std::vector<BatchItem> items;
   items.reserve(batch.scheduled.size());
   std::size_t row = 0;
@@ -26,9 +36,19 @@ void BackendModelRunner::execute(const runtime::SchedulerOutput& batch,
                                                 std::size_t(s.num_new_tokens));
     item.start = seq.num_computed_tokens;
     item.block_table = seq.block_table;
-    if (s.samples_next_token) item.logits = std::span<float>(logits.data() + vocab * row++, vocab);
+    if (s.samples_next_token) {
+      if (!logits.empty())
+        item.logits = logits.subspan(vocab * row, vocab);
+      else if (row < requests.size())
+        item.sample = &requests[row];
+      ++row;
+    }
     items.push_back(item);
   }
+  const std::size_t rows = logits.empty() ? requests.size() : logits.size() / vocab;
+  if (row != rows)
+    throw BackendError("the step has " + std::to_string(row) + " sampling sequences, not " +
+                       std::to_string(rows));
   backend_.forward_batch(*cache_, items);
 }
 

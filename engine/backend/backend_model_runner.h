@@ -17,8 +17,16 @@ class BackendModelRunner : public runtime::ModelRunner {
   int num_kv_blocks() const override { return cache_->num_blocks(); }
   int kv_block_size() const override { return cache_->block_size(); }
   void execute(const runtime::SchedulerOutput& batch, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return backend_.samples_on_device(); }
+  void execute_sampled(const runtime::SchedulerOutput& batch,
+                       std::span<const kernels::SamplingRequest> requests) override;
 
  private:
+  // One forward_batch; each sampling sequence gets the next of `logits` rows (vocab floats each)
+  // or of `requests`.
+  void run(const runtime::SchedulerOutput& batch, std::span<float> logits,
+           std::span<const kernels::SamplingRequest> requests);
+
   Backend& backend_;
   std::unique_ptr<KvCache> cache_;
 };

@@ -15,10 +15,31 @@ void check_forward_args(const model::ModelConfig& c, const std::string& backend,
                        " floats, vocab_size is " + std::to_string(c.vocab_size));
 }
 
+namespace {
+
+void check_sample(const model::ModelConfig& c, const std::string& who, const DeviceSampling& s) {
+  const kernels::SamplingRow& p = s.params;
+  if (s.result == nullptr) throw BackendError(who + "a device sampling request has no result");
+  if (p.num_top_logprobs < 0 || p.num_top_logprobs > kernels::kMaxSampledTopLogprobs ||
+      s.top.size() < std::size_t(p.num_top_logprobs))
+    throw BackendError(
+        who + "device sampling returns 0.." + std::to_string(kernels::kMaxSampledTopLogprobs) +
+        " top logprobs into a buffer that holds them, not " + std::to_string(p.num_top_logprobs));
+  if (!s.bitmask.empty() && s.bitmask.size() != (std::size_t(c.vocab_size) + 31) / 32)
+    throw BackendError(who + "a token bitmask of " + std::to_string(s.bitmask.size()) +
+                       " words for a vocabulary of " + std::to_string(c.vocab_size));
+  if (s.penalties.size() > std::size_t(INT32_MAX))
+    throw BackendError(who + "a penalty list longer than 2^31 entries");
+}
+
+}  // namespace
+
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
-                         const KvCache& cache, std::span<const BatchItem> items) {
+                         const KvCache& cache, std::span<const BatchItem> items,
+                         bool device_sampling) {
   const std::string who = backend + " backend: ";
   std::int64_t total = 0;
+  bool any_logits = false, any_sample = false;
   for (const BatchItem& item : items) {
     if (item.tokens.empty()) throw BackendError(who + "a batch item has no tokens");
     const std::int64_t end = std::int64_t(item.start) + std::int64_t(item.tokens.size());
@@ -35,6 +56,16 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
     if (!item.logits.empty() && item.logits.size() != std::size_t(c.vocab_size))
       throw BackendError(who + "logits buffer holds " + std::to_string(item.logits.size()) +
                          " floats, vocab_size is " + std::to_string(c.vocab_size));
+    if (item.sample != nullptr) {
+      if (!device_sampling) throw BackendError(who + "does not sample on the device");
+      if (!item.logits.empty())
+        throw BackendError(who + "a batch item asks for both logits and device sampling");
+      check_sample(c, who, *item.sample);
+    }
+    any_logits |= !item.logits.empty();
+    any_sample |= item.sample != nullptr;
+    if (any_logits && any_sample)
+      throw BackendError(who + "a step samples every row on the device or none");
     for (auto t : item.tokens)
       if (t < 0 || t >= c.vocab_size)
         throw BackendError(who + "token id " + std::to_string(t) + " outside vocabulary of " +

@@ -15,8 +15,11 @@ void check_forward_args(const model::ModelConfig& c, const std::string& backend,
                         std::span<const float> logits);
 
 // forward_batch(): positions within the context, block tables long enough and in range,
-// logits buffers empty or vocab_size, tokens in the vocabulary. Returns the batch's token count.
+// logits buffers empty or vocab_size, tokens in the vocabulary; device sampling requests only
+// where the backend samples on the device, complete, and not mixed with logits in one step.
+// Returns the batch's token count.
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
-                         const KvCache& cache, std::span<const BatchItem> items);
+                         const KvCache& cache, std::span<const BatchItem> items,
+                         bool device_sampling = false);
 
 }  // namespace nibble::backend

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <random>
 
+#include "engine/runtime/penalty_list.h"
+
 namespace nibble::runtime {
 
 struct EngineLoop::ActiveRequest {
   GenerationRequest request;
   std::vector<std::unique_ptr<Sequence>> sequences;  // one per choice (n)
   std::vector<SamplerRng> rngs;
+  std::vector<PenaltyList> penalties;                                     // per choice
   std::vector<std::unique_ptr<structured::TokenConstraint>> constraints;  // per choice, or empty
   std::vector<Clock::time_point> last_token_time;
   Clock::time_point first_scheduled{}, first_token{}, last_token{};
@@ -142,6 +145,7 @@ void EngineLoop::admit_inbox() {
       owner_[seq->id] = {active.get(), choice};
       scheduler_.add(*seq);
       active->rngs.emplace_back(choice_seed(request.params, choice));
+      active->penalties.emplace_back(request.params);
       if (request.constraint) active->constraints.push_back(request.constraint->start());
       active->sequences.push_back(std::move(seq));
     }
@@ -193,9 +197,14 @@ void EngineLoop::execute_step() {
   }
 
   compute_token_masks(out);
+  DeviceSamples device;
+  const bool on_device = prepare_device_sampling(out, device);
   std::vector<float> logits;
   try {
-    runner_.execute(out, logits);
+    if (on_device)
+      runner_.execute_sampled(out, device.requests);
+    else
+      runner_.execute(out, logits);
   } catch (const std::exception& e) {
     spdlog::error("model step failed: {}", e.what());
     for (const ScheduledSequence& s : out.scheduled) {
@@ -215,8 +224,10 @@ void EngineLoop::execute_step() {
     const ScheduledSequence& s = out.scheduled[i];
     if (!s.samples_next_token) continue;
     auto [request, choice] = owner_.at(s.seq->id);
-    const std::span<const float> row_logits(logits.data() + row * std::size_t(vocab),
-                                            std::size_t(vocab));
+    const std::span<const float> row_logits =
+        on_device
+            ? std::span<const float>()
+            : std::span<const float>(logits.data() + row * std::size_t(vocab), std::size_t(vocab));
     std::span<const std::uint32_t> allowed;
     if (!out.token_bitmask.empty() && out.token_bitmask.constrained[row]) {
       allowed = out.token_bitmask.row(row);
@@ -227,12 +238,17 @@ void EngineLoop::execute_step() {
         continue;
       }
     }
-    ++row;
     const std::span<const int> all(s.seq->tokens);
-    samples[i] =
-        sample_token(row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
-                     all.subspan(std::size_t(s.seq->num_prompt_tokens)),
-                     request->rngs[std::size_t(choice)], allowed);
+    if (on_device) {
+      samples[i] = device.take(row);
+      request->rngs[std::size_t(choice)].advance();
+    } else {
+      samples[i] =
+          sample_token(row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
+                       all.subspan(std::size_t(s.seq->num_prompt_tokens)),
+                       request->rngs[std::size_t(choice)], allowed);
+    }
+    ++row;
     sampled[i] = samples[i].token;
     if (!allowed.empty() && !request->constraints[std::size_t(choice)]->advance(sampled[i])) {
       // Cannot happen for a token the mask allowed; guards against a backend that ignores it.
@@ -289,6 +305,56 @@ void EngineLoop::execute_step() {
     request->request.channel->push(std::move(event));
     if (reason != FinishReason::kNone) finish_sequence(seq, reason);
   }
+}
+
+SampledToken EngineLoop::DeviceSamples::take(std::size_t row) {
+  SampledToken t;
+  t.token = results[row].token;
+  if (logprobs[row] >= 0) {
+    t.logprob = results[row].logprob;
+    for (int j = 0; j < logprobs[row]; ++j) {
+      const kernels::TopLogprob& e = top[row * kernels::kMaxSampledTopLogprobs + std::size_t(j)];
+      t.top_logprobs.push_back({e.token, e.logprob});
+    }
+  }
+  return t;
+}
+
+bool EngineLoop::prepare_device_sampling(const SchedulerOutput& out, DeviceSamples& device) {
+  if (!runner_.samples_on_device()) return false;
+  std::size_t rows = 0;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.samples_next_token) continue;
+    ++rows;
+    // More top logprobs than the device pass returns: this step samples on the host.
+    if (s.seq->params.logprobs > kernels::kMaxSampledTopLogprobs) return false;
+  }
+  if (rows == 0) return false;
+  device.requests.resize(rows);
+  device.results.assign(rows, {});
+  device.top.assign(rows * kernels::kMaxSampledTopLogprobs, {});
+  device.logprobs.assign(rows, -1);
+  std::size_t row = 0;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.samples_next_token) continue;
+    auto [request, choice] = owner_.at(s.seq->id);
+    PenaltyList& penalties = request->penalties[std::size_t(choice)];
+    penalties.update(s.seq->tokens, s.seq->num_prompt_tokens);
+    kernels::SamplingRequest& r = device.requests[row];
+    r.params = sampling_row(s.seq->params, request->rngs[std::size_t(choice)]);
+    r.params.num_top_logprobs = std::min(r.params.num_top_logprobs, runner_.vocab_size());
+    r.penalties = penalties.entries();
+    r.bitmask = {};
+    if (!out.token_bitmask.empty() && out.token_bitmask.constrained[row])
+      r.bitmask = out.token_bitmask.row(row);
+    r.result = &device.results[row];
+    r.top =
+        std::span(device.top)
+            .subspan(row * kernels::kMaxSampledTopLogprobs, std::size_t(r.params.num_top_logprobs));
+    device.logprobs[row] = s.seq->params.logprobs < 0 ? -1 : r.params.num_top_logprobs;
+    ++row;
+  }
+  return true;
 }
 
 void EngineLoop::compute_token_masks(SchedulerOutput& out) {

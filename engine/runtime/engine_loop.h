@@ -78,6 +78,17 @@ class EngineLoop {
   void execute_step();
   // Fills out.token_bitmask for the constrained sequences that sample this step.
   void compute_token_masks(SchedulerOutput& out);
+  // A step's device sampling requests (one per sampling sequence, batch order) and results.
+  struct DeviceSamples {
+    std::vector<kernels::SamplingRequest> requests;
+    std::vector<kernels::SampledRow> results;
+    std::vector<kernels::TopLogprob> top;  // kMaxSampledTopLogprobs per row
+    std::vector<int> logprobs;             // the row's SamplingParams::logprobs
+    SampledToken take(std::size_t row);
+  };
+  // Whether this step samples on the device (the runner can, and no sequence asks for more top
+  // logprobs than the device returns); if so, fills `device` (penalty lists brought up to date).
+  bool prepare_device_sampling(const SchedulerOutput& out, DeviceSamples& device);
   void finish_sequence(Sequence& seq, FinishReason reason, const std::string& error = {});
   void abort_everything(FinishReason reason, const std::string& error);
   void erase_finished_requests();

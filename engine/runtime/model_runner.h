@@ -3,9 +3,11 @@
 // Implementations (engine/backend/cpu, engine/backend/cuda) own the weights and the KV cache
 // memory; the block ids in each sequence's block_table index that memory.
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/runtime/scheduler.h"
+#include "kernels/sampling/sampling_request.h"
 
 namespace nibble::runtime {
 
@@ -23,6 +25,17 @@ class ModelRunner {
   // vocab_size() logits per sequence whose samples_next_token is set, in batch order.
   // Throws on device failure; the engine then fails the batch's requests.
   virtual void execute(const SchedulerOutput& batch, std::vector<float>& logits) = 0;
+
+  // Whether execute_sampled can run: the model's device samples (Backend::samples_on_device).
+  virtual bool samples_on_device() const { return false; }
+  // Like execute, but the next token of each sequence whose samples_next_token is set is sampled
+  // on the device by requests[i] (the i-th such sequence in batch order; results written through
+  // the requests): no logits cross to the host.
+  virtual void execute_sampled(const SchedulerOutput& batch,
+                               std::span<const kernels::SamplingRequest> requests) {
+    (void)batch, (void)requests;
+    throw std::logic_error("this model runner does not sample on the device");
+  }
 };
 
 }  // namespace nibble::runtime

@@ -2,6 +2,7 @@
 // in chunks, or token by token gives the same logits (the KV cache and positions are right),
 // NVFP4 weights give exactly the dense model of their dequantized values, and bad calls fail
 // without changing the sequence.
+#include "engine/backend/batch_checks.h"
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include <gtest/gtest.h>
@@ -148,6 +149,46 @@ TEST(CpuBackend, BadCallsFailAndLeaveTheSequenceUnchanged) {
   EXPECT_EQ(seq->length(), 2);
   EXPECT_THROW(backend->new_sequence(0), BackendError);
   EXPECT_THROW(backend->new_sequence(65), BackendError);
+}
+
+// Device sampling requests (BatchItem::sample): refused by a backend that returns logits, and
+// checked (complete, not mixed with logits in one step) for one that samples on the device.
+TEST(BatchChecks, DeviceSamplingRequestsAreCompleteAndNotMixedWithLogits) {
+  const auto config = small_config(model::Arch::Qwen3);
+  auto backend = make_cpu_backend(random_model(config), 1);
+  auto cache = backend->new_kv_cache(4, 16);
+  const std::vector<std::int32_t> tokens = {1, 2};
+  const std::vector<int> table = {0}, other_table = {1};
+  std::vector<float> logits(97);
+  kernels::SampledRow result;
+  std::vector<kernels::TopLogprob> top(3);
+  std::vector<std::uint32_t> mask(4, ~0u);  // 97 tokens: 4 words
+  DeviceSampling request;
+  request.result = &result;
+  request.top = top;
+  request.params.num_top_logprobs = 3;
+  request.bitmask = mask;
+  const BatchItem sampled{tokens, 0, table, {}, &request};
+  EXPECT_THROW(backend->forward_batch(*cache, std::vector<BatchItem>{sampled}), BackendError);
+  auto checks = [&](std::vector<BatchItem> items) {
+    return check_batch(config, "test", *cache, items, /*device_sampling=*/true);
+  };
+  EXPECT_EQ(checks({sampled}), 2);
+  EXPECT_THROW(checks({{tokens, 0, table, logits, &request}}), BackendError);       // both
+  EXPECT_THROW(checks({sampled, {tokens, 0, other_table, logits}}), BackendError);  // mixed
+  EXPECT_EQ(checks({sampled, {tokens, 0, other_table, {}}}), 4);  // a prefill chunk beside it
+  DeviceSampling bad = request;
+  bad.params.num_top_logprobs = 4;  // more than its buffer holds
+  EXPECT_THROW(checks({{tokens, 0, table, {}, &bad}}), BackendError);
+  bad = request;
+  bad.params.num_top_logprobs = kernels::kMaxSampledTopLogprobs + 1;
+  EXPECT_THROW(checks({{tokens, 0, table, {}, &bad}}), BackendError);
+  bad = request;
+  bad.bitmask = std::span(mask).first(3);
+  EXPECT_THROW(checks({{tokens, 0, table, {}, &bad}}), BackendError);
+  bad = request;
+  bad.result = nullptr;
+  EXPECT_THROW(checks({{tokens, 0, table, {}, &bad}}), BackendError);
 }
 
 TEST(GreedyDecode, FeedsBackTheArgmaxAndReportsTopLogits) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
@@ -22,6 +23,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
+#include "kernels/sampling/sampling_ref.h"
 #include "tests/backend/random_model.h"
 
 namespace nibble::backend {
@@ -308,6 +310,135 @@ TEST(CudaBackend, BadCallsThrowAndChangeNothing) {
   b.gpu->forward(*seq, prompt, again);
   EXPECT_EQ(logits, again);
 }
+
+// ---- device sampling ------------------------------------------------------------------------
+
+// Decode steps sampled on the device (BatchItem::sample) against the CPU reference of the
+// sampling pass applied to the logits the same backend returns for the same step on a twin cache
+// (same prefill, same tokens fed): BF16 weights, so both runs compute the same logits bit for bit
+// (graph replay or eager alike) and only the sampling differs. Rows mix greedy and seeded
+// requests with filters, penalties, a token bitmask and top logprobs. Greedy ids and top-logprob
+// ids must be identical; a seeded draw may differ only where two candidates are within rounding
+// (expf/logf differ by an ulp between the device and glibc): then the device's token must be one
+// the reference keeps, and that may happen at most once per case.
+struct SamplingCase {
+  Arch arch;
+  bool graphs;
+};
+
+class DeviceSamplingVsHost : public ::testing::TestWithParam<SamplingCase> {};
+
+TEST_P(DeviceSamplingVsHost, SampledTokensMatchTheReferenceOnTheSameLogits) {
+  const SamplingCase p = GetParam();
+  const ModelConfig c = gpu_config(p.arch, 64, p.arch == Arch::Qwen3Moe ? 2 : 0);
+  auto gpu = make_cuda_backend(testing::random_model(c, g_seed ^ 0x5a4d504cu));
+  ASSERT_TRUE(gpu->samples_on_device());
+  std::mt19937 rng(std::uint32_t(g_seed) + 5);
+  constexpr int kBlock = 16, kSeqs = 9, kTable = 8, kSteps = 5;
+  auto host_cache = gpu->new_kv_cache(kSeqs * kTable, kBlock);
+  auto device_cache = gpu->new_kv_cache(kSeqs * kTable, kBlock);
+  const std::size_t V = std::size_t(c.vocab_size);
+  std::vector<std::vector<int>> tables(kSeqs);
+  std::vector<std::vector<std::int32_t>> tokens(kSeqs);
+  std::vector<BatchItem> items;
+  for (int s = 0; s < kSeqs; ++s) {
+    for (int b = 0; b < kTable; ++b) tables[std::size_t(s)].push_back(s * kTable + b);
+    tokens[std::size_t(s)] =
+        random_tokens(rng, std::uniform_int_distribution<int>(1, 60)(rng), c.vocab_size);
+    items.push_back({tokens[std::size_t(s)], 0, tables[std::size_t(s)], {}});
+  }
+  gpu->set_decode_graphs(p.graphs);
+  gpu->forward_batch(*host_cache, items);
+  gpu->forward_batch(*device_cache, items);
+
+  // Row parameters: greedy, seeded with every filter, penalties over the sequence's tokens.
+  std::vector<kernels::SamplingRow> rows(kSeqs);
+  std::vector<std::uint32_t> mask((V + 31) / 32, 0);
+  for (std::size_t t = 0; t < V; t += 3) mask[t / 32] |= 1u << (t % 32);
+  for (int s = 0; s < kSeqs; ++s) {
+    kernels::SamplingRow& r = rows[std::size_t(s)];
+    r.temperature = s % 3 == 0 ? 0.0f : 0.6f + 0.2f * float(s % 4);
+    r.top_k = s % 4 == 1 ? 40 : 0;
+    r.top_p = s % 5 == 2 ? 0.9f : 1.0f;
+    r.min_p = s == 4 ? 0.05f : 0.0f;
+    r.repetition_penalty = s % 2 == 1 ? 1.3f : 1.0f;
+    r.frequency_penalty = s == 5 ? 0.7f : 0.0f;
+    r.presence_penalty = s == 7 ? -0.4f : 0.0f;
+    r.num_top_logprobs = s % 3 == 1 ? 5 : 0;
+    r.seed = std::uint64_t(rng()) << 20 | std::uint64_t(s);
+  }
+  int mismatches = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<std::vector<float>> logits(kSeqs, std::vector<float>(V));
+    std::vector<std::vector<kernels::SamplingPenalty>> penalties(kSeqs);
+    std::vector<kernels::SamplingRequest> requests(kSeqs);
+    std::vector<kernels::SampledRow> results(kSeqs, kernels::SampledRow{-1, NAN});
+    std::vector<std::vector<kernels::TopLogprob>> tops(kSeqs, std::vector<kernels::TopLogprob>(5));
+    std::vector<std::int32_t> last(kSeqs);
+    std::vector<BatchItem> host_items, device_items;
+    for (int s = 0; s < kSeqs; ++s) {
+      auto& seq = tokens[std::size_t(s)];
+      last[std::size_t(s)] = seq.back();
+      kernels::SamplingRow& r = rows[std::size_t(s)];
+      r.position = std::uint64_t(step);
+      for (std::int32_t t : std::set<std::int32_t>(seq.begin(), seq.end()))
+        penalties[std::size_t(s)].push_back(
+            {t, std::int32_t(std::count(seq.begin(), seq.end(), t))});
+      kernels::SamplingRequest& q = requests[std::size_t(s)];
+      q.params = r;
+      q.penalties = penalties[std::size_t(s)];
+      if (s == 8) q.bitmask = mask;
+      q.result = &results[std::size_t(s)];
+      q.top = tops[std::size_t(s)];
+      const int start = int(seq.size()) - 1;
+      const std::span<const std::int32_t> one(&last[std::size_t(s)], 1);
+      host_items.push_back({one, start, tables[std::size_t(s)], logits[std::size_t(s)]});
+      device_items.push_back({one, start, tables[std::size_t(s)], {}, &q});
+    }
+    gpu->forward_batch(*host_cache, host_items);
+    const std::uint64_t replays = gpu->decode_graph_replays();
+    gpu->forward_batch(*device_cache, device_items);
+    if (p.graphs && p.arch != Arch::Qwen3Moe) {
+      EXPECT_EQ(gpu->decode_graph_replays(), replays + 1) << "the sampled step did not replay";
+    }
+    for (int s = 0; s < kSeqs; ++s) {
+      const kernels::SamplingRequest& q = requests[std::size_t(s)];
+      std::vector<kernels::TopLogprob> want_top;
+      const kernels::SampledRow want = kernels::sample_row_reference(
+          logits[std::size_t(s)], q.params, q.penalties, q.bitmask, want_top);
+      const kernels::SampledRow got = results[std::size_t(s)];
+      if (got.token != want.token) {
+        const auto kept = kernels::kept_tokens_reference(logits[std::size_t(s)], q.params,
+                                                         q.penalties, q.bitmask);
+        EXPECT_GT(q.params.temperature, 0.0f) << "greedy row " << s << " step " << step;
+        EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), got.token))
+            << "row " << s << " step " << step << ": token " << got.token << " is not kept";
+        ++mismatches;
+      } else {
+        EXPECT_NEAR(got.logprob, want.logprob, 2e-4) << "row " << s << " step " << step;
+      }
+      for (std::size_t j = 0; j < want_top.size(); ++j) {
+        EXPECT_EQ(tops[std::size_t(s)][j].token, want_top[j].token) << "row " << s;
+        EXPECT_NEAR(tops[std::size_t(s)][j].logprob, want_top[j].logprob, 2e-4) << "row " << s;
+      }
+      if (s == 8) {
+        EXPECT_EQ(got.token % 3, 0) << "a token the bitmask forbids";
+      }
+      tokens[std::size_t(s)].push_back(got.token);  // both caches go on with the device's choice
+    }
+  }
+  EXPECT_LE(mismatches, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DeviceSamplingVsHost,
+                         ::testing::Values(SamplingCase{Arch::Llama, true},
+                                           SamplingCase{Arch::Llama, false},
+                                           SamplingCase{Arch::Qwen3Moe, false}),
+                         [](const ::testing::TestParamInfo<SamplingCase>& info) {
+                           return std::string(info.param.arch == Arch::Llama ? "Llama"
+                                                                             : "Qwen3Moe") +
+                                  (info.param.graphs ? "Graphs" : "Eager");
+                         });
 
 // ---- decode graphs ------------------------------------------------------------------------
 

@@ -50,9 +50,10 @@ TEST(StepLayout, DecodeStepsPadToTheirBucketAtFixedOffsets) {
   const BatchItem items[] = {{a_token, 6, a_table, la}, {b_token, 9, b_table, lb}};
   const DecodeStepOffsets at = decode_step_offsets(/*max_rows=*/8);
   for (std::size_t offset :
-       {at.tokens, at.positions, at.slots, at.tiles, at.logit_rows, at.block_tables})
+       {at.tokens, at.positions, at.slots, at.tiles, at.logit_rows, at.sampling, at.block_tables})
     EXPECT_EQ(offset % 16, 0u);
-  EXPECT_GE(at.block_tables, at.logit_rows + 8 * 4);
+  EXPECT_GE(at.sampling, at.logit_rows + 8 * 4);
+  EXPECT_GE(at.block_tables, at.sampling + 8 * sizeof(kernels::SamplingRow));
   std::vector<std::byte> bytes;
   const std::size_t used =
       pack_decode_step(items, /*block_size=*/4, /*rows=*/4, /*scratch_block=*/9, at, bytes);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "engine/runtime/penalty_list.h"
 #include "engine/runtime/sampler.h"
 
 namespace nibble::runtime {
@@ -126,6 +127,42 @@ TEST(Sampler, LogprobsComeFromRawLogits) {
   EXPECT_EQ(t.top_logprobs[0].token, 0);
   EXPECT_NEAR(t.top_logprobs[0].logprob, std::log(0.6), 1e-5);
   EXPECT_EQ(t.top_logprobs[1].token, 1);
+}
+
+}  // namespace
+}  // namespace nibble::runtime
+
+namespace nibble::runtime {
+namespace {
+
+TEST(PenaltyList, FoldsOnlyNewTokensAndCountsOutputOccurrences) {
+  SamplingParams p;
+  p.repetition_penalty = 1.2f;
+  PenaltyList list(p);
+  std::vector<int> tokens = {5, 6, 5};  // prompt
+  list.update(tokens, 3);
+  ASSERT_EQ(list.entries().size(), 2u);
+  EXPECT_EQ(list.entries()[0].output_count, 0);
+  tokens.push_back(6);
+  tokens.push_back(9);
+  list.update(tokens, 3);
+  list.update(tokens, 3);  // nothing new: nothing counted twice
+  ASSERT_EQ(list.entries().size(), 3u);
+  EXPECT_EQ(list.entries()[1].token, 6);
+  EXPECT_EQ(list.entries()[1].output_count, 1);
+  EXPECT_EQ(list.entries()[2].token, 9);
+  EXPECT_EQ(list.entries()[2].output_count, 1);
+
+  SamplingParams f;  // frequency only: the prompt is not listed
+  f.frequency_penalty = 0.5f;
+  PenaltyList output_only(f);
+  output_only.update(tokens, 3);
+  ASSERT_EQ(output_only.entries().size(), 2u);
+  EXPECT_EQ(output_only.entries()[0].token, 6);
+
+  PenaltyList none(SamplingParams{});
+  none.update(tokens, 3);
+  EXPECT_TRUE(none.entries().empty());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "engine/backend/batch_checks.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_model.h"
+#include "engine/backend/cuda/device_sampler.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
 #include "engine/backend/moe_routing.h"
@@ -174,6 +175,9 @@ class CudaBackend : public Backend {
                                    : "on the host (experts not NVFP4 in "
                                      "one shape); no decode graphs");
     }
+    const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
+    device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
+    sampler_ = std::make_unique<cuda::DeviceSampler>(c.vocab_size);
   }
   ~CudaBackend() override {
     timer_.reset();
@@ -236,6 +240,7 @@ class CudaBackend : public Backend {
     return budget > 0 ? std::size_t(budget) : 0;
   }
 
+  bool samples_on_device() const override { return device_sampling_; }
   void set_decode_graphs(bool enabled) override { graphs_enabled_ = enabled; }
   std::uint64_t decode_graph_replays() const override { return graph_replays_; }
 
@@ -253,15 +258,18 @@ class CudaBackend : public Backend {
       for (std::size_t i = 0; i < buckets_.size(); ++i) {
         const int rows = buckets_[i];
         for (int splits : split_counts(rows)) {
-          if (cache.graphs.find({rows, splits}, buffers_epoch_) != nullptr) continue;
+          const cuda::DecodeGraphKey key{rows, splits, device_sampling_};
+          if (cache.graphs.find(key, buffers_epoch_) != nullptr) continue;
           // One eager run first: whatever a kernel or cuBLAS sets up on first use happens
           // outside the capture. Padding rows only: nothing but the scratch block is written.
-          const std::size_t bytes = cuda::pack_decode_step(
-              {}, cache.block, rows, cache.scratch_block(), graph_at_, graph_host_);
+          std::size_t bytes = cuda::pack_decode_step({}, cache.block, rows, cache.scratch_block(),
+                                                     graph_at_, graph_host_);
+          if (key.sampled) bytes = pack_graph_sampling({}, rows, bytes);
           upload_graph_inputs(bytes);
           enqueue_forward(cache, rows, rows, graph_inputs(), rows, splits, false);
+          if (key.sampled) enqueue_graph_sampling(rows);
           check(cudaStreamSynchronize(stream_), "warming up a decode bucket");
-          capture(cache, rows, splits);
+          capture(cache, key);
           ++captured;
         }
         spdlog::info("cuda backend: captured decode graphs for batch size {} ({}/{} buckets)", rows,
@@ -283,7 +291,7 @@ class CudaBackend : public Backend {
   void forward_batch(KvCache& kv, std::span<const BatchItem> items) override {
     CudaKvCache& cache = own_cache(kv);
     const auto& c = m_.config;
-    const std::int64_t T = check_batch(c, "cuda", cache, items);
+    const std::int64_t T = check_batch(c, "cuda", cache, items, device_sampling_);
     if (T == 0) return;
     if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
       throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
@@ -315,7 +323,16 @@ class CudaBackend : public Backend {
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));
     timer_->mark("start");
     enqueue_forward(cache, T, R, in, num_tiles, splits, true);
-    if (R > 0) logits_to_host(items);
+    if (R > 0 && samples_in(items)) {
+      if (sampler_->reserve(int(R), items)) ++buffers_epoch_;
+      sampler_->upload(items, int(R), stream_);
+      sampler_->enqueue(act_.logits.get(), int(R), stream_);
+      check(cudaStreamSynchronize(stream_), "running the step");
+      timer_->mark("sampling");
+      sampler_->deliver(items);
+    } else if (R > 0) {
+      logits_to_host(items);
+    }
     check(cudaStreamSynchronize(stream_), "running the step");
     timer_->end_step(long(T));
   }
@@ -366,13 +383,20 @@ class CudaBackend : public Backend {
       graph_attention_floats_ = std::max<std::size_t>(graph_attention_floats_, 1);
     }
     reserve(graph_rows_, graph_rows_, graph_attention_floats_);
+    // Device sampling's inputs ride in the same blob: room for a bitmask on every row and 4 MiB
+    // of penalty lists; a step that needs more samples eagerly.
+    const std::size_t sampling_room =
+        device_sampling_
+            ? std::size_t(graph_rows_) * (sampler_->bitmask_words() + 2) * 4 + (4 << 20)
+            : 0;
+    if (sampler_->reserve(graph_rows_, {}, sampling_room / 8)) ++buffers_epoch_;
     if (!graph_step_.empty()) return;
     graph_at_ = cuda::decode_step_offsets(graph_rows_);
     // Block tables: the scratch table plus a table covering the whole context per sequence.
     const std::size_t tables =
         1 + std::size_t(graph_rows_) *
                 std::size_t((m_.config.max_context + kTableBlockSize - 1) / kTableBlockSize);
-    const std::size_t bytes = graph_at_.block_tables + tables * 4;
+    const std::size_t bytes = graph_at_.block_tables + tables * 4 + sampling_room;
     graph_step_.ensure(bytes);
     staging_.ensure(bytes);
     ++buffers_epoch_;
@@ -397,13 +421,15 @@ class CudaBackend : public Backend {
         "copying the decode step's inputs");
   }
 
-  // Captures the forward pass of a `rows`-row decode step with `splits` attention splits.
-  cudaGraphExec_t capture(CudaKvCache& cache, int rows, int splits) {
+  // Captures the forward pass of a decode step of key.rows rows with key.splits attention splits,
+  // and the device sampling of its rows when key.sampled.
+  cudaGraphExec_t capture(CudaKvCache& cache, const cuda::DecodeGraphKey& key) {
     cudaGraph_t graph = nullptr;
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
           "starting a decode graph capture");
     try {
-      enqueue_forward(cache, rows, rows, graph_inputs(), rows, splits, false);
+      enqueue_forward(cache, key.rows, key.rows, graph_inputs(), key.rows, key.splits, false);
+      if (key.sampled) enqueue_graph_sampling(key.rows);
     } catch (...) {
       (void)cudaStreamEndCapture(stream_, &graph);
       if (graph != nullptr) (void)cudaGraphDestroy(graph);
@@ -415,7 +441,7 @@ class CudaBackend : public Backend {
     const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
     (void)cudaGraphDestroy(graph);
     check(err, "instantiating a decode graph");
-    cache.graphs.store({rows, splits}, exec, buffers_epoch_);
+    cache.graphs.store(key, exec, buffers_epoch_);
     return exec;
   }
 
@@ -427,20 +453,23 @@ class CudaBackend : public Backend {
     if (!graphs_enabled_ || !moe_on_device_) return false;
     int max_position = 0;
     for (const BatchItem& item : items) {
-      if (item.tokens.size() != 1 || item.logits.empty()) return false;
+      if (item.tokens.size() != 1 || !wants_next_token(item)) return false;
       max_position = std::max(max_position, item.start);
     }
+    const bool sampled = samples_in(items);
     if (buckets_.empty()) buckets_ = cuda::decode_buckets(graph_rows_);
     const int rows = cuda::decode_bucket_for(int(items.size()), buckets_);
     if (rows == 0) return false;
-    const int splits = kernels::paged_attention_splits(shape_, rows, max_position, sm_count_);
+    const cuda::DecodeGraphKey key{
+        rows, kernels::paged_attention_splits(shape_, rows, max_position, sm_count_), sampled};
     try {
       reserve_graph_buffers();
-      const std::size_t bytes = cuda::pack_decode_step(
-          items, cache.block, rows, cache.scratch_block(), graph_at_, graph_host_);
+      std::size_t bytes = cuda::pack_decode_step(items, cache.block, rows, cache.scratch_block(),
+                                                 graph_at_, graph_host_);
+      if (sampled) bytes = pack_graph_sampling(items, rows, bytes);
       if (bytes > graph_step_.size()) return false;
-      cudaGraphExec_t exec = cache.graphs.find({rows, splits}, buffers_epoch_);
-      if (exec == nullptr) exec = capture(cache, rows, splits);
+      cudaGraphExec_t exec = cache.graphs.find(key, buffers_epoch_);
+      if (exec == nullptr) exec = capture(cache, key);
       upload_graph_inputs(bytes);
       timer_->mark("start");
       check(cudaGraphLaunch(exec, stream_), "replaying a decode graph");
@@ -452,7 +481,12 @@ class CudaBackend : public Backend {
       cache.graphs.clear();
       return false;
     }
-    logits_to_host(items);
+    if (sampled) {
+      check(cudaStreamSynchronize(stream_), "running the step");
+      sampler_->deliver(items);
+    } else {
+      logits_to_host(items);
+    }
     check(cudaStreamSynchronize(stream_), "running the step");
     timer_->end_step(long(items.size()));
     return true;
@@ -567,6 +601,35 @@ class CudaBackend : public Backend {
     check(kernels::bf16_to_float(act_.scratch.get(), R * c.vocab_size, act_.logits.get(), stream_),
           "bf16_to_float");
     mark("final norm+lm_head");
+  }
+
+  // Appends the step's device sampling requests to a decode graph's inputs (graph_host_, packed
+  // up to `bytes`): parameters at graph_at_.sampling, lists and bitmasks after the block tables.
+  // Returns the bytes to copy.
+  std::size_t pack_graph_sampling(std::span<const BatchItem> items, int rows, std::size_t bytes) {
+    const std::size_t words = sampler_->bitmask_words();
+    const std::size_t start = ((bytes - graph_at_.block_tables) / 4 + 1) / 2 * 2;
+    const std::size_t room =
+        graph_at_.block_tables + (start + cuda::sampling_tail_words(items, words) + 1) * 4;
+    if (graph_host_.size() < room) graph_host_.resize(room);
+    const std::size_t end = cuda::pack_sampling(
+        items, rows, words,
+        reinterpret_cast<kernels::SamplingRow*>(graph_host_.data() + graph_at_.sampling),
+        reinterpret_cast<std::uint32_t*>(graph_host_.data() + graph_at_.block_tables), start);
+    return graph_at_.block_tables + end * 4;
+  }
+
+  // The sampling pass over a decode graph's rows, reading pack_graph_sampling's inputs.
+  void enqueue_graph_sampling(int rows) {
+    sampler_->enqueue(
+        act_.logits.get(), rows,
+        reinterpret_cast<const kernels::SamplingRow*>(graph_step_.get() + graph_at_.sampling),
+        graph_step_.get() + graph_at_.block_tables, stream_);
+  }
+
+  static bool samples_in(std::span<const BatchItem> items) {
+    return std::any_of(items.begin(), items.end(),
+                       [](const BatchItem& item) { return item.sample != nullptr; });
   }
 
   // Copies the logits of the step's sampled rows (the first of act_.logits, in item order) into
@@ -714,6 +777,9 @@ class CudaBackend : public Backend {
   std::map<int, std::vector<int>> split_counts_;  // by bucket
   std::size_t graph_attention_floats_ = 0;        // the workspace every bucket's graphs need
   std::uint64_t graph_replays_ = 0;
+  // Device sampling (device_sampler.h): on unless NIBBLE_DEVICE_SAMPLING=0.
+  bool device_sampling_ = true;
+  std::unique_ptr<cuda::DeviceSampler> sampler_;
   PinnedBuffer<float> router_host_, logits_host_;
   PinnedBuffer<std::uint32_t> moe_host_;
   DeviceBuffer<std::uint32_t> moe_device_;

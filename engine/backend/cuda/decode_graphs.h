@@ -21,8 +21,9 @@ std::vector<int> decode_buckets(int max_rows);
 int decode_bucket_for(int n, const std::vector<int>& buckets);
 
 struct DecodeGraphKey {
-  int rows = 0;    // the bucket
-  int splits = 0;  // attention key splits
+  int rows = 0;          // the bucket
+  int splits = 0;        // attention key splits
+  bool sampled = false;  // ends with device sampling (device_sampler.h) rather than logits
   auto operator<=>(const DecodeGraphKey&) const = default;
 };
 

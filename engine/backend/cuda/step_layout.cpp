@@ -21,7 +21,7 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
       s.slots.push_back(std::int64_t(item.block_table[std::size_t(p / block_size)]) * block_size +
                         p % block_size);
     }
-    if (!item.logits.empty()) s.logit_rows.push_back(row0 + n - 1);
+    if (wants_next_token(item)) s.logit_rows.push_back(row0 + n - 1);
   }
   return s;
 }
@@ -62,7 +62,8 @@ DecodeStepOffsets decode_step_offsets(int max_rows) {
   o.slots = o.positions + aligned(rows * 4);
   o.tiles = o.slots + aligned(rows * 8);
   o.logit_rows = o.tiles + aligned(rows * sizeof(AttentionTile));
-  o.block_tables = o.logit_rows + aligned(rows * 4);
+  o.sampling = o.logit_rows + aligned(rows * 4);
+  o.block_tables = o.sampling + aligned(rows * sizeof(kernels::SamplingRow));
   return o;
 }
 

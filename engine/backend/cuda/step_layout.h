@@ -9,6 +9,7 @@
 
 #include "engine/backend/backend.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/sampling/sampling_types.h"
 
 namespace nibble::backend::cuda {
 
@@ -37,8 +38,12 @@ PackedStep pack_step(const StepLayout& layout);
 // block tables last (their length varies). Entry 0 of the block tables is a table of one block,
 // `scratch_block`, for the rows that pad a batch up to its graph's size: they compute token 0 at
 // position 0 and write their keys and values only there.
+// `sampling`: room for max_rows kernels::SamplingRow, the rows' device sampling parameters when
+// the step samples on the device (device_sampler.h); their penalty lists and bitmasks follow the
+// block tables, at offsets counted from block_tables.
 struct DecodeStepOffsets {
-  std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, logit_rows = 0, block_tables = 0;
+  std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, logit_rows = 0, sampling = 0,
+              block_tables = 0;
 };
 DecodeStepOffsets decode_step_offsets(int max_rows);
 

@@ -1,0 +1,38 @@
+#pragma once
+// Device sampling: one launch samples the next token of every row of a step's FP32 logits, as
+// sampling_types.h defines it (CPU reference: sampling_ref.h). Only the sampled ids, their
+// logprobs and the requested top logprobs leave the device. No host synchronisation and fixed
+// buffers: capturable in a CUDA graph.
+//
+// Method (one 1024-thread block per row, several passes over the row, which stays in L2):
+// raw max and sum of exponentials (online softmax); top-N raw logprobs by a radix select of the
+// N-th largest logit then a gather; penalties applied in place; greedy rows end with one argmax
+// pass. Sampled rows: the max of y = z / T, then each threshold of step 5 by a 4-pass radix
+// select over the order-preserving 32-bit key of y (8 bits a pass, a 256-bin histogram in shared
+// memory), counting tokens for top-k and summing 32.32 fixed-point masses for top-p (integer
+// atomics: the same sums in any order), and one race pass drawing the token. A greedy row reads
+// the row about 3 times, a temperature-only row 3, top-k and top-p add 4 each (top-p 5).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/sampling/sampling_types.h"
+
+namespace nibble::kernels {
+
+struct SampleRowsArgs {
+  float* logits = nullptr;  // [rows, vocab]; the penalties are applied in place
+  int rows = 0;
+  int vocab = 0;
+  const SamplingRow* params = nullptr;         // [rows]
+  const SamplingPenalty* penalties = nullptr;  // the step's lists, rows' slices by offset/count
+  float* penalty_raw = nullptr;                // as long as the lists: listed tokens' raw logits
+  const std::uint32_t* bitmask = nullptr;      // rows' masks at their bitmask_offset, or null
+  SampledRow* out = nullptr;                   // [rows]
+  TopLogprob* top = nullptr;  // [rows, kMaxSampledTopLogprobs]; row r's first num_top_logprobs
+};
+
+// Enqueues the pass on `stream`; returns the launch error (cudaErrorInvalidValue for bad sizes).
+cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream);
+
+}  // namespace nibble::kernels

@@ -1,0 +1,188 @@
+// The engine loop's device sampling path (ModelRunner::execute_sampled) against its host path:
+// a runner whose "device" samples with the CPU reference of the device pass must give exactly
+// the tokens and logprobs the host sampler gives, for seeded and greedy requests with penalties,
+// filters and logprobs, whatever else shares the batch: the engine's penalty lists, RNG
+// positions and logprob plumbing are what differ between the two paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/runtime/engine_loop.h"
+#include "kernels/sampling/sampling_ref.h"
+
+namespace nibble::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Logits that depend only on a sequence's tokens so far (no KV cache needed): sharp enough that
+// penalties and filters matter, varied enough that draws differ.
+class HashLogitsRunner : public ModelRunner {
+ public:
+  HashLogitsRunner(int vocab, bool device) : vocab_(vocab), device_(device) {}
+  int vocab_size() const override { return vocab_; }
+  int num_kv_blocks() const override { return 256; }
+  int kv_block_size() const override { return 16; }
+  bool samples_on_device() const override { return device_; }
+
+  void execute(const SchedulerOutput& batch, std::vector<float>& logits) override {
+    ++host_steps;
+    logits.clear();
+    for (const ScheduledSequence& s : batch.scheduled)
+      if (s.samples_next_token) append_row(*s.seq, s.num_new_tokens, logits);
+  }
+
+  void execute_sampled(const SchedulerOutput& batch,
+                       std::span<const kernels::SamplingRequest> requests) override {
+    ++device_steps;
+    std::size_t r = 0;
+    for (const ScheduledSequence& s : batch.scheduled) {
+      if (!s.samples_next_token) continue;
+      std::vector<float> row;
+      append_row(*s.seq, s.num_new_tokens, row);
+      const kernels::SamplingRequest& q = requests[r++];
+      std::vector<kernels::TopLogprob> top;
+      *q.result = kernels::sample_row_reference(row, q.params, q.penalties, q.bitmask, top);
+      std::copy(top.begin(), top.end(), q.top.begin());
+    }
+    EXPECT_EQ(r, requests.size());
+  }
+
+  int host_steps = 0, device_steps = 0;
+
+ private:
+  void append_row(const Sequence& seq, int num_new, std::vector<float>& out) const {
+    const std::size_t end = std::size_t(seq.num_computed_tokens + num_new);
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t i = 0; i < end; ++i) h = (h ^ std::uint64_t(seq.tokens[i])) * 1099511628211ull;
+    for (int v = 0; v < vocab_; ++v) {
+      std::uint64_t z = h + 0x9e3779b97f4a7c15ull * std::uint64_t(v + 1);
+      z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+      out.push_back(float(double(z >> 40) / double(1 << 24) * 6.0 - 3.0));
+    }
+  }
+  int vocab_;
+  bool device_;
+};
+
+struct Output {
+  std::vector<std::vector<int>> tokens;
+  std::vector<std::vector<float>> logprobs;
+  std::vector<std::vector<std::vector<TokenLogprob>>> top;
+};
+
+std::vector<GenerationRequest> requests() {
+  std::vector<GenerationRequest> out;
+  auto add = [&out](SamplingParams p, std::vector<int> prompt) {
+    GenerationRequest r;
+    r.id = "r" + std::to_string(out.size());
+    r.prompt = std::move(prompt);
+    r.params = p;
+    r.channel = std::make_shared<OutputChannel>();
+    out.push_back(std::move(r));
+  };
+  SamplingParams seeded;
+  seeded.max_tokens = 24;
+  seeded.temperature = 0.8f;
+  seeded.top_k = 20;
+  seeded.top_p = 0.9f;
+  seeded.repetition_penalty = 1.3f;
+  seeded.frequency_penalty = 0.5f;
+  seeded.presence_penalty = 0.2f;
+  seeded.logprobs = 3;
+  seeded.seed = 1234;
+  seeded.n = 2;
+  add(seeded, {1, 2, 3, 4, 5, 1, 2});
+  SamplingParams greedy;
+  greedy.max_tokens = 20;
+  greedy.temperature = 0;
+  greedy.repetition_penalty = 1.5f;
+  greedy.logprobs = 0;
+  add(greedy, {7, 8, 9});
+  SamplingParams plain;  // temperature 1, min-p, no logprobs
+  plain.max_tokens = 16;
+  plain.min_p = 0.1f;
+  plain.seed = 99;
+  add(plain, {40, 41});
+  return out;
+}
+
+Output run(HashLogitsRunner& runner, std::vector<GenerationRequest> reqs) {
+  EngineConfig c;
+  c.model_name = "hash";
+  c.max_model_len = 512;
+  c.scheduler = {.max_num_seqs = 16, .max_num_batched_tokens = 64};
+  metrics::Registry registry;
+  EngineLoop engine(c, runner, registry);
+  engine.start();
+  std::vector<std::shared_ptr<OutputChannel>> channels;
+  std::vector<int> ns;
+  for (GenerationRequest& r : reqs) {
+    channels.push_back(r.channel);
+    ns.push_back(std::max(1, r.params.n));
+    EXPECT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
+  }
+  Output out;
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    int finished = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    std::size_t base = out.tokens.size();
+    out.tokens.resize(base + std::size_t(ns[i]));
+    out.logprobs.resize(base + std::size_t(ns[i]));
+    out.top.resize(base + std::size_t(ns[i]));
+    while (finished < ns[i] && std::chrono::steady_clock::now() < deadline) {
+      for (TokenEvent& e : channels[i]->pop(100ms)) {
+        const std::size_t k = base + std::size_t(e.choice);
+        if (e.token >= 0) {
+          out.tokens[k].push_back(e.token);
+          out.logprobs[k].push_back(e.sample.logprob);
+          out.top[k].push_back(e.sample.top_logprobs);
+        }
+        if (e.finish != FinishReason::kNone) ++finished;
+      }
+    }
+  }
+  engine.drain_and_stop(1s);
+  return out;
+}
+
+TEST(EngineDeviceSampling, SameTokensAndLogprobsAsHostSampling) {
+  HashLogitsRunner host(300, false), device(300, true);
+  const Output a = run(host, requests());
+  const Output b = run(device, requests());
+  EXPECT_GT(host.host_steps, 0);
+  EXPECT_EQ(host.device_steps, 0);
+  EXPECT_GT(device.device_steps, 0);
+  EXPECT_EQ(device.host_steps, 0);
+  ASSERT_EQ(a.tokens.size(), 4u);
+  EXPECT_EQ(a.tokens, b.tokens);
+  for (std::size_t k = 0; k < a.tokens.size(); ++k) {
+    EXPECT_GE(a.tokens[k].size(), 16u);
+    EXPECT_EQ(a.logprobs[k], b.logprobs[k]);
+    for (std::size_t t = 0; t < a.top[k].size(); ++t) {
+      ASSERT_EQ(a.top[k][t].size(), b.top[k][t].size());
+      for (std::size_t j = 0; j < a.top[k][t].size(); ++j) {
+        EXPECT_EQ(a.top[k][t][j].token, b.top[k][t][j].token);
+        EXPECT_EQ(a.top[k][t][j].logprob, b.top[k][t][j].logprob);
+      }
+    }
+  }
+  EXPECT_EQ(a.top[0][0].size(), 3u);    // logprobs 3
+  EXPECT_TRUE(a.top[3][0].empty());     // no logprobs asked
+  EXPECT_NE(a.tokens[0], a.tokens[1]);  // the n choices draw their own streams
+}
+
+TEST(EngineDeviceSampling, MoreTopLogprobsThanTheDeviceReturnsSampleOnTheHost) {
+  HashLogitsRunner device(300, true);
+  std::vector<GenerationRequest> reqs = requests();
+  reqs.resize(1);
+  reqs[0].params.logprobs = kernels::kMaxSampledTopLogprobs + 1;
+  const Output out = run(device, std::move(reqs));
+  EXPECT_GT(device.host_steps, 0);
+  EXPECT_EQ(device.device_steps, 0);
+  ASSERT_FALSE(out.top[0].empty());
+  EXPECT_EQ(out.top[0][0].size(), std::size_t(kernels::kMaxSampledTopLogprobs + 1));
+}
+
+}  // namespace
+}  // namespace nibble::runtime

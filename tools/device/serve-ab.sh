@@ -4,7 +4,8 @@
 # nibble-bench at 512 in / 128 out (concurrency 32 and 64) and 8,192 in / 256 out (concurrency 8),
 # for the current build and, when carried, .device-carry/bin/nibble-engine-base (an older build:
 # an A/B in one call). Extra serve flags: SERVE_ARGS. VARIANTS="name:flags;name:flags" serves the
-# current build once per variant instead (e.g. --max-num-batched-tokens choices). Logs go to $OUT.
+# current build once per variant instead (e.g. --max-num-batched-tokens choices). RUNS="c:prompts:in:out
+# ..." replaces the default loads. Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -42,8 +43,8 @@ for spec in "${runs[@]}"; do
     sleep 0.5
   done
   if [ $ok -eq 1 ]; then
-    for run in "32 128 512 128" "64 256 512 128" "8 16 8192 256"; do
-      set -- $run
+    for run in ${RUNS:-32:128:512:128 64:256:512:128 8:16:8192:256}; do
+      set -- ${run//:/ }
       "$bin/nibble-bench" --base-url http://127.0.0.1:8400 --endpoint completions --input-len "$3" \
         --output-len "$4" --num-prompts "$2" --max-concurrency "$1" --no-progress \
         >"$OUT/bench_${engine}_c$1_in$3.log" 2>&1 || status=1

@@ -4,21 +4,8 @@
 # `nibble-engine generate` after prompts of 512 and 32,768 tokens, with the BF16 and the FP8 KV
 # cache, for the current build and, when carried, .device-carry/bin/nibble-engine-base (an A/B in
 # one call), alternately. Logs go to $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT="${OUT:-$PWD/device-out}"
-mkdir -p "$OUT"
-carry=$PWD/.device-carry
-bin=$carry/bin
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-status=0
-work=/tmp/nibble-device
-mkdir -p "$work"
-if [ ! -f "$work/llama8b/config.json" ]; then
-  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
-    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
-    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
-fi
+source "$(dirname "$0")/device_env.sh"
+ensure_llama8b
 engines=(nibble-engine); [ -x "$bin/nibble-engine-base" ] && engines+=(nibble-engine-base)
 echo "== Llama-3.1-8B NVFP4 batch-1 decode (128 tokens) after a prompt of N tokens"
 for n in 512 32768; do

@@ -5,24 +5,11 @@
 # and fp8 from the same 2,048-token prompt (the first step's top-20 logits compared, the tokens
 # until the first difference counted), decode speed at a 32,768-token context with each cache,
 # and the KV cache each holds in the same memory (serve's start-up line). Logs go to $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT="${OUT:-$PWD/device-out}"
-mkdir -p "$OUT"
-carry=$PWD/.device-carry
-bin=$carry/bin
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-status=0
-work=/tmp/nibble-device
-mkdir -p "$work"
+source "$(dirname "$0")/device_env.sh"
 echo "== attention kernels (BF16 and FP8 caches) and the FP8 store vs references"
 "$bin/test_attention_gpu" >"$OUT/test_attention_gpu.log" 2>&1 || status=1
 grep -E "^FAIL|passed|seed|fp8 store" "$OUT/test_attention_gpu.log" | head -20
-if [ ! -f "$work/llama8b/config.json" ]; then
-  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
-    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
-    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
-fi
+ensure_llama8b
 prompt() { python3 -c "import random; r=random.Random($2); print(','.join(str(r.randrange(128000)) for _ in range($1)))"; }
 echo "== greedy generation, 2,048-token prompt, 128 tokens: bf16 vs fp8 cache"
 ids=$(prompt 2048 7)

@@ -8,30 +8,17 @@
 # nibble-engine-base (an older build, for an A/B of two versions) runs too when present.
 # Logs go to $OUT.
 # Usage: tools/device/prefill-check.sh [--peer] [--no-ab] [--lengths 512,2048,8192,32768]
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT="${OUT:-$PWD/device-out}"
-mkdir -p "$OUT"
-carry=$PWD/.device-carry
-bin=$carry/bin
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/device_env.sh"
 PEER=0; AB=1; LENGTHS=512,2048,8192,32768
 while [ $# -gt 0 ]; do
   case "$1" in --peer) PEER=1 ;; --no-ab) AB=0 ;; --lengths) LENGTHS=$2; shift ;; esac
   shift
 done
-status=0
-work=/tmp/nibble-device
-mkdir -p "$work"
 echo "== attention kernels vs FP64"
 "$bin/test_attention_gpu" >"$OUT/test_attention_gpu.log" 2>&1 || status=1
 grep -E "^FAIL|passed|seed" "$OUT/test_attention_gpu.log" | head -20
 
-if [ ! -f "$work/llama8b/config.json" ]; then
-  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
-    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
-    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
-fi
+ensure_llama8b
 modes=(flash); [ $AB -eq 1 ] && modes=(flash tile)
 [ -x "$bin/nibble-engine-base" ] && modes+=(base)
 echo "== Llama-3.1-8B NVFP4 prefill, one forward (generate --warmup)"

@@ -4,38 +4,19 @@
 # Llama-3.1-8B-shaped NVFP4 model (random weights) served and measured with nibble-bench at 512 in
 # / 128 out, concurrency 1 and 8, sampling on the device (the default) and on the host
 # (NIBBLE_DEVICE_SAMPLING=0) in one call. Logs go to $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT="${OUT:-$PWD/device-out}"
-mkdir -p "$OUT"
-carry=$PWD/.device-carry
-bin=$carry/bin
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-status=0
-work=/tmp/nibble-device
-mkdir -p "$work"
+source "$(dirname "$0")/device_env.sh"
 echo "== sampling kernel vs its CPU reference"
 "$bin/test_sampling_gpu" >"$OUT/test_sampling_gpu.log" 2>&1 || status=1
 grep -E "^FAIL|passed|near-tie" "$OUT/test_sampling_gpu.log" | head -10
 "$bin/test_sampling_gpu" --bench >"$OUT/sampling_bench.log" 2>&1 || status=1
 tail -8 "$OUT/sampling_bench.log"
-if [ ! -f "$work/llama8b/config.json" ]; then
-  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
-    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
-    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
-fi
+ensure_llama8b
 echo "== served 512 in / 128 out: device sampling vs host sampling"
 for device_sampling in 1 0; do
   log=$OUT/serve_sampling$device_sampling.log
-  NIBBLE_DEVICE_SAMPLING=$device_sampling "$bin/nibble-engine" serve --model "$work/llama8b" \
-    --port 8500 --max-model-len 4096 --max-num-seqs 64 >"$log" 2>&1 &
-  pid=$!
   ok=0
-  for _ in $(seq 1 600); do
-    curl -sf http://127.0.0.1:8500/health >/dev/null 2>&1 && { ok=1; break; }
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.5
-  done
+  NIBBLE_DEVICE_SAMPLING=$device_sampling start_server nibble-engine 8500 "$log" \
+    --max-model-len 4096 --max-num-seqs 64 && ok=1
   if [ $ok -eq 1 ]; then
     for run in "1 16" "8 64"; do
       set -- $run
@@ -48,7 +29,7 @@ for device_sampling in 1 0; do
   else
     status=1; tail -5 "$log"
   fi
-  kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
+  stop_server
 done > >(tee "$OUT/sampling_ab.log")  # the loop stays in this shell: its status counts
 echo "status $status"
 exit $status

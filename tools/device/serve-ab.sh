@@ -6,21 +6,8 @@
 # an A/B in one call). Extra serve flags: SERVE_ARGS. VARIANTS="name:flags;name:flags" serves the
 # current build once per variant instead (e.g. --max-num-batched-tokens choices). RUNS="c:prompts:in:out
 # ..." replaces the default loads. Logs go to $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT="${OUT:-$PWD/device-out}"
-mkdir -p "$OUT"
-carry=$PWD/.device-carry
-bin=$carry/bin
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-status=0
-work=/tmp/nibble-device
-mkdir -p "$work"
-if [ ! -f "$work/llama8b/config.json" ]; then
-  "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
-    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
-    >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; }
-fi
+source "$(dirname "$0")/device_env.sh"
+ensure_llama8b
 # Runs: "label|binary|flags".
 runs=("nibble-engine|nibble-engine|")
 [ -x "$bin/nibble-engine-base" ] && runs+=("nibble-engine-base|nibble-engine-base|")
@@ -32,16 +19,10 @@ fi
 for spec in "${runs[@]}"; do
   IFS='|' read -r engine binary flags <<<"$spec"
   log=$OUT/serve_$engine.log
-  # shellcheck disable=SC2086  # flags are words
-  "$bin/$binary" serve --model "$work/llama8b" --port 8400 --max-model-len 10240 \
-    --max-num-seqs 64 ${SERVE_ARGS:-} $flags >"$log" 2>&1 &
-  pid=$!
   ok=0
-  for _ in $(seq 1 600); do
-    curl -sf http://127.0.0.1:8400/health >/dev/null 2>&1 && { ok=1; break; }
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.5
-  done
+  # shellcheck disable=SC2086  # flags are words
+  start_server "$binary" 8400 "$log" --max-model-len 10240 --max-num-seqs 64 ${SERVE_ARGS:-} \
+    $flags && ok=1
   if [ $ok -eq 1 ]; then
     for run in ${RUNS:-32:128:512:128 64:256:512:128 8:16:8192:256}; do
       set -- ${run//:/ }
@@ -53,7 +34,7 @@ for spec in "${runs[@]}"; do
   else
     status=1; tail -5 "$log"
   fi
-  kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
+  stop_server
 done > >(tee "$OUT/serve_ab.log")  # the loop stays in this shell: its status counts
 echo "status $status"
 exit $status

@@ -7,6 +7,7 @@
 #include "kernels/attention/flash_prefill.h"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
+#include "kernels/mma_sync.cuh"
 
 namespace nibble::kernels::detail {
 namespace {
@@ -53,30 +54,7 @@ __device__ __forceinline__ unsigned swizzled(unsigned base, int row, int chunk) 
 }
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool live) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(live ? 16 : 0));  // 0: zero-fill
-}
-
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], unsigned at) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(at));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], unsigned at) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(at));
-}
-
-// c += a . b on a 16x8x16 BF16 tile, FP32 accumulators.
-__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                    std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  cp_async16_to(dst, src, live ? 16u : 0u);  // 0: zero-fill
 }
 
 __device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
@@ -223,7 +201,7 @@ __global__ void __launch_bounds__(kThreads)
     else
       load_chunk<D, KC>(a, table, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
   }
-  asm volatile("cp.async.commit_group;\n" ::);
+  cp_async_commit();
 
   // This lane's rows of every accumulator fragment: in m tile t, rows[t][0] = lane / 4 and
   // rows[t][1] = lane / 4 + 8. Rows that do not exist take the tile's last position (finite
@@ -258,10 +236,10 @@ __global__ void __launch_bounds__(kThreads)
         const unsigned next = stage_s + unsigned(buf ^ 1) * 2 * KC * D;
         stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c0 + KC, last, next, next + KC * D, k_next,
                                         v_next);
-        asm volatile("cp.async.commit_group;\n" ::);
-        asm volatile("cp.async.wait_group 1;\n" ::);
+        cp_async_commit();
+        cp_async_wait<1>();
       } else {
-        asm volatile("cp.async.wait_group 0;\n" ::);
+        cp_async_wait<0>();
       }
       widen_fp8_chunk<D, KC, kPieces>(smem_at + stage, smem_at + stage + KC * D, k_scale, v_scale,
                                       smem_at + k_s, smem_at + v_s);
@@ -273,10 +251,10 @@ __global__ void __launch_bounds__(kThreads)
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
       load_chunk<D, KC>(a, table, kvh, c0 + KC, last, next, next + kTensorBytes);
-      asm volatile("cp.async.commit_group;\n" ::);
-      asm volatile("cp.async.wait_group 1;\n" ::);
+      cp_async_commit();
+      cp_async_wait<1>();
     } else {
-      asm volatile("cp.async.wait_group 0;\n" ::);
+      cp_async_wait<0>();
     }
     __syncthreads();
 
@@ -291,17 +269,17 @@ __global__ void __launch_bounds__(kThreads)
       std::uint32_t qa[MT][4];
 #pragma unroll
       for (int t = 0; t < MT; ++t)
-        ldmatrix_x4(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
-                                       2 * ks + lane / 16));
+        ldmatrix_x4_at(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
+                                          2 * ks + lane / 16));
 #pragma unroll
       for (int np = 0; np < KC / 16; ++np) {
         std::uint32_t kb[4];
-        ldmatrix_x4(
+        ldmatrix_x4_at(
             kb, swizzled<D>(k_s, np * 16 + lane % 8 + 8 * (lane / 16), 2 * ks + (lane / 8) % 2));
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          mma(s[t][2 * np], qa[t], kb[0], kb[1]);
-          mma(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
+          mma_bf16(s[t][2 * np], qa[t], kb[0], kb[1]);
+          mma_bf16(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
         }
       }
     }
@@ -360,18 +338,18 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         std::uint32_t vb[4];
-        ldmatrix_x4_trans(
+        ldmatrix_x4_trans_at(
             vb, swizzled<D>(v_s, kk * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * dp + lane / 16));
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          mma(o[t][2 * dp], pa[t], vb[0], vb[1]);
-          mma(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+          mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);
+          mma_bf16(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
         }
       }
     }
     __syncthreads();  // buffer `buf` is free for the chunk after next
   }
-  asm volatile("cp.async.wait_group 0;\n" ::);  // a block with no chunk still staged q
+  cp_async_wait<0>();  // a block with no chunk still staged q
 
   const int col = 2 * (lane % 4);
 #pragma unroll

@@ -1,6 +1,7 @@
 #pragma once
-// Device helpers shared by the W4A16 kernels (w4a16_gemm.cu, w4a16_gemv.cu): mma.sync
-// m16n8k16 BF16, ldmatrix, and the FP4 / E4M3 -> BF16 decode of the repacked layout.
+// Device helpers shared by the W4A16 kernels (w4a16_gemm.cu, w4a16_gemv.cu): cp.async, ldmatrix
+// from generic pointers (the tensor-core primitives themselves: kernels/mma_sync.cuh), and the
+// FP4 / E4M3 -> BF16 decode of the repacked layout.
 //
 // FP4 -> BF16 without a table: an E2M1 code's 3 magnitude bits placed at bf16 bits 6..8 (and
 // its sign at bit 15; the layout stores them so that one shift and one mask do it) read as a bf16
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "kernels/dependent_launch.cuh"
+#include "kernels/mma_sync.cuh"
 
 namespace nibble::kernels::w4a16_detail {
 
@@ -21,19 +23,6 @@ __device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
                "r"(valid ? 16 : 0));
-}
-// The same to a shared-memory address (cvta already applied); src_bytes 0 fills zeros and reads
-// nothing.
-__device__ inline void cp_async16_to(unsigned smem_address, const void* gmem, unsigned src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem),
-               "r"(src_bytes));
-}
-__device__ inline void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ inline void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // Launch configuration with programmatic dependent launch (kernels/dependent_launch.cuh) on or
@@ -59,22 +48,6 @@ __device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
-}
-
-// The same with a shared-memory address (cvta already applied).
-__device__ inline void ldmatrix_x4_at(std::uint32_t (&r)[4], unsigned smem_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address));
-}
-
-__device__ inline void mma_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Fragment pair P of a layout word -> bf16x2 of value * 2^-126 (bit placement: w4a16_layout.h).

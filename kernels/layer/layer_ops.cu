@@ -19,22 +19,31 @@ __device__ __forceinline__ float load(const std::uint16_t* p, std::int64_t i) {
 __device__ __forceinline__ std::uint16_t to_bf16(float v) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
-__device__ __forceinline__ float load_bits(std::uint16_t bits) {
-  return __uint_as_float(std::uint32_t(bits) << 16);
-}
 
-// Largest value over the block (blockDim.x a multiple of 32, at most 1024).
-__device__ float block_max(float v) {
+// Reduces v over the block with op, identity filling the unused warp slots (blockDim.x a
+// multiple of 32, at most 1024); every thread gets the result.
+template <class Op>
+__device__ float block_reduce(float v, Op op, float identity) {
   __shared__ float partial[32];
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   __syncthreads();  // partial may still be read from a previous call
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   const int warps = blockDim.x / 32;
-  v = lane < warps ? partial[lane] : 0.0f;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  v = lane < warps ? partial[lane] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+}
+
+__device__ float block_sum(float v) {
+  return block_reduce(
+      v, [](float a, float b) { return a + b; }, 0.0f);
+}
+
+__device__ float block_max(float v) {
+  return block_reduce(
+      v, [](float a, float b) { return fmaxf(a, b); }, -INFINITY);
 }
 
 // Stores one (token, KV head) row of the FP8 cache (kv_fp8_ref.h) from this thread's two values
@@ -47,20 +56,6 @@ __device__ void store_fp8_row(float lo, float hi, bool active, int i, int half, 
   codes[row * 2 * half + i] = kv_fp8_code(lo, inv);
   codes[row * 2 * half + i + half] = kv_fp8_code(hi, inv);
   if (i == 0) scales[row] = scale;
-}
-
-// Sum over the block (blockDim.x a multiple of 32, at most 1024).
-__device__ float block_sum(float v) {
-  __shared__ float partial[32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // partial may still be read from a previous call
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  const int warps = blockDim.x / 32;
-  v = lane < warps ? partial[lane] : 0.0f;
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 __global__ void embed_kernel(const std::uint16_t* table, const std::int32_t* tokens, int dim,
@@ -177,7 +172,7 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
   }
   const std::int64_t row = a.slots[t] * a.kv_heads + kvh;
   if (a.k_cache8 != nullptr) {  // FP8: the BF16 values the BF16 cache would hold, quantised
-    const float klo = load_bits(to_bf16(rlo)), khi = load_bits(to_bf16(rhi));
+    const float klo = bf16_bits_to_float(to_bf16(rlo)), khi = bf16_bits_to_float(to_bf16(rhi));
     const float vlo = active ? load(a.v, src + i) : 0.0f;
     const float vhi = active ? load(a.v, src + i + half) : 0.0f;
     store_fp8_row(klo, khi, active, i, half, row, a.k_cache8, a.k_scale);

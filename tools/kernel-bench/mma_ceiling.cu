@@ -29,7 +29,7 @@ __global__ void mma_loop_kernel(int iters, unsigned* sink) {
     for (int e = 0; e < 4; ++e) acc[c][e] = 0.0f;
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
-    for (int c = 0; c < kChains; ++c) kernels::w4a16_detail::mma_bf16(acc[c], a, b0, b1);
+    for (int c = 0; c < kChains; ++c) kernels::mma_bf16(acc[c], a, b0, b1);
   }
   float sum = 0.0f;
 #pragma unroll

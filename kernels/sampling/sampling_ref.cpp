@@ -48,18 +48,24 @@ struct Kept {
   std::uint32_t threshold = 0;  // key: kept tokens have key(y) >= threshold
 };
 
-Kept keep(const std::vector<float>& y, const SamplingRow& row) {
-  const std::size_t vocab = y.size();
+// y = z / T is formed per element (max(z) / T is max(y): division by T > 0 keeps the order), and
+// keys only where top-k or top-p needs them: a 152k row is not copied or keyed without need.
+Kept keep(const std::vector<float>& z, const SamplingRow& row) {
+  const std::size_t vocab = z.size();
+  const float temperature = row.temperature;
   Kept k;
-  const float max_y = *std::max_element(y.begin(), y.end());
+  const float max_y = *std::max_element(z.begin(), z.end()) / temperature;
+  const bool top_k = row.top_k > 0 && std::size_t(row.top_k) < vocab;
+  const bool keyed = top_k || row.top_p < 1.0f;
   k.w.resize(vocab);
-  std::vector<std::uint32_t> keys(vocab);
+  std::vector<std::uint32_t> keys(keyed ? vocab : 0);
   for (std::size_t i = 0; i < vocab; ++i) {
-    k.w[i] = std::exp(y[i] - max_y);
-    keys[i] = key_of(y[i]);
+    const float y = z[i] / temperature;
+    k.w[i] = std::exp(y - max_y);
+    if (keyed) keys[i] = key_of(y);
   }
   std::uint32_t t_k = 0;
-  if (row.top_k > 0 && std::size_t(row.top_k) < vocab) {
+  if (top_k) {
     std::vector<std::uint32_t> sorted = keys;
     std::nth_element(sorted.begin(), sorted.begin() + (row.top_k - 1), sorted.end(),
                      std::greater<>());
@@ -92,16 +98,11 @@ Kept keep(const std::vector<float>& y, const SamplingRow& row) {
   }
   k.threshold = std::max(t_k, t_p);
   for (std::size_t i = 0; i < vocab; ++i) {
-    const bool kept =
-        keys[i] >= k.threshold && k.w[i] > 0.0f && (row.min_p <= 0.0f || k.w[i] >= row.min_p);
+    const bool kept = (!keyed || keys[i] >= k.threshold) && k.w[i] > 0.0f &&
+                      (row.min_p <= 0.0f || k.w[i] >= row.min_p);
     if (!kept) k.w[i] = 0.0f;
   }
   return k;
-}
-
-std::vector<float> scaled(std::vector<float> z, float temperature) {
-  for (float& v : z) v = v / temperature;
-  return z;
 }
 
 }  // namespace
@@ -116,7 +117,7 @@ SampledRow sample_row_reference(std::span<const float> logits, const SamplingRow
   if (row.temperature <= 0.0f) {
     out.token = argmax(z);
   } else {
-    const Kept kept = keep(scaled(z, row.temperature), row);
+    const Kept kept = keep(z, row);
     std::uint64_t best = 0;
     float best_score = 0.0f;
     bool any = false;
@@ -171,7 +172,7 @@ std::vector<std::int32_t> kept_tokens_reference(std::span<const float> logits,
     out.push_back(argmax(z));
     return out;
   }
-  const Kept kept = keep(scaled(z, row.temperature), row);
+  const Kept kept = keep(z, row);
   for (std::size_t i = 0; i < kept.w.size(); ++i)
     if (kept.w[i] > 0.0f) out.push_back(std::int32_t(i));
   return out;

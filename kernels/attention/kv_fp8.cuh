@@ -1,21 +1,16 @@
 #pragma once
 // The FP8 KV cache format on the device (its definition and host reference:
-// kernels/attention/kv_fp8_ref.h): E4M3 codes per (token, KV head) row with one BF16 scale.
+// kernels/attention/kv_fp8_ref.h, whose kv_fp8_scale both sides call): E4M3 codes per
+// (token, KV head) row with one BF16 scale.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #include <cstdint>
 
-namespace nibble::kernels {
+#include "kernels/attention/kv_fp8_format.h"
 
-// The BF16 bits of the scale for a row whose largest magnitude is amax (kv_fp8_scale).
-__device__ __forceinline__ std::uint16_t kv_fp8_scale_bits(float amax) {
-  if (!(amax > 0.0f) || !isfinite(amax)) return 0x3f80;
-  std::uint32_t u = __float_as_uint(amax / 448.0f);
-  if (u & 0xffffu) u = (u & 0xffff0000u) + 0x10000u;
-  return std::uint16_t(u >> 16);
-}
+namespace nibble::kernels {
 
 __device__ __forceinline__ std::uint8_t kv_fp8_code(float x, float inv_scale) {
   return std::uint8_t(__nv_cvt_float_to_fp8(x * inv_scale, __NV_SATFINITE, __NV_E4M3));

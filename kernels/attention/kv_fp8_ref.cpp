@@ -10,16 +10,6 @@
 
 namespace nibble::kernels {
 
-std::uint16_t kv_fp8_scale(float amax) {
-  if (!(amax > 0.0f) || !std::isfinite(amax)) return 0x3f80;  // 1.0: zeros (or no range) stay 0
-  const float s = amax / nvfp4::kE4M3Max;
-  std::uint32_t u;
-  std::memcpy(&u, &s, sizeof u);
-  // Round up to BF16 so that amax / scale never exceeds 448.
-  if (u & 0xffffu) u = (u & 0xffff0000u) + 0x10000u;
-  return std::uint16_t(u >> 16);
-}
-
 std::uint16_t quantize_kv_row(std::span<const float> row, std::span<std::uint8_t> codes) {
   if (codes.size() != row.size()) throw std::invalid_argument("quantize_kv_row: sizes differ");
   float amax = 0.0f;

@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <span>
 
-namespace nibble::kernels {
+#include "kernels/attention/kv_fp8_format.h"
 
-// The BF16 bits of the scale of a row whose largest magnitude is amax.
-std::uint16_t kv_fp8_scale(float amax);
+namespace nibble::kernels {
 
 // Quantises one row; returns its scale's BF16 bits.
 std::uint16_t quantize_kv_row(std::span<const float> row, std::span<std::uint8_t> codes);

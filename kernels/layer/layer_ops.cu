@@ -50,7 +50,7 @@ __device__ float block_max(float v) {
 // (lo at i, hi at i + D/2; inactive threads hold zeros); every thread of the block calls it.
 __device__ void store_fp8_row(float lo, float hi, bool active, int i, int half, std::int64_t row,
                               std::uint8_t* codes, std::uint16_t* scales) {
-  const std::uint16_t scale = kv_fp8_scale_bits(block_max(fmaxf(fabsf(lo), fabsf(hi))));
+  const std::uint16_t scale = kv_fp8_scale(block_max(fmaxf(fabsf(lo), fabsf(hi))));
   if (!active) return;
   const float inv = 1.0f / bf16_bits_to_float(scale);
   codes[row * 2 * half + i] = kv_fp8_code(lo, inv);

@@ -24,11 +24,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define NIBBLE_HOST_DEVICE __host__ __device__
-#else
-#define NIBBLE_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace nibble::kernels {
 

@@ -52,6 +52,9 @@ struct PagedAttentionArgs {
   // Tiles of one row (decodes) among num_tiles; -1: unknown. In a step that also has longer tiles
   // they run in the decode kernel beside the flash kernel; 0 saves that kernel's launch.
   int decode_tiles = -1;
+  // Steps of decodes only: 1 runs the flash kernel, 0 the decode kernel, -1 the default
+  // (the flash kernel where it serves the shape, unless NIBBLE_FLASH_DECODE=0).
+  int flash_decode = -1;
   // The FP8 cache (kernels/attention/kv_fp8_ref.h) instead of k_cache / v_cache when k_cache8 is
   // set: E4M3 codes [cache rows, Hkv, D], BF16 scales [cache rows, Hkv]. Shapes:
   // paged_attention_fp8_supported.
@@ -71,6 +74,15 @@ bool paged_attention_fp8_supported(const AttentionShape& shape);
 int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_position,
                            int sm_count);
 std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int rows, int splits);
+
+// The split count for a step of decodes only (one query row per sequence, `rows` sequences):
+// about four blocks a multiprocessor where the keys allow, each split at least one step of every
+// warp of the decode kernel. A few sequences at short contexts otherwise run one block per KV
+// head, each warp walking every key in turn with no other warp on its scheduler to hide the
+// latency (Qwen3-30B-A3B, 66 keys: 4 blocks, 25 us a layer on an H200). Power of two, as above.
+// `flash_decode` as in PagedAttentionArgs: each kernel has its own best split.
+int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
+                        int flash_decode = -1);
 
 // Returns cudaErrorInvalidValue for shapes it cannot run (head_dim not a multiple of 8 or above
 // 256: two K/V chunks must fit GB10's ~100 KB of shared memory per block, Hq not a multiple of

@@ -156,15 +156,29 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   a.max_position = max_position;
   // Keys in one block per tile, then split as far as the keys allow (a huge SM count), each with
   // the step's count of decode tiles known and unknown.
-  for (const int sm_count : {0, 1 << 20})
+  // Steps of decodes only also run each decode kernel (the decode kernel, the flash kernel) with
+  // the engine's decode split rule on an H100-sized GPU.
+  std::size_t work_floats = 0;
+  for (const int mode : {0, 1, 2, 3})
     for (const int known : {1, 0}) {
-      const int splits =
-          kernels::paged_attention_splits(c.shape, a.num_tiles, max_position, sm_count);
+      const bool decode_rule = mode >= 2;
+      if (decode_rule && a.num_tiles != T) break;
+      const int sm_count = mode == 0 ? 0 : mode == 1 ? 1 << 20 : 132;
+      a.flash_decode = decode_rule ? mode - 2 : 0;
+      const int splits = decode_rule ? kernels::paged_decode_splits(c.shape, int(T), max_position,
+                                                                    sm_count, a.flash_decode)
+                                     : kernels::paged_attention_splits(c.shape, a.num_tiles,
+                                                                       max_position, sm_count);
       a.sm_count = sm_count;
       a.decode_tiles = known ? decode_tiles : -1;
+      a.splits = decode_rule ? splits : 0;
       if (splits > 1) {
         a.workspace_floats = kernels::paged_attention_workspace_floats(c.shape, int(T), splits);
-        if (dwork == nullptr) NIBBLE_CUDA_CHECK(cudaMalloc(&dwork, a.workspace_floats * 4));
+        if (a.workspace_floats > work_floats) {
+          if (dwork != nullptr) NIBBLE_CUDA_CHECK(cudaFree(dwork));
+          NIBBLE_CUDA_CHECK(cudaMalloc(&dwork, a.workspace_floats * 4));
+          work_floats = a.workspace_floats;
+        }
         a.workspace = dwork;
       }
       NIBBLE_CUDA_CHECK(cudaMemset(dout, 0xff, q.size() * 2));  // poison: NaN
@@ -185,11 +199,13 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
       }
       const double err = bad ? INFINITY : std::sqrt(diff / ref);
       char detail[200];
-      std::snprintf(detail, sizeof detail,
-                    "Hq %d Hkv %d D %d%s, %lld rows, %d tiles (%d decodes), splits %d%s: relative "
-                    "L2 %.3g, %zu not finite",
-                    Hq, Hkv, D, c.fp8 ? " fp8" : "", (long long)T, a.num_tiles, decode_tiles,
-                    splits, known ? "" : ", decode count unknown", err, bad);
+      std::snprintf(
+          detail, sizeof detail,
+          "Hq %d Hkv %d D %d%s, %lld rows, %d tiles (%d decodes), splits %d%s%s: "
+          "relative L2 %.3g, %zu not finite",
+          Hq, Hkv, D, c.fp8 ? " fp8" : "", (long long)T, a.num_tiles, decode_tiles, splits,
+          decode_rule ? (a.flash_decode ? " (decode rule, flash)" : " (decode rule)") : "",
+          known ? "" : ", decode count unknown", err, bad);
       results.record(err < 5e-3, c.name, detail);
       if (splits == 1 && sm_count > 0) break;
     }

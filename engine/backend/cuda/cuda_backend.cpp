@@ -302,7 +302,11 @@ class CudaBackend : public Backend {
     const auto R = std::int64_t(layout.logit_rows.size());
     const int num_tiles = int(layout.tiles.size());
     const int max_position = *std::max_element(layout.positions.begin(), layout.positions.end());
-    const int splits = kernels::paged_attention_splits(shape_, num_tiles, max_position, sm_count_);
+    // One tile per row: a step of decodes (the decode kernel's own split rule).
+    const int splits =
+        num_tiles == T
+            ? kernels::paged_decode_splits(shape_, int(T), max_position, sm_count_)
+            : kernels::paged_attention_splits(shape_, num_tiles, max_position, sm_count_);
     reserve(T, R, kernels::paged_attention_workspace_floats(shape_, int(T), splits));
     staging_.ensure(packed.bytes.size());
     step_.ensure(packed.bytes.size());
@@ -362,8 +366,8 @@ class CudaBackend : public Backend {
     auto [it, inserted] = split_counts_.try_emplace(rows);
     if (inserted) {
       std::set<int> counts;
-      for (int p = 0; p < m_.config.max_context; p += 32)
-        counts.insert(kernels::paged_attention_splits(shape_, rows, p, sm_count_));
+      for (int p = 0; p < m_.config.max_context; p += 8)
+        counts.insert(kernels::paged_decode_splits(shape_, rows, p, sm_count_));
       it->second.assign(counts.begin(), counts.end());
     }
     return it->second;
@@ -461,7 +465,7 @@ class CudaBackend : public Backend {
     const int rows = cuda::decode_bucket_for(int(items.size()), buckets_);
     if (rows == 0) return false;
     const cuda::DecodeGraphKey key{
-        rows, kernels::paged_attention_splits(shape_, rows, max_position, sm_count_), sampled};
+        rows, kernels::paged_decode_splits(shape_, rows, max_position, sm_count_), sampled};
     try {
       reserve_graph_buffers();
       std::size_t bytes = cuda::pack_decode_step(items, cache.block, rows, cache.scratch_block(),

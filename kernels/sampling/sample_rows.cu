@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/sampling/sample_rows.h"
+#include "kernels/sampling/sample_rows_split.h"
 
 namespace nibble::kernels {
 namespace {
@@ -318,6 +321,51 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
     top[j] = {sh.top[j].token, sh.top[j].logit - log_sum};
 }
 
+int env_switch(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+// The process's switches, read once (the pass is captured in graphs: no per-step lookups).
+const SampleRowsTuning& env_tuning() {
+  static const SampleRowsTuning tuning{env_switch("NIBBLE_SAMPLING_SPLIT", 1),
+                                       env_switch("NIBBLE_SAMPLING_BLOCKS_PER_ROW", 8),
+                                       env_switch("NIBBLE_SAMPLING_AGGREGATE", 1)};
+  return tuning;
+}
+
+// The device's SMs and whether it launches clusters (sm_90+), for the current device.
+struct DeviceShape {
+  int sms = 1;
+  bool clusters = false;
+};
+DeviceShape device_shape() {
+  DeviceShape d;
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return DeviceShape{};
+  }
+  d.clusters = major >= 9;
+  return d;
+}
+
+// Blocks per row: the largest power of two up to `most` with rows x blocks within the SMs (one
+// 1024-thread block fills an SM's registers), so batch 1 spreads over 8 SMs and batch 64 over 128.
+int blocks_per_row(int rows, int most) {
+  static const DeviceShape shape = device_shape();
+  if (!shape.clusters) return 1;
+  int blocks = 1;
+  while (blocks * 2 <= most && rows * blocks * 2 <= shape.sms) blocks *= 2;
+  return blocks;
+}
+
+int pick(int requested, int from_env) {
+  return requested >= 0 ? requested : from_env;
+}
+
 }  // namespace
 
 cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream) {
@@ -326,6 +374,13 @@ cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream) {
                          args.top == nullptr)))
     return cudaErrorInvalidValue;
   if (args.rows == 0) return cudaSuccess;
+  const SampleRowsTuning& env = env_tuning();
+  if (pick(args.tuning.split, env.split) != 0) {
+    const int most =
+        std::min(std::max(pick(args.tuning.blocks_per_row, env.blocks_per_row), 1), 16);
+    return sample_rows_split(args, blocks_per_row(args.rows, most),
+                             pick(args.tuning.aggregate, env.aggregate) != 0, stream);
+  }
   sample_rows_kernel<<<args.rows, kThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }

@@ -20,6 +20,18 @@
 
 namespace nibble::kernels {
 
+// A/B switches of the pass (tests and benchmarks set them; -1: the environment's, else the
+// default). NIBBLE_SAMPLING_SPLIT=0 runs the first kernel (one block a row, scalar loads, one
+// shared atomic per element in the selects); otherwise the split kernel (sample_rows_split.h)
+// with NIBBLE_SAMPLING_BLOCKS_PER_ROW (1..16; default: up to 8, as many as keep rows x blocks
+// within the device's SMs) and NIBBLE_SAMPLING_AGGREGATE=0 to turn off warp-aggregated
+// histogram atomics. Read once per process.
+struct SampleRowsTuning {
+  int split = -1;           // 0: the first kernel; 1: the split kernel
+  int blocks_per_row = -1;  // the split kernel's most blocks a row (1..16)
+  int aggregate = -1;       // 0/1: warp-aggregated histogram atomics (split kernel)
+};
+
 struct SampleRowsArgs {
   float* logits = nullptr;  // [rows, vocab]; the penalties are applied in place
   int rows = 0;
@@ -30,6 +42,7 @@ struct SampleRowsArgs {
   const std::uint32_t* bitmask = nullptr;      // rows' masks at their bitmask_offset, or null
   SampledRow* out = nullptr;                   // [rows]
   TopLogprob* top = nullptr;  // [rows, kMaxSampledTopLogprobs]; row r's first num_top_logprobs
+  SampleRowsTuning tuning;
 };
 
 // Enqueues the pass on `stream`; returns the launch error (cudaErrorInvalidValue for bad sizes).

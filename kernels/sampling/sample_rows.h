@@ -4,6 +4,10 @@
 // logprobs and the requested top logprobs leave the device. No host synchronisation and fixed
 // buffers: capturable in a CUDA graph.
 //
+// Two kernels compute it (the switches are below). The split kernel (sample_rows_split.h, the
+// default) spreads a row over a cluster of blocks, exchanges partials through distributed shared
+// memory and combines histogram adds within each warp; otherwise it follows the method of the
+// first kernel, described here.
 // Method (one 1024-thread block per row, several passes over the row, which stays in L2):
 // raw max and sum of exponentials (online softmax); top-N raw logprobs by a radix select of the
 // N-th largest logit then a gather; penalties applied in place; greedy rows end with one argmax

@@ -4,20 +4,13 @@
 
 #include "kernels/sampling/sample_rows.h"
 #include "kernels/sampling/sample_rows_split.h"
+#include "kernels/sampling/sampling_device.cuh"
 
 namespace nibble::kernels {
 namespace {
 
 using namespace sampling_math;
-
-constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
-constexpr int kBins = 256;
-
-struct RawTop {  // plain (no initialisers): shared memory takes no constructors
-  int token;
-  float logit;
-};
+using namespace sampling_device;
 
 struct SharedState {
   unsigned long long hist[kBins];
@@ -30,17 +23,6 @@ struct SharedState {
   float chosen_raw;
   RawTop top[kMaxSampledTopLogprobs];
 };
-
-__device__ __forceinline__ unsigned long long umax(unsigned long long a, unsigned long long b) {
-  return a > b ? a : b;
-}
-
-__device__ __forceinline__ std::uint32_t key_of(float v) {
-  return order_key(__float_as_uint(v));
-}
-__device__ __forceinline__ float float_of_key(std::uint32_t key) {
-  return __uint_as_float(float_bits_of_key(key));
-}
 
 __device__ __forceinline__ float processed(const float* x, const std::uint32_t* mask, int i) {
   if (mask != nullptr && ((mask[i >> 5] >> (i & 31)) & 1u) == 0u) return -INFINITY;
@@ -80,32 +62,10 @@ __device__ unsigned long long block_sum(SharedState& sh, unsigned long long v) {
   return s;
 }
 
-// (max, sum of exp(x - max)) of a thread's share merged with another's.
-__device__ __forceinline__ void merge_softmax(float& m, float& s, float m2, float s2) {
-  if (m2 == -INFINITY) return;
-  if (m == -INFINITY) {
-    m = m2;
-    s = s2;
-    return;
-  }
-  const float n = fmaxf(m, m2);
-  s = s * expf(m - n) + s2 * expf(m2 - n);
-  m = n;
-}
-
 // log of sum exp(x) over the row (the raw logprobs' normaliser).
 __device__ float block_log_sum_exp(SharedState& sh, const float* x, int vocab) {
   float m = -INFINITY, s = 0.0f;
-  for (int i = int(threadIdx.x); i < vocab; i += kThreads) {  // one expf an element
-    const float v = x[i];
-    if (v == -INFINITY) continue;
-    if (v > m) {
-      s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
-      m = v;
-    } else {
-      s += expf(v - m);
-    }
-  }
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) add_softmax(m, s, x[i]);
   for (int o = 16; o > 0; o >>= 1)
     merge_softmax(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
   if ((threadIdx.x & 31) == 0) {
@@ -142,33 +102,8 @@ __device__ std::uint32_t radix_select(SharedState& sh, int vocab, unsigned long 
         atomicAdd(&sh.hist[(key >> shift) & 0xffu], weight);
     }
     __syncthreads();
-    if (threadIdx.x < 32) {
-      const int lane = int(threadIdx.x);
-      // Lane l holds bins 255 - 8l down to 248 - 8l: lanes in order walk the bins from the top.
-      unsigned long long lane_sum = 0;
-      for (int j = 0; j < 8; ++j) lane_sum += sh.hist[kBins - 1 - 8 * lane - j];
-      unsigned long long inclusive = lane_sum;
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned long long up = __shfl_up_sync(0xffffffffu, inclusive, o);
-        if (lane >= o) inclusive += up;
-      }
-      const unsigned ballot = __ballot_sync(0xffffffffu, inclusive >= target);
-      const int first = ballot != 0u ? __ffs(int(ballot)) - 1 : 31;
-      if (lane == first) {
-        unsigned long long above = inclusive - lane_sum;
-        int chosen = kBins - 1 - 8 * lane - 7;  // not reached unless the weights fall short
-        for (int j = 0; j < 8; ++j) {
-          const int bin = kBins - 1 - 8 * lane - j;
-          if (above + sh.hist[bin] >= target) {
-            chosen = bin;
-            break;
-          }
-          above += sh.hist[bin];
-        }
-        sh.select_prefix = prefix | (std::uint32_t(chosen) << shift);
-        sh.select_target = target > above ? target - above : 1;
-      }
-    }
+    if (threadIdx.x < 32)
+      choose_bin(sh.hist, target, 0.0f, prefix, shift, sh.select_prefix, sh.select_target);
     __syncthreads();
     prefix = sh.select_prefix;
     target = sh.select_target;
@@ -206,18 +141,7 @@ __device__ void top_raw(SharedState& sh, const float* x, int vocab, int n) {
     if (threadIdx.x == 0) sh.top[sh.top_count++] = {last, x[last]};
     __syncthreads();
   }
-  if (threadIdx.x == 0) {  // at most 32 entries: insertion sort, larger logit then lower id first
-    for (int a = 1; a < sh.top_count; ++a) {
-      const RawTop e = sh.top[a];
-      const unsigned long long ke = pack_argmax(key_of(e.logit), e.token);
-      int b = a - 1;
-      while (b >= 0 && pack_argmax(key_of(sh.top[b].logit), sh.top[b].token) < ke) {
-        sh.top[b + 1] = sh.top[b];
-        --b;
-      }
-      sh.top[b + 1] = e;
-    }
-  }
+  if (threadIdx.x == 0) sort_top(sh.top, sh.top_count);
   __syncthreads();
 }
 

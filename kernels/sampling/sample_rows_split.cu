@@ -5,22 +5,16 @@
 #include <cstdint>
 
 #include "kernels/sampling/sample_rows_split.h"
+#include "kernels/sampling/sampling_device.cuh"
 
 namespace nibble::kernels {
 namespace {
 
 using namespace sampling_math;
+using namespace sampling_device;
 
-constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
-constexpr int kBins = 256;
 constexpr int kUnroll = 4;  // float4 loads a thread keeps in flight (64 KB a block)
 constexpr unsigned kFull = 0xffffffffu;
-
-struct RawTop {  // plain (no initialisers): shared memory takes no constructors
-  int token;
-  float logit;
-};
 
 // Every block of a row's cluster runs the same sequence of reductions, so the alternating slots
 // (slot/hist parity) agree across blocks; a slot is rewritten two reductions later, after a
@@ -65,41 +59,6 @@ __device__ __forceinline__ const SplitShared* at_rank(SplitShared& sh, const Spl
   (void)c;
   (void)rank;
   return &sh;
-}
-
-__device__ __forceinline__ unsigned long long umax(unsigned long long a, unsigned long long b) {
-  return a > b ? a : b;
-}
-
-__device__ __forceinline__ std::uint32_t key_of(float v) {
-  return order_key(__float_as_uint(v));
-}
-__device__ __forceinline__ float float_of_key(std::uint32_t key) {
-  return __uint_as_float(float_bits_of_key(key));
-}
-
-// (max, sum of exp(x - max)) merged with another's; symmetric, so a butterfly gives every lane
-// the same bits.
-__device__ __forceinline__ void merge_softmax(float& m, float& s, float m2, float s2) {
-  if (m2 == -INFINITY) return;
-  if (m == -INFINITY) {
-    m = m2;
-    s = s2;
-    return;
-  }
-  const float n = fmaxf(m, m2);
-  s = s * expf(m - n) + s2 * expf(m2 - n);
-  m = n;
-}
-
-__device__ __forceinline__ void add_softmax(float& m, float& s, float v) {
-  if (v == -INFINITY) return;
-  if (v > m) {
-    s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
-    m = v;
-  } else {
-    s += expf(v - m);
-  }
 }
 
 // Calls f(g, v, n) for each of the block's groups g, v its 4 logits, n how many of them exist
@@ -269,35 +228,9 @@ __device__ std::uint32_t cluster_select(SplitShared& sh, Split& c, const float* 
       sh.total[b] = t;
     }
     __syncthreads();
-    if (threadIdx.x < 32) {
-      const int lane = int(threadIdx.x);
-      // Lane l holds bins 255 - 8l down to 248 - 8l: lanes in order walk the bins from the top.
-      unsigned long long lane_sum = 0;
-      for (int j = 0; j < 8; ++j) lane_sum += sh.total[kBins - 1 - 8 * lane - j];
-      unsigned long long inclusive = lane_sum;
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned long long up = __shfl_up_sync(kFull, inclusive, o);
-        if (lane >= o) inclusive += up;
-      }
-      if (shift == 24 && top_p > 0.0f)
-        target = top_p_target(top_p, __shfl_sync(kFull, inclusive, 31));
-      const unsigned ballot = __ballot_sync(kFull, inclusive >= target);
-      const int first = ballot != 0u ? __ffs(int(ballot)) - 1 : 31;
-      if (lane == first) {
-        unsigned long long above = inclusive - lane_sum;
-        int chosen = kBins - 1 - 8 * lane - 7;  // not reached unless the weights fall short
-        for (int j = 0; j < 8; ++j) {
-          const int bin = kBins - 1 - 8 * lane - j;
-          if (above + sh.total[bin] >= target) {
-            chosen = bin;
-            break;
-          }
-          above += sh.total[bin];
-        }
-        sh.select_prefix = prefix | (std::uint32_t(chosen) << shift);
-        sh.select_target = target > above ? target - above : 1;
-      }
-    }
+    if (threadIdx.x < 32)
+      choose_bin(sh.total, target, shift == 24 ? top_p : 0.0f, prefix, shift, sh.select_prefix,
+                 sh.select_target);
     __syncthreads();
     prefix = sh.select_prefix;
     target = sh.select_target;
@@ -352,17 +285,7 @@ __device__ void top_raw(SplitShared& sh, Split& c, const float* x, int vocab, bo
       for (int e = 0; e < other->top_count && sh.top_count < kMaxSampledTopLogprobs; ++e)
         sh.top[sh.top_count++] = other->top[e];
     }
-    // At most 32 entries: insertion sort, larger logit then lower id first.
-    for (int a = 1; a < sh.top_count; ++a) {
-      const RawTop e = sh.top[a];
-      const unsigned long long ke = pack_argmax(key_of(e.logit), e.token);
-      int b = a - 1;
-      while (b >= 0 && pack_argmax(key_of(sh.top[b].logit), sh.top[b].token) < ke) {
-        sh.top[b + 1] = sh.top[b];
-        --b;
-      }
-      sh.top[b + 1] = e;
-    }
+    sort_top(sh.top, sh.top_count);
   }
   __syncthreads();
 }

@@ -302,8 +302,8 @@ cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream) {
   if (pick(args.tuning.split, env.split) != 0) {
     const int most =
         std::min(std::max(pick(args.tuning.blocks_per_row, env.blocks_per_row), 1), 16);
-    return sample_rows_split(args, blocks_per_row(args.rows, most),
-                             pick(args.tuning.aggregate, env.aggregate) != 0, stream);
+    const int adds = std::min(std::max(pick(args.tuning.aggregate, env.aggregate), 0), 2);
+    return sample_rows_split(args, blocks_per_row(args.rows, most), HistAdds(adds), stream);
   }
   sample_rows_kernel<<<args.rows, kThreads, 0, stream>>>(args);
   return cudaGetLastError();

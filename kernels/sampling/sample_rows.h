@@ -28,12 +28,13 @@ namespace nibble::kernels {
 // default). NIBBLE_SAMPLING_SPLIT=0 runs the first kernel (one block a row, scalar loads, one
 // shared atomic per element in the selects); otherwise the split kernel (sample_rows_split.h)
 // with NIBBLE_SAMPLING_BLOCKS_PER_ROW (1..16; default: up to 8, as many as keep rows x blocks
-// within the device's SMs) and NIBBLE_SAMPLING_AGGREGATE=0 to turn off warp-aggregated
-// histogram atomics. Read once per process.
+// within the device's SMs) and NIBBLE_SAMPLING_AGGREGATE (how a select adds to its histogram:
+// 0 one shared atomic per element, 1 (default) one per distinct bin of a warp by
+// __match_any_sync, 2 by up to 4 ballot rounds). Read once per process.
 struct SampleRowsTuning {
   int split = -1;           // 0: the first kernel; 1: the split kernel
   int blocks_per_row = -1;  // the split kernel's most blocks a row (1..16)
-  int aggregate = -1;       // 0/1: warp-aggregated histogram atomics (split kernel)
+  int aggregate = -1;       // 0, 1, 2: sample_rows_split.h HistAdds (split kernel)
 };
 
 struct SampleRowsArgs {

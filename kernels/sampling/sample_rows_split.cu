@@ -172,38 +172,61 @@ __device__ void cluster_softmax_argmax(SplitShared& sh, Split& c, float m, float
   best_out = sh.result[2];
 }
 
-// Adds weight w of bin `bin` where `in`. Called by all 32 lanes together. Aggregated: one atomic
-// per distinct bin of the warp (a row's 152k keys fall in 2-3 bins of the first pass, and
-// same-address shared atomics serialise); the peers' 64-bit masses are summed as two 32-bit
-// halves (w <= 2^32: each half-sum of 32 lanes fits 32 bits), exactly, in any order.
-template <bool kCount>
+// Adds weight w of bin `bin` where `in`. Called by all 32 lanes together. A row's 152k keys fall
+// in 2-3 bins of a select's first pass, and same-address shared atomics serialise, so the adds
+// are combined within the warp first: kMatch, one atomic per distinct bin of the warp's lanes
+// (__match_any_sync); kBallot, the first lane's bin and those equal to it, up to 4 rounds, then
+// one atomic per lane left. 64-bit masses (w <= 2^32) are summed as two 16-bit halves, each sum of
+// 32 lanes within 32 bits: exact, in any order.
+template <bool kCount, HistAdds adds>
 __device__ __forceinline__ void hist_add(unsigned long long* hist, unsigned bin,
-                                         unsigned long long w, bool in, bool aggregate) {
-  if (!aggregate) {
+                                         unsigned long long w, bool in) {
+  if (adds == HistAdds::kAtomic) {
     if (in) atomicAdd(&hist[bin], w);
     return;
   }
-  if (!__any_sync(kFull, in)) return;
-  const unsigned peers = __match_any_sync(kFull, in ? bin : 0x100u);
-  unsigned long long total;
-  if (kCount) {
-    total = unsigned(__popc(peers));
-  } else {
-    const unsigned high = __reduce_add_sync(peers, unsigned(w >> 16));
-    const unsigned low = __reduce_add_sync(peers, unsigned(w) & 0xffffu);
-    total = (static_cast<unsigned long long>(high) << 16) + low;
+  const int lane = int(threadIdx.x & 31);
+  if (adds == HistAdds::kMatch) {
+    if (!__any_sync(kFull, in)) return;
+    const unsigned peers = __match_any_sync(kFull, in ? bin : 0x100u);
+    unsigned long long total;
+    if (kCount) {
+      total = unsigned(__popc(peers));
+    } else {
+      const unsigned high = __reduce_add_sync(peers, unsigned(w >> 16));
+      const unsigned low = __reduce_add_sync(peers, unsigned(w) & 0xffffu);
+      total = (static_cast<unsigned long long>(high) << 16) + low;
+    }
+    if (in && __ffs(int(peers)) - 1 == lane) atomicAdd(&hist[bin], total);
+    return;
   }
-  if (in && __ffs(int(peers)) - 1 == int(threadIdx.x & 31)) atomicAdd(&hist[bin], total);
+  unsigned todo = __ballot_sync(kFull, in);
+  for (int round = 0; round < 4 && todo != 0u; ++round) {
+    const int leader = __ffs(int(todo)) - 1;
+    const unsigned leader_bin = __shfl_sync(kFull, bin, leader);
+    const bool mine = ((todo >> lane) & 1u) != 0u && bin == leader_bin;
+    const unsigned group = __ballot_sync(kFull, mine);
+    unsigned long long total;
+    if (kCount) {
+      total = unsigned(__popc(group));
+    } else {
+      const unsigned high = __reduce_add_sync(kFull, mine ? unsigned(w >> 16) : 0u);
+      const unsigned low = __reduce_add_sync(kFull, mine ? unsigned(w) & 0xffffu : 0u);
+      total = (static_cast<unsigned long long>(high) << 16) + low;
+    }
+    if (lane == leader) atomicAdd(&hist[leader_bin], total);
+    todo &= ~group;
+  }
+  if (((todo >> lane) & 1u) != 0u) atomicAdd(&hist[bin], w);
 }
 
 // The largest key t with sum(weight of elements whose key >= t) >= target over the row, the
 // weights from key_weight(i, v, key, weight) (weight 0: not counted; kCount: weights are 0 or 1).
 // top_p > 0: the target is top_p_target(top_p, total weight), the total taken from the first
 // pass's histogram. Four passes of 8 bits; every block of the cluster finds the same bins.
-template <bool kCount, typename KeyWeight>
+template <bool kCount, HistAdds adds, typename KeyWeight>
 __device__ std::uint32_t cluster_select(SplitShared& sh, Split& c, const float* x, int vocab,
-                                        bool vector_loads, bool aggregate,
-                                        unsigned long long target, float top_p,
+                                        bool vector_loads, unsigned long long target, float top_p,
                                         KeyWeight key_weight) {
   std::uint32_t prefix = 0, prefix_mask = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
@@ -218,7 +241,7 @@ __device__ std::uint32_t cluster_select(SplitShared& sh, Split& c, const float* 
         unsigned long long w = 0;
         if (j < n) key_weight(4 * g + j, v[j], key, w);
         const bool in = w != 0 && (key & prefix_mask) == prefix;
-        hist_add<kCount>(hist, (key >> shift) & 0xffu, w, in, aggregate);
+        hist_add<kCount, adds>(hist, (key >> shift) & 0xffu, w, in);
       }
     });
     cluster_barrier(c);
@@ -241,14 +264,15 @@ __device__ std::uint32_t cluster_select(SplitShared& sh, Split& c, const float* 
 
 // Step 1's top-N: the N largest raw logits (ties: lower id), most likely first, into rank 0's
 // sh.top (the other ranks' lists are partial).
+template <HistAdds adds>
 __device__ void top_raw(SplitShared& sh, Split& c, const float* x, int vocab, bool vector_loads,
-                        bool aggregate, int n) {
+                        int n) {
   const std::uint32_t t =
-      cluster_select<true>(sh, c, x, vocab, vector_loads, aggregate, (unsigned long long)n, 0.0f,
-                           [](int, float v, std::uint32_t& key, unsigned long long& w) {
-                             key = key_of(v);
-                             w = 1;
-                           });
+      cluster_select<true, adds>(sh, c, x, vocab, vector_loads, (unsigned long long)n, 0.0f,
+                                 [](int, float v, std::uint32_t& key, unsigned long long& w) {
+                                   key = key_of(v);
+                                   w = 1;
+                                 });
   if (threadIdx.x == 0) sh.top_count = 0;
   __syncthreads();
   for_each_group(c, x, vocab, vector_loads, [&](int g, const float* v, int count) {
@@ -295,8 +319,9 @@ __device__ __forceinline__ float processed(float v, const std::uint32_t* mask, i
   return v;
 }
 
+template <HistAdds adds>
 __global__ void __launch_bounds__(kThreads)
-    sample_rows_split_kernel(SampleRowsArgs a, int blocks_per_row, bool aggregate) {
+    sample_rows_split_kernel(SampleRowsArgs a, int blocks_per_row) {
   __shared__ SplitShared sh;
   Split c;
   c.size = blocks_per_row;
@@ -335,7 +360,7 @@ __global__ void __launch_bounds__(kThreads)
     cluster_softmax_argmax(sh, c, m, s, b, log_sum, best);
   }
   const int n_top = min(max(row.num_top_logprobs, 0), min(kMaxSampledTopLogprobs, vocab));
-  if (n_top > 0) top_raw(sh, c, x, vocab, vector_loads, aggregate, n_top);
+  if (n_top > 0) top_raw<adds>(sh, c, x, vocab, vector_loads, n_top);
 
   // Step 2, in place, each block on its own tokens; the listed tokens' raw logits are kept for
   // the sampled token's logprob.
@@ -371,16 +396,16 @@ __global__ void __launch_bounds__(kThreads)
 
     std::uint32_t t_k = 0;
     if (row.top_k > 0 && row.top_k < vocab)
-      t_k = cluster_select<true>(
-          sh, c, x, vocab, vector_loads, aggregate, (unsigned long long)row.top_k, 0.0f,
+      t_k = cluster_select<true, adds>(
+          sh, c, x, vocab, vector_loads, (unsigned long long)row.top_k, 0.0f,
           [&y_of](int i, float v, std::uint32_t& key, unsigned long long& w) {
             key = key_of(y_of(v, i));
             w = 1;
           });
     std::uint32_t t_p = 0;
     if (row.top_p < 1.0f)  // the kept mass is the first pass's histogram total
-      t_p = cluster_select<false>(
-          sh, c, x, vocab, vector_loads, aggregate, 1, row.top_p,
+      t_p = cluster_select<false, adds>(
+          sh, c, x, vocab, vector_loads, 1, row.top_p,
           [&y_of, t_k, max_y](int i, float v, std::uint32_t& key, unsigned long long& w) {
             const float y = y_of(v, i);
             key = key_of(y);
@@ -455,49 +480,69 @@ cudaLaunchConfig_t launch_config(int rows, int blocks_per_row, cudaStream_t stre
   return config;
 }
 
-// Whether the device runs clusters of `blocks` of these blocks at all (host queries only, no
-// stream work: safe while a graph is being captured).
-bool cluster_runs(int blocks) {
-  if (blocks > 8 &&
-      cudaFuncSetAttribute(sample_rows_split_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                           1) != cudaSuccess) {
+using Kernel = void (*)(SampleRowsArgs, int);
+
+Kernel kernel_for(HistAdds adds) {
+  switch (adds) {
+    case HistAdds::kAtomic:
+      return sample_rows_split_kernel<HistAdds::kAtomic>;
+    case HistAdds::kBallot:
+      return sample_rows_split_kernel<HistAdds::kBallot>;
+    case HistAdds::kMatch:
+      break;
+  }
+  return sample_rows_split_kernel<HistAdds::kMatch>;
+}
+
+// Whether the device runs clusters of `blocks` of the kernel's blocks at all (host queries only,
+// no stream work: safe while a graph is being captured).
+bool cluster_runs(Kernel kernel, int blocks) {
+  if (blocks > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                         1) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
   cudaLaunchAttribute cluster;
   const cudaLaunchConfig_t config = launch_config(1, blocks, nullptr, &cluster);
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, sample_rows_split_kernel, &config) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
   return clusters > 0;
 }
 
-// The largest power of two up to `wanted` the device runs as a cluster (found once).
-int runnable_blocks_per_row(int wanted) {
-  static const std::array<bool, 5> runs = [] {  // clusters of 1, 2, 4, 8, 16
-    std::array<bool, 5> r{};
-    r[0] = true;
-    for (int k = 1; k < 5; ++k) r[std::size_t(k)] = r[std::size_t(k - 1)] && cluster_runs(1 << k);
-    return r;
+// The largest power of two up to `wanted` the device runs as a cluster of the kernel's blocks
+// (found once per kernel).
+int runnable_blocks_per_row(HistAdds adds, int wanted) {
+  using Sizes = std::array<bool, 5>;  // clusters of 1, 2, 4, 8, 16
+  static const std::array<Sizes, 3> runs = [] {
+    std::array<Sizes, 3> all{};
+    for (int a = 0; a < 3; ++a) {
+      Sizes& r = all[std::size_t(a)];
+      r[0] = true;
+      for (int k = 1; k < 5; ++k)
+        r[std::size_t(k)] = r[std::size_t(k - 1)] && cluster_runs(kernel_for(HistAdds(a)), 1 << k);
+    }
+    return all;
   }();
+  const Sizes& r = runs[std::size_t(adds)];
   int k = 0;
-  while (k < 4 && (2 << k) <= wanted && runs[std::size_t(k + 1)]) ++k;
+  while (k < 4 && (2 << k) <= wanted && r[std::size_t(k + 1)]) ++k;
   return 1 << k;
 }
 
 }  // namespace
 
-cudaError_t sample_rows_split(const SampleRowsArgs& args, int blocks_per_row, bool aggregate,
+cudaError_t sample_rows_split(const SampleRowsArgs& args, int blocks_per_row, HistAdds adds,
                               cudaStream_t stream) {
-  if (blocks_per_row < 1 || blocks_per_row > 16) return cudaErrorInvalidValue;
+  if (blocks_per_row < 1 || blocks_per_row > 16 || int(adds) < 0 || int(adds) > 2)
+    return cudaErrorInvalidValue;
   if (args.rows == 0) return cudaSuccess;
-  if (blocks_per_row > 1) blocks_per_row = runnable_blocks_per_row(blocks_per_row);
+  if (blocks_per_row > 1) blocks_per_row = runnable_blocks_per_row(adds, blocks_per_row);
   cudaLaunchAttribute cluster;
   const cudaLaunchConfig_t config = launch_config(args.rows, blocks_per_row, stream, &cluster);
-  const cudaError_t err =
-      cudaLaunchKernelEx(&config, sample_rows_split_kernel, args, blocks_per_row, aggregate);
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel_for(adds), args, blocks_per_row);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 

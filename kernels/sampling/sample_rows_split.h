@@ -11,10 +11,16 @@
 
 namespace nibble::kernels {
 
-// blocks_per_row: 1 (a plain launch) or 2..16 (a cluster launch, sm_90 or newer; above 8 the
-// device must allow non-portable cluster sizes). aggregate: histogram adds combined within each
-// warp (__match_any_sync) instead of one shared atomic per element.
-cudaError_t sample_rows_split(const SampleRowsArgs& args, int blocks_per_row, bool aggregate,
+// How a select pass adds an element's weight to the 256-bin shared histogram.
+enum class HistAdds : int {
+  kAtomic = 0,  // one shared atomic per element (the first kernel's way)
+  kMatch = 1,   // one atomic per distinct bin of a warp (__match_any_sync)
+  kBallot = 2,  // up to 4 rounds of (a lane's bin, the lanes that share it), then per lane
+};
+
+// blocks_per_row: 1 (a plain launch) or 2..16 (a cluster launch, sm_90 or newer; above 8 where
+// the device runs non-portable cluster sizes, else fewer).
+cudaError_t sample_rows_split(const SampleRowsArgs& args, int blocks_per_row, HistAdds adds,
                               cudaStream_t stream);
 
 }  // namespace nibble::kernels

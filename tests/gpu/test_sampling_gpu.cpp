@@ -154,16 +154,18 @@ struct DeviceRun {
   std::vector<TopLogprob> top;
 };
 
-// The pass's A/B settings (sample_rows.h SampleRowsTuning): the first kernel, the split kernel on
-// one block a row without and with warp-aggregated histograms, and split over up to 8 and 16
-// blocks a row (the launcher lowers that where rows x blocks would exceed the SMs).
+// The pass's A/B settings (sample_rows.h SampleRowsTuning): the first kernel; the split kernel on
+// one block a row with plain, match-aggregated and ballot-aggregated histogram adds; split over up
+// to 8 and 16 blocks a row (the launcher lowers that where rows x blocks would exceed the SMs).
 struct Setting {
   const char* name;
   kernels::SampleRowsTuning tuning;
 };
 const Setting kSettings[] = {
-    {"first kernel", {0, 1, 0}}, {"split 1 plain", {1, 1, 0}}, {"split 1", {1, 1, 1}},
-    {"split <=8", {1, 8, 1}},    {"split <=16", {1, 16, 1}},
+    {"first kernel", {0, 1, 0}},      {"split 1 atomic", {1, 1, 0}},
+    {"split 1 match", {1, 1, 1}},     {"split 1 ballot", {1, 1, 2}},
+    {"split <=8 match", {1, 8, 1}},   {"split <=8 ballot", {1, 8, 2}},
+    {"split <=16 match", {1, 16, 1}},
 };
 
 DeviceRun run_on_device(const Step& s, const kernels::SampleRowsTuning& tuning = {},

@@ -221,7 +221,8 @@ __device__ __forceinline__ void hist_add(unsigned long long* hist, unsigned bin,
 }
 
 // The largest key t with sum(weight of elements whose key >= t) >= target over the row, the
-// weights from key_weight(i, v, key, weight) (weight 0: not counted; kCount: weights are 0 or 1).
+// weights from key_weight(i, v, prefix, mask, key, weight) (weight 0: not counted; kCount: weights
+// are 0 or 1; the weight may be left 0 where key & mask != prefix, which this pass ignores).
 // top_p > 0: the target is top_p_target(top_p, total weight), the total taken from the first
 // pass's histogram. Four passes of 8 bits; every block of the cluster finds the same bins.
 template <bool kCount, HistAdds adds, typename KeyWeight>
@@ -239,7 +240,7 @@ __device__ std::uint32_t cluster_select(SplitShared& sh, Split& c, const float* 
       for (int j = 0; j < 4; ++j) {
         std::uint32_t key = 0;
         unsigned long long w = 0;
-        if (j < n) key_weight(4 * g + j, v[j], key, w);
+        if (j < n) key_weight(4 * g + j, v[j], prefix, prefix_mask, key, w);
         const bool in = w != 0 && (key & prefix_mask) == prefix;
         hist_add<kCount, adds>(hist, (key >> shift) & 0xffu, w, in);
       }
@@ -267,12 +268,12 @@ __device__ std::uint32_t cluster_select(SplitShared& sh, Split& c, const float* 
 template <HistAdds adds>
 __device__ void top_raw(SplitShared& sh, Split& c, const float* x, int vocab, bool vector_loads,
                         int n) {
-  const std::uint32_t t =
-      cluster_select<true, adds>(sh, c, x, vocab, vector_loads, (unsigned long long)n, 0.0f,
-                                 [](int, float v, std::uint32_t& key, unsigned long long& w) {
-                                   key = key_of(v);
-                                   w = 1;
-                                 });
+  const std::uint32_t t = cluster_select<true, adds>(
+      sh, c, x, vocab, vector_loads, (unsigned long long)n, 0.0f,
+      [](int, float v, std::uint32_t, std::uint32_t, std::uint32_t& key, unsigned long long& w) {
+        key = key_of(v);
+        w = 1;
+      });
   if (threadIdx.x == 0) sh.top_count = 0;
   __syncthreads();
   for_each_group(c, x, vocab, vector_loads, [&](int g, const float* v, int count) {
@@ -396,20 +397,24 @@ __global__ void __launch_bounds__(kThreads)
 
     std::uint32_t t_k = 0;
     if (row.top_k > 0 && row.top_k < vocab)
-      t_k = cluster_select<true, adds>(
-          sh, c, x, vocab, vector_loads, (unsigned long long)row.top_k, 0.0f,
-          [&y_of](int i, float v, std::uint32_t& key, unsigned long long& w) {
-            key = key_of(y_of(v, i));
-            w = 1;
-          });
+      t_k = cluster_select<true, adds>(sh, c, x, vocab, vector_loads, (unsigned long long)row.top_k,
+                                       0.0f,
+                                       [&y_of](int i, float v, std::uint32_t, std::uint32_t,
+                                               std::uint32_t& key, unsigned long long& w) {
+                                         key = key_of(y_of(v, i));
+                                         w = 1;
+                                       });
     std::uint32_t t_p = 0;
     if (row.top_p < 1.0f)  // the kept mass is the first pass's histogram total
       t_p = cluster_select<false, adds>(
           sh, c, x, vocab, vector_loads, 1, row.top_p,
-          [&y_of, t_k, max_y](int i, float v, std::uint32_t& key, unsigned long long& w) {
+          [&y_of, t_k, max_y](int i, float v, std::uint32_t prefix, std::uint32_t mask,
+                              std::uint32_t& key, unsigned long long& w) {
             const float y = y_of(v, i);
             key = key_of(y);
-            w = key >= t_k ? fixed_mass(expf(y - max_y)) : 0;
+            // The exponential only where this pass counts the element (after the first pass,
+            // a small part of the row).
+            w = key >= t_k && (key & mask) == prefix ? fixed_mass(expf(y - max_y)) : 0;
           });
     const std::uint32_t threshold = max(t_k, t_p);
 
@@ -425,8 +430,9 @@ __global__ void __launch_bounds__(kThreads)
         if (j >= n) continue;
         const int i = 4 * g + j;
         const float y = y_of(v[j], i);
+        if (key_of(y) < threshold) continue;  // before the exponential: most tokens under top-k/p
         const float w = expf(y - max_y);
-        if (key_of(y) < threshold || !(w > 0.0f) || (row.min_p > 0.0f && w < row.min_p)) continue;
+        if (!(w > 0.0f) || (row.min_p > 0.0f && w < row.min_p)) continue;
         const float e = exponential_source(random.v[j]);
         if (won != 0 && e > w / best_score * 1.00001f) continue;
         const float score = w / -log1pf(-e);

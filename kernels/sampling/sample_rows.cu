@@ -1,20 +1,16 @@
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/sampling/sample_rows.h"
+#include "kernels/sampling/sample_rows_split.h"
+#include "kernels/sampling/sampling_device.cuh"
 
 namespace nibble::kernels {
 namespace {
 
 using namespace sampling_math;
-
-constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
-constexpr int kBins = 256;
-
-struct RawTop {  // plain (no initialisers): shared memory takes no constructors
-  int token;
-  float logit;
-};
+using namespace sampling_device;
 
 struct SharedState {
   unsigned long long hist[kBins];
@@ -27,17 +23,6 @@ struct SharedState {
   float chosen_raw;
   RawTop top[kMaxSampledTopLogprobs];
 };
-
-__device__ __forceinline__ unsigned long long umax(unsigned long long a, unsigned long long b) {
-  return a > b ? a : b;
-}
-
-__device__ __forceinline__ std::uint32_t key_of(float v) {
-  return order_key(__float_as_uint(v));
-}
-__device__ __forceinline__ float float_of_key(std::uint32_t key) {
-  return __uint_as_float(float_bits_of_key(key));
-}
 
 __device__ __forceinline__ float processed(const float* x, const std::uint32_t* mask, int i) {
   if (mask != nullptr && ((mask[i >> 5] >> (i & 31)) & 1u) == 0u) return -INFINITY;
@@ -77,32 +62,10 @@ __device__ unsigned long long block_sum(SharedState& sh, unsigned long long v) {
   return s;
 }
 
-// (max, sum of exp(x - max)) of a thread's share merged with another's.
-__device__ __forceinline__ void merge_softmax(float& m, float& s, float m2, float s2) {
-  if (m2 == -INFINITY) return;
-  if (m == -INFINITY) {
-    m = m2;
-    s = s2;
-    return;
-  }
-  const float n = fmaxf(m, m2);
-  s = s * expf(m - n) + s2 * expf(m2 - n);
-  m = n;
-}
-
 // log of sum exp(x) over the row (the raw logprobs' normaliser).
 __device__ float block_log_sum_exp(SharedState& sh, const float* x, int vocab) {
   float m = -INFINITY, s = 0.0f;
-  for (int i = int(threadIdx.x); i < vocab; i += kThreads) {  // one expf an element
-    const float v = x[i];
-    if (v == -INFINITY) continue;
-    if (v > m) {
-      s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
-      m = v;
-    } else {
-      s += expf(v - m);
-    }
-  }
+  for (int i = int(threadIdx.x); i < vocab; i += kThreads) add_softmax(m, s, x[i]);
   for (int o = 16; o > 0; o >>= 1)
     merge_softmax(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
   if ((threadIdx.x & 31) == 0) {
@@ -139,33 +102,8 @@ __device__ std::uint32_t radix_select(SharedState& sh, int vocab, unsigned long 
         atomicAdd(&sh.hist[(key >> shift) & 0xffu], weight);
     }
     __syncthreads();
-    if (threadIdx.x < 32) {
-      const int lane = int(threadIdx.x);
-      // Lane l holds bins 255 - 8l down to 248 - 8l: lanes in order walk the bins from the top.
-      unsigned long long lane_sum = 0;
-      for (int j = 0; j < 8; ++j) lane_sum += sh.hist[kBins - 1 - 8 * lane - j];
-      unsigned long long inclusive = lane_sum;
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned long long up = __shfl_up_sync(0xffffffffu, inclusive, o);
-        if (lane >= o) inclusive += up;
-      }
-      const unsigned ballot = __ballot_sync(0xffffffffu, inclusive >= target);
-      const int first = ballot != 0u ? __ffs(int(ballot)) - 1 : 31;
-      if (lane == first) {
-        unsigned long long above = inclusive - lane_sum;
-        int chosen = kBins - 1 - 8 * lane - 7;  // not reached unless the weights fall short
-        for (int j = 0; j < 8; ++j) {
-          const int bin = kBins - 1 - 8 * lane - j;
-          if (above + sh.hist[bin] >= target) {
-            chosen = bin;
-            break;
-          }
-          above += sh.hist[bin];
-        }
-        sh.select_prefix = prefix | (std::uint32_t(chosen) << shift);
-        sh.select_target = target > above ? target - above : 1;
-      }
-    }
+    if (threadIdx.x < 32)
+      choose_bin(sh.hist, target, 0.0f, prefix, shift, sh.select_prefix, sh.select_target);
     __syncthreads();
     prefix = sh.select_prefix;
     target = sh.select_target;
@@ -203,18 +141,7 @@ __device__ void top_raw(SharedState& sh, const float* x, int vocab, int n) {
     if (threadIdx.x == 0) sh.top[sh.top_count++] = {last, x[last]};
     __syncthreads();
   }
-  if (threadIdx.x == 0) {  // at most 32 entries: insertion sort, larger logit then lower id first
-    for (int a = 1; a < sh.top_count; ++a) {
-      const RawTop e = sh.top[a];
-      const unsigned long long ke = pack_argmax(key_of(e.logit), e.token);
-      int b = a - 1;
-      while (b >= 0 && pack_argmax(key_of(sh.top[b].logit), sh.top[b].token) < ke) {
-        sh.top[b + 1] = sh.top[b];
-        --b;
-      }
-      sh.top[b + 1] = e;
-    }
-  }
+  if (threadIdx.x == 0) sort_top(sh.top, sh.top_count);
   __syncthreads();
 }
 
@@ -318,6 +245,51 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
     top[j] = {sh.top[j].token, sh.top[j].logit - log_sum};
 }
 
+int env_switch(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+// The process's switches, read once (the pass is captured in graphs: no per-step lookups).
+const SampleRowsTuning& env_tuning() {
+  static const SampleRowsTuning tuning{env_switch("NIBBLE_SAMPLING_SPLIT", 1),
+                                       env_switch("NIBBLE_SAMPLING_BLOCKS_PER_ROW", 8),
+                                       env_switch("NIBBLE_SAMPLING_AGGREGATE", 1)};
+  return tuning;
+}
+
+// The device's SMs and whether it launches clusters (sm_90+), for the current device.
+struct DeviceShape {
+  int sms = 1;
+  bool clusters = false;
+};
+DeviceShape device_shape() {
+  DeviceShape d;
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return DeviceShape{};
+  }
+  d.clusters = major >= 9;
+  return d;
+}
+
+// Blocks per row: the largest power of two up to `most` with rows x blocks within the SMs (one
+// 1024-thread block fills an SM's registers), so batch 1 spreads over 8 SMs and batch 64 over 128.
+int blocks_per_row(int rows, int most) {
+  static const DeviceShape shape = device_shape();
+  if (!shape.clusters) return 1;
+  int blocks = 1;
+  while (blocks * 2 <= most && rows * blocks * 2 <= shape.sms) blocks *= 2;
+  return blocks;
+}
+
+int pick(int requested, int from_env) {
+  return requested >= 0 ? requested : from_env;
+}
+
 }  // namespace
 
 cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream) {
@@ -326,6 +298,13 @@ cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream) {
                          args.top == nullptr)))
     return cudaErrorInvalidValue;
   if (args.rows == 0) return cudaSuccess;
+  const SampleRowsTuning& env = env_tuning();
+  if (pick(args.tuning.split, env.split) != 0) {
+    const int most =
+        std::min(std::max(pick(args.tuning.blocks_per_row, env.blocks_per_row), 1), 16);
+    const int adds = std::min(std::max(pick(args.tuning.aggregate, env.aggregate), 0), 2);
+    return sample_rows_split(args, blocks_per_row(args.rows, most), HistAdds(adds), stream);
+  }
   sample_rows_kernel<<<args.rows, kThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }

@@ -4,6 +4,10 @@
 // logprobs and the requested top logprobs leave the device. No host synchronisation and fixed
 // buffers: capturable in a CUDA graph.
 //
+// Two kernels compute it (the switches are below). The split kernel (sample_rows_split.h, the
+// default) spreads a row over a cluster of blocks, exchanges partials through distributed shared
+// memory and combines histogram adds within each warp; otherwise it follows the method of the
+// first kernel, described here.
 // Method (one 1024-thread block per row, several passes over the row, which stays in L2):
 // raw max and sum of exponentials (online softmax); top-N raw logprobs by a radix select of the
 // N-th largest logit then a gather; penalties applied in place; greedy rows end with one argmax
@@ -20,6 +24,19 @@
 
 namespace nibble::kernels {
 
+// A/B switches of the pass (tests and benchmarks set them; -1: the environment's, else the
+// default). NIBBLE_SAMPLING_SPLIT=0 runs the first kernel (one block a row, scalar loads, one
+// shared atomic per element in the selects); otherwise the split kernel (sample_rows_split.h)
+// with NIBBLE_SAMPLING_BLOCKS_PER_ROW (1..16; default: up to 8, as many as keep rows x blocks
+// within the device's SMs) and NIBBLE_SAMPLING_AGGREGATE (how a select adds to its histogram:
+// 0 one shared atomic per element, 1 (default) one per distinct bin of a warp by
+// __match_any_sync, 2 by up to 4 ballot rounds). Read once per process.
+struct SampleRowsTuning {
+  int split = -1;           // 0: the first kernel; 1: the split kernel
+  int blocks_per_row = -1;  // the split kernel's most blocks a row (1..16)
+  int aggregate = -1;       // 0, 1, 2: sample_rows_split.h HistAdds (split kernel)
+};
+
 struct SampleRowsArgs {
   float* logits = nullptr;  // [rows, vocab]; the penalties are applied in place
   int rows = 0;
@@ -30,6 +47,7 @@ struct SampleRowsArgs {
   const std::uint32_t* bitmask = nullptr;      // rows' masks at their bitmask_offset, or null
   SampledRow* out = nullptr;                   // [rows]
   TopLogprob* top = nullptr;  // [rows, kMaxSampledTopLogprobs]; row r's first num_top_logprobs
+  SampleRowsTuning tuning;
 };
 
 // Enqueues the pass on `stream`; returns the launch error (cudaErrorInvalidValue for bad sizes).

@@ -455,10 +455,11 @@ TEST(CudaBackend, OverlappedMasksSampleLikeMasksWrittenBefore) {
   for (const bool graphs : {true, false}) {
     for (const int n : {1, 3, 8}) {
       constexpr int kBlock = 16, kTable = 8, kSteps = 4;
+      const auto count = static_cast<std::size_t>(n);
       auto serial_cache = gpu->new_kv_cache(n * kTable, kBlock);
       auto overlap_cache = gpu->new_kv_cache(n * kTable, kBlock);
-      std::vector<std::vector<int>> tables(std::size_t(n));
-      std::vector<std::vector<std::int32_t>> tokens(std::size_t(n));
+      std::vector<std::vector<int>> tables(count);
+      std::vector<std::vector<std::int32_t>> tokens(count);
       std::vector<BatchItem> prefill;
       for (int s = 0; s < n; ++s) {
         for (int b = 0; b < kTable; ++b) tables[std::size_t(s)].push_back(s * kTable + b);
@@ -471,17 +472,15 @@ TEST(CudaBackend, OverlappedMasksSampleLikeMasksWrittenBefore) {
       gpu->forward_batch(*overlap_cache, prefill);
       for (int step = 0; step < kSteps; ++step) {
         // Row s allows tokens t with (t + step + s) % 5 == 0, except the last row (no mask).
-        std::vector<std::vector<std::uint32_t>> want(std::size_t(n),
-                                                     std::vector<std::uint32_t>(words, 0));
+        std::vector<std::vector<std::uint32_t>> want(count, std::vector<std::uint32_t>(words, 0));
         for (int s = 0; s < n; ++s)
           for (std::size_t t = 0; t < V; ++t)
             if ((t + std::size_t(step + s)) % 5 == 0)
               want[std::size_t(s)][t / 32] |= 1u << (t % 32);
-        std::vector<std::vector<std::uint32_t>> late(std::size_t(n),
-                                                     std::vector<std::uint32_t>(words, 0));
-        std::vector<kernels::SamplingRequest> serial_q(std::size_t(n)), overlap_q(std::size_t(n));
-        std::vector<kernels::SampledRow> serial_r(std::size_t(n)), overlap_r(std::size_t(n));
-        std::vector<std::int32_t> last(std::size_t(n));
+        std::vector<std::vector<std::uint32_t>> late(count, std::vector<std::uint32_t>(words, 0));
+        std::vector<kernels::SamplingRequest> serial_q(count), overlap_q(count);
+        std::vector<kernels::SampledRow> serial_r(count), overlap_r(count);
+        std::vector<std::int32_t> last(count);
         std::vector<BatchItem> serial_items, overlap_items;
         for (int s = 0; s < n; ++s) {
           const auto i = std::size_t(s);

@@ -46,7 +46,7 @@ serve_and_bench() {
       --structured-schema "$schema" --json "$OUT/bench_$name.json" --no-progress \
       >"$OUT/bench_$name.log" 2>&1 || status=1
     echo "-- $name: NIBBLE_STRUCTURED_OVERLAP=$3 NIBBLE_CUDA_TIMING=$4"
-    grep -E "^=+ Structured|tokens/s per request|Ratio|Mean output|Server|Mask time" \
+    grep -E "^=+ Structured|tokens/s per request|Ratio|Mean output|Server|Mask time|First request" \
       "$OUT/bench_$name.log"
     grep -E "vocabulary of .* prepared|compiled a .* grammar" "$log" | head -3 |
       sed 's/^/   server: /'

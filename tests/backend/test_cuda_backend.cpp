@@ -443,8 +443,8 @@ INSTANTIATE_TEST_SUITE_P(Models, DeviceSamplingVsHost,
 // Structured outputs' masks written by the host while the forward runs
 // (forward_batch_overlapping: a forward-only graph, then the sampling pass launched eagerly after
 // the host work) against the same steps with the masks written before (forward_batch: the
-// sampled graph packs them): a BF16 model, twin caches, the same sampling rows, so the tokens and
-// logprobs must be identical. Masks start all zeros: a backend that read them before the host
+// sampled graph packs them): a BF16 model, twin caches, the same sampling rows, so the tokens must
+// be identical. Masks start all zeros: a backend that read them before the host
 // work wrote them would sample from nothing. Graphs on and off, at a bucket's size and between.
 TEST(CudaBackend, OverlappedMasksSampleLikeMasksWrittenBefore) {
   const ModelConfig c = gpu_config(Arch::Llama, 64, 0);
@@ -516,7 +516,9 @@ TEST(CudaBackend, OverlappedMasksSampleLikeMasksWrittenBefore) {
           const auto i = std::size_t(s);
           EXPECT_EQ(overlap_r[i].token, serial_r[i].token)
               << "graphs " << graphs << " n " << n << " step " << step << " row " << s;
-          EXPECT_EQ(overlap_r[i].logprob, serial_r[i].logprob) << "row " << s;
+          // Same logits and row parameters: equal but for a sampling kernel whose reduction
+          // order depended on the number of rows (the eager pass samples no padding rows).
+          EXPECT_NEAR(overlap_r[i].logprob, serial_r[i].logprob, 1e-5) << "row " << s;
           if (!serial_q[i].bitmask.empty()) {
             EXPECT_EQ((std::size_t(serial_r[i].token) + std::size_t(step + s)) % 5, 0u)
                 << "a token the mask forbids, row " << s;

@@ -3,7 +3,8 @@
 # (.device-carry; the Llama-3.1 tokenizer in .device-carry/tokenizers/llama3_1):
 #  1. test_cuda_backend's cases for constrained sampling on the device: masks written by the host
 #     while the forward runs (forward-only graph + eager sampling) against masks written before
-#     (the sampled graph), tokens identical; and the device sampler against its reference.
+#     (the sampled graph), tokens identical; the device sampler against its reference; decode
+#     graphs against eager steps.
 #  2. The Llama-3.1-8B-shaped NVFP4 model (random weights, real Llama-3.1 tokenizer: 128,256
 #     logits) served, and nibble-bench --structured-schema (decode tok/s per request without and
 #     with examples/structured/person.schema.json, the server's mask time per token with its
@@ -29,8 +30,9 @@ done
 schema=examples/structured/person.schema.json
 { nvidia-smi -L; date -u; } 2>&1 | tee "$OUT/env.log"
 
-echo "== test_cuda_backend: overlapped masks vs masks written before; device sampling vs reference"
-"$bin/test_cuda_backend" --gtest_filter='CudaBackend.OverlappedMasks*:*DeviceSamplingVsHost*' \
+echo "== test_cuda_backend: overlapped masks vs masks written before; device sampling vs reference;"
+echo "   decode graphs vs eager (the graph entry changed)"
+"$bin/test_cuda_backend" --gtest_filter='CudaBackend.*:*DeviceSamplingVsHost*:*DecodeGraphs*' \
   >"$OUT/test_cuda_backend_structured.log" 2>&1 || status=1
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" "$OUT/test_cuda_backend_structured.log" | head -20
 

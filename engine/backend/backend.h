@@ -11,6 +11,7 @@
 // too many positions, a logits buffer of the wrong size, a state from another backend); the
 // sequence state is left unchanged when a call fails.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -60,6 +61,9 @@ struct BatchItem {
   const DeviceSampling* sample = nullptr;
 };
 
+// Host work a step runs while its forward pass computes (Backend::forward_batch_overlapping).
+using HostWork = std::function<void()>;
+
 inline bool wants_next_token(const BatchItem& item) {
   return !item.logits.empty() || item.sample != nullptr;
 }
@@ -101,6 +105,20 @@ class Backend {
   // bad arguments (a block table too short for its positions, a block id out of range, ...)
   // before anything is written.
   virtual void forward_batch(KvCache& cache, std::span<const BatchItem> items) = 0;
+
+  // forward_batch that calls `host_work` exactly once, on the calling thread, while the step's
+  // forward pass runs on the device: after the forward is enqueued and before the step's tokens
+  // are sampled (BatchItem::sample) or its logits waited for. host_work may write the contents of
+  // the items' sampling inputs (the bitmasks BatchItem::sample points to: their rows and sizes
+  // are fixed before the call); the backend reads them only after it returns. The engine loop
+  // computes structured outputs' token masks there, as vLLM overlaps xgrammar's with the GPU.
+  // Default, for backends that compute synchronously: host_work, then forward_batch. If
+  // host_work throws, the exception propagates and the step's tokens are not sampled.
+  virtual void forward_batch_overlapping(KvCache& cache, std::span<const BatchItem> items,
+                                         const HostWork& host_work) {
+    host_work();
+    forward_batch(cache, items);
+  }
 
   // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0
   // turns it off for an A/B against host sampling).

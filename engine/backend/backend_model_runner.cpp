@@ -12,10 +12,7 @@ BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int blo
 
 void BackendModelRunner::execute(const runtime::SchedulerOutput& batch,
                                  std::vector<float>& logits) {
-  std::size_t sampling = 0;
-  for (const auto& s : batch.scheduled) sampling += s.samples_next_token ? 1 : 0;
-  logits.assign(sampling * std::size_t(vocab_size()), 0.0f);
-  run(batch, logits, {});
+  run_to_logits(batch, logits, nullptr);
 }
 
 void BackendModelRunner::execute_sampled(const runtime::SchedulerOutput& batch,
@@ -23,8 +20,29 @@ void BackendModelRunner::execute_sampled(const runtime::SchedulerOutput& batch,
   run(batch, {}, requests);
 }
 
+void BackendModelRunner::execute_overlapping(const runtime::SchedulerOutput& batch,
+                                             std::vector<float>& logits,
+                                             const HostWork& host_work) {
+  run_to_logits(batch, logits, &host_work);
+}
+
+void BackendModelRunner::run_to_logits(const runtime::SchedulerOutput& batch,
+                                       std::vector<float>& logits, const HostWork* host_work) {
+  std::size_t sampling = 0;
+  for (const auto& s : batch.scheduled) sampling += s.samples_next_token ? 1 : 0;
+  logits.assign(sampling * std::size_t(vocab_size()), 0.0f);
+  run(batch, logits, {}, host_work);
+}
+
+void BackendModelRunner::execute_sampled_overlapping(
+    const runtime::SchedulerOutput& batch, std::span<const kernels::SamplingRequest> requests,
+    const HostWork& host_work) {
+  run(batch, {}, requests, &host_work);
+}
+
 void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<float> logits,
-                             std::span<const kernels::SamplingRequest> requests) {
+                             std::span<const kernels::SamplingRequest> requests,
+                             const HostWork* host_work) {
   const std::size_t vocab = std::size_t(vocab_size());
   std::vector<BatchItem> items;
   items.reserve(batch.scheduled.size());
@@ -49,7 +67,10 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
   if (row != rows)
     throw BackendError("the step has " + std::to_string(row) + " sampling sequences, not " +
                        std::to_string(rows));
-  backend_.forward_batch(*cache_, items);
+  if (host_work != nullptr)
+    backend_.forward_batch_overlapping(*cache_, items, *host_work);
+  else
+    backend_.forward_batch(*cache_, items);
 }
 
 int kv_blocks_for_budget(const Backend& backend, std::size_t memory_bytes, int block_size,

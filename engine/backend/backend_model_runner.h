@@ -20,12 +20,20 @@ class BackendModelRunner : public runtime::ModelRunner {
   bool samples_on_device() const override { return backend_.samples_on_device(); }
   void execute_sampled(const runtime::SchedulerOutput& batch,
                        std::span<const kernels::SamplingRequest> requests) override;
+  void execute_overlapping(const runtime::SchedulerOutput& batch, std::vector<float>& logits,
+                           const HostWork& host_work) override;
+  void execute_sampled_overlapping(const runtime::SchedulerOutput& batch,
+                                   std::span<const kernels::SamplingRequest> requests,
+                                   const HostWork& host_work) override;
 
  private:
-  // One forward_batch; each sampling sequence gets the next of `logits` rows (vocab floats each)
-  // or of `requests`.
+  // One forward_batch (forward_batch_overlapping when host_work is given); each sampling
+  // sequence gets the next of `logits` rows (vocab floats each) or of `requests`.
   void run(const runtime::SchedulerOutput& batch, std::span<float> logits,
-           std::span<const kernels::SamplingRequest> requests);
+           std::span<const kernels::SamplingRequest> requests, const HostWork* host_work = nullptr);
+  // run() into `logits`, sized for the step's sampling sequences.
+  void run_to_logits(const runtime::SchedulerOutput& batch, std::vector<float>& logits,
+                     const HostWork* host_work);
 
   Backend& backend_;
   std::unique_ptr<KvCache> cache_;

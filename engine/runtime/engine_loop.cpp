@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "engine/runtime/penalty_list.h"
@@ -45,7 +46,13 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
       runner_(runner),
       metrics_(registry, config_.model_name, std::max(config_.max_model_len, 1)),
       pool_(runner.num_kv_blocks(), runner.kv_block_size(), config_.enable_prefix_caching),
-      scheduler_(config_.scheduler, pool_) {}
+      scheduler_(config_.scheduler, pool_) {
+  if (const char* overlap = std::getenv("NIBBLE_STRUCTURED_OVERLAP"))
+    config_.overlap_token_masks = std::string(overlap) != "0";
+  if (const char* threads = std::getenv("NIBBLE_STRUCTURED_MASK_THREADS"))
+    config_.token_mask_threads = std::atoi(threads);
+  config_.token_mask_threads = std::clamp(config_.token_mask_threads, 1, 64);
+}
 
 EngineLoop::~EngineLoop() {
   drain_and_stop(std::chrono::milliseconds(0));
@@ -196,13 +203,22 @@ void EngineLoop::execute_step() {
     }
   }
 
-  compute_token_masks(out);
+  // Masks depend only on the tokens sampled so far, so they can be computed while the forward
+  // pass runs: the runner calls fill_token_masks once the device has the step.
+  const bool masked = prepare_token_masks(out);
+  const bool overlap = masked && config_.overlap_token_masks;
+  if (masked && !overlap) fill_token_masks(out);
   DeviceSamples device;
   const bool on_device = prepare_device_sampling(out, device);
   std::vector<float> logits;
   try {
-    if (on_device)
+    const ModelRunner::HostWork masks = [&] { fill_token_masks(out); };
+    if (on_device && overlap)
+      runner_.execute_sampled_overlapping(out, device.requests, masks);
+    else if (on_device)
       runner_.execute_sampled(out, device.requests);
+    else if (overlap)
+      runner_.execute_overlapping(out, logits, masks);
     else
       runner_.execute(out, logits);
   } catch (const std::exception& e) {
@@ -357,7 +373,7 @@ bool EngineLoop::prepare_device_sampling(const SchedulerOutput& out, DeviceSampl
   return true;
 }
 
-void EngineLoop::compute_token_masks(SchedulerOutput& out) {
+bool EngineLoop::prepare_token_masks(SchedulerOutput& out) {
   structured::TokenBitmaskBatch& batch = out.token_bitmask;
   std::size_t rows = 0;
   bool any = false;
@@ -366,24 +382,62 @@ void EngineLoop::compute_token_masks(SchedulerOutput& out) {
     ++rows;
     any = any || !owner_.at(s.seq->id).first->constraints.empty();
   }
-  if (!any) return;
+  if (!any) return false;
   batch.words = structured::bitmask_words(std::size_t(runner_.vocab_size()));
   batch.bits.assign(rows * batch.words, 0xffffffffu);
   batch.constrained.assign(rows, false);
   std::size_t row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
     if (!s.samples_next_token) continue;
-    auto [request, choice] = owner_.at(s.seq->id);
-    if (!request->constraints.empty()) {
-      const Clock::time_point start = Clock::now();
-      const std::span<std::uint32_t> mask(batch.bits.data() + row * batch.words, batch.words);
-      std::fill(mask.begin(), mask.end(), 0u);
-      request->constraints[std::size_t(choice)]->fill_mask(mask);
+    if (!owner_.at(s.seq->id).first->constraints.empty()) {
+      std::fill_n(batch.bits.begin() + std::ptrdiff_t(row * batch.words), batch.words, 0u);
       batch.constrained[row] = true;
-      metrics_.structured_mask_time.observe(seconds(Clock::now() - start));
     }
     ++row;
   }
+  return true;
+}
+
+void EngineLoop::fill_token_masks(SchedulerOutput& out) {
+  structured::TokenBitmaskBatch& batch = out.token_bitmask;
+  struct Job {
+    structured::TokenConstraint* constraint;
+    std::span<std::uint32_t> mask;
+    double seconds = 0;
+  };
+  std::vector<Job> jobs;
+  std::size_t row = 0;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.samples_next_token) continue;
+    if (batch.constrained[row]) {
+      auto [request, choice] = owner_.at(s.seq->id);
+      jobs.push_back({request->constraints[std::size_t(choice)].get(),
+                      {batch.bits.data() + row * batch.words, batch.words}});
+    }
+    ++row;
+  }
+  // Each constraint is one sequence's own state; masks they share are cached under a lock.
+  auto fill = [&jobs](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t j = begin; j < end; ++j) {
+      Job& job = jobs[std::size_t(j)];
+      const Clock::time_point start = Clock::now();
+      try {
+        job.constraint->fill_mask(job.mask);
+      } catch (const std::exception& e) {
+        spdlog::error("structured output: computing a token mask failed: {}", e.what());
+        std::fill(job.mask.begin(), job.mask.end(), 0u);
+      }
+      job.seconds = seconds(Clock::now() - start);
+    }
+  };
+  if (jobs.size() > 1 && config_.token_mask_threads > 1) {
+    if (!token_mask_pool_)
+      token_mask_pool_ = std::make_unique<ThreadPool>(config_.token_mask_threads);
+    token_mask_pool_->parallel_for(std::int64_t(jobs.size()), fill);
+  } else {
+    fill(0, std::int64_t(jobs.size()));
+  }
+  for (const Job& job : jobs) metrics_.structured_mask_time.observe(job.seconds);
 }
 
 void EngineLoop::finish_sequence(Sequence& seq, FinishReason reason, const std::string& error) {

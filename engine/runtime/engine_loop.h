@@ -19,6 +19,7 @@
 #include "engine/runtime/model_runner.h"
 #include "engine/runtime/output_channel.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/runtime/thread_pool.h"
 #include "engine/structured/token_constraint.h"
 
 namespace nibble::runtime {
@@ -30,6 +31,13 @@ struct EngineConfig {
   int max_queue_len = 1024;  // waiting requests beyond this are refused
   bool enable_prefix_caching = true;
   std::vector<int> eos_token_ids;  // from generation_config.json / the tokenizer
+  // Structured outputs: compute a step's token masks on the host while its forward pass runs on
+  // the device (ModelRunner::execute_overlapping), not before it; NIBBLE_STRUCTURED_OVERLAP=0
+  // turns it off (an A/B: the tokens are the same either way).
+  bool overlap_token_masks = true;
+  // Threads (the engine thread included) computing one step's masks, one constrained sequence
+  // each at a time; NIBBLE_STRUCTURED_MASK_THREADS overrides. 1: all on the engine thread.
+  int token_mask_threads = 4;
 };
 
 struct GenerationRequest {
@@ -76,8 +84,12 @@ class EngineLoop {
   void admit_inbox();
   void drop_cancelled();
   void execute_step();
-  // Fills out.token_bitmask for the constrained sequences that sample this step.
-  void compute_token_masks(SchedulerOutput& out);
+  // Sizes out.token_bitmask for the sequences that sample this step (unconstrained rows all
+  // ones, constrained rows all zeros until filled); false when none is constrained.
+  bool prepare_token_masks(SchedulerOutput& out);
+  // Fills the constrained rows (in parallel over token_mask_pool_). A constraint that throws
+  // leaves its row empty: the sequence then fails with "allows no next token".
+  void fill_token_masks(SchedulerOutput& out);
   // A step's device sampling requests (one per sampling sequence, batch order) and results.
   struct DeviceSamples {
     std::vector<kernels::SamplingRequest> requests;
@@ -101,6 +113,7 @@ class EngineLoop {
   EngineMetrics metrics_;
   KvBlockPool pool_;
   Scheduler scheduler_;
+  std::unique_ptr<ThreadPool> token_mask_pool_;  // made at the first constrained step
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_ready_;

@@ -2,6 +2,7 @@
 // What the engine loop needs from a model on a device: run one scheduled batch.
 // Implementations (engine/backend/cpu, engine/backend/cuda) own the weights and the KV cache
 // memory; the block ids in each sequence's block_table index that memory.
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -35,6 +36,22 @@ class ModelRunner {
                                std::span<const kernels::SamplingRequest> requests) {
     (void)batch, (void)requests;
     throw std::logic_error("this model runner does not sample on the device");
+  }
+
+  // execute / execute_sampled that call `host_work` once while the step's forward pass runs
+  // (Backend::forward_batch_overlapping): the engine loop computes the constrained sequences'
+  // token masks there, which the requests' bitmask spans point to. Default: host_work first.
+  using HostWork = std::function<void()>;
+  virtual void execute_overlapping(const SchedulerOutput& batch, std::vector<float>& logits,
+                                   const HostWork& host_work) {
+    host_work();
+    execute(batch, logits);
+  }
+  virtual void execute_sampled_overlapping(const SchedulerOutput& batch,
+                                           std::span<const kernels::SamplingRequest> requests,
+                                           const HostWork& host_work) {
+    host_work();
+    execute_sampled(batch, requests);
   }
 };
 

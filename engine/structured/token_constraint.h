@@ -1,7 +1,8 @@
 #pragma once
 // What the engine loop needs of a constrained sequence: which tokens may come next, and the
 // state moving on by the sampled token. One object per sequence (per choice of a request),
-// used only on the engine thread; made by a factory the request carries.
+// used by one thread at a time (the engine thread, or one of its mask workers for fill_mask);
+// made by a factory the request carries. Constraints of one grammar may fill masks at once.
 #include <cstdint>
 #include <memory>
 #include <span>

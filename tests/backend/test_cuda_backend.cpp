@@ -440,6 +440,96 @@ INSTANTIATE_TEST_SUITE_P(Models, DeviceSamplingVsHost,
                                   (info.param.graphs ? "Graphs" : "Eager");
                          });
 
+// Structured outputs' masks written by the host while the forward runs
+// (forward_batch_overlapping: a forward-only graph, then the sampling pass launched eagerly after
+// the host work) against the same steps with the masks written before (forward_batch: the
+// sampled graph packs them): a BF16 model, twin caches, the same sampling rows, so the tokens must
+// be identical. Masks start all zeros: a backend that read them before the host
+// work wrote them would sample from nothing. Graphs on and off, at a bucket's size and between.
+TEST(CudaBackend, OverlappedMasksSampleLikeMasksWrittenBefore) {
+  const ModelConfig c = gpu_config(Arch::Llama, 64, 0);
+  auto gpu = make_cuda_backend(testing::random_model(c, g_seed ^ 0x6f766c70u));
+  ASSERT_TRUE(gpu->samples_on_device());
+  const std::size_t V = std::size_t(c.vocab_size), words = (V + 31) / 32;
+  std::mt19937 rng(std::uint32_t(g_seed) + 9);
+  for (const bool graphs : {true, false}) {
+    for (const int n : {1, 3, 8}) {
+      constexpr int kBlock = 16, kTable = 8, kSteps = 4;
+      const auto count = static_cast<std::size_t>(n);
+      auto serial_cache = gpu->new_kv_cache(n * kTable, kBlock);
+      auto overlap_cache = gpu->new_kv_cache(n * kTable, kBlock);
+      std::vector<std::vector<int>> tables(count);
+      std::vector<std::vector<std::int32_t>> tokens(count);
+      std::vector<BatchItem> prefill;
+      for (int s = 0; s < n; ++s) {
+        for (int b = 0; b < kTable; ++b) tables[std::size_t(s)].push_back(s * kTable + b);
+        tokens[std::size_t(s)] =
+            random_tokens(rng, std::uniform_int_distribution<int>(1, 50)(rng), c.vocab_size);
+        prefill.push_back({tokens[std::size_t(s)], 0, tables[std::size_t(s)], {}});
+      }
+      gpu->set_decode_graphs(graphs);
+      gpu->forward_batch(*serial_cache, prefill);
+      gpu->forward_batch(*overlap_cache, prefill);
+      for (int step = 0; step < kSteps; ++step) {
+        // Row s allows tokens t with (t + step + s) % 5 == 0, except the last row (no mask).
+        std::vector<std::vector<std::uint32_t>> want(count, std::vector<std::uint32_t>(words, 0));
+        for (int s = 0; s < n; ++s)
+          for (std::size_t t = 0; t < V; ++t)
+            if ((t + std::size_t(step + s)) % 5 == 0)
+              want[std::size_t(s)][t / 32] |= 1u << (t % 32);
+        std::vector<std::vector<std::uint32_t>> late(count, std::vector<std::uint32_t>(words, 0));
+        std::vector<kernels::SamplingRequest> serial_q(count), overlap_q(count);
+        std::vector<kernels::SampledRow> serial_r(count), overlap_r(count);
+        std::vector<std::int32_t> last(count);
+        std::vector<BatchItem> serial_items, overlap_items;
+        for (int s = 0; s < n; ++s) {
+          const auto i = std::size_t(s);
+          last[i] = tokens[i].back();
+          kernels::SamplingRow r;
+          r.temperature = s % 2 == 0 ? 0.0f : 0.9f;
+          r.seed = 1000 + std::uint64_t(s);
+          r.position = std::uint64_t(step);
+          const bool masked = n == 1 || s + 1 < n;
+          serial_q[i].params = overlap_q[i].params = r;
+          if (masked) {
+            serial_q[i].bitmask = want[i];
+            overlap_q[i].bitmask = late[i];
+          }
+          serial_q[i].result = &serial_r[i];
+          overlap_q[i].result = &overlap_r[i];
+          const int start = int(tokens[i].size()) - 1;
+          const std::span<const std::int32_t> one(&last[i], 1);
+          serial_items.push_back({one, start, tables[i], {}, &serial_q[i]});
+          overlap_items.push_back({one, start, tables[i], {}, &overlap_q[i]});
+        }
+        gpu->forward_batch(*serial_cache, serial_items);
+        const std::uint64_t replays = gpu->decode_graph_replays();
+        int calls = 0;
+        gpu->forward_batch_overlapping(*overlap_cache, overlap_items, [&] {
+          ++calls;
+          for (std::size_t i = 0; i < want.size(); ++i)
+            std::copy(want[i].begin(), want[i].end(), late[i].begin());
+        });
+        EXPECT_EQ(calls, 1);
+        EXPECT_EQ(gpu->decode_graph_replays(), replays + (graphs ? 1 : 0));
+        for (int s = 0; s < n; ++s) {
+          const auto i = std::size_t(s);
+          EXPECT_EQ(overlap_r[i].token, serial_r[i].token)
+              << "graphs " << graphs << " n " << n << " step " << step << " row " << s;
+          // Same logits and row parameters: equal but for a sampling kernel whose reduction
+          // order depended on the number of rows (the eager pass samples no padding rows).
+          EXPECT_NEAR(overlap_r[i].logprob, serial_r[i].logprob, 1e-5) << "row " << s;
+          if (!serial_q[i].bitmask.empty()) {
+            EXPECT_EQ((std::size_t(serial_r[i].token) + std::size_t(step + s)) % 5, 0u)
+                << "a token the mask forbids, row " << s;
+          }
+          tokens[i].push_back(serial_r[i].token);
+        }
+      }
+    }
+  }
+}
+
 // ---- decode graphs ------------------------------------------------------------------------
 
 // Decode steps replayed from CUDA graphs against the same steps run eagerly, on two caches holding

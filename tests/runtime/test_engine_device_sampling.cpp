@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "engine/runtime/engine_loop.h"
+#include "engine/structured/token_bitmask.h"
 #include "kernels/sampling/sampling_ref.h"
 
 namespace nibble::runtime {
@@ -48,9 +49,36 @@ class HashLogitsRunner : public ModelRunner {
     EXPECT_EQ(r, requests.size());
   }
 
-  int host_steps = 0, device_steps = 0;
+  // As the CUDA backend orders an overlapped step: the forward (the rows) first, then the host
+  // work, then sampling. The masks must still be unwritten (all zeros) when the forward starts.
+  void execute_overlapping(const SchedulerOutput& batch, std::vector<float>& logits,
+                           const HostWork& host_work) override {
+    ++overlapped_steps;
+    expect_masks_unwritten(batch);
+    execute(batch, logits);
+    host_work();
+  }
+  void execute_sampled_overlapping(const SchedulerOutput& batch,
+                                   std::span<const kernels::SamplingRequest> requests,
+                                   const HostWork& host_work) override {
+    ++overlapped_steps;
+    expect_masks_unwritten(batch);
+    host_work();
+    execute_sampled(batch, requests);
+  }
+
+  int host_steps = 0, device_steps = 0, overlapped_steps = 0;
 
  private:
+  static void expect_masks_unwritten(const SchedulerOutput& batch) {
+    const structured::TokenBitmaskBatch& m = batch.token_bitmask;
+    ASSERT_FALSE(m.empty());
+    for (std::size_t r = 0; r < m.constrained.size(); ++r)
+      if (m.constrained[r]) {
+        EXPECT_EQ(structured::bitmask_count(m.row(r)), 0u);
+      }
+  }
+
   void append_row(const Sequence& seq, int num_new, std::vector<float>& out) const {
     const std::size_t end = std::size_t(seq.num_computed_tokens + num_new);
     std::uint64_t h = 1469598103934665603ull;
@@ -107,8 +135,7 @@ std::vector<GenerationRequest> requests() {
   return out;
 }
 
-Output run(HashLogitsRunner& runner, std::vector<GenerationRequest> reqs) {
-  EngineConfig c;
+Output run(HashLogitsRunner& runner, std::vector<GenerationRequest> reqs, EngineConfig c = {}) {
   c.model_name = "hash";
   c.max_model_len = 512;
   c.scheduler = {.max_num_seqs = 16, .max_num_batched_tokens = 64};
@@ -182,6 +209,110 @@ TEST(EngineDeviceSampling, MoreTopLogprobsThanTheDeviceReturnsSampleOnTheHost) {
   EXPECT_EQ(device.device_steps, 0);
   ASSERT_FALSE(out.top[0].empty());
   EXPECT_EQ(out.top[0][0].size(), std::size_t(kernels::kMaxSampledTopLogprobs + 1));
+}
+
+// A constraint whose allowed tokens depend on every token it accepted (a hash of them): about a
+// third of the vocabulary, a different third after each token, and a slow enough mask that
+// parallel masks overlap. Any mix-up of rows, states or steps changes the tokens.
+class HashConstraint : public structured::TokenConstraint {
+ public:
+  explicit HashConstraint(int vocab) : vocab_(vocab) {}
+  void fill_mask(std::span<std::uint32_t> mask) override {
+    for (int t = 0; t < vocab_; ++t)
+      if (allows(t)) structured::bitmask_allow(mask, std::size_t(t));
+  }
+  bool advance(int token) override {
+    if (!allows(token)) return false;
+    state_ = (state_ ^ std::uint64_t(token)) * 1099511628211ull;
+    return true;
+  }
+  bool is_complete() const override { return false; }
+
+ private:
+  bool allows(int t) const {
+    std::uint64_t z = state_ + 0x9e3779b97f4a7c15ull * std::uint64_t(t + 1);
+    z = (z ^ (z >> 29)) * 0xbf58476d1ce4e5b9ull;
+    return (z >> 33) % 3 == 0;
+  }
+  int vocab_;
+  std::uint64_t state_ = 1469598103934665603ull;
+};
+
+class HashConstraintFactory : public structured::TokenConstraintFactory {
+ public:
+  explicit HashConstraintFactory(int vocab) : vocab_(vocab) {}
+  std::unique_ptr<structured::TokenConstraint> start() const override {
+    return std::make_unique<HashConstraint>(vocab_);
+  }
+  std::size_t mask_words() const override { return structured::bitmask_words(std::size_t(vocab_)); }
+  const std::string& kind() const override { return kind_; }
+
+ private:
+  int vocab_;
+  std::string kind_ = "regex";
+};
+
+// requests() with the first (n = 2) and last constrained, the greedy one not: steps mix
+// constrained and unconstrained rows.
+std::vector<GenerationRequest> constrained_requests(int vocab) {
+  std::vector<GenerationRequest> reqs = requests();
+  const auto factory = std::make_shared<HashConstraintFactory>(vocab);
+  reqs.front().constraint = factory;
+  reqs.back().constraint = factory;
+  return reqs;
+}
+
+EngineConfig mask_config(bool overlap, int threads) {
+  EngineConfig c;
+  c.overlap_token_masks = overlap;
+  c.token_mask_threads = threads;
+  return c;
+}
+
+void expect_allowed_by_the_constraint(const std::vector<int>& tokens, int vocab) {
+  HashConstraint check(vocab);
+  for (int t : tokens) EXPECT_TRUE(check.advance(t)) << t;
+}
+
+// Overlapped masks (computed inside the step, in parallel) against serial ones (before the
+// step, on the engine thread), for host and device sampling: the same tokens and logprobs.
+TEST(EngineTokenMasks, OverlappedAndParallelMasksGiveTheSerialTokens) {
+  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_OVERLAP"), 0);
+  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_MASK_THREADS"), 0);
+  constexpr int kVocab = 300;
+  for (bool device : {false, true}) {
+    HashLogitsRunner serial(kVocab, device), overlapped(kVocab, device);
+    const Output a = run(serial, constrained_requests(kVocab), mask_config(false, 1));
+    const Output b = run(overlapped, constrained_requests(kVocab), mask_config(true, 4));
+    EXPECT_EQ(serial.overlapped_steps, 0);
+    EXPECT_GT(overlapped.overlapped_steps, 10);
+    EXPECT_EQ(device ? overlapped.device_steps : overlapped.host_steps,
+              overlapped.overlapped_steps);
+    ASSERT_EQ(a.tokens.size(), 4u);
+    EXPECT_EQ(a.tokens, b.tokens) << "device " << device;
+    EXPECT_EQ(a.logprobs, b.logprobs) << "device " << device;
+    for (std::size_t k : {0u, 1u, 3u}) {
+      EXPECT_GE(a.tokens[k].size(), 16u);
+      expect_allowed_by_the_constraint(a.tokens[k], kVocab);
+    }
+    // The unconstrained request is not held to the constraint: some token breaks it.
+    HashConstraint free(kVocab);
+    bool broke = false;
+    for (int t : a.tokens[2]) broke = broke || !free.advance(t);
+    EXPECT_TRUE(broke);
+  }
+}
+
+// The environment switch turns overlapping off without a rebuild (the A/B on a device).
+TEST(EngineTokenMasks, EnvironmentTurnsOverlapOff) {
+  ASSERT_EQ(setenv("NIBBLE_STRUCTURED_OVERLAP", "0", 1), 0);
+  HashLogitsRunner runner(300, true);
+  const Output out = run(runner, constrained_requests(300), mask_config(true, 2));
+  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_OVERLAP"), 0);
+  EXPECT_EQ(runner.overlapped_steps, 0);
+  EXPECT_GT(runner.device_steps, 10);
+  ASSERT_EQ(out.tokens.size(), 4u);
+  expect_allowed_by_the_constraint(out.tokens[0], 300);
 }
 
 }  // namespace

@@ -120,5 +120,46 @@ TEST_F(StructuredOutputs, ChoiceIsExactAndGreedyRepeatsFromTheGrammarCache) {
   EXPECT_EQ(second["choices"][0]["text"], text);
 }
 
+// Token masks computed while the forward pass runs (the default) and before it
+// (NIBBLE_STRUCTURED_OVERLAP=0) give the same answers: seeded sampled requests whose n = 3
+// constrained choices share each step (their masks computed in parallel).
+TEST_F(StructuredOutputs, OverlappedMasksGiveTheSerialAnswers) {
+  REQUIRE_TINY_MODEL(dir);
+  ASSERT_NE(server_, nullptr);
+  ASSERT_EQ(setenv("NIBBLE_STRUCTURED_OVERLAP", "0", 1), 0);
+  testing::ServeProcess serial(dir, {});
+  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_OVERLAP"), 0);
+  ASSERT_TRUE(serial.wait_ready());
+  const json messages = json::array({{{"role", "user"}, {"content", "Describe a person."}}});
+  const json schema = json::parse(R"({"type": "object", "additionalProperties": false,
+      "required": ["name", "age", "tags"], "properties": {"name": {"type": "string"},
+      "age": {"type": "integer", "minimum": 0, "maximum": 150},
+      "tags": {"type": "array", "maxItems": 3, "items": {"enum": ["a", "b", "c"]}}}})");
+  const std::vector<json> constraints = {
+      {{"response_format",
+        {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", schema}}}}}},
+      {{"guided_regex", "[a-z]{2,8}( [0-9]{1,3}){1,4}"}}};
+  for (const json& constraint : constraints) {
+    for (int seed : {11, 12}) {
+      json body = {{"model", "tiny"},    {"messages", messages}, {"max_tokens", 48},
+                   {"temperature", 1.0}, {"seed", seed},         {"n", 3}};
+      body.update(constraint);
+      int status_overlapped = 0, status_serial = 0;
+      const json overlapped = post(*server_, "/v1/chat/completions", body, status_overlapped);
+      const json serial_answer = post(serial, "/v1/chat/completions", body, status_serial);
+      ASSERT_EQ(status_overlapped, 200) << overlapped.dump();
+      ASSERT_EQ(status_serial, 200) << serial_answer.dump();
+      ASSERT_EQ(overlapped["choices"].size(), 3u);
+      ASSERT_EQ(serial_answer["choices"].size(), 3u);
+      for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(overlapped["choices"][i]["message"]["content"],
+                  serial_answer["choices"][i]["message"]["content"])
+            << constraint.dump() << " seed " << seed << " choice " << i;
+      }
+    }
+  }
+  EXPECT_GT(serial.metric("nibble_structured_output_mask_seconds_count{model_name=\"tiny\"}"), 20);
+}
+
 }  // namespace
 }  // namespace nibble::server

@@ -25,8 +25,11 @@ does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean
   --api-key KEY             sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)
   --no-progress             no progress bar
   --structured-schema FILE  repeat each run with FILE's JSON Schema as response_format and
-                            report decode speed with and without it, and the server's schema
-                            compile time (nibble_structured_output_compile_seconds)
+                            report decode speed with and without it, the server's mask time
+                            per token (mean, p50/p90/p99 of nibble_structured_output_mask_seconds)
+                            against a decode step, its schema compile time
+                            (nibble_structured_output_compile_seconds) and the first
+                            constrained request's TTFT
 )";
 
 namespace {

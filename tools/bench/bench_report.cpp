@@ -34,6 +34,7 @@ RunSummary summarize(int concurrency, double request_rate,
   std::vector<double> ttft, tpot, itl, e2e;
   double ttft_sum = 0;
   std::vector<std::pair<double, int>> edges;  // request start/end, for peak concurrency
+  if (!results.empty() && results.front().ok) s.first_ttft = results.front().ttft;
   for (const RequestResult& r : results) {
     edges.push_back({r.start, +1});
     edges.push_back({r.start + r.e2e, -1});

@@ -27,6 +27,7 @@ struct RunSummary {
   double prefill_rate = 0;
   int peak_concurrency = 0;
   Distribution ttft, tpot, itl, e2e;
+  double first_ttft = 0;  // seconds: the first request's (dataset order), 0 if it failed
   std::vector<double> output_tokens_per_second;  // over time, for the plot
   double plot_bin_s = 1;
   std::vector<std::string> errors;  // first few

@@ -6,8 +6,8 @@
 
 #include "engine/backend/batch_checks.h"
 #include "engine/backend/cpu/cpu_ops.h"
-#include "engine/backend/cpu/thread_pool.h"
 #include "engine/backend/moe_routing.h"
+#include "engine/runtime/thread_pool.h"
 
 namespace nibble::backend {
 namespace {

@@ -5,11 +5,13 @@
 #include <span>
 #include <vector>
 
-#include "engine/backend/cpu/thread_pool.h"
 #include "engine/model/linear.h"
 #include "engine/model/model_config.h"
+#include "engine/runtime/thread_pool.h"
 
 namespace nibble::backend::cpu {
+
+using runtime::ThreadPool;  // engine/runtime/thread_pool.h
 
 // y[T, out] = x[T, in] W^T (+ bias); rows of W are spread over the pool.
 void linear_forward(const model::Linear& w, std::span<const float> x, std::int64_t tokens,

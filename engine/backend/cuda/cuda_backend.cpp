@@ -289,13 +289,28 @@ class CudaBackend : public Backend {
   }
 
   void forward_batch(KvCache& kv, std::span<const BatchItem> items) override {
+    run_step(kv, items, nullptr);
+  }
+
+  // The host work runs while the step's forward pass (graph or eager) is on the GPU; the step's
+  // sampling is enqueued after it, reading the bitmasks it wrote.
+  void forward_batch_overlapping(KvCache& kv, std::span<const BatchItem> items,
+                                 const HostWork& host_work) override {
+    run_step(kv, items, &host_work);
+  }
+
+ private:
+  void run_step(KvCache& kv, std::span<const BatchItem> items, const HostWork* host_work) {
     CudaKvCache& cache = own_cache(kv);
     const auto& c = m_.config;
     const std::int64_t T = check_batch(c, "cuda", cache, items, device_sampling_);
-    if (T == 0) return;
+    if (T == 0) {
+      if (host_work != nullptr) (*host_work)();
+      return;
+    }
     if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
       throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
-    if (decode_with_graph(cache, items)) return;
+    if (decode_with_graph(cache, items, host_work)) return;
 
     const cuda::StepLayout layout = cuda::layout_step(items, cache.block, rows_per_tile_);
     const cuda::PackedStep packed = cuda::pack_step(layout);
@@ -327,6 +342,7 @@ class CudaBackend : public Backend {
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));
     timer_->mark("start");
     enqueue_forward(cache, T, R, in, num_tiles, splits, true);
+    run_host_work(host_work);
     if (R > 0 && samples_in(items)) {
       if (sampler_->reserve(int(R), items)) ++buffers_epoch_;
       sampler_->upload(items, int(R), stream_);
@@ -341,7 +357,19 @@ class CudaBackend : public Backend {
     timer_->end_step(long(T));
   }
 
- private:
+  // Runs a step's host work while the GPU computes. If it throws, the step's enqueued work is
+  // waited for first, so that the next step may rewrite the pinned inputs it is still copying.
+  void run_host_work(const HostWork* host_work) {
+    if (host_work == nullptr) return;
+    try {
+      (*host_work)();
+    } catch (...) {
+      (void)cudaStreamSynchronize(stream_);
+      throw;
+    }
+    timer_->mark("idle for host work");  // GPU time: what the host work left exposed
+  }
+
   CudaKvCache& own_cache(KvCache& kv) const {
     auto* cache = dynamic_cast<CudaKvCache*>(&kv);
     if (!cache || cache->owner != this)
@@ -453,7 +481,11 @@ class CudaBackend : public Backend {
   // bucket's graph; returns false when the step must run eagerly (a prefill chunk in it, a MoE
   // model whose routing goes through the host, graphs off, more sequences than the largest
   // bucket).
-  bool decode_with_graph(CudaKvCache& cache, std::span<const BatchItem> items) {
+  // With host work that writes bitmasks (structured outputs, overlapped), the replay is of the
+  // forward-only graph and the sampling pass is launched eagerly after the host work: a sampled
+  // graph would read the bitmasks before they are written. Other steps replay as before.
+  bool decode_with_graph(CudaKvCache& cache, std::span<const BatchItem> items,
+                         const HostWork* host_work) {
     if (!graphs_enabled_ || !moe_on_device_) return false;
     int max_position = 0;
     for (const BatchItem& item : items) {
@@ -461,16 +493,20 @@ class CudaBackend : public Backend {
       max_position = std::max(max_position, item.start);
     }
     const bool sampled = samples_in(items);
+    const bool sample_after = sampled && host_work != nullptr && bitmasks_in(items);
     if (buckets_.empty()) buckets_ = cuda::decode_buckets(graph_rows_);
     const int rows = cuda::decode_bucket_for(int(items.size()), buckets_);
     if (rows == 0) return false;
     const cuda::DecodeGraphKey key{
-        rows, kernels::paged_decode_splits(shape_, rows, max_position, sm_count_), sampled};
+        rows, kernels::paged_decode_splits(shape_, rows, max_position, sm_count_),
+        sampled && !sample_after};
     try {
       reserve_graph_buffers();
+      // Before the graph is looked up: a sampler buffer that grows retires the graphs.
+      if (sample_after && sampler_->reserve(int(items.size()), items)) ++buffers_epoch_;
       std::size_t bytes = cuda::pack_decode_step(items, cache.block, rows, cache.scratch_block(),
                                                  graph_at_, graph_host_);
-      if (sampled) bytes = pack_graph_sampling(items, rows, bytes);
+      if (key.sampled) bytes = pack_graph_sampling(items, rows, bytes);
       if (bytes > graph_step_.size()) return false;
       cudaGraphExec_t exec = cache.graphs.find(key, buffers_epoch_);
       if (exec == nullptr) exec = capture(cache, key);
@@ -484,6 +520,13 @@ class CudaBackend : public Backend {
       graphs_enabled_ = false;
       cache.graphs.clear();
       return false;
+    }
+    run_host_work(host_work);
+    if (sample_after) {
+      // The real rows only: they come first in the graph's logits, in item order.
+      sampler_->upload(items, int(items.size()), stream_);
+      sampler_->enqueue(act_.logits.get(), int(items.size()), stream_);
+      timer_->mark("sampling");
     }
     if (sampled) {
       check(cudaStreamSynchronize(stream_), "running the step");
@@ -634,6 +677,11 @@ class CudaBackend : public Backend {
   static bool samples_in(std::span<const BatchItem> items) {
     return std::any_of(items.begin(), items.end(),
                        [](const BatchItem& item) { return item.sample != nullptr; });
+  }
+  static bool bitmasks_in(std::span<const BatchItem> items) {
+    return std::any_of(items.begin(), items.end(), [](const BatchItem& item) {
+      return item.sample != nullptr && !item.sample->bitmask.empty();
+    });
   }
 
   // Copies the logits of the step's sampled rows (the first of act_.logits, in item order) into

@@ -1,8 +1,8 @@
-#include "engine/backend/cpu/thread_pool.h"
+#include "engine/runtime/thread_pool.h"
 
 #include <algorithm>
 
-namespace nibble::backend::cpu {
+namespace nibble::runtime {
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(threads, 1); ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -69,4 +69,4 @@ void ThreadPool::parallel_for(std::int64_t count,
   job_ = Job{};
 }
 
-}  // namespace nibble::backend::cpu
+}  // namespace nibble::runtime

@@ -1,5 +1,6 @@
 #pragma once
-// A fixed pool of worker threads for data-parallel loops; the calling thread works too.
+// A fixed pool of worker threads for data-parallel loops; the calling thread works too. Used by
+// the CPU backend (its matrix products) and the engine loop (structured-output token masks).
 // parallel_for is not reentrant: call it from one thread at a time, not from inside fn.
 #include <atomic>
 #include <condition_variable>
@@ -9,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace nibble::backend::cpu {
+namespace nibble::runtime {
 
 class ThreadPool {
  public:
@@ -40,4 +41,4 @@ class ThreadPool {
   std::atomic<std::int64_t> next_{0};
 };
 
-}  // namespace nibble::backend::cpu
+}  // namespace nibble::runtime

@@ -1,16 +1,32 @@
 #include "kernels/moe/moe_experts.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/layer/layer_ops.h"
 
 namespace nibble::kernels {
 
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
+  static const bool fuse = [] {
+    const char* v = std::getenv("NIBBLE_MOE_FUSED");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
   const std::int64_t routed = tokens * k;
   // Rows per expert if the load were even (no host look at the routing: T, E, k only).
   const std::int64_t per_expert = (routed + experts - 1) / (experts > 0 ? experts : 1);
-  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8};
-  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16};
-  return {W4A16Tile::kM64, 64};
+  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8, fuse};
+  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16, fuse};
+  return {W4A16Tile::kM64, 64, false};
+}
+
+bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan) {
+  return plan.fuse && plan.tile == W4A16Tile::kSlice16 && plan.block_rows <= 16 && w.fused &&
+         w.gate_up.shape.n % 32 == 0;
+}
+
+std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden) {
+  return tokens * w4a16_grouped_combine_slices(hidden);
 }
 
 namespace {
@@ -31,6 +47,26 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
   const std::int64_t routed = T * a.k;
   const MoeRouting r = moe_routing_views(a.routing_words, T, a.experts, a.k, plan.block_rows);
   const std::int64_t blocks = moe_max_row_blocks(routed, a.experts, plan.block_rows);
+  if (moe_experts_fused(w, plan)) {
+    // route (+ zero the arrival counts) -> gate_up . gathered x, SiLU * up -> down + combine.
+    if (a.arrivals == nullptr) return cudaErrorInvalidValue;
+    cudaError_t err = moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
+                                plan.block_rows, r, stream, a.arrivals, moe_arrival_words(T, H));
+    if (err != cudaSuccess) return err;
+    err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
+                                     plan.block_rows, a.middle, stream);
+    if (err != cudaSuccess) return err;
+    W4A16GroupedCombine combine;
+    combine.token = r.token;
+    combine.source = r.source;
+    combine.weight = r.weight;
+    combine.residual = a.residual;
+    combine.out = a.out;
+    combine.arrivals = a.arrivals;
+    combine.k = a.k;
+    return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
+                                      a.expert_out, stream);
+  }
   cudaError_t err =
       moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r, stream);
   if (err != cudaSuccess) return err;

@@ -37,10 +37,21 @@ struct MoeExpertWeights {
 struct MoeGroupedPlan {
   W4A16Tile tile = W4A16Tile::kSlice16;
   int block_rows = 8;  // routed rows per row block
+  // The decode fusions (slice plans with a fused gate_up whose I % 16 == 0, else ignored): three
+  // launches, route -> gate_up with the gather and SiLU * up -> down with the combine
+  // (w4a16_grouped.h), instead of six; the same output bits.
+  bool fuse = false;
 };
 // Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
-// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows.
+// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse is on
+// for the slice plans unless NIBBLE_MOE_FUSED=0 (the A/B switch, read once).
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k);
+
+// Whether moe_experts takes the fused path for these weights and plan.
+bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan);
+
+// 4-byte words of MoeExpertsArgs::arrivals for T tokens of hidden size H.
+std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden);
 
 struct MoeExpertsArgs {
   const float* router_logits = nullptr;     // [T, E] FP32
@@ -52,8 +63,9 @@ struct MoeExpertsArgs {
   bool norm_topk_prob = true;
   // Scratch, sized for T (the caller's buffers; fixed addresses keep a captured graph valid):
   void* routing_words = nullptr;        // moe_routing_words(T, E, k, 1) 4-byte words
-  std::uint16_t* routed = nullptr;      // [T k, H]
-  std::uint16_t* projected = nullptr;   // [T k, 2 I]
+  std::uint16_t* routed = nullptr;      // [T k, H] (unused when fused)
+  std::int32_t* arrivals = nullptr;     // moe_arrival_words(T, H) (fused only; zeroed by the route)
+  std::uint16_t* projected = nullptr;   // [T k, 2 I] (unused when fused)
   std::uint16_t* middle = nullptr;      // [T k, I]
   std::uint16_t* expert_out = nullptr;  // [T k, H]
 };

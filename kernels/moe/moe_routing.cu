@@ -92,8 +92,10 @@ __device__ inline void route_token(const float* __restrict__ logits, int t, int 
 
 __global__ void __launch_bounds__(32 * kRouteWarps)
     top_k_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                 bool norm_topk_prob, std::int32_t* __restrict__ expert,
-                 float* __restrict__ weight) {
+                 bool norm_topk_prob, std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                 std::int32_t* __restrict__ clear, int clear_count) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < clear_count; i += gridDim.x * blockDim.x)
+    clear[i] = 0;
   const int t = blockIdx.x * kRouteWarps + threadIdx.x / 32;
   if (t >= tokens) return;  // whole warps: the shuffles in route_token see full warps
   route_token(logits, t, experts, k, norm_topk_prob, expert, weight, nullptr);
@@ -202,8 +204,10 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
                            std::int32_t* __restrict__ expert, float* __restrict__ weight,
                            std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
                            std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
-                           MoeRowBlock* __restrict__ blocks) {
+                           MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
+                           int clear_count) {
   __shared__ int picks[kOneBlockMaxRouted];
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -305,9 +309,10 @@ MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int 
 
 cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
                       bool norm_topk_prob, int block_rows, const MoeRouting& out,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, std::int32_t* clear, std::int64_t clear_count) {
   if (tokens < 0 || experts < 1 || experts > kMoeMaxExperts || k < 1 || k > experts ||
-      k > kMoeMaxTopK || block_rows < 1 || tokens * k > INT_MAX)
+      k > kMoeMaxTopK || block_rows < 1 || tokens * k > INT_MAX || clear_count < 0 ||
+      clear_count > INT_MAX || (clear_count > 0 && clear == nullptr))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t routed = tokens * k;
@@ -315,11 +320,13 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
   if (routed <= kOneBlockMaxRouted) {
     route_one_block_kernel<<<1, 32 * kOneBlockWarps, 0, stream>>>(
         logits, int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks), out.expert,
-        out.weight, out.counts, out.offsets, out.token, out.source, out.blocks);
+        out.weight, out.counts, out.offsets, out.token, out.source, out.blocks, clear,
+        int(clear_count));
     return cudaGetLastError();
   }
   top_k_kernel<<<unsigned((tokens + kRouteWarps - 1) / kRouteWarps), 32 * kRouteWarps, 0, stream>>>(
-      logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight);
+      logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight, clear,
+      int(clear_count));
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   count_kernel<<<unsigned(experts), kPlaceThreads, 0, stream>>>(out.expert, routed, out.counts);

@@ -37,8 +37,11 @@ MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int 
 // logits: [tokens, experts] FP32. experts <= kMoeMaxExperts, 1 <= k <= min(experts, kMoeMaxTopK),
 // block_rows >= 1; cudaErrorInvalidValue otherwise. tokens == 0 does nothing. One launch up to
 // 1024 routed rows (decode: one block does it all), three above (top k, counts, placement).
+// clear: clear_count words the launch also sets to zero (the fused combine's arrival counts,
+// w4a16_grouped.h), so that no extra launch is needed for them.
 cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
                       bool norm_topk_prob, int block_rows, const MoeRouting& out,
-                      cudaStream_t stream);
+                      cudaStream_t stream, std::int32_t* clear = nullptr,
+                      std::int64_t clear_count = 0);
 
 }  // namespace nibble::kernels

@@ -9,7 +9,9 @@
 //     relative error <= 1e-2 (BF16 activations and outputs, /work/.library/device/METHOD.md);
 //   * the whole layer (moe_experts: route, gather, grouped gate_up / gate + up, SiLU * up, grouped
 //     down, weighted combine with the residual) vs a double-precision reference that rounds where
-//     the device rounds to BF16: relative error <= 1e-2, and two runs bitwise identical.
+//     the device rounds to BF16: relative error <= 1e-2, and two runs bitwise identical; the
+//     decode fusions (plan.fuse: gather + SiLU in the gate_up, combine in the down) bitwise equal
+//     to the unfused path.
 // Fresh random inputs each run (the seed is printed); outputs poisoned (NaN) before each launch.
 // Exits 77 (ctest: skipped) when no GPU is present.
 #include <algorithm>
@@ -239,6 +241,7 @@ struct LayerCase {
   int experts, k;
   std::int64_t hidden, inter;
   bool fused, norm;
+  LogitKind kind = LogitKind::kRandom;
 };
 
 void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
@@ -261,7 +264,7 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   }
   w.down = down.view;
 
-  const std::vector<float> logits = router_logits(rng, T, c.experts, LogitKind::kRandom);
+  const std::vector<float> logits = router_logits(rng, T, c.experts, c.kind);
   const auto hidden = random_bf16(rng, std::size_t(T * H));
   const auto residual = random_bf16(rng, std::size_t(T * H));
   DeviceBuffer<float> d_logits(logits.size());
@@ -272,7 +275,8 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
       d_expert_out(std::size_t(routed * H));
   d_hidden.upload(hidden);
   d_residual.upload(residual);
-  DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1)));
+  DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1))),
+      arrivals(std::size_t(kernels::moe_arrival_words(T, H)));
   kernels::MoeExpertsArgs a;
   a.router_logits = d_logits.ptr;
   a.hidden = d_hidden.ptr;
@@ -288,15 +292,21 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   a.projected = d_projected.ptr;
   a.middle = d_middle.ptr;
   a.expert_out = d_expert_out.ptr;
-  const kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
+  a.arrivals = arrivals.ptr;
+  // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
+  // the arrival counts poisoned too (the route must zero them).
+  kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
   std::vector<std::vector<bf16_bits>> runs;
-  for (int run = 0; run < 2; ++run) {
+  for (int run = 0; run < 4; ++run) {
+    plan.fuse = run >= 2;
     for (auto* b : {&d_out, &d_routed, &d_projected, &d_middle, &d_expert_out}) b->poison();
     words.poison();
+    arrivals.poison();
     NIBBLE_CUDA_CHECK(kernels::moe_experts(w, a, plan, nullptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     runs.push_back(d_out.download());
   }
+  const bool fused = kernels::moe_experts_fused(w, plan);
 
   // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
   // expert's output, the result), everything else in double.
@@ -334,14 +344,18 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   });
   for (std::size_t i = 0; i < got.size(); ++i) got[i] = nvfp4::bf16_to_float(runs[0][i]);
   const double err = relative_error(want, got);
-  const bool same = runs[0] == runs[1];
-  char name[160], detail[160];
-  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s", (long long)T, c.experts,
-                c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
-                c.norm ? "norm" : "raw");
-  std::snprintf(detail, sizeof detail, "rel %.3g, tile %d x %d rows, two runs %s", err,
-                int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER");
-  results.record(err <= 1e-2 && same, name, detail);
+  const bool same = runs[0] == runs[1] && runs[2] == runs[3];
+  // The fusions keep every rounding and summation order: the same bits as the unfused path.
+  const bool fused_same = runs[2] == runs[0];
+  char name[160], detail[200];
+  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s%s", (long long)T,
+                c.experts, c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
+                c.norm ? "norm" : "raw", c.kind == LogitKind::kOneExpert ? "_one_expert" : "");
+  std::snprintf(detail, sizeof detail,
+                "rel %.3g, tile %d x %d rows, two runs %s, decode fusions %s: %s", err,
+                int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER",
+                fused ? "on" : "not applicable", fused_same ? "same bits" : "DIFFERENT BITS");
+  results.record(err <= 1e-2 && same && fused_same, name, detail);
 }
 
 int run(int argc, char** argv) {
@@ -394,11 +408,27 @@ int run(int argc, char** argv) {
   }
   for (const GroupedCase& c : grouped) check_grouped(results, rng, c);
 
-  const LayerCase layers[] = {
-      {1, 8, 2, 256, 128, true, true},    {1, 128, 8, 512, 192, true, true},
-      {13, 8, 8, 256, 128, false, true},  {40, 8, 2, 256, 128, true, false},
-      {300, 16, 4, 256, 128, true, true}, {1030, 8, 2, 128, 64, false, true},
+  std::vector<LayerCase> layers = {
+      {1, 8, 2, 256, 128, true, true},
+      {1, 128, 8, 512, 192, true, true},
+      {13, 8, 8, 256, 128, false, true},
+      {40, 8, 2, 256, 128, true, false},
+      {300, 16, 4, 256, 128, true, true},
+      {1030, 8, 2, 128, 64, false, true},
+      // the decode fusions: odd H (slices past n), I not a multiple of 16 (falls back), 9..16
+      // rows per row block (two x fragments), every token on one expert, T k > 1024 routed rows
+      {3, 8, 2, 328, 80, true, true},
+      {2, 8, 2, 256, 72, true, true},
+      {24, 8, 4, 320, 96, true, true, K::kOneExpert},
+      {9, 16, 8, 200, 48, true, false},
+      {64, 128, 8, 256, 128, true, true},
+      {200, 64, 8, 128, 64, true, true},
+      {1100, 128, 1, 128, 32, true, true},
   };
+  if (!quick) {
+    // Qwen3-30B-A3B's MoE layer at decode and small batches.
+    for (const std::int64_t T : {1, 4, 8}) layers.push_back({T, 128, 8, 2048, 768, true, true});
+  }
   for (const LayerCase& c : layers) check_layer(results, rng, c);
   return results.exit_code();
 }

@@ -84,7 +84,8 @@ class CudaKvCache : public KvCache {
 struct Activations {
   DeviceBuffer<bf16> x, x2, h, q, k, v, qkv, attn, gate, up, routed, expert_out, last, scratch;
   DeviceBuffer<float> router, logits;
-  DeviceBuffer<std::int32_t> moe_routing;  // the device routing's arrays (kernels/moe)
+  DeviceBuffer<std::int32_t> moe_routing;   // the device routing's arrays (kernels/moe)
+  DeviceBuffer<std::int32_t> moe_arrivals;  // the fused combine's counts (zeroed by the route)
   // Returns true when a buffer was reallocated (graphs captured before read the old ones).
   bool ensure(const ModelConfig& c, std::int64_t T, std::int64_t R) {
     const auto H = std::size_t(c.hidden_size), D = std::size_t(c.head_dim);
@@ -110,6 +111,7 @@ struct Activations {
       grow(expert_out, t * K * H);
       grow(router, t * std::size_t(c.num_experts));
       grow(moe_routing, std::size_t(kernels::moe_routing_words(T, c.num_experts, int(K), 1)));
+      grow(moe_arrivals, std::size_t(kernels::moe_arrival_words(T, c.hidden_size)));
     }
     const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
     grow(last, rows * H);
@@ -698,6 +700,7 @@ class CudaBackend : public Backend {
     a.hidden_size = c.hidden_size;
     a.norm_topk_prob = c.norm_topk_prob;
     a.routing_words = act_.moe_routing.get();
+    a.arrivals = act_.moe_arrivals.get();
     a.routed = act_.routed.get();
     a.projected = act_.gate.get();
     a.middle = act_.up.get();

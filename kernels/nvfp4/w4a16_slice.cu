@@ -22,6 +22,9 @@
 // ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
 // The CPU reference is the layout's (nvfp4_ref.h dequantization, then the product in double):
 // tests/gpu/test_nvfp4_gpu.cpp.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -488,6 +491,15 @@ cudaError_t grouped_slice_attribute() {
   return err;
 }
 
+// NIBBLE_MOE_OVERLAP=0 turns the down + combine's dependent launch off (A/B), read once.
+bool grouped_overlap() {
+  static const bool on = [] {
+    const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 // Grouped: rows per block up to 8 MT, the slots sized for 8 MT rows. kFuseGatherSilu's blocks
 // cover 16 gate rows each (n / 2 of them in all).
 template <class S, int MT, int FUSE = kFuseNone>
@@ -504,7 +516,11 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   const std::int64_t slices =
       FUSE == kFuseGatherSilu ? shape.n / 2 / 16 : shape.n_padded / S::kRows;
   const dim3 grid{unsigned(slices), unsigned(max_blocks)};
-  LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream, false);
+  // kFuseCombine follows the gate_up launch, itself launched after the route finished: the table
+  // and the weights it points to may be read before waiting for the gate_up (programmatic
+  // dependent launch), so the down's weights stream in under the gate_up's tail.
+  LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream,
+                           FUSE == kFuseCombine && grouped_overlap());
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles, shape.scales,
       shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table, fuse);

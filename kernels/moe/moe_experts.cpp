@@ -7,17 +7,22 @@
 
 namespace nibble::kernels {
 
+namespace {
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+}  // namespace
+
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
-  static const bool fuse = [] {
-    const char* v = std::getenv("NIBBLE_MOE_FUSED");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool fuse = env_on("NIBBLE_MOE_FUSED");
+  static const bool fuse_router = fuse && env_on("NIBBLE_MOE_FUSED_ROUTER");
   const std::int64_t routed = tokens * k;
   // Rows per expert if the load were even (no host look at the routing: T, E, k only).
   const std::int64_t per_expert = (routed + experts - 1) / (experts > 0 ? experts : 1);
-  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8, fuse};
-  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16, fuse};
-  return {W4A16Tile::kM64, 64, false};
+  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8, fuse, fuse_router};
+  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16, fuse, fuse_router};
+  return {W4A16Tile::kM64, 64, false, false};
 }
 
 bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan) {
@@ -25,8 +30,14 @@ bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan) {
          w.gate_up.shape.n % 32 == 0;
 }
 
+bool moe_router_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan, std::int64_t tokens,
+                      int hidden, bool router_weight_given) {
+  return moe_experts_fused(w, plan) && plan.fuse_router && router_weight_given &&
+         tokens <= kMoeRouterMaxTokens && hidden % 8 == 0;
+}
+
 std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden) {
-  return tokens * w4a16_grouped_combine_slices(hidden);
+  return 1 + tokens * w4a16_grouped_combine_slices(hidden);
 }
 
 namespace {
@@ -50,8 +61,14 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
   if (moe_experts_fused(w, plan)) {
     // route (+ zero the arrival counts) -> gate_up . gathered x, SiLU * up -> down + combine.
     if (a.arrivals == nullptr) return cudaErrorInvalidValue;
-    cudaError_t err = moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
-                                plan.block_rows, r, stream, a.arrivals, moe_arrival_words(T, H));
+    std::int32_t* const counts = a.arrivals + 1;
+    const std::int64_t count_words = moe_arrival_words(T, H) - 1;
+    cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
+                          ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
+                                             a.norm_topk_prob, plan.block_rows, a.router_logits, r,
+                                             a.arrivals, stream, counts, count_words)
+                          : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
+                                      plan.block_rows, r, stream, counts, count_words);
     if (err != cudaSuccess) return err;
     err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
                                      plan.block_rows, a.middle, stream);
@@ -62,7 +79,7 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     combine.weight = r.weight;
     combine.residual = a.residual;
     combine.out = a.out;
-    combine.arrivals = a.arrivals;
+    combine.arrivals = counts;
     combine.k = a.k;
     return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
                                       a.expert_out, stream);

@@ -2,6 +2,7 @@
 // the placement of the routed rows (one block per expert, a ballot scan in token order).
 #include <cfloat>
 #include <climits>
+#include <cstdint>
 
 #include "kernels/moe/moe_routing.h"
 
@@ -29,7 +30,7 @@ __device__ inline void route_token(const float* __restrict__ logits, int t, int 
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int e = lane + 32 * i;
-    p[i] = e < experts ? row[e] : -FLT_MAX;
+    p[i] = e < experts ? __ldcg(row + e) : -FLT_MAX;  // L2: other blocks may have written it
     max = fmaxf(max, p[i]);
   }
 #pragma unroll
@@ -198,22 +199,22 @@ __global__ void __launch_bounds__(kPlaceThreads)
 constexpr int kOneBlockWarps = 32;
 constexpr int kOneBlockMaxRouted = 1024;  // routed rows; ballot passes per warp: E / 32 x 32
 
-__global__ void __launch_bounds__(32 * kOneBlockWarps)
-    route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                           bool norm_topk_prob, int block_rows, int max_blocks,
-                           std::int32_t* __restrict__ expert, float* __restrict__ weight,
-                           std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
-                           std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
-                           MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
-                           int clear_count) {
+// The whole routing by one block of `warps` warps (every thread of the block calls it); the results
+// do not depend on the number of warps.
+__device__ void route_in_block(const float* __restrict__ logits, int tokens, int experts, int k,
+                               bool norm_topk_prob, int block_rows, int max_blocks,
+                               std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                               std::int32_t* __restrict__ counts,
+                               std::int32_t* __restrict__ offsets, std::int32_t* __restrict__ token,
+                               std::int32_t* __restrict__ source,
+                               MoeRowBlock* __restrict__ blocks) {
   __shared__ int picks[kOneBlockMaxRouted];
-  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int routed = tokens * k;
   for (int e = threadIdx.x; e < experts; e += blockDim.x) count_s[e] = 0;
-  for (int t = warp; t < tokens; t += kOneBlockWarps)
+  for (int t = warp; t < tokens; t += warps)
     route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
   __syncthreads();
   for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
@@ -258,7 +259,7 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
   for (int b = total_blocks + threadIdx.x; b < max_blocks; b += blockDim.x)
     blocks[b] = MoeRowBlock{-1, 0, 0};
   const unsigned below = (1u << lane) - 1u;
-  for (int e = warp; e < experts; e += kOneBlockWarps) {
+  for (int e = warp; e < experts; e += warps) {
     if (count_s[e] == 0) continue;  // the whole warp
     int placed = offset_s[e];
     for (int base = 0; base < routed; base += 32) {
@@ -273,6 +274,82 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
       placed += __popc(ballot);
     }
   }
+}
+
+__global__ void __launch_bounds__(32 * kOneBlockWarps)
+    route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
+                           bool norm_topk_prob, int block_rows, int max_blocks,
+                           std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                           std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+                           std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+                           MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
+                           int clear_count) {
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
+                 counts, offsets, token, source, blocks);
+}
+
+// The router linear and the routing in one launch (moe_router_route): warp w of block b computes
+// expert e = b kRouterWarps + w's logits for every token (FP32 sums of the BF16 products, lanes
+// over 8-column pieces, then a fixed shuffle tree), the block's last thread to arrive counts the
+// block done; the last block routes from the logits (route_in_block) and re-arms the counter.
+constexpr int kRouterWarps = 8;
+
+__device__ inline float dot8(uint4 a, uint4 b) {
+  const std::uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sum += __uint_as_float(wa[i] << 16) * __uint_as_float(wb[i] << 16);
+    sum += __uint_as_float(wa[i] & 0xFFFF0000u) * __uint_as_float(wb[i] & 0xFFFF0000u);
+  }
+  return sum;
+}
+
+__global__ void __launch_bounds__(32 * kRouterWarps)
+    router_route_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
+                        int tokens, int hidden, int experts, int k, bool norm_topk_prob,
+                        int block_rows, int max_blocks, float* __restrict__ logits,
+                        std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                        std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+                        std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+                        MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
+                        std::int32_t* __restrict__ clear, int clear_count) {
+  __shared__ bool last;
+  const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
+  if (e < experts) {
+    float acc[kMoeRouterMaxTokens];
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
+    const std::uint16_t* row = w + std::int64_t(e) * hidden;
+#pragma unroll 4
+    for (int c = lane * 8; c < hidden; c += 256) {
+      const uint4 wv = __ldg(reinterpret_cast<const uint4*>(row + c));
+#pragma unroll
+      for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+        if (t < tokens) {
+          acc[t] +=
+              dot8(wv, __ldg(reinterpret_cast<const uint4*>(x + std::int64_t(t) * hidden + c)));
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], o);
+      if (lane == 0 && t < tokens) logits[std::int64_t(t) * experts + e] = acc[t];
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;  // the whole block
+  __threadfence();
+  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
+                 counts, offsets, token, source, blocks);
 }
 
 std::int64_t aligned(std::int64_t words) {
@@ -336,6 +413,32 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
       out.expert, routed, k, out.counts, block_rows,
       moe_max_row_blocks(routed, experts, block_rows), out.offsets, out.token, out.source,
       out.blocks);
+  return cudaGetLastError();
+}
+
+}  // namespace nibble::kernels
+
+namespace nibble::kernels {
+
+cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
+                             std::int64_t tokens, int hidden, int experts, int k,
+                             bool norm_topk_prob, int block_rows, float* logits,
+                             const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
+                             std::int32_t* clear, std::int64_t clear_count) {
+  if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
+      experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
+      clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
+      counter == nullptr || x == nullptr || router == nullptr || logits == nullptr ||
+      reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
+  router_route_kernel<<<unsigned((experts + kRouterWarps - 1) / kRouterWarps), 32 * kRouterWarps, 0,
+                        stream>>>(x, router, int(tokens), hidden, experts, k, norm_topk_prob,
+                                  block_rows, int(max_blocks), logits, out.expert, out.weight,
+                                  out.counts, out.offsets, out.token, out.source, out.blocks,
+                                  counter, clear, int(clear_count));
   return cudaGetLastError();
 }
 

@@ -44,4 +44,16 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
                       cudaStream_t stream, std::int32_t* clear = nullptr,
                       std::int64_t clear_count = 0);
 
+// The router linear and moe_route in one launch, for small steps (decode): logits[t, e] = x[t, :] .
+// router[e, :] (BF16 inputs, FP32 sums in a fixed order, written to `logits` [T, E]), then the
+// routing of moe_route from those logits (the same outputs as moe_route given them). tokens <=
+// kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte aligned. counter: one word, zero
+// before the first launch; every launch leaves it zero (its last block re-arms it).
+inline constexpr int kMoeRouterMaxTokens = 8;
+cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
+                             std::int64_t tokens, int hidden, int experts, int k,
+                             bool norm_topk_prob, int block_rows, float* logits,
+                             const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
+                             std::int32_t* clear = nullptr, std::int64_t clear_count = 0);
+
 }  // namespace nibble::kernels

@@ -111,7 +111,13 @@ struct Activations {
       grow(expert_out, t * K * H);
       grow(router, t * std::size_t(c.num_experts));
       grow(moe_routing, std::size_t(kernels::moe_routing_words(T, c.num_experts, int(K), 1)));
+      const std::size_t arrival_words = moe_arrivals.size();
       grow(moe_arrivals, std::size_t(kernels::moe_arrival_words(T, c.hidden_size)));
+      if (moe_arrivals.size() != arrival_words) {  // zeros before the first use (moe_experts.h)
+        check(cudaMemset(moe_arrivals.get(), 0, moe_arrivals.size() * sizeof(std::int32_t)),
+              "zeroing the MoE arrival counts");
+        check(cudaDeviceSynchronize(), "zeroing the MoE arrival counts");
+      }
     }
     const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
     grow(last, rows * H);
@@ -684,13 +690,21 @@ class CudaBackend : public Backend {
   // weighted combine on the device (no synchronisation), or through the host.
   void experts(const cuda::DeviceLayer& w, std::int64_t T) {
     const auto& c = m_.config;
-    linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);
+    const kernels::MoeGroupedPlan plan =
+        kernels::plan_moe_experts(T, c.num_experts, c.num_experts_per_tok);
+    // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
+    const bool router_fused =
+        routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
+        kernels::moe_router_fused(w.expert_tables.weights, plan, T, c.hidden_size, true);
+    if (!router_fused)
+      linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);
     if (!routes_on_device(w)) {
       experts_routed_on_host(w, T);
       return;
     }
     kernels::MoeExpertsArgs a;
     a.router_logits = act_.router.get();
+    a.router_weight = router_fused ? w.router.dense.get() : nullptr;
     a.hidden = act_.h.get();
     a.residual = act_.x2.get();
     a.out = act_.x.get();
@@ -705,9 +719,7 @@ class CudaBackend : public Backend {
     a.projected = act_.gate.get();
     a.middle = act_.up.get();
     a.expert_out = act_.expert_out.get();
-    check(kernels::moe_experts(w.expert_tables.weights, a,
-                               kernels::plan_moe_experts(T, a.experts, a.k), stream_),
-          "moe_experts");
+    check(kernels::moe_experts(w.expert_tables.weights, a, plan, stream_), "moe_experts");
   }
 
   // The A/B and fallback path: the router's scores go to the host (moe_routing.h), one

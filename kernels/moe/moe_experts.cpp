@@ -1,22 +1,11 @@
 #include "kernels/moe/moe_experts.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/layer/layer_ops.h"
 
 namespace nibble::kernels {
 
-namespace {
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
-}  // namespace
-
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
-  static const bool fuse = env_on("NIBBLE_MOE_FUSED");
-  static const bool fuse_router = fuse && env_on("NIBBLE_MOE_FUSED_ROUTER");
+  const bool fuse = true, fuse_router = true;
   const std::int64_t routed = tokens * k;
   // Rows per expert if the load were even (no host look at the routing: T, E, k only).
   const std::int64_t per_expert = (routed + experts - 1) / (experts > 0 ? experts : 1);

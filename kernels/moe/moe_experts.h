@@ -46,9 +46,9 @@ struct MoeGroupedPlan {
   bool fuse_router = false;
 };
 // Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
-// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse is on
-// for the slice plans unless NIBBLE_MOE_FUSED=0, fuse_router with it unless
-// NIBBLE_MOE_FUSED_ROUTER=0 (the A/B switches, read once).
+// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse and
+// fuse_router are on for the slice plans (the CUDA backend clears them under NIBBLE_MOE_FUSED=0 /
+// NIBBLE_MOE_FUSED_ROUTER=0, its A/B switches).
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k);
 
 // Whether moe_experts takes the fused path for these weights and plan, and whether it also runs

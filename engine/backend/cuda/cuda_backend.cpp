@@ -172,6 +172,12 @@ class CudaBackend : public Backend {
     graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
     const char* host_routing = std::getenv("NIBBLE_MOE_HOST_ROUTING");
     host_routing_ = host_routing != nullptr && std::string(host_routing) == "1";
+    // The MoE decode fusions (kernels/moe/moe_experts.h), on unless switched off (A/B).
+    const char* moe_fused = std::getenv("NIBBLE_MOE_FUSED");
+    const char* moe_fused_router = std::getenv("NIBBLE_MOE_FUSED_ROUTER");
+    moe_fused_ = moe_fused == nullptr || std::string(moe_fused) != "0";
+    moe_fused_router_ =
+        moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
     moe_on_device_ = true;
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
@@ -182,6 +188,10 @@ class CudaBackend : public Backend {
                    : host_routing_ ? "on the host (NIBBLE_MOE_HOST_ROUTING=1)"
                                    : "on the host (experts not NVFP4 in "
                                      "one shape); no decode graphs");
+      if (moe_on_device_)
+        spdlog::info("cuda backend: MoE decode fusions {}, router in the route {}",
+                     moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
+                     moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off");
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
@@ -690,8 +700,10 @@ class CudaBackend : public Backend {
   // weighted combine on the device (no synchronisation), or through the host.
   void experts(const cuda::DeviceLayer& w, std::int64_t T) {
     const auto& c = m_.config;
-    const kernels::MoeGroupedPlan plan =
+    kernels::MoeGroupedPlan plan =
         kernels::plan_moe_experts(T, c.num_experts, c.num_experts_per_tok);
+    plan.fuse &= moe_fused_;
+    plan.fuse_router &= moe_fused_router_;
     // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
     const bool router_fused =
         routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
@@ -782,6 +794,7 @@ class CudaBackend : public Backend {
   // MoE routing: NIBBLE_MOE_HOST_ROUTING=1 forces the host path (A/B); moe_on_device_: every MoE
   // layer routes on the device (dense models too), the condition for decode graphs.
   bool host_routing_ = false;
+  bool moe_fused_ = true, moe_fused_router_ = true;  // NIBBLE_MOE_FUSED, NIBBLE_MOE_FUSED_ROUTER
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

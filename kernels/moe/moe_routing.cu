@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_routing.h"
 
 namespace nibble::kernels {
@@ -284,6 +285,7 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
                            std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
                            MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
                            int clear_count) {
+  allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
   for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
   route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
                  counts, offsets, token, source, blocks);
@@ -316,6 +318,7 @@ __global__ void __launch_bounds__(32 * kRouterWarps)
                         MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
                         std::int32_t* __restrict__ clear, int clear_count) {
   __shared__ bool last;
+  allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
   const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
   if (e < experts) {
     float acc[kMoeRouterMaxTokens];

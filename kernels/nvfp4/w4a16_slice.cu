@@ -140,6 +140,9 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   std::int32_t row0 = 0;                              // grouped: the block's first routed row
   std::uint16_t* const out_all = out;
   if constexpr (GROUPED) {
+    // kFuseGatherSilu may start under the route (dependent launch): its table, tokens and weights
+    // all come from the route, so it waits first (the later wait is then a no-op).
+    if constexpr (FUSE == kFuseGatherSilu) wait_for_previous_grid();
     std::int32_t end;
     if (!grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end)) return;
     if constexpr (FUSE != kFuseGatherSilu) x += std::int64_t(row0) * k;
@@ -491,7 +494,7 @@ cudaError_t grouped_slice_attribute() {
   return err;
 }
 
-// NIBBLE_MOE_OVERLAP=0 turns the down + combine's dependent launch off (A/B), read once.
+// NIBBLE_MOE_OVERLAP=0 turns the fused launches' dependent launch off (A/B), read once.
 bool grouped_overlap() {
   static const bool on = [] {
     const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
@@ -516,11 +519,13 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   const std::int64_t slices =
       FUSE == kFuseGatherSilu ? shape.n / 2 / 16 : shape.n_padded / S::kRows;
   const dim3 grid{unsigned(slices), unsigned(max_blocks)};
-  // kFuseCombine follows the gate_up launch, itself launched after the route finished: the table
-  // and the weights it points to may be read before waiting for the gate_up (programmatic
-  // dependent launch), so the down's weights stream in under the gate_up's tail.
+  // Programmatic dependent launch for the fusions: kFuseGatherSilu's blocks are scheduled under
+  // the route and wait for it before reading anything; kFuseCombine follows the gate_up, whose
+  // blocks all started after the route finished (their wait), so the table and the weights it
+  // points to may be read before waiting for the gate_up: the down's weights stream in under the
+  // gate_up's tail.
   LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream,
-                           FUSE == kFuseCombine && grouped_overlap());
+                           FUSE != kFuseNone && grouped_overlap());
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles, shape.scales,
       shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table, fuse);

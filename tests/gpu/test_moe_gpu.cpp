@@ -2,7 +2,8 @@
 //   * routing (moe_route) vs kernels/moe/moe_routing_ref.h: picks, row order, sources, counts,
 //     offsets and the row-block table identical; weights within 1e-6 relative; over many
 //     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert,
-//     both sides of the one-block path's limit (1024 routed rows);
+//     both sides of the one-block path's limit (1024 routed rows) and of its rank path's (8192
+//     tokens x experts); the fused router + route (moe_router_route) likewise;
 //   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
 //     dequantization, products in double) for every routed row, every grouped tile form, with
 //     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
@@ -464,13 +465,23 @@ int run(int argc, char** argv) {
 
   using K = LogitKind;
   const RouteCase routes[] = {
-      {1, 8, 2, true, 8, K::kRandom},       {1, 128, 8, true, 8, K::kRandom},
-      {3, 8, 8, true, 16, K::kTied},        {7, 60, 4, false, 1, K::kTied},
-      {33, 128, 8, true, 64, K::kTied},     {64, 512, 16, true, 8, K::kRandom},
-      {100, 512, 1, false, 3, K::kTied},    {257, 128, 8, true, 64, K::kOneExpert},
-      {1000, 128, 8, true, 64, K::kRandom}, {129, 128, 8, true, 8, K::kTied},
-      {1500, 64, 6, false, 16, K::kTied},   {4096, 128, 8, true, 64, K::kRandom},
+      {1, 8, 2, true, 8, K::kRandom},
+      {1, 128, 8, true, 8, K::kRandom},
+      {3, 8, 8, true, 16, K::kTied},
+      {7, 60, 4, false, 1, K::kTied},
+      {33, 128, 8, true, 64, K::kTied},
+      {64, 512, 16, true, 8, K::kRandom},
+      {100, 512, 1, false, 3, K::kTied},
+      {257, 128, 8, true, 64, K::kOneExpert},
+      {1000, 128, 8, true, 64, K::kRandom},
+      {129, 128, 8, true, 8, K::kTied},
+      {1500, 64, 6, false, 16, K::kTied},
+      {4096, 128, 8, true, 64, K::kRandom},
       {5, 1, 1, true, 8, K::kRandom},
+      // both sides of the rank path's limit (8192 tokens x experts), ties included
+      {64, 128, 8, true, 8, K::kTied},
+      {65, 128, 8, true, 8, K::kTied},
+      {8, 128, 8, false, 8, K::kOneExpert},
   };
   for (const RouteCase& c : routes) check_routing(results, rng, c);
   // The fused router: T up to kMoeRouterMaxTokens, H a multiple of 8 (not of 256: a lane's last

@@ -62,14 +62,13 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
                                      plan.block_rows, a.middle, stream);
     if (err != cudaSuccess) return err;
-    W4A16GroupedCombine combine;
-    combine.token = r.token;
-    combine.source = r.source;
-    combine.weight = r.weight;
-    combine.residual = a.residual;
-    combine.out = a.out;
-    combine.arrivals = counts;
-    combine.k = a.k;
+    const W4A16GroupedCombine combine{.token = r.token,
+                                      .source = r.source,
+                                      .weight = r.weight,
+                                      .residual = a.residual,
+                                      .out = a.out,
+                                      .arrivals = counts,
+                                      .k = a.k};
     return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
                                       a.expert_out, stream);
   }

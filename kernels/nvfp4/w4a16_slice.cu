@@ -389,40 +389,35 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
         partial[((warp * MT + mt) * S::kPairs + p) * 128 + e * 32 + lane] = sum;
       }
   __syncthreads();
-  if constexpr (FUSE == kFuseGatherSilu) {
-    // Gate row j of the slice is slot row j, its up row slot row 16 + j; both rounded to BF16 as
-    // the gate_up output would be, then silu_mul_halves' expression.
-    auto slot_sum = [&](int r, int j) {
-      const int mt = r / 8, rr = r % 8, p = j / 16, within = j % 16;
-      const int e = (within / 8) * 2 + (rr & 1), src_lane = (within % 8) * 4 + rr / 2;
-      const float* sums = partial + (mt * S::kPairs + p) * 128 + e * 32 + src_lane;
-      float sum = 0.0f;
-#pragma unroll
-      for (int w = 0; w < S::kWarps; ++w) sum += sums[w * kSums * 32];
-      return __bfloat162float(__float2bfloat16_rn(sum * out_scale));
-    };
-    const std::int64_t width = n / 2;
-    for (int idx = threadIdx.x; idx < m * 16; idx += S::kThreads) {
-      const int r = idx / 16, j = idx % 16;
-      const float g = slot_sum(r, j), u = slot_sum(r, 16 + j);
-      out[std::int64_t(r) * width + n0 + j] =
-          __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
-    }
-  }
   // Output (x row r = 8 mt + rr, weight row j of the slice): c0, c1 of pair p hold row g of tile
   // 2p for x rows 2t, 2t + 1 of fragment mt; c2, c3 the same of tile 2p + 1 (lane = 4g + t).
-  const int plain_rows = FUSE == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
-  for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
-    const int r = idx / S::kRows, j = idx % S::kRows;
-    const std::int64_t col = n0 + j;
-    if (col >= n) continue;
+  auto slice_sum = [&](int r, int j) {
     const int mt = r / 8, rr = r % 8, p = j / 16, within = j % 16;
     const int e = (within / 8) * 2 + (rr & 1), src_lane = (within % 8) * 4 + rr / 2;
     const float* sums = partial + (mt * S::kPairs + p) * 128 + e * 32 + src_lane;
     float sum = 0.0f;
 #pragma unroll
     for (int w = 0; w < S::kWarps; ++w) sum += sums[w * kSums * 32];
-    sum *= out_scale;
+    return sum * out_scale;
+  };
+  if constexpr (FUSE == kFuseGatherSilu) {
+    // Gate row j of the slice is slot row j, its up row slot row 16 + j; both rounded to BF16 as
+    // the gate_up output would be, then silu_mul_halves' expression.
+    auto rounded = [](float v) { return __bfloat162float(__float2bfloat16_rn(v)); };
+    const std::int64_t width = n / 2;
+    for (int idx = threadIdx.x; idx < m * 16; idx += S::kThreads) {
+      const int r = idx / 16, j = idx % 16;
+      const float g = rounded(slice_sum(r, j)), u = rounded(slice_sum(r, 16 + j));
+      out[std::int64_t(r) * width + n0 + j] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
+    }
+  }
+  const int plain_rows = FUSE == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
+  for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
+    const int r = idx / S::kRows, j = idx % S::kRows;
+    const std::int64_t col = n0 + j;
+    if (col >= n) continue;
+    float sum = slice_sum(r, j);
     const std::int64_t at = std::int64_t(r) * n + col;
     if (residual != nullptr) sum += __bfloat162float(__ushort_as_bfloat16(residual[at]));
     out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));

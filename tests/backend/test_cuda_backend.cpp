@@ -563,6 +563,18 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
                                            GraphCase{Arch::Qwen3Moe, 128, true, 2}),
                          graph_case_name);
 
+// A random NVFP4 Qwen3-MoE model as ModelOpt exports one (q/k/v and each expert's gate/up share a
+// global factor).
+model::ModelWeights nvfp4_moe_model(const ModelConfig& c, std::uint64_t seed) {
+  auto weights = testing::random_model(c, seed);
+  for (auto& layer : weights.layers) {
+    quantize_group({&layer.q, &layer.k, &layer.v});
+    for (auto& e : layer.experts) quantize_group({&e.gate, &e.up});
+  }
+  model::quantize_weights_nvfp4(weights);
+  return weights;
+}
+
 // NIBBLE_MOE_HOST_ROUTING=1 (the A/B and fallback path: routing on the host, one launch chain per
 // expert) against the device routing with grouped experts, on the same NVFP4 MoE model: a prefill
 // long enough for the 64-row grouped tiles, then decode steps. The two run different kernels over
@@ -570,12 +582,7 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
 // tie of two experts' BF16 router scores may pick differently).
 TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
-  auto weights = testing::random_model(c, g_seed ^ 0x51u);
-  for (auto& layer : weights.layers) {
-    quantize_group({&layer.q, &layer.k, &layer.v});
-    for (auto& e : layer.experts) quantize_group({&e.gate, &e.up});
-  }
-  model::quantize_weights_nvfp4(weights);
+  auto weights = nvfp4_moe_model(c, g_seed ^ 0x51u);
   auto copy = weights;
   auto device = make_cuda_backend(std::move(weights));
   ::setenv("NIBBLE_MOE_HOST_ROUTING", "1", 1);
@@ -605,12 +612,7 @@ TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
 // that one agrees within the CUDA-vs-CPU tolerance (a near tie may route differently).
 TEST(CudaMoeRouting, FusedDecodePathMatchesTheUnfusedPath) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
-  auto weights = testing::random_model(c, g_seed ^ 0x77u);
-  for (auto& layer : weights.layers) {
-    quantize_group({&layer.q, &layer.k, &layer.v});
-    for (auto& e : layer.experts) quantize_group({&e.gate, &e.up});
-  }
-  model::quantize_weights_nvfp4(weights);
+  auto weights = nvfp4_moe_model(c, g_seed ^ 0x77u);
   auto copy = weights, copy2 = weights;
   ::setenv("NIBBLE_MOE_FUSED", "0", 1);
   auto unfused = make_cuda_backend(std::move(weights));

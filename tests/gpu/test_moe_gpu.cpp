@@ -345,22 +345,21 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   d_residual.upload(residual);
   DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1))),
       arrivals(std::size_t(kernels::moe_arrival_words(T, H)));
-  kernels::MoeExpertsArgs a;
-  a.router_logits = d_logits.ptr;
-  a.hidden = d_hidden.ptr;
-  a.residual = d_residual.ptr;
-  a.out = d_out.ptr;
-  a.tokens = T;
-  a.experts = c.experts;
-  a.k = c.k;
-  a.hidden_size = int(H);
-  a.norm_topk_prob = c.norm;
-  a.routing_words = words.ptr;
-  a.routed = d_routed.ptr;
-  a.projected = d_projected.ptr;
-  a.middle = d_middle.ptr;
-  a.expert_out = d_expert_out.ptr;
-  a.arrivals = arrivals.ptr;
+  kernels::MoeExpertsArgs a{.router_logits = d_logits.ptr,
+                            .hidden = d_hidden.ptr,
+                            .residual = d_residual.ptr,
+                            .out = d_out.ptr,
+                            .tokens = T,
+                            .experts = c.experts,
+                            .k = c.k,
+                            .hidden_size = int(H),
+                            .norm_topk_prob = c.norm,
+                            .routing_words = words.ptr,
+                            .routed = d_routed.ptr,
+                            .arrivals = arrivals.ptr,
+                            .projected = d_projected.ptr,
+                            .middle = d_middle.ptr,
+                            .expert_out = d_expert_out.ptr};
   // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
   // the arrival counts poisoned too (the route must zero them).
   kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);

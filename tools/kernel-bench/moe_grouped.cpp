@@ -162,22 +162,22 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       plan.fuse = fuse;
       plan.fuse_router = fuse_router;
       return median_us(reps, stream, [&](int i, cudaStream_t s) {
-        kernels::MoeExpertsArgs a;
-        a.router_logits = fuse_router ? router_logits : logits[std::size_t(i % kRoutings)];
-        a.router_weight = fuse_router ? router : nullptr;
-        a.hidden = hidden;
-        a.residual = residual;
-        a.out = out;
-        a.tokens = T;
-        a.experts = kExperts;
-        a.k = kTopK;
-        a.hidden_size = int(kHidden);
-        a.routing_words = layer_words;
-        a.routed = routed_x;
-        a.projected = projected;
-        a.middle = middle;
-        a.expert_out = expert_out;
-        a.arrivals = arrivals;
+        const kernels::MoeExpertsArgs a{
+            .router_logits = fuse_router ? router_logits : logits[std::size_t(i % kRoutings)],
+            .router_weight = fuse_router ? router : nullptr,
+            .hidden = hidden,
+            .residual = residual,
+            .out = out,
+            .tokens = T,
+            .experts = kExperts,
+            .k = kTopK,
+            .hidden_size = int(kHidden),
+            .routing_words = layer_words,
+            .routed = routed_x,
+            .arrivals = arrivals,
+            .projected = projected,
+            .middle = middle,
+            .expert_out = expert_out};
         CHECK_CUDA(kernels::moe_experts(experts.weights[std::size_t(i % kCopies)], a, plan, s));
       });
     };

@@ -3,6 +3,8 @@
 #include <cfloat>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_routing.h"
@@ -357,6 +359,7 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
 // over 8-column pieces, then a fixed shuffle tree), the block's last thread to arrive counts the
 // block done; the last block routes from the logits (route_in_block) and re-arms the counter.
 constexpr int kRouterWarps = 8;
+constexpr int kRouterAhead = 8;  // 16-byte pieces of a weight row a lane fetches before the wait
 
 __device__ inline float dot8(uint4 a, uint4 b) {
   const std::uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
@@ -381,22 +384,39 @@ __global__ void __launch_bounds__(32 * kRouterWarps)
   __shared__ bool last;
   allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
   const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
+  // The first kRouterAhead pieces of the warp's weight row (all of it up to H = 2048) are fetched
+  // before waiting for the kernel before (the layer's RMSNorm, dependent launch): only x is its.
+  const std::uint16_t* row = w + std::int64_t(e < experts ? e : 0) * hidden;
+  uint4 ahead[kRouterAhead];
+#pragma unroll
+  for (int i = 0; i < kRouterAhead; ++i) {
+    const int c = lane * 8 + i * 256;
+    ahead[i] = e < experts && c < hidden ? __ldg(reinterpret_cast<const uint4*>(row + c))
+                                         : make_uint4(0, 0, 0, 0);
+  }
+  wait_for_previous_grid();
   if (e < experts) {
     float acc[kMoeRouterMaxTokens];
 #pragma unroll
     for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
-    const std::uint16_t* row = w + std::int64_t(e) * hidden;
-#pragma unroll 4
-    for (int c = lane * 8; c < hidden; c += 256) {
-      const uint4 wv = __ldg(reinterpret_cast<const uint4*>(row + c));
+    // Pieces in column order, the fetched ones first: the same sums as one loop over c.
+    auto add_piece = [&](const uint4& wv, int c) {
 #pragma unroll
       for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
         if (t < tokens) {
           acc[t] +=
-              dot8(wv, __ldg(reinterpret_cast<const uint4*>(x + std::int64_t(t) * hidden + c)));
+              dot8(wv, __ldcg(reinterpret_cast<const uint4*>(x + std::int64_t(t) * hidden + c)));
         }
       }
+    };
+#pragma unroll
+    for (int i = 0; i < kRouterAhead; ++i) {
+      const int c = lane * 8 + i * 256;
+      if (c < hidden) add_piece(ahead[i], c);
     }
+#pragma unroll 4
+    for (int c = lane * 8 + kRouterAhead * 256; c < hidden; c += 256)
+      add_piece(__ldg(reinterpret_cast<const uint4*>(row + c)), c);
 #pragma unroll
     for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
 #pragma unroll
@@ -498,12 +518,26 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
-  router_route_kernel<<<unsigned((experts + kRouterWarps - 1) / kRouterWarps), 32 * kRouterWarps, 0,
-                        stream>>>(x, router, int(tokens), hidden, experts, k, norm_topk_prob,
-                                  block_rows, int(max_blocks), logits, out.expert, out.weight,
-                                  out.counts, out.offsets, out.token, out.source, out.blocks,
-                                  counter, clear, int(clear_count));
-  return cudaGetLastError();
+  // A dependent launch (kernels/dependent_launch.cuh) unless NIBBLE_MOE_OVERLAP=0: the router's
+  // weights stream in while the kernel before finishes.
+  static const bool overlap = [] {
+    const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attribute{};
+  config.gridDim = dim3(unsigned((experts + kRouterWarps - 1) / kRouterWarps));
+  config.blockDim = dim3(32 * kRouterWarps);
+  config.stream = stream;
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = overlap ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(
+      &config, router_route_kernel, x, router, int(tokens), hidden, experts, k, norm_topk_prob,
+      block_rows, int(max_blocks), logits, out.expert, out.weight, out.counts, out.offsets,
+      out.token, out.source, out.blocks, counter, clear, int(clear_count));
+  return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 }  // namespace nibble::kernels

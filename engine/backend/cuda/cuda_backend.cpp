@@ -707,6 +707,7 @@ class CudaBackend : public Backend {
     // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
     const bool router_fused =
         routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
+        w.router.n == c.num_experts && w.router.k == c.hidden_size &&
         kernels::moe_router_fused(w.expert_tables.weights, plan, T, c.hidden_size, true);
     if (!router_fused)
       linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);

@@ -5,12 +5,28 @@
 namespace nibble::kernels {
 
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
+  const bool fuse = true, fuse_router = true;
   const std::int64_t routed = tokens * k;
   // Rows per expert if the load were even (no host look at the routing: T, E, k only).
   const std::int64_t per_expert = (routed + experts - 1) / (experts > 0 ? experts : 1);
-  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8};
-  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16};
-  return {W4A16Tile::kM64, 64};
+  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8, fuse, fuse_router};
+  if (per_expert <= 32) return {W4A16Tile::kSlice16, 16, fuse, fuse_router};
+  return {W4A16Tile::kM64, 64, false, false};
+}
+
+bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan) {
+  return plan.fuse && plan.tile == W4A16Tile::kSlice16 && plan.block_rows <= 16 && w.fused &&
+         w.gate_up.shape.n % 32 == 0;
+}
+
+bool moe_router_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan, std::int64_t tokens,
+                      int hidden, bool router_weight_given) {
+  return moe_experts_fused(w, plan) && plan.fuse_router && router_weight_given &&
+         tokens <= kMoeRouterMaxTokens && hidden % 8 == 0;
+}
+
+std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden) {
+  return 1 + tokens * w4a16_grouped_combine_slices(hidden);
 }
 
 namespace {
@@ -31,6 +47,31 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
   const std::int64_t routed = T * a.k;
   const MoeRouting r = moe_routing_views(a.routing_words, T, a.experts, a.k, plan.block_rows);
   const std::int64_t blocks = moe_max_row_blocks(routed, a.experts, plan.block_rows);
+  if (moe_experts_fused(w, plan)) {
+    // route (+ zero the arrival counts) -> gate_up . gathered x, SiLU * up -> down + combine.
+    if (a.arrivals == nullptr) return cudaErrorInvalidValue;
+    std::int32_t* const counts = a.arrivals + 1;
+    const std::int64_t count_words = moe_arrival_words(T, H) - 1;
+    cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
+                          ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
+                                             a.norm_topk_prob, plan.block_rows, a.router_logits, r,
+                                             a.arrivals, stream, counts, count_words)
+                          : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
+                                      plan.block_rows, r, stream, counts, count_words);
+    if (err != cudaSuccess) return err;
+    err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
+                                     plan.block_rows, a.middle, stream);
+    if (err != cudaSuccess) return err;
+    const W4A16GroupedCombine combine{.token = r.token,
+                                      .source = r.source,
+                                      .weight = r.weight,
+                                      .residual = a.residual,
+                                      .out = a.out,
+                                      .arrivals = counts,
+                                      .k = a.k};
+    return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
+                                      a.expert_out, stream);
+  }
   cudaError_t err =
       moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r, stream);
   if (err != cudaSuccess) return err;

@@ -37,23 +37,47 @@ struct MoeExpertWeights {
 struct MoeGroupedPlan {
   W4A16Tile tile = W4A16Tile::kSlice16;
   int block_rows = 8;  // routed rows per row block
+  // The decode fusions (slice plans with a fused gate_up whose I % 16 == 0, else ignored): three
+  // launches, route -> gate_up with the gather and SiLU * up -> down with the combine
+  // (w4a16_grouped.h), instead of six; the same output bits.
+  bool fuse = false;
+  // With fuse, T <= kMoeRouterMaxTokens and MoeExpertsArgs::router_weight given: the router linear
+  // joins the route (moe_router_route), one launch fewer (and the cuBLAS router call gone).
+  bool fuse_router = false;
 };
 // Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
-// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows.
+// byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse and
+// fuse_router are on for the slice plans (the CUDA backend clears them under NIBBLE_MOE_FUSED=0 /
+// NIBBLE_MOE_FUSED_ROUTER=0, its A/B switches).
 MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k);
 
+// Whether moe_experts takes the fused path for these weights and plan, and whether it also runs
+// the router (the args' router_weight is given and the step small enough).
+bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan);
+bool moe_router_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan, std::int64_t tokens,
+                      int hidden, bool router_weight_given);
+
+// 4-byte words of MoeExpertsArgs::arrivals for T tokens of hidden size H: word 0 the fused
+// router's block counter, then the combine's arrival counts.
+std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden);
+
 struct MoeExpertsArgs {
-  const float* router_logits = nullptr;     // [T, E] FP32
-  const std::uint16_t* hidden = nullptr;    // [T, H]: the normed input of the layer
-  const std::uint16_t* residual = nullptr;  // [T, H]
-  std::uint16_t* out = nullptr;             // [T, H]; may not alias hidden or residual
+  // [T, E] FP32: the router's scores; written here instead when the router is fused.
+  float* router_logits = nullptr;
+  const std::uint16_t* router_weight = nullptr;  // [E, H] BF16 or null (the fused router's)
+  const std::uint16_t* hidden = nullptr;         // [T, H]: the normed input of the layer
+  const std::uint16_t* residual = nullptr;       // [T, H]
+  std::uint16_t* out = nullptr;                  // [T, H]; may not alias hidden or residual
   std::int64_t tokens = 0;
   int experts = 0, k = 0, hidden_size = 0;
   bool norm_topk_prob = true;
   // Scratch, sized for T (the caller's buffers; fixed addresses keep a captured graph valid):
-  void* routing_words = nullptr;        // moe_routing_words(T, E, k, 1) 4-byte words
-  std::uint16_t* routed = nullptr;      // [T k, H]
-  std::uint16_t* projected = nullptr;   // [T k, 2 I]
+  void* routing_words = nullptr;    // moe_routing_words(T, E, k, 1) 4-byte words
+  std::uint16_t* routed = nullptr;  // [T k, H] (unused when fused)
+  // moe_arrival_words(T, H) (fused only): zeros before the first use; every layer leaves word 0
+  // zero and the route zeroes the rest.
+  std::int32_t* arrivals = nullptr;
+  std::uint16_t* projected = nullptr;   // [T k, 2 I] (unused when fused)
   std::uint16_t* middle = nullptr;      // [T k, I]
   std::uint16_t* expert_out = nullptr;  // [T k, H]
 };

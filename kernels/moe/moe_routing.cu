@@ -2,7 +2,11 @@
 // the placement of the routed rows (one block per expert, a ballot scan in token order).
 #include <cfloat>
 #include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_routing.h"
 
 namespace nibble::kernels {
@@ -17,19 +21,17 @@ __device__ inline bool ranks_above(float v, int e, float cv, int ce) {
   return v > cv || (v == cv && e < ce);
 }
 
-// One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
-// shared_expert[t k + j] when given). Every lane of the warp calls it.
-__device__ inline void route_token(const float* __restrict__ logits, int t, int experts, int k,
-                                   bool norm_topk_prob, std::int32_t* __restrict__ expert,
-                                   float* __restrict__ weight, int* shared_expert) {
+// One warp: token t's probabilities, p[i] of expert lane + 32 i (entries past `experts` are not
+// probabilities). Every lane of the warp calls it.
+__device__ inline void token_probabilities(const float* __restrict__ logits, int t, int experts,
+                                           float (&p)[kPerLane]) {
   const int lane = threadIdx.x % 32;
   const float* row = logits + std::int64_t(t) * experts;
-  float p[kPerLane];
   float max = -FLT_MAX;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int e = lane + 32 * i;
-    p[i] = e < experts ? row[e] : -FLT_MAX;
+    p[i] = e < experts ? __ldcg(row + e) : -FLT_MAX;  // L2: other blocks may have written it
     max = fmaxf(max, p[i]);
   }
 #pragma unroll
@@ -46,8 +48,19 @@ __device__ inline void route_token(const float* __restrict__ logits, int t, int 
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) p[i] = float(double(p[i]) / sum);
+  for (int i = 0; i < kPerLane; ++i) {
+    if (lane + 32 * i < experts) p[i] = float(double(p[i]) / sum);
+  }
+}
 
+// One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
+// shared_expert[t k + j] when given). Every lane of the warp calls it.
+__device__ inline void route_token(const float* __restrict__ logits, int t, int experts, int k,
+                                   bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                                   float* __restrict__ weight, int* shared_expert) {
+  const int lane = threadIdx.x % 32;
+  float p[kPerLane];
+  token_probabilities(logits, t, experts, p);
   // k rounds of a warp arg-max over the entries not yet taken; lane j keeps pick j. A lane's
   // candidate is always a real, untaken expert when it has one (even with NaN scores), so every
   // pick is a valid id and no expert is picked twice (k <= experts).
@@ -92,8 +105,10 @@ __device__ inline void route_token(const float* __restrict__ logits, int t, int 
 
 __global__ void __launch_bounds__(32 * kRouteWarps)
     top_k_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                 bool norm_topk_prob, std::int32_t* __restrict__ expert,
-                 float* __restrict__ weight) {
+                 bool norm_topk_prob, std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                 std::int32_t* __restrict__ clear, int clear_count) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < clear_count; i += gridDim.x * blockDim.x)
+    clear[i] = 0;
   const int t = blockIdx.x * kRouteWarps + threadIdx.x / 32;
   if (t >= tokens) return;  // whole warps: the shuffles in route_token see full warps
   route_token(logits, t, experts, k, norm_topk_prob, expert, weight, nullptr);
@@ -196,21 +211,75 @@ __global__ void __launch_bounds__(kPlaceThreads)
 constexpr int kOneBlockWarps = 32;
 constexpr int kOneBlockMaxRouted = 1024;  // routed rows; ballot passes per warp: E / 32 x 32
 
-__global__ void __launch_bounds__(32 * kOneBlockWarps)
-    route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                           bool norm_topk_prob, int block_rows, int max_blocks,
-                           std::int32_t* __restrict__ expert, float* __restrict__ weight,
-                           std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
-                           std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
-                           MoeRowBlock* __restrict__ blocks) {
+// Small steps: the picks by rank instead of k rounds of a warp arg-max (a chain of ~550 cycles a
+// round: k = 8 made the one-block route ~12 us at T = 1 on H200). A warp per token writes its
+// probabilities to shared memory (NaN as -1: below every probability, so the order stays total);
+// then each (token, expert) pair counts the experts that rank above it (ranks_above: the same
+// order as the arg-max rounds), and rank j < k is pick j; the weights then follow in pick order as
+// in route_token. Every thread of the block calls it; picks[t k + j] gets the ids.
+constexpr int kRankMaxPairs =
+    8192;  // tokens x experts: 32 KB of probabilities (T <= 64 at E = 128)
+
+__device__ void rank_picks(const float* __restrict__ logits, int tokens, int experts, int k,
+                           bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                           float* __restrict__ weight, int* picks) {
+  __shared__ float prob_s[kRankMaxPairs];
+  __shared__ float pick_prob_s[kOneBlockMaxRouted];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int t = warp; t < tokens; t += warps) {
+    float p[kPerLane];
+    token_probabilities(logits, t, experts, p);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < experts) prob_s[t * experts + e] = isnan(p[i]) ? -1.0f : p[i];
+    }
+  }
+  __syncthreads();
+  for (int pair = threadIdx.x; pair < tokens * experts; pair += blockDim.x) {
+    const int t = pair / experts, e = pair % experts;
+    const float* row = prob_s + t * experts;
+    const float v = row[e];
+    int rank = 0;
+#pragma unroll 8
+    for (int f = 0; f < experts; ++f) rank += ranks_above(row[f], f, v, e) ? 1 : 0;
+    if (rank < k) {
+      picks[t * k + rank] = e;
+      pick_prob_s[t * k + rank] = v == -1.0f ? NAN : v;  // a NaN probability keeps its weight
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < tokens * k; i += blockDim.x) {
+    const int t = i / k;
+    float picked = 0.0f;  // the renormalising sum in pick order, as the CPU adds it
+    for (int j = 0; j < k; ++j) picked += pick_prob_s[t * k + j];
+    const float v = pick_prob_s[i];
+    expert[i] = picks[i];
+    weight[i] = norm_topk_prob ? v / picked : v;
+  }
+}
+
+// The whole routing by one block of `warps` warps (every thread of the block calls it); the results
+// do not depend on the number of warps.
+__device__ void route_in_block(const float* __restrict__ logits, int tokens, int experts, int k,
+                               bool norm_topk_prob, int block_rows, int max_blocks,
+                               std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                               std::int32_t* __restrict__ counts,
+                               std::int32_t* __restrict__ offsets, std::int32_t* __restrict__ token,
+                               std::int32_t* __restrict__ source,
+                               MoeRowBlock* __restrict__ blocks) {
   __shared__ int picks[kOneBlockMaxRouted];
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int routed = tokens * k;
   for (int e = threadIdx.x; e < experts; e += blockDim.x) count_s[e] = 0;
-  for (int t = warp; t < tokens; t += kOneBlockWarps)
-    route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
+  if (tokens * experts <= kRankMaxPairs) {
+    rank_picks(logits, tokens, experts, k, norm_topk_prob, expert, weight, picks);
+  } else {
+    for (int t = warp; t < tokens; t += warps)
+      route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
+  }
   __syncthreads();
   for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
   __syncthreads();
@@ -254,7 +323,7 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
   for (int b = total_blocks + threadIdx.x; b < max_blocks; b += blockDim.x)
     blocks[b] = MoeRowBlock{-1, 0, 0};
   const unsigned below = (1u << lane) - 1u;
-  for (int e = warp; e < experts; e += kOneBlockWarps) {
+  for (int e = warp; e < experts; e += warps) {
     if (count_s[e] == 0) continue;  // the whole warp
     int placed = offset_s[e];
     for (int base = 0; base < routed; base += 32) {
@@ -269,6 +338,102 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
       placed += __popc(ballot);
     }
   }
+}
+
+__global__ void __launch_bounds__(32 * kOneBlockWarps)
+    route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
+                           bool norm_topk_prob, int block_rows, int max_blocks,
+                           std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                           std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+                           std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+                           MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
+                           int clear_count) {
+  allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
+                 counts, offsets, token, source, blocks);
+}
+
+// The router linear and the routing in one launch (moe_router_route): warp w of block b computes
+// expert e = b kRouterWarps + w's logits for every token (FP32 sums of the BF16 products, lanes
+// over 8-column pieces, then a fixed shuffle tree), the block's last thread to arrive counts the
+// block done; the last block routes from the logits (route_in_block) and re-arms the counter.
+constexpr int kRouterWarps = 8;
+constexpr int kRouterAhead = 8;  // 16-byte pieces of a weight row a lane fetches before the wait
+
+__device__ inline float dot8(uint4 a, uint4 b) {
+  const std::uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sum += __uint_as_float(wa[i] << 16) * __uint_as_float(wb[i] << 16);
+    sum += __uint_as_float(wa[i] & 0xFFFF0000u) * __uint_as_float(wb[i] & 0xFFFF0000u);
+  }
+  return sum;
+}
+
+__global__ void __launch_bounds__(32 * kRouterWarps)
+    router_route_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
+                        int tokens, int hidden, int experts, int k, bool norm_topk_prob,
+                        int block_rows, int max_blocks, float* __restrict__ logits,
+                        std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                        std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+                        std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+                        MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
+                        std::int32_t* __restrict__ clear, int clear_count) {
+  __shared__ bool last;
+  allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
+  const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
+  // The first kRouterAhead pieces of the warp's weight row (all of it up to H = 2048) are fetched
+  // before waiting for the kernel before (the layer's RMSNorm, dependent launch): only x is its.
+  const std::uint16_t* row = w + std::int64_t(e < experts ? e : 0) * hidden;
+  uint4 ahead[kRouterAhead];
+#pragma unroll
+  for (int i = 0; i < kRouterAhead; ++i) {
+    const int c = lane * 8 + i * 256;
+    ahead[i] = e < experts && c < hidden ? __ldg(reinterpret_cast<const uint4*>(row + c))
+                                         : make_uint4(0, 0, 0, 0);
+  }
+  wait_for_previous_grid();
+  if (e < experts) {
+    float acc[kMoeRouterMaxTokens];
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
+    // Pieces in column order, the fetched ones first: the same sums as one loop over c.
+    auto add_piece = [&](const uint4& wv, int c) {
+#pragma unroll
+      for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+        if (t < tokens) {
+          acc[t] +=
+              dot8(wv, __ldcg(reinterpret_cast<const uint4*>(x + std::int64_t(t) * hidden + c)));
+        }
+      }
+    };
+#pragma unroll
+    for (int i = 0; i < kRouterAhead; ++i) {
+      const int c = lane * 8 + i * 256;
+      if (c < hidden) add_piece(ahead[i], c);
+    }
+#pragma unroll 4
+    for (int c = lane * 8 + kRouterAhead * 256; c < hidden; c += 256)
+      add_piece(__ldg(reinterpret_cast<const uint4*>(row + c)), c);
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], o);
+      if (lane == 0 && t < tokens) logits[std::int64_t(t) * experts + e] = acc[t];
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;  // the whole block
+  __threadfence();
+  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
+                 counts, offsets, token, source, blocks);
 }
 
 std::int64_t aligned(std::int64_t words) {
@@ -305,9 +470,10 @@ MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int 
 
 cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
                       bool norm_topk_prob, int block_rows, const MoeRouting& out,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, std::int32_t* clear, std::int64_t clear_count) {
   if (tokens < 0 || experts < 1 || experts > kMoeMaxExperts || k < 1 || k > experts ||
-      k > kMoeMaxTopK || block_rows < 1 || tokens * k > INT_MAX)
+      k > kMoeMaxTopK || block_rows < 1 || tokens * k > INT_MAX || clear_count < 0 ||
+      clear_count > INT_MAX || (clear_count > 0 && clear == nullptr))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t routed = tokens * k;
@@ -315,11 +481,13 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
   if (routed <= kOneBlockMaxRouted) {
     route_one_block_kernel<<<1, 32 * kOneBlockWarps, 0, stream>>>(
         logits, int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks), out.expert,
-        out.weight, out.counts, out.offsets, out.token, out.source, out.blocks);
+        out.weight, out.counts, out.offsets, out.token, out.source, out.blocks, clear,
+        int(clear_count));
     return cudaGetLastError();
   }
   top_k_kernel<<<unsigned((tokens + kRouteWarps - 1) / kRouteWarps), 32 * kRouteWarps, 0, stream>>>(
-      logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight);
+      logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight, clear,
+      int(clear_count));
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   count_kernel<<<unsigned(experts), kPlaceThreads, 0, stream>>>(out.expert, routed, out.counts);
@@ -330,6 +498,46 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
       moe_max_row_blocks(routed, experts, block_rows), out.offsets, out.token, out.source,
       out.blocks);
   return cudaGetLastError();
+}
+
+}  // namespace nibble::kernels
+
+namespace nibble::kernels {
+
+cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
+                             std::int64_t tokens, int hidden, int experts, int k,
+                             bool norm_topk_prob, int block_rows, float* logits,
+                             const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
+                             std::int32_t* clear, std::int64_t clear_count) {
+  if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
+      experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
+      clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
+      counter == nullptr || x == nullptr || router == nullptr || logits == nullptr ||
+      reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
+  // A dependent launch (kernels/dependent_launch.cuh) unless NIBBLE_MOE_OVERLAP=0: the router's
+  // weights stream in while the kernel before finishes.
+  static const bool overlap = [] {
+    const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attribute{};
+  config.gridDim = dim3(unsigned((experts + kRouterWarps - 1) / kRouterWarps));
+  config.blockDim = dim3(32 * kRouterWarps);
+  config.stream = stream;
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = overlap ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(
+      &config, router_route_kernel, x, router, int(tokens), hidden, experts, k, norm_topk_prob,
+      block_rows, int(max_blocks), logits, out.expert, out.weight, out.counts, out.offsets,
+      out.token, out.source, out.blocks, counter, clear, int(clear_count));
+  return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 }  // namespace nibble::kernels

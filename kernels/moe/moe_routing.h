@@ -37,8 +37,23 @@ MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int 
 // logits: [tokens, experts] FP32. experts <= kMoeMaxExperts, 1 <= k <= min(experts, kMoeMaxTopK),
 // block_rows >= 1; cudaErrorInvalidValue otherwise. tokens == 0 does nothing. One launch up to
 // 1024 routed rows (decode: one block does it all), three above (top k, counts, placement).
+// clear: clear_count words the launch also sets to zero (the fused combine's arrival counts,
+// w4a16_grouped.h), so that no extra launch is needed for them.
 cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
                       bool norm_topk_prob, int block_rows, const MoeRouting& out,
-                      cudaStream_t stream);
+                      cudaStream_t stream, std::int32_t* clear = nullptr,
+                      std::int64_t clear_count = 0);
+
+// The router linear and moe_route in one launch, for small steps (decode): logits[t, e] = x[t, :] .
+// router[e, :] (BF16 inputs, FP32 sums in a fixed order, written to `logits` [T, E]), then the
+// routing of moe_route from those logits (the same outputs as moe_route given them). tokens <=
+// kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte aligned. counter: one word, zero
+// before the first launch; every launch leaves it zero (its last block re-arms it).
+inline constexpr int kMoeRouterMaxTokens = 8;
+cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
+                             std::int64_t tokens, int hidden, int experts, int k,
+                             bool norm_topk_prob, int block_rows, float* logits,
+                             const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
+                             std::int32_t* clear = nullptr, std::int64_t clear_count = 0);
 
 }  // namespace nibble::kernels

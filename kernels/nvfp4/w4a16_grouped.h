@@ -34,6 +34,40 @@ cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
                                  std::int64_t max_blocks, int block_rows, W4A16Tile tile,
                                  std::uint16_t* out, cudaStream_t stream);
 
+// Decode fusions of the MoE layer (kernels/moe/moe_experts.h), slice kernels only, block_rows <=
+// 16, the same per-output sums (4 warps, same k order) as w4a16_grouped_linear with kSlice16, so
+// their results are bitwise those of the unfused launches:
+//
+// gate_up with the gather and SiLU * up: x row of routed row r is x[token[r], :] (no gathered
+// copy), and a block holds 16 gate rows and the matching 16 up rows (gate_up: [2 I, K], gate rows
+// first, I % 16 == 0), so it writes middle[r, i] = silu(g) * u ([rows, I]) with g and u rounded to
+// BF16 first, as silu_mul_halves does.
+cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_t* token,
+                                       const W4A16GroupedWeights& gate_up,
+                                       const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                       int block_rows, std::uint16_t* middle, cudaStream_t stream);
+
+// down with the weighted combine: the expert rows go to expert_out [rows, n] as by
+// w4a16_grouped_linear; the block that finishes the last of token t's k rows over a column slice
+// (an integer arrival count per (token, slice), so the order of arrival does not matter) writes
+// out[t, c] = residual[t, c] + sum_j weight[t, j] * expert_out[source[t, j], c], j in order 0..k-1:
+// the combine_experts formula, bitwise. arrivals: T * w4a16_grouped_combine_slices(n) zeros on
+// entry.
+struct W4A16GroupedCombine {
+  const std::int32_t* token = nullptr;      // [rows]: the token of each routed row
+  const std::int32_t* source = nullptr;     // [T, k]
+  const float* weight = nullptr;            // [T, k]
+  const std::uint16_t* residual = nullptr;  // [T, n]
+  std::uint16_t* out = nullptr;             // [T, n]
+  std::int32_t* arrivals = nullptr;         // [T, w4a16_grouped_combine_slices(n)], zero
+  int k = 0;
+};
+std::int64_t w4a16_grouped_combine_slices(std::int64_t n);
+cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16GroupedWeights& down,
+                                       const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                       int block_rows, const W4A16GroupedCombine& combine,
+                                       std::uint16_t* expert_out, cudaStream_t stream);
+
 // Sets up every grouped kernel's launch attributes (shared memory opt-ins) now: call once before
 // capturing launches into a CUDA graph, where a first launch would otherwise set them.
 cudaError_t w4a16_grouped_prepare();

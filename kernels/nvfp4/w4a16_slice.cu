@@ -22,6 +22,9 @@
 // ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
 // The CPU reference is the layout's (nvfp4_ref.h dequantization, then the product in double):
 // tests/gpu/test_nvfp4_gpu.cpp.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -57,6 +60,17 @@ using Slice32 = SliceShape<4, 4, 4, 7>;
 using Slice32Wide = SliceShape<4, 8, 4, 2>;
 using Slice64 = SliceShape<8, 4, 3, 4>;
 using Slice64Wide = SliceShape<8, 8, 3, 2>;
+// The MoE decode fusions (w4a16_grouped.h), one wave at T = 1 for Qwen3-30B-A3B (8 active experts,
+// 132 SMs): gate_up + SiLU, a block 16 gate + 16 up rows, 48 x 8 = 384 blocks of 36 KB of weights,
+// every k step of a warp in flight at K = 2048 (8 slots); down + combine, 32 rows, 64 x 8 = 512
+// blocks of 14 KB, K = 768's 3 steps per warp in flight (4 slots, 35 KB of shared memory: 4 blocks
+// an SM fit with room to spare).
+using SliceGateUpSilu = SliceShape<4, 4, 8, 3>;
+using SliceDownCombine = SliceShape<4, 4, 4, 4>;
+
+// Grouped-only fusions (FUSE): the plain grouped GEMM, gate_up with the gather and SiLU * up, down
+// with the combine (w4a16_grouped.h).
+enum : int { kFuseNone = 0, kFuseGatherSilu = 1, kFuseCombine = 2 };
 
 // f(Shape{}) for a slice tile.
 template <class F>
@@ -105,8 +119,11 @@ __host__ __device__ constexpr int launch_min_blocks() {
 }
 
 // GROUPED (w4a16_grouped.h): grid row blockIdx.y takes its rows, weight and scale from
-// row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced.
-template <class S, bool ONE_SIDE, int MT, bool GROUPED = false>
+// row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced. FUSE (grouped
+// only): kFuseGatherSilu reads x row r from x[fuse.token[row]] and block x's slice is gate rows
+// [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out is the SiLU product
+// [rows, n / 2]; kFuseCombine adds the combine after the plain epilogue.
+template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = kFuseNone>
 __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
                        const std::uint8_t* __restrict__ tiles,
@@ -114,16 +131,23 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
                        W4A16Strides strides, float out_scale,
                        const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
                        const MoeRowBlock* __restrict__ row_blocks,
-                       const W4A16DeviceWeight* __restrict__ table) {
+                       const W4A16DeviceWeight* __restrict__ table, W4A16GroupedCombine fuse) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
+  static_assert(FUSE == kFuseNone || (GROUPED && !ONE_SIDE), "fusions are grouped only");
+  static_assert(FUSE != kFuseGatherSilu || S::kTiles == 4, "a gate pair and an up pair");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
+  std::int32_t row0 = 0;                              // grouped: the block's first routed row
+  std::uint16_t* const out_all = out;
   if constexpr (GROUPED) {
-    std::int32_t begin, end;
-    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, begin, end)) return;
-    x += std::int64_t(begin) * k;
-    out += std::int64_t(begin) * n;
-    m = end - begin;  // 1 .. 8 MT (the table's block_rows)
+    // kFuseGatherSilu may start under the route (dependent launch): its table, tokens and weights
+    // all come from the route, so it waits first (the later wait is then a no-op).
+    if constexpr (FUSE == kFuseGatherSilu) wait_for_previous_grid();
+    std::int32_t end;
+    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end)) return;
+    if constexpr (FUSE != kFuseGatherSilu) x += std::int64_t(row0) * k;
+    out += std::int64_t(row0) * (FUSE == kFuseGatherSilu ? n / 2 : n);
+    m = end - row0;  // 1 .. 8 MT (the table's block_rows)
   }
   constexpr int kAhead = S::kDepth - 1;  // k steps in flight per warp
   constexpr int kScaleChunks = S::kScaleBytes / 16;
@@ -135,9 +159,18 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
   if (threadIdx.x < 8) reinterpret_cast<uint4*>(zeros)[threadIdx.x] = make_uint4(0, 0, 0, 0);
 
-  const std::int64_t n0 = std::int64_t(blockIdx.x) * S::kRows;
+  const std::int64_t n0 = std::int64_t(blockIdx.x) * (FUSE == kFuseGatherSilu ? 16 : S::kRows);
   const std::int64_t group_step0 = (n0 / 128) * strides.group + warp * strides.kt;
   const int tile0 = int(n0 % 128) / 8;  // first tile of the slice inside its 128-row group
+  // kFuseGatherSilu: the up pair's distance from the gate pair in group steps and tiles (up rows
+  // start at n / 2, a multiple of 16, so the pair never straddles a 128-row group).
+  std::int64_t up_groups = 0;
+  int up_tiles = 0;
+  if constexpr (FUSE == kFuseGatherSilu) {
+    const std::int64_t up_row = n / 2 + n0;
+    up_groups = (up_row / 128 - n0 / 128) * strides.group;
+    up_tiles = int(up_row % 128) / 8 - tile0;
+  }
   const int steps = tiles_k > warp ? int((tiles_k - warp + S::kWarps - 1) / S::kWarps) : 0;
 
   // This lane's copies of a k step, at fixed offsets in a slot, from pointers bumped per step.
@@ -145,10 +178,15 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   const std::uint8_t* w_src = tiles + group_step0 * 4096 + tile0 * 256 + lane * 16;
   const std::int64_t w_step = S::kWarps * strides.kt * 4096;
   const unsigned code_dst = x_bytes + unsigned(lane) * 16;
+  const std::int64_t up_code_jump = up_groups * 4096 + up_tiles * 256;  // from the gate pair
   auto load_codes = [&](unsigned slot) {
 #pragma unroll
     for (int c = 0; c < S::kCodeBytes / 512; ++c) {
-      cp_async16_to(slot + code_dst + c * 512, w_src + c * 512, 16);
+      if constexpr (FUSE == kFuseGatherSilu) {
+        cp_async16_to(slot + code_dst + c * 512, w_src + (c == 0 ? 0 : up_code_jump), 16);
+      } else {
+        cp_async16_to(slot + code_dst + c * 512, w_src + c * 512, 16);
+      }
     }
     w_src += w_step;
   };
@@ -160,7 +198,18 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   const int xc = x_chunk % 8, xr0 = x_chunk / 8;
   const bool x_real0 = (!ONE_SIDE || !side_scale) && xr0 < m;
   const std::uint8_t* s_src = scales + group_step0 * 512 + tile0 * 32 + lane * 16;
-  const std::uint16_t* x_src = x + (x_real0 ? xr0 * k : 0) + warp * 64 + xc * 8;
+  // kFuseGatherSilu: scale chunks 4..7 are the up pair's (tiles 2, 3 of the slot).
+  if (FUSE == kFuseGatherSilu && lane >= 4) s_src += up_groups * 512 + up_tiles * 32 - 64;
+  const std::uint16_t* x_src =
+      x + (x_real0 && FUSE != kFuseGatherSilu ? xr0 * k : 0) + warp * 64 + xc * 8;
+  // kFuseGatherSilu: where row xr0 + 4 j of the block starts in x, from x_src (its token's row).
+  // The table and the tokens are the routing's, written before this launch (no overlap).
+  std::int64_t x_row_at[FUSE == kFuseGatherSilu ? kXPasses : 1] = {};
+  if constexpr (FUSE == kFuseGatherSilu) {
+#pragma unroll
+    for (int j = 0; j < kXPasses; ++j)
+      x_row_at[j] = xr0 + 4 * j < m ? std::int64_t(fuse.token[row0 + xr0 + 4 * j]) * k : 0;
+  }
   const unsigned s_dst = x_bytes + S::kCodeBytes + unsigned(lane) * 16;
   // Row xr0 + 4j sits at x_dst0 + 512 j, its chunk swizzled by (xr0 + 4j) % 8: j odd flips
   // chunk bit 2 (xr0 < 4).
@@ -186,8 +235,9 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
 #pragma unroll
     for (int j = 0; j < kXPasses; ++j) {
       if (xr0 + 4 * j < m) {
-        cp_async16_to((slot + x_dst0 + unsigned(j * 512)) ^ unsigned((j & 1) * 64),
-                      x_src + j * 4 * k, bytes);
+        const std::uint16_t* src = x_src + j * 4 * k;
+        if constexpr (FUSE == kFuseGatherSilu) src = x_src + x_row_at[j];
+        cp_async16_to((slot + x_dst0 + unsigned(j * 512)) ^ unsigned((j & 1) * 64), src, bytes);
       }
     }
     x_src += S::kWarps * 64;
@@ -341,20 +391,69 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   __syncthreads();
   // Output (x row r = 8 mt + rr, weight row j of the slice): c0, c1 of pair p hold row g of tile
   // 2p for x rows 2t, 2t + 1 of fragment mt; c2, c3 the same of tile 2p + 1 (lane = 4g + t).
-  for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
-    const int r = idx / S::kRows, j = idx % S::kRows;
-    const std::int64_t col = n0 + j;
-    if (col >= n) continue;
+  auto slice_sum = [&](int r, int j) {
     const int mt = r / 8, rr = r % 8, p = j / 16, within = j % 16;
     const int e = (within / 8) * 2 + (rr & 1), src_lane = (within % 8) * 4 + rr / 2;
     const float* sums = partial + (mt * S::kPairs + p) * 128 + e * 32 + src_lane;
     float sum = 0.0f;
 #pragma unroll
     for (int w = 0; w < S::kWarps; ++w) sum += sums[w * kSums * 32];
-    sum *= out_scale;
+    return sum * out_scale;
+  };
+  if constexpr (FUSE == kFuseGatherSilu) {
+    // Gate row j of the slice is slot row j, its up row slot row 16 + j; both rounded to BF16 as
+    // the gate_up output would be, then silu_mul_halves' expression.
+    auto rounded = [](float v) { return __bfloat162float(__float2bfloat16_rn(v)); };
+    const std::int64_t width = n / 2;
+    for (int idx = threadIdx.x; idx < m * 16; idx += S::kThreads) {
+      const int r = idx / 16, j = idx % 16;
+      const float g = rounded(slice_sum(r, j)), u = rounded(slice_sum(r, 16 + j));
+      out[std::int64_t(r) * width + n0 + j] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
+    }
+  }
+  const int plain_rows = FUSE == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
+  for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
+    const int r = idx / S::kRows, j = idx % S::kRows;
+    const std::int64_t col = n0 + j;
+    if (col >= n) continue;
+    float sum = slice_sum(r, j);
     const std::int64_t at = std::int64_t(r) * n + col;
     if (residual != nullptr) sum += __bfloat162float(__ushort_as_bfloat16(residual[at]));
     out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+  }
+  if constexpr (FUSE == kFuseCombine) {
+    // The block's expert rows are out; each of its tokens counts one more of its k rows done over
+    // this column slice. The block that brings a count to k combines that token's slice: every
+    // other row of it was written and fenced before its count went up.
+    __shared__ int last_tokens[kMaxRows];
+    __shared__ int last_count;
+    if (threadIdx.x == 0) last_count = 0;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x < m) {
+      const int t = fuse.token[row0 + threadIdx.x];
+      if (atomicAdd(fuse.arrivals + std::int64_t(t) * gridDim.x + blockIdx.x, 1) == fuse.k - 1) {
+        __threadfence();
+        last_tokens[atomicAdd(&last_count, 1)] = t;
+      }
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < last_count * S::kRows; idx += S::kThreads) {
+      const int t = last_tokens[idx / S::kRows];
+      const std::int64_t col = n0 + idx % S::kRows;
+      if (col >= n) continue;
+      // combine_experts' expression and order (kernels/layer/layer_ops.cu).
+      float v = 0.0f;
+      for (int j = 0; j < fuse.k; ++j) {
+        const std::int64_t row = fuse.source[t * fuse.k + j];
+        v += fuse.weight[t * fuse.k + j] *
+             __bfloat162float(__ushort_as_bfloat16(__ldcg(out_all + row * n + col)));
+      }
+      const std::int64_t at = std::int64_t(t) * n + col;
+      fuse.out[at] = __bfloat16_as_ushort(
+          __float2bfloat16_rn(__bfloat162float(__ushort_as_bfloat16(fuse.residual[at])) + v));
+    }
   }
 }
 
@@ -376,33 +475,55 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
   err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S, ONE_SIDE, MT>, x, rows, w.n, w.k,
                            w.tiles, w.scales, w.k_padded / 64, w4a16_strides(w),
-                           w.global_factor * 1024.0f, residual, out, nullptr, nullptr);
+                           w.global_factor * 1024.0f, residual, out, nullptr, nullptr,
+                           W4A16GroupedCombine{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 // The opt-in to all the shared memory a block may have, once per grouped kernel
 // (w4a16_grouped_prepare runs it before any capture).
-template <class S, int MT>
+template <class S, int MT, int FUSE = kFuseNone>
 cudaError_t grouped_slice_attribute() {
-  static const cudaError_t err =
-      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_slice_kernel<S, false, MT, true>));
+  static const cudaError_t err = allow_all_block_smem(
+      reinterpret_cast<const void*>(w4a16_slice_kernel<S, false, MT, true, FUSE>));
   return err;
 }
 
-// Grouped: rows per block up to 8 MT, the slots sized for 8 MT rows.
-template <class S, int MT>
+// NIBBLE_MOE_OVERLAP=0 turns the fused launches' dependent launch off (A/B), read once.
+bool grouped_overlap() {
+  static const bool on = [] {
+    const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Grouped: rows per block up to 8 MT, the slots sized for 8 MT rows. kFuseGatherSilu's blocks
+// cover 16 gate rows each (n / 2 of them in all).
+template <class S, int MT, int FUSE = kFuseNone>
 cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16GroupedWeights& w,
                                         const MoeRowBlock* blocks, std::int64_t max_blocks,
-                                        std::uint16_t* out, cudaStream_t stream) {
-  constexpr auto kernel = w4a16_slice_kernel<S, false, MT, true>;
-  const cudaError_t attribute_err = grouped_slice_attribute<S, MT>();
+                                        std::uint16_t* out, cudaStream_t stream,
+                                        const W4A16GroupedCombine& fuse = {}) {
+  static_assert(smem_bytes<S>(8 * MT) >= S::kWarps * MT * S::kPairs * 4 * 32 * 4,
+                "the sums fit in the rings");
+  constexpr auto kernel = w4a16_slice_kernel<S, false, MT, true, FUSE>;
+  const cudaError_t attribute_err = grouped_slice_attribute<S, MT, FUSE>();
   if (attribute_err != cudaSuccess) return attribute_err;
   const W4A16DeviceWeight& shape = w.shape;
-  const dim3 grid(unsigned(shape.n_padded / S::kRows), unsigned(max_blocks));
-  LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream, false);
+  const std::int64_t slices =
+      FUSE == kFuseGatherSilu ? shape.n / 2 / 16 : shape.n_padded / S::kRows;
+  const dim3 grid{unsigned(slices), unsigned(max_blocks)};
+  // Programmatic dependent launch for the fusions: kFuseGatherSilu's blocks are scheduled under
+  // the route and wait for it before reading anything; kFuseCombine follows the gate_up, whose
+  // blocks all started after the route finished (their wait), so the table and the weights it
+  // points to may be read before waiting for the gate_up: the down's weights stream in under the
+  // gate_up's tail.
+  LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream,
+                           FUSE != kFuseNone && grouped_overlap());
   const cudaError_t err = cudaLaunchKernelEx(
       &launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles, shape.scales,
-      shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table);
+      shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table, fuse);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -447,6 +568,12 @@ cudaError_t w4a16_grouped_slice_prepare() {
     });
     if (err != cudaSuccess) return err;
   }
+  for (const cudaError_t err : {grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu>(),
+                                grouped_slice_attribute<SliceGateUpSilu, 2, kFuseGatherSilu>(),
+                                grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine>(),
+                                grouped_slice_attribute<SliceDownCombine, 2, kFuseCombine>()}) {
+    if (err != cudaSuccess) return err;
+  }
   return cudaSuccess;
 }
 
@@ -461,6 +588,48 @@ cudaError_t w4a16_grouped_slice_linear(const std::uint16_t* x, const W4A16Groupe
                ? launch_grouped_slice_kernel<S, 2>(x, w, blocks, max_blocks, out, stream)
                : launch_grouped_slice_kernel<S, 1>(x, w, blocks, max_blocks, out, stream);
   });
+}
+
+}  // namespace nibble::kernels
+
+namespace nibble::kernels {
+
+cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_t* token,
+                                       const W4A16GroupedWeights& gate_up,
+                                       const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                       int block_rows, std::uint16_t* middle, cudaStream_t stream) {
+  const W4A16DeviceWeight& shape = gate_up.shape;
+  if (block_rows < 1 || block_rows > kMaxRows || max_blocks < 1 || max_blocks > 65535 ||
+      shape.n % 32 != 0 || token == nullptr || gate_up.table == nullptr)
+    return cudaErrorInvalidValue;
+  W4A16GroupedCombine fuse;
+  fuse.token = token;
+  using S = SliceGateUpSilu;
+  return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseGatherSilu>(
+                              x, gate_up, blocks, max_blocks, middle, stream, fuse)
+                        : launch_grouped_slice_kernel<S, 1, kFuseGatherSilu>(
+                              x, gate_up, blocks, max_blocks, middle, stream, fuse);
+}
+
+std::int64_t w4a16_grouped_combine_slices(std::int64_t n) {
+  return (n + 127) / 128 * (128 / SliceDownCombine::kRows);  // the grid's slices of n_padded
+}
+
+cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16GroupedWeights& down,
+                                       const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                       int block_rows, const W4A16GroupedCombine& combine,
+                                       std::uint16_t* expert_out, cudaStream_t stream) {
+  if (block_rows < 1 || block_rows > kMaxRows || max_blocks < 1 || max_blocks > 65535 ||
+      down.table == nullptr || combine.k < 1 || combine.token == nullptr ||
+      combine.source == nullptr || combine.weight == nullptr || combine.residual == nullptr ||
+      combine.out == nullptr || combine.arrivals == nullptr ||
+      down.shape.n_padded / SliceDownCombine::kRows != w4a16_grouped_combine_slices(down.shape.n))
+    return cudaErrorInvalidValue;
+  using S = SliceDownCombine;
+  return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseCombine>(
+                              x, down, blocks, max_blocks, expert_out, stream, combine)
+                        : launch_grouped_slice_kernel<S, 1, kFuseCombine>(
+                              x, down, blocks, max_blocks, expert_out, stream, combine);
 }
 
 }  // namespace nibble::kernels

@@ -653,6 +653,18 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
                                            GraphCase{Arch::Qwen3Moe, 128, true, 2}),
                          graph_case_name);
 
+// A random NVFP4 Qwen3-MoE model as ModelOpt exports one (q/k/v and each expert's gate/up share a
+// global factor).
+model::ModelWeights nvfp4_moe_model(const ModelConfig& c, std::uint64_t seed) {
+  auto weights = testing::random_model(c, seed);
+  for (auto& layer : weights.layers) {
+    quantize_group({&layer.q, &layer.k, &layer.v});
+    for (auto& e : layer.experts) quantize_group({&e.gate, &e.up});
+  }
+  model::quantize_weights_nvfp4(weights);
+  return weights;
+}
+
 // NIBBLE_MOE_HOST_ROUTING=1 (the A/B and fallback path: routing on the host, one launch chain per
 // expert) against the device routing with grouped experts, on the same NVFP4 MoE model: a prefill
 // long enough for the 64-row grouped tiles, then decode steps. The two run different kernels over
@@ -660,12 +672,7 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
 // tie of two experts' BF16 router scores may pick differently).
 TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
-  auto weights = testing::random_model(c, g_seed ^ 0x51u);
-  for (auto& layer : weights.layers) {
-    quantize_group({&layer.q, &layer.k, &layer.v});
-    for (auto& e : layer.experts) quantize_group({&e.gate, &e.up});
-  }
-  model::quantize_weights_nvfp4(weights);
+  auto weights = nvfp4_moe_model(c, g_seed ^ 0x51u);
   auto copy = weights;
   auto device = make_cuda_backend(std::move(weights));
   ::setenv("NIBBLE_MOE_HOST_ROUTING", "1", 1);
@@ -686,6 +693,44 @@ TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
     errors.add(relative_l2(hl, dl));
   }
   errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "host vs device routing, 200 + 8 steps");
+}
+
+// The MoE decode fusions (kernels/moe/moe_experts.h) against the unfused device path on the same
+// NVFP4 MoE model, prefill then decode steps: with the router left to cuBLAS
+// (NIBBLE_MOE_FUSED_ROUTER=0) the fusions keep every sum and rounding, so the logits are bitwise
+// those of NIBBLE_MOE_FUSED=0; the fused router sums its logits in another order than cuBLAS, so
+// that one agrees within the CUDA-vs-CPU tolerance (a near tie may route differently).
+TEST(CudaMoeRouting, FusedDecodePathMatchesTheUnfusedPath) {
+  const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
+  auto weights = nvfp4_moe_model(c, g_seed ^ 0x77u);
+  auto copy = weights, copy2 = weights;
+  ::setenv("NIBBLE_MOE_FUSED", "0", 1);
+  auto unfused = make_cuda_backend(std::move(weights));
+  ::unsetenv("NIBBLE_MOE_FUSED");
+  ::setenv("NIBBLE_MOE_FUSED_ROUTER", "0", 1);
+  auto fused = make_cuda_backend(std::move(copy));
+  ::unsetenv("NIBBLE_MOE_FUSED_ROUTER");
+  auto fused_router = make_cuda_backend(std::move(copy2));
+  std::mt19937 rng(std::uint32_t(g_seed) + 7);
+  const auto prompt = random_tokens(rng, 37, c.vocab_size);
+  auto us = unfused->new_sequence(256), fs = fused->new_sequence(256),
+       rs = fused_router->new_sequence(256);
+  std::vector<float> ul(std::size_t(c.vocab_size)), fl(ul.size()), rl(ul.size());
+  Errors errors;
+  unfused->forward(*us, prompt, ul);
+  fused->forward(*fs, prompt, fl);
+  fused_router->forward(*rs, prompt, rl);
+  EXPECT_TRUE(ul == fl) << "prefill of 37 tokens: logits differ";
+  errors.add(relative_l2(ul, rl));
+  for (int step = 0; step < 8; ++step) {
+    const std::int32_t next = std::int32_t(std::max_element(ul.begin(), ul.end()) - ul.begin());
+    unfused->forward(*us, std::span(&next, 1), ul);
+    fused->forward(*fs, std::span(&next, 1), fl);
+    fused_router->forward(*rs, std::span(&next, 1), rl);
+    EXPECT_TRUE(ul == fl) << "decode step " << step << ": logits differ";
+    errors.add(relative_l2(ul, rl));
+  }
+  errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "fused router vs cuBLAS router, 37 + 8 steps");
 }
 
 }  // namespace

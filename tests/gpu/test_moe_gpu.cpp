@@ -2,14 +2,17 @@
 //   * routing (moe_route) vs kernels/moe/moe_routing_ref.h: picks, row order, sources, counts,
 //     offsets and the row-block table identical; weights within 1e-6 relative; over many
 //     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert,
-//     both sides of the one-block path's limit (1024 routed rows);
+//     both sides of the one-block path's limit (1024 routed rows) and of its rank path's (8192
+//     tokens x experts); the fused router + route (moe_router_route) likewise;
 //   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
 //     dequantization, products in double) for every routed row, every grouped tile form, with
 //     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
 //     relative error <= 1e-2 (BF16 activations and outputs, /work/.library/device/METHOD.md);
 //   * the whole layer (moe_experts: route, gather, grouped gate_up / gate + up, SiLU * up, grouped
 //     down, weighted combine with the residual) vs a double-precision reference that rounds where
-//     the device rounds to BF16: relative error <= 1e-2, and two runs bitwise identical.
+//     the device rounds to BF16: relative error <= 1e-2, and two runs bitwise identical; the
+//     decode fusions (plan.fuse: gather + SiLU in the gate_up, combine in the down) bitwise equal
+//     to the unfused path.
 // Fresh random inputs each run (the seed is printed); outputs poisoned (NaN) before each launch.
 // Exits 77 (ctest: skipped) when no GPU is present.
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/moe/moe_experts.h"
@@ -72,25 +76,20 @@ struct RouteCase {
   LogitKind kind;
 };
 
-void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
-  const std::vector<float> logits = router_logits(rng, c.tokens, c.experts, c.kind);
+template <class P>
+auto fetch(const P* p, std::size_t n) {
+  std::vector<std::remove_cv_t<P>> v(n);
+  NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(v[0]), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// The device routing r of `logits` against moe_route_ref of the same logits; `extra` joins the
+// verdict and the name gets `what`'s prefix.
+void record_routing(Results& results, const char* what, const std::vector<float>& logits,
+                    const RouteCase& c, const kernels::MoeRouting& r, bool extra = true,
+                    const char* extra_detail = "") {
   const kernels::MoeRoutingRef ref =
       kernels::moe_route_ref(logits, c.tokens, c.experts, c.k, c.norm, c.block_rows);
-  DeviceBuffer<float> d_logits(logits.size());
-  d_logits.upload(logits);
-  DeviceBuffer<std::int32_t> words(
-      std::size_t(kernels::moe_routing_words(c.tokens, c.experts, c.k, c.block_rows)));
-  words.poison();
-  const kernels::MoeRouting r =
-      kernels::moe_routing_views(words.ptr, c.tokens, c.experts, c.k, c.block_rows);
-  NIBBLE_CUDA_CHECK(
-      kernels::moe_route(d_logits.ptr, c.tokens, c.experts, c.k, c.norm, c.block_rows, r, nullptr));
-  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
-  auto fetch = [](const auto* p, std::size_t n) {
-    std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(p)>>> v(n);
-    NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(v[0]), cudaMemcpyDeviceToHost));
-    return v;
-  };
   const std::size_t routed = std::size_t(c.tokens * c.k);
   const auto expert = fetch(r.expert, routed);
   const auto weight = fetch(r.weight, routed);
@@ -110,17 +109,88 @@ void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
     worst_weight = std::isfinite(weight[i]) ? std::max(worst_weight, err) : INFINITY;
   }
   const bool ok = expert == ref.expert && offsets == ref.offsets && token == ref.token &&
-                  source == ref.source && blocks_equal && worst_weight <= 1e-6;
+                  source == ref.source && blocks_equal && worst_weight <= 1e-6 && extra;
   static const char* const kKinds[] = {"random", "tied", "one-expert"};
-  char name[160], detail[200];
-  std::snprintf(name, sizeof name, "route_T%lld_E%d_k%d_%s_b%d_%s", (long long)c.tokens, c.experts,
-                c.k, c.norm ? "norm" : "raw", c.block_rows, kKinds[int(c.kind)]);
+  char name[160], detail[300];
+  std::snprintf(name, sizeof name, "%s_T%lld_E%d_k%d_%s_b%d_%s", what, (long long)c.tokens,
+                c.experts, c.k, c.norm ? "norm" : "raw", c.block_rows, kKinds[int(c.kind)]);
   std::snprintf(detail, sizeof detail,
-                "experts %s, offsets %s, rows %s, sources %s, blocks %s, weights %.2g rel",
+                "experts %s, offsets %s, rows %s, sources %s, blocks %s, weights %.2g rel%s",
                 expert == ref.expert ? "=" : "DIFFER", offsets == ref.offsets ? "=" : "DIFFER",
                 token == ref.token ? "=" : "DIFFER", source == ref.source ? "=" : "DIFFER",
-                blocks_equal ? "=" : "DIFFER", worst_weight);
+                blocks_equal ? "=" : "DIFFER", worst_weight, extra_detail);
   results.record(ok, name, detail);
+}
+
+void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
+  const std::vector<float> logits = router_logits(rng, c.tokens, c.experts, c.kind);
+  DeviceBuffer<float> d_logits(logits.size());
+  d_logits.upload(logits);
+  DeviceBuffer<std::int32_t> words(
+      std::size_t(kernels::moe_routing_words(c.tokens, c.experts, c.k, c.block_rows)));
+  words.poison();
+  const kernels::MoeRouting r =
+      kernels::moe_routing_views(words.ptr, c.tokens, c.experts, c.k, c.block_rows);
+  NIBBLE_CUDA_CHECK(
+      kernels::moe_route(d_logits.ptr, c.tokens, c.experts, c.k, c.norm, c.block_rows, r, nullptr));
+  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+  record_routing(results, "route", logits, c, r);
+}
+
+// ---- the router linear fused with the routing -----------------------------------------------
+
+std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t count, float sigma = 1.0f);
+std::vector<float> to_floats(const std::vector<bf16_bits>& v);
+
+// moe_router_route: its logits vs double dot products (FP32 sums of BF16 products: relative
+// error <= 1e-5), its routing vs moe_route_ref of the logits it wrote (exact), two launches
+// bitwise identical, the counter back to 0 and the clear region zeroed after each.
+void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase& c,
+                        std::int64_t hidden) {
+  const std::int64_t T = c.tokens, H = hidden;
+  const auto x = random_bf16(rng, std::size_t(T * H));
+  const auto w = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
+  DeviceBuffer<bf16_bits> d_x(x.size()), d_w(w.size());
+  d_x.upload(x);
+  d_w.upload(w);
+  DeviceBuffer<float> d_logits(std::size_t(T * c.experts));
+  DeviceBuffer<std::int32_t> words(
+      std::size_t(kernels::moe_routing_words(T, c.experts, c.k, c.block_rows))),
+      counter(1), clear(37);
+  NIBBLE_CUDA_CHECK(cudaMemset(counter.ptr, 0, sizeof(std::int32_t)));
+  const kernels::MoeRouting r =
+      kernels::moe_routing_views(words.ptr, T, c.experts, c.k, c.block_rows);
+  std::vector<std::vector<float>> logits;
+  bool rearmed = true;
+  for (int run = 0; run < 2; ++run) {
+    d_logits.poison();
+    words.poison();
+    clear.poison();
+    NIBBLE_CUDA_CHECK(kernels::moe_router_route(d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k, c.norm,
+                                                c.block_rows, d_logits.ptr, r, counter.ptr, nullptr,
+                                                clear.ptr, 37));
+    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+    logits.push_back(d_logits.download());
+    const auto cleared = clear.download();
+    rearmed &= counter.download()[0] == 0 &&
+               std::all_of(cleared.begin(), cleared.end(), [](std::int32_t v) { return v == 0; });
+  }
+  const auto xf = to_floats(x), wf = to_floats(w);
+  std::vector<double> want(std::size_t(T * c.experts)), got(want.size());
+  for (std::int64_t t = 0; t < T; ++t)
+    for (int e = 0; e < c.experts; ++e) {
+      double sum = 0.0;
+      for (std::int64_t h = 0; h < H; ++h)
+        sum += double(xf[std::size_t(t * H + h)]) * wf[std::size_t(e * H + h)];
+      want[std::size_t(t * c.experts + e)] = sum;
+      got[std::size_t(t * c.experts + e)] = logits[0][std::size_t(t * c.experts + e)];
+    }
+  const double err = relative_error(want, got);
+  const bool same = logits[0] == logits[1];
+  char detail[160];
+  std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g, runs %s, counter/clear %s",
+                (long long)H, err, same ? "identical" : "DIFFER", rearmed ? "zero" : "NOT ZERO");
+  record_routing(results, "router_route", logits[0], c, r, err <= 1e-5 && same && rearmed, detail);
 }
 
 // ---- experts' weights --------------------------------------------------------------------------
@@ -163,8 +233,8 @@ struct ExpertSet {
   }
 };
 
-std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t count) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
+std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t count, float sigma) {
+  std::normal_distribution<float> normal(0.0f, sigma);
   std::vector<bf16_bits> v(count);
   for (auto& x : v) x = nvfp4::float_to_bf16(normal(rng));
   return v;
@@ -239,6 +309,7 @@ struct LayerCase {
   int experts, k;
   std::int64_t hidden, inter;
   bool fused, norm;
+  LogitKind kind = LogitKind::kRandom;
 };
 
 void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
@@ -261,7 +332,7 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   }
   w.down = down.view;
 
-  const std::vector<float> logits = router_logits(rng, T, c.experts, LogitKind::kRandom);
+  const std::vector<float> logits = router_logits(rng, T, c.experts, c.kind);
   const auto hidden = random_bf16(rng, std::size_t(T * H));
   const auto residual = random_bf16(rng, std::size_t(T * H));
   DeviceBuffer<float> d_logits(logits.size());
@@ -272,30 +343,57 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
       d_expert_out(std::size_t(routed * H));
   d_hidden.upload(hidden);
   d_residual.upload(residual);
-  DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1)));
-  kernels::MoeExpertsArgs a;
-  a.router_logits = d_logits.ptr;
-  a.hidden = d_hidden.ptr;
-  a.residual = d_residual.ptr;
-  a.out = d_out.ptr;
-  a.tokens = T;
-  a.experts = c.experts;
-  a.k = c.k;
-  a.hidden_size = int(H);
-  a.norm_topk_prob = c.norm;
-  a.routing_words = words.ptr;
-  a.routed = d_routed.ptr;
-  a.projected = d_projected.ptr;
-  a.middle = d_middle.ptr;
-  a.expert_out = d_expert_out.ptr;
-  const kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
+  DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1))),
+      arrivals(std::size_t(kernels::moe_arrival_words(T, H)));
+  kernels::MoeExpertsArgs a{.router_logits = d_logits.ptr,
+                            .hidden = d_hidden.ptr,
+                            .residual = d_residual.ptr,
+                            .out = d_out.ptr,
+                            .tokens = T,
+                            .experts = c.experts,
+                            .k = c.k,
+                            .hidden_size = int(H),
+                            .norm_topk_prob = c.norm,
+                            .routing_words = words.ptr,
+                            .routed = d_routed.ptr,
+                            .arrivals = arrivals.ptr,
+                            .projected = d_projected.ptr,
+                            .middle = d_middle.ptr,
+                            .expert_out = d_expert_out.ptr};
+  // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
+  // the arrival counts poisoned too (the route must zero them).
+  kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
+  plan.fuse_router = false;
   std::vector<std::vector<bf16_bits>> runs;
-  for (int run = 0; run < 2; ++run) {
+  auto run_layer = [&] {
     for (auto* b : {&d_out, &d_routed, &d_projected, &d_middle, &d_expert_out}) b->poison();
     words.poison();
+    arrivals.poison();
+    NIBBLE_CUDA_CHECK(cudaMemset(arrivals.ptr, 0, sizeof(std::int32_t)));  // the router's counter
     NIBBLE_CUDA_CHECK(kernels::moe_experts(w, a, plan, nullptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     runs.push_back(d_out.download());
+  };
+  for (int run = 0; run < 4; ++run) {
+    plan.fuse = run >= 2;
+    run_layer();
+  }
+  const bool fused = kernels::moe_experts_fused(w, plan);
+  // The fused router (where it applies): the layer from a random BF16 router's own logits, then
+  // the same layer fed those logits (left in d_logits) without it: the same bits.
+  const auto router = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
+  DeviceBuffer<bf16_bits> d_router(router.size());
+  d_router.upload(router);
+  plan.fuse_router = true;
+  const bool router_fused = kernels::moe_router_fused(w, plan, T, int(H), true);
+  bool router_same = true;
+  if (router_fused) {
+    d_logits.poison();
+    a.router_weight = d_router.ptr;
+    run_layer();
+    a.router_weight = nullptr;
+    run_layer();
+    router_same = runs[4] == runs[5];
   }
 
   // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
@@ -334,14 +432,21 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   });
   for (std::size_t i = 0; i < got.size(); ++i) got[i] = nvfp4::bf16_to_float(runs[0][i]);
   const double err = relative_error(want, got);
-  const bool same = runs[0] == runs[1];
-  char name[160], detail[160];
-  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s", (long long)T, c.experts,
-                c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
-                c.norm ? "norm" : "raw");
-  std::snprintf(detail, sizeof detail, "rel %.3g, tile %d x %d rows, two runs %s", err,
-                int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER");
-  results.record(err <= 1e-2 && same, name, detail);
+  const bool same = runs[0] == runs[1] && runs[2] == runs[3];
+  // The fusions keep every rounding and summation order: the same bits as the unfused path.
+  const bool fused_same = runs[2] == runs[0];
+  char name[160], detail[200];
+  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s%s", (long long)T,
+                c.experts, c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
+                c.norm ? "norm" : "raw", c.kind == LogitKind::kOneExpert ? "_one_expert" : "");
+  std::snprintf(detail, sizeof detail,
+                "rel %.3g, tile %d x %d rows, two runs %s, decode fusions %s: %s, fused router %s",
+                err, int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER",
+                fused ? "on" : "not applicable", fused_same ? "same bits" : "DIFFERENT BITS",
+                !router_fused ? "not applicable"
+                : router_same ? "same bits"
+                              : "DIFFERENT BITS");
+  results.record(err <= 1e-2 && same && fused_same && router_same, name, detail);
 }
 
 int run(int argc, char** argv) {
@@ -359,15 +464,34 @@ int run(int argc, char** argv) {
 
   using K = LogitKind;
   const RouteCase routes[] = {
-      {1, 8, 2, true, 8, K::kRandom},       {1, 128, 8, true, 8, K::kRandom},
-      {3, 8, 8, true, 16, K::kTied},        {7, 60, 4, false, 1, K::kTied},
-      {33, 128, 8, true, 64, K::kTied},     {64, 512, 16, true, 8, K::kRandom},
-      {100, 512, 1, false, 3, K::kTied},    {257, 128, 8, true, 64, K::kOneExpert},
-      {1000, 128, 8, true, 64, K::kRandom}, {129, 128, 8, true, 8, K::kTied},
-      {1500, 64, 6, false, 16, K::kTied},   {4096, 128, 8, true, 64, K::kRandom},
+      {1, 8, 2, true, 8, K::kRandom},
+      {1, 128, 8, true, 8, K::kRandom},
+      {3, 8, 8, true, 16, K::kTied},
+      {7, 60, 4, false, 1, K::kTied},
+      {33, 128, 8, true, 64, K::kTied},
+      {64, 512, 16, true, 8, K::kRandom},
+      {100, 512, 1, false, 3, K::kTied},
+      {257, 128, 8, true, 64, K::kOneExpert},
+      {1000, 128, 8, true, 64, K::kRandom},
+      {129, 128, 8, true, 8, K::kTied},
+      {1500, 64, 6, false, 16, K::kTied},
+      {4096, 128, 8, true, 64, K::kRandom},
       {5, 1, 1, true, 8, K::kRandom},
+      // both sides of the rank path's limit (8192 tokens x experts), ties included
+      {64, 128, 8, true, 8, K::kTied},
+      {65, 128, 8, true, 8, K::kTied},
+      {8, 128, 8, false, 8, K::kOneExpert},
   };
   for (const RouteCase& c : routes) check_routing(results, rng, c);
+  // The fused router: T up to kMoeRouterMaxTokens, H a multiple of 8 (not of 256: a lane's last
+  // piece partial), E not a multiple of the 8 experts per block, E = 512 with k = 16.
+  const std::pair<RouteCase, std::int64_t> router_routes[] = {
+      {{1, 128, 8, true, 8, K::kRandom}, 2048},  {{4, 128, 8, true, 8, K::kRandom}, 2048},
+      {{8, 128, 8, true, 16, K::kRandom}, 2048}, {{3, 60, 4, false, 1, K::kRandom}, 136},
+      {{8, 512, 16, true, 8, K::kRandom}, 520},  {{1, 8, 2, true, 8, K::kRandom}, 8},
+      {{5, 1, 1, true, 8, K::kRandom}, 64},      {{7, 33, 3, true, 8, K::kRandom}, 4096},
+  };
+  for (const auto& [c, hidden] : router_routes) check_router_route(results, rng, c, hidden);
 
   using kernels::W4A16Tile;
   std::vector<GroupedCase> grouped = {
@@ -394,11 +518,27 @@ int run(int argc, char** argv) {
   }
   for (const GroupedCase& c : grouped) check_grouped(results, rng, c);
 
-  const LayerCase layers[] = {
-      {1, 8, 2, 256, 128, true, true},    {1, 128, 8, 512, 192, true, true},
-      {13, 8, 8, 256, 128, false, true},  {40, 8, 2, 256, 128, true, false},
-      {300, 16, 4, 256, 128, true, true}, {1030, 8, 2, 128, 64, false, true},
+  std::vector<LayerCase> layers = {
+      {1, 8, 2, 256, 128, true, true},
+      {1, 128, 8, 512, 192, true, true},
+      {13, 8, 8, 256, 128, false, true},
+      {40, 8, 2, 256, 128, true, false},
+      {300, 16, 4, 256, 128, true, true},
+      {1030, 8, 2, 128, 64, false, true},
+      // the decode fusions: odd H (slices past n), I not a multiple of 16 (falls back), 9..16
+      // rows per row block (two x fragments), every token on one expert, T k > 1024 routed rows
+      {3, 8, 2, 328, 80, true, true},
+      {2, 8, 2, 256, 72, true, true},
+      {24, 8, 4, 320, 96, true, true, K::kOneExpert},
+      {9, 16, 8, 200, 48, true, false},
+      {64, 128, 8, 256, 128, true, true},
+      {200, 64, 8, 128, 64, true, true},
+      {1100, 128, 1, 128, 32, true, true},
   };
+  if (!quick) {
+    // Qwen3-30B-A3B's MoE layer at decode and small batches.
+    for (const std::int64_t T : {1, 8}) layers.push_back({T, 128, 8, 2048, 768, true, true});
+  }
   for (const LayerCase& c : layers) check_layer(results, rng, c);
   return results.exit_code();
 }

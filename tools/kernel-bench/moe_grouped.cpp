@@ -1,5 +1,7 @@
 #include "tools/kernel-bench/moe_grouped.h"
 
+#include <cublas_v2.h>
+
 #include <array>
 #include <cstdio>
 #include <random>
@@ -64,16 +66,26 @@ ExpertCopies make_experts(std::mt19937_64& rng, std::vector<void*>& allocations)
 void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
   std::mt19937_64 rng(2026);
   std::vector<void*> allocations;
+  cublasHandle_t cublas;
+  CHECK_CUBLAS(cublasCreate(&cublas));
   const ExpertCopies experts = make_experts(rng, allocations);
   std::printf(
       "MoE experts, Qwen3-30B-A3B shapes (E %d, k %d, hidden %lld, moe_intermediate %lld), "
       "%.2f MB per expert; every call another routing and copy\n",
       kExperts, kTopK, (long long)kHidden, (long long)kInter, experts.bytes_per_expert / 1e6);
-  std::printf("%6s %6s %9s %6s %10s %10s %10s %8s %6s %10s\n", "T", "active", "tile", "rows",
-              "gate_up us", "down us", "GEMMs us", "wGB/s", "%copy", "layer us");
-  for (const std::int64_t T : {1, 8, 64, 512, 4096}) {
+  std::printf(
+      "unfused: gate_up, down = the grouped GEMMs alone; layer = route, gather, gate_up, SiLU,\n"
+      "  down, combine (from router logits)\n"
+      "fused (NIBBLE_MOE_FUSED, slice plans): route, gate_up + gather + SiLU, down + combine\n"
+      "+router: fused, the route also running the BF16 router linear (NIBBLE_MOE_FUSED_ROUTER);\n"
+      "  compare it with layer + cuBLAS router (the router the other paths run first)\n"
+      "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
+  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %8s %13s\n", "T", "active",
+              "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer", "%copy",
+              "fused", "%copy", "f.gate_up", "+router", "cuBLAS router");
+  for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
     const std::int64_t routed = T * kTopK;
-    const kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
+    kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
     std::vector<void*> local;
     // Per routing: logits and the routing arrays (routed once here for the GEMM-only timings).
     std::vector<float*> logits;
@@ -122,35 +134,85 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
           middle, routed, experts.weights[std::size_t(i % kCopies)].down, blocks(i), max_blocks,
           plan.block_rows, plan.tile, expert_out, s));
     });
-    // The whole layer from router logits: route, gather, gate_up, SiLU * up, down, combine.
+    // The whole layer from router logits: route, gather, gate_up, SiLU * up, down, combine
+    // (unfused), or route, gate_up + gather + SiLU, down + combine (fused).
     auto* layer_words = device_alloc<std::int32_t>(routing_words, local);
-    const double layer_us = median_us(reps, stream, [&](int i, cudaStream_t s) {
-      kernels::MoeExpertsArgs a;
-      a.router_logits = logits[std::size_t(i % kRoutings)];
-      a.hidden = hidden;
-      a.residual = residual;
-      a.out = out;
-      a.tokens = T;
-      a.experts = kExperts;
-      a.k = kTopK;
-      a.hidden_size = int(kHidden);
-      a.routing_words = layer_words;
-      a.routed = routed_x;
-      a.projected = projected;
-      a.middle = middle;
-      a.expert_out = expert_out;
-      CHECK_CUDA(kernels::moe_experts(experts.weights[std::size_t(i % kCopies)], a, plan, s));
+    auto* arrivals =
+        device_alloc<std::int32_t>(std::size_t(kernels::moe_arrival_words(T, kHidden)), local);
+    const double route_us = median_us(reps, stream, [&](int i, cudaStream_t s) {
+      CHECK_CUDA(kernels::moe_route(
+          logits[std::size_t(i % kRoutings)], T, kExperts, kTopK, true, plan.block_rows,
+          kernels::moe_routing_views(layer_words, T, kExperts, kTopK, plan.block_rows), s));
+    });
+    const bool can_fuse = kernels::moe_experts_fused(experts.weights[0], plan);
+    const double fused_gate_up_us =
+        !can_fuse ? 0.0 : median_us(reps, stream, [&](int i, cudaStream_t s) {
+          const kernels::MoeRouting r = kernels::moe_routing_views(
+              words[std::size_t(i % kRoutings)], T, kExperts, kTopK, plan.block_rows);
+          CHECK_CUDA(kernels::w4a16_grouped_gate_up_silu(
+              hidden, r.token, experts.weights[std::size_t(i % kCopies)].gate_up, r.blocks,
+              max_blocks, plan.block_rows, middle, s));
+        });
+    // A BF16 router [E, H] for the fused router + route (the logits it writes go to a scratch).
+    auto* router = device_alloc<std::uint16_t>(std::size_t(kExperts * kHidden), local);
+    fill_random_bf16(router, std::size_t(kExperts * kHidden), rng);
+    auto* router_logits = device_alloc<float>(std::size_t(T * kExperts), local);
+    CHECK_CUDA(cudaMemset(arrivals, 0, sizeof(std::int32_t)));  // the fused router's counter
+    auto layer = [&](bool fuse, bool fuse_router = false) {
+      plan.fuse = fuse;
+      plan.fuse_router = fuse_router;
+      return median_us(reps, stream, [&](int i, cudaStream_t s) {
+        const kernels::MoeExpertsArgs a{
+            .router_logits = fuse_router ? router_logits : logits[std::size_t(i % kRoutings)],
+            .router_weight = fuse_router ? router : nullptr,
+            .hidden = hidden,
+            .residual = residual,
+            .out = out,
+            .tokens = T,
+            .experts = kExperts,
+            .k = kTopK,
+            .hidden_size = int(kHidden),
+            .routing_words = layer_words,
+            .routed = routed_x,
+            .arrivals = arrivals,
+            .projected = projected,
+            .middle = middle,
+            .expert_out = expert_out};
+        CHECK_CUDA(kernels::moe_experts(experts.weights[std::size_t(i % kCopies)], a, plan, s));
+      });
+    };
+    const double layer_us = layer(false);
+    const double fused_us = can_fuse ? layer(true) : 0.0;
+    plan.fuse_router = true;
+    const bool can_fuse_router =
+        kernels::moe_router_fused(experts.weights[0], plan, T, int(kHidden), true);
+    const double router_us = can_fuse_router ? layer(true, true) : 0.0;
+    // The unfused paths' router: cuBLAS BF16 x BF16 -> FP32, as the backend runs it
+    // (engine/backend/cuda/device_linear.cpp).
+    const double cublas_router_us = median_us(reps, stream, [&](int, cudaStream_t s) {
+      CHECK_CUBLAS(cublasSetStream(cublas, s));
+      const float alpha = 1.0f, beta = 0.0f;
+      CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, kExperts, int(T), int(kHidden),
+                                &alpha, router, CUDA_R_16BF, int(kHidden), hidden, CUDA_R_16BF,
+                                int(kHidden), &beta, router_logits, CUDA_R_32F, kExperts,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     });
     const double gemm_us = gate_up_us + down_us;
-    const double gbs = active * experts.bytes_per_expert / gemm_us / 1e3;
-    std::printf("%6lld %6.1f %9s %6d %10.1f %10.1f %10.1f %8.0f %6.1f %10.1f\n", (long long)T,
-                active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
-                plan.block_rows, gate_up_us, down_us, gemm_us, gbs, 100.0 * gbs / copy_gbs,
-                layer_us);
+    auto copy_percent = [&](double us) {
+      return us > 0 ? 100.0 * active * experts.bytes_per_expert / us / 1e3 / copy_gbs : 0.0;
+    };
+    std::printf(
+        "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %8.1f "
+        "%13.1f\n",
+        (long long)T, active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
+        plan.block_rows, gate_up_us, down_us, gemm_us, copy_percent(gemm_us), route_us, layer_us,
+        copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us,
+        cublas_router_us);
     std::fflush(stdout);
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }
   for (void* p : allocations) CHECK_CUDA(cudaFree(p));
+  CHECK_CUBLAS(cublasDestroy(cublas));
 }
 
 }  // namespace nibble::bench

@@ -84,7 +84,8 @@ class CudaKvCache : public KvCache {
 struct Activations {
   DeviceBuffer<bf16> x, x2, h, q, k, v, qkv, attn, gate, up, routed, expert_out, last, scratch;
   DeviceBuffer<float> router, logits;
-  DeviceBuffer<std::int32_t> moe_routing;  // the device routing's arrays (kernels/moe)
+  DeviceBuffer<std::int32_t> moe_routing;   // the device routing's arrays (kernels/moe)
+  DeviceBuffer<std::int32_t> moe_arrivals;  // the fused combine's counts (zeroed by the route)
   // Returns true when a buffer was reallocated (graphs captured before read the old ones).
   bool ensure(const ModelConfig& c, std::int64_t T, std::int64_t R) {
     const auto H = std::size_t(c.hidden_size), D = std::size_t(c.head_dim);
@@ -110,6 +111,13 @@ struct Activations {
       grow(expert_out, t * K * H);
       grow(router, t * std::size_t(c.num_experts));
       grow(moe_routing, std::size_t(kernels::moe_routing_words(T, c.num_experts, int(K), 1)));
+      const std::size_t arrival_words = moe_arrivals.size();
+      grow(moe_arrivals, std::size_t(kernels::moe_arrival_words(T, c.hidden_size)));
+      if (moe_arrivals.size() != arrival_words) {  // zeros before the first use (moe_experts.h)
+        check(cudaMemset(moe_arrivals.get(), 0, moe_arrivals.size() * sizeof(std::int32_t)),
+              "zeroing the MoE arrival counts");
+        check(cudaDeviceSynchronize(), "zeroing the MoE arrival counts");
+      }
     }
     const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
     grow(last, rows * H);
@@ -164,6 +172,12 @@ class CudaBackend : public Backend {
     graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
     const char* host_routing = std::getenv("NIBBLE_MOE_HOST_ROUTING");
     host_routing_ = host_routing != nullptr && std::string(host_routing) == "1";
+    // The MoE decode fusions (kernels/moe/moe_experts.h), on unless switched off (A/B).
+    const char* moe_fused = std::getenv("NIBBLE_MOE_FUSED");
+    const char* moe_fused_router = std::getenv("NIBBLE_MOE_FUSED_ROUTER");
+    moe_fused_ = moe_fused == nullptr || std::string(moe_fused) != "0";
+    moe_fused_router_ =
+        moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
     moe_on_device_ = true;
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
@@ -174,6 +188,10 @@ class CudaBackend : public Backend {
                    : host_routing_ ? "on the host (NIBBLE_MOE_HOST_ROUTING=1)"
                                    : "on the host (experts not NVFP4 in "
                                      "one shape); no decode graphs");
+      if (moe_on_device_)
+        spdlog::info("cuda backend: MoE decode fusions {}, router in the route {}",
+                     moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
+                     moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off");
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
@@ -734,13 +752,24 @@ class CudaBackend : public Backend {
   // weighted combine on the device (no synchronisation), or through the host.
   void experts(const cuda::DeviceLayer& w, std::int64_t T) {
     const auto& c = m_.config;
-    linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);
+    kernels::MoeGroupedPlan plan =
+        kernels::plan_moe_experts(T, c.num_experts, c.num_experts_per_tok);
+    plan.fuse &= moe_fused_;
+    plan.fuse_router &= moe_fused_router_;
+    // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
+    const bool router_fused =
+        routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
+        w.router.n == c.num_experts && w.router.k == c.hidden_size &&
+        kernels::moe_router_fused(w.expert_tables.weights, plan, T, c.hidden_size, true);
+    if (!router_fused)
+      linears_->run_float(w.router, act_.h.get(), T, act_.router.get(), act_.scratch);
     if (!routes_on_device(w)) {
       experts_routed_on_host(w, T);
       return;
     }
     kernels::MoeExpertsArgs a;
     a.router_logits = act_.router.get();
+    a.router_weight = router_fused ? w.router.dense.get() : nullptr;
     a.hidden = act_.h.get();
     a.residual = act_.x2.get();
     a.out = act_.x.get();
@@ -750,13 +779,12 @@ class CudaBackend : public Backend {
     a.hidden_size = c.hidden_size;
     a.norm_topk_prob = c.norm_topk_prob;
     a.routing_words = act_.moe_routing.get();
+    a.arrivals = act_.moe_arrivals.get();
     a.routed = act_.routed.get();
     a.projected = act_.gate.get();
     a.middle = act_.up.get();
     a.expert_out = act_.expert_out.get();
-    check(kernels::moe_experts(w.expert_tables.weights, a,
-                               kernels::plan_moe_experts(T, a.experts, a.k), stream_),
-          "moe_experts");
+    check(kernels::moe_experts(w.expert_tables.weights, a, plan, stream_), "moe_experts");
   }
 
   // The A/B and fallback path: the router's scores go to the host (moe_routing.h), one
@@ -819,6 +847,7 @@ class CudaBackend : public Backend {
   // MoE routing: NIBBLE_MOE_HOST_ROUTING=1 forces the host path (A/B); moe_on_device_: every MoE
   // layer routes on the device (dense models too), the condition for decode graphs.
   bool host_routing_ = false;
+  bool moe_fused_ = true, moe_fused_router_ = true;  // NIBBLE_MOE_FUSED, NIBBLE_MOE_FUSED_ROUTER
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

@@ -5,7 +5,8 @@
 // kernels/attention/paged_attention.h) in the same process, against the mma.sync BF16 ceiling
 // measured in the same run (tools/kernel-bench/mma_ceiling.h). Each form's output is compared with
 // form 0's (the v2 kernel) as a sanity check; correctness against the FP64 reference is the
-// test's job. Prints one line per (N, cache type, form).
+// test's job. Then the last 2,048-token chunk of the longest prompt (the engine's default chunked
+// prefill). Prints one line per (prompt, cache type, form).
 
 namespace nibble::gpu_test {
 

@@ -319,6 +319,17 @@ __global__ void __launch_bounds__(kThreads)
       // any), online softmax in the exp2 domain.
       const bool diagonal = k0 + KS - 1 > tile.position0;
       if constexpr (kFast) {
+        // The mask in its own (block-uniform) branch: kept out of the other blocks' instruction
+        // stream rather than predicated into it.
+        if (diagonal) {
+#pragma unroll
+          for (int t = 0; t < MT; ++t)
+#pragma unroll
+            for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2]) s[t][nt][e] = -INFINITY;
+        }
         float base[MT][2], alpha[MT][2];
         bool grew = false;
 #pragma unroll
@@ -327,11 +338,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int nt = 0; nt < KS / 8; ++nt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int key = k0 + nt * 8 + 2 * (lane % 4) + (e & 1);
-              if (diagonal && key > pos[t][e / 2]) s[t][nt][e] = -INFINITY;
-              mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
-            }
+            for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const float next = fmaxf(m[t][h], quad_max(mx[h]));

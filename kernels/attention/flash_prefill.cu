@@ -100,13 +100,17 @@ __device__ __forceinline__ std::int64_t cache_slot(const PagedAttentionArgs& a,
 
 // Starts copying the keys and values [c0, c0 + KC) of KV head kvh into the chunk buffers; keys
 // past `last` are zero-filled (their scores are masked, their zero values add nothing).
-template <int D, int KC>
+template <int D, int KC, bool kUnrolled>
 __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table,
                                            int bs_shift, int kvh, int c0, int last, unsigned k_s,
                                            unsigned v_s) {
-  constexpr int kVecs = D / 8;
-  for (int e = threadIdx.x; e < KC * kVecs; e += kThreads) {
-    const int j = e / kVecs, c = e % kVecs, key = c0 + j;
+  constexpr int kVecs = D / 8, kPerThread = KC * kVecs / kThreads;
+  static_assert(KC * kVecs % kThreads == 0);
+  // kUnrolled: the block-table loads of all the copies issue back to back (more registers live
+  // here; v2's form keeps its rolled loop).
+#pragma unroll(kUnrolled ? kPerThread : 1)
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = int(threadIdx.x) + i * kThreads, j = e / kVecs, c = e % kVecs, key = c0 + j;
     const bool live = key <= last;
     std::int64_t at = 0;
     if (live) at = (cache_slot(a, table, key, bs_shift) * a.shape.kv_heads + kvh) * D + c * 8;
@@ -217,7 +221,7 @@ __global__ void __launch_bounds__(kThreads)
       stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c_begin, last, stage_s,
                                       stage_s + KC * D, k_scale, v_scale);
     else
-      load_chunk<D, KC>(a, table, bs_shift, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
   }
   cp_async_commit();
 
@@ -276,7 +280,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
-      load_chunk<D, KC>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
       cp_async_commit();
       cp_async_wait<1>();
     } else {

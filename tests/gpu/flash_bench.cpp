@@ -22,7 +22,7 @@ namespace {
 
 constexpr kernels::AttentionShape kShape{32, 8, 128};
 constexpr int kBlock = 16;
-constexpr int kReps = 5;  // timed launches per form (median), after one warm-up
+constexpr std::size_t kReps = 5;  // timed calls per form (median), after one warm-up
 
 // One device allocation, freed with its owner.
 template <typename T>
@@ -77,22 +77,25 @@ double relative_l2(const std::vector<std::uint16_t>& got, const std::vector<std:
   return std::sqrt(diff / ref);
 }
 
+// Median milliseconds of kReps calls, each between its own pair of events, all recorded before
+// one synchronisation (no host gap between calls), after one warm-up call.
 double median_ms(const kernels::PagedAttentionArgs& a) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&start));
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> ms;
-  for (int r = 0; r <= kReps; ++r) {  // r == 0: warm-up
-    NIBBLE_CUDA_CHECK(cudaEventRecord(start));
+  NIBBLE_CUDA_CHECK(kernels::paged_attention(a, nullptr));
+  std::vector<cudaEvent_t> marks(2 * kReps, nullptr);
+  for (auto& mark : marks) NIBBLE_CUDA_CHECK(cudaEventCreate(&mark));
+  for (std::size_t i = 0; i < marks.size(); i += 2) {
+    NIBBLE_CUDA_CHECK(cudaEventRecord(marks[i]));
     NIBBLE_CUDA_CHECK(kernels::paged_attention(a, nullptr));
-    NIBBLE_CUDA_CHECK(cudaEventRecord(stop));
-    NIBBLE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0.0f;
-    NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    if (r > 0) ms.push_back(t);
+    NIBBLE_CUDA_CHECK(cudaEventRecord(marks[i + 1]));
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  NIBBLE_CUDA_CHECK(cudaEventSynchronize(marks.back()));
+  std::vector<double> ms;
+  for (std::size_t i = 0; i < marks.size(); i += 2) {
+    float t = 0.0f;
+    NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&t, marks[i], marks[i + 1]));
+    ms.push_back(t);
+  }
+  for (const cudaEvent_t mark : marks) cudaEventDestroy(mark);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "kernels/attention/flash_prefill.h"
+
+#include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
 #include "kernels/mma_sync.cuh"
@@ -87,17 +89,6 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-// Cache row of `key` through the sequence's block table: by shift and mask when bs_shift >= 0
-// (block_size a power of two), else by division (~20 instructions for a divisor known only at
-// run time, once per 16-byte copy).
-__device__ __forceinline__ std::int64_t cache_slot(const PagedAttentionArgs& a,
-                                                   const std::int32_t* table, int key,
-                                                   int bs_shift) {
-  if (bs_shift >= 0)
-    return (std::int64_t(table[key >> bs_shift]) << bs_shift) + (key & (a.block_size - 1));
-  return std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size;
-}
-
 // Starts copying the keys and values [c0, c0 + KC) of KV head kvh into the chunk buffers; keys
 // past `last` are zero-filled (their scores are masked, their zero values add nothing).
 template <int D, int KC, bool kUnrolled>
@@ -113,7 +104,8 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
     const int e = int(threadIdx.x) + i * kThreads, j = e / kVecs, c = e % kVecs, key = c0 + j;
     const bool live = key <= last;
     std::int64_t at = 0;
-    if (live) at = (cache_slot(a, table, key, bs_shift) * a.shape.kv_heads + kvh) * D + c * 8;
+    if (live)
+      at = (cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh) * D + c * 8;
     cp_async16(swizzled<D>(k_s, j, c), a.k_cache + at, live);
     cp_async16(swizzled<D>(v_s, j, c), a.v_cache + at, live);
   }
@@ -132,7 +124,7 @@ __device__ __forceinline__ void stage_fp8_chunk(const PagedAttentionArgs& a,
     const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16), key = c0 + j;
     const bool live = key <= last;
     std::int64_t row = 0;
-    if (live) row = cache_slot(a, table, key, bs_shift) * a.shape.kv_heads + kvh;
+    if (live) row = cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh;
     cp_async16(k_stage + unsigned(j * D + c * 16), a.k_cache8 + row * D + c * 16, live);
     cp_async16(v_stage + unsigned(j * D + c * 16), a.v_cache8 + row * D + c * 16, live);
     k_scale[p] = live ? bf16_bits_to_float(a.k_scale[row]) : 0.0f;
@@ -493,11 +485,7 @@ cudaError_t launch(const PagedAttentionArgs& a, int options, int splits, bool sk
     opted_in.store(true, std::memory_order_relaxed);
   }
   const dim3 grid(unsigned(a.num_tiles), unsigned(a.shape.kv_heads), unsigned(splits));
-  const int bs = a.block_size;
-  int bs_shift = -1;
-  if ((options & kFlashShiftSlots) != 0 && (bs & (bs - 1)) == 0)
-    for (bs_shift = 0; (1 << bs_shift) < bs;) ++bs_shift;
-  kernel<<<grid, kThreads, smem, stream>>>(a, skip_single_rows, bs_shift);
+  kernel<<<grid, kThreads, smem, stream>>>(a, skip_single_rows, block_shift(a.block_size, options));
   return cudaGetLastError();
 }
 
@@ -522,10 +510,12 @@ cudaError_t launch_with(const PagedAttentionArgs& a, int options, int splits, bo
               : launch<D, FP8, KC, KC, false>(a, options, splits, skip_single_rows, stream);
 }
 
-// NIBBLE_FLASH_OPTIONS (a decimal bit mask of flash_prefill.h's options) for calls that leave
-// PagedAttentionArgs::flash_options at -1; kFlashDefaultOptions when unset or not a number.
-int env_options() {
-  static const int options = [] {
+}  // namespace
+
+int flash_options(const PagedAttentionArgs& a) {
+  if (a.flash_options >= 0) return a.flash_options & kFlashAllOptions;
+  // NIBBLE_FLASH_OPTIONS, read once; kFlashDefaultOptions when unset or not a mask.
+  static const int from_env = [] {
     const char* v = std::getenv("NIBBLE_FLASH_OPTIONS");
     if (v == nullptr || *v == '\0') return kFlashDefaultOptions;
     char* end = nullptr;
@@ -533,10 +523,16 @@ int env_options() {
     return *end == '\0' && parsed >= 0 && parsed <= kFlashAllOptions ? int(parsed)
                                                                      : kFlashDefaultOptions;
   }();
-  return options;
+  return from_env;
 }
 
-}  // namespace
+int block_shift(int block_size, int options) {
+  if ((options & kFlashShiftSlots) == 0 || block_size <= 0 || (block_size & (block_size - 1)) != 0)
+    return -1;
+  int shift = 0;
+  while ((1 << shift) < block_size) ++shift;
+  return shift;
+}
 
 bool flash_prefill_supported(const AttentionShape& s) {
   if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0) return false;
@@ -552,7 +548,7 @@ int flash_prefill_rows_per_tile(const AttentionShape& s) {
 cudaError_t flash_prefill(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
                           cudaStream_t stream) {
   const bool fp8 = a.k_cache8 != nullptr;
-  const int o = a.flash_options >= 0 ? a.flash_options & kFlashAllOptions : env_options();
+  const int o = flash_options(a);
   switch (a.shape.head_dim) {
     case 64:
       return fp8 ? launch_with<64, true>(a, o, splits, skip_single_rows, stream)

@@ -22,6 +22,14 @@ bool flash_prefill_supported(const AttentionShape& shape);
 // Positions per attention tile: the block's query rows / (query heads per KV head).
 int flash_prefill_rows_per_tile(const AttentionShape& shape);
 
+// The call's options: args.flash_options when >= 0, else NIBBLE_FLASH_OPTIONS (a decimal mask, read
+// once), else kFlashDefaultOptions.
+int flash_options(const PagedAttentionArgs& args);
+
+// The bs_shift of cache_slot() (cache_slot.cuh) for a block size under the options: log2 of a
+// power-of-two block size with kFlashShiftSlots, else -1 (divide).
+int block_shift(int block_size, int options);
+
 // Runs every tile with more than one row (tiles of one row are decodes: skip_single_rows leaves
 // them to the decode kernel of the same step). splits > 1 writes partial softmaxes to
 // args.workspace for merge_splits, as the other kernels do.

@@ -38,7 +38,8 @@ inline constexpr int kFlashChunk64 = 1;
 inline constexpr int kFlashFastSoftmax = 2;
 // With kFlashChunk64: score the 64 keys at once instead of two blocks of 32.
 inline constexpr int kFlashWideScores = 4;
-// Block-table lookups by shift and mask when the block size is a power of two (v2: division).
+// Block-table lookups by shift and mask when the block size is a power of two (v2: division), in
+// the flash and the decode kernel.
 inline constexpr int kFlashShiftSlots = 8;
 inline constexpr int kFlashAllOptions = 15;
 inline constexpr int kFlashDefaultOptions = kFlashChunk64 | kFlashFastSoftmax | kFlashShiftSlots;

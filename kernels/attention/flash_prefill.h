@@ -6,6 +6,8 @@
 // K/V chunk it stages in shared memory serves all of them. Scores and probabilities stay in
 // registers (the score accumulators are re-packed as the A operand of P.V), the softmax is online
 // in the exp2 domain, the causal mask applies only on chunks that reach the tile's first position.
+// Forms (chunk size, score block, softmax arithmetic, block-table lookup) follow the kFlash*
+// options of paged_attention.h, selectable per call for A/B measurements (PERF_NOTES.md v3).
 // Shared memory: the query tile plus two K/V chunks, <= 96 KB (GB10 gives a block ~99 KB). Internal
 // to kernels/attention: paged_attention() dispatches here; the FP64 reference is
 // kernels/attention/attention_ref.h.

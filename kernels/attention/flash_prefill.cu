@@ -3,8 +3,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "kernels/attention/flash_prefill.h"
+
+#include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
 #include "kernels/mma_sync.cuh"
@@ -17,14 +20,14 @@ constexpr int kThreads = kWarps * 32;
 
 // Per head_dim: MT m16 tiles of query rows per warp (two halve the shared-memory reads of every K
 // and V fragment, which bound the one-tile form: ~290 bytes of ldmatrix per mma against the
-// ~190 an SM's shared memory feeds in an mma's time) and KC keys per staged chunk, within the
-// registers (MT x (D/8 + KC/8) x 4 accumulators per lane) and GB10's ~99 KB per block.
+// ~190 an SM's shared memory feeds in an mma's time), KC keys per staged chunk and KS keys per
+// score block (the S = QK^T, softmax, O += PV step; KS divides KC), within the registers
+// (MT x (D/8 + KS/8) x 4 accumulators per lane) and GB10's ~99 KB per block.
 // An FP8 cache's chunks land in a staging area (two buffers of codes) and are widened to BF16
 // into one K/V buffer before use, with the same footprint.
-template <int D, bool FP8 = false>
+template <int D, bool FP8, int KC, int KS>
 struct Config {
   static constexpr int MT = D <= 128 ? 2 : 1;
-  static constexpr int KC = D <= 64 ? 64 : 32;
   static constexpr int kRows = kWarps * 16 * MT;  // query rows per block
   static constexpr std::size_t kSmem =
       FP8 ? std::size_t(kRows + 2 * KC) * D * 2 + std::size_t(4 * KC) * D
@@ -32,16 +35,24 @@ struct Config {
   // FP8 staging: each thread copies and later widens the same 16-code pieces of the chunk.
   static constexpr int kFp8Pieces = KC * (D / 16) / kThreads;
   static_assert(KC * (D / 16) % kThreads == 0);
+  static_assert(KC % KS == 0 && KS % 16 == 0);
+  static_assert(kSmem <= 96 * 1024, "GB10 gives a block ~99 KB of shared memory");
 };
+
+// Keys per staged chunk of the v2 kernel (the NIBBLE_FLASH_OPTIONS=0 form): 64 at head_dim 64,
+// 32 above.
+constexpr int base_chunk(int D) {
+  return D <= 64 ? 64 : 32;
+}
 
 int rows_per_block(int head_dim) {
   switch (head_dim) {
     case 64:
-      return Config<64>::kRows;
+      return Config<64, false, 64, 64>::kRows;
     case 128:
-      return Config<128>::kRows;
+      return Config<128, false, 32, 32>::kRows;
     default:
-      return Config<256>::kRows;
+      return Config<256, false, 32, 32>::kRows;
   }
 }
 
@@ -80,19 +91,21 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 // Starts copying the keys and values [c0, c0 + KC) of KV head kvh into the chunk buffers; keys
 // past `last` are zero-filled (their scores are masked, their zero values add nothing).
-template <int D, int KC>
+template <int D, int KC, bool kUnrolled>
 __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table,
-                                           int kvh, int c0, int last, unsigned k_s, unsigned v_s) {
-  constexpr int kVecs = D / 8;
-  for (int e = threadIdx.x; e < KC * kVecs; e += kThreads) {
-    const int j = e / kVecs, c = e % kVecs, key = c0 + j;
+                                           int bs_shift, int kvh, int c0, int last, unsigned k_s,
+                                           unsigned v_s) {
+  constexpr int kVecs = D / 8, kPerThread = KC * kVecs / kThreads;
+  static_assert(KC * kVecs % kThreads == 0);
+  // kUnrolled: the block-table loads of all the copies issue back to back (more registers live
+  // here; v2's form keeps its rolled loop).
+#pragma unroll(kUnrolled ? kPerThread : 1)
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = int(threadIdx.x) + i * kThreads, j = e / kVecs, c = e % kVecs, key = c0 + j;
     const bool live = key <= last;
     std::int64_t at = 0;
-    if (live) {
-      const std::int64_t slot =
-          std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size;
-      at = (slot * a.shape.kv_heads + kvh) * D + c * 8;
-    }
+    if (live)
+      at = (cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh) * D + c * 8;
     cp_async16(swizzled<D>(k_s, j, c), a.k_cache + at, live);
     cp_async16(swizzled<D>(v_s, j, c), a.v_cache + at, live);
   }
@@ -102,19 +115,16 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
 // zero-filled) and loads their rows' scales into registers (0 past `last`).
 template <int D, int KC, int kPieces>
 __device__ __forceinline__ void stage_fp8_chunk(const PagedAttentionArgs& a,
-                                                const std::int32_t* table, int kvh, int c0,
-                                                int last, unsigned k_stage, unsigned v_stage,
-                                                float (&k_scale)[kPieces],
+                                                const std::int32_t* table, int bs_shift, int kvh,
+                                                int c0, int last, unsigned k_stage,
+                                                unsigned v_stage, float (&k_scale)[kPieces],
                                                 float (&v_scale)[kPieces]) {
 #pragma unroll
   for (int p = 0; p < kPieces; ++p) {
     const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16), key = c0 + j;
     const bool live = key <= last;
     std::int64_t row = 0;
-    if (live)
-      row = (std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size) *
-                a.shape.kv_heads +
-            kvh;
+    if (live) row = cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh;
     cp_async16(k_stage + unsigned(j * D + c * 16), a.k_cache8 + row * D + c * 16, live);
     cp_async16(v_stage + unsigned(j * D + c * 16), a.v_cache8 + row * D + c * 16, live);
     k_scale[p] = live ? bf16_bits_to_float(a.k_scale[row]) : 0.0f;
@@ -160,12 +170,16 @@ __device__ __forceinline__ void widen_fp8_chunk(const unsigned char* k_stage,
 
 // grid: (tiles, kv heads, splits). Query row r of the block is position r / G of the tile and
 // query head kvh * G + r % G; warp w owns rows [16 MT w, 16 MT (w + 1)).
-template <int D, bool FP8>
+// kFast (kFlashFastSoftmax): the running max stays in raw-score units, so that each probability is
+// one FFMA and one ex2 (exp2(s * scale_log2 - m * scale_log2)), and the O accumulators are
+// rescaled only when some row of the warp has a larger max (late in a long prompt the max seldom
+// moves: most score blocks skip the MT x D/2 multiplies). kFast off is the v2 arithmetic.
+template <int D, bool FP8, int KC, int KS, bool kFast>
 __global__ void __launch_bounds__(kThreads)
-    flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows) {
+    flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows, int bs_shift) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
-  using C = Config<D, FP8>;
-  constexpr int MT = C::MT, KC = C::KC, kVecs = D / 8, kPieces = FP8 ? C::kFp8Pieces : 1;
+  using C = Config<D, FP8, KC, KS>;
+  constexpr int MT = C::MT, kVecs = D / 8, kPieces = FP8 ? C::kFp8Pieces : 1;
   // Later tiles of a sequence see more keys: run them first.
   const AttentionTile tile = a.tiles[a.num_tiles - 1 - int(blockIdx.x)];
   if (skip_single_rows && tile.rows == 1) return;
@@ -196,26 +210,34 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (c_begin < c_end) {
     if constexpr (FP8)
-      stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c_begin, last, stage_s, stage_s + KC * D,
-                                      k_scale, v_scale);
+      stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c_begin, last, stage_s,
+                                      stage_s + KC * D, k_scale, v_scale);
     else
-      load_chunk<D, KC>(a, table, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
   }
   cp_async_commit();
 
-  // This lane's rows of every accumulator fragment: in m tile t, rows[t][0] = lane / 4 and
-  // rows[t][1] = lane / 4 + 8. Rows that do not exist take the tile's last position (finite
-  // scores; never written out).
+  // This lane's rows of every accumulator fragment: in m tile t, lane / 4 and lane / 4 + 8 (h = 0,
+  // 1) of the warp's rows from row0 + 16 t. Rows that do not exist take the tile's last position
+  // (finite scores; never written out).
   const int row0 = warp * 16 * MT;
-  int rows[MT][2], pos[MT][2];
+  auto lane_row = [&](int t, int h) { return row0 + 16 * t + lane / 4 + 8 * h; };
+  int pos[MT][2];
 #pragma unroll
   for (int t = 0; t < MT; ++t)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      rows[t][h] = row0 + 16 * t + lane / 4 + 8 * h;
-      pos[t][h] = valid(rows[t][h]) ? tile.position0 + rows[t][h] / G : last;
-    }
+    for (int h = 0; h < 2; ++h)
+      pos[t][h] = valid(lane_row(t, h)) ? tile.position0 + lane_row(t, h) / G : last;
+  // The warp's last position: score blocks whose keys all lie past it are fully masked for every
+  // row of the warp and are skipped (warp-uniform, so the mma.sync stay converged).
+  int warp_last = 0;
+#pragma unroll
+  for (int t = 0; t < MT; ++t) warp_last = max(warp_last, max(pos[t][0], pos[t][1]));
+#pragma unroll
+  for (int w = 16; w >= 1; w /= 2)
+    warp_last = max(warp_last, __shfl_xor_sync(0xffffffffu, warp_last, w));
   const float scale_log2 = a.scale * 1.4426950408889634f;
+  // m: kFast in raw-score units, else in scaled log2 units.
   float o[MT][D / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
   for (int t = 0; t < MT; ++t) {
@@ -234,8 +256,8 @@ __global__ void __launch_bounds__(kThreads)
       const unsigned stage = stage_s + unsigned(buf) * 2 * KC * D;
       if (c0 + KC < c_end) {
         const unsigned next = stage_s + unsigned(buf ^ 1) * 2 * KC * D;
-        stage_fp8_chunk<D, KC, kPieces>(a, table, kvh, c0 + KC, last, next, next + KC * D, k_next,
-                                        v_next);
+        stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c0 + KC, last, next, next + KC * D,
+                                        k_next, v_next);
         cp_async_commit();
         cp_async_wait<1>();
       } else {
@@ -250,7 +272,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
-      load_chunk<D, KC>(a, table, kvh, c0 + KC, last, next, next + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -258,92 +280,157 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
 
-    // S = Q . K^T for this warp's rows and the chunk's KC keys; each K fragment feeds MT tiles.
-    float s[MT][KC / 8][4];
-#pragma unroll
-    for (int t = 0; t < MT; ++t)
-#pragma unroll
-      for (int i = 0; i < KC / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      std::uint32_t qa[MT][4];
+#pragma unroll 1
+    for (int kb0 = 0; kb0 < KC; kb0 += KS) {  // score blocks: keys [c0 + kb0, c0 + kb0 + KS)
+      const int k0 = c0 + kb0;
+      if (k0 > warp_last) break;  // this and later blocks: every key masked for the warp
+
+      // S = Q . K^T for this warp's rows and the block's KS keys; each K fragment feeds MT tiles.
+      float s[MT][KS / 8][4];
 #pragma unroll
       for (int t = 0; t < MT; ++t)
-        ldmatrix_x4_at(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
-                                          2 * ks + lane / 16));
 #pragma unroll
-      for (int np = 0; np < KC / 16; ++np) {
-        std::uint32_t kb[4];
-        ldmatrix_x4_at(
-            kb, swizzled<D>(k_s, np * 16 + lane % 8 + 8 * (lane / 16), 2 * ks + (lane / 8) % 2));
+        for (int i = 0; i < KS / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        std::uint32_t qa[MT][4];
+#pragma unroll
+        for (int t = 0; t < MT; ++t)
+          ldmatrix_x4_at(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
+                                            2 * ks + lane / 16));
+#pragma unroll
+        for (int np = 0; np < KS / 16; ++np) {
+          std::uint32_t kb[4];
+          ldmatrix_x4_at(kb, swizzled<D>(k_s, kb0 + np * 16 + lane % 8 + 8 * (lane / 16),
+                                         2 * ks + (lane / 8) % 2));
+#pragma unroll
+          for (int t = 0; t < MT; ++t) {
+            mma_bf16(s[t][2 * np], qa[t], kb[0], kb[1]);
+            mma_bf16(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
+          }
+        }
+      }
+
+      // Mask keys past each row's position (only blocks that reach the tile's first position have
+      // any), online softmax in the exp2 domain.
+      const bool diagonal = k0 + KS - 1 > tile.position0;
+      if constexpr (kFast) {
+        // The mask in its own (block-uniform) branch: kept out of the other blocks' instruction
+        // stream rather than predicated into it.
+        if (diagonal) {
+#pragma unroll
+          for (int t = 0; t < MT; ++t)
+#pragma unroll
+            for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2]) s[t][nt][e] = -INFINITY;
+        }
+        float base[MT][2], alpha[MT][2];
+        bool grew = false;
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          mma_bf16(s[t][2 * np], qa[t], kb[0], kb[1]);
-          mma_bf16(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
-        }
-      }
-    }
-
-    // Scale into the exp2 domain, mask keys past each row's position (only chunks that reach
-    // the tile's first position have any), online softmax.
-    const bool diagonal = c0 + KC - 1 > tile.position0;
+          float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int t = 0; t < MT; ++t) {
-      float mx[2] = {-INFINITY, -INFINITY};
+          for (int nt = 0; nt < KS / 8; ++nt)
 #pragma unroll
-      for (int nt = 0; nt < KC / 8; ++nt)
+            for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = c0 + nt * 8 + 2 * (lane % 4) + (e & 1);
-          float v = s[t][nt][e] * scale_log2;
-          if (diagonal && key > pos[t][e / 2]) v = -INFINITY;
-          s[t][nt][e] = v;
-          mx[e / 2] = fmaxf(mx[e / 2], v);
+          for (int h = 0; h < 2; ++h) {
+            const float next = fmaxf(m[t][h], quad_max(mx[h]));
+            // A row may see no key yet in this block's share of a split: keep exponents finite.
+            base[t][h] = next == -INFINITY ? 0.0f : __fmul_rn(next, scale_log2);
+            // Unchanged max: exactly 1 (no rounding of m * scale_log2 - base to trust).
+            alpha[t][h] =
+                next == m[t][h] ? 1.0f : fast_exp2(__fmul_rn(m[t][h], scale_log2) - base[t][h]);
+            grew |= next != m[t][h];
+            m[t][h] = next;
+          }
         }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float next = fmaxf(m[t][h], quad_max(mx[h]));
-        // A row may see no key yet in this block's share of a split: keep exponents finite.
-        const float base = next == -INFINITY ? 0.0f : next;
-        const float alpha = fast_exp2(m[t][h] - base);
-        m[t][h] = next;
-        float sum = 0.0f;
+        for (int t = 0; t < MT; ++t)
 #pragma unroll
-        for (int nt = 0; nt < KC / 8; ++nt) {
-          s[t][nt][2 * h] = fast_exp2(s[t][nt][2 * h] - base);
-          s[t][nt][2 * h + 1] = fast_exp2(s[t][nt][2 * h + 1] - base);
-          sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+          for (int h = 0; h < 2; ++h) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < KS / 8; ++nt) {
+              s[t][nt][2 * h] = fast_exp2(fmaf(s[t][nt][2 * h], scale_log2, -base[t][h]));
+              s[t][nt][2 * h + 1] = fast_exp2(fmaf(s[t][nt][2 * h + 1], scale_log2, -base[t][h]));
+              sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+            }
+            l[t][h] = l[t][h] * alpha[t][h] + sum;  // this lane's share of the row sum
+          }
+        if (__any_sync(0xffffffffu, grew)) {
+#pragma unroll
+          for (int t = 0; t < MT; ++t)
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt) {
+              o[t][dt][0] *= alpha[t][0];
+              o[t][dt][1] *= alpha[t][0];
+              o[t][dt][2] *= alpha[t][1];
+              o[t][dt][3] *= alpha[t][1];
+            }
         }
-        l[t][h] = l[t][h] * alpha + sum;  // this lane's share of the row sum
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          o[t][dt][2 * h] *= alpha;
-          o[t][dt][2 * h + 1] *= alpha;
-        }
-      }
-    }
-
-    // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
-    // each V fragment feeds MT tiles.
-#pragma unroll
-    for (int kk = 0; kk < KC / 16; ++kk) {
-      std::uint32_t pa[MT][4];
-#pragma unroll
-      for (int t = 0; t < MT; ++t) {
-        pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
-        pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
-        pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
-        pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        std::uint32_t vb[4];
-        ldmatrix_x4_trans_at(
-            vb, swizzled<D>(v_s, kk * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * dp + lane / 16));
+      } else {
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);
-          mma_bf16(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+          float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+          for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int key = k0 + nt * 8 + 2 * (lane % 4) + (e & 1);
+              float v = s[t][nt][e] * scale_log2;
+              if (diagonal && key > pos[t][e / 2]) v = -INFINITY;
+              s[t][nt][e] = v;
+              mx[e / 2] = fmaxf(mx[e / 2], v);
+            }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float next = fmaxf(m[t][h], quad_max(mx[h]));
+            // A row may see no key yet in this block's share of a split: keep exponents finite.
+            const float base = next == -INFINITY ? 0.0f : next;
+            const float alpha = fast_exp2(m[t][h] - base);
+            m[t][h] = next;
+            float sum = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < KS / 8; ++nt) {
+              s[t][nt][2 * h] = fast_exp2(s[t][nt][2 * h] - base);
+              s[t][nt][2 * h + 1] = fast_exp2(s[t][nt][2 * h + 1] - base);
+              sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+            }
+            l[t][h] = l[t][h] * alpha + sum;  // this lane's share of the row sum
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt) {
+              o[t][dt][2 * h] *= alpha;
+              o[t][dt][2 * h + 1] *= alpha;
+            }
+          }
+        }
+      }
+
+      // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
+      // each V fragment feeds MT tiles.
+#pragma unroll
+      for (int kk = 0; kk < KS / 16; ++kk) {
+        std::uint32_t pa[MT][4];
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
+          pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
+          pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+          pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          std::uint32_t vb[4];
+          ldmatrix_x4_trans_at(vb, swizzled<D>(v_s, kb0 + kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
+                                               2 * dp + lane / 16));
+#pragma unroll
+          for (int t = 0; t < MT; ++t) {
+            mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);
+            mma_bf16(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+          }
         }
       }
     }
@@ -352,12 +439,14 @@ __global__ void __launch_bounds__(kThreads)
   cp_async_wait<0>();  // a block with no chunk still staged q
 
   const int col = 2 * (lane % 4);
+  // The running max in natural-log units of the scaled score (merge_splits' unit).
+  const float m_to_ln = kFast ? a.scale : 0.6931471805599453f;
 #pragma unroll
   for (int t = 0; t < MT; ++t)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float sum = quad_sum(l[t][h]);
-      const int r = rows[t][h];
+      const int r = lane_row(t, h);
       if (!valid(r)) continue;
       if (splits == 1) {
         const float inv = 1.0f / sum;
@@ -367,8 +456,7 @@ __global__ void __launch_bounds__(kThreads)
           out[dt * 4] = pack_bf16(o[t][dt][2 * h] * inv, o[t][dt][2 * h + 1] * inv);
         continue;
       }
-      // Partial results for merge_splits: [split][row, head][D unnormalised sums, max, sum],
-      // the max in natural-log units of the scaled score.
+      // Partial results for merge_splits: [split][row, head][D unnormalised sums, max, sum].
       float* part = a.workspace +
                     (std::int64_t(blockIdx.z) * a.rows * a.shape.q_heads + q_row(r) / D) * (D + 2);
 #pragma unroll
@@ -377,30 +465,74 @@ __global__ void __launch_bounds__(kThreads)
         part[dt * 8 + col + 1] = o[t][dt][2 * h + 1];
       }
       if (lane % 4 == 0) {
-        part[D] = m[t][h] == -INFINITY ? -INFINITY : m[t][h] * 0.6931471805599453f;
+        part[D] = m[t][h] == -INFINITY ? -INFINITY : m[t][h] * m_to_ln;
         part[D + 1] = sum;
       }
     }
 }
 
-template <int D, bool FP8>
-cudaError_t launch(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
+template <int D, bool FP8, int KC, int KS, bool kFast>
+cudaError_t launch(const PagedAttentionArgs& a, int options, int splits, bool skip_single_rows,
                    cudaStream_t stream) {
-  constexpr std::size_t smem = Config<D, FP8>::kSmem;
+  constexpr std::size_t smem = Config<D, FP8, KC, KS>::kSmem;
+  auto* kernel = flash_prefill_kernel<D, FP8, KC, KS, kFast>;
   // Above 48 KB the kernel must opt in; once, not on every layer of every step.
   static std::atomic<bool> opted_in{false};
   if (!opted_in.load(std::memory_order_relaxed)) {
-    const cudaError_t err = cudaFuncSetAttribute(
-        flash_prefill_kernel<D, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    const cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (err != cudaSuccess) return err;
     opted_in.store(true, std::memory_order_relaxed);
   }
   const dim3 grid(unsigned(a.num_tiles), unsigned(a.shape.kv_heads), unsigned(splits));
-  flash_prefill_kernel<D, FP8><<<grid, kThreads, smem, stream>>>(a, skip_single_rows);
+  kernel<<<grid, kThreads, smem, stream>>>(a, skip_single_rows, block_shift(a.block_size, options));
   return cudaGetLastError();
 }
 
+// The kernel form for head_dim D and the options (flash_prefill.h): 64-key chunks at head_dim 128
+// (kFlashChunk64), scored 64 keys at a time (kFlashWideScores) or in two blocks of 32, and the
+// kFast softmax (kFlashFastSoftmax).
+template <int D, bool FP8>
+cudaError_t launch_with(const PagedAttentionArgs& a, int options, int splits, bool skip_single_rows,
+                        cudaStream_t stream) {
+  constexpr int KC = base_chunk(D);
+  const bool fast = (options & kFlashFastSoftmax) != 0;
+  if constexpr (D == 128) {
+    if ((options & kFlashChunk64) != 0) {
+      if ((options & kFlashWideScores) != 0)
+        return fast ? launch<D, FP8, 64, 64, true>(a, options, splits, skip_single_rows, stream)
+                    : launch<D, FP8, 64, 64, false>(a, options, splits, skip_single_rows, stream);
+      return fast ? launch<D, FP8, 64, 32, true>(a, options, splits, skip_single_rows, stream)
+                  : launch<D, FP8, 64, 32, false>(a, options, splits, skip_single_rows, stream);
+    }
+  }
+  return fast ? launch<D, FP8, KC, KC, true>(a, options, splits, skip_single_rows, stream)
+              : launch<D, FP8, KC, KC, false>(a, options, splits, skip_single_rows, stream);
+}
+
 }  // namespace
+
+int flash_options(const PagedAttentionArgs& a) {
+  if (a.flash_options >= 0) return a.flash_options & kFlashAllOptions;
+  // NIBBLE_FLASH_OPTIONS, read once; kFlashDefaultOptions when unset or not a mask.
+  static const int from_env = [] {
+    const char* v = std::getenv("NIBBLE_FLASH_OPTIONS");
+    if (v == nullptr || *v == '\0') return kFlashDefaultOptions;
+    char* end = nullptr;
+    const long parsed = std::strtol(v, &end, 10);
+    return *end == '\0' && parsed >= 0 && parsed <= kFlashAllOptions ? int(parsed)
+                                                                     : kFlashDefaultOptions;
+  }();
+  return from_env;
+}
+
+int block_shift(int block_size, int options) {
+  if ((options & kFlashShiftSlots) == 0 || block_size <= 0 || (block_size & (block_size - 1)) != 0)
+    return -1;
+  int shift = 0;
+  while ((1 << shift) < block_size) ++shift;
+  return shift;
+}
 
 bool flash_prefill_supported(const AttentionShape& s) {
   if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0) return false;
@@ -416,16 +548,17 @@ int flash_prefill_rows_per_tile(const AttentionShape& s) {
 cudaError_t flash_prefill(const PagedAttentionArgs& a, int splits, bool skip_single_rows,
                           cudaStream_t stream) {
   const bool fp8 = a.k_cache8 != nullptr;
+  const int o = flash_options(a);
   switch (a.shape.head_dim) {
     case 64:
-      return fp8 ? launch<64, true>(a, splits, skip_single_rows, stream)
-                 : launch<64, false>(a, splits, skip_single_rows, stream);
+      return fp8 ? launch_with<64, true>(a, o, splits, skip_single_rows, stream)
+                 : launch_with<64, false>(a, o, splits, skip_single_rows, stream);
     case 128:
-      return fp8 ? launch<128, true>(a, splits, skip_single_rows, stream)
-                 : launch<128, false>(a, splits, skip_single_rows, stream);
+      return fp8 ? launch_with<128, true>(a, o, splits, skip_single_rows, stream)
+                 : launch_with<128, false>(a, o, splits, skip_single_rows, stream);
     case 256:
-      return fp8 ? launch<256, true>(a, splits, skip_single_rows, stream)
-                 : launch<256, false>(a, splits, skip_single_rows, stream);
+      return fp8 ? launch_with<256, true>(a, o, splits, skip_single_rows, stream)
+                 : launch_with<256, false>(a, o, splits, skip_single_rows, stream);
     default:
       return cudaErrorInvalidValue;
   }

@@ -6,6 +6,8 @@
 // K/V chunk it stages in shared memory serves all of them. Scores and probabilities stay in
 // registers (the score accumulators are re-packed as the A operand of P.V), the softmax is online
 // in the exp2 domain, the causal mask applies only on chunks that reach the tile's first position.
+// Forms (chunk size, score block, softmax arithmetic, block-table lookup) follow the kFlash*
+// options of paged_attention.h, selectable per call for A/B measurements (PERF_NOTES.md v3).
 // Shared memory: the query tile plus two K/V chunks, <= 96 KB (GB10 gives a block ~99 KB). Internal
 // to kernels/attention: paged_attention() dispatches here; the FP64 reference is
 // kernels/attention/attention_ref.h.
@@ -21,6 +23,14 @@ bool flash_prefill_supported(const AttentionShape& shape);
 
 // Positions per attention tile: the block's query rows / (query heads per KV head).
 int flash_prefill_rows_per_tile(const AttentionShape& shape);
+
+// The call's options: args.flash_options when >= 0, else NIBBLE_FLASH_OPTIONS (a decimal mask, read
+// once), else kFlashDefaultOptions.
+int flash_options(const PagedAttentionArgs& args);
+
+// The bs_shift of cache_slot() (cache_slot.cuh) for a block size under the options: log2 of a
+// power-of-two block size with kFlashShiftSlots, else -1 (divide).
+int block_shift(int block_size, int options);
 
 // Runs every tile with more than one row (tiles of one row are decodes: skip_single_rows leaves
 // them to the decode kernel of the same step). splits > 1 writes partial softmaxes to

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/flash_prefill.h"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/attention/paged_attention.h"
@@ -320,7 +321,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 // flash kernel.
 template <int G, int DL, bool FP8>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
-    paged_decode_kernel(PagedAttentionArgs a, bool only_single_rows) {
+    paged_decode_kernel(PagedAttentionArgs a, bool only_single_rows, int bs_shift) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
   constexpr int D = DL * 32;
   using Vec = typename LaneVector<DL>::type;
@@ -359,9 +360,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     for (int j = 0; j < kDecodeKeys; ++j) {
       const int key = min(k0 + j, k_end - 1);  // past the end: a repeat, masked below
       const std::int64_t row =
-          (std::int64_t(table[key / a.block_size]) * a.block_size + key % a.block_size) *
-              a.shape.kv_heads +
-          kvh;
+          detail::cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh;
       if constexpr (FP8) {
         kv[j] = *reinterpret_cast<const Raw*>(a.k_cache8 + row * D + lane * DL);
         vv[j] = *reinterpret_cast<const Raw*>(a.v_cache8 + row * D + lane * DL);
@@ -456,7 +455,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   }
 }
 
-using DecodeKernel = void (*)(PagedAttentionArgs, bool);
+using DecodeKernel = void (*)(PagedAttentionArgs, bool, int);
 
 template <int DL, bool FP8>
 DecodeKernel decode_kernel_for_group(int group) {
@@ -611,18 +610,20 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   const bool fp8 = a.k_cache8 != nullptr;
   if (fp8 && !paged_attention_fp8_supported(s)) return cudaErrorInvalidValue;
   const DecodeKernel decode = decode_kernel_for(s, fp8);
+  // The decode kernel's block-table lookups follow the flash kernel's kFlashShiftSlots switch.
+  const int bs_shift = detail::block_shift(a.block_size, detail::flash_options(a));
   const bool decode_only = a.num_tiles == a.rows;
   const dim3 decode_grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
   if (decode_only && flash_decode_for(s, a.flash_decode)) {
     const cudaError_t err = detail::flash_prefill(a, splits, false, stream);
     if (err != cudaSuccess) return err;
   } else if (decode != nullptr && decode_only) {
-    decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, false);
+    decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, false, bs_shift);
   } else if ((fp8 || flash_enabled()) && detail::flash_prefill_supported(s)) {
     const bool mixed = decode != nullptr && a.decode_tiles != 0;
     const cudaError_t err = detail::flash_prefill(a, splits, mixed, stream);
     if (err != cudaSuccess) return err;
-    if (mixed) decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, true);
+    if (mixed) decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, true, bs_shift);
   } else {
     const dim3 grid(unsigned(a.num_tiles), unsigned(s.kv_heads * plan.head_parts),
                     unsigned(splits));

@@ -27,6 +27,23 @@ struct AttentionShape {
 // Rows per tile for a shape: as many as keep a block's queries x head_dim within its registers.
 int attention_rows_per_tile(const AttentionShape& shape);
 
+// The flash kernel's forms (flash_prefill.h), chosen per call by PagedAttentionArgs::flash_options
+// (-1: the NIBBLE_FLASH_OPTIONS environment variable, a decimal mask, read once; unset: the
+// default), so that each change can be measured against the form before it in one process
+// (test_attention_gpu --bench) and switched off without a rebuild. 0 is the v2 kernel
+// (PERF_NOTES.md).
+// head_dim 128: 64-key K/V chunks (v2: 32).
+inline constexpr int kFlashChunk64 = 1;
+// One FFMA + ex2 per score; O rescaled only when a row's max grows.
+inline constexpr int kFlashFastSoftmax = 2;
+// With kFlashChunk64: score the 64 keys at once instead of two blocks of 32.
+inline constexpr int kFlashWideScores = 4;
+// Block-table lookups by shift and mask when the block size is a power of two (v2: division), in
+// the flash and the decode kernel.
+inline constexpr int kFlashShiftSlots = 8;
+inline constexpr int kFlashAllOptions = 15;
+inline constexpr int kFlashDefaultOptions = kFlashChunk64 | kFlashFastSoftmax | kFlashShiftSlots;
+
 struct PagedAttentionArgs {
   const std::uint16_t* q = nullptr;        // [T, Hq, D], rotated
   const std::uint16_t* k_cache = nullptr;  // [cache rows, Hkv, D]
@@ -62,6 +79,9 @@ struct PagedAttentionArgs {
   const std::uint8_t* v_cache8 = nullptr;
   const std::uint16_t* k_scale = nullptr;
   const std::uint16_t* v_scale = nullptr;
+  // The flash kernel's form: a mask of the kFlash* options above; -1: NIBBLE_FLASH_OPTIONS or
+  // kFlashDefaultOptions. For A/B measurements and tests.
+  int flash_options = -1;
 };
 
 // Whether an FP8 cache can serve this shape (both the decode and the flash kernel have it: head_dim

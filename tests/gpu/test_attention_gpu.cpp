@@ -5,8 +5,10 @@
 // decodes alone and mixed with prefill rows, keys in one block or split over blocks and merged,
 // long contexts; the same with an FP8 cache (kernels/attention/kv_fp8_ref.h: the reference reads
 // the decoded values), and the FP8 store of rope_and_store_kv against the host quantiser, code
-// for code. Bound: relative L2 < 5e-3 (BF16 operands and output; METHOD.md's 1e-3..1e-2).
-// Every output element is poisoned (NaN) before each run. Exits 77 without a GPU.
+// for code. Every step with prefill rows runs in each form of the flash kernel (kFlash* options).
+// `--bench` times the flash kernel instead (tests/gpu/flash_bench.h). Bound: relative L2 < 5e-3
+// (BF16 operands and output; METHOD.md's 1e-3..1e-2). Every output element is poisoned (NaN) before
+// each run. Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
+#include "tests/gpu/flash_bench.h"
 #include "tests/gpu/gpu_check_support.h"
 
 namespace nibble {
@@ -42,7 +45,18 @@ struct Case {
   AttentionShape shape;
   std::vector<RefSequence> seqs;  // tables filled in by the test
   bool fp8 = false;
+  int block = 16;  // cache block size (not a power of two: the flash kernel divides)
 };
+
+// The flash kernel's forms under test (kernels/attention/paged_attention.h): v2, each option on
+// its own where it changes the kernel, the default and everything on.
+constexpr int kFlashForms[] = {0,
+                               kernels::kFlashFastSoftmax,
+                               kernels::kFlashChunk64,
+                               kernels::kFlashChunk64 | kernels::kFlashWideScores,
+                               kernels::kFlashShiftSlots,
+                               kernels::kFlashDefaultOptions,
+                               kernels::kFlashAllOptions};
 
 // The cache as FP8 codes and per-row scales, and the values they decode to.
 struct Fp8Cache {
@@ -71,7 +85,7 @@ T* upload(const std::vector<T>& v) {
 }
 
 void run_case(Case c, std::mt19937_64& rng, Results& results) {
-  const int block = 16, Hq = c.shape.q_heads, Hkv = c.shape.kv_heads, D = c.shape.head_dim;
+  const int block = c.block, Hq = c.shape.q_heads, Hkv = c.shape.kv_heads, D = c.shape.head_dim;
   std::normal_distribution<float> normal;
   int blocks = 0;
   for (const auto& s : c.seqs) blocks += (s.start + s.count + block - 1) / block;
@@ -155,60 +169,66 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   a.rows = int(T);
   a.max_position = max_position;
   // Keys in one block per tile, then split as far as the keys allow (a huge SM count), each with
-  // the step's count of decode tiles known and unknown.
-  // Steps of decodes only also run each decode kernel (the decode kernel, the flash kernel) with
-  // the engine's decode split rule on an H100-sized GPU.
+  // the step's count of decode tiles known and unknown; steps with prefill tiles in every form of
+  // the flash kernel. Steps of decodes only also run each decode kernel (the decode kernel, the
+  // flash kernel) with the engine's decode split rule on an H100-sized GPU.
+  const bool prefill_tiles = decode_tiles < a.num_tiles;
   std::size_t work_floats = 0;
-  for (const int mode : {0, 1, 2, 3})
-    for (const int known : {1, 0}) {
-      const bool decode_rule = mode >= 2;
-      if (decode_rule && a.num_tiles != T) break;
-      const int sm_count = mode == 0 ? 0 : mode == 1 ? 1 << 20 : 132;
-      a.flash_decode = decode_rule ? mode - 2 : 0;
-      const int splits = decode_rule ? kernels::paged_decode_splits(c.shape, int(T), max_position,
-                                                                    sm_count, a.flash_decode)
-                                     : kernels::paged_attention_splits(c.shape, a.num_tiles,
-                                                                       max_position, sm_count);
-      a.sm_count = sm_count;
-      a.decode_tiles = known ? decode_tiles : -1;
-      a.splits = decode_rule ? splits : 0;
-      if (splits > 1) {
-        a.workspace_floats = kernels::paged_attention_workspace_floats(c.shape, int(T), splits);
-        if (a.workspace_floats > work_floats) {
-          if (dwork != nullptr) NIBBLE_CUDA_CHECK(cudaFree(dwork));
-          NIBBLE_CUDA_CHECK(cudaMalloc(&dwork, a.workspace_floats * 4));
-          work_floats = a.workspace_floats;
+  for (const int form : kFlashForms) {
+    // Decode-only steps: the decode kernel's two block-table lookups (division, shift).
+    if (!prefill_tiles && form != 0 && form != kernels::kFlashDefaultOptions) continue;
+    a.flash_options = form;
+    for (const int mode : {0, 1, 2, 3})
+      for (const int known : {1, 0}) {
+        const bool decode_rule = mode >= 2;
+        if (decode_rule && a.num_tiles != T) break;
+        const int sm_count = mode == 0 ? 0 : mode == 1 ? 1 << 20 : 132;
+        a.flash_decode = decode_rule ? mode - 2 : 0;
+        const int splits = decode_rule ? kernels::paged_decode_splits(c.shape, int(T), max_position,
+                                                                      sm_count, a.flash_decode)
+                                       : kernels::paged_attention_splits(c.shape, a.num_tiles,
+                                                                         max_position, sm_count);
+        a.sm_count = sm_count;
+        a.decode_tiles = known ? decode_tiles : -1;
+        a.splits = decode_rule ? splits : 0;
+        if (splits > 1) {
+          a.workspace_floats = kernels::paged_attention_workspace_floats(c.shape, int(T), splits);
+          if (a.workspace_floats > work_floats) {
+            if (dwork != nullptr) NIBBLE_CUDA_CHECK(cudaFree(dwork));
+            NIBBLE_CUDA_CHECK(cudaMalloc(&dwork, a.workspace_floats * 4));
+            work_floats = a.workspace_floats;
+          }
+          a.workspace = dwork;
         }
-        a.workspace = dwork;
-      }
-      NIBBLE_CUDA_CHECK(cudaMemset(dout, 0xff, q.size() * 2));  // poison: NaN
-      NIBBLE_CUDA_CHECK(kernels::paged_attention(a, nullptr));
-      NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
-      std::vector<std::uint16_t> got(q.size());
-      NIBBLE_CUDA_CHECK(cudaMemcpy(got.data(), dout, q.size() * 2, cudaMemcpyDeviceToHost));
-      double diff = 0, ref = 0;
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        const double g = nvfp4::bf16_to_float(got[i]);
-        if (!std::isfinite(g)) {
-          ++bad;
-          continue;
+        NIBBLE_CUDA_CHECK(cudaMemset(dout, 0xff, q.size() * 2));  // poison: NaN
+        NIBBLE_CUDA_CHECK(kernels::paged_attention(a, nullptr));
+        NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+        std::vector<std::uint16_t> got(q.size());
+        NIBBLE_CUDA_CHECK(cudaMemcpy(got.data(), dout, q.size() * 2, cudaMemcpyDeviceToHost));
+        double diff = 0, ref = 0;
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          const double g = nvfp4::bf16_to_float(got[i]);
+          if (!std::isfinite(g)) {
+            ++bad;
+            continue;
+          }
+          diff += (g - want[i]) * (g - want[i]);
+          ref += want[i] * want[i];
         }
-        diff += (g - want[i]) * (g - want[i]);
-        ref += want[i] * want[i];
+        const double err = bad ? INFINITY : std::sqrt(diff / ref);
+        char detail[260];
+        std::snprintf(
+            detail, sizeof detail,
+            "Hq %d Hkv %d D %d%s block %d, %lld rows, %d tiles (%d decodes), splits %d%s%s, flash "
+            "options %d: relative L2 %.3g, %zu not finite",
+            Hq, Hkv, D, c.fp8 ? " fp8" : "", block, (long long)T, a.num_tiles, decode_tiles, splits,
+            decode_rule ? (a.flash_decode ? " (decode rule, flash)" : " (decode rule)") : "",
+            known ? "" : ", decode count unknown", form, err, bad);
+        results.record(err < 5e-3, c.name, detail);
+        if (splits == 1 && sm_count > 0) break;
       }
-      const double err = bad ? INFINITY : std::sqrt(diff / ref);
-      char detail[200];
-      std::snprintf(
-          detail, sizeof detail,
-          "Hq %d Hkv %d D %d%s, %lld rows, %d tiles (%d decodes), splits %d%s%s: "
-          "relative L2 %.3g, %zu not finite",
-          Hq, Hkv, D, c.fp8 ? " fp8" : "", (long long)T, a.num_tiles, decode_tiles, splits,
-          decode_rule ? (a.flash_decode ? " (decode rule, flash)" : " (decode rule)") : "",
-          known ? "" : ", decode count unknown", err, bad);
-      results.record(err < 5e-3, c.name, detail);
-      if (splits == 1 && sm_count > 0) break;
-    }
+  }
   for (void* p : {static_cast<void*>(dk8), static_cast<void*>(dv8), static_cast<void*>(dks),
                   static_cast<void*>(dvs)})
     cudaFree(p);
@@ -247,6 +267,12 @@ std::vector<Case> cases() {
   out.push_back({"long", AttentionShape{16, 2, 256}, {{5000, 40, {}}}});
   out.push_back({"long", AttentionShape{8, 8, 64}, {{7000, 129, {}}}});
   out.push_back({"long", AttentionShape{32, 8, 128}, {{9000, 70, {}}, {12000, 1, {}}}, true});
+  // Block sizes that are not powers of two (the flash kernel's division path) and a larger one;
+  // chunks ending on and off the 64-key chunks of the head_dim 128 forms.
+  out.push_back({"block 12", AttentionShape{32, 8, 128}, {{100, 93, {}}, {0, 64, {}}}, false, 12});
+  out.push_back({"block 12", AttentionShape{32, 8, 128}, {{100, 93, {}}, {0, 64, {}}}, true, 12});
+  out.push_back({"block 24", AttentionShape{8, 8, 64}, {{31, 97, {}}, {3, 1, {}}}, false, 24});
+  out.push_back({"block 32", AttentionShape{16, 2, 128}, {{127, 129, {}}, {0, 2, {}}}, false, 32});
   return out;
 }
 
@@ -343,12 +369,14 @@ void fp8_store_case(int kv_heads, int D, std::mt19937_64& rng, Results& results)
 }  // namespace
 }  // namespace nibble
 
-int main() {
+int main(int argc, char** argv) {
   const std::string why = nibble::gpu_test::no_gpu_reason();
   if (!why.empty()) {
     std::printf("skipped: %s\n", why.c_str());
     return nibble::gpu_test::kSkipExitCode;
   }
+  if (argc > 1 && std::string(argv[1]) == "--bench")
+    return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run_flash_bench, argc, argv);
   const char* fixed = std::getenv("NIBBLE_TEST_SEED");
   const std::uint64_t seed =
       fixed ? std::strtoull(fixed, nullptr, 10)

@@ -289,4 +289,19 @@ cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                       plan.overlap);
 }
 
+cudaError_t nvfp4_linear_fused(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                               const std::uint16_t* residual, std::uint16_t* out,
+                               const W4A16Fusion& fusion, const DeviceTraits& device,
+                               cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense,
+                               bool* ran) {
+  *ran = false;
+  if (m < 1) return cudaErrorInvalidValue;
+  const Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap, dense);
+  if (plan.dense || !w4a16_slice_fusable(plan.tile)) return cudaSuccess;
+  const cudaError_t err =
+      w4a16_slice_linear_fused(x, m, w, residual, out, plan.tile, fusion, stream, plan.overlap);
+  *ran = err == cudaSuccess;
+  return err;
+}
+
 }  // namespace nibble::kernels

@@ -210,6 +210,20 @@ __global__ void silu_mul_halves_kernel(const std::uint16_t* gate_up, std::int64_
   }
 }
 
+__global__ void silu_mul_pairs_kernel(const std::uint16_t* gate_up, std::int64_t rows,
+                                      std::int64_t width, std::uint16_t* act) {
+  allow_next_grid();  // down follows
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const std::int64_t in = r * 2 * width, out = r * width;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const std::int64_t gate = in + (i / 8) * 16 + i % 8;
+      const float g = load(gate_up, gate);
+      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, gate + 8));
+    }
+  }
+}
+
 __global__ void add_bias_kernel(std::uint16_t* y, const float* bias, int cols) {
   const std::int64_t base = std::int64_t(blockIdx.x) * cols;
   for (int c = threadIdx.x; c < cols; c += blockDim.x)
@@ -288,6 +302,16 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
                      std::uint16_t* act, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   silu_mul_kernel<<<grid_for(n), 256, 0, stream>>>(gate, up, n, act);
+  return cudaGetLastError();
+}
+
+cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                           std::uint16_t* act, cudaStream_t stream) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  if (width % 8 != 0) return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
+                  unsigned(std::min<std::int64_t>(rows, 65535)));
+  silu_mul_pairs_kernel<<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 //   * the W4A16 linear layer (every tile family incl. the decode and slice kernels, split-K,
 //     fused residual, the dequantise-then-cuBLAS path, and the dispatcher)
 //   * the layout's dequantisation to BF16, bit for bit;
+//   * the slice kernels' decode fusions (RMSNorm on load, SiLU * up in the epilogue);
 //     at Llama-3.1-8B / Qwen3-30B-A3B shapes and awkward ones, relative error <= 1e-2.
 // Fresh random inputs each run (the seed is printed); outputs poisoned before each launch.
 // Exits 77 (ctest: skipped) when no GPU is present.
@@ -20,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 #include "kernels/nvfp4/quantize_activations.h"
@@ -323,6 +325,198 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
   }
 }
 
+// The slice kernels' decode fusions (w4a16_gemm.h, W4A16Fusion) against the CPU reference, at
+// every tile built with them, both layouts (k-major with programmatic dependent launch), M = 1..16,
+// K not a multiple of 64, N not of 128:
+//   norm: y = bf16(x * rsqrt(mean(x^2) + eps) * gamma) . W^T (+ residual), the norm in double;
+//   silu: the weight's rows read as 8-row gate / up pairs, out[:, 8u + c] = silu(y[:, 16u + c]) *
+//         y[:, 16u + 8 + c] (double), and bit for bit the unfused kernels' result on the same tile
+//         (w4a16_slice_linear, then kernels::silu_mul_pairs, the engine's unfused path);
+//   both together, and within 1e-3 of the unfused kernels (kernels::rms_norm in front: the fused
+//   row sum runs in another order).
+// Then the dispatcher (nvfp4_linear_fused): it fuses where its plan is a fusable slice, and above
+// the slices' rows launches nothing (the output stays poisoned).
+struct FusedCase {
+  std::int64_t m, n, k;
+};
+
+void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase& c,
+                        const kernels::DeviceTraits& device) {
+  constexpr float kEps = 1e-5f;
+  const auto q = random_weight(rng, c.n, c.k);
+  const auto packed = nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor);
+  const auto packed_k =
+      nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor, /*k_major=*/true);
+  DeviceBuffer<std::uint8_t> tiles(packed.tiles.size()), scales(packed.scales.size());
+  DeviceBuffer<std::uint8_t> tiles_k(packed.tiles.size()), scales_k(packed.scales.size());
+  tiles.upload(packed.tiles);
+  scales.upload(packed.scales);
+  tiles_k.upload(packed_k.tiles);
+  scales_k.upload(packed_k.scales);
+  const kernels::W4A16DeviceWeight weight_gm{
+      tiles.ptr,       scales.ptr,           packed.n, packed.k, packed.n_padded,
+      packed.k_padded, packed.global_factor, false};
+  const kernels::W4A16DeviceWeight weight_km{
+      tiles_k.ptr,       scales_k.ptr,           packed_k.n, packed_k.k, packed_k.n_padded,
+      packed_k.k_padded, packed_k.global_factor, true};
+
+  const auto x = random_activations(rng, c.m, c.k);
+  const auto res = random_activations(rng, c.m, c.n);
+  std::vector<float> gamma(std::size_t(c.k));
+  std::uniform_real_distribution<float> g(0.25f, 2.0f);
+  for (float& v : gamma) v = g(rng);  // not BF16-exact: the kernel keeps FP32 weights
+  DeviceBuffer<bf16_bits> dx(x.size()), dres(res.size()), dout(std::size_t(c.m * c.n)),
+      dfull(std::size_t(c.m * c.n)), dnormed(x.size()), dunfused(std::size_t(c.m * c.n));
+  DeviceBuffer<float> dgamma(gamma.size());
+  dx.upload(x);
+  dres.upload(res);
+  dgamma.upload(gamma);
+
+  // References in double: y (x as given) and yn (x normalised), each [m, n].
+  std::vector<double> xn(x.size());
+  for (std::int64_t r = 0; r < c.m; ++r) {
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < c.k; ++i) {
+      const double v = nvfp4::bf16_to_float(x[std::size_t(r * c.k + i)]);
+      sum += v * v;
+    }
+    const double scale = 1.0 / std::sqrt(sum / double(c.k) + double(kEps));
+    for (std::int64_t i = 0; i < c.k; ++i)
+      xn[std::size_t(r * c.k + i)] =
+          nvfp4::bf16_to_float(x[std::size_t(r * c.k + i)]) * scale * gamma[std::size_t(i)];
+  }
+  std::vector<double> y(std::size_t(c.m * c.n)), yn(y.size());
+  parallel_for(c.n, [&](std::int64_t b, std::int64_t e) {
+    std::vector<float> wr(static_cast<std::size_t>(c.k));
+    for (std::int64_t col = b; col < e; ++col) {
+      nvfp4::dequantize_row(
+          std::span(q.packed).subspan(std::size_t(col * c.k / 2), std::size_t(c.k / 2)),
+          std::span(q.scales).subspan(std::size_t(col * c.k / 16), std::size_t(c.k / 16)),
+          q.global_factor, wr);
+      for (std::int64_t r = 0; r < c.m; ++r) {
+        double plain = 0.0, normed = 0.0;
+        for (std::int64_t i = 0; i < c.k; ++i) {
+          plain += double(nvfp4::bf16_to_float(x[std::size_t(r * c.k + i)])) * wr[std::size_t(i)];
+          normed += xn[std::size_t(r * c.k + i)] * wr[std::size_t(i)];
+        }
+        y[std::size_t(r * c.n + col)] = plain;
+        yn[std::size_t(r * c.n + col)] = normed;
+      }
+    }
+  });
+  const std::int64_t half = c.n / 2;
+  auto silu_of = [&](const std::vector<double>& full) {
+    std::vector<double> act(std::size_t(c.m * half));
+    for (std::int64_t r = 0; r < c.m; ++r)
+      for (std::int64_t o = 0; o < half; ++o) {
+        const std::int64_t gate = r * c.n + (o / 8) * 16 + o % 8;
+        const double gv = full[std::size_t(gate)], uv = full[std::size_t(gate + 8)];
+        act[std::size_t(r * half + o)] = gv / (1.0 + std::exp(-gv)) * uv;
+      }
+    return act;
+  };
+  const auto ref_silu = silu_of(y), ref_both = silu_of(yn);
+  std::vector<double> ref_norm_res = yn;
+  for (std::size_t i = 0; i < ref_norm_res.size(); ++i)
+    ref_norm_res[i] += nvfp4::bf16_to_float(res[i]);
+
+  auto as_double = [](const std::vector<bf16_bits>& v, std::size_t count) {
+    std::vector<double> d(count);
+    for (std::size_t i = 0; i < count; ++i) d[i] = nvfp4::bf16_to_float(v[i]);
+    return d;
+  };
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld", (long long)c.m, (long long)c.n,
+                (long long)c.k);
+  // The tiles themselves (up to 16 rows).
+  const auto fused_tiles = {std::pair{kernels::W4A16Tile::kSlice16, "slice16"},
+                            std::pair{kernels::W4A16Tile::kSlice32, "slice32"},
+                            std::pair{kernels::W4A16Tile::kSlice16Wide, "slice16wide"},
+                            std::pair{kernels::W4A16Tile::kSlice32Wide, "slice32wide"}};
+  for (auto [tile, tname] : fused_tiles) {
+    if (c.m > 16) break;
+    for (bool k_major : {false, true}) {
+      const kernels::W4A16DeviceWeight& w = k_major ? weight_km : weight_gm;
+      const std::string name = std::string(tname) + (k_major ? "/k-major/pdl" : "");
+      const bool overlap = k_major;
+      for (int kind = 0; kind < 3; ++kind) {  // norm (+ residual where k-major), silu, both
+        kernels::W4A16Fusion fusion;
+        if (kind != 1) {
+          fusion.norm_weight = dgamma.ptr;
+          fusion.norm_eps = kEps;
+        }
+        fusion.silu_pairs = kind != 0;
+        const bool with_res = kind == 0 && k_major;
+        dout.poison();
+        NIBBLE_CUDA_CHECK(kernels::w4a16_slice_linear_fused(dx.ptr, c.m, w,
+                                                            with_res ? dres.ptr : nullptr, dout.ptr,
+                                                            tile, fusion, nullptr, overlap));
+        NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto out = dout.download();
+        const std::size_t count = std::size_t(c.m * (fusion.silu_pairs ? half : c.n));
+        const auto& ref = kind == 0   ? (with_res ? ref_norm_res : yn)
+                          : kind == 1 ? ref_silu
+                                      : ref_both;
+        const double err = relative_error(ref, as_double(out, count));
+        // Nothing written past the [m, n / 2] output of the SiLU forms.
+        std::size_t stray = 0;
+        for (std::size_t i = count; i < out.size(); ++i) stray += out[i] != 0xFFFF;
+
+        // The unfused kernels on the same tile.
+        const bf16_bits* input = dx.ptr;
+        if (kind != 1) {
+          NIBBLE_CUDA_CHECK(kernels::rms_norm(dx.ptr, dgamma.ptr, int(c.m), int(c.k), kEps,
+                                              dnormed.ptr, nullptr));
+          input = dnormed.ptr;
+        }
+        NIBBLE_CUDA_CHECK(kernels::w4a16_slice_linear(input, c.m, w, with_res ? dres.ptr : nullptr,
+                                                      dfull.ptr, tile, nullptr, false));
+        const bf16_bits* unfused = dfull.ptr;
+        if (fusion.silu_pairs) {
+          NIBBLE_CUDA_CHECK(kernels::silu_mul_pairs(dfull.ptr, c.m, half, dunfused.ptr, nullptr));
+          unfused = dunfused.ptr;
+        }
+        NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+        std::vector<bf16_bits> want(count);
+        NIBBLE_CUDA_CHECK(
+            cudaMemcpy(want.data(), unfused, count * sizeof(bf16_bits), cudaMemcpyDeviceToHost));
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < count; ++i) differ += want[i] != out[i];
+        const double vs_unfused = relative_error(as_double(want, count), as_double(out, count));
+        // Without the norm both paths compute the same sums in the same order.
+        const bool consistent = kind == 1 ? differ == 0 : vs_unfused <= 1e-3;
+        static const char* kKinds[] = {"norm", "silu", "norm+silu"};
+        char detail[240];
+        std::snprintf(detail, sizeof detail,
+                      "%s%s: rel err %.2e, vs unfused %.2e (%zu of %zu differ), %zu stray writes",
+                      shape, with_res ? " +res" : "", err, vs_unfused, differ, count, stray);
+        results.record(err <= 1e-2 && consistent && stray == 0,
+                       std::string("fused/") + kKinds[kind] + "/" + name, detail);
+      }
+    }
+  }
+  // The dispatcher: norm + SiLU where the plan is a fusable slice (the engine's gate_up).
+  kernels::W4A16Fusion both;
+  both.norm_weight = dgamma.ptr;
+  both.norm_eps = kEps;
+  both.silu_pairs = true;
+  bool ran = false;
+  dout.poison();
+  NIBBLE_CUDA_CHECK(kernels::nvfp4_linear_fused(dx.ptr, c.m, weight_km, nullptr, dout.ptr, both,
+                                                device, nullptr, true, nullptr, &ran));
+  NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = dout.download();
+  const kernels::Nvfp4LinearPlan plan = kernels::plan_nvfp4_linear(c.m, c.n, c.k, device, true);
+  const bool expect = kernels::w4a16_slice_fusable(plan.tile);
+  std::size_t touched = 0;
+  for (bf16_bits o : out) touched += o != 0xFFFF;
+  const double err = ran ? relative_error(ref_both, as_double(out, std::size_t(c.m * half))) : 0.0;
+  char detail[200];
+  std::snprintf(detail, sizeof detail, "%s: plan %s, ran %s, rel err %.2e, %zu outputs written",
+                shape, expect ? "fusable" : "not fusable", ran ? "yes" : "no", err, touched);
+  results.record(ran == expect && (ran ? err <= 1e-2 : touched == 0), "fused/dispatch", detail);
+}
+
 // The layout's dequantisation (w4a16_dequant.h) against its CPU reference, bit for bit: both
 // group orders, slices from a group boundary, shapes with padded rows and columns. One row past
 // the slice stays poisoned (nothing written outside it).
@@ -556,6 +750,12 @@ int run(int argc, char** argv) {
   check_dense_in_place(results, rng, dense);
   cublasDestroy(dense.cublas);
   check_overlap_chain(results, rng, device, workspace);
+  std::vector<FusedCase> fused_cases = {{1, 144, 208},   {2, 272, 1040},   {3, 528, 4112},
+                                        {4, 6144, 4096}, {8, 1040, 2064},  {9, 528, 1040},
+                                        {13, 272, 208},  {16, 3072, 4096}, {1, 28672, 4096},
+                                        {17, 528, 1040}, {64, 1040, 2064}};
+  if (!quick) fused_cases.push_back({8, 28672, 4096});
+  for (const auto& c : fused_cases) check_fused_slices(results, rng, c, device);
   const auto left = workspace.download();
   const auto nonzero = std::count_if(left.begin(), left.end(), [](float v) { return v != 0.0f; });
   results.record(nonzero == 0, "split_workspace_left_zero",

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "engine/backend/cpu/cpu_ops.h"
 #include "kernels/nvfp4/bf16.h"
+#include "kernels/nvfp4/w4a16_gemm.h"
 
 namespace nibble::backend::cuda {
 namespace {
@@ -48,6 +51,28 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
     append(j.fp4.scales, l->fp4.scales);
   }
   return j;
+}
+
+// A joined NVFP4 gate_up's rows reordered into 8-row gate / up pairs (kernels/nvfp4/w4a16_gemm.h,
+// gate_up_pair_source_row), so that a decode slice's block holds matching gate and up rows and its
+// epilogue can write silu(gate) * up. False (unchanged) where the layout does not apply.
+bool pair_gate_up_rows(model::Linear& gate_up) {
+  auto& q = gate_up.fp4;
+  const std::int64_t width = q.rows / 2;
+  if (!gate_up.quantized || !gate_up.bias.empty() || q.rows % 16 != 0 || width % 8 != 0)
+    return false;
+  const std::size_t code_bytes = std::size_t(q.cols / 2), scale_bytes = std::size_t(q.cols / 16);
+  std::vector<std::uint8_t> packed(q.packed.size()), scales(q.scales.size());
+  for (std::int64_t p = 0; p < q.rows; ++p) {
+    const auto from = std::size_t(kernels::gate_up_pair_source_row(p, width));
+    std::copy_n(q.packed.begin() + std::ptrdiff_t(from * code_bytes), code_bytes,
+                packed.begin() + std::ptrdiff_t(std::size_t(p) * code_bytes));
+    std::copy_n(q.scales.begin() + std::ptrdiff_t(from * scale_bytes), scale_bytes,
+                scales.begin() + std::ptrdiff_t(std::size_t(p) * scale_bytes));
+  }
+  q.packed.swap(packed);
+  q.scales.swap(scales);
+  return true;
 }
 
 bool same_shape(const kernels::W4A16DeviceWeight& a, const kernels::W4A16DeviceWeight& b) {
@@ -91,6 +116,7 @@ DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts) {
 
 // Uploads and keeps the tallies (bytes, widest and largest NVFP4 layer) of what it uploaded.
 struct Uploader {
+  bool pair_gate_up = false;  // dense MLPs: gate_up in 8-row pairs (NIBBLE_FUSE_SILU)
   std::size_t bytes = 0;
   std::int64_t widest_nvfp4 = 0;
   std::size_t largest_nvfp4 = 0;
@@ -133,16 +159,20 @@ struct Uploader {
       for (auto& e : h.experts) d.experts.push_back(mlp(e.gate, e.up, e.down));
       d.expert_tables = expert_tables(d.experts);
     } else {
-      d.mlp = mlp(h.gate, h.up, h.down);
+      d.mlp = mlp(h.gate, h.up, h.down, pair_gate_up);
     }
     h = {};
     return d;
   }
-  DeviceMlp mlp(model::Linear& gate, model::Linear& up, model::Linear& down) {
+  // pair_rows: the fused gate_up in 8-row gate / up pairs where it applies (not for MoE experts,
+  // whose grouped kernels read gate rows first).
+  DeviceMlp mlp(model::Linear& gate, model::Linear& up, model::Linear& down,
+                bool pair_rows = false) {
     DeviceMlp d;
     d.fused = joinable({&gate, &up});
     if (d.fused) {
       auto gate_up = join({&gate, &up});
+      d.gate_up_pairs = pair_rows && pair_gate_up_rows(gate_up);
       d.gate_up = linear(gate_up);
     } else {
       d.gate = linear(gate);
@@ -160,6 +190,10 @@ DeviceModel upload_model(model::ModelWeights w) {
   DeviceModel m;
   m.config = w.config;
   Uploader up;
+  // The SiLU-in-gate_up decode fusion needs its weight layout at load (on unless
+  // NIBBLE_FUSE_SILU=0, for A/B runs).
+  const char* fuse_silu = std::getenv("NIBBLE_FUSE_SILU");
+  const bool pair_gate_up = fuse_silu == nullptr || std::string(fuse_silu) != "0";
   {
     std::vector<std::uint16_t> embed(w.embed.size());
     for (std::size_t i = 0; i < embed.size(); ++i) embed[i] = nvfp4::float_to_bf16(w.embed[i]);
@@ -179,6 +213,7 @@ DeviceModel upload_model(model::ModelWeights w) {
   std::exception_ptr failure;
   auto work = [&] {
     Uploader mine;
+    mine.pair_gate_up = pair_gate_up;
     for (int l; (l = next++) < layers;) {
       try {
         m.layers[std::size_t(l)] = mine.layer(w.layers[std::size_t(l)]);

@@ -197,29 +197,18 @@ __global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* 
   }
 }
 
-__global__ void silu_mul_halves_kernel(const std::uint16_t* gate_up, std::int64_t rows,
-                                       std::int64_t width, std::uint16_t* act) {
+// PAIRS: gate_up's columns in 8-wide gate / up pairs (silu_mul_pairs); otherwise halves.
+template <bool PAIRS>
+__global__ void silu_mul_rows_kernel(const std::uint16_t* gate_up, std::int64_t rows,
+                                     std::int64_t width, std::uint16_t* act) {
   allow_next_grid();  // down follows
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const std::int64_t in = r * 2 * width, out = r * width;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
          i += std::int64_t(gridDim.x) * blockDim.x) {
-      const float g = load(gate_up, in + i);
-      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, in + width + i));
-    }
-  }
-}
-
-__global__ void silu_mul_pairs_kernel(const std::uint16_t* gate_up, std::int64_t rows,
-                                      std::int64_t width, std::uint16_t* act) {
-  allow_next_grid();  // down follows
-  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const std::int64_t in = r * 2 * width, out = r * width;
-    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
-         i += std::int64_t(gridDim.x) * blockDim.x) {
-      const std::int64_t gate = in + (i / 8) * 16 + i % 8;
+      const std::int64_t gate = in + (PAIRS ? (i / 8) * 16 + i % 8 : i);
       const float g = load(gate_up, gate);
-      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, gate + 8));
+      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, gate + (PAIRS ? 8 : width)));
     }
   }
 }
@@ -255,6 +244,16 @@ int threads_for(int dim) {
 }
 unsigned grid_for(std::int64_t n) {
   return unsigned(std::min<std::int64_t>((n + 255) / 256, 65536));
+}
+
+template <bool PAIRS>
+cudaError_t silu_mul_rows(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                          std::uint16_t* act, cudaStream_t stream) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
+                  unsigned(std::min<std::int64_t>(rows, 65535)));
+  silu_mul_rows_kernel<PAIRS><<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -307,21 +306,13 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
 
 cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                            std::uint16_t* act, cudaStream_t stream) {
-  if (rows == 0 || width == 0) return cudaSuccess;
   if (width % 8 != 0) return cudaErrorInvalidValue;
-  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
-                  unsigned(std::min<std::int64_t>(rows, 65535)));
-  silu_mul_pairs_kernel<<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
-  return cudaGetLastError();
+  return silu_mul_rows<true>(gate_up, rows, width, act, stream);
 }
 
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                             std::uint16_t* act, cudaStream_t stream) {
-  if (rows == 0 || width == 0) return cudaSuccess;
-  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
-                  unsigned(std::min<std::int64_t>(rows, 65535)));
-  silu_mul_halves_kernel<<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
-  return cudaGetLastError();
+  return silu_mul_rows<false>(gate_up, rows, width, act, stream);
 }
 
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream) {

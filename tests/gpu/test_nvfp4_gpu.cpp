@@ -148,6 +148,20 @@ void check_quantize(Results& results, std::mt19937_64& rng) {
 // negative), some zero blocks (codes of a zero block are arbitrary here, as in a careless
 // exporter).
 
+// A repacked weight in device memory, and its view for the kernels.
+struct UploadedWeight {
+  DeviceBuffer<std::uint8_t> tiles, scales;
+  kernels::W4A16DeviceWeight weight;
+  explicit UploadedWeight(const nvfp4::W4A16Weight& w)
+      : tiles(w.tiles.size()),
+        scales(w.scales.size()),
+        weight{tiles.ptr,  scales.ptr,      w.n,      w.k, w.n_padded,
+               w.k_padded, w.global_factor, w.k_major} {
+    tiles.upload(w.tiles);
+    scales.upload(w.scales);
+  }
+};
+
 struct LinearCase {
   std::int64_t m, n, k;
   bool residual;
@@ -168,18 +182,9 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
     layout_bad += nvfp4::w4a16_element(packed, r, col) != nvfp4::dequantize_element(q, r, col);
     layout_bad += nvfp4::w4a16_element(packed_k, r, col) != nvfp4::dequantize_element(q, r, col);
   }
-  DeviceBuffer<std::uint8_t> tiles(packed.tiles.size()), scales(packed.scales.size());
-  DeviceBuffer<std::uint8_t> tiles_k(packed.tiles.size()), scales_k(packed.scales.size());
-  tiles.upload(packed.tiles);
-  scales.upload(packed.scales);
-  tiles_k.upload(packed_k.tiles);
-  scales_k.upload(packed_k.scales);
-  const kernels::W4A16DeviceWeight weight_gm{
-      tiles.ptr,       scales.ptr,           packed.n, packed.k, packed.n_padded,
-      packed.k_padded, packed.global_factor, false};
-  const kernels::W4A16DeviceWeight weight_km{
-      tiles_k.ptr,       scales_k.ptr,           packed_k.n, packed_k.k, packed_k.n_padded,
-      packed_k.k_padded, packed_k.global_factor, true};
+  const UploadedWeight uploaded(packed), uploaded_k(packed_k);
+  const kernels::W4A16DeviceWeight& weight_gm = uploaded.weight;
+  const kernels::W4A16DeviceWeight& weight_km = uploaded_k.weight;
 
   const auto x = random_activations(rng, c.m, c.k);
   std::vector<bf16_bits> res;
@@ -347,18 +352,9 @@ void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase&
   const auto packed = nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor);
   const auto packed_k =
       nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor, /*k_major=*/true);
-  DeviceBuffer<std::uint8_t> tiles(packed.tiles.size()), scales(packed.scales.size());
-  DeviceBuffer<std::uint8_t> tiles_k(packed.tiles.size()), scales_k(packed.scales.size());
-  tiles.upload(packed.tiles);
-  scales.upload(packed.scales);
-  tiles_k.upload(packed_k.tiles);
-  scales_k.upload(packed_k.scales);
-  const kernels::W4A16DeviceWeight weight_gm{
-      tiles.ptr,       scales.ptr,           packed.n, packed.k, packed.n_padded,
-      packed.k_padded, packed.global_factor, false};
-  const kernels::W4A16DeviceWeight weight_km{
-      tiles_k.ptr,       scales_k.ptr,           packed_k.n, packed_k.k, packed_k.n_padded,
-      packed_k.k_padded, packed_k.global_factor, true};
+  const UploadedWeight uploaded(packed), uploaded_k(packed_k);
+  const kernels::W4A16DeviceWeight& weight_gm = uploaded.weight;
+  const kernels::W4A16DeviceWeight& weight_km = uploaded_k.weight;
 
   const auto x = random_activations(rng, c.m, c.k);
   const auto res = random_activations(rng, c.m, c.n);

@@ -59,7 +59,7 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                             std::uint16_t* act, cudaStream_t stream);
 // The same from a gate_up projection whose weight rows were laid out in 8-row gate / up pairs
-// (kernels/nvfp4/w4a16_gemm.h, gate_up_pair_source_row: the decode fusion's layout), for the
+// (kernels/nvfp4/w4a16_layout.h, gate_up_pair_source_row: the decode fusion's layout), for the
 // paths that do not fuse it: act[r, 8 u + c] = silu(gu[r, 16 u + c]) * gu[r, 16 u + 8 + c].
 // width % 8 == 0.
 cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,

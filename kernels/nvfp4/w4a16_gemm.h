@@ -143,7 +143,8 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
 //     bf16(x[r, c] * rsqrt(mean(x[r, :]^2) + norm_eps) * norm_weight[c]) (kernels/layer rms_norm's
 //     formula, its row sum in another order), so the norm kernel in front is not launched.
 //     norm_weight: k floats, 16-byte aligned; x 16-byte aligned.
-//   silu_pairs: the weight's rows are 8-row gate / up tile pairs (gate_up_pair_source_row below:
+//   silu_pairs: the weight's rows are 8-row gate / up tile pairs (w4a16_layout.h,
+//     gate_up_pair_source_row:
 //     output column 8 u + c comes from rows 16 u + c, gate, and 16 u + 8 + c, up), and out
 //     [m, n / 2] receives silu(gate) * up with gate and up rounded to BF16 first (silu_mul's
 //     formula on the unfused output): no [m, n] intermediate, no silu_mul launch. n % 16 == 0, no
@@ -162,12 +163,6 @@ cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
 // The slice tiles built with the fusions: those the decode planner takes (not the 64-row ones).
 inline bool w4a16_slice_fusable(W4A16Tile tile) {
   return w4a16_is_slice(tile) && w4a16_slice_rows(tile) <= 32;
-}
-// The source row of row p of a gate_up weight laid out in 8-row gate / up pairs, from gate rows
-// [0, width) followed by up rows [width, 2 width) (width % 8 == 0).
-inline std::int64_t gate_up_pair_source_row(std::int64_t p, std::int64_t width) {
-  const std::int64_t pair = p / 16, within = p % 16;
-  return within < 8 ? pair * 8 + within : width + pair * 8 + within - 8;
 }
 
 // The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits and workspace

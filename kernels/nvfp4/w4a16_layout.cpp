@@ -122,4 +122,17 @@ std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int6
   return out;
 }
 
+std::vector<std::uint8_t> pair_gate_up_rows(std::span<const std::uint8_t> rows, std::int64_t width,
+                                            std::size_t row_bytes) {
+  if (width <= 0 || width % 8 != 0 || rows.size() != std::size_t(2 * width) * row_bytes)
+    throw std::invalid_argument("pair_gate_up_rows: width % 8 != 0 or not 2 width rows");
+  std::vector<std::uint8_t> out(rows.size());
+  for (std::int64_t p = 0; p < 2 * width; ++p) {
+    const auto from = std::size_t(gate_up_pair_source_row(p, width)) * row_bytes;
+    std::copy_n(rows.begin() + std::ptrdiff_t(from), row_bytes,
+                out.begin() + std::ptrdiff_t(std::size_t(p) * row_bytes));
+  }
+  return out;
+}
+
 }  // namespace nibble::nvfp4

@@ -13,7 +13,7 @@
 
 #include "engine/backend/cpu/cpu_ops.h"
 #include "kernels/nvfp4/bf16.h"
-#include "kernels/nvfp4/w4a16_gemm.h"
+#include "kernels/nvfp4/w4a16_layout.h"
 
 namespace nibble::backend::cuda {
 namespace {
@@ -53,25 +53,15 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
   return j;
 }
 
-// A joined NVFP4 gate_up's rows reordered into 8-row gate / up pairs (kernels/nvfp4/w4a16_gemm.h,
+// A joined NVFP4 gate_up's rows reordered into 8-row gate / up pairs (kernels/nvfp4/w4a16_layout.h,
 // gate_up_pair_source_row), so that a decode slice's block holds matching gate and up rows and its
 // epilogue can write silu(gate) * up. False (unchanged) where the layout does not apply.
 bool pair_gate_up_rows(model::Linear& gate_up) {
   auto& q = gate_up.fp4;
   const std::int64_t width = q.rows / 2;
-  if (!gate_up.quantized || !gate_up.bias.empty() || q.rows % 16 != 0 || width % 8 != 0)
-    return false;
-  const std::size_t code_bytes = std::size_t(q.cols / 2), scale_bytes = std::size_t(q.cols / 16);
-  std::vector<std::uint8_t> packed(q.packed.size()), scales(q.scales.size());
-  for (std::int64_t p = 0; p < q.rows; ++p) {
-    const auto from = std::size_t(kernels::gate_up_pair_source_row(p, width));
-    std::copy_n(q.packed.begin() + std::ptrdiff_t(from * code_bytes), code_bytes,
-                packed.begin() + std::ptrdiff_t(std::size_t(p) * code_bytes));
-    std::copy_n(q.scales.begin() + std::ptrdiff_t(from * scale_bytes), scale_bytes,
-                scales.begin() + std::ptrdiff_t(std::size_t(p) * scale_bytes));
-  }
-  q.packed.swap(packed);
-  q.scales.swap(scales);
+  if (!gate_up.quantized || !gate_up.bias.empty() || q.rows % 16 != 0) return false;
+  q.packed = nvfp4::pair_gate_up_rows(q.packed, width, std::size_t(q.cols / 2));
+  q.scales = nvfp4::pair_gate_up_rows(q.scales, width, std::size_t(q.cols / 16));
   return true;
 }
 

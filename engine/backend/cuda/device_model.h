@@ -17,7 +17,7 @@ struct DeviceMlp {
   bool fused = false;
   DeviceLinear gate_up;        // fused: [2 I, H], gate rows first, or in 8-row pairs:
   bool gate_up_pairs = false;  // rows 16 u .. + 7 gate rows 8 u .., the next 8 their up rows
-                               // (kernels/nvfp4/w4a16_gemm.h, gate_up_pair_source_row)
+                               // (kernels/nvfp4/w4a16_layout.h, gate_up_pair_source_row)
   DeviceLinear gate, up;       // otherwise
   DeviceLinear down;
   std::int64_t width() const { return fused ? gate_up.n / 2 : gate.n; }

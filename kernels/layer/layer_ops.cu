@@ -73,18 +73,20 @@ __global__ void gather_kernel(const std::uint16_t* in, const std::int32_t* index
 }
 
 // One block per row; the row is read twice (sum of squares, then scale) from L1/L2.
-__global__ void rms_norm_kernel(const std::uint16_t* in, const float* weight, int dim, float eps,
-                                std::uint16_t* out) {
+// index (may be null): row r reads input row index[r].
+__global__ void rms_norm_kernel(const std::uint16_t* in, const std::int32_t* index,
+                                const float* weight, int dim, float eps, std::uint16_t* out) {
   allow_next_grid();  // a linear follows: it fetches its first weights while this runs
   const std::int64_t base = std::int64_t(blockIdx.x) * dim;
+  const std::int64_t from = index != nullptr ? std::int64_t(index[blockIdx.x]) * dim : base;
   float sum = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    const float v = load(in, base + i);
+    const float v = load(in, from + i);
     sum += v * v;
   }
   const float scale = rsqrtf(block_sum(sum) / float(dim) + eps);
   for (int i = threadIdx.x; i < dim; i += blockDim.x)
-    out[base + i] = to_bf16(load(in, base + i) * scale * weight[i]);
+    out[base + i] = to_bf16(load(in, from + i) * scale * weight[i]);
 }
 
 // The same with 16-byte loads and the row held in registers between the two passes: one block
@@ -97,11 +99,13 @@ __device__ __forceinline__ float2 bf16_pair(std::uint32_t w) {
   return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
 }
 
-__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const float* weight, int dim,
-                                       float eps, std::uint16_t* out) {
+__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const std::int32_t* index,
+                                       const float* weight, int dim, float eps,
+                                       std::uint16_t* out) {
   allow_next_grid();  // a linear follows: it fetches its first weights while this runs
   const int vectors = dim / 8;
-  const uint4* row = reinterpret_cast<const uint4*>(in + std::int64_t(blockIdx.x) * dim);
+  const std::int64_t from = index != nullptr ? index[blockIdx.x] : blockIdx.x;
+  const uint4* row = reinterpret_cast<const uint4*>(in + from * dim);
   uint4 x[kNormVectors];
   float sum = 0.0f;
 #pragma unroll
@@ -267,6 +271,11 @@ cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, i
 
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
                      std::uint16_t* out, cudaStream_t stream) {
+  return rms_norm_rows(in, nullptr, weight, rows, dim, eps, out, stream);
+}
+
+cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, const float* weight,
+                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const int vectors = dim / 8;
@@ -274,10 +283,10 @@ cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int
       aligned(weight)) {
     // One vector per thread up to 1024 threads, then up to kNormVectors each.
     const int threads = std::min(1024, (vectors + 31) / 32 * 32);
-    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, weight, dim, eps, out);
+    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, index, weight, dim, eps, out);
     return cudaGetLastError();
   }
-  rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, weight, dim, eps, out);
+  rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, index, weight, dim, eps, out);
   return cudaGetLastError();
 }
 

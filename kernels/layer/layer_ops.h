@@ -17,6 +17,10 @@ cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, i
 // out[r, :] = in[r, :] / sqrt(mean(in[r, :]^2) + eps) * weight  (cpu::rms_norm). in may be out.
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
                      std::uint16_t* out, cudaStream_t stream);
+// The same over gathered rows: out[r, :] = rms_norm(in[index[r], :]) for r < rows (the last-token
+// pick before the lm_head and its norm in one launch). in must not be out.
+cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, const float* weight,
+                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream);
 
 // The rows' source rows: out[i, :] = in[index[i], :] (MoE token gather, last-token pick).
 cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,

@@ -608,11 +608,10 @@ class CudaBackend : public Backend {
       mark(w.moe ? "norm+moe" : "norm+mlp");
     }
     if (R == 0) return;
-    check(kernels::gather_rows(act_.x.get(), in.logit_rows, int(R), H, act_.last.get(), stream_),
-          "gather_rows");
-    check(kernels::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), H, c.rms_norm_eps,
-                            act_.last.get(), stream_),
-          "rms_norm");
+    // The sampled rows' last hidden states, gathered and normed in one launch.
+    check(kernels::rms_norm_rows(act_.x.get(), in.logit_rows, m_.final_norm.get(), int(R), H,
+                                 c.rms_norm_eps, act_.last.get(), stream_),
+          "rms_norm_rows");
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
     linears_->run(m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());

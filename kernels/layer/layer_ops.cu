@@ -7,6 +7,7 @@
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
 #include "kernels/layer/layer_ops.h"
+#include "kernels/layer/rope_math.cuh"
 
 namespace nibble::kernels {
 namespace {
@@ -152,7 +153,10 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
   const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * a.head_dim
                                 : t * a.kv_stride + std::int64_t(kvh) * a.head_dim;
   const std::uint16_t* x = is_q ? a.q_in : a.k;
-  float lo = active ? load(x, src + i) : 0.0f, hi = active ? load(x, src + i + half) : 0.0f;
+  // paired: q and k in the RoPE fusion's row order (w4a16_layout.h rope_paired_position).
+  const std::int64_t at_lo = a.paired ? (i / 8) * 16 + i % 8 : i;
+  const std::int64_t at_hi = a.paired ? at_lo + 8 : i + half;
+  float lo = active ? load(x, src + at_lo) : 0.0f, hi = active ? load(x, src + at_hi) : 0.0f;
   const float* norm = is_q ? a.q_norm : a.k_norm;
   if (norm != nullptr) {
     const float scale = rsqrtf(block_sum(lo * lo + hi * hi) / float(a.head_dim) + a.eps);
@@ -160,13 +164,8 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
     lo = __bfloat162float(__float2bfloat16_rn(lo * scale * norm[i]));
     hi = __bfloat162float(__float2bfloat16_rn(hi * scale * norm[i + half]));
   }
-  // The angle in FP64, reduced to [0, 2 pi) before the FP32 sine: positions reach 10^5 and more.
-  constexpr double kTwoPi = 6.283185307179586;
-  double angle = double(a.positions[t]) * a.inv_freq[i];
-  angle -= floor(angle / kTwoPi) * kTwoPi;
-  float s, c;
-  sincosf(float(angle), &s, &c);
-  const float rlo = lo * c - hi * s, rhi = hi * c + lo * s;
+  const float2 rotated = rope_rotate(lo, hi, a.positions[t], a.inv_freq[i]);
+  const float rlo = rotated.x, rhi = rotated.y;
   if (is_q) {
     if (!active) return;
     const std::int64_t dst = (std::int64_t(t) * a.q_heads + head) * a.head_dim;
@@ -299,7 +298,8 @@ cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int 
 
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream) {
   if (args.tokens == 0) return cudaSuccess;
-  if (args.head_dim % 2 != 0 || args.head_dim > 2048) return cudaErrorInvalidValue;
+  if (args.head_dim % 2 != 0 || args.head_dim > 2048 || (args.paired && args.head_dim % 16 != 0))
+    return cudaErrorInvalidValue;
   const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
   const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
   rope_store_kernel<<<grid, threads, 0, stream>>>(args);

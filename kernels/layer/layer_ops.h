@@ -53,6 +53,9 @@ struct RopeStoreArgs {
   std::uint16_t* k_scale = nullptr;
   std::uint16_t* v_scale = nullptr;
   int tokens = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  // q and k columns in the decode RoPE fusion's pair order (kernels/nvfp4/w4a16_layout.h,
+  // rope_paired_position: a qkv weight laid out for it); v as it is. head_dim % 16 == 0.
+  bool paired = false;
 };
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream);
 

@@ -149,10 +149,26 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
 //     [m, n / 2] receives silu(gate) * up with gate and up rounded to BF16 first (silu_mul's
 //     formula on the unfused output): no [m, n] intermediate, no silu_mul launch. n % 16 == 0, no
 //     residual.
+//   rope_store: the weight is a fused qkv in the RoPE pair order (w4a16_layout.h,
+//     rope_pair_source_row), n = (q_heads + 2 kv_heads) head_dim; the epilogue rounds q, k, v to
+//     BF16 (what the unfused qkv stores), rotates q and k (kernels/layer/rope_math.cuh, as
+//     rope_and_store_kv does) and stores q to rope.q_out [m, q_heads, head_dim] and k, v to the
+//     BF16 caches at row rope.slots[r]: out is not written. No residual, not with silu_pairs.
+struct W4A16RopeStore {
+  const std::int32_t* positions = nullptr;  // [m]
+  const std::int64_t* slots = nullptr;      // [m]: cache rows
+  const double* inv_freq = nullptr;         // [head_dim / 2]
+  std::uint16_t* q_out = nullptr;
+  std::uint16_t* k_cache = nullptr;  // [cache rows, kv_heads, head_dim]
+  std::uint16_t* v_cache = nullptr;
+  int q_heads = 0, kv_heads = 0, head_dim = 0;
+};
 struct W4A16Fusion {
   const float* norm_weight = nullptr;
   float norm_eps = 1e-6f;
   bool silu_pairs = false;
+  bool rope_store = false;
+  W4A16RopeStore rope;
 };
 // The slice kernels with fusions; arguments as w4a16_slice_linear's (tile: w4a16_slice_fusable,
 // m <= 16), cudaErrorInvalidValue where the fusion does not fit the tile, shape or arguments.

@@ -84,6 +84,28 @@ inline std::int64_t gate_up_pair_source_row(std::int64_t p, std::int64_t width) 
 std::vector<std::uint8_t> pair_gate_up_rows(std::span<const std::uint8_t> rows, std::int64_t width,
                                             std::size_t row_bytes);
 
+// The qkv row order of the decode RoPE fusion (w4a16_gemm.h, W4A16Fusion::rope_store): within
+// each of the first qk_rows rows' heads of head_dim rows (q heads, then k heads), 16-row unit u
+// holds the head's rows 8u .. 8u + 7 and their rotate-half partners head_dim / 2 + 8u .. + 7, so
+// every slice block owns whole rotation pairs; rows from qk_rows on (v) keep their place.
+// head_dim % 16 == 0, qk_rows % head_dim == 0.
+inline std::int64_t rope_pair_source_row(std::int64_t p, std::int64_t qk_rows,
+                                         std::int64_t head_dim) {
+  if (p >= qk_rows) return p;
+  const std::int64_t w = p % head_dim, unit = w / 16, c = w % 16;
+  return p - w + (c < 8 ? unit * 8 + c : head_dim / 2 + unit * 8 + c - 8);
+}
+// Where element i of a head (i < head_dim) sits in that order, inside its head.
+inline std::int64_t rope_paired_position(std::int64_t i, std::int64_t head_dim) {
+  const std::int64_t half = head_dim / 2, j = i < half ? i : i - half;
+  return (j / 8) * 16 + (i < half ? 0 : 8) + j % 8;
+}
+// Rows ([rows, row_bytes] row-major) in that order. Throws std::invalid_argument where the shape
+// does not allow it.
+std::vector<std::uint8_t> pair_rope_rows(std::span<const std::uint8_t> rows, std::int64_t n_rows,
+                                         std::int64_t qk_rows, std::int64_t head_dim,
+                                         std::size_t row_bytes);
+
 // Weight bytes a kernel streams for this layout (codes + scales, padding included).
 inline std::int64_t w4a16_bytes(const W4A16Weight& w) {
   return std::int64_t(w.tiles.size() + w.scales.size());

@@ -22,6 +22,7 @@
 // ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
 // The CPU reference is the layout's (nvfp4_ref.h dequantization, then the product in double):
 // tests/gpu/test_nvfp4_gpu.cpp.
+#include "kernels/layer/rope_math.cuh"
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -78,7 +79,7 @@ decltype(auto) with_slice_shape(W4A16Tile tile, F&& f) {
 }
 
 // Fusions (W4A16Fusion): bits of the kernel's FUSE parameter.
-constexpr int kFuseNorm = 1, kFuseSilu = 2;
+constexpr int kFuseNorm = 1, kFuseSilu = 2, kFuseRope = 4;
 // With kFuseNorm a slot also holds the k step's 64 norm weights (FP32) after the scales.
 constexpr int kNormBytes = 64 * 4;
 
@@ -133,6 +134,8 @@ __global__ void __launch_bounds__(S::kThreads,
                        const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
+  constexpr bool kRope = (FUSE & kFuseRope) != 0;
+  static_assert(!(kSilu && kRope), "one epilogue");
   static_assert(!GROUPED || FUSE == 0, "no fusion in the grouped form");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
@@ -462,6 +465,32 @@ __global__ void __launch_bounds__(S::kThreads,
       out[std::int64_t(r) * half_n + n0 / 2 + jj] =
           __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
     }
+  } else if constexpr (kRope) {
+    // q and k columns: slice rows 16 u + c and 16 u + 8 + c are elements i and i + D / 2 of a
+    // head (c < 8; the thread of the first takes both); v columns go to the cache as they are.
+    const W4A16RopeStore& a = fusion.rope;
+    const int d = a.head_dim, half = d / 2;
+    const std::int64_t qk = std::int64_t(a.q_heads + a.kv_heads) * d;
+    for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
+      const int r = idx / S::kRows, j = idx % S::kRows;
+      const std::int64_t col = n0 + j;
+      if (col >= n || (col < qk && j % 16 >= 8)) continue;
+      const float v = __bfloat162float(__float2bfloat16_rn(output(r, j)));
+      if (col >= qk) {
+        const std::int64_t head = (col - qk) / d;
+        a.v_cache[(a.slots[r] * a.kv_heads + head) * d + (col - qk) % d] =
+            __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        continue;
+      }
+      const int head = int(col / d), w = int(col % d), i = (w / 16) * 8 + w % 16;
+      const float hi = __bfloat162float(__float2bfloat16_rn(output(r, j + 8)));
+      const float2 rotated = rope_rotate(v, hi, a.positions[r], a.inv_freq[i]);
+      std::uint16_t* dst = head < a.q_heads
+                               ? a.q_out + (std::int64_t(r) * a.q_heads + head) * d
+                               : a.k_cache + (a.slots[r] * a.kv_heads + (head - a.q_heads)) * d;
+      dst[i] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.x));
+      dst[i + half] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.y));
+    }
   } else {
     for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
       const int r = idx / S::kRows, j = idx % S::kRows;
@@ -588,10 +617,23 @@ cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
                                      cudaStream_t stream, bool overlap) {
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool norm = fusion.norm_weight != nullptr;
+  const W4A16RopeStore& rope = fusion.rope;
   if (m < 1 || m > kMaxRows || !w4a16_slice_fusable(tile) ||
       (norm && (w.k % 8 != 0 || !aligned(x) || !aligned(fusion.norm_weight))) ||
-      (fusion.silu_pairs && (w.n % 16 != 0 || residual != nullptr))) {
+      (fusion.silu_pairs && (w.n % 16 != 0 || residual != nullptr)) ||
+      (fusion.rope_store &&
+       (fusion.silu_pairs || residual != nullptr || rope.head_dim <= 0 || rope.head_dim % 16 != 0 ||
+        rope.q_heads <= 0 || rope.kv_heads <= 0 ||
+        w.n != std::int64_t(rope.q_heads + 2 * rope.kv_heads) * rope.head_dim ||
+        rope.positions == nullptr || rope.slots == nullptr || rope.inv_freq == nullptr ||
+        rope.q_out == nullptr || rope.k_cache == nullptr || rope.v_cache == nullptr))) {
     return cudaErrorInvalidValue;
+  }
+  if (fusion.rope_store) {
+    return norm ? launch_fused_slice<kFuseNorm | kFuseRope>(x, m, w, residual, out, tile, fusion,
+                                                            stream, overlap)
+                : launch_fused_slice<kFuseRope>(x, m, w, residual, out, tile, fusion, stream,
+                                                overlap);
   }
   if (norm && fusion.silu_pairs) {
     return launch_fused_slice<kFuseNorm | kFuseSilu>(x, m, w, residual, out, tile, fusion, stream,

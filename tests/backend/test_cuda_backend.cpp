@@ -459,6 +459,7 @@ struct GraphCase {
   // NVFP4 with one global factor per q/k/v and gate/up group: the fused projections, and with
   // them the decode fusions (RMSNorm on load, SiLU in the gate_up epilogue) up to 16 rows.
   bool grouped = false;
+  bool rope = false;  // NIBBLE_FUSE_ROPE=1: RoPE and the KV store in the qkv epilogue
 };
 
 // A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the device
@@ -488,7 +489,9 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
   } else {
     quantize_experts(weights);
   }
+  if (p.rope) ::setenv("NIBBLE_FUSE_ROPE", "1", 1);
   auto gpu = make_cuda_backend(std::move(weights));
+  ::unsetenv("NIBBLE_FUSE_ROPE");
   std::mt19937 rng(std::uint32_t(g_seed) + 4);
   constexpr int kBlock = 16, kMaxSeqs = 40, kTable = 12;
   auto eager_cache = gpu->new_kv_cache(kMaxSeqs * kTable, kBlock);
@@ -562,7 +565,7 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
 std::string graph_case_name(const ::testing::TestParamInfo<GraphCase>& info) {
   return case_name({Case{info.param.arch, info.param.head_dim, info.param.nvfp4, info.param.top_k},
                     info.index}) +
-         (info.param.grouped ? "Grouped" : "");
+         (info.param.grouped ? "Grouped" : "") + (info.param.rope ? "Rope" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
@@ -572,21 +575,24 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
                                            GraphCase{Arch::Qwen3Moe, 64, false, 2},
                                            GraphCase{Arch::Qwen3Moe, 128, true, 2},
                                            GraphCase{Arch::Llama, 128, true, 0, true},
+                                           GraphCase{Arch::Llama, 64, true, 0, true, true},
                                            GraphCase{Arch::Qwen3, 64, true, 0, true}),
                          graph_case_name);
 
 // ---- decode fusions ----------------------------------------------------------------------
 
 // The decode fusions' switches, read when the backend is made: NIBBLE_FUSE_NORM (RMSNorm folded
-// into the qkv and gate_up linears' input, by default up to 4 rows, 16 here) and NIBBLE_FUSE_SILU
+// into the qkv and gate_up linears' input, by default up to 4 rows, 16 here), NIBBLE_FUSE_SILU
 // (gate_up's rows in 8-row gate / up pairs, silu(gate) * up in its epilogue; the unpairing SiLU
-// kernel at prefill). On grouped NVFP4 models (the fused projections they need), every combination:
-// a prefill long enough for the large-M tiles' unpairing path, then greedy decode steps (the CPU's
-// choice fed to all), each within the CPU tolerance; and every fused combination's logits within
-// 1e-3 of both switches off (the fused norm sums a row in another order, so a BF16 rounding of the
-// normed input may differ now and then; the SiLU epilogue computes what the unfused kernels do, bit
-// for bit in test_nvfp4_gpu, but split-K tiles add in no fixed order, so NVFP4 runs never agree
-// bitwise).
+// kernel at prefill) and NIBBLE_FUSE_ROPE=1 (qkv's q and k rows in rotate-half pairs, RoPE and
+// the KV store in its epilogue; rope_and_store_kv reads the pairs at prefill; not with Qwen3's
+// q/k norms, where the switch must change nothing). On grouped NVFP4 models (the fused projections
+// they need), every combination: a prefill long enough for the large-M tiles' unpairing path, then
+// greedy decode steps (the CPU's choice fed to all), each within the CPU tolerance; and every fused
+// combination's logits within 1e-3 of both switches off (the fused norm sums a row in another
+// order, so a BF16 rounding of the normed input may differ now and then; the SiLU epilogue computes
+// what the unfused kernels do, bit for bit in test_nvfp4_gpu, but split-K tiles add in no fixed
+// order, so NVFP4 runs never agree bitwise).
 TEST(CudaBackendFusions, EverySwitchMatchesTheCpuAndTheUnfusedPath) {
   for (const Arch arch : {Arch::Llama, Arch::Qwen3}) {
     const ModelConfig c = gpu_config(arch, 64);
@@ -614,13 +620,16 @@ TEST(CudaBackendFusions, EverySwitchMatchesTheCpuAndTheUnfusedPath) {
       cpu->forward(*cs, std::span(&fed[std::size_t(step)], 1), want[std::size_t(step) + 1]);
     }
     std::vector<std::vector<std::vector<float>>> got;  // [norm * 2 + silu][step]
-    for (const int combo : {0, 1, 2, 3}) {             // bit 1: norm fused, bit 0: SiLU fused
+    // bit 2: RoPE + KV store fused, bit 1: norm fused, bit 0: SiLU fused.
+    for (const int combo : {0, 1, 2, 3, 4, 5, 6, 7}) {
       ::setenv("NIBBLE_FUSE_NORM", combo & 2 ? "16" : "0", 1);
       ::setenv("NIBBLE_FUSE_SILU", combo & 1 ? "1" : "0", 1);
+      ::setenv("NIBBLE_FUSE_ROPE", combo & 4 ? "1" : "0", 1);
       auto copy = weights;
       auto gpu = make_cuda_backend(std::move(copy));
       ::unsetenv("NIBBLE_FUSE_NORM");
       ::unsetenv("NIBBLE_FUSE_SILU");
+      ::unsetenv("NIBBLE_FUSE_ROPE");
       std::vector<std::vector<float>> logits(kSteps + 1, std::vector<float>(V));
       auto gs = gpu->new_sequence(512);
       gpu->forward(*gs, prompt, logits[0]);
@@ -631,11 +640,12 @@ TEST(CudaBackendFusions, EverySwitchMatchesTheCpuAndTheUnfusedPath) {
         errors.add(relative_l2(logits[std::size_t(step)], want[std::size_t(step)]));
       const std::string what = std::string(arch == Arch::Llama ? "Llama" : "Qwen3") +
                                " norm fusion " + (combo & 2 ? "on" : "off") + ", SiLU fusion " +
-                               (combo & 1 ? "on" : "off");
+                               (combo & 1 ? "on" : "off") + ", RoPE fusion " +
+                               (combo & 4 ? "on" : "off");
       errors.check(Case{arch, 64, true}, what.c_str());
       got.push_back(std::move(logits));
     }
-    for (const int combo : {1, 2, 3}) {
+    for (const int combo : {1, 2, 3, 4, 5, 6, 7}) {
       double worst = 0;
       for (int step = 0; step <= kSteps; ++step)
         worst = std::max(worst, relative_l2(got[std::size_t(combo)][std::size_t(step)],

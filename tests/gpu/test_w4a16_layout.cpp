@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/nvfp4/bf16.h"
@@ -118,10 +119,53 @@ void check_gate_up_pairs() {
   expect(moved, "pair_gate_up_rows moves whole rows");
 }
 
+// rope_pair_source_row: a bijection that keeps v rows, puts element i < D/2 of every q and k head
+// at rope_paired_position(i) and its partner i + D/2 eight rows later, in the same 16-row unit.
+void check_rope_pairs() {
+  for (const auto& [heads, kv_heads, d] :
+       {std::tuple{4, 2, 64}, std::tuple{32, 8, 128}, std::tuple{2, 1, 16}}) {
+    const std::int64_t qk = std::int64_t(heads + kv_heads) * d, n = qk + std::int64_t(kv_heads) * d;
+    std::vector<int> seen(std::size_t(n), 0);
+    bool placed = true;
+    for (std::int64_t p = 0; p < n; ++p) {
+      const std::int64_t from = nibble::nvfp4::rope_pair_source_row(p, qk, d);
+      if (from < 0 || from >= n) {
+        placed = false;
+        continue;
+      }
+      ++seen[std::size_t(from)];
+      if (p >= qk) {
+        placed &= from == p;
+        continue;
+      }
+      const std::int64_t head = p / d, i = from % d;
+      placed &= from / d == head && nibble::nvfp4::rope_paired_position(i, d) == p % d;
+      if (i < d / 2)  // the partner, 8 rows on in the same 16-row unit
+        placed &= p % 16 < 8 && nibble::nvfp4::rope_pair_source_row(p + 8, qk, d) == from + d / 2;
+    }
+    const bool bijection = std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; });
+    expect(bijection && placed, "qkv rope pair order, " + std::to_string(heads) + "+" +
+                                    std::to_string(kv_heads) + " heads of " + std::to_string(d));
+  }
+  const std::int64_t d = 16, qk = 3 * d, n = 4 * d;
+  std::vector<std::uint8_t> rows(std::size_t(n) * 2);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = std::uint8_t(i / 2);
+  const auto paired = nibble::nvfp4::pair_rope_rows(rows, n, qk, d, 2);
+  bool moved = paired.size() == rows.size();
+  for (std::int64_t p = 0; moved && p < n; ++p)
+    moved &=
+        paired[std::size_t(p) * 2] == std::uint8_t(nibble::nvfp4::rope_pair_source_row(p, qk, d)) &&
+        paired[std::size_t(p) * 2 + 1] == paired[std::size_t(p) * 2];
+  expect(moved, "pair_rope_rows moves whole rows");
+  expect_throws([&] { nibble::nvfp4::pair_rope_rows(rows, n, qk, 24, 2); },
+                "rope pairs of a head size not a multiple of 16 are refused");
+}
+
 }  // namespace
 
 int main() {
   check_gate_up_pairs();
+  check_rope_pairs();
   std::mt19937_64 rng(7);
   const std::int64_t shapes[][2] = {{1, 16}, {3, 48}, {8, 64}, {9, 80}, {130, 1040}, {257, 208}};
   for (bool k_major : {false, true}) {

@@ -183,12 +183,16 @@ class CudaBackend : public Backend {
     const bool silu_pairs =
         std::any_of(m_.layers.begin(), m_.layers.end(),
                     [](const cuda::DeviceLayer& l) { return l.mlp.gate_up_pairs; });
+    const bool rope_pairs =
+        std::any_of(m_.layers.begin(), m_.layers.end(),
+                    [](const cuda::DeviceLayer& l) { return l.qkv_rope_pairs; });
     spdlog::info(
         "cuda backend: decode fusions: RMSNorm into the next linear {} (NIBBLE_FUSE_NORM), "
-        "SiLU*mul into gate_up {} (NIBBLE_FUSE_SILU)",
+        "SiLU*mul into gate_up {} (NIBBLE_FUSE_SILU), RoPE + KV store into qkv {} "
+        "(NIBBLE_FUSE_ROPE=1, BF16 KV cache)",
         fuse_norm_rows_ > 0 ? "up to " + std::to_string(std::min(fuse_norm_rows_, 16)) + " rows"
                             : std::string("off"),
-        silu_pairs ? "on" : "off");
+        silu_pairs ? "on" : "off", rope_pairs ? "on" : "off");
     sampler_ = std::make_unique<cuda::DeviceSampler>(c.vocab_size);
   }
   ~CudaBackend() override {
@@ -547,17 +551,48 @@ class CudaBackend : public Backend {
       // Attention: x -> x2 = x + o(attention(rope(q, k), v)).
       const std::int64_t q_width = std::int64_t(c.num_heads) * c.head_dim,
                          kv_width = std::int64_t(c.num_kv_heads) * c.head_dim;
-      const bool norm_fused =
-          w.fused_qkv && T <= fuse_norm_rows_ &&
-          linears_->run_fused(w.qkv, act_.x.get(), T, norm_fusion(w.input_norm.get()), nullptr,
-                              act_.qkv.get());
+      // The RoPE / KV store arguments first: the qkv linear may store q, k and v itself.
+      rope.q_out = act_.q.get();
+      rope.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.get();
+      rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
+      // Layer l's KV cache, BF16 or FP8 (the rope store's and the attention's arguments).
+      auto point_at_cache = [&](auto& args) {
+        args.k_cache = cache.k(l);
+        args.v_cache = cache.v(l);
+        args.k_cache8 = cache.k8(l);
+        args.v_cache8 = cache.v8(l);
+        args.k_scale = cache.k_scale(l);
+        args.v_scale = cache.v_scale(l);
+      };
+      point_at_cache(rope);
+      rope.paired = w.fused_qkv && w.qkv_rope_pairs;
+      // Decode fusions into the qkv linear (where its plan is a slice): the input norm, and with
+      // a qkv in rotate-half pairs and a BF16 cache, RoPE and the KV store in its epilogue.
+      kernels::W4A16Fusion qkv_fusion;
+      if (rope.paired && rope.k_cache8 == nullptr) {
+        qkv_fusion.rope_store = true;
+        qkv_fusion.rope = {in.positions, in.slots,    m_.inv_freq.get(), act_.q.get(), cache.k(l),
+                           cache.v(l),   c.num_heads, c.num_kv_heads,    c.head_dim};
+      }
+      bool norm_fused = false, rope_fused = false;
+      if (w.fused_qkv && T <= fuse_norm_rows_) {
+        kernels::W4A16Fusion fusion = qkv_fusion;
+        fusion.norm_weight = w.input_norm.get();
+        fusion.norm_eps = c.rms_norm_eps;
+        norm_fused = linears_->run_fused(w.qkv, act_.x.get(), T, fusion, nullptr, act_.qkv.get());
+        rope_fused = norm_fused && fusion.rope_store;
+      }
       if (!norm_fused) {
         check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
                                 act_.h.get(), stream_),
               "rms_norm");
+        rope_fused =
+            qkv_fusion.rope_store &&
+            linears_->run_fused(w.qkv, act_.h.get(), T, qkv_fusion, nullptr, act_.qkv.get());
       }
       if (w.fused_qkv) {
-        if (!norm_fused) linears_->run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
+        if (!norm_fused && !rope_fused)
+          linears_->run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
         rope.q_in = act_.qkv.get();
         rope.k = act_.qkv.get() + q_width;
         rope.v = act_.qkv.get() + q_width + kv_width;
@@ -573,24 +608,10 @@ class CudaBackend : public Backend {
         rope.kv_stride = kv_width;
       }
       mark("norm+qkv");
-      rope.q_out = act_.q.get();
-      rope.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.get();
-      rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
-      rope.k_cache = cache.k(l);
-      rope.v_cache = cache.v(l);
-      rope.k_cache8 = cache.k8(l);
-      rope.v_cache8 = cache.v8(l);
-      rope.k_scale = cache.k_scale(l);
-      rope.v_scale = cache.v_scale(l);
-      check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
+      if (!rope_fused) check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
       mark("rope+kv store");
       attention.q = act_.q.get();
-      attention.k_cache = cache.k(l);
-      attention.v_cache = cache.v(l);
-      attention.k_cache8 = cache.k8(l);
-      attention.v_cache8 = cache.v8(l);
-      attention.k_scale = cache.k_scale(l);
-      attention.v_scale = cache.v_scale(l);
+      point_at_cache(attention);
       attention.out = act_.attn.get();
       check(kernels::paged_attention(attention, stream_), "paged_attention");
       mark("attention");

@@ -36,7 +36,10 @@ struct DeviceExpertTables {
 struct DeviceLayer {
   DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
   bool fused_qkv = false;
-  DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
+  DeviceLinear qkv;  // fused: [(Hq + 2 Hkv) D, H]
+  // fused: q and k rows in rotate-half pairs (kernels/nvfp4/w4a16_layout.h,
+  // rope_pair_source_row), for the decode RoPE + KV store fusion (NIBBLE_FUSE_ROPE=1)
+  bool qkv_rope_pairs = false;
   DeviceLinear q, k, v;  // otherwise
   DeviceLinear o;
   bool moe = false;

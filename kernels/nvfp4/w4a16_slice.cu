@@ -602,6 +602,13 @@ int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
   return with_slice_shape(tile, [&](auto shape) { return smem_bytes<decltype(shape)>(rows); });
 }
 
+int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, const W4A16Fusion& fusion) {
+  if (fusion.norm_weight == nullptr) return w4a16_slice_smem_bytes(tile, m);
+  const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
+  return with_slice_shape(tile,
+                          [&](auto shape) { return smem_bytes<decltype(shape), true>(rows); });
+}
+
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                                cudaStream_t stream, bool overlap) {

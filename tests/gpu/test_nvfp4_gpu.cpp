@@ -515,7 +515,15 @@ void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase&
   NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
   const auto out = dout.download();
   const kernels::Nvfp4LinearPlan plan = kernels::plan_nvfp4_linear(c.m, c.n, c.k, device, true);
-  const bool expect = kernels::w4a16_slice_fusable(plan.tile);
+  // Fused where the plan is a fusable slice whose resident blocks per SM the norm's shared memory
+  // does not cut.
+  bool expect = kernels::w4a16_slice_fusable(plan.tile);
+  if (expect && device.smem_per_sm > 0) {
+    const auto fits = [&](int smem) { return device.smem_per_sm / (smem + 1024); };
+    const int needed = std::min(kernels::w4a16_resident_blocks(plan.tile),
+                                fits(kernels::w4a16_slice_smem_bytes(plan.tile, c.m)));
+    expect = fits(kernels::w4a16_slice_fused_smem_bytes(plan.tile, c.m, both)) >= needed;
+  }
   std::size_t touched = 0;
   for (bf16_bits o : out) touched += o != 0xFFFF;
   const double err = ran ? relative_error(ref_both, as_double(out, std::size_t(c.m * half))) : 0.0;

@@ -7,6 +7,7 @@
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
 #include "kernels/layer/layer_ops.h"
+#include "kernels/layer/rope_math.cuh"
 
 namespace nibble::kernels {
 namespace {
@@ -73,18 +74,20 @@ __global__ void gather_kernel(const std::uint16_t* in, const std::int32_t* index
 }
 
 // One block per row; the row is read twice (sum of squares, then scale) from L1/L2.
-__global__ void rms_norm_kernel(const std::uint16_t* in, const float* weight, int dim, float eps,
-                                std::uint16_t* out) {
+// index (may be null): row r reads input row index[r].
+__global__ void rms_norm_kernel(const std::uint16_t* in, const std::int32_t* index,
+                                const float* weight, int dim, float eps, std::uint16_t* out) {
   allow_next_grid();  // a linear follows: it fetches its first weights while this runs
   const std::int64_t base = std::int64_t(blockIdx.x) * dim;
+  const std::int64_t from = index != nullptr ? std::int64_t(index[blockIdx.x]) * dim : base;
   float sum = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    const float v = load(in, base + i);
+    const float v = load(in, from + i);
     sum += v * v;
   }
   const float scale = rsqrtf(block_sum(sum) / float(dim) + eps);
   for (int i = threadIdx.x; i < dim; i += blockDim.x)
-    out[base + i] = to_bf16(load(in, base + i) * scale * weight[i]);
+    out[base + i] = to_bf16(load(in, from + i) * scale * weight[i]);
 }
 
 // The same with 16-byte loads and the row held in registers between the two passes: one block
@@ -97,11 +100,13 @@ __device__ __forceinline__ float2 bf16_pair(std::uint32_t w) {
   return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
 }
 
-__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const float* weight, int dim,
-                                       float eps, std::uint16_t* out) {
+__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const std::int32_t* index,
+                                       const float* weight, int dim, float eps,
+                                       std::uint16_t* out) {
   allow_next_grid();  // a linear follows: it fetches its first weights while this runs
   const int vectors = dim / 8;
-  const uint4* row = reinterpret_cast<const uint4*>(in + std::int64_t(blockIdx.x) * dim);
+  const std::int64_t from = index != nullptr ? index[blockIdx.x] : blockIdx.x;
+  const uint4* row = reinterpret_cast<const uint4*>(in + from * dim);
   uint4 x[kNormVectors];
   float sum = 0.0f;
 #pragma unroll
@@ -148,7 +153,10 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
   const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * a.head_dim
                                 : t * a.kv_stride + std::int64_t(kvh) * a.head_dim;
   const std::uint16_t* x = is_q ? a.q_in : a.k;
-  float lo = active ? load(x, src + i) : 0.0f, hi = active ? load(x, src + i + half) : 0.0f;
+  // paired: q and k in the RoPE fusion's row order (w4a16_layout.h rope_paired_position).
+  const std::int64_t at_lo = a.paired ? (i / 8) * 16 + i % 8 : i;
+  const std::int64_t at_hi = a.paired ? at_lo + 8 : i + half;
+  float lo = active ? load(x, src + at_lo) : 0.0f, hi = active ? load(x, src + at_hi) : 0.0f;
   const float* norm = is_q ? a.q_norm : a.k_norm;
   if (norm != nullptr) {
     const float scale = rsqrtf(block_sum(lo * lo + hi * hi) / float(a.head_dim) + a.eps);
@@ -156,13 +164,8 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
     lo = __bfloat162float(__float2bfloat16_rn(lo * scale * norm[i]));
     hi = __bfloat162float(__float2bfloat16_rn(hi * scale * norm[i + half]));
   }
-  // The angle in FP64, reduced to [0, 2 pi) before the FP32 sine: positions reach 10^5 and more.
-  constexpr double kTwoPi = 6.283185307179586;
-  double angle = double(a.positions[t]) * a.inv_freq[i];
-  angle -= floor(angle / kTwoPi) * kTwoPi;
-  float s, c;
-  sincosf(float(angle), &s, &c);
-  const float rlo = lo * c - hi * s, rhi = hi * c + lo * s;
+  const float2 rotated = rope_rotate(lo, hi, a.positions[t], a.inv_freq[i]);
+  const float rlo = rotated.x, rhi = rotated.y;
   if (is_q) {
     if (!active) return;
     const std::int64_t dst = (std::int64_t(t) * a.q_heads + head) * a.head_dim;
@@ -197,15 +200,18 @@ __global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* 
   }
 }
 
-__global__ void silu_mul_halves_kernel(const std::uint16_t* gate_up, std::int64_t rows,
-                                       std::int64_t width, std::uint16_t* act) {
+// PAIRS: gate_up's columns in 8-wide gate / up pairs (silu_mul_pairs); otherwise halves.
+template <bool PAIRS>
+__global__ void silu_mul_rows_kernel(const std::uint16_t* gate_up, std::int64_t rows,
+                                     std::int64_t width, std::uint16_t* act) {
   allow_next_grid();  // down follows
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const std::int64_t in = r * 2 * width, out = r * width;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
          i += std::int64_t(gridDim.x) * blockDim.x) {
-      const float g = load(gate_up, in + i);
-      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, in + width + i));
+      const std::int64_t gate = in + (PAIRS ? (i / 8) * 16 + i % 8 : i);
+      const float g = load(gate_up, gate);
+      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, gate + (PAIRS ? 8 : width)));
     }
   }
 }
@@ -243,6 +249,16 @@ unsigned grid_for(std::int64_t n) {
   return unsigned(std::min<std::int64_t>((n + 255) / 256, 65536));
 }
 
+template <bool PAIRS>
+cudaError_t silu_mul_rows(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                          std::uint16_t* act, cudaStream_t stream) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
+                  unsigned(std::min<std::int64_t>(rows, 65535)));
+  silu_mul_rows_kernel<PAIRS><<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, int rows, int dim,
@@ -254,6 +270,11 @@ cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, i
 
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
                      std::uint16_t* out, cudaStream_t stream) {
+  return rms_norm_rows(in, nullptr, weight, rows, dim, eps, out, stream);
+}
+
+cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, const float* weight,
+                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const int vectors = dim / 8;
@@ -261,10 +282,10 @@ cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int
       aligned(weight)) {
     // One vector per thread up to 1024 threads, then up to kNormVectors each.
     const int threads = std::min(1024, (vectors + 31) / 32 * 32);
-    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, weight, dim, eps, out);
+    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, index, weight, dim, eps, out);
     return cudaGetLastError();
   }
-  rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, weight, dim, eps, out);
+  rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, index, weight, dim, eps, out);
   return cudaGetLastError();
 }
 
@@ -277,7 +298,8 @@ cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int 
 
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream) {
   if (args.tokens == 0) return cudaSuccess;
-  if (args.head_dim % 2 != 0 || args.head_dim > 2048) return cudaErrorInvalidValue;
+  if (args.head_dim % 2 != 0 || args.head_dim > 2048 || (args.paired && args.head_dim % 16 != 0))
+    return cudaErrorInvalidValue;
   const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
   const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
   rope_store_kernel<<<grid, threads, 0, stream>>>(args);
@@ -291,13 +313,15 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
   return cudaGetLastError();
 }
 
+cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                           std::uint16_t* act, cudaStream_t stream) {
+  if (width % 8 != 0) return cudaErrorInvalidValue;
+  return silu_mul_rows<true>(gate_up, rows, width, act, stream);
+}
+
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                             std::uint16_t* act, cudaStream_t stream) {
-  if (rows == 0 || width == 0) return cudaSuccess;
-  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
-                  unsigned(std::min<std::int64_t>(rows, 65535)));
-  silu_mul_halves_kernel<<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
-  return cudaGetLastError();
+  return silu_mul_rows<false>(gate_up, rows, width, act, stream);
 }
 
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream) {

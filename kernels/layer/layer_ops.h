@@ -17,6 +17,10 @@ cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, i
 // out[r, :] = in[r, :] / sqrt(mean(in[r, :]^2) + eps) * weight  (cpu::rms_norm). in may be out.
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
                      std::uint16_t* out, cudaStream_t stream);
+// The same over gathered rows: out[r, :] = rms_norm(in[index[r], :]) for r < rows (the last-token
+// pick before the lm_head and its norm in one launch). in must not be out.
+cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, const float* weight,
+                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream);
 
 // The rows' source rows: out[i, :] = in[index[i], :] (MoE token gather, last-token pick).
 cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,
@@ -49,6 +53,9 @@ struct RopeStoreArgs {
   std::uint16_t* k_scale = nullptr;
   std::uint16_t* v_scale = nullptr;
   int tokens = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  // q and k columns in the decode RoPE fusion's pair order (kernels/nvfp4/w4a16_layout.h,
+  // rope_paired_position: a qkv weight laid out for it); v as it is. head_dim % 16 == 0.
+  bool paired = false;
 };
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream);
 
@@ -58,6 +65,12 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
                      std::uint16_t* act, cudaStream_t stream);
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                             std::uint16_t* act, cudaStream_t stream);
+// The same from a gate_up projection whose weight rows were laid out in 8-row gate / up pairs
+// (kernels/nvfp4/w4a16_layout.h, gate_up_pair_source_row: the decode fusion's layout), for the
+// paths that do not fuse it: act[r, 8 u + c] = silu(gu[r, 16 u + c]) * gu[r, 16 u + 8 + c].
+// width % 8 == 0.
+cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
+                           std::uint16_t* act, cudaStream_t stream);
 
 // y[r, c] += bias[c] (Qwen2's q/k/v biases).
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream);

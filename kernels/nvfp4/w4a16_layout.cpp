@@ -122,4 +122,37 @@ std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int6
   return out;
 }
 
+namespace {
+// Row p of the result is row source(p) of `rows`.
+template <class Source>
+std::vector<std::uint8_t> reorder_rows(std::span<const std::uint8_t> rows, std::int64_t n_rows,
+                                       std::size_t row_bytes, Source source) {
+  std::vector<std::uint8_t> out(rows.size());
+  for (std::int64_t p = 0; p < n_rows; ++p) {
+    const auto from = std::size_t(source(p)) * row_bytes;
+    std::copy_n(rows.begin() + std::ptrdiff_t(from), row_bytes,
+                out.begin() + std::ptrdiff_t(std::size_t(p) * row_bytes));
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::uint8_t> pair_gate_up_rows(std::span<const std::uint8_t> rows, std::int64_t width,
+                                            std::size_t row_bytes) {
+  if (width <= 0 || width % 8 != 0 || rows.size() != std::size_t(2 * width) * row_bytes)
+    throw std::invalid_argument("pair_gate_up_rows: width % 8 != 0 or not 2 width rows");
+  return reorder_rows(rows, 2 * width, row_bytes,
+                      [&](std::int64_t p) { return gate_up_pair_source_row(p, width); });
+}
+
+std::vector<std::uint8_t> pair_rope_rows(std::span<const std::uint8_t> rows, std::int64_t n_rows,
+                                         std::int64_t qk_rows, std::int64_t head_dim,
+                                         std::size_t row_bytes) {
+  if (head_dim <= 0 || head_dim % 16 != 0 || qk_rows < 0 || qk_rows % head_dim != 0 ||
+      qk_rows > n_rows || rows.size() != std::size_t(n_rows) * row_bytes)
+    throw std::invalid_argument("pair_rope_rows: head_dim % 16 != 0 or rows that disagree");
+  return reorder_rows(rows, n_rows, row_bytes,
+                      [&](std::int64_t p) { return rope_pair_source_row(p, qk_rows, head_dim); });
+}
+
 }  // namespace nibble::nvfp4

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/layer/rope_math.cuh"
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -70,7 +71,7 @@ using SliceDownCombine = SliceShape<4, 4, 4, 4>;
 
 // Grouped-only fusions (FUSE): the plain grouped GEMM, gate_up with the gather and SiLU * up, down
 // with the combine (w4a16_grouped.h).
-enum : int { kFuseNone = 0, kFuseGatherSilu = 1, kFuseCombine = 2 };
+enum : int { kFuseNone = 0, kFuseGatherSilu = 8, kFuseCombine = 16 };  // after the dense bits
 
 // f(Shape{}) for a slice tile.
 template <class F>
@@ -91,13 +92,18 @@ decltype(auto) with_slice_shape(W4A16Tile tile, F&& f) {
   }
 }
 
-template <class S>
+// Fusions (W4A16Fusion): bits of the kernel's FUSE parameter.
+constexpr int kFuseNorm = 1, kFuseSilu = 2, kFuseRope = 4;
+// With kFuseNorm a slot also holds the k step's 64 norm weights (FP32) after the scales.
+constexpr int kNormBytes = 64 * 4;
+
+template <class S, bool NORM = false>
 __host__ __device__ constexpr int slot_bytes(int m) {
-  return (m * 128 + S::kCodeBytes + S::kScaleBytes + 127) / 128 * 128;
+  return (m * 128 + S::kCodeBytes + S::kScaleBytes + (NORM ? kNormBytes : 0) + 127) / 128 * 128;
 }
-template <class S>
+template <class S, bool NORM = false>
 __host__ __device__ constexpr int smem_bytes(int m) {
-  return S::kWarps * S::kDepth * slot_bytes<S>(m);
+  return S::kWarps * S::kDepth * slot_bytes<S, NORM>(m);
 }
 
 // With up to 3 rows of x, a k step's scales and x are at most 32 chunks of 16 bytes, so each lane
@@ -111,29 +117,46 @@ __host__ __device__ constexpr bool one_side_chunk(int m) {
 
 // Blocks per SM the register cap plans for: MT = 2 rings hold 9-16 rows of x, and shared memory
 // (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks.
-template <class S, int MT>
+template <class S, int MT, bool NORM = false>
 __host__ __device__ constexpr int launch_min_blocks() {
   constexpr int kSmemPerSm = 233472, kReservedPerBlock = 1024;
-  constexpr int fit = kSmemPerSm / (smem_bytes<S>(8 * MT) + kReservedPerBlock);
+  constexpr int fit = kSmemPerSm / (smem_bytes<S, NORM>(8 * MT) + kReservedPerBlock);
   return MT == 1 || S::kMinBlocks < fit ? S::kMinBlocks : (fit < 1 ? 1 : fit);
 }
 
+// x as loaded (a bf16x2 fragment register of one row) times the row's 1/rms and the norm
+// weights of its two columns, rounded as kernels/layer's rms_norm rounds: bf16(x * scale * w).
+__device__ inline std::uint32_t normed_pair(std::uint32_t pair, float row_scale, float2 weight) {
+  const float lo = __uint_as_float(pair << 16), hi = __uint_as_float(pair & 0xFFFF0000u);
+  const __nv_bfloat162 r =
+      __floats2bfloat162_rn(lo * row_scale * weight.x, hi * row_scale * weight.y);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+
 // GROUPED (w4a16_grouped.h): grid row blockIdx.y takes its rows, weight and scale from
-// row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced. FUSE (grouped
-// only): kFuseGatherSilu reads x row r from x[fuse.token[row]] and block x's slice is gate rows
-// [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out is the SiLU product
-// [rows, n / 2]; kFuseCombine adds the combine after the plain epilogue.
-template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = kFuseNone>
-__global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
+// row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced.
+// FUSE: kFuseNorm / kFuseSilu / kFuseRope bits, the W4A16Fusion options (dense only); or, grouped
+// only, kFuseGatherSilu (x row r read from x[fuse.token[row]], block x's slice is gate rows
+// [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out the SiLU product
+// [rows, n / 2]) or kFuseCombine (the combine after the plain epilogue).
+template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0>
+__global__ void __launch_bounds__(S::kThreads,
+                                  (launch_min_blocks<S, MT, (FUSE & kFuseNorm) != 0>()))
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
                        const std::uint8_t* __restrict__ tiles,
                        const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
                        W4A16Strides strides, float out_scale,
                        const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
                        const MoeRowBlock* __restrict__ row_blocks,
-                       const W4A16DeviceWeight* __restrict__ table, W4A16GroupedCombine fuse) {
+                       const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
+                       W4A16GroupedCombine fuse) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
-  static_assert(FUSE == kFuseNone || (GROUPED && !ONE_SIDE), "fusions are grouped only");
+  constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
+  constexpr bool kRope = (FUSE & kFuseRope) != 0;
+  constexpr bool kMoeFusion = FUSE == kFuseGatherSilu || FUSE == kFuseCombine;
+  static_assert(!(kSilu && kRope), "one epilogue");
+  static_assert(!GROUPED || FUSE == 0 || kMoeFusion, "no dense fusion in the grouped form");
+  static_assert(!kMoeFusion || (GROUPED && !ONE_SIDE), "the MoE fusions are grouped only");
   static_assert(FUSE != kFuseGatherSilu || S::kTiles == 4, "a gate pair and an up pair");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
@@ -153,7 +176,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   constexpr int kScaleChunks = S::kScaleBytes / 16;
   constexpr int kXPasses = 2 * MT;  // rows of x a lane copies (4 apart) without ONE_SIDE
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const unsigned slot_size = slot_bytes<S>(m), x_bytes = unsigned(m) * 128;
+  const unsigned slot_size = slot_bytes<S, kNorm>(m), x_bytes = unsigned(m) * 128;
   const unsigned ring_bytes = S::kDepth * slot_size;
   const std::uint8_t* ring = smem + warp * ring_bytes;
   const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
@@ -243,8 +266,21 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     x_src += S::kWarps * 64;
     x_cols_left -= S::kWarps * 64;
   };
+  // kNorm: lanes 0..15 copy the step's 64 norm weights (zeros past k) after the scales.
+  const unsigned norm_dst = x_bytes + S::kCodeBytes + S::kScaleBytes + unsigned(lane) * 16;
+  const float* norm_src = kNorm ? fusion.norm_weight + warp * 64 + lane * 4 : nullptr;
+  int norm_cols_left = int(k - warp * 64 - lane * 4);
+  auto load_norm = [&](unsigned slot) {
+    if constexpr (kNorm) {
+      // (Past k the source size is 0: nothing is read, as with x above.)
+      if (lane < 16) cp_async16_to(slot + norm_dst, norm_src, norm_cols_left > 0 ? 16 : 0);
+      norm_src += S::kWarps * 64;
+      norm_cols_left -= S::kWarps * 64;
+    }
+  };
   auto load_step = [&](unsigned slot) {
     load_codes(slot);
+    load_norm(slot);
     if constexpr (ONE_SIDE) {
       if (side_on) load_side(slot);
     } else {
@@ -260,6 +296,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
       load_codes(ring_s + st * slot_size);
+      load_norm(ring_s + st * slot_size);
       if constexpr (ONE_SIDE) {
         if (side_scale) load_side(ring_s + st * slot_size);
       } else {
@@ -280,7 +317,58 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     }
     cp_async_commit();
   }
-  __syncthreads();  // the zero block is written
+  // kNorm: each row's 1/rms. Per row, every thread sums the squares of its 16-byte pieces (4 of
+  // them in flight per pass, from L2), the warps reduce, then threads < m add the warps' sums: an
+  // order that depends on neither m nor the block, so every block and batch size agrees bitwise.
+  // Each block re-reads all m rows of x here: cheap at a few rows, not at 16 (the engine caps the
+  // rows it fuses the norm at: NIBBLE_FUSE_NORM).
+  __shared__ float row_scales[kNorm ? kMaxRows : 1];
+  __shared__ float warp_sums[kNorm ? S::kWarps : 1][kNorm ? kMaxRows : 1];
+  if constexpr (kNorm) {
+    constexpr int kLoads = 4;
+    const int vectors = int(k / 8);
+#pragma unroll 2
+    for (int r = 0; r < m; ++r) {
+      const uint4* row = reinterpret_cast<const uint4*>(x + std::int64_t(r) * k);
+      float sum = 0.0f;
+      for (int v0 = threadIdx.x; v0 < vectors; v0 += kLoads * S::kThreads) {
+        uint4 q[kLoads];
+#pragma unroll
+        for (int j = 0; j < kLoads; ++j) {
+          const int v = v0 + j * S::kThreads;
+          q[j] = v < vectors ? __ldcg(row + v) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int j = 0; j < kLoads; ++j) {
+          const std::uint32_t words[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float lo = __uint_as_float(words[e] << 16);
+            const float hi = __uint_as_float(words[e] & 0xFFFF0000u);
+            sum += lo * lo + hi * hi;
+          }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+      if (lane == 0) warp_sums[warp][r] = sum;
+    }
+    __syncthreads();
+    if (int(threadIdx.x) < kMaxRows) {
+      float sum = 0.0f;
+      if (int(threadIdx.x) < m) {
+#pragma unroll
+        for (int w = 0; w < S::kWarps; ++w) sum += warp_sums[w][threadIdx.x];
+      }
+      row_scales[threadIdx.x] =
+          int(threadIdx.x) < m ? rsqrtf(sum / float(k) + fusion.norm_eps) : 0.0f;
+    }
+  }
+  __syncthreads();      // the zero block (and kNorm: the row scales) are written
+  float row_scale[MT];  // kNorm: of this lane's fragment rows 8 mt + lane / 4
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) row_scale[mt] = kNorm ? row_scales[8 * mt + lane / 4] : 0.0f;
+  const unsigned norm_lane = x_bytes + S::kCodeBytes + S::kScaleBytes + unsigned(lane % 4) * 8;
 
   // ldmatrix: matrix i = lane / 8 is chunk 4q + i of row 8 mt + r, r = lane % 8 (the b fragments
   // of k16 steps 2q, 2q + 1); (offset at q = 0) ^ (q * 64) as slots are 128-byte aligned. Rows
@@ -330,6 +418,23 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       const unsigned x_at = x_base[mt] + read_off * x_moves[mt];
 #pragma unroll
       for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[mt][q], x_at ^ unsigned(q * 64));
+    }
+    if constexpr (kNorm) {
+      // Register i of xb[mt][q] holds columns (4q + i) * 8 + 2 (lane % 4) + {0, 1} of the step
+      // (one q at a time: 8 fewer live registers).
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        float2 weight[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          weight[i] = *reinterpret_cast<const float2*>(slot + norm_lane + (4 * q + i) * 32);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            xb[mt][q][i] = normed_pair(xb[mt][q][i], row_scale[mt], weight[i]);
+      }
     }
 #pragma unroll
     for (int step = 0; step < 4; ++step) {
@@ -391,7 +496,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   __syncthreads();
   // Output (x row r = 8 mt + rr, weight row j of the slice): c0, c1 of pair p hold row g of tile
   // 2p for x rows 2t, 2t + 1 of fragment mt; c2, c3 the same of tile 2p + 1 (lane = 4g + t).
-  auto slice_sum = [&](int r, int j) {
+  auto output = [&](int r, int j) {
     const int mt = r / 8, rr = r % 8, p = j / 16, within = j % 16;
     const int e = (within / 8) * 2 + (rr & 1), src_lane = (within % 8) * 4 + rr / 2;
     const float* sums = partial + (mt * S::kPairs + p) * 128 + e * 32 + src_lane;
@@ -407,20 +512,60 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     const std::int64_t width = n / 2;
     for (int idx = threadIdx.x; idx < m * 16; idx += S::kThreads) {
       const int r = idx / 16, j = idx % 16;
-      const float g = rounded(slice_sum(r, j)), u = rounded(slice_sum(r, 16 + j));
+      const float g = rounded(output(r, j)), u = rounded(output(r, 16 + j));
       out[std::int64_t(r) * width + n0 + j] =
           __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
     }
   }
-  const int plain_rows = FUSE == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
-  for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
-    const int r = idx / S::kRows, j = idx % S::kRows;
-    const std::int64_t col = n0 + j;
-    if (col >= n) continue;
-    float sum = slice_sum(r, j);
-    const std::int64_t at = std::int64_t(r) * n + col;
-    if (residual != nullptr) sum += __bfloat162float(__ushort_as_bfloat16(residual[at]));
-    out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+  if constexpr (kSilu) {
+    // Slice rows 16 u + c (gate) and 16 u + 8 + c (up) make output column n0 / 2 + 8 u + c.
+    constexpr int kHalf = S::kRows / 2;
+    const std::int64_t half_n = n / 2;
+    for (int idx = threadIdx.x; idx < m * kHalf; idx += S::kThreads) {
+      const int r = idx / kHalf, jj = idx % kHalf, j = (jj / 8) * 16 + jj % 8;
+      if (n0 + j >= n) continue;
+      const float g = __bfloat162float(__float2bfloat16_rn(output(r, j)));
+      const float u = __bfloat162float(__float2bfloat16_rn(output(r, j + 8)));
+      out[std::int64_t(r) * half_n + n0 / 2 + jj] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
+    }
+  } else if constexpr (kRope) {
+    // q and k columns: slice rows 16 u + c and 16 u + 8 + c are elements i and i + D / 2 of a
+    // head (c < 8; the thread of the first takes both); v columns go to the cache as they are.
+    const W4A16RopeStore& a = fusion.rope;
+    const int d = a.head_dim, half = d / 2;
+    const std::int64_t qk = std::int64_t(a.q_heads + a.kv_heads) * d;
+    for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
+      const int r = idx / S::kRows, j = idx % S::kRows;
+      const std::int64_t col = n0 + j;
+      if (col >= n || (col < qk && j % 16 >= 8)) continue;
+      const float v = __bfloat162float(__float2bfloat16_rn(output(r, j)));
+      if (col >= qk) {
+        const std::int64_t head = (col - qk) / d;
+        a.v_cache[(a.slots[r] * a.kv_heads + head) * d + (col - qk) % d] =
+            __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        continue;
+      }
+      const int head = int(col / d), w = int(col % d), i = (w / 16) * 8 + w % 16;
+      const float hi = __bfloat162float(__float2bfloat16_rn(output(r, j + 8)));
+      const float2 rotated = rope_rotate(v, hi, a.positions[r], a.inv_freq[i]);
+      std::uint16_t* dst = head < a.q_heads
+                               ? a.q_out + (std::int64_t(r) * a.q_heads + head) * d
+                               : a.k_cache + (a.slots[r] * a.kv_heads + (head - a.q_heads)) * d;
+      dst[i] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.x));
+      dst[i + half] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.y));
+    }
+  } else {
+    const int plain_rows = FUSE == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
+    for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
+      const int r = idx / S::kRows, j = idx % S::kRows;
+      const std::int64_t col = n0 + j;
+      if (col >= n) continue;
+      float sum = output(r, j);
+      const std::int64_t at = std::int64_t(r) * n + col;
+      if (residual != nullptr) sum += __bfloat162float(__ushort_as_bfloat16(residual[at]));
+      out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+    }
   }
   if constexpr (FUSE == kFuseCombine) {
     // The block's expert rows are out; each of its tokens counts one more of its k rows done over
@@ -457,26 +602,28 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   }
 }
 
-template <class S, bool ONE_SIDE, int MT>
+template <class S, bool ONE_SIDE, int MT, int FUSE = 0>
 cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16DeviceWeight& w,
                                 const std::uint16_t* residual, std::uint16_t* out,
-                                cudaStream_t stream, bool overlap) {
+                                cudaStream_t stream, bool overlap,
+                                const W4A16Fusion& fusion = W4A16Fusion{}) {
   static_assert(smem_bytes<S>(8 * MT - 7) >= S::kWarps * MT * S::kPairs * 4 * 32 * 4,
                 "the sums fit in the rings");
+  constexpr auto kernel = w4a16_slice_kernel<S, ONE_SIDE, MT, false, FUSE>;
   // Once per kernel, before any stream capture: the opt-in to all the shared memory a block may
   // have (under overlap the launch may ask for more than the kernel needs, even_spread.h).
   static const cudaError_t attribute_err =
-      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_slice_kernel<S, ONE_SIDE, MT>));
+      allow_all_block_smem(reinterpret_cast<const void*>(kernel));
   if (attribute_err != cudaSuccess) return attribute_err;
   const int blocks = int(w.n_padded / S::kRows);
   int smem = 0;
-  cudaError_t err = launch_smem(smem_bytes<S>(rows), blocks, overlap, &smem);
+  cudaError_t err =
+      launch_smem(smem_bytes<S, (FUSE & kFuseNorm) != 0>(rows), blocks, overlap, &smem);
   if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
-  err = cudaLaunchKernelEx(&launch.config, w4a16_slice_kernel<S, ONE_SIDE, MT>, x, rows, w.n, w.k,
-                           w.tiles, w.scales, w.k_padded / 64, w4a16_strides(w),
-                           w.global_factor * 1024.0f, residual, out, nullptr, nullptr,
-                           W4A16GroupedCombine{});
+  err = cudaLaunchKernelEx(&launch.config, kernel, x, rows, w.n, w.k, w.tiles, w.scales,
+                           w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f, residual,
+                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -521,21 +668,46 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   // gate_up's tail.
   LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream,
                            FUSE != kFuseNone && grouped_overlap());
-  const cudaError_t err = cudaLaunchKernelEx(
-      &launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles, shape.scales,
-      shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table, fuse);
+  const cudaError_t err =
+      cudaLaunchKernelEx(&launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles,
+                         shape.scales, shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr,
+                         out, blocks, w.table, W4A16Fusion{}, fuse);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
-template <class S>
+template <class S, int FUSE = 0>
 cudaError_t launch_slice(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, cudaStream_t stream,
-                         bool overlap) {
+                         bool overlap, const W4A16Fusion& fusion = W4A16Fusion{}) {
   const int rows = int(m);
-  if (rows > 8) return launch_slice_kernel<S, false, 2>(x, rows, w, residual, out, stream, overlap);
-  return one_side_chunk<S>(rows)
-             ? launch_slice_kernel<S, true, 1>(x, rows, w, residual, out, stream, overlap)
-             : launch_slice_kernel<S, false, 1>(x, rows, w, residual, out, stream, overlap);
+  if (rows > 8) {
+    return launch_slice_kernel<S, false, 2, FUSE>(x, rows, w, residual, out, stream, overlap,
+                                                  fusion);
+  }
+  return one_side_chunk<S>(rows) ? launch_slice_kernel<S, true, 1, FUSE>(x, rows, w, residual, out,
+                                                                         stream, overlap, fusion)
+                                 : launch_slice_kernel<S, false, 1, FUSE>(x, rows, w, residual, out,
+                                                                          stream, overlap, fusion);
+}
+
+// The fused forms are built for the slices the decode planner takes (nvfp4_linear.h: the 16- and
+// 32-row ones); the 64-row slices answer cudaErrorInvalidValue.
+template <int FUSE>
+cudaError_t launch_fused_slice(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                               const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
+                               const W4A16Fusion& fusion, cudaStream_t stream, bool overlap) {
+  switch (tile) {
+    case W4A16Tile::kSlice16:
+      return launch_slice<Slice16, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
+    case W4A16Tile::kSlice16Wide:
+      return launch_slice<Slice16Wide, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
+    case W4A16Tile::kSlice32:
+      return launch_slice<Slice32, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
+    case W4A16Tile::kSlice32Wide:
+      return launch_slice<Slice32Wide, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
@@ -549,6 +721,13 @@ int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
   return with_slice_shape(tile, [&](auto shape) { return smem_bytes<decltype(shape)>(rows); });
 }
 
+int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, const W4A16Fusion& fusion) {
+  if (fusion.norm_weight == nullptr) return w4a16_slice_smem_bytes(tile, m);
+  const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
+  return with_slice_shape(tile,
+                          [&](auto shape) { return smem_bytes<decltype(shape), true>(rows); });
+}
+
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                                cudaStream_t stream, bool overlap) {
@@ -556,6 +735,43 @@ cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A
   return with_slice_shape(tile, [&](auto shape) {
     return launch_slice<decltype(shape)>(x, m, w, residual, out, stream, overlap);
   });
+}
+
+cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
+                                     const W4A16DeviceWeight& w, const std::uint16_t* residual,
+                                     std::uint16_t* out, W4A16Tile tile, const W4A16Fusion& fusion,
+                                     cudaStream_t stream, bool overlap) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool norm = fusion.norm_weight != nullptr;
+  const W4A16RopeStore& rope = fusion.rope;
+  if (m < 1 || m > kMaxRows || !w4a16_slice_fusable(tile) ||
+      (norm && (w.k % 8 != 0 || !aligned(x) || !aligned(fusion.norm_weight))) ||
+      (fusion.silu_pairs && (w.n % 16 != 0 || residual != nullptr)) ||
+      (fusion.rope_store &&
+       (fusion.silu_pairs || residual != nullptr || rope.head_dim <= 0 || rope.head_dim % 16 != 0 ||
+        rope.q_heads <= 0 || rope.kv_heads <= 0 ||
+        w.n != std::int64_t(rope.q_heads + 2 * rope.kv_heads) * rope.head_dim ||
+        rope.positions == nullptr || rope.slots == nullptr || rope.inv_freq == nullptr ||
+        rope.q_out == nullptr || rope.k_cache == nullptr || rope.v_cache == nullptr))) {
+    return cudaErrorInvalidValue;
+  }
+  if (fusion.rope_store) {
+    return norm ? launch_fused_slice<kFuseNorm | kFuseRope>(x, m, w, residual, out, tile, fusion,
+                                                            stream, overlap)
+                : launch_fused_slice<kFuseRope>(x, m, w, residual, out, tile, fusion, stream,
+                                                overlap);
+  }
+  if (norm && fusion.silu_pairs) {
+    return launch_fused_slice<kFuseNorm | kFuseSilu>(x, m, w, residual, out, tile, fusion, stream,
+                                                     overlap);
+  }
+  if (norm) {
+    return launch_fused_slice<kFuseNorm>(x, m, w, residual, out, tile, fusion, stream, overlap);
+  }
+  if (fusion.silu_pairs) {
+    return launch_fused_slice<kFuseSilu>(x, m, w, residual, out, tile, fusion, stream, overlap);
+  }
+  return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
 }
 
 cudaError_t w4a16_grouped_slice_prepare() {

@@ -546,6 +546,10 @@ struct GraphCase {
   int head_dim;
   bool nvfp4;  // every projection NVFP4; otherwise BF16 but for MoE experts (always NVFP4)
   int top_k = 0;
+  // NVFP4 with one global factor per q/k/v and gate/up group: the fused projections, and with
+  // them the decode fusions (RMSNorm on load, SiLU in the gate_up epilogue) up to 16 rows.
+  bool grouped = false;
+  bool rope = false;  // NIBBLE_FUSE_ROPE=1: RoPE and the KV store in the qkv epilogue
 };
 
 // A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the device
@@ -564,12 +568,20 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
   const GraphCase p = GetParam();
   const ModelConfig c = gpu_config(p.arch, p.head_dim, p.top_k);
   auto weights = testing::random_model(c, g_seed ^ 0x9e3779b9u);
+  if (p.grouped) {
+    for (auto& layer : weights.layers) {
+      quantize_group({&layer.q, &layer.k, &layer.v});
+      if (!layer.moe) quantize_group({&layer.gate, &layer.up});
+    }
+  }
   if (p.nvfp4) {
     model::quantize_weights_nvfp4(weights);
   } else {
     quantize_experts(weights);
   }
+  if (p.rope) ::setenv("NIBBLE_FUSE_ROPE", "1", 1);
   auto gpu = make_cuda_backend(std::move(weights));
+  ::unsetenv("NIBBLE_FUSE_ROPE");
   std::mt19937 rng(std::uint32_t(g_seed) + 4);
   constexpr int kBlock = 16, kMaxSeqs = 40, kTable = 12;
   auto eager_cache = gpu->new_kv_cache(kMaxSeqs * kTable, kBlock);
@@ -641,8 +653,9 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
 }
 
 std::string graph_case_name(const ::testing::TestParamInfo<GraphCase>& info) {
-  return case_name(
-      {Case{info.param.arch, info.param.head_dim, info.param.nvfp4, info.param.top_k}, info.index});
+  return case_name({Case{info.param.arch, info.param.head_dim, info.param.nvfp4, info.param.top_k},
+                    info.index}) +
+         (info.param.grouped ? "Grouped" : "") + (info.param.rope ? "Rope" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
@@ -650,7 +663,10 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
                                            GraphCase{Arch::Qwen3, 64, true},
                                            GraphCase{Arch::Llama, 128, true},
                                            GraphCase{Arch::Qwen3Moe, 64, false, 2},
-                                           GraphCase{Arch::Qwen3Moe, 128, true, 2}),
+                                           GraphCase{Arch::Qwen3Moe, 128, true, 2},
+                                           GraphCase{Arch::Llama, 128, true, 0, true},
+                                           GraphCase{Arch::Llama, 64, true, 0, true, true},
+                                           GraphCase{Arch::Qwen3, 64, true, 0, true}),
                          graph_case_name);
 
 // A random NVFP4 Qwen3-MoE model as ModelOpt exports one (q/k/v and each expert's gate/up share a
@@ -663,6 +679,83 @@ model::ModelWeights nvfp4_moe_model(const ModelConfig& c, std::uint64_t seed) {
   }
   model::quantize_weights_nvfp4(weights);
   return weights;
+}
+
+// ---- decode fusions ----------------------------------------------------------------------
+
+// The decode fusions' switches, read when the backend is made: NIBBLE_FUSE_NORM (RMSNorm folded
+// into the qkv and gate_up linears' input, by default up to 4 rows, 16 here), NIBBLE_FUSE_SILU
+// (gate_up's rows in 8-row gate / up pairs, silu(gate) * up in its epilogue; the unpairing SiLU
+// kernel at prefill) and NIBBLE_FUSE_ROPE=1 (qkv's q and k rows in rotate-half pairs, RoPE and
+// the KV store in its epilogue; rope_and_store_kv reads the pairs at prefill; not with Qwen3's
+// q/k norms, where the switch must change nothing). On grouped NVFP4 models (the fused projections
+// they need), every combination: a prefill long enough for the large-M tiles' unpairing path, then
+// greedy decode steps (the CPU's choice fed to all), each within the CPU tolerance; and every fused
+// combination's logits within 1e-3 of both switches off (the fused norm sums a row in another
+// order, so a BF16 rounding of the normed input may differ now and then; the SiLU epilogue computes
+// what the unfused kernels do, bit for bit in test_nvfp4_gpu, but split-K tiles add in no fixed
+// order, so NVFP4 runs never agree bitwise).
+TEST(CudaBackendFusions, EverySwitchMatchesTheCpuAndTheUnfusedPath) {
+  for (const Arch arch : {Arch::Llama, Arch::Qwen3}) {
+    const ModelConfig c = gpu_config(arch, 64);
+    auto weights = testing::random_model(c, g_seed ^ 0xf05eu);
+    for (auto& layer : weights.layers) {
+      quantize_group({&layer.q, &layer.k, &layer.v});
+      quantize_group({&layer.gate, &layer.up});
+    }
+    model::quantize_weights_nvfp4(weights);
+    auto cpu_weights = weights;
+    auto cpu = make_cpu_backend(std::move(cpu_weights), 0);
+    std::mt19937 rng(std::uint32_t(g_seed) + 6);
+    const auto prompt =
+        random_tokens(rng, std::uniform_int_distribution<int>(130, 200)(rng), c.vocab_size);
+    constexpr int kSteps = 6;
+    const std::size_t V = std::size_t(c.vocab_size);
+    // The CPU's logits and tokens, once.
+    std::vector<std::vector<float>> want(kSteps + 1, std::vector<float>(V));
+    std::vector<std::int32_t> fed(kSteps);
+    auto cs = cpu->new_sequence(512);
+    cpu->forward(*cs, prompt, want[0]);
+    for (int step = 0; step < kSteps; ++step) {
+      const auto& l = want[std::size_t(step)];
+      fed[std::size_t(step)] = std::int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+      cpu->forward(*cs, std::span(&fed[std::size_t(step)], 1), want[std::size_t(step) + 1]);
+    }
+    std::vector<std::vector<std::vector<float>>> got;  // [norm * 2 + silu][step]
+    // bit 2: RoPE + KV store fused, bit 1: norm fused, bit 0: SiLU fused.
+    for (const int combo : {0, 1, 2, 3, 4, 5, 6, 7}) {
+      ::setenv("NIBBLE_FUSE_NORM", combo & 2 ? "16" : "0", 1);
+      ::setenv("NIBBLE_FUSE_SILU", combo & 1 ? "1" : "0", 1);
+      ::setenv("NIBBLE_FUSE_ROPE", combo & 4 ? "1" : "0", 1);
+      auto copy = weights;
+      auto gpu = make_cuda_backend(std::move(copy));
+      ::unsetenv("NIBBLE_FUSE_NORM");
+      ::unsetenv("NIBBLE_FUSE_SILU");
+      ::unsetenv("NIBBLE_FUSE_ROPE");
+      std::vector<std::vector<float>> logits(kSteps + 1, std::vector<float>(V));
+      auto gs = gpu->new_sequence(512);
+      gpu->forward(*gs, prompt, logits[0]);
+      for (int step = 0; step < kSteps; ++step)
+        gpu->forward(*gs, std::span(&fed[std::size_t(step)], 1), logits[std::size_t(step) + 1]);
+      Errors errors;
+      for (int step = 0; step <= kSteps; ++step)
+        errors.add(relative_l2(logits[std::size_t(step)], want[std::size_t(step)]));
+      const std::string what = std::string(arch == Arch::Llama ? "Llama" : "Qwen3") +
+                               " norm fusion " + (combo & 2 ? "on" : "off") + ", SiLU fusion " +
+                               (combo & 1 ? "on" : "off") + ", RoPE fusion " +
+                               (combo & 4 ? "on" : "off");
+      errors.check(Case{arch, 64, true}, what.c_str());
+      got.push_back(std::move(logits));
+    }
+    for (const int combo : {1, 2, 3, 4, 5, 6, 7}) {
+      double worst = 0;
+      for (int step = 0; step <= kSteps; ++step)
+        worst = std::max(worst, relative_l2(got[std::size_t(combo)][std::size_t(step)],
+                                            got[0][std::size_t(step)]));
+      std::printf("  fusions %d vs none: relative L2 of logits %.3g\n", combo, worst);
+      EXPECT_LT(worst, 1e-3) << "combination " << combo;
+    }
+  }
 }
 
 // NIBBLE_MOE_HOST_ROUTING=1 (the A/B and fallback path: routing on the host, one launch chain per

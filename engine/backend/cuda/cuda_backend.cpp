@@ -195,6 +195,22 @@ class CudaBackend : public Backend {
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
+    // NIBBLE_FUSE_NORM: unset, up to 4 rows; 0, off; N, up to N rows (the slices take <= 16).
+    const char* fuse_norm = std::getenv("NIBBLE_FUSE_NORM");
+    if (fuse_norm != nullptr) fuse_norm_rows_ = std::max(0, std::atoi(fuse_norm));
+    const bool silu_pairs =
+        std::any_of(m_.layers.begin(), m_.layers.end(),
+                    [](const cuda::DeviceLayer& l) { return l.mlp.gate_up_pairs; });
+    const bool rope_pairs =
+        std::any_of(m_.layers.begin(), m_.layers.end(),
+                    [](const cuda::DeviceLayer& l) { return l.qkv_rope_pairs; });
+    spdlog::info(
+        "cuda backend: decode fusions: RMSNorm into the next linear {} (NIBBLE_FUSE_NORM), "
+        "SiLU*mul into gate_up {} (NIBBLE_FUSE_SILU), RoPE + KV store into qkv {} "
+        "(NIBBLE_FUSE_ROPE=1, BF16 KV cache)",
+        fuse_norm_rows_ > 0 ? "up to " + std::to_string(std::min(fuse_norm_rows_, 16)) + " rows"
+                            : std::string("off"),
+        silu_pairs ? "on" : "off", rope_pairs ? "on" : "off");
     sampler_ = std::make_unique<cuda::DeviceSampler>(c.vocab_size);
   }
   ~CudaBackend() override {
@@ -598,13 +614,50 @@ class CudaBackend : public Backend {
     for (int l = 0; l < c.num_layers; ++l) {
       const cuda::DeviceLayer& w = m_.layers[std::size_t(l)];
       // Attention: x -> x2 = x + o(attention(rope(q, k), v)).
-      check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
-                              act_.h.get(), stream_),
-            "rms_norm");
       const std::int64_t q_width = std::int64_t(c.num_heads) * c.head_dim,
                          kv_width = std::int64_t(c.num_kv_heads) * c.head_dim;
+      // The RoPE / KV store arguments first: the qkv linear may store q, k and v itself.
+      rope.q_out = act_.q.get();
+      rope.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.get();
+      rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
+      // Layer l's KV cache, BF16 or FP8 (the rope store's and the attention's arguments).
+      auto point_at_cache = [&](auto& args) {
+        args.k_cache = cache.k(l);
+        args.v_cache = cache.v(l);
+        args.k_cache8 = cache.k8(l);
+        args.v_cache8 = cache.v8(l);
+        args.k_scale = cache.k_scale(l);
+        args.v_scale = cache.v_scale(l);
+      };
+      point_at_cache(rope);
+      rope.paired = w.fused_qkv && w.qkv_rope_pairs;
+      // Decode fusions into the qkv linear (where its plan is a slice): the input norm, and with
+      // a qkv in rotate-half pairs and a BF16 cache, RoPE and the KV store in its epilogue.
+      kernels::W4A16Fusion qkv_fusion;
+      if (rope.paired && rope.k_cache8 == nullptr) {
+        qkv_fusion.rope_store = true;
+        qkv_fusion.rope = {in.positions, in.slots,    m_.inv_freq.get(), act_.q.get(), cache.k(l),
+                           cache.v(l),   c.num_heads, c.num_kv_heads,    c.head_dim};
+      }
+      bool norm_fused = false, rope_fused = false;
+      if (w.fused_qkv && T <= fuse_norm_rows_) {
+        kernels::W4A16Fusion fusion = qkv_fusion;
+        fusion.norm_weight = w.input_norm.get();
+        fusion.norm_eps = c.rms_norm_eps;
+        norm_fused = linears_->run_fused(w.qkv, act_.x.get(), T, fusion, nullptr, act_.qkv.get());
+        rope_fused = norm_fused && fusion.rope_store;
+      }
+      if (!norm_fused) {
+        check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
+                                act_.h.get(), stream_),
+              "rms_norm");
+        rope_fused =
+            qkv_fusion.rope_store &&
+            linears_->run_fused(w.qkv, act_.h.get(), T, qkv_fusion, nullptr, act_.qkv.get());
+      }
       if (w.fused_qkv) {
-        linears_->run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
+        if (!norm_fused && !rope_fused)
+          linears_->run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
         rope.q_in = act_.qkv.get();
         rope.k = act_.qkv.get() + q_width;
         rope.v = act_.qkv.get() + q_width + kv_width;
@@ -620,46 +673,31 @@ class CudaBackend : public Backend {
         rope.kv_stride = kv_width;
       }
       mark("norm+qkv");
-      rope.q_out = act_.q.get();
-      rope.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.get();
-      rope.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.get();
-      rope.k_cache = cache.k(l);
-      rope.v_cache = cache.v(l);
-      rope.k_cache8 = cache.k8(l);
-      rope.v_cache8 = cache.v8(l);
-      rope.k_scale = cache.k_scale(l);
-      rope.v_scale = cache.v_scale(l);
-      check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
+      if (!rope_fused) check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
       mark("rope+kv store");
       attention.q = act_.q.get();
-      attention.k_cache = cache.k(l);
-      attention.v_cache = cache.v(l);
-      attention.k_cache8 = cache.k8(l);
-      attention.v_cache8 = cache.v8(l);
-      attention.k_scale = cache.k_scale(l);
-      attention.v_scale = cache.v_scale(l);
+      point_at_cache(attention);
       attention.out = act_.attn.get();
       check(kernels::paged_attention(attention, stream_), "paged_attention");
       mark("attention");
       linears_->run(w.o, act_.attn.get(), T, act_.x.get(), act_.x2.get());
       mark("o");
       // MLP: x2 -> x = x2 + mlp(norm(x2)).
-      check(kernels::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H, c.rms_norm_eps,
-                              act_.h.get(), stream_),
-            "rms_norm");
       if (w.moe) {
+        check(kernels::rms_norm(act_.x2.get(), w.post_attention_norm.get(), int(T), H,
+                                c.rms_norm_eps, act_.h.get(), stream_),
+              "rms_norm");
         experts(w, T);
       } else {
-        swiglu(w.mlp, act_.h.get(), T, act_.x2.get(), act_.x.get(), 0);
+        normed_swiglu(w.mlp, act_.x2.get(), w.post_attention_norm.get(), T, act_.x.get());
       }
       mark(w.moe ? "norm+moe" : "norm+mlp");
     }
     if (R == 0) return;
-    check(kernels::gather_rows(act_.x.get(), in.logit_rows, int(R), H, act_.last.get(), stream_),
-          "gather_rows");
-    check(kernels::rms_norm(act_.last.get(), m_.final_norm.get(), int(R), H, c.rms_norm_eps,
-                            act_.last.get(), stream_),
-          "rms_norm");
+    // The sampled rows' last hidden states, gathered and normed in one launch.
+    check(kernels::rms_norm_rows(act_.x.get(), in.logit_rows, m_.final_norm.get(), int(R), H,
+                                 c.rms_norm_eps, act_.last.get(), stream_),
+          "rms_norm_rows");
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
     linears_->run(m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());
@@ -721,6 +759,38 @@ class CudaBackend : public Backend {
     }
   }
 
+  // The decode fusion of an RMSNorm with weight `norm` into the linear after it.
+  kernels::W4A16Fusion norm_fusion(const float* norm) const {
+    kernels::W4A16Fusion f;
+    f.norm_weight = norm;
+    f.norm_eps = m_.config.rms_norm_eps;
+    return f;
+  }
+
+  // A dense layer's MLP block: out = x + down(silu(gate(h)) * up(h)), h = rms_norm(x) with weight
+  // `norm` (act_.h), the norm folded into gate_up where the decode fusion takes it.
+  void normed_swiglu(const cuda::DeviceMlp& mlp, const bf16* x, const float* norm,
+                     std::int64_t rows, bf16* out) {
+    if (rows <= fuse_norm_rows_ && mlp.fused) {
+      kernels::W4A16Fusion fusion = norm_fusion(norm);
+      fusion.silu_pairs = mlp.gate_up_pairs;
+      const std::int64_t width = mlp.width();
+      bf16* middle = act_.up.get();
+      bf16* target = mlp.gate_up_pairs ? middle : act_.gate.get();
+      if (linears_->run_fused(mlp.gate_up, x, rows, fusion, nullptr, target)) {
+        if (!mlp.gate_up_pairs)
+          check(kernels::silu_mul_halves(target, rows, width, middle, stream_), "silu_mul_halves");
+        linears_->run(mlp.down, middle, rows, x, out);
+        return;
+      }
+    }
+    const auto& c = m_.config;
+    check(
+        kernels::rms_norm(x, norm, int(rows), c.hidden_size, c.rms_norm_eps, act_.h.get(), stream_),
+        "rms_norm");
+    swiglu(mlp, act_.h.get(), rows, x, out, 0);
+  }
+
   // out = residual + down(silu(gate(in)) * up(in)); the projections' outputs go to act_.gate,
   // the middle to act_.up, both from row `offset` on (an expert's slice of the routed rows).
   void swiglu(const cuda::DeviceMlp& mlp, const bf16* in, std::int64_t rows, const bf16* residual,
@@ -728,7 +798,16 @@ class CudaBackend : public Backend {
     const std::int64_t width = mlp.width();
     bf16* projected = act_.gate.get() + offset * 2 * width;
     bf16* middle = act_.up.get() + offset * width;
-    if (mlp.fused) {
+    if (mlp.gate_up_pairs) {
+      // Weight rows in gate / up pairs: silu(gate) * up in the epilogue at decode rows, the
+      // unpairing SiLU kernel elsewhere.
+      kernels::W4A16Fusion fusion;
+      fusion.silu_pairs = true;
+      if (!linears_->run_fused(mlp.gate_up, in, rows, fusion, nullptr, middle)) {
+        linears_->run(mlp.gate_up, in, rows, nullptr, projected);
+        check(kernels::silu_mul_pairs(projected, rows, width, middle, stream_), "silu_mul_pairs");
+      }
+    } else if (mlp.fused) {
       linears_->run(mlp.gate_up, in, rows, nullptr, projected);
       check(kernels::silu_mul_halves(projected, rows, width, middle, stream_), "silu_mul_halves");
     } else {
@@ -860,6 +939,12 @@ class CudaBackend : public Backend {
   std::uint64_t graph_replays_ = 0;
   // Device sampling (device_sampler.h): on unless NIBBLE_DEVICE_SAMPLING=0.
   bool device_sampling_ = true;
+  // RMSNorm folded into the next NVFP4 linear's input at decode rows (kernels/nvfp4/w4a16_gemm.h,
+  // W4A16Fusion) for steps of up to this many rows (the slices take at most 16; 4 by default:
+  // the fused norm re-reads all rows of x in every block, which costs more as rows grow, PERF_NOTES
+  // in kernels/layer): NIBBLE_FUSE_NORM=0 turns it off, =N sets it. (The SiLU fusion's switch,
+  // NIBBLE_FUSE_SILU, acts at load: DeviceMlp::gate_up_pairs.)
+  int fuse_norm_rows_ = 4;
   std::unique_ptr<cuda::DeviceSampler> sampler_;
   PinnedBuffer<float> router_host_, logits_host_;
   PinnedBuffer<std::uint32_t> moe_host_;

@@ -547,7 +547,8 @@ struct GraphCase {
   bool nvfp4;  // every projection NVFP4; otherwise BF16 but for MoE experts (always NVFP4)
   int top_k = 0;
   // NVFP4 with one global factor per q/k/v and gate/up group: the fused projections, and with
-  // them the decode fusions (RMSNorm on load, SiLU in the gate_up epilogue) up to 16 rows.
+  // them the decode fusions (NIBBLE_FUSE_NORM=16: RMSNorm on load up to 16 rows;
+  // NIBBLE_FUSE_SILU=1: SiLU in the gate_up epilogue; both off by default).
   bool grouped = false;
   bool rope = false;  // NIBBLE_FUSE_ROPE=1: RoPE and the KV store in the qkv epilogue
 };
@@ -580,8 +581,13 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
     quantize_experts(weights);
   }
   if (p.rope) ::setenv("NIBBLE_FUSE_ROPE", "1", 1);
+  if (p.grouped) {
+    ::setenv("NIBBLE_FUSE_NORM", "16", 1);
+    ::setenv("NIBBLE_FUSE_SILU", "1", 1);
+  }
   auto gpu = make_cuda_backend(std::move(weights));
-  ::unsetenv("NIBBLE_FUSE_ROPE");
+  for (const char* name : {"NIBBLE_FUSE_ROPE", "NIBBLE_FUSE_NORM", "NIBBLE_FUSE_SILU"})
+    ::unsetenv(name);
   std::mt19937 rng(std::uint32_t(g_seed) + 4);
   constexpr int kBlock = 16, kMaxSeqs = 40, kTable = 12;
   auto eager_cache = gpu->new_kv_cache(kMaxSeqs * kTable, kBlock);
@@ -684,7 +690,7 @@ model::ModelWeights nvfp4_moe_model(const ModelConfig& c, std::uint64_t seed) {
 // ---- decode fusions ----------------------------------------------------------------------
 
 // The decode fusions' switches, read when the backend is made: NIBBLE_FUSE_NORM (RMSNorm folded
-// into the qkv and gate_up linears' input, by default up to 4 rows, 16 here), NIBBLE_FUSE_SILU
+// into the qkv and gate_up linears' input, off by default, 16 rows here), NIBBLE_FUSE_SILU
 // (gate_up's rows in 8-row gate / up pairs, silu(gate) * up in its epilogue; the unpairing SiLU
 // kernel at prefill) and NIBBLE_FUSE_ROPE=1 (qkv's q and k rows in rotate-half pairs, RoPE and
 // the KV store in its epilogue; rope_and_store_kv reads the pairs at prefill; not with Qwen3's

@@ -195,7 +195,7 @@ class CudaBackend : public Backend {
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
-    // NIBBLE_FUSE_NORM: unset, up to 4 rows; 0, off; N, up to N rows (the slices take <= 16).
+    // NIBBLE_FUSE_NORM: unset or 0, off; N, up to N rows (the slices take <= 16).
     const char* fuse_norm = std::getenv("NIBBLE_FUSE_NORM");
     if (fuse_norm != nullptr) fuse_norm_rows_ = std::max(0, std::atoi(fuse_norm));
     const bool silu_pairs =
@@ -940,11 +940,12 @@ class CudaBackend : public Backend {
   // Device sampling (device_sampler.h): on unless NIBBLE_DEVICE_SAMPLING=0.
   bool device_sampling_ = true;
   // RMSNorm folded into the next NVFP4 linear's input at decode rows (kernels/nvfp4/w4a16_gemm.h,
-  // W4A16Fusion) for steps of up to this many rows (the slices take at most 16; 4 by default:
-  // the fused norm re-reads all rows of x in every block, which costs more as rows grow, PERF_NOTES
-  // in kernels/layer): NIBBLE_FUSE_NORM=0 turns it off, =N sets it. (The SiLU fusion's switch,
-  // NIBBLE_FUSE_SILU, acts at load: DeviceMlp::gate_up_pairs.)
-  int fuse_norm_rows_ = 4;
+  // W4A16Fusion) for steps of up to this many rows (the slices take at most 16): NIBBLE_FUSE_NORM=N
+  // sets it. Off by default: the fused norm re-reads all rows of x in every block, and with the
+  // SiLU fusion it measured no faster than the separate kernels on an H200 (PERF_NOTES in
+  // kernels/layer). (The SiLU fusion's switch, NIBBLE_FUSE_SILU=1, acts at load:
+  // DeviceMlp::gate_up_pairs.)
+  int fuse_norm_rows_ = 0;
   std::unique_ptr<cuda::DeviceSampler> sampler_;
   PinnedBuffer<float> router_host_, logits_host_;
   PinnedBuffer<std::uint32_t> moe_host_;

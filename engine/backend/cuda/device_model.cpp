@@ -196,10 +196,10 @@ DeviceModel upload_model(model::ModelWeights w) {
   DeviceModel m;
   m.config = w.config;
   Uploader up;
-  // The SiLU-in-gate_up decode fusion needs its weight layout at load (on unless
-  // NIBBLE_FUSE_SILU=0, for A/B runs).
+  // The SiLU-in-gate_up decode fusion needs its weight layout at load (NIBBLE_FUSE_SILU=1; off
+  // by default: with the norm fusion it measured no faster, kernels/layer/PERF_NOTES.md).
   const char* fuse_silu = std::getenv("NIBBLE_FUSE_SILU");
-  const bool pair_gate_up = fuse_silu == nullptr || std::string(fuse_silu) != "0";
+  const bool pair_gate_up = fuse_silu != nullptr && std::string(fuse_silu) == "1";
   // The RoPE + KV store decode fusion (NIBBLE_FUSE_ROPE=1, off by default until measured) needs
   // its qkv layout at load too; not with q/k norms (they need the whole head).
   const char* fuse_rope = std::getenv("NIBBLE_FUSE_ROPE");

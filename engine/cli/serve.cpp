@@ -195,6 +195,7 @@ int run_serve(const Args& args) {
   server_config.chat_output = chat_output_config(o, chat_template.get());
   server::OpenAiServer server(server_config, engine, tokenizer, chat_template.get(), registry);
   const int port = server.bind();
+  server.prepare_structured_outputs_in_background();
   engine.start();
   server.set_ready(true);
   spdlog::info("serving '{}' on http://{}:{}/v1 (backend {}, max model len {})",

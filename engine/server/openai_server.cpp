@@ -160,6 +160,17 @@ structured::GrammarCache& OpenAiServer::grammar_cache() {
   return *grammar_cache_;
 }
 
+void OpenAiServer::prepare_structured_outputs_in_background() {
+  if (structured_warmup_.joinable()) return;
+  structured_warmup_ = std::jthread([this] {
+    try {
+      grammar_cache();
+    } catch (const std::exception& e) {  // a request retries and reports it
+      spdlog::warn("structured outputs: preparing the vocabulary failed: {}", e.what());
+    }
+  });
+}
+
 std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_constraint(
     const httplib::Request& req, const json& body, bool chat) {
   if (!has_structured_output_fields(body)) return nullptr;

@@ -1,6 +1,7 @@
 # Set-up shared by the device scripts, sourced first: strict mode, the repository root as the
-# working folder, $OUT, the carried binaries and libraries of tools/device/bundle.sh, a scratch
-# folder, the status flag, and helpers for the test model and a served engine.
+# working folder, $OUT (packed into $OUT/00-logs.tar.gz at exit), the carried binaries and
+# libraries of tools/device/bundle.sh, a scratch folder, the status flag, and helpers for the test
+# model and a served engine.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT="${OUT:-$PWD/device-out}"
@@ -11,6 +12,13 @@ export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${L
 status=0
 work=/tmp/nibble-device
 mkdir -p "$work"
+# The device tool returns at most 8 files of $OUT (the first by name): every log also travels in
+# one archive named to sort first, so none is lost however many a script writes.
+pack_out() {
+  tar -czf "$OUT/.00-logs.tar.gz" -C "$OUT" --exclude='.00-logs.tar.gz' --exclude='00-logs.tar.gz' . \
+    2>/dev/null && mv "$OUT/.00-logs.tar.gz" "$OUT/00-logs.tar.gz"
+}
+trap pack_out EXIT
 
 # The Llama-3.1-8B-shaped NVFP4 model with random weights (shared global scales per fused group,
 # as a ModelOpt export has them) in $work/llama8b, made once per machine.

@@ -541,6 +541,22 @@ int attention_rows_per_tile(const AttentionShape& shape) {
              : plan_for(shape).rows_per_tile;
 }
 
+namespace {
+
+// The largest power of two <= n and the smallest >= n (n >= 1): split counts are powers of two.
+int pow2_at_most(std::int64_t n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+int pow2_at_least(std::int64_t n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
 int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_position,
                            int sm_count) {
   const Plan plan = plan_for(shape);
@@ -550,10 +566,7 @@ int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_p
   // About four blocks per SM (the decode kernel at long contexts is bound by the loads it has in
   // flight), each with at least two chunks of keys.
   const std::int64_t want = (4 * std::int64_t(sm_count) + blocks - 1) / blocks;
-  const auto splits = std::clamp<std::int64_t>(std::min<std::int64_t>(want, chunks / 2), 1, 128);
-  int pow2 = 1;
-  while (pow2 * 2 <= splits) pow2 *= 2;
-  return pow2;
+  return pow2_at_most(std::clamp<std::int64_t>(std::min<std::int64_t>(want, chunks / 2), 1, 128));
 }
 
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
@@ -570,10 +583,7 @@ int paged_decode_splits(const AttentionShape& shape, int rows, int max_position,
   const std::int64_t steps = (keys + step_keys - 1) / step_keys;
   // Rounded up over the keys (every warp busy once, none twice: 66 keys -> 4 splits of 17), down
   // over the blocks wanted.
-  int by_keys = 1, by_blocks = 1;
-  while (by_keys < steps) by_keys *= 2;
-  while (by_blocks * 2 <= want) by_blocks *= 2;
-  return std::max(1, std::min(by_keys, by_blocks));
+  return std::min(pow2_at_least(steps), pow2_at_most(std::max<std::int64_t>(want, 1)));
 }
 
 std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int rows, int splits) {

@@ -100,7 +100,9 @@ std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int ro
 // warp of the decode kernel. A few sequences at short contexts otherwise run one block per KV
 // head, each warp walking every key in turn with no other warp on its scheduler to hide the
 // latency (Qwen3-30B-A3B, 66 keys: 4 blocks, 25 us a layer on an H200). Power of two, as above.
-// `flash_decode` as in PagedAttentionArgs: each kernel has its own best split.
+// `flash_decode` as in PagedAttentionArgs: each kernel has its own best split. Non-decreasing in
+// max_position, through every power of two up to its value at the longest context (the split
+// counts a decode graph bucket can take are those).
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
                         int flash_decode = -1);
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -422,15 +421,14 @@ class CudaBackend : public Backend {
     if (grew) ++buffers_epoch_;
   }
 
-  // The split counts a decode step of `rows` sequences can take, over every context length
-  // (computed once per bucket: thousands of context lengths for a long-context model).
+  // The split counts a decode step of `rows` sequences can take at any context length: every
+  // power of two up to the longest context's (paged_decode_splits' contract).
   const std::vector<int>& split_counts(int rows) {
     auto [it, inserted] = split_counts_.try_emplace(rows);
     if (inserted) {
-      std::set<int> counts;
-      for (int p = 0; p < m_.config.max_context; p += 8)
-        counts.insert(kernels::paged_decode_splits(shape_, rows, p, sm_count_));
-      it->second.assign(counts.begin(), counts.end());
+      const int most = kernels::paged_decode_splits(
+          shape_, rows, std::max(m_.config.max_context - 1, 0), sm_count_);
+      for (int splits = 1; splits <= most; splits *= 2) it->second.push_back(splits);
     }
     return it->second;
   }

@@ -5,20 +5,21 @@
 # steps replayed from their CUDA graph) are summed per kernel name: the table shows launches and
 # µs per step by kernel, beside the step's wall time measured without the profiler. The gap
 # between the two is launch latency and idle time between kernels.
-# Usage: tools/device/profile-step.sh [--moe] [--no-8b] [--flash N] [--steps N]
+# Usage: tools/device/profile-step.sh [--moe] [--no-8b] [--flash N] [--steps N] [--tag T]
 #   --moe      also the Qwen3-30B-A3B-shaped model (made here, ~17 GB)
+#   --tag T    suffix of the log names, to profile the same model under other NIBBLE_* switches
 #   --flash N  an Nsight Compute full-set profile of one flash prefill launch at an N-token prompt
 source "$(dirname "$0")/device_env.sh"
-MOE=0; BIG=1; FLASH=0; STEPS=4
+MOE=0; BIG=1; FLASH=0; STEPS=4; TAG=
 while [ $# -gt 0 ]; do
-  case "$1" in --moe) MOE=1 ;; --no-8b) BIG=0 ;; --flash) FLASH=$2; shift ;; --steps) STEPS=$2; shift ;; esac
+  case "$1" in --moe) MOE=1 ;; --no-8b) BIG=0 ;; --flash) FLASH=$2; shift ;; --steps) STEPS=$2; shift ;; --tag) TAG=_$2; shift ;; esac
   shift
 done
 
 # profile_decode NAME MODEL_DIR: per-kernel table of the last decode steps, and the unprofiled
 # decode rate over 128 tokens.
 profile_decode() {
-  local name=$1 model=$2 ids
+  local name=$1$TAG model=$2 ids
   ids=$(seq -s, 1 64)
   "$bin/nibble-engine" generate --model "$model" --device cuda --prompt-ids "$(seq -s, 1 512)" \
     --max-tokens 128 --top-k 1 >"$OUT/generate_$name.log" 2>&1 || status=1

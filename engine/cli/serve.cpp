@@ -121,6 +121,8 @@ int run_serve(const Args& args) {
   const int model_context = weights.config.max_context;
   auto backend = backend::make_backend(on_gpu ? "cuda" : "cpu", std::move(weights), o.threads);
   if (o.enforce_eager) backend->set_decode_graphs(false);
+  if (o.max_num_batched_tokens == 0)
+    o.max_num_batched_tokens = on_gpu ? kGpuStepTokens : kCpuStepTokens;
   if (o.kv_cache_dtype != "auto" &&
       !backend->set_kv_cache_dtype(o.kv_cache_dtype == "fp8" ? backend::KvCacheDtype::kFp8
                                                              : backend::KvCacheDtype::kBf16)) {

@@ -25,7 +25,8 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --served-model-name NAME         the name clients use (default: the directory's name)
   --max-model-len N                prompt + output tokens per sequence (default: the model's)
   --max-num-seqs N                 sequences in a batch (default 256)
-  --max-num-batched-tokens N       tokens per engine step, prefill and decode (default 2048)
+  --max-num-batched-tokens N       tokens per engine step, prefill and decode (default 4096 on a
+                                   GPU, 2048 on the CPU)
   --gpu-memory-utilization F       fraction of GPU memory to use (default 0.9)
   --kv-cache-dtype auto|bf16|fp8   KV cache storage (default auto: BF16 on a GPU, FP32 on the CPU;
                                    fp8: E4M3 with a scale per token and KV head, GPU only)

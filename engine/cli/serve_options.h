@@ -8,6 +8,13 @@
 
 namespace nibble::engine::cli {
 
+// Default tokens per engine step. GPU: measured on an H200 (docs/performance.md, "Tokens per
+// step"): 4,096 beat 2,048 at every served load (throughput +2-15%, p99 TTFT and TPOT lower)
+// and cost less median TTFT than 8,192. CPU: a step there is slow, so smaller steps keep
+// decodes flowing.
+inline constexpr int kGpuStepTokens = 4096;
+inline constexpr int kCpuStepTokens = 2048;
+
 struct ServeOptions {
   std::string model;  // model directory (Hugging Face layout)
   std::string host = "127.0.0.1";
@@ -15,7 +22,8 @@ struct ServeOptions {
   std::string served_model_name;  // default: the model directory's name
   int max_model_len = 0;          // 0: the model's max_position_embeddings
   int max_num_seqs = 256;
-  int max_num_batched_tokens = 2048;
+  // 0: the backend's default (kGpuStepTokens on a GPU, kCpuStepTokens on the CPU).
+  int max_num_batched_tokens = 0;
   double gpu_memory_utilization = 0.9;
   std::string kv_cache_dtype = "auto";     // auto | bf16 | fp8
   std::int64_t kv_cache_memory_bytes = 0;  // 0: GPU from utilization; CPU 1 GiB

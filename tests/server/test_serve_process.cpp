@@ -233,6 +233,9 @@ TEST(ServeProcess, ToolsAndReasoningWithTheRealQwen3Template) {
   EXPECT_NE(serve.process->log().find("the chat template uses the hermes format"),
             std::string::npos)
       << serve.process->log();
+  // No --max-num-batched-tokens: the CPU backend's default step (serve_options.h).
+  EXPECT_NE(serve.process->log().find("sequences, 2048 tokens per step"), std::string::npos)
+      << serve.process->log();
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
   json body = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},

@@ -25,8 +25,8 @@ struct ModelSource {
 struct EngineSettings {  // each maps to one `nibble-engine serve` flag
   std::optional<int> max_model_len;
   int max_num_seqs = 256;
-  int max_num_batched_tokens = 2048;
-  std::string kv_cache_dtype = "auto";  // auto | bf16 | fp8
+  std::optional<int> max_num_batched_tokens;  // unset: the engine's default for its device
+  std::string kv_cache_dtype = "auto";        // auto | bf16 | fp8
   double gpu_memory_utilization = 0.9;
   bool enable_prefix_caching = true;
   std::string quantization;             // "" | nvfp4

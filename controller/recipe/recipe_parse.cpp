@@ -160,7 +160,8 @@ void parse_engine(const YAML::Node& node, EngineSettings& e, std::vector<FieldEr
   MappingReader r(node, "spec.engine", errors);
   if (r.has("maxModelLen")) e.max_model_len = r.integer("maxModelLen", 0, 16, 1 << 24);
   e.max_num_seqs = r.integer("maxNumSeqs", e.max_num_seqs, 1, 65536);
-  e.max_num_batched_tokens = r.integer("maxNumBatchedTokens", e.max_num_batched_tokens, 1, 1 << 24);
+  if (r.has("maxNumBatchedTokens"))
+    e.max_num_batched_tokens = r.integer("maxNumBatchedTokens", 0, 1, 1 << 24);
   e.kv_cache_dtype = r.one_of("kvCacheDtype", e.kv_cache_dtype, {"auto", "bf16", "fp8"});
   e.gpu_memory_utilization = r.number("gpuMemoryUtilization", e.gpu_memory_utilization, 0.05, 1.0);
   e.enable_prefix_caching = r.boolean("enablePrefixCaching", e.enable_prefix_caching);
@@ -350,8 +351,6 @@ std::vector<std::string> engine_args(const ModelRecipe& r) {
                                    r.served_name,
                                    "--max-num-seqs",
                                    std::to_string(e.max_num_seqs),
-                                   "--max-num-batched-tokens",
-                                   std::to_string(e.max_num_batched_tokens),
                                    "--kv-cache-dtype",
                                    e.kv_cache_dtype,
                                    "--gpu-memory-utilization",
@@ -361,6 +360,10 @@ std::vector<std::string> engine_args(const ModelRecipe& r) {
   if (e.max_model_len) {
     args.push_back("--max-model-len");
     args.push_back(std::to_string(*e.max_model_len));
+  }
+  if (e.max_num_batched_tokens) {
+    args.push_back("--max-num-batched-tokens");
+    args.push_back(std::to_string(*e.max_num_batched_tokens));
   }
   if (!e.enable_prefix_caching) args.push_back("--no-enable-prefix-caching");
   if (!e.quantization.empty()) {

@@ -25,7 +25,8 @@ std::string to_yaml(const ModelRecipe& r) {
   out << YAML::Key << "engine" << YAML::Value << YAML::BeginMap;
   if (e.max_model_len) out << YAML::Key << "maxModelLen" << YAML::Value << *e.max_model_len;
   out << YAML::Key << "maxNumSeqs" << YAML::Value << e.max_num_seqs;
-  out << YAML::Key << "maxNumBatchedTokens" << YAML::Value << e.max_num_batched_tokens;
+  if (e.max_num_batched_tokens)
+    out << YAML::Key << "maxNumBatchedTokens" << YAML::Value << *e.max_num_batched_tokens;
   out << YAML::Key << "kvCacheDtype" << YAML::Value << e.kv_cache_dtype;
   out << YAML::Key << "gpuMemoryUtilization" << YAML::Value << e.gpu_memory_utilization;
   out << YAML::Key << "enablePrefixCaching" << YAML::Value << e.enable_prefix_caching;

@@ -213,7 +213,9 @@ ImportResult import_spark_vllm_recipe(const std::string& yaml_text) {
       } else if (flag == "--max-num-seqs") {
         to_int(r.engine.max_num_seqs);
       } else if (flag == "--max-num-batched-tokens") {
-        to_int(r.engine.max_num_batched_tokens);
+        int v = 0;
+        to_int(v);
+        if (v > 0) r.engine.max_num_batched_tokens = v;
       } else if (flag == "--gpu-memory-utilization") {
         try {
           r.engine.gpu_memory_utilization = std::stod(value);

@@ -1,5 +1,6 @@
 // ModelRecipe parsing: defaults, every validation error with its field path, unknown fields.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@ spec:
   engine:
     maxModelLen: 32768
     maxNumSeqs: 64
+    maxNumBatchedTokens: 8192
     kvCacheDtype: fp8
     gpuMemoryUtilization: 0.8
     enablePrefixCaching: false
@@ -68,8 +70,6 @@ TEST(RecipeParse, FullRecipe) {
                                              "qwen3-30b",
                                              "--max-num-seqs",
                                              "64",
-                                             "--max-num-batched-tokens",
-                                             "2048",
                                              "--kv-cache-dtype",
                                              "fp8",
                                              "--gpu-memory-utilization",
@@ -78,6 +78,8 @@ TEST(RecipeParse, FullRecipe) {
                                              "auto",
                                              "--max-model-len",
                                              "32768",
+                                             "--max-num-batched-tokens",
+                                             "8192",
                                              "--no-enable-prefix-caching",
                                              "--threads",
                                              "4"};
@@ -95,6 +97,10 @@ TEST(RecipeParse, MinimalRecipeGetsDefaults) {
   EXPECT_EQ(r.recipe.replicas.max, 1);
   EXPECT_EQ(r.recipe.engine.max_num_seqs, 256);
   EXPECT_FALSE(r.recipe.engine.max_model_len.has_value());
+  // Unset: the engine picks its device's default step (4,096 on a GPU, 2,048 on the CPU).
+  EXPECT_FALSE(r.recipe.engine.max_num_batched_tokens.has_value());
+  const std::vector<std::string> args = engine_args(r.recipe);
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--max-num-batched-tokens"), args.end());
   EXPECT_EQ(r.recipe.autoscaling.metric, "inflight");
 }
 

@@ -37,8 +37,8 @@ struct Layout {
   static constexpr int kVPiece = kV < kLoad ? kV : kLoad;
   static constexpr int kKWords = kK * kElem / 4;  // 32-bit words of a lane's K values of a key
   static constexpr int kVWords = kV * kElem / 4;
-  static constexpr int kSteps = D / 16;                 // k-steps of K Q^T, m-tiles of V^T P^T
-  static constexpr int kSub = FP8 && D <= 128 ? 2 : 1;  // mma steps a warp chunk
+  static constexpr int kSteps = D / 16;          // k-steps of K Q^T, m-tiles of V^T P^T
+  static constexpr int kSub = D <= 128 ? 2 : 1;  // mma steps a warp chunk (chunk_keys)
   // head_dim 256: V is loaded after the scores (registers: 2 x 64 K words + 4 x 32 V words).
   static constexpr bool kLateV = D > 128;
   __device__ static int k_dim(int tig, int e) {
@@ -117,6 +117,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   kernels::allow_next_grid();  // the o projection may start fetching its weights
   using L = Layout<D, FP8>;
   constexpr int kChunk = L::kSub * kStepKeys;
+  static_assert(kChunk == decode_plan::chunk_keys(D), "the plan's chunks");
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int grp = lane / 4, tig = lane % 4;
   const int kvh = int(blockIdx.y), kv_heads = a.shape.kv_heads;

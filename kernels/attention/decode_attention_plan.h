@@ -29,18 +29,25 @@ inline int pow2_at_least(std::int64_t n) {
   return p;
 }
 
+// Keys a warp takes at a time: two mma steps at head_dim <= 128 (their loads in flight together:
+// 16 KB of BF16 K/V a warp), one at 256 (registers).
+NIBBLE_HOST_DEVICE constexpr int chunk_keys(int head_dim) {
+  return head_dim <= 128 ? 2 * kStepKeys : kStepKeys;
+}
+
 // Splits for `rows` sequences of `kv_heads` KV heads whose longest holds max_position + 1 keys.
-// Short contexts (latency): one 16-key step a warp, up to a cluster of 8 blocks (512 keys); up to
-// 2,048 keys 8 splits (up to 4 steps a warp), beyond that at least 4 steps a warp. Capped so that
+// Short contexts (latency): one chunk a warp, up to a cluster of 8 blocks (1,024 keys at head_dim
+// 128); then 8 splits up to 4 chunks a warp, beyond that at least 4 chunks a warp. Capped so that
 // rows x kv_heads x splits stays within ~2 blocks a multiprocessor (sm_count 0: no split). A power
 // of two, non-decreasing in max_position and through every power of two up to its value at the
 // longest context (paged_decode_splits' contract: the counts a decode graph bucket can take).
-inline int splits(int kv_heads, int rows, int max_position, int sm_count) {
-  if (sm_count <= 0 || kv_heads <= 0 || rows <= 0) return 1;
-  const std::int64_t steps = (std::int64_t(max_position) + kStepKeys) / kStepKeys;
-  int by_keys = pow2_at_least((steps + kWarps - 1) / kWarps);
+inline int splits(int kv_heads, int head_dim, int rows, int max_position, int sm_count) {
+  if (sm_count <= 0 || kv_heads <= 0 || rows <= 0 || head_dim <= 0) return 1;
+  const int chunk = chunk_keys(head_dim);
+  const std::int64_t chunks = (std::int64_t(max_position) + chunk) / chunk;
+  int by_keys = pow2_at_least((chunks + kWarps - 1) / kWarps);
   if (by_keys > kMaxCluster)
-    by_keys = std::max(kMaxCluster, pow2_at_least((steps + 4 * kWarps - 1) / (4 * kWarps)));
+    by_keys = std::max(kMaxCluster, pow2_at_least((chunks + 4 * kWarps - 1) / (4 * kWarps)));
   const std::int64_t blocks = std::int64_t(rows) * kv_heads;
   const int by_sm =
       pow2_at_most(std::max<std::int64_t>(1, kBlocksPerSm * std::int64_t(sm_count) / blocks));
@@ -54,12 +61,6 @@ inline int cluster_size(int splits) {
 }
 inline int partials(int splits) {
   return splits / cluster_size(splits);
-}
-
-// Keys a warp takes at a time: one mma step (BF16), two for the FP8 cache at head_dim <= 128 (half
-// the bytes a key: the same bytes in flight per warp, within the registers).
-NIBBLE_HOST_DEVICE inline int chunk_keys(bool fp8, int head_dim) {
-  return fp8 && head_dim <= 128 ? 2 * kStepKeys : kStepKeys;
 }
 
 // Split `split` of `splits` takes keys [begin, end) of a sequence of `keys` keys: whole chunks,

@@ -589,7 +589,7 @@ int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_p
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
                         int flash_decode, int decode_attention) {
   if (decode_attention_for(shape, decode_attention))
-    return decode_plan::splits(shape.kv_heads, rows, max_position, sm_count);
+    return decode_plan::splits(shape.kv_heads, shape.head_dim, rows, max_position, sm_count);
   const int G = shape.q_heads / std::max(1, shape.kv_heads), DL = shape.head_dim / 32;
   const int keys = max_position + 1;
   const std::int64_t blocks = std::int64_t(rows) * shape.kv_heads;
@@ -623,9 +623,9 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   // merge kernel any partials they leave.
   if (a.num_tiles == a.rows && a.num_tiles <= 65535 &&
       decode_attention_for(s, a.decode_attention)) {
-    const int splits = a.splits > 0
-                           ? a.splits
-                           : decode_plan::splits(s.kv_heads, a.rows, a.max_position, a.sm_count);
+    const int splits = a.splits > 0 ? a.splits
+                                    : decode_plan::splits(s.kv_heads, s.head_dim, a.rows,
+                                                          a.max_position, a.sm_count);
     int partials = 1;
     const cudaError_t err = detail::decode_attention(
         a, splits, detail::block_shift(a.block_size, detail::flash_options(a)), &partials, stream);

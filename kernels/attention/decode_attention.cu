@@ -11,6 +11,7 @@
 #include "kernels/attention/decode_attention_plan.h"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
+#include "kernels/mma_sync.cuh"
 
 namespace nibble::kernels::detail {
 namespace {
@@ -90,16 +91,6 @@ __device__ __forceinline__ float ex2(float x) {  // 2^x; -inf gives 0
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-__device__ __forceinline__ void mma_bf16(float* c, std::uint32_t a0, std::uint32_t a1,
-                                         std::uint32_t a2, std::uint32_t a3, std::uint32_t b0,
-                                         std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 // The 8x8 BF16 matrix whose row lane / 4 holds columns 2 (lane % 4), + 1 in `a`, transposed.
@@ -194,9 +185,11 @@ __global__ void __launch_bounds__(kWarps * 32)
       // chain of dependent mma.
       float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-      for (int i = 0; i < L::kSteps; ++i)
-        mma_bf16(i % 2 ? sb : sa, k_word(0, 2 * i), k_word(1, 2 * i), k_word(0, 2 * i + 1),
-                 k_word(1, 2 * i + 1), qf[2 * i], qf[2 * i + 1]);
+      for (int i = 0; i < L::kSteps; ++i) {
+        const std::uint32_t k_frag[4] = {k_word(0, 2 * i), k_word(1, 2 * i), k_word(0, 2 * i + 1),
+                                         k_word(1, 2 * i + 1)};
+        mma_bf16(i % 2 ? sb : sa, k_frag, qf[2 * i], qf[2 * i + 1]);
+      }
       if constexpr (L::kLateV) load_v(sub);
       float s[4], p[4], alpha[2];
 #pragma unroll
@@ -235,23 +228,23 @@ __global__ void __launch_bounds__(kWarps * 32)
           transpose8x8(pack_bf16(p[2] * v_scale[sub][1], p[3] * v_scale[sub][1]));
 #pragma unroll
       for (int t = 0; t < L::kSteps; ++t) {
-        std::uint32_t a0, a1, a2, a3;
+        std::uint32_t v_frag[4];
         if constexpr (FP8) {
           const int w = t / 2;
           const std::uint32_t sel = t % 2 ? 0x7362u : 0x5140u;
           const std::uint32_t lo = __byte_perm(vw[sub][0][w], vw[sub][1][w], sel);
           const std::uint32_t hi = __byte_perm(vw[sub][2][w], vw[sub][3][w], sel);
-          a0 = fp8x2_to_bf16x2(lo);
-          a1 = fp8x2_to_bf16x2(lo >> 16);
-          a2 = fp8x2_to_bf16x2(hi);
-          a3 = fp8x2_to_bf16x2(hi >> 16);
+          v_frag[0] = fp8x2_to_bf16x2(lo);
+          v_frag[1] = fp8x2_to_bf16x2(lo >> 16);
+          v_frag[2] = fp8x2_to_bf16x2(hi);
+          v_frag[3] = fp8x2_to_bf16x2(hi >> 16);
         } else {
-          a0 = __byte_perm(vw[sub][0][t], vw[sub][1][t], 0x5410u);
-          a1 = __byte_perm(vw[sub][0][t], vw[sub][1][t], 0x7632u);
-          a2 = __byte_perm(vw[sub][2][t], vw[sub][3][t], 0x5410u);
-          a3 = __byte_perm(vw[sub][2][t], vw[sub][3][t], 0x7632u);
+          v_frag[0] = __byte_perm(vw[sub][0][t], vw[sub][1][t], 0x5410u);
+          v_frag[1] = __byte_perm(vw[sub][0][t], vw[sub][1][t], 0x7632u);
+          v_frag[2] = __byte_perm(vw[sub][2][t], vw[sub][3][t], 0x5410u);
+          v_frag[3] = __byte_perm(vw[sub][2][t], vw[sub][3][t], 0x7632u);
         }
-        mma_bf16(o[t], a0, a1, a2, a3, b0, b1);
+        mma_bf16(o[t], v_frag, b0, b1);
       }
     }
   }

@@ -256,7 +256,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 
   // The warps' partial softmaxes (max in exp2 units, sum, unnormalised O), merged over the block.
-  __shared__ float o_s[kWarps][kMaxGroup][D];
+  // Rows padded by one float: a warp's stores (8 dimension groups x 4 head pairs) spread over 16
+  // banks instead of 4.
+  __shared__ float o_s[kWarps][kMaxGroup][D + 1];
   __shared__ float m_s[kWarps][kMaxGroup], l_s[kWarps][kMaxGroup];
   __shared__ float block_o[kMaxGroup][D], block_m[kMaxGroup], block_l[kMaxGroup];
 #pragma unroll

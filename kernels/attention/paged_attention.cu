@@ -502,12 +502,15 @@ std::size_t smem_bytes(const AttentionShape& s, const Plan& plan) {
          4 * std::size_t(kKeys) * std::size_t(row_stride(s.head_dim)) * sizeof(std::uint32_t);
 }
 
+// An A/B switch: on unless the environment variable is "0".
+bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
+
 // NIBBLE_FLASH_ATTENTION=0 sends prefill and mixed steps to the tile kernel (A/B measurements).
 bool flash_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_FLASH_ATTENTION");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switch_on("NIBBLE_FLASH_ATTENTION");
   return on;
 }
 
@@ -516,10 +519,7 @@ bool flash_enabled() {
 // per-key reductions (H200, one call: Llama-3.1-8B at 4,096 context 328.7 vs 317.8 tok/s,
 // Qwen3-30B-A3B at 512 246.6 vs 243.1). NIBBLE_FLASH_DECODE=0 keeps the decode kernel.
 bool flash_decode_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_FLASH_DECODE");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switch_on("NIBBLE_FLASH_DECODE");
   return on;
 }
 
@@ -531,10 +531,7 @@ bool flash_decode_for(const AttentionShape& s, int choice) {
 // Steps of decodes only run the decode attention kernel (decode_attention.h) where it serves the
 // shape; NIBBLE_DECODE_ATTN=0 keeps the choice above (A/B measurements without a rebuild).
 bool decode_attention_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_DECODE_ATTN");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switch_on("NIBBLE_DECODE_ATTN");
   return on;
 }
 

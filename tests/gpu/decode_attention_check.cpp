@@ -17,6 +17,7 @@
 #include "kernels/attention/kv_fp8_ref.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/nvfp4/bf16.h"
+#include "tests/gpu/relative_error.h"
 
 namespace nibble::gpu_test {
 namespace {
@@ -184,21 +185,10 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<std::uint16_t> got(q.size());
     NIBBLE_CUDA_CHECK(cudaMemcpy(got.data(), dout.get(), q.size() * 2, cudaMemcpyDeviceToHost));
-    double diff = 0, ref = 0;
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const double g = nvfp4::bf16_to_float(got[i]);
-      if (!std::isfinite(g)) {
-        ++bad;
-        continue;
-      }
-      diff += (g - want[i]) * (g - want[i]);
-      ref += want[i] * want[i];
-    }
-    const double err = bad ? INFINITY : std::sqrt(diff / ref);
-    bad_total += bad;
-    if (!(err <= worst)) {
-      worst = err;
+    const RelativeError err = relative_error(got, want);
+    bad_total += err.not_finite;
+    if (!(err.l2 <= worst)) {
+      worst = err.l2;
       worst_run = run.name;
     }
   }

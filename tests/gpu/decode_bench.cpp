@@ -14,6 +14,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/relative_error.h"
 
 namespace nibble::gpu_test {
 namespace {
@@ -114,17 +115,6 @@ double time_calls(std::vector<kernels::PagedAttentionArgs> layers, std::vector<s
   return double(ms) * 1e3 / (kReplays * kCallsPerGraph);
 }
 
-double relative_l2(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = nvfp4::bf16_to_float(got[i]), w = nvfp4::bf16_to_float(want[i]);
-    if (!std::isfinite(g)) return INFINITY;
-    diff += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return std::sqrt(diff / ref);
-}
-
 // One configuration: `rows` sequences of `keys` keys each. Returns false when the new kernel's
 // output strays from the flash kernel's.
 bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, double copy,
@@ -214,7 +204,10 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
     }
     us[m] = time_calls(calls, outs[m], q.size());
   }
-  const double err = relative_l2(outs[2], outs[0]);
+  std::vector<double> flash_out(outs[0].size());
+  for (std::size_t i = 0; i < flash_out.size(); ++i)
+    flash_out[i] = nvfp4::bf16_to_float(outs[0][i]);
+  const double err = relative_error(outs[2], flash_out).l2;
   auto pct = [&](double t) { return 100.0 * call_bytes / (t * 1e-6) / copy; };
   std::printf(
       "%-9s b%-2d %6d keys %-4s | flash %7.2f us %5.1f%% (%3d splits) | cuda-core %7.2f us "

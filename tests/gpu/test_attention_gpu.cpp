@@ -36,6 +36,7 @@
 #include "tests/gpu/decode_bench.h"
 #include "tests/gpu/flash_bench.h"
 #include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/relative_error.h"
 
 namespace nibble {
 namespace {
@@ -211,18 +212,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
         NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
         std::vector<std::uint16_t> got(q.size());
         NIBBLE_CUDA_CHECK(cudaMemcpy(got.data(), dout, q.size() * 2, cudaMemcpyDeviceToHost));
-        double diff = 0, ref = 0;
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          const double g = nvfp4::bf16_to_float(got[i]);
-          if (!std::isfinite(g)) {
-            ++bad;
-            continue;
-          }
-          diff += (g - want[i]) * (g - want[i]);
-          ref += want[i] * want[i];
-        }
-        const double err = bad ? INFINITY : std::sqrt(diff / ref);
+        const auto [err, bad] = gpu_test::relative_error(got, want);
         char detail[260];
         std::snprintf(
             detail, sizeof detail,

@@ -163,13 +163,8 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
   const std::size_t work_floats = kernels::paged_attention_workspace_floats(s, rows, 128);
   Buffer<float> work(work_floats);
 
-  double us[3] = {0, 0, 0};
-  int splits[3] = {0, 0, 0};
-  std::vector<std::uint16_t> outs[3];
-  for (int m = 0; m < 3; ++m) {
-    const Method& method = kMethods[m];
-    splits[m] = kernels::paged_decode_splits(s, rows, keys - 1, sm_count, method.flash_decode,
-                                             method.decode_attention);
+  // us a call of one method at a split count, its output in `out`.
+  auto run = [&](const Method& method, int splits, std::vector<std::uint16_t>& out) {
     std::vector<kernels::PagedAttentionArgs> calls;
     for (int l = 0; l < layers; ++l) {
       kernels::PagedAttentionArgs a;
@@ -194,7 +189,7 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
       a.out = d_out.get();
       a.max_position = keys - 1;
       a.sm_count = sm_count;
-      a.splits = splits[m];
+      a.splits = splits;
       a.workspace = work.get();
       a.workspace_floats = work_floats;
       a.decode_tiles = rows;
@@ -202,18 +197,31 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
       a.decode_attention = method.decode_attention;
       calls.push_back(a);
     }
-    us[m] = time_calls(calls, outs[m], q.size());
+    return time_calls(calls, out, q.size());
+  };
+  double us[3] = {0, 0, 0};
+  int splits[3] = {0, 0, 0};
+  std::vector<std::uint16_t> outs[3], other;
+  for (int m = 0; m < 3; ++m) {
+    splits[m] = kernels::paged_decode_splits(s, rows, keys - 1, sm_count, kMethods[m].flash_decode,
+                                             kMethods[m].decode_attention);
+    us[m] = run(kMethods[m], splits[m], outs[m]);
   }
+  // The new kernel at half and twice its rule's split count: how flat the rule's choice is.
+  const double half = splits[2] > 1 ? run(kMethods[2], splits[2] / 2, other) : 0.0;
+  const double twice = splits[2] < 128 ? run(kMethods[2], splits[2] * 2, other) : 0.0;
   std::vector<double> flash_out(outs[0].size());
   for (std::size_t i = 0; i < flash_out.size(); ++i)
     flash_out[i] = nvfp4::bf16_to_float(outs[0][i]);
   const double err = relative_error(outs[2], flash_out).l2;
   auto pct = [&](double t) { return 100.0 * call_bytes / (t * 1e-6) / copy; };
   std::printf(
-      "%-9s b%-2d %6d keys %-4s | flash %7.2f us %5.1f%% (%3d splits) | cuda-core %7.2f us "
-      "%5.1f%% (%3d) | new %7.2f us %5.1f%% (%3d) | new/flash %.2fx | vs flash L2 %.1e%s\n",
+      "%-9s b%-2d %5d keys %-4s | flash %7.2f us %5.1f%% (%3d splits) | cuda-core %7.2f us "
+      "%5.1f%% (%3d) | new %7.2f us %5.1f%% (%3d; half %.2f, twice %.2f) | new/flash %.2fx | "
+      "L2 vs flash %.1e%s\n",
       model.name, rows, keys, fp8 ? "fp8" : "bf16", us[0], pct(us[0]), splits[0], us[1], pct(us[1]),
-      splits[1], us[2], pct(us[2]), splits[2], us[0] / us[2], err, err < 1e-2 ? "" : " FAIL");
+      splits[1], us[2], pct(us[2]), splits[2], half, twice, us[0] / us[2], err,
+      err < 1e-2 ? "" : " FAIL");
   std::fflush(stdout);
   return err < 1e-2;
 }

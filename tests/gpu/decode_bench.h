@@ -6,7 +6,8 @@
 // decode attention kernel in the same process, each with the engine's split rule, as us a layer
 // and the K/V bytes' rate as % of the device-to-device copy rate measured in the same run. The
 // calls rotate over enough copies of the cache that a layer's K/V come from memory, not L2. The
-// new kernel's output is checked against the flash kernel's (relative L2 < 1e-2).
+// new kernel also runs at half and twice its rule's split count (how flat the rule's choice is),
+// and its output is checked against the flash kernel's (relative L2 < 1e-2).
 
 namespace nibble::gpu_test {
 

@@ -38,10 +38,12 @@ NIBBLE_HOST_DEVICE constexpr int chunk_keys(int head_dim) {
 // Splits for `rows` sequences of `kv_heads` KV heads whose longest holds max_position + 1 keys.
 // Short contexts (latency): one chunk a warp, up to a cluster of 8 blocks (1,024 keys at head_dim
 // 128); then 8 splits up to 4 chunks a warp, beyond that at least 4 chunks a warp. Capped so that
-// rows x kv_heads x splits stays within ~2 blocks a multiprocessor (sm_count 0: no split). A power
-// of two, non-decreasing in max_position and through every power of two up to its value at the
-// longest context (paged_decode_splits' contract: the counts a decode graph bucket can take).
-inline int splits(int kv_heads, int head_dim, int rows, int max_position, int sm_count) {
+// rows x kv_heads x splits stays within blocks_per_sm blocks a multiprocessor (sm_count 0: no
+// split). A power of two, non-decreasing in max_position and through every power of two up to its
+// value at the longest context (paged_decode_splits' contract: the counts a decode graph bucket
+// can take).
+inline int splits(int kv_heads, int head_dim, int rows, int max_position, int sm_count,
+                  int blocks_per_sm = kBlocksPerSm) {
   if (sm_count <= 0 || kv_heads <= 0 || rows <= 0 || head_dim <= 0) return 1;
   const int chunk = chunk_keys(head_dim);
   const std::int64_t chunks = (std::int64_t(max_position) + chunk) / chunk;
@@ -50,7 +52,7 @@ inline int splits(int kv_heads, int head_dim, int rows, int max_position, int sm
     by_keys = std::max(kMaxCluster, pow2_at_least((chunks + 4 * kWarps - 1) / (4 * kWarps)));
   const std::int64_t blocks = std::int64_t(rows) * kv_heads;
   const int by_sm =
-      pow2_at_most(std::max<std::int64_t>(1, kBlocksPerSm * std::int64_t(sm_count) / blocks));
+      pow2_at_most(std::max<std::int64_t>(1, std::int64_t(blocks_per_sm) * sm_count / blocks));
   return std::min(by_keys, by_sm);
 }
 

@@ -535,6 +535,18 @@ bool decode_attention_enabled() {
   return on;
 }
 
+// The decode attention split rule's blocks a multiprocessor at long contexts
+// (decode_attention_plan.h): NIBBLE_DECODE_ATTN_BLOCKS_PER_SM (1..8) for A/B measurements, read
+// once, so that the engine's graph buckets and its calls agree.
+int decode_attention_blocks_per_sm() {
+  static const int blocks = [] {
+    const char* v = std::getenv("NIBBLE_DECODE_ATTN_BLOCKS_PER_SM");
+    const int n = v == nullptr ? 0 : std::atoi(v);
+    return n >= 1 && n <= 8 ? n : decode_plan::kBlocksPerSm;
+  }();
+  return blocks;
+}
+
 bool decode_attention_for(const AttentionShape& s, int choice) {
   const bool wanted = choice < 0 ? decode_attention_enabled() : choice > 0;
   return wanted && detail::decode_attention_supported(s);
@@ -586,7 +598,8 @@ int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_p
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
                         int flash_decode, int decode_attention) {
   if (decode_attention_for(shape, decode_attention))
-    return decode_plan::splits(shape.kv_heads, shape.head_dim, rows, max_position, sm_count);
+    return decode_plan::splits(shape.kv_heads, shape.head_dim, rows, max_position, sm_count,
+                               decode_attention_blocks_per_sm());
   const int G = shape.q_heads / std::max(1, shape.kv_heads), DL = shape.head_dim / 32;
   const int keys = max_position + 1;
   const std::int64_t blocks = std::int64_t(rows) * shape.kv_heads;
@@ -620,9 +633,10 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   // merge kernel any partials they leave.
   if (a.num_tiles == a.rows && a.num_tiles <= 65535 &&
       decode_attention_for(s, a.decode_attention)) {
-    const int splits = a.splits > 0 ? a.splits
-                                    : decode_plan::splits(s.kv_heads, s.head_dim, a.rows,
-                                                          a.max_position, a.sm_count);
+    const int splits = a.splits > 0
+                           ? a.splits
+                           : decode_plan::splits(s.kv_heads, s.head_dim, a.rows, a.max_position,
+                                                 a.sm_count, decode_attention_blocks_per_sm());
     int partials = 1;
     const cudaError_t err = detail::decode_attention(
         a, splits, detail::block_shift(a.block_size, detail::flash_options(a)), &partials, stream);

@@ -39,25 +39,27 @@ TEST(DecodePlan, SplitRuleKeepsTheDecodeGraphContract) {
   for (const int kv_heads : {1, 4, 8})
     for (const int head_dim : {64, 128, 256})
       for (const int rows : {1, 2, 8, 64})
-        for (const int sm_count : {0, 20, 132}) {
-          int last = 1;
-          std::vector<int> seen{1};
-          for (int position = 0; position < 131072; ++position) {
-            const int s = decode_plan::splits(kv_heads, head_dim, rows, position, sm_count);
-            ASSERT_EQ(decode_plan::pow2_at_most(s), s);
-            ASSERT_GE(s, last) << "position " << position;
-            if (s != last) {
-              ASSERT_EQ(s, 2 * last) << "position " << position << " skipped a power of two";
-              seen.push_back(s);
+        for (const int sm_count : {0, 20, 132})
+          for (const int per_sm : {1, 2, 4}) {
+            int last = 1;
+            std::vector<int> seen{1};
+            for (int position = 0; position < 131072; position += 3) {
+              const int s =
+                  decode_plan::splits(kv_heads, head_dim, rows, position, sm_count, per_sm);
+              ASSERT_EQ(decode_plan::pow2_at_most(s), s);
+              ASSERT_GE(s, last) << "position " << position;
+              if (s != last) {
+                ASSERT_EQ(s, 2 * last) << "position " << position << " skipped a power of two";
+                seen.push_back(s);
+              }
+              last = s;
             }
-            last = s;
+            if (sm_count == 0) {
+              EXPECT_EQ(last, 1);
+            } else if (last > 1) {
+              EXPECT_LE(std::int64_t(rows) * kv_heads * last, std::int64_t(per_sm) * sm_count);
+            }
           }
-          if (sm_count == 0) {
-            EXPECT_EQ(last, 1);
-          } else if (last > 1) {
-            EXPECT_LE(std::int64_t(rows) * kv_heads * last, 2 * sm_count);
-          }
-        }
 }
 
 TEST(DecodePlan, SplitRuleOnTheServedShapes) {

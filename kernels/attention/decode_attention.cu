@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/decode_attention_plan.h"
@@ -17,6 +19,7 @@ namespace nibble::kernels::detail {
 namespace {
 
 namespace cg = cooperative_groups;
+using decode_plan::kMaxCluster;
 using decode_plan::kMaxGroup;
 using decode_plan::kStepKeys;
 using decode_plan::kWarps;
@@ -104,8 +107,13 @@ __device__ __forceinline__ std::uint32_t transpose8x8(std::uint32_t a) {
 // splits / cluster (1: the clusters' merge is the output).
 template <int D, bool FP8>
 __global__ void __launch_bounds__(kWarps * 32)
-    decode_attention_kernel(PagedAttentionArgs a, int bs_shift, int cluster, int partials) {
+    decode_attention_kernel(PagedAttentionArgs a, int bs_shift, int cluster, int partials,
+                            bool push) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Push merge: this block has started (its shared memory exists); waited for before the merge.
+  if (cluster > 1 && push) asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+#endif
   using L = Layout<D, FP8>;
   constexpr int kChunk = L::kSub * kStepKeys;
   static_assert(kChunk == decode_plan::chunk_keys(D), "the plan's chunks");
@@ -260,7 +268,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   // banks instead of 4.
   __shared__ float o_s[kWarps][kMaxGroup][D + 1];
   __shared__ float m_s[kWarps][kMaxGroup], l_s[kWarps][kMaxGroup];
-  __shared__ float block_o[kMaxGroup][D], block_m[kMaxGroup], block_l[kMaxGroup];
+  // The block's merge for the cluster. Pull: its own, [head][dim] and row 0 of m and l. Push: an
+  // inbox, the share of each block of the cluster (row = its rank) in the outputs this block owns.
+  __shared__ float block_o[kMaxGroup * D + kMaxCluster];
+  __shared__ float block_m[kMaxCluster][kMaxGroup], block_l[kMaxCluster][kMaxGroup];
 #pragma unroll
   for (int t = 0; t < L::kSteps; ++t)
 #pragma unroll
@@ -276,7 +287,32 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
   __syncthreads();
+  // An output from its merged partial softmax: the result, or a partial for the merge kernel
+  // ([partial][row, head][D unnormalised sums, running max (natural units), running sum]).
+  auto finish = [&](int g, int d, float num, float den, float mx) {
+    if (partials == 1) {
+      a.out[(pair0 + g) * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num / den));
+      return;
+    }
+    float* part =
+        a.workspace +
+        (std::int64_t(blockIdx.x) / cluster * a.rows * a.shape.q_heads + pair0 + g) * (D + 2);
+    part[d] = num;
+    if (d == 0) {
+      part[D] = mx * 0.6931471805599453f;
+      part[D + 1] = den;
+    }
+  };
   const bool whole = cluster == 1;  // one split: this block holds every key
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cg::cluster_group cl = cg::this_cluster();
+  const int rank = whole ? 0 : int(cl.block_rank());
+  const int slice = (G * D + cluster - 1) / cluster;  // outputs a block owns (push)
+  // Push writes other blocks' shared memory: each must have started (the arrival at the start).
+  if (!whole && push) asm volatile("barrier.cluster.wait;\n" ::: "memory");
+#else
+  const int rank = 0, slice = 0;
+#endif
   for (int e = int(threadIdx.x); e < G * D; e += int(blockDim.x)) {
     const int g = e / D, d = e % D;
     float mx = -INFINITY;
@@ -290,54 +326,65 @@ __global__ void __launch_bounds__(kWarps * 32)
       den += f * l_s[w][g];
     }
     if (whole) {
-      a.out[(pair0 + g) * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num / den));
-    } else {
-      block_o[g][d] = num;
+      finish(g, d, num, den, mx);
+    } else if (!push) {
+      block_o[e] = num;
       if (d == 0) {
-        block_m[g] = mx;
-        block_l[g] = den;
+        block_m[0][g] = mx;
+        block_l[0][g] = den;
       }
+    } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      // Output e belongs to block e % cluster, at e / cluster of its share.
+      cl.map_shared_rank(&block_o[0], e % cluster)[rank * slice + e / cluster] = num;
+      if (d == 0)
+        for (int b = 0; b < cluster; ++b) {
+          cl.map_shared_rank(&block_m[0][0], b)[rank * kMaxGroup + g] = mx;
+          cl.map_shared_rank(&block_l[0][0], b)[rank * kMaxGroup + g] = den;
+        }
+#endif
     }
   }
   if (whole) return;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // The cluster's blocks merged through distributed shared memory, each block a share of the
-  // outputs; the second barrier keeps every block's shared memory alive until all have read it.
-  cg::cluster_group cl = cg::this_cluster();
-  cl.sync();
-  const int rank = int(cl.block_rank());
+  cl.sync();  // every block's merge (pull) or every share (push) is in place and visible
+  if (push) {
+    // This block's outputs e = rank + i * cluster from every block's share, in its own memory.
+    for (int i = int(threadIdx.x); rank + i * cluster < G * D; i += int(blockDim.x)) {
+      const int e = rank + i * cluster, g = e / D, d = e % D;
+      float mx = -INFINITY;
+      for (int b = 0; b < cluster; ++b) mx = fmaxf(mx, block_m[b][g]);
+      float num = 0.0f, den = 0.0f;
+      for (int b = 0; b < cluster; ++b) {
+        const float f = block_m[b][g] == -INFINITY ? 0.0f : ex2(block_m[b][g] - mx);
+        num += f * block_o[b * slice + i];
+        den += f * block_l[b][g];
+      }
+      finish(g, d, num, den, mx);
+    }
+    return;  // nothing reads this block's memory any more
+  }
+  // Pull: each block a share of the outputs, read from every block's memory; the second barrier
+  // keeps every block's shared memory alive until all have read it.
   for (int e = rank * int(blockDim.x) + int(threadIdx.x); e < G * D;
        e += cluster * int(blockDim.x)) {
     const int g = e / D, d = e % D;
     float mx = -INFINITY;
-    for (int b = 0; b < cluster; ++b) mx = fmaxf(mx, cl.map_shared_rank(&block_m[0], b)[g]);
+    for (int b = 0; b < cluster; ++b) mx = fmaxf(mx, cl.map_shared_rank(&block_m[0][0], b)[g]);
     float num = 0.0f, den = 0.0f;
     for (int b = 0; b < cluster; ++b) {
-      const float mb = cl.map_shared_rank(&block_m[0], b)[g];
+      const float mb = cl.map_shared_rank(&block_m[0][0], b)[g];
       const float f = mb == -INFINITY ? 0.0f : ex2(mb - mx);
-      num += f * cl.map_shared_rank(&block_o[0][0], b)[g * D + d];
-      den += f * cl.map_shared_rank(&block_l[0], b)[g];
+      num += f * cl.map_shared_rank(&block_o[0], b)[e];
+      den += f * cl.map_shared_rank(&block_l[0][0], b)[g];
     }
-    if (partials == 1) {
-      a.out[(pair0 + g) * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num / den));
-      continue;
-    }
-    // [partial][row, head][D unnormalised sums, running max (natural units), running sum], as
-    // paged_attention's merge kernel reads.
-    float* part =
-        a.workspace +
-        (std::int64_t(blockIdx.x) / cluster * a.rows * a.shape.q_heads + pair0 + g) * (D + 2);
-    part[d] = num;
-    if (d == 0) {
-      part[D] = mx * 0.6931471805599453f;
-      part[D + 1] = den;
-    }
+    finish(g, d, num, den, mx);
   }
   cl.sync();
 #endif
 }
 
-using Kernel = void (*)(PagedAttentionArgs, int, int, int);
+using Kernel = void (*)(PagedAttentionArgs, int, int, int, bool);
 
 template <bool FP8>
 Kernel kernel_for(int head_dim) {
@@ -364,6 +411,16 @@ bool clusters_available() {
     return cluster != 0;
   }();
   return available;
+}
+
+// The clusters' merge form: PagedAttentionArgs::decode_merge, else NIBBLE_DECODE_ATTN_MERGE=push
+// (read once); pull by default.
+bool push_merge(const PagedAttentionArgs& a) {
+  static const bool push_default = [] {
+    const char* v = std::getenv("NIBBLE_DECODE_ATTN_MERGE");
+    return v != nullptr && std::string(v) == "push";
+  }();
+  return a.decode_merge < 0 ? push_default : a.decode_merge > 0;
 }
 
 }  // namespace
@@ -402,7 +459,7 @@ cudaError_t decode_attention(const PagedAttentionArgs& a, int splits, int bs_shi
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, a, bs_shift, cluster, *partials);
+  return cudaLaunchKernelEx(&config, kernel, a, bs_shift, cluster, *partials, push_merge(a));
 }
 
 }  // namespace nibble::kernels::detail

@@ -88,6 +88,11 @@ struct PagedAttentionArgs {
   // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above
   // (flash_decode), -1 the default (1 unless NIBBLE_DECODE_ATTN=0).
   int decode_attention = -1;
+  // How that kernel's clusters merge their blocks: 0 pull (each block reads its share of the
+  // outputs from every block's shared memory; two cluster barriers), 1 push (each block writes its
+  // partials into the owners' shared memory; one barrier to wait on), -1 the default (pull unless
+  // NIBBLE_DECODE_ATTN_MERGE=push). For A/B measurements and tests.
+  int decode_merge = -1;
 };
 
 // Whether an FP8 cache can serve this shape (both the decode and the flash kernel have it: head_dim

@@ -8,6 +8,8 @@
 #include <type_traits>
 
 #include "kernels/attention/cache_slot.cuh"
+#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/decode_attention_plan.h"
 #include "kernels/attention/flash_prefill.h"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/attention/paged_attention.h"
@@ -500,12 +502,15 @@ std::size_t smem_bytes(const AttentionShape& s, const Plan& plan) {
          4 * std::size_t(kKeys) * std::size_t(row_stride(s.head_dim)) * sizeof(std::uint32_t);
 }
 
+// An A/B switch: on unless the environment variable is "0".
+bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
+
 // NIBBLE_FLASH_ATTENTION=0 sends prefill and mixed steps to the tile kernel (A/B measurements).
 bool flash_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_FLASH_ATTENTION");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switch_on("NIBBLE_FLASH_ATTENTION");
   return on;
 }
 
@@ -514,16 +519,37 @@ bool flash_enabled() {
 // per-key reductions (H200, one call: Llama-3.1-8B at 4,096 context 328.7 vs 317.8 tok/s,
 // Qwen3-30B-A3B at 512 246.6 vs 243.1). NIBBLE_FLASH_DECODE=0 keeps the decode kernel.
 bool flash_decode_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_FLASH_DECODE");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = switch_on("NIBBLE_FLASH_DECODE");
   return on;
 }
 
 bool flash_decode_for(const AttentionShape& s, int choice) {
   const bool wanted = choice < 0 ? flash_decode_enabled() && flash_enabled() : choice > 0;
   return wanted && detail::flash_prefill_supported(s);
+}
+
+// Steps of decodes only run the decode attention kernel (decode_attention.h) where it serves the
+// shape; NIBBLE_DECODE_ATTN=0 keeps the choice above (A/B measurements without a rebuild).
+bool decode_attention_enabled() {
+  static const bool on = switch_on("NIBBLE_DECODE_ATTN");
+  return on;
+}
+
+// The decode attention split rule's blocks a multiprocessor at long contexts
+// (decode_attention_plan.h): NIBBLE_DECODE_ATTN_BLOCKS_PER_SM (1..8) for A/B measurements, read
+// once, so that the engine's graph buckets and its calls agree.
+int decode_attention_blocks_per_sm() {
+  static const int blocks = [] {
+    const char* v = std::getenv("NIBBLE_DECODE_ATTN_BLOCKS_PER_SM");
+    const int n = v == nullptr ? 0 : std::atoi(v);
+    return n >= 1 && n <= 8 ? n : decode_plan::kBlocksPerSm;
+  }();
+  return blocks;
+}
+
+bool decode_attention_for(const AttentionShape& s, int choice) {
+  const bool wanted = choice < 0 ? decode_attention_enabled() : choice > 0;
+  return wanted && detail::decode_attention_supported(s);
 }
 
 }  // namespace
@@ -570,7 +596,10 @@ int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_p
 }
 
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
-                        int flash_decode) {
+                        int flash_decode, int decode_attention) {
+  if (decode_attention_for(shape, decode_attention))
+    return decode_plan::splits(shape.kv_heads, shape.head_dim, rows, max_position, sm_count,
+                               decode_attention_blocks_per_sm());
   const int G = shape.q_heads / std::max(1, shape.kv_heads), DL = shape.head_dim / 32;
   const int keys = max_position + 1;
   const std::int64_t blocks = std::int64_t(rows) * shape.kv_heads;
@@ -599,6 +628,23 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   }
   if (a.num_tiles == 0) return cudaSuccess;
+  const std::int64_t pairs = std::int64_t(a.rows) * s.q_heads;
+  // A step of decodes only: the decode attention kernel, its clusters merging up to 8 splits, the
+  // merge kernel any partials they leave.
+  if (a.num_tiles == a.rows && a.num_tiles <= 65535 &&
+      decode_attention_for(s, a.decode_attention)) {
+    const int splits = a.splits > 0
+                           ? a.splits
+                           : decode_plan::splits(s.kv_heads, s.head_dim, a.rows, a.max_position,
+                                                 a.sm_count, decode_attention_blocks_per_sm());
+    int partials = 1;
+    const cudaError_t err = detail::decode_attention(
+        a, splits, detail::block_shift(a.block_size, detail::flash_options(a)), &partials, stream);
+    if (err != cudaSuccess || partials == 1) return err;
+    merge_splits_kernel<<<unsigned(pairs), std::min(s.head_dim, 128), 0, stream>>>(
+        a.workspace, partials, pairs, s.head_dim, a.out);
+    return cudaGetLastError();
+  }
   const Plan plan = plan_for(s);
   const std::size_t smem = smem_bytes(s, plan);
   // Above 48 KB the kernel must opt in; once per size, not on every layer of every step.
@@ -642,7 +688,6 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (splits == 1) return cudaGetLastError();
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
-  const std::int64_t pairs = std::int64_t(a.rows) * s.q_heads;
   merge_splits_kernel<<<unsigned(pairs), std::min(s.head_dim, 128), 0, stream>>>(
       a.workspace, splits, pairs, s.head_dim, a.out);
   return cudaGetLastError();

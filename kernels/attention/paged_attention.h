@@ -3,10 +3,12 @@
 // Rows of the batch are grouped into tiles: up to rows_per_tile consecutive rows of ONE sequence
 // (consecutive positions), so that every K/V chunk a block loads serves all of the tile's queries
 // and all the query heads that share a KV head. A query at position p sees keys [0, p] of its own
-// sequence, found through the sequence's block table. Three kernels behind one call: steps of
-// decodes only take the decode kernel (CUDA cores, keys split over blocks); prefill chunks and
-// mixed steps the flash kernel on tensor cores (flash_prefill.h) for head_dim 64/128/256, else a
-// tile kernel in FP32. The CPU reference: kernels/attention/attention_ref.h (FP64).
+// sequence, found through the sequence's block table. Kernels behind one call: steps of decodes
+// only take the decode attention kernel (decode_attention.h: tensor cores, keys split over
+// clusters of blocks; NIBBLE_DECODE_ATTN=0: the flash kernel or the CUDA-core decode kernel, keys
+// split over blocks); prefill chunks and mixed steps the flash kernel on tensor cores
+// (flash_prefill.h) for head_dim 64/128/256, else a tile kernel in FP32. The CPU reference:
+// kernels/attention/attention_ref.h (FP64).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -82,6 +84,15 @@ struct PagedAttentionArgs {
   // The flash kernel's form: a mask of the kFlash* options above; -1: NIBBLE_FLASH_OPTIONS or
   // kFlashDefaultOptions. For A/B measurements and tests.
   int flash_options = -1;
+  // Steps of decodes only: 1 runs the decode attention kernel (decode_attention.h: tensor cores,
+  // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above
+  // (flash_decode), -1 the default (1 unless NIBBLE_DECODE_ATTN=0).
+  int decode_attention = -1;
+  // How that kernel's clusters merge their blocks: 0 pull (each block reads its share of the
+  // outputs from every block's shared memory; two cluster barriers), 1 push (each block writes its
+  // partials into the owners' shared memory; one barrier to wait on), -1 the default (pull unless
+  // NIBBLE_DECODE_ATTN_MERGE=push). For A/B measurements and tests.
+  int decode_merge = -1;
 };
 
 // Whether an FP8 cache can serve this shape (both the decode and the flash kernel have it: head_dim
@@ -100,11 +111,12 @@ std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int ro
 // warp of the decode kernel. A few sequences at short contexts otherwise run one block per KV
 // head, each warp walking every key in turn with no other warp on its scheduler to hide the
 // latency (Qwen3-30B-A3B, 66 keys: 4 blocks, 25 us a layer on an H200). Power of two, as above.
-// `flash_decode` as in PagedAttentionArgs: each kernel has its own best split. Non-decreasing in
-// max_position, through every power of two up to its value at the longest context (the split
-// counts a decode graph bucket can take are those).
+// `flash_decode` and `decode_attention` as in PagedAttentionArgs: each kernel has its own best
+// split (the decode attention kernel's: decode_attention_plan.h). Non-decreasing in max_position,
+// through every power of two up to its value at the longest context (the split counts a decode
+// graph bucket can take are those).
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
-                        int flash_decode = -1);
+                        int flash_decode = -1, int decode_attention = -1);
 
 // Returns cudaErrorInvalidValue for shapes it cannot run (head_dim not a multiple of 8 or above
 // 256: two K/V chunks must fit GB10's ~100 KB of shared memory per block, Hq not a multiple of

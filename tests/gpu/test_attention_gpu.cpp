@@ -6,7 +6,10 @@
 // long contexts; the same with an FP8 cache (kernels/attention/kv_fp8_ref.h: the reference reads
 // the decoded values), and the FP8 store of rope_and_store_kv against the host quantiser, code
 // for code. Every step with prefill rows runs in each form of the flash kernel (kFlash* options).
-// `--bench` times the flash kernel instead (tests/gpu/flash_bench.h). Bound: relative L2 < 5e-3
+// The decode attention kernel's checks: tests/gpu/decode_attention_check.h (`--decode`: those
+// alone).
+// `--bench` times the flash kernel instead (tests/gpu/flash_bench.h), `--decode-bench` a step of
+// decodes' attention (tests/gpu/decode_bench.h). Bound: relative L2 < 5e-3
 // (BF16 operands and output; METHOD.md's 1e-3..1e-2). Every output element is poisoned (NaN) before
 // each run. Exits 77 without a GPU.
 #include <cuda_runtime.h>
@@ -29,8 +32,11 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
+#include "tests/gpu/decode_attention_check.h"
+#include "tests/gpu/decode_bench.h"
 #include "tests/gpu/flash_bench.h"
 #include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/relative_error.h"
 
 namespace nibble {
 namespace {
@@ -168,6 +174,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   a.out = dout;
   a.rows = int(T);
   a.max_position = max_position;
+  a.decode_attention = 0;  // the kernels before it (decode_attention_check.h tests it)
   // Keys in one block per tile, then split as far as the keys allow (a huge SM count), each with
   // the step's count of decode tiles known and unknown; steps with prefill tiles in every form of
   // the flash kernel. Steps of decodes only also run each decode kernel (the decode kernel, the
@@ -185,7 +192,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
         const int sm_count = mode == 0 ? 0 : mode == 1 ? 1 << 20 : 132;
         a.flash_decode = decode_rule ? mode - 2 : 0;
         const int splits = decode_rule ? kernels::paged_decode_splits(c.shape, int(T), max_position,
-                                                                      sm_count, a.flash_decode)
+                                                                      sm_count, a.flash_decode, 0)
                                        : kernels::paged_attention_splits(c.shape, a.num_tiles,
                                                                          max_position, sm_count);
         a.sm_count = sm_count;
@@ -205,18 +212,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
         NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
         std::vector<std::uint16_t> got(q.size());
         NIBBLE_CUDA_CHECK(cudaMemcpy(got.data(), dout, q.size() * 2, cudaMemcpyDeviceToHost));
-        double diff = 0, ref = 0;
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          const double g = nvfp4::bf16_to_float(got[i]);
-          if (!std::isfinite(g)) {
-            ++bad;
-            continue;
-          }
-          diff += (g - want[i]) * (g - want[i]);
-          ref += want[i] * want[i];
-        }
-        const double err = bad ? INFINITY : std::sqrt(diff / ref);
+        const auto [err, bad] = gpu_test::relative_error(got, want);
         char detail[260];
         std::snprintf(
             detail, sizeof detail,
@@ -377,6 +373,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "--bench")
     return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run_flash_bench, argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--decode-bench")
+    return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run_decode_bench, argc, argv);
+  // --decode: the decode attention checks alone.
+  const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
   const char* fixed = std::getenv("NIBBLE_TEST_SEED");
   const std::uint64_t seed =
       fixed ? std::strtoull(fixed, nullptr, 10)
@@ -385,8 +385,11 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   nibble::gpu_test::Results results;
   try {
-    for (const auto& c : nibble::cases()) nibble::run_case(c, rng, results);
-    for (const int D : {64, 128, 256}) nibble::fp8_store_case(D == 64 ? 8 : 2, D, rng, results);
+    if (!decode_only) {
+      for (const auto& c : nibble::cases()) nibble::run_case(c, rng, results);
+      for (const int D : {64, 128, 256}) nibble::fp8_store_case(D == 64 ? 8 : 2, D, rng, results);
+    }
+    nibble::gpu_test::run_decode_attention_checks(rng, results);
   } catch (const std::exception& e) {
     std::printf("FAIL %s\n", e.what());
     return 1;

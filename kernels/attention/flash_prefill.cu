@@ -168,15 +168,38 @@ __device__ __forceinline__ void widen_fp8_chunk(const unsigned char* k_stage,
   }
 }
 
+// O rows times their row's factor (lanes hold rows lane / 4 and lane / 4 + 8 of each m tile).
+template <int MT, int D>
+__device__ __forceinline__ void rescale_rows(float (&o)[MT][D / 8][4], const float (&f)[MT][2]) {
+#pragma unroll
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      o[t][dt][0] *= f[t][0];
+      o[t][dt][1] *= f[t][0];
+      o[t][dt][2] *= f[t][1];
+      o[t][dt][3] *= f[t][1];
+    }
+}
+
 // grid: (tiles, kv heads, splits). Query row r of the block is position r / G of the tile and
 // query head kvh * G + r % G; warp w owns rows [16 MT w, 16 MT (w + 1)).
 // kFast (kFlashFastSoftmax): the running max stays in raw-score units, so that each probability is
 // one FFMA and one ex2 (exp2(s * scale_log2 - m * scale_log2)), and the O accumulators are
 // rescaled only when some row of the warp has a larger max (late in a long prompt the max seldom
 // moves: most score blocks skip the MT x D/2 multiplies). kFast off is the v2 arithmetic.
-template <int D, bool FP8, int KC, int KS, bool kFast>
+// kLazy (kFlashLazyRescale, with kFast): m is a reference max that O and l are relative to; it
+// moves (and O, l with it) only when some row's block max passes it by more than
+// kLazyHeadroom in log2 units, so the probabilities stay <= 2^kLazyHeadroom (far inside FP32 and
+// BF16 range), and the exponentials are computed inside the P.V loop, in the same basic block as
+// its mma.sync: the scheduler overlaps the ex2 (a quarter-rate pipe) with the tensor work instead
+// of running them one after the other.
+constexpr float kLazyHeadroom = 8.0f;
+
+template <int D, bool FP8, int KC, int KS, bool kFast, bool kLazy>
 __global__ void __launch_bounds__(kThreads)
     flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows, int bs_shift) {
+  static_assert(kFast || !kLazy, "the lazy rescale keeps the max in raw-score units");
   kernels::allow_next_grid();  // the o projection may start fetching its weights
   using C = Config<D, FP8, KC, KS>;
   constexpr int MT = C::MT, kVecs = D / 8, kPieces = FP8 ? C::kFp8Pieces : 1;
@@ -314,6 +337,7 @@ __global__ void __launch_bounds__(kThreads)
       // Mask keys past each row's position (only blocks that reach the tile's first position have
       // any), online softmax in the exp2 domain.
       const bool diagonal = k0 + KS - 1 > tile.position0;
+      float base[MT][2];  // kFast: the exponent's subtrahend per row (scaled log2 units)
       if constexpr (kFast) {
         // The mask in its own (block-uniform) branch: kept out of the other blocks' instruction
         // stream rather than predicated into it.
@@ -326,51 +350,82 @@ __global__ void __launch_bounds__(kThreads)
               for (int e = 0; e < 4; ++e)
                 if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2]) s[t][nt][e] = -INFINITY;
         }
-        float base[MT][2], alpha[MT][2];
-        bool grew = false;
+        if constexpr (kLazy) {
+          float mx[MT][2];
+          bool behind = false;
 #pragma unroll
-        for (int t = 0; t < MT; ++t) {
-          float mx[2] = {-INFINITY, -INFINITY};
+          for (int t = 0; t < MT; ++t) {
+            mx[t][0] = mx[t][1] = -INFINITY;
 #pragma unroll
-          for (int nt = 0; nt < KS / 8; ++nt)
+            for (int nt = 0; nt < KS / 8; ++nt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
+              for (int e = 0; e < 4; ++e) mx[t][e / 2] = fmaxf(mx[t][e / 2], s[t][nt][e]);
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float next = fmaxf(m[t][h], quad_max(mx[h]));
-            // A row may see no key yet in this block's share of a split: keep exponents finite.
-            base[t][h] = next == -INFINITY ? 0.0f : __fmul_rn(next, scale_log2);
-            // Unchanged max: exactly 1 (no rounding of m * scale_log2 - base to trust).
-            alpha[t][h] =
-                next == m[t][h] ? 1.0f : fast_exp2(__fmul_rn(m[t][h], scale_log2) - base[t][h]);
-            grew |= next != m[t][h];
-            m[t][h] = next;
-          }
-        }
-#pragma unroll
-        for (int t = 0; t < MT; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float sum = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < KS / 8; ++nt) {
-              s[t][nt][2 * h] = fast_exp2(fmaf(s[t][nt][2 * h], scale_log2, -base[t][h]));
-              s[t][nt][2 * h + 1] = fast_exp2(fmaf(s[t][nt][2 * h + 1], scale_log2, -base[t][h]));
-              sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+            for (int h = 0; h < 2; ++h) {
+              mx[t][h] = quad_max(mx[t][h]);
+              // m = -inf: any finite max is ahead (-inf + headroom = -inf).
+              behind |=
+                  __fmul_rn(mx[t][h], scale_log2) > __fmul_rn(m[t][h], scale_log2) + kLazyHeadroom;
             }
-            l[t][h] = l[t][h] * alpha[t][h] + sum;  // this lane's share of the row sum
           }
-        if (__any_sync(0xffffffffu, grew)) {
+          if (__any_sync(0xffffffffu, behind)) {  // rare: every row of the warp moves to its max
+            float alpha[MT][2];
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const float next = fmaxf(m[t][h], mx[t][h]);
+                alpha[t][h] =
+                    next == m[t][h]
+                        ? 1.0f
+                        : fast_exp2(__fmul_rn(m[t][h], scale_log2) - __fmul_rn(next, scale_log2));
+                l[t][h] *= alpha[t][h];
+                m[t][h] = next;
+              }
+            rescale_rows<MT, D>(o, alpha);
+          }
 #pragma unroll
           for (int t = 0; t < MT; ++t)
 #pragma unroll
-            for (int dt = 0; dt < D / 8; ++dt) {
-              o[t][dt][0] *= alpha[t][0];
-              o[t][dt][1] *= alpha[t][0];
-              o[t][dt][2] *= alpha[t][1];
-              o[t][dt][3] *= alpha[t][1];
+            for (int h = 0; h < 2; ++h)  // a row with no key yet: exponents stay finite
+              base[t][h] = m[t][h] == -INFINITY ? 0.0f : __fmul_rn(m[t][h], scale_log2);
+        } else {
+          float alpha[MT][2];
+          bool grew = false;
+#pragma unroll
+          for (int t = 0; t < MT; ++t) {
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float next = fmaxf(m[t][h], quad_max(mx[h]));
+              // A row may see no key yet in this block's share of a split: keep exponents finite.
+              base[t][h] = next == -INFINITY ? 0.0f : __fmul_rn(next, scale_log2);
+              // Unchanged max: exactly 1 (no rounding of m * scale_log2 - base to trust).
+              alpha[t][h] =
+                  next == m[t][h] ? 1.0f : fast_exp2(__fmul_rn(m[t][h], scale_log2) - base[t][h]);
+              grew |= next != m[t][h];
+              m[t][h] = next;
             }
-        }
+          }
+#pragma unroll
+          for (int t = 0; t < MT; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float sum = 0.0f;
+#pragma unroll
+              for (int nt = 0; nt < KS / 8; ++nt) {
+                s[t][nt][2 * h] = fast_exp2(fmaf(s[t][nt][2 * h], scale_log2, -base[t][h]));
+                s[t][nt][2 * h + 1] = fast_exp2(fmaf(s[t][nt][2 * h + 1], scale_log2, -base[t][h]));
+                sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+              }
+              l[t][h] = l[t][h] * alpha[t][h] + sum;  // this lane's share of the row sum
+            }
+          if (__any_sync(0xffffffffu, grew)) rescale_rows<MT, D>(o, alpha);
+        }  // !kLazy
       } else {
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
@@ -410,9 +465,21 @@ __global__ void __launch_bounds__(kThreads)
       }
 
       // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
-      // each V fragment feeds MT tiles.
+      // each V fragment feeds MT tiles. kLazy: the probabilities of those keys are computed here.
+      float lazy_sum[MT][2] = {};
 #pragma unroll
       for (int kk = 0; kk < KS / 16; ++kk) {
+        if constexpr (kLazy) {
+#pragma unroll
+          for (int t = 0; t < MT; ++t)
+#pragma unroll
+            for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                s[t][nt][e] = fast_exp2(fmaf(s[t][nt][e], scale_log2, -base[t][e / 2]));
+                lazy_sum[t][e / 2] += s[t][nt][e];
+              }
+        }
         std::uint32_t pa[MT][4];
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
@@ -431,6 +498,13 @@ __global__ void __launch_bounds__(kThreads)
             mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);
             mma_bf16(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
           }
+        }
+      }
+      if constexpr (kLazy) {
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          l[t][0] += lazy_sum[t][0];
+          l[t][1] += lazy_sum[t][1];
         }
       }
     }
@@ -471,11 +545,11 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-template <int D, bool FP8, int KC, int KS, bool kFast>
+template <int D, bool FP8, int KC, int KS, bool kFast, bool kLazy = false>
 cudaError_t launch(const PagedAttentionArgs& a, int options, int splits, bool skip_single_rows,
                    cudaStream_t stream) {
   constexpr std::size_t smem = Config<D, FP8, KC, KS>::kSmem;
-  auto* kernel = flash_prefill_kernel<D, FP8, KC, KS, kFast>;
+  auto* kernel = flash_prefill_kernel<D, FP8, KC, KS, kFast, kLazy>;
   // Above 48 KB the kernel must opt in; once, not on every layer of every step.
   static std::atomic<bool> opted_in{false};
   if (!opted_in.load(std::memory_order_relaxed)) {
@@ -499,9 +573,15 @@ cudaError_t launch_with(const PagedAttentionArgs& a, int options, int splits, bo
   const bool fast = (options & kFlashFastSoftmax) != 0;
   if constexpr (D == 128) {
     if ((options & kFlashChunk64) != 0) {
-      if ((options & kFlashWideScores) != 0)
+      const bool lazy = fast && (options & kFlashLazyRescale) != 0;
+      if ((options & kFlashWideScores) != 0) {
+        if (lazy)
+          return launch<D, FP8, 64, 64, true, true>(a, options, splits, skip_single_rows, stream);
         return fast ? launch<D, FP8, 64, 64, true>(a, options, splits, skip_single_rows, stream)
                     : launch<D, FP8, 64, 64, false>(a, options, splits, skip_single_rows, stream);
+      }
+      if (lazy)
+        return launch<D, FP8, 64, 32, true, true>(a, options, splits, skip_single_rows, stream);
       return fast ? launch<D, FP8, 64, 32, true>(a, options, splits, skip_single_rows, stream)
                   : launch<D, FP8, 64, 32, false>(a, options, splits, skip_single_rows, stream);
     }

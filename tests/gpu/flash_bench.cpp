@@ -150,9 +150,11 @@ void bench_prompt(int n, int rows, double ceiling, std::mt19937_64& rng) {
     a.k_scale = fp8 ? k_scale.get() : nullptr;
     a.v_scale = fp8 ? v_scale.get() : nullptr;
     std::vector<std::uint16_t> base;
-    for (const int form : {0, kernels::kFlashFastSoftmax, kernels::kFlashChunk64,
-                           kernels::kFlashChunk64 | kernels::kFlashFastSoftmax,
-                           kernels::kFlashDefaultOptions, kernels::kFlashAllOptions}) {
+    for (const int form :
+         {0, kernels::kFlashFastSoftmax, kernels::kFlashChunk64,
+          kernels::kFlashChunk64 | kernels::kFlashFastSoftmax, kernels::kFlashDefaultOptions,
+          kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
+          kernels::kFlashDefaultOptions | kernels::kFlashLazyRescale, kernels::kFlashAllOptions}) {
       a.flash_options = form;
       const double ms = median_ms(a);
       const std::vector<std::uint16_t> got = out.to_host();

@@ -56,6 +56,8 @@ constexpr int kFlashForms[] = {0,
                                kernels::kFlashChunk64 | kernels::kFlashWideScores,
                                kernels::kFlashShiftSlots,
                                kernels::kFlashDefaultOptions,
+                               kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
+                               kernels::kFlashDefaultOptions | kernels::kFlashLazyRescale,
                                kernels::kFlashAllOptions};
 
 // The cache as FP8 codes and per-row scales, and the values they decode to.

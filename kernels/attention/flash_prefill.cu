@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "kernels/attention/flash_prefill.h"
 
@@ -198,7 +199,7 @@ constexpr float kLazyHeadroom = 8.0f;
 
 template <int D, bool FP8, int KC, int KS, bool kFast, bool kLazy>
 __global__ void __launch_bounds__(kThreads)
-    flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows, int bs_shift) {
+    flash_prefill_kernel(PagedAttentionArgs a, bool skip_single_rows, int bs_shift, int options) {
   static_assert(kFast || !kLazy, "the lazy rescale keeps the max in raw-score units");
   kernels::allow_next_grid();  // the o projection may start fetching its weights
   using C = Config<D, FP8, KC, KS>;
@@ -260,6 +261,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 16; w >= 1; w /= 2)
     warp_last = max(warp_last, __shfl_xor_sync(0xffffffffu, warp_last, w));
   const float scale_log2 = a.scale * 1.4426950408889634f;
+  // Run-time forms (no instantiation of their own): see kFlashOneBarrier and kFlashMaskFree.
+  // Only the lazy kernels look at them: the other forms keep their v3 code (and registers).
+  const bool one_barrier = kLazy && !FP8 && (options & kFlashOneBarrier) != 0,
+             mask_free = kLazy && (options & kFlashMaskFree) != 0;
   // m: kFast in raw-score units, else in scaled log2 units.
   float o[MT][D / 8][4], m[MT][2], l[MT][2];
 #pragma unroll
@@ -293,6 +298,16 @@ __global__ void __launch_bounds__(kThreads)
         k_scale[p] = k_next[p];
         v_scale[p] = v_next[p];
       }
+    } else if (one_barrier) {
+      // This chunk (the only group in flight) landed for every thread, and every warp is past
+      // the previous chunk, whose buffer takes the next one: one barrier per chunk.
+      cp_async_wait<0>();
+      __syncthreads();
+      if (c0 + KC < c_end) {
+        const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
+        load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+        cp_async_commit();
+      }
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
       load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
@@ -301,214 +316,228 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       cp_async_wait<0>();
     }
-    __syncthreads();
+    if (FP8 || !one_barrier) __syncthreads();
 
 #pragma unroll 1
     for (int kb0 = 0; kb0 < KC; kb0 += KS) {  // score blocks: keys [c0 + kb0, c0 + kb0 + KS)
       const int k0 = c0 + kb0;
       if (k0 > warp_last) break;  // this and later blocks: every key masked for the warp
 
-      // S = Q . K^T for this warp's rows and the block's KS keys; each K fragment feeds MT tiles.
-      float s[MT][KS / 8][4];
-#pragma unroll
-      for (int t = 0; t < MT; ++t)
-#pragma unroll
-        for (int i = 0; i < KS / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.0f;
-#pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        std::uint32_t qa[MT][4];
+      // Blocks that reach the tile's first position have keys to mask.
+      const bool diagonal = k0 + KS - 1 > tile.position0;
+      // One score block: S = QK^T, softmax, O += PV. kMasked false: no masking code at all, so
+      // that (kFlashMaskFree) QK^T, the row max and its vote form one basic block.
+      auto score_block = [&](auto masked) {
+        constexpr bool kMasked = decltype(masked)::value;
+        // S = Q . K^T for this warp's rows and the block's KS keys; each K fragment feeds MT tiles.
+        float s[MT][KS / 8][4];
 #pragma unroll
         for (int t = 0; t < MT; ++t)
-          ldmatrix_x4_at(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
-                                            2 * ks + lane / 16));
 #pragma unroll
-        for (int np = 0; np < KS / 16; ++np) {
-          std::uint32_t kb[4];
-          ldmatrix_x4_at(kb, swizzled<D>(k_s, kb0 + np * 16 + lane % 8 + 8 * (lane / 16),
-                                         2 * ks + (lane / 8) % 2));
+          for (int i = 0; i < KS / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.0f;
 #pragma unroll
-          for (int t = 0; t < MT; ++t) {
-            mma_bf16(s[t][2 * np], qa[t], kb[0], kb[1]);
-            mma_bf16(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
-          }
-        }
-      }
-
-      // Mask keys past each row's position (only blocks that reach the tile's first position have
-      // any), online softmax in the exp2 domain.
-      const bool diagonal = k0 + KS - 1 > tile.position0;
-      float base[MT][2];  // kFast: the exponent's subtrahend per row (scaled log2 units)
-      if constexpr (kFast) {
-        // The mask in its own (block-uniform) branch: kept out of the other blocks' instruction
-        // stream rather than predicated into it.
-        if (diagonal) {
+        for (int ks = 0; ks < D / 16; ++ks) {
+          std::uint32_t qa[MT][4];
 #pragma unroll
           for (int t = 0; t < MT; ++t)
+            ldmatrix_x4_at(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
+                                              2 * ks + lane / 16));
 #pragma unroll
-            for (int nt = 0; nt < KS / 8; ++nt)
+          for (int np = 0; np < KS / 16; ++np) {
+            std::uint32_t kb[4];
+            ldmatrix_x4_at(kb, swizzled<D>(k_s, kb0 + np * 16 + lane % 8 + 8 * (lane / 16),
+                                           2 * ks + (lane / 8) % 2));
 #pragma unroll
-              for (int e = 0; e < 4; ++e)
-                if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2]) s[t][nt][e] = -INFINITY;
-        }
-        if constexpr (kLazy) {
-          float mx[MT][2];
-          bool behind = false;
-#pragma unroll
-          for (int t = 0; t < MT; ++t) {
-            mx[t][0] = mx[t][1] = -INFINITY;
-#pragma unroll
-            for (int nt = 0; nt < KS / 8; ++nt)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) mx[t][e / 2] = fmaxf(mx[t][e / 2], s[t][nt][e]);
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              mx[t][h] = quad_max(mx[t][h]);
-              // m = -inf: any finite max is ahead (-inf + headroom = -inf).
-              behind |=
-                  __fmul_rn(mx[t][h], scale_log2) > __fmul_rn(m[t][h], scale_log2) + kLazyHeadroom;
+            for (int t = 0; t < MT; ++t) {
+              mma_bf16(s[t][2 * np], qa[t], kb[0], kb[1]);
+              mma_bf16(s[t][2 * np + 1], qa[t], kb[2], kb[3]);
             }
           }
-          if (__any_sync(0xffffffffu, behind)) {  // rare: every row of the warp moves to its max
+        }
+
+        // Mask keys past each row's position (only blocks that reach the tile's first position have
+        // any), online softmax in the exp2 domain.
+        [[maybe_unused]] float
+            base[MT][2];  // kFast: the exponent's subtrahend per row (scaled log2 units)
+        if constexpr (kFast) {
+          // The mask in its own (block-uniform) branch: kept out of the other blocks' instruction
+          // stream rather than predicated into it.
+          if (kMasked && diagonal) {
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+              for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                  if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2])
+                    s[t][nt][e] = -INFINITY;
+          }
+          if constexpr (kLazy) {
+            float mx[MT][2];
+            bool behind = false;
+#pragma unroll
+            for (int t = 0; t < MT; ++t) {
+              mx[t][0] = mx[t][1] = -INFINITY;
+#pragma unroll
+              for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) mx[t][e / 2] = fmaxf(mx[t][e / 2], s[t][nt][e]);
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                mx[t][h] = quad_max(mx[t][h]);
+                // m = -inf: any finite max is ahead (-inf + headroom = -inf).
+                behind |= __fmul_rn(mx[t][h], scale_log2) >
+                          __fmul_rn(m[t][h], scale_log2) + kLazyHeadroom;
+              }
+            }
+            if (__any_sync(0xffffffffu, behind)) {  // rare: every row of the warp moves to its max
+              float alpha[MT][2];
+#pragma unroll
+              for (int t = 0; t < MT; ++t)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const float next = fmaxf(m[t][h], mx[t][h]);
+                  alpha[t][h] =
+                      next == m[t][h]
+                          ? 1.0f
+                          : fast_exp2(__fmul_rn(m[t][h], scale_log2) - __fmul_rn(next, scale_log2));
+                  l[t][h] *= alpha[t][h];
+                  m[t][h] = next;
+                }
+              rescale_rows<MT, D>(o, alpha);
+            }
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+              for (int h = 0; h < 2; ++h)  // a row with no key yet: exponents stay finite
+                base[t][h] = m[t][h] == -INFINITY ? 0.0f : __fmul_rn(m[t][h], scale_log2);
+          } else {
             float alpha[MT][2];
+            bool grew = false;
+#pragma unroll
+            for (int t = 0; t < MT; ++t) {
+              float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+              for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const float next = fmaxf(m[t][h], quad_max(mx[h]));
+                // A row may see no key yet in this block's share of a split: keep exponents finite.
+                base[t][h] = next == -INFINITY ? 0.0f : __fmul_rn(next, scale_log2);
+                // Unchanged max: exactly 1 (no rounding of m * scale_log2 - base to trust).
+                alpha[t][h] =
+                    next == m[t][h] ? 1.0f : fast_exp2(__fmul_rn(m[t][h], scale_log2) - base[t][h]);
+                grew |= next != m[t][h];
+                m[t][h] = next;
+              }
+            }
 #pragma unroll
             for (int t = 0; t < MT; ++t)
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                const float next = fmaxf(m[t][h], mx[t][h]);
-                alpha[t][h] =
-                    next == m[t][h]
-                        ? 1.0f
-                        : fast_exp2(__fmul_rn(m[t][h], scale_log2) - __fmul_rn(next, scale_log2));
-                l[t][h] *= alpha[t][h];
-                m[t][h] = next;
+                float sum = 0.0f;
+#pragma unroll
+                for (int nt = 0; nt < KS / 8; ++nt) {
+                  s[t][nt][2 * h] = fast_exp2(fmaf(s[t][nt][2 * h], scale_log2, -base[t][h]));
+                  s[t][nt][2 * h + 1] =
+                      fast_exp2(fmaf(s[t][nt][2 * h + 1], scale_log2, -base[t][h]));
+                  sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
+                }
+                l[t][h] = l[t][h] * alpha[t][h] + sum;  // this lane's share of the row sum
               }
-            rescale_rows<MT, D>(o, alpha);
-          }
-#pragma unroll
-          for (int t = 0; t < MT; ++t)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)  // a row with no key yet: exponents stay finite
-              base[t][h] = m[t][h] == -INFINITY ? 0.0f : __fmul_rn(m[t][h], scale_log2);
+            if (__any_sync(0xffffffffu, grew)) rescale_rows<MT, D>(o, alpha);
+          }  // !kLazy
         } else {
-          float alpha[MT][2];
-          bool grew = false;
 #pragma unroll
           for (int t = 0; t < MT; ++t) {
             float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int nt = 0; nt < KS / 8; ++nt)
 #pragma unroll
-              for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[t][nt][e]);
+              for (int e = 0; e < 4; ++e) {
+                const int key = k0 + nt * 8 + 2 * (lane % 4) + (e & 1);
+                float v = s[t][nt][e] * scale_log2;
+                if (kMasked && diagonal && key > pos[t][e / 2]) v = -INFINITY;
+                s[t][nt][e] = v;
+                mx[e / 2] = fmaxf(mx[e / 2], v);
+              }
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float next = fmaxf(m[t][h], quad_max(mx[h]));
               // A row may see no key yet in this block's share of a split: keep exponents finite.
-              base[t][h] = next == -INFINITY ? 0.0f : __fmul_rn(next, scale_log2);
-              // Unchanged max: exactly 1 (no rounding of m * scale_log2 - base to trust).
-              alpha[t][h] =
-                  next == m[t][h] ? 1.0f : fast_exp2(__fmul_rn(m[t][h], scale_log2) - base[t][h]);
-              grew |= next != m[t][h];
+              const float base = next == -INFINITY ? 0.0f : next;
+              const float alpha = fast_exp2(m[t][h] - base);
               m[t][h] = next;
-            }
-          }
-#pragma unroll
-          for (int t = 0; t < MT; ++t)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
               float sum = 0.0f;
 #pragma unroll
               for (int nt = 0; nt < KS / 8; ++nt) {
-                s[t][nt][2 * h] = fast_exp2(fmaf(s[t][nt][2 * h], scale_log2, -base[t][h]));
-                s[t][nt][2 * h + 1] = fast_exp2(fmaf(s[t][nt][2 * h + 1], scale_log2, -base[t][h]));
+                s[t][nt][2 * h] = fast_exp2(s[t][nt][2 * h] - base);
+                s[t][nt][2 * h + 1] = fast_exp2(s[t][nt][2 * h + 1] - base);
                 sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
               }
-              l[t][h] = l[t][h] * alpha[t][h] + sum;  // this lane's share of the row sum
-            }
-          if (__any_sync(0xffffffffu, grew)) rescale_rows<MT, D>(o, alpha);
-        }  // !kLazy
-      } else {
+              l[t][h] = l[t][h] * alpha + sum;  // this lane's share of the row sum
 #pragma unroll
-        for (int t = 0; t < MT; ++t) {
-          float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-          for (int nt = 0; nt < KS / 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int key = k0 + nt * 8 + 2 * (lane % 4) + (e & 1);
-              float v = s[t][nt][e] * scale_log2;
-              if (diagonal && key > pos[t][e / 2]) v = -INFINITY;
-              s[t][nt][e] = v;
-              mx[e / 2] = fmaxf(mx[e / 2], v);
-            }
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float next = fmaxf(m[t][h], quad_max(mx[h]));
-            // A row may see no key yet in this block's share of a split: keep exponents finite.
-            const float base = next == -INFINITY ? 0.0f : next;
-            const float alpha = fast_exp2(m[t][h] - base);
-            m[t][h] = next;
-            float sum = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < KS / 8; ++nt) {
-              s[t][nt][2 * h] = fast_exp2(s[t][nt][2 * h] - base);
-              s[t][nt][2 * h + 1] = fast_exp2(s[t][nt][2 * h + 1] - base);
-              sum += s[t][nt][2 * h] + s[t][nt][2 * h + 1];
-            }
-            l[t][h] = l[t][h] * alpha + sum;  // this lane's share of the row sum
-#pragma unroll
-            for (int dt = 0; dt < D / 8; ++dt) {
-              o[t][dt][2 * h] *= alpha;
-              o[t][dt][2 * h + 1] *= alpha;
+              for (int dt = 0; dt < D / 8; ++dt) {
+                o[t][dt][2 * h] *= alpha;
+                o[t][dt][2 * h + 1] *= alpha;
+              }
             }
           }
         }
-      }
 
-      // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
-      // each V fragment feeds MT tiles. kLazy: the probabilities of those keys are computed here.
-      float lazy_sum[MT][2] = {};
+        // O += P . V: the score fragments of keys [16kk, 16kk + 16) are the A operand as they lie;
+        // each V fragment feeds MT tiles. kLazy: the probabilities of those keys are computed here.
+        [[maybe_unused]] float lazy_sum[MT][2] = {};
 #pragma unroll
-      for (int kk = 0; kk < KS / 16; ++kk) {
-        if constexpr (kLazy) {
+        for (int kk = 0; kk < KS / 16; ++kk) {
+          if constexpr (kLazy) {
 #pragma unroll
-          for (int t = 0; t < MT; ++t)
+            for (int t = 0; t < MT; ++t)
 #pragma unroll
-            for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt)
+              for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt)
 #pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                s[t][nt][e] = fast_exp2(fmaf(s[t][nt][e], scale_log2, -base[t][e / 2]));
-                lazy_sum[t][e / 2] += s[t][nt][e];
-              }
-        }
-        std::uint32_t pa[MT][4];
-#pragma unroll
-        for (int t = 0; t < MT; ++t) {
-          pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
-          pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
-          pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
-          pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
-        }
-#pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          std::uint32_t vb[4];
-          ldmatrix_x4_trans_at(vb, swizzled<D>(v_s, kb0 + kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
-                                               2 * dp + lane / 16));
+                for (int e = 0; e < 4; ++e) {
+                  s[t][nt][e] = fast_exp2(fmaf(s[t][nt][e], scale_log2, -base[t][e / 2]));
+                  lazy_sum[t][e / 2] += s[t][nt][e];
+                }
+          }
+          std::uint32_t pa[MT][4];
 #pragma unroll
           for (int t = 0; t < MT; ++t) {
-            mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);
-            mma_bf16(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+            pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
+            pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
+            pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+            pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+          }
+#pragma unroll
+          for (int dp = 0; dp < D / 16; ++dp) {
+            std::uint32_t vb[4];
+            ldmatrix_x4_trans_at(vb,
+                                 swizzled<D>(v_s, kb0 + kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
+                                             2 * dp + lane / 16));
+#pragma unroll
+            for (int t = 0; t < MT; ++t) {
+              mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);
+              mma_bf16(o[t][2 * dp + 1], pa[t], vb[2], vb[3]);
+            }
           }
         }
-      }
-      if constexpr (kLazy) {
+        if constexpr (kLazy) {
 #pragma unroll
-        for (int t = 0; t < MT; ++t) {
-          l[t][0] += lazy_sum[t][0];
-          l[t][1] += lazy_sum[t][1];
+          for (int t = 0; t < MT; ++t) {
+            l[t][0] += lazy_sum[t][0];
+            l[t][1] += lazy_sum[t][1];
+          }
         }
-      }
+      };
+      if (kLazy && mask_free && !diagonal)
+        score_block(std::false_type{});
+      else
+        score_block(std::true_type{});
     }
-    __syncthreads();  // buffer `buf` is free for the chunk after next
+    if (FP8 || !one_barrier) __syncthreads();  // buffer `buf` is free for the chunk after next
   }
   cp_async_wait<0>();  // a block with no chunk still staged q
 
@@ -559,7 +588,8 @@ cudaError_t launch(const PagedAttentionArgs& a, int options, int splits, bool sk
     opted_in.store(true, std::memory_order_relaxed);
   }
   const dim3 grid(unsigned(a.num_tiles), unsigned(a.shape.kv_heads), unsigned(splits));
-  kernel<<<grid, kThreads, smem, stream>>>(a, skip_single_rows, block_shift(a.block_size, options));
+  kernel<<<grid, kThreads, smem, stream>>>(a, skip_single_rows, block_shift(a.block_size, options),
+                                           options);
   return cudaGetLastError();
 }
 

@@ -45,7 +45,13 @@ inline constexpr int kFlashShiftSlots = 8;
 // when a row's max passes the one they use by more than 2^8) and the exponentials computed inside
 // the P.V step, so that the ex2 work overlaps the P.V mma.sync (flash_prefill.cu).
 inline constexpr int kFlashLazyRescale = 16;
-inline constexpr int kFlashAllOptions = 31;
+// BF16 cache: one barrier per K/V chunk instead of two (the next chunk's copies start right after
+// the barrier that says this one landed and the previous one is consumed).
+inline constexpr int kFlashOneBarrier = 32;
+// With kFlashLazyRescale: score blocks off the causal diagonal run a copy of the block without any
+// masking code, so that QK^T, the row max and its vote share one basic block.
+inline constexpr int kFlashMaskFree = 64;
+inline constexpr int kFlashAllOptions = 127;
 inline constexpr int kFlashDefaultOptions = kFlashChunk64 | kFlashFastSoftmax | kFlashShiftSlots;
 
 struct PagedAttentionArgs {

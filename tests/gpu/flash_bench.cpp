@@ -150,11 +150,16 @@ void bench_prompt(int n, int rows, double ceiling, std::mt19937_64& rng) {
     a.k_scale = fp8 ? k_scale.get() : nullptr;
     a.v_scale = fp8 ? v_scale.get() : nullptr;
     std::vector<std::uint16_t> base;
+    // v2, v3's steps, v3's defaults (11: sm_12x, 15: sm_9x), then v4 (PERF_NOTES.md): the lazy
+    // rescale on each default, with one barrier per chunk, with the mask-free body, and all.
+    constexpr int v3_hopper = kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
+                  lazy = kernels::kFlashLazyRescale;
     for (const int form :
          {0, kernels::kFlashFastSoftmax, kernels::kFlashChunk64,
           kernels::kFlashChunk64 | kernels::kFlashFastSoftmax, kernels::kFlashDefaultOptions,
-          kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
-          kernels::kFlashDefaultOptions | kernels::kFlashLazyRescale, kernels::kFlashAllOptions}) {
+          v3_hopper, kernels::kFlashDefaultOptions | lazy, v3_hopper | lazy,
+          v3_hopper | lazy | kernels::kFlashOneBarrier, v3_hopper | lazy | kernels::kFlashMaskFree,
+          kernels::kFlashAllOptions & ~kernels::kFlashWideScores, kernels::kFlashAllOptions}) {
       a.flash_options = form;
       const double ms = median_ms(a);
       const std::vector<std::uint16_t> got = out.to_host();

@@ -50,15 +50,18 @@ struct Case {
 
 // The flash kernel's forms under test (kernels/attention/paged_attention.h): v2, each option on
 // its own where it changes the kernel, the default and everything on.
-constexpr int kFlashForms[] = {0,
-                               kernels::kFlashFastSoftmax,
-                               kernels::kFlashChunk64,
-                               kernels::kFlashChunk64 | kernels::kFlashWideScores,
-                               kernels::kFlashShiftSlots,
-                               kernels::kFlashDefaultOptions,
-                               kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
-                               kernels::kFlashDefaultOptions | kernels::kFlashLazyRescale,
-                               kernels::kFlashAllOptions};
+constexpr int kFlashForms[] = {
+    0,
+    kernels::kFlashFastSoftmax,
+    kernels::kFlashChunk64,
+    kernels::kFlashChunk64 | kernels::kFlashWideScores,
+    kernels::kFlashShiftSlots,
+    kernels::kFlashDefaultOptions,
+    kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
+    kernels::kFlashDefaultOptions | kernels::kFlashLazyRescale,
+    kernels::kFlashDefaultOptions | kernels::kFlashWideScores | kernels::kFlashLazyRescale,
+    kernels::kFlashAllOptions & ~kernels::kFlashWideScores,
+    kernels::kFlashAllOptions};
 
 // The cache as FP8 codes and per-row scales, and the values they decode to.
 struct Fp8Cache {

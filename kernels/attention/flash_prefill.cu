@@ -112,6 +112,45 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
   }
 }
 
+// head_dim 128 with power-of-two cache blocks of >= 16 keys (kFlashOneBarrier): load_chunk's
+// pieces of a thread are keys j0 + 8i of the chunk (j0 = thread / 16 < 8) at column thread % 16,
+// so pieces 2q and 2q + 1 (keys 16q + j0 and 16q + j0 + 8 of a chunk starting on a multiple of 16)
+// lie in one cache block: one table entry serves the pair. The entries are loaded first (before
+// the barrier, whose wait hides their latency), the copies issued after it.
+template <int D, int KC>
+constexpr int kPairsPerThread = KC*(D / 8) / kThreads / 2;
+
+template <int kPairs>
+__device__ __forceinline__ void load_chunk_entries(const std::int32_t* table, int bs_shift, int c0,
+                                                   int last, int (&entry)[kPairs]) {
+  const int j0 = int(threadIdx.x) / 16;
+#pragma unroll
+  for (int q = 0; q < kPairs; ++q) {
+    const int key = c0 + j0 + 16 * q;
+    entry[q] = key <= last ? table[key >> bs_shift] : 0;
+  }
+}
+
+template <int D, int kPairs>
+__device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
+                                                  const int (&entry)[kPairs], int bs_shift, int kvh,
+                                                  int c0, int last, unsigned k_s, unsigned v_s) {
+  static_assert(D == 128, "16 threads per key row");
+  const int j0 = int(threadIdx.x) / 16, c = int(threadIdx.x) % 16, in_block = (1 << bs_shift) - 1;
+#pragma unroll
+  for (int q = 0; q < kPairs; ++q)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = j0 + 16 * q + 8 * h, key = c0 + j;
+      const bool live = key <= last;
+      const std::int64_t row =
+          ((std::int64_t(entry[q]) << bs_shift) + (key & in_block)) * a.shape.kv_heads + kvh;
+      const std::int64_t at = live ? row * D + c * 8 : 0;
+      cp_async16(swizzled<D>(k_s, j, c), a.k_cache + at, live);
+      cp_async16(swizzled<D>(v_s, j, c), a.v_cache + at, live);
+    }
+}
+
 // FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys past `last`
 // zero-filled) and loads their rows' scales into registers (0 past `last`).
 template <int D, int KC, int kPieces>
@@ -301,11 +340,22 @@ __global__ void __launch_bounds__(kThreads)
     } else if (one_barrier) {
       // This chunk (the only group in flight) landed for every thread, and every warp is past
       // the previous chunk, whose buffer takes the next one: one barrier per chunk.
+      const bool has_next = c0 + KC < c_end;
+      constexpr bool kPairable = D == 128 && KC % 16 == 0;
+      const bool paired = kPairable && bs_shift >= 4;
+      int entry[kPairable ? kPairsPerThread<D, KC> : 1] = {};
+      if constexpr (kPairable)
+        if (paired && has_next) load_chunk_entries(table, bs_shift, c0 + KC, last, entry);
       cp_async_wait<0>();
       __syncthreads();
-      if (c0 + KC < c_end) {
+      if (has_next) {
         const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
-        load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+        if constexpr (kPairable)
+          if (paired)
+            load_chunk_paired<D>(a, entry, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+        if (!paired)
+          load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next,
+                                   next + kTensorBytes);
         cp_async_commit();
       }
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one

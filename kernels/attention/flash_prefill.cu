@@ -208,6 +208,40 @@ __device__ __forceinline__ void widen_fp8_chunk(const unsigned char* k_stage,
   }
 }
 
+// The ldmatrix addresses of the mma fragments (the kLazy kernels), equal to swizzled<D>() of the
+// rows and 16-byte chunks the loops name, with the arithmetic taken out of the loops: a fragment's
+// rows are 8-row aligned groups plus a lane part (lane % 8 + 8 b), so row & 7 = lane & 7, and its
+// chunk is 2 i + b' (b' one bit), so chunk ^ (row & 7) = 2 i ^ (b' ^ lane & 7), in bytes
+// (32 i) ^ (16 (b' ^ lane & 7)): one XOR per i (shared by every row group) plus constant offsets.
+template <int D>
+struct FragmentAddresses {
+  static constexpr unsigned kRowBytes = D * 2;
+  unsigned q_lane;    // q_s + the lane's row in m tile 0 of the warp
+  unsigned kv_lane;   // the lane's row in a 16-key group, K operand (rows lane % 8 + 8 (lane / 16))
+  unsigned v_lane;    // the same for V.trans and Q (rows lane % 8 + 8 ((lane / 8) % 2))
+  unsigned x_q, x_k;  // 16 (b' ^ lane & 7) for Q and V (b' = lane / 16), for K (b' = lane / 8 % 2)
+
+  __device__ __forceinline__ FragmentAddresses(unsigned q_s, int row0, int lane) {
+    v_lane = unsigned(lane % 8 + 8 * ((lane / 8) % 2)) * kRowBytes;
+    kv_lane = unsigned(lane % 8 + 8 * (lane / 16)) * kRowBytes;
+    q_lane = q_s + unsigned(row0) * kRowBytes + v_lane;
+    x_q = 16u * unsigned((lane / 16) ^ (lane & 7));
+    x_k = 16u * unsigned(((lane / 8) % 2) ^ (lane & 7));
+  }
+  // m tile t, k step ks (16 of the head dims).
+  __device__ __forceinline__ unsigned q(int t, int ks) const {
+    return q_lane + unsigned(t) * 16 * kRowBytes + ((32u * unsigned(ks)) ^ x_q);
+  }
+  // Keys [kb0 + 16 np, + 16) of the chunk at k_s, k step ks.
+  __device__ __forceinline__ unsigned k(unsigned k_s, int kb0, int np, int ks) const {
+    return k_s + unsigned(kb0 + 16 * np) * kRowBytes + kv_lane + ((32u * unsigned(ks)) ^ x_k);
+  }
+  // Keys [kb0 + 16 kk, + 16) of the chunk at v_s, head dims [16 dp, + 16).
+  __device__ __forceinline__ unsigned v(unsigned v_s, int kb0, int kk, int dp) const {
+    return v_s + unsigned(kb0 + 16 * kk) * kRowBytes + v_lane + ((32u * unsigned(dp)) ^ x_q);
+  }
+};
+
 // O rows times their row's factor (lanes hold rows lane / 4 and lane / 4 + 8 of each m tile).
 template <int MT, int D>
 __device__ __forceinline__ void rescale_rows(float (&o)[MT][D / 8][4], const float (&f)[MT][2]) {
@@ -300,6 +334,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 16; w >= 1; w /= 2)
     warp_last = max(warp_last, __shfl_xor_sync(0xffffffffu, warp_last, w));
   const float scale_log2 = a.scale * 1.4426950408889634f;
+  const FragmentAddresses<D> frag(q_s, row0, lane);
   // Run-time forms (no instantiation of their own): see kFlashOneBarrier and kFlashMaskFree.
   // Only the lazy kernels look at them: the other forms keep their v3 code (and registers).
   const bool one_barrier = kLazy && !FP8 && (options & kFlashOneBarrier) != 0,
@@ -390,13 +425,16 @@ __global__ void __launch_bounds__(kThreads)
           std::uint32_t qa[MT][4];
 #pragma unroll
           for (int t = 0; t < MT; ++t)
-            ldmatrix_x4_at(qa[t], swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
-                                              2 * ks + lane / 16));
+            ldmatrix_x4_at(qa[t],
+                           kLazy ? frag.q(t, ks)
+                                 : swizzled<D>(q_s, row0 + 16 * t + lane % 8 + 8 * ((lane / 8) % 2),
+                                               2 * ks + lane / 16));
 #pragma unroll
           for (int np = 0; np < KS / 16; ++np) {
             std::uint32_t kb[4];
-            ldmatrix_x4_at(kb, swizzled<D>(k_s, kb0 + np * 16 + lane % 8 + 8 * (lane / 16),
-                                           2 * ks + (lane / 8) % 2));
+            ldmatrix_x4_at(kb, kLazy ? frag.k(k_s, kb0, np, ks)
+                                     : swizzled<D>(k_s, kb0 + np * 16 + lane % 8 + 8 * (lane / 16),
+                                                   2 * ks + (lane / 8) % 2));
 #pragma unroll
             for (int t = 0; t < MT; ++t) {
               mma_bf16(s[t][2 * np], qa[t], kb[0], kb[1]);
@@ -564,9 +602,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int dp = 0; dp < D / 16; ++dp) {
             std::uint32_t vb[4];
-            ldmatrix_x4_trans_at(vb,
-                                 swizzled<D>(v_s, kb0 + kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
-                                             2 * dp + lane / 16));
+            ldmatrix_x4_trans_at(
+                vb, kLazy ? frag.v(v_s, kb0, kk, dp)
+                          : swizzled<D>(v_s, kb0 + kk * 16 + lane % 8 + 8 * ((lane / 8) % 2),
+                                        2 * dp + lane / 16));
 #pragma unroll
             for (int t = 0; t < MT; ++t) {
               mma_bf16(o[t][2 * dp], pa[t], vb[0], vb[1]);

@@ -131,24 +131,32 @@ __device__ __forceinline__ void load_chunk_entries(const std::int32_t* table, in
   }
 }
 
+// The pair's two pieces are 8 cache rows apart in one block, and every piece of the thread has the
+// same column: one 64-bit offset per pair, the rest constants (dead pieces copy nothing; their
+// addresses stay inside block 0 or the pair's block).
 template <int D, int kPairs>
 __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
                                                   const int (&entry)[kPairs], int bs_shift, int kvh,
                                                   int c0, int last, unsigned k_s, unsigned v_s) {
   static_assert(D == 128, "16 threads per key row");
   const int j0 = int(threadIdx.x) / 16, c = int(threadIdx.x) % 16, in_block = (1 << bs_shift) - 1;
+  const std::int64_t row_elems = std::int64_t(a.shape.kv_heads) * D;  // one cache row (token)
+  const std::uint16_t* const k_col = a.k_cache + kvh * D + c * 8;
+  const std::uint16_t* const v_col = a.v_cache + kvh * D + c * 8;
+  // swizzled<D>(., j, c) for j = j0 + 16 q + 8 h: j & 7 = j0.
+  const unsigned dst = unsigned(j0 * D * 2 + ((c ^ j0) * 16));
 #pragma unroll
-  for (int q = 0; q < kPairs; ++q)
+  for (int q = 0; q < kPairs; ++q) {
+    const int key = c0 + j0 + 16 * q;
+    const std::int64_t off = ((std::int64_t(entry[q]) << bs_shift) + (key & in_block)) * row_elems;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int j = j0 + 16 * q + 8 * h, key = c0 + j;
-      const bool live = key <= last;
-      const std::int64_t row =
-          ((std::int64_t(entry[q]) << bs_shift) + (key & in_block)) * a.shape.kv_heads + kvh;
-      const std::int64_t at = live ? row * D + c * 8 : 0;
-      cp_async16(swizzled<D>(k_s, j, c), a.k_cache + at, live);
-      cp_async16(swizzled<D>(v_s, j, c), a.v_cache + at, live);
+      const bool live = key + 8 * h <= last;
+      const unsigned at = dst + unsigned((16 * q + 8 * h) * D * 2);
+      cp_async16(k_s + at, k_col + off + 8 * h * row_elems, live);
+      cp_async16(v_s + at, v_col + off + 8 * h * row_elems, live);
     }
+  }
 }
 
 // FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys past `last`

@@ -43,7 +43,17 @@ inline constexpr int kFlashWideScores = 4;
 // Block-table lookups by shift and mask when the block size is a power of two (v2: division), in
 // the flash and the decode kernel.
 inline constexpr int kFlashShiftSlots = 8;
-inline constexpr int kFlashAllOptions = 15;
+// With kFlashFastSoftmax at head_dim 128: lazy rescale (O and the row sums move to a new max only
+// when a row's max passes the one they use by more than 2^8) and the exponentials computed inside
+// the P.V step, so that the ex2 work overlaps the P.V mma.sync (flash_prefill.cu).
+inline constexpr int kFlashLazyRescale = 16;
+// BF16 cache: one barrier per K/V chunk instead of two (the next chunk's copies start right after
+// the barrier that says this one landed and the previous one is consumed).
+inline constexpr int kFlashOneBarrier = 32;
+// With kFlashLazyRescale: score blocks off the causal diagonal run a copy of the block without any
+// masking code, so that QK^T, the row max and its vote share one basic block.
+inline constexpr int kFlashMaskFree = 64;
+inline constexpr int kFlashAllOptions = 127;
 inline constexpr int kFlashDefaultOptions = kFlashChunk64 | kFlashFastSoftmax | kFlashShiftSlots;
 
 struct PagedAttentionArgs {

@@ -6,7 +6,8 @@
 // measured in the same run (tools/kernel-bench/mma_ceiling.h). Each form's output is compared with
 // form 0's (the v2 kernel) as a sanity check; correctness against the FP64 reference is the
 // test's job. Then the last 2,048-token chunk of the longest prompt (the engine's default chunked
-// prefill). Prints one line per (prompt, cache type, form).
+// prefill). Prints one line per (prompt, cache type, form), then per (prompt, cache type) the
+// fastest form and its speed-up over the sm_9x v3 default (options 15).
 
 namespace nibble::gpu_test {
 

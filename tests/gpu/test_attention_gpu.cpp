@@ -52,17 +52,25 @@ struct Case {
   std::vector<RefSequence> seqs;  // tables filled in by the test
   bool fp8 = false;
   int block = 16;  // cache block size (not a power of two: the flash kernel divides)
+  // Query values' standard deviation: > 1 spreads the scores so that a row's running max keeps
+  // growing by more than the lazy rescale's headroom late in the keys (kFlashLazyRescale).
+  float q_spread = 1.0f;
 };
 
 // The flash kernel's forms under test (kernels/attention/paged_attention.h): v2, each option on
 // its own where it changes the kernel, the default and everything on.
-constexpr int kFlashForms[] = {0,
-                               kernels::kFlashFastSoftmax,
-                               kernels::kFlashChunk64,
-                               kernels::kFlashChunk64 | kernels::kFlashWideScores,
-                               kernels::kFlashShiftSlots,
-                               kernels::kFlashDefaultOptions,
-                               kernels::kFlashAllOptions};
+constexpr int kFlashForms[] = {
+    0,
+    kernels::kFlashFastSoftmax,
+    kernels::kFlashChunk64,
+    kernels::kFlashChunk64 | kernels::kFlashWideScores,
+    kernels::kFlashShiftSlots,
+    kernels::kFlashDefaultOptions,
+    kernels::kFlashDefaultOptions | kernels::kFlashWideScores,
+    kernels::kFlashDefaultOptions | kernels::kFlashLazyRescale,
+    kernels::kFlashDefaultOptions | kernels::kFlashWideScores | kernels::kFlashLazyRescale,
+    kernels::kFlashAllOptions & ~kernels::kFlashWideScores,
+    kernels::kFlashAllOptions};
 
 // The cache as FP8 codes and per-row scales, and the values they decode to.
 struct Fp8Cache {
@@ -128,7 +136,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
     max_position = std::max(max_position, s.start + s.count - 1);
   }
   std::vector<std::uint16_t> q(std::size_t(T * Hq * D));
-  for (auto& x : q) x = nvfp4::float_to_bf16(normal(rng));
+  for (auto& x : q) x = nvfp4::float_to_bf16(normal(rng) * c.q_spread);
 
   std::vector<float> qf(q.size()), kf(kc.size()), vf(vc.size());
   for (std::size_t i = 0; i < q.size(); ++i) qf[i] = nvfp4::bf16_to_float(q[i]);
@@ -182,8 +190,11 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   const bool prefill_tiles = decode_tiles < a.num_tiles;
   std::size_t work_floats = 0;
   for (const int form : kFlashForms) {
-    // Decode-only steps: the decode kernel's two block-table lookups (division, shift).
-    if (!prefill_tiles && form != 0 && form != kernels::kFlashDefaultOptions) continue;
+    // Decode-only steps: the decode kernel's two block-table lookups (division, shift), and the
+    // flash kernel's every-option form (the lazy kernels, should it become a default).
+    if (!prefill_tiles && form != 0 && form != kernels::kFlashDefaultOptions &&
+        form != kernels::kFlashAllOptions)
+      continue;
     a.flash_options = form;
     for (const int mode : {0, 1, 2, 3})
       for (const int known : {1, 0}) {
@@ -269,6 +280,12 @@ std::vector<Case> cases() {
   out.push_back({"block 12", AttentionShape{32, 8, 128}, {{100, 93, {}}, {0, 64, {}}}, true, 12});
   out.push_back({"block 24", AttentionShape{8, 8, 64}, {{31, 97, {}}, {3, 1, {}}}, false, 24});
   out.push_back({"block 32", AttentionShape{16, 2, 128}, {{127, 129, {}}, {0, 2, {}}}, false, 32});
+  // Scores of standard deviation ~8 (~12 in log2 units): the maxima of later keys pass the lazy
+  // rescale's reference by more than 2^8, so its rare branch runs mid-row, not only on the first
+  // block.
+  for (const bool fp8 : {false, true})
+    out.push_back(
+        {"peaked", AttentionShape{32, 8, 128}, {{0, 300, {}}, {2000, 150, {}}}, fp8, 16, 8.0f});
   return out;
 }
 

@@ -92,7 +92,7 @@ struct PagedAttentionArgs {
   const std::uint16_t* k_scale = nullptr;
   const std::uint16_t* v_scale = nullptr;
   // The flash kernel's form: a mask of the kFlash* options above; -1: NIBBLE_FLASH_OPTIONS or
-  // kFlashDefaultOptions. For A/B measurements and tests.
+  // the device's default (flash_prefill.h). For A/B measurements and tests.
   int flash_options = -1;
   // Steps of decodes only: 1 runs the decode attention kernel (decode_attention.h: tensor cores,
   // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above

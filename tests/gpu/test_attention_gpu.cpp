@@ -9,7 +9,8 @@
 // The decode attention kernel's checks: tests/gpu/decode_attention_check.h (`--decode`: those
 // alone).
 // `--bench` times the flash kernel instead (tests/gpu/flash_bench.h), `--decode-bench` a step of
-// decodes' attention (tests/gpu/decode_bench.h). Bound: relative L2 < 5e-3
+// decodes' attention (tests/gpu/decode_bench.h). Bound: relative L2 < 5e-3, 1e-2 for 'peaked' rows
+// (a softmax near one-hot puts the BF16 rounding of P values near 1 on one value row)
 // (BF16 operands and output; METHOD.md's 1e-3..1e-2). Every output element is poisoned (NaN) before
 // each run. Exits 77 without a GPU.
 #include <cuda_runtime.h>
@@ -191,9 +192,10 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   std::size_t work_floats = 0;
   for (const int form : kFlashForms) {
     // Decode-only steps: the decode kernel's two block-table lookups (division, shift), and the
-    // flash kernel's every-option form (the lazy kernels, should it become a default).
+    // flash kernel's default forms (127 on sm_9x, 123 on sm_12x: flash_prefill.cu).
     if (!prefill_tiles && form != 0 && form != kernels::kFlashDefaultOptions &&
-        form != kernels::kFlashAllOptions)
+        form != kernels::kFlashAllOptions &&
+        form != (kernels::kFlashAllOptions & ~kernels::kFlashWideScores))
       continue;
     a.flash_options = form;
     for (const int mode : {0, 1, 2, 3})
@@ -232,7 +234,9 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
             Hq, Hkv, D, c.fp8 ? " fp8" : "", block, (long long)T, a.num_tiles, decode_tiles, splits,
             decode_rule ? (a.flash_decode ? " (decode rule, flash)" : " (decode rule)") : "",
             known ? "" : ", decode count unknown", form, err, bad);
-        results.record(err < 5e-3, c.name, detail);
+        // Peaked scores: P's BF16 rounding (2^-9 near 1) no longer averages out over many keys;
+        // every form, old and new, measured 6.0e-3 on the FP8 cache (H200, 2026-11-26).
+        results.record(err < (c.q_spread > 1.0f ? 1e-2 : 5e-3), c.name, detail);
         if (splits == 1 && sm_count > 0) break;
       }
   }

@@ -29,6 +29,8 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
   }
   const char* wgmma = std::getenv("NIBBLE_W4A16_WGMMA");
   traits->wgmma = w4a16_wgmma_supported() && (wgmma == nullptr || std::string(wgmma) != "0");
+  const char* short_k = std::getenv("NIBBLE_SLICE_SHORT_K");
+  traits->short_k_uneven = short_k == nullptr || std::string(short_k) != "0";
   return cudaSuccess;
 }
 
@@ -74,7 +76,13 @@ W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,
     const std::int64_t blocks = slice_blocks(tile, n);
     const std::int64_t busiest = (blocks + sms - 1) / sms;
     if (busiest > slice_blocks_per_sm(tile, m, device)) continue;
-    if (blocks >= sms && double(blocks) / double(sms * busiest) < kSliceMinEvenness) continue;
+    // Where every warp's k steps fit in its ring, a block asks for all its weights at once and
+    // takes about one memory latency plus its bytes: the SMs holding one block more than others
+    // add a fraction of that, not a wave (Qwen3-30B-A3B qkv, 5120 x 2048: 320 16-row slices,
+    // 81% even, against kM8's split-K tail at 8.4 us for 5.9 MB, H100 2026-11-26).
+    const bool whole_k = device.short_k_uneven && (k + 63) / 64 <= w4a16_slice_ring_steps(tile);
+    if (blocks >= sms && !whole_k && double(blocks) / double(sms * busiest) < kSliceMinEvenness)
+      continue;
     // At <= 2 blocks per SM a long K streams through too few warps (down: 8 per SM): the 8-warp
     // form doubles them where each warp still gets kSliceWideMinSteps k steps or more, or where
     // the grid leaves SMs idle anyway (H100, M = 1, 4 -> 8 warps, forced tiles: down 15.1 ->

@@ -111,6 +111,9 @@ int w4a16_slice_resident_blocks(W4A16Tile tile);
 
 // Dynamic shared memory of one block of a slice tile at m rows (it grows with m).
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m);
+// k steps (64 columns) a block of a slice tile holds in its rings at once (warps x ring slots):
+// a K of at most that many steps is requested whole at the kernel's start.
+int w4a16_slice_ring_steps(W4A16Tile tile);
 inline bool w4a16_is_slice(W4A16Tile tile) {
   switch (tile) {
     case W4A16Tile::kSlice16:

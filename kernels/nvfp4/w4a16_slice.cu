@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(S::kThreads,
                        const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
                        const MoeRowBlock* __restrict__ row_blocks,
                        const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
-                       W4A16GroupedCombine fuse) {
+                       W4A16GroupedCombine fuse, bool late_trigger) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
   constexpr bool kRope = (FUSE & kFuseRope) != 0;
@@ -305,7 +305,10 @@ __global__ void __launch_bounds__(S::kThreads,
     }
   }
   wait_for_previous_grid();
-  allow_next_grid();
+  // The next kernel may be scheduled once every block has passed here (or, late_trigger, has
+  // issued its last copy): early, its blocks take the SM room this grid leaves and fetch their
+  // first weights during all of this kernel; late, only during its drain and tail.
+  if (!late_trigger) allow_next_grid();
 #pragma unroll
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
@@ -470,6 +473,7 @@ __global__ void __launch_bounds__(S::kThreads,
     previous_off = read_off;
     read_off = next_slot(read_off);
   }
+  if (late_trigger) allow_next_grid();  // every thread: its copies are all issued
   for (; i < steps; ++i) {
     cp_async_wait<kAhead - 1>();
     __syncwarp();
@@ -602,6 +606,16 @@ __global__ void __launch_bounds__(S::kThreads,
   }
 }
 
+// NIBBLE_LINEAR_TRIGGER=late: the dense slice kernels let the next kernel start only once their
+// copies are all issued (A/B against the default, right after the wait), read once.
+bool dense_late_trigger() {
+  static const bool late = [] {
+    const char* v = std::getenv("NIBBLE_LINEAR_TRIGGER");
+    return v != nullptr && std::strcmp(v, "late") == 0;
+  }();
+  return late;
+}
+
 template <class S, bool ONE_SIDE, int MT, int FUSE = 0>
 cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16DeviceWeight& w,
                                 const std::uint16_t* residual, std::uint16_t* out,
@@ -623,7 +637,8 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
   err = cudaLaunchKernelEx(&launch.config, kernel, x, rows, w.n, w.k, w.tiles, w.scales,
                            w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f, residual,
-                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{});
+                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{},
+                           overlap && dense_late_trigger());
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -671,7 +686,7 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   const cudaError_t err =
       cudaLaunchKernelEx(&launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles,
                          shape.scales, shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr,
-                         out, blocks, w.table, W4A16Fusion{}, fuse);
+                         out, blocks, w.table, W4A16Fusion{}, fuse, false);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -714,6 +729,13 @@ cudaError_t launch_fused_slice(const std::uint16_t* x, std::int64_t m, const W4A
 
 int w4a16_slice_resident_blocks(W4A16Tile tile) {
   return with_slice_shape(tile, [](auto shape) { return decltype(shape)::kMinBlocks; });
+}
+
+int w4a16_slice_ring_steps(W4A16Tile tile) {
+  return with_slice_shape(tile, [](auto shape) {
+    using S = decltype(shape);
+    return S::kWarps * S::kDepth;
+  });
 }
 
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {

@@ -179,9 +179,11 @@ cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
                                      const W4A16DeviceWeight& w, const std::uint16_t* residual,
                                      std::uint16_t* out, W4A16Tile tile, const W4A16Fusion& fusion,
                                      cudaStream_t stream, bool overlap = false);
-// Dynamic shared memory of one block of a fused slice at m rows (the norm adds its weights to
-// every ring slot; the epilogues add nothing).
-int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, const W4A16Fusion& fusion);
+// Dynamic shared memory of one block of a fused slice at m rows and k columns (the norm holds
+// the m normalised rows of x, m x k_padded x 2 bytes, instead of x in the ring slots; the
+// epilogues add nothing).
+int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, std::int64_t k,
+                                 const W4A16Fusion& fusion);
 // The slice tiles built with the fusions: those the decode planner takes (not the 64-row ones).
 inline bool w4a16_slice_fusable(W4A16Tile tile) {
   return w4a16_is_slice(tile) && w4a16_slice_rows(tile) <= 32;

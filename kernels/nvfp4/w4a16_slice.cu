@@ -822,6 +822,13 @@ cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
         rope.q_out == nullptr || rope.k_cache == nullptr || rope.v_cache == nullptr))) {
     return cudaErrorInvalidValue;
   }
+  if (norm) {  // the normalised rows must fit a block's shared memory (m x K x 2 bytes)
+    SmemBudget budget;
+    const cudaError_t err = current_smem_budget(&budget);
+    if (err != cudaSuccess) return err;
+    if (w4a16_slice_fused_smem_bytes(tile, m, w.k, fusion) > budget.per_block_max)
+      return cudaErrorInvalidValue;
+  }
   if (fusion.rope_store) {
     return norm ? launch_fused_slice<kFuseNorm | kFuseRope>(x, m, w, residual, out, tile, fusion,
                                                             stream, overlap)

@@ -382,6 +382,16 @@ std::vector<double> reference_product_of(const nvfp4::QuantizedMatrix& q,
   return y;
 }
 
+// The norm fusion holds m x K normalised rows in shared memory: cases past what a block may have
+// on this device (GB10 at 16 rows of K = 4096) are answered cudaErrorInvalidValue and not run.
+bool norm_fits_block(kernels::W4A16Tile tile, std::int64_t m, std::int64_t k,
+                     const kernels::W4A16Fusion& fusion) {
+  int device = 0, most = 0;
+  NIBBLE_CUDA_CHECK(cudaGetDevice(&device));
+  NIBBLE_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return kernels::w4a16_slice_fused_smem_bytes(tile, m, k, fusion) <= most - 1024;
+}
+
 struct FusedCase {
   std::int64_t m, n, k;
 };
@@ -454,6 +464,7 @@ void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase&
           fusion.norm_eps = kEps;
         }
         fusion.silu_pairs = kind != 0;
+        if (!norm_fits_block(tile, c.m, c.k, fusion)) continue;
         const bool with_res = kind == 0 && k_major;
         dout.poison();
         NIBBLE_CUDA_CHECK(kernels::w4a16_slice_linear_fused(dx.ptr, c.m, w,
@@ -659,6 +670,7 @@ void check_fused_rope(Results& results, std::mt19937_64& rng, const RopeCase& c)
         fusion.rope_store = true;
         fusion.rope = {dpos.ptr, dslots.ptr, dfreq.ptr,  q_out0.ptr, k0.ptr,
                        v0.ptr,   c.q_heads,  c.kv_heads, d};
+        if (!norm_fits_block(tile, m, c.k, fusion)) continue;
         NIBBLE_CUDA_CHECK(kernels::w4a16_slice_linear_fused(dx.ptr, m, w, nullptr, dout.ptr, tile,
                                                             fusion, nullptr, k_major));
         const bf16_bits* input = dx.ptr;

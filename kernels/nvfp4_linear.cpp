@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/nvfp4/even_spread.h"
+
 namespace nibble::kernels {
 
 cudaError_t query_device_traits(DeviceTraits* traits) {
@@ -313,7 +315,12 @@ cudaError_t nvfp4_linear_fused(const std::uint16_t* x, std::int64_t m, const W4A
     const auto fits = [&](int smem) { return device.smem_per_sm / (smem + 1024); };
     const std::int64_t needed = std::min<std::int64_t>(w4a16_resident_blocks(plan.tile),
                                                        fits(w4a16_slice_smem_bytes(plan.tile, m)));
-    if (fits(w4a16_slice_fused_smem_bytes(plan.tile, m, w.k, fusion)) < needed) return cudaSuccess;
+    const int fused = w4a16_slice_fused_smem_bytes(plan.tile, m, w.k, fusion);
+    if (fits(fused) < needed) return cudaSuccess;
+    SmemBudget budget;  // and what one block may have (GB10: a little under an SM's)
+    const cudaError_t err = current_smem_budget(&budget);
+    if (err != cudaSuccess) return err;
+    if (fused > budget.per_block_max) return cudaSuccess;
   }
   const cudaError_t err =
       w4a16_slice_linear_fused(x, m, w, residual, out, plan.tile, fusion, stream, plan.overlap);

@@ -533,7 +533,8 @@ void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase&
     const auto fits = [&](int smem) { return device.smem_per_sm / (smem + 1024); };
     const int needed = std::min(kernels::w4a16_resident_blocks(plan.tile),
                                 fits(kernels::w4a16_slice_smem_bytes(plan.tile, c.m)));
-    expect = fits(kernels::w4a16_slice_fused_smem_bytes(plan.tile, c.m, c.k, both)) >= needed;
+    expect = fits(kernels::w4a16_slice_fused_smem_bytes(plan.tile, c.m, c.k, both)) >= needed &&
+             norm_fits_block(plan.tile, c.m, c.k, both);
   }
   std::size_t touched = 0;
   for (bf16_bits o : out) touched += o != 0xFFFF;

@@ -142,10 +142,11 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
 }
 
 // Decode fusions of the slice kernels (engine switches NIBBLE_FUSE_NORM / NIBBLE_FUSE_SILU):
-//   norm_weight set: x rows are RMS-normalised as they are read, x'[r, c] =
-//     bf16(x[r, c] * rsqrt(mean(x[r, :]^2) + norm_eps) * norm_weight[c]) (kernels/layer rms_norm's
-//     formula, its row sum in another order), so the norm kernel in front is not launched.
-//     norm_weight: k floats, 16-byte aligned; x 16-byte aligned.
+//   norm_weight set: each block RMS-normalises the m rows of x once, into shared memory, x'[r, c]
+//     = bf16(x[r, c] * rsqrt(mean(x[r, :]^2) + norm_eps) * norm_weight[c]) (kernels/layer
+//     rms_norm's formula, its row sum in another order), so the norm kernel in front is not
+//     launched. norm_weight: k floats, 16-byte aligned; x 16-byte aligned; m x k_padded x 2 bytes
+//     within a block's shared memory (w4a16_slice_fused_smem_bytes).
 //   silu_pairs: the weight's rows are 8-row gate / up tile pairs (w4a16_layout.h,
 //     gate_up_pair_source_row:
 //     output column 8 u + c comes from rows 16 u + c, gate, and 16 u + 8 + c, up), and out

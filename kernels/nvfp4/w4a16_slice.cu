@@ -122,11 +122,13 @@ __host__ __device__ constexpr bool one_side_chunk(int m) {
 }
 
 // Blocks per SM the register cap plans for: MT = 2 rings hold 9-16 rows of x, and shared memory
-// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks.
-template <class S, int MT, bool NORM = false>
+// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks. (The
+// norm fusion's rows of x, 9-16 x K x 2 bytes, take at least what the ring's x would at K >= 2048:
+// the plain count stands for it too.)
+template <class S, int MT>
 __host__ __device__ constexpr int launch_min_blocks() {
   constexpr int kSmemPerSm = 233472, kReservedPerBlock = 1024;
-  constexpr int fit = kSmemPerSm / (smem_bytes<S, NORM>(8 * MT) + kReservedPerBlock);
+  constexpr int fit = kSmemPerSm / (smem_bytes<S>(8 * MT) + kReservedPerBlock);
   return MT == 1 || S::kMinBlocks < fit ? S::kMinBlocks : (fit < 1 ? 1 : fit);
 }
 
@@ -170,8 +172,7 @@ __device__ inline void normalise_piece(unsigned at, float scale, float4 w0, floa
 // [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out the SiLU product
 // [rows, n / 2]) or kFuseCombine (the combine after the plain epilogue).
 template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0>
-__global__ void __launch_bounds__(S::kThreads,
-                                  (launch_min_blocks<S, MT, (FUSE & kFuseNorm) != 0>()))
+__global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
                        const std::uint8_t* __restrict__ tiles,
                        const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,

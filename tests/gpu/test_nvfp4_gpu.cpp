@@ -28,6 +28,7 @@
 #include "kernels/nvfp4/quantize_activations.h"
 #include "kernels/nvfp4/w4a16_dense.h"
 #include "kernels/nvfp4/w4a16_dequant.h"
+#include "kernels/nvfp4/w4a16_dev_tiles.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tests/gpu/gpu_check_support.h"
@@ -865,6 +866,7 @@ void check_dense_in_place(Results& results, std::mt19937_64& rng,
 }
 
 int run(int argc, char** argv) {
+  kernels::w4a16_enable_dev_tiles();  // the kGemv checks
   const std::string reason = no_gpu_reason();
   if (!reason.empty()) {
     std::printf("SKIP: %s; the NVFP4 GPU checks need a CUDA GPU\n", reason.c_str());

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kernels/nvfp4/w4a16_dense.h"
+#include "kernels/nvfp4/w4a16_dev_tiles.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tools/kernel-bench/bench_util.h"
@@ -93,6 +94,7 @@ std::int64_t dense_min_rows() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  nibble::kernels::w4a16_enable_dev_tiles();  // the forced kGemv columns
   int reps = 15;
   const char* csv_path = nullptr;
   bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;

@@ -182,6 +182,10 @@ struct W4A16Fusion {
   bool silu_pairs = false;
   bool rope_store = false;
   W4A16RopeStore rope;
+  // Not a fusion: where the kernel releases the next one under dependent launch (false: right after
+  // its wait; true: once its copies are issued). The slice launcher sets it from
+  // NIBBLE_LINEAR_TRIGGER=late (A/B); what a caller sets is ignored.
+  bool late_trigger = false;
 };
 // The slice kernels with fusions; arguments as w4a16_slice_linear's (tile: w4a16_slice_fusable,
 // m <= 16), cudaErrorInvalidValue where the fusion does not fit the tile, shape or arguments.

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
                        const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
                        const MoeRowBlock* __restrict__ row_blocks,
                        const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
-                       W4A16GroupedCombine fuse, bool late_trigger) {
+                       W4A16GroupedCombine fuse) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
   constexpr bool kRope = (FUSE & kFuseRope) != 0;
@@ -338,10 +338,10 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     }
   }
   wait_for_previous_grid();
-  // The next kernel may be scheduled once every block has passed here (or, late_trigger, has
+  // The next kernel may be scheduled once every block has passed here (fusion.late_trigger: has
   // issued its last copy): early, its blocks take the SM room this grid leaves and fetch their
   // first weights during all of this kernel; late, only during its drain and tail.
-  if (!late_trigger) allow_next_grid();
+  if (!fusion.late_trigger) allow_next_grid();
 #pragma unroll
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     previous_off = read_off;
     read_off = next_slot(read_off);
   }
-  if (late_trigger) allow_next_grid();  // every thread: its copies are all issued
+  if (fusion.late_trigger) allow_next_grid();  // every thread: its copies are all issued
   for (; i < steps; ++i) {
     cp_async_wait<kAhead - 1>();
     __syncwarp();
@@ -679,10 +679,11 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   cudaError_t err = launch_smem(needed, blocks, overlap, &smem);
   if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
+  W4A16Fusion options = fusion;
+  options.late_trigger = overlap && dense_late_trigger();
   err = cudaLaunchKernelEx(&launch.config, kernel, x, rows, w.n, w.k, w.tiles, w.scales,
                            w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f, residual,
-                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{},
-                           overlap && dense_late_trigger());
+                           out, nullptr, nullptr, options, W4A16GroupedCombine{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -730,7 +731,7 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   const cudaError_t err =
       cudaLaunchKernelEx(&launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles,
                          shape.scales, shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr,
-                         out, blocks, w.table, W4A16Fusion{}, fuse, false);
+                         out, blocks, w.table, W4A16Fusion{}, fuse);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 

@@ -10,61 +10,25 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "kernels/dependent_launch.cuh"
 #include "kernels/layer/layer_ops.h"
+#include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/gpu_check_support.h"
+#include "tests/gpu/late_writer.h"
+#include "tests/gpu/nvfp4_test_data.h"
 
 namespace nibble::gpu_test {
 namespace {
 
 using bf16_bits = std::uint16_t;
 
-// Releases the next kernel at once, spins `cycles`, then copies src into dst.
-__global__ void late_writer(bf16_bits* dst, const bf16_bits* src, std::int64_t n,
-                            long long cycles) {
-  kernels::allow_next_grid();
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
-}
-
-template <class T>
-struct DeviceArray {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceArray(std::size_t count) : n(count) {
-    NIBBLE_CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T)));
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() { cudaFree(ptr); }
-  void upload(const std::vector<T>& v) {
-    NIBBLE_CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download() const {
-    std::vector<T> v(n);
-    NIBBLE_CUDA_CHECK(cudaMemcpy(v.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-  void fill_bytes(int byte) { NIBBLE_CUDA_CHECK(cudaMemset(ptr, byte, n * sizeof(T))); }
-};
-
-bf16_bits to_bf16(float v) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  return bf16_bits((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
-
 std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t n) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<bf16_bits> v(n);
-  for (auto& x : v) x = to_bf16(d(rng));
+  for (auto& x : v) x = nvfp4::float_to_bf16(d(rng));
   return v;
 }
 
@@ -73,18 +37,19 @@ std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t n) {
 // outputs of both runs (read back from `output`).
 template <class Launch>
 std::pair<std::vector<bf16_bits>, std::vector<bf16_bits>> overlapped_and_settled(
-    DeviceArray<bf16_bits>& input, const DeviceArray<bf16_bits>& fresh,
-    DeviceArray<bf16_bits>& output, cudaStream_t stream, Launch launch) {
+    DeviceBuffer<bf16_bits>& input, const DeviceBuffer<bf16_bits>& fresh,
+    DeviceBuffer<bf16_bits>& output, cudaStream_t stream, Launch launch) {
   constexpr long long kSpin = 100000;  // ~60 us at H100 clocks
-  input.fill_bytes(0x3F);              // a constant (0.75) poison: the stale input
-  output.fill_bytes(0xFF);
+  // A constant (0.75) poison: the stale input.
+  NIBBLE_CUDA_CHECK(cudaMemset(input.ptr, 0x3F, input.count * sizeof(bf16_bits)));
+  output.poison();
   NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
-  late_writer<<<1, 256, 0, stream>>>(input.ptr, fresh.ptr, std::int64_t(input.n), kSpin);
-  NIBBLE_CUDA_CHECK(cudaGetLastError());
+  NIBBLE_CUDA_CHECK(
+      launch_late_writer(input.ptr, fresh.ptr, std::int64_t(input.count), kSpin, stream));
   NIBBLE_CUDA_CHECK(launch());
   NIBBLE_CUDA_CHECK(cudaStreamSynchronize(stream));
   auto overlapped = output.download();
-  output.fill_bytes(0xFF);
+  output.poison();
   NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
   NIBBLE_CUDA_CHECK(launch());
   NIBBLE_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -118,9 +83,9 @@ int run(int, char**) {
   for (const int rows : {1, 3, 16}) {
     const int dim = rows == 3 ? 2064 : 4096;  // 2064: 258 vectors, not a multiple of 32
     const std::size_t n = std::size_t(rows) * std::size_t(dim);
-    DeviceArray<bf16_bits> x(n), fresh(n), out(n);
+    DeviceBuffer<bf16_bits> x(n), fresh(n), out(n);
     fresh.upload(random_bf16(rng, n));
-    DeviceArray<float> weight(static_cast<std::size_t>(dim));
+    DeviceBuffer<float> weight(static_cast<std::size_t>(dim));
     std::vector<float> w(static_cast<std::size_t>(dim));
     std::uniform_real_distribution<float> g(0.5f, 1.5f);
     for (float& v : w) v = g(rng);
@@ -129,7 +94,7 @@ int run(int, char**) {
     record(results, "rms_norm" + shape, overlapped_and_settled(x, fresh, out, stream, [&] {
              return kernels::rms_norm(x.ptr, weight.ptr, rows, dim, 1e-5f, out.ptr, stream);
            }));
-    DeviceArray<std::int32_t> index(static_cast<std::size_t>(rows));
+    DeviceBuffer<std::int32_t> index(static_cast<std::size_t>(rows));
     std::vector<std::int32_t> picks(static_cast<std::size_t>(rows));
     for (int r = 0; r < rows; ++r) picks[std::size_t(r)] = rows - 1 - r;
     index.upload(picks);
@@ -151,14 +116,14 @@ int run(int, char**) {
   for (const int tokens : {1, 5}) {
     const int q_heads = 32, kv_heads = 8, d = 128;
     const std::int64_t width = std::int64_t(q_heads + 2 * kv_heads) * d;
-    DeviceArray<bf16_bits> qkv(static_cast<std::size_t>(tokens * width)), fresh(qkv.n);
-    fresh.upload(random_bf16(rng, qkv.n));
-    DeviceArray<bf16_bits> q_out(static_cast<std::size_t>(tokens * q_heads * d));
-    DeviceArray<bf16_bits> k_cache(static_cast<std::size_t>(2 * tokens * kv_heads * d)),
-        v_cache(k_cache.n);
-    DeviceArray<std::int32_t> positions(static_cast<std::size_t>(tokens));
-    DeviceArray<std::int64_t> slots(static_cast<std::size_t>(tokens));
-    DeviceArray<double> inv_freq(static_cast<std::size_t>(d / 2));
+    DeviceBuffer<bf16_bits> qkv(static_cast<std::size_t>(tokens * width)), fresh(qkv.count);
+    fresh.upload(random_bf16(rng, qkv.count));
+    DeviceBuffer<bf16_bits> q_out(static_cast<std::size_t>(tokens * q_heads * d));
+    DeviceBuffer<bf16_bits> k_cache(static_cast<std::size_t>(2 * tokens * kv_heads * d)),
+        v_cache(k_cache.count);
+    DeviceBuffer<std::int32_t> positions(static_cast<std::size_t>(tokens));
+    DeviceBuffer<std::int64_t> slots(static_cast<std::size_t>(tokens));
+    DeviceBuffer<double> inv_freq(static_cast<std::size_t>(d / 2));
     std::vector<std::int32_t> pos(static_cast<std::size_t>(tokens));
     std::vector<std::int64_t> slot(static_cast<std::size_t>(tokens));
     for (int t = 0; t < tokens; ++t) {
@@ -170,21 +135,22 @@ int run(int, char**) {
     positions.upload(pos);
     slots.upload(slot);
     inv_freq.upload(freq);
-    kernels::RopeStoreArgs a;
-    a.q_in = qkv.ptr;
-    a.q_out = q_out.ptr;
-    a.k = qkv.ptr + std::int64_t(q_heads) * d;
-    a.v = a.k + std::int64_t(kv_heads) * d;
-    a.q_stride = a.kv_stride = width;
-    a.inv_freq = inv_freq.ptr;
-    a.positions = positions.ptr;
-    a.slots = slots.ptr;
-    a.k_cache = k_cache.ptr;
-    a.v_cache = v_cache.ptr;
-    a.tokens = tokens;
-    a.q_heads = q_heads;
-    a.kv_heads = kv_heads;
-    a.head_dim = d;
+    const bf16_bits* k = qkv.ptr + std::int64_t(q_heads) * d;
+    const kernels::RopeStoreArgs a{.q_in = qkv.ptr,
+                                   .q_out = q_out.ptr,
+                                   .k = k,
+                                   .v = k + std::int64_t(kv_heads) * d,
+                                   .q_stride = width,
+                                   .kv_stride = width,
+                                   .inv_freq = inv_freq.ptr,
+                                   .positions = positions.ptr,
+                                   .slots = slots.ptr,
+                                   .k_cache = k_cache.ptr,
+                                   .v_cache = v_cache.ptr,
+                                   .tokens = tokens,
+                                   .q_heads = q_heads,
+                                   .kv_heads = kv_heads,
+                                   .head_dim = d};
     record(results, "rope_and_store_kv tokens=" + std::to_string(tokens),
            overlapped_and_settled(qkv, fresh, q_out, stream,
                                   [&] { return kernels::rope_and_store_kv(a, stream); }));

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/nvfp4/even_spread.h"
+
 namespace nibble::kernels {
 
 cudaError_t query_device_traits(DeviceTraits* traits) {
@@ -29,6 +31,8 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
   }
   const char* wgmma = std::getenv("NIBBLE_W4A16_WGMMA");
   traits->wgmma = w4a16_wgmma_supported() && (wgmma == nullptr || std::string(wgmma) != "0");
+  const char* short_k = std::getenv("NIBBLE_SLICE_SHORT_K");
+  traits->short_k_uneven = short_k == nullptr || std::string(short_k) != "0";
   return cudaSuccess;
 }
 
@@ -74,7 +78,13 @@ W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,
     const std::int64_t blocks = slice_blocks(tile, n);
     const std::int64_t busiest = (blocks + sms - 1) / sms;
     if (busiest > slice_blocks_per_sm(tile, m, device)) continue;
-    if (blocks >= sms && double(blocks) / double(sms * busiest) < kSliceMinEvenness) continue;
+    // Where every warp's k steps fit in its ring, a block asks for all its weights at once and
+    // takes about one memory latency plus its bytes: the SMs holding one block more than others
+    // add a fraction of that, not a wave (Qwen3-30B-A3B qkv, 5120 x 2048: 320 16-row slices,
+    // 81% even, against kM8's split-K tail at 8.4 us for 5.9 MB, H100 2026-11-26).
+    const bool whole_k = device.short_k_uneven && (k + 63) / 64 <= w4a16_slice_ring_steps(tile);
+    if (blocks >= sms && !whole_k && double(blocks) / double(sms * busiest) < kSliceMinEvenness)
+      continue;
     // At <= 2 blocks per SM a long K streams through too few warps (down: 8 per SM): the 8-warp
     // form doubles them where each warp still gets kSliceWideMinSteps k steps or more, or where
     // the grid leaves SMs idle anyway (H100, M = 1, 4 -> 8 warps, forced tiles: down 15.1 ->
@@ -298,13 +308,19 @@ cudaError_t nvfp4_linear_fused(const std::uint16_t* x, std::int64_t m, const W4A
   if (m < 1) return cudaErrorInvalidValue;
   const Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap, dense);
   if (plan.dense || !w4a16_slice_fusable(plan.tile)) return cudaSuccess;
-  // The norm's weights in every ring slot must not cost the plan a resident block per SM (at
-  // many rows they would: a second, thin wave), or the unfused kernels run.
+  // The norm's buffer of normalised x (m x K x 2 bytes) must not cost the plan a resident block
+  // per SM (gate_up's 7 at more than one row, qkv's 4 at more than 4: a second, thin wave), or the
+  // unfused kernels run.
   if (fusion.norm_weight != nullptr && device.smem_per_sm > 0) {
     const auto fits = [&](int smem) { return device.smem_per_sm / (smem + 1024); };
     const std::int64_t needed = std::min<std::int64_t>(w4a16_resident_blocks(plan.tile),
                                                        fits(w4a16_slice_smem_bytes(plan.tile, m)));
-    if (fits(w4a16_slice_fused_smem_bytes(plan.tile, m, fusion)) < needed) return cudaSuccess;
+    const int fused = w4a16_slice_fused_smem_bytes(plan.tile, m, w.k, fusion);
+    if (fits(fused) < needed) return cudaSuccess;
+    SmemBudget budget;  // and what one block may have (GB10: a little under an SM's)
+    const cudaError_t err = current_smem_budget(&budget);
+    if (err != cudaSuccess) return err;
+    if (fused > budget.per_block_max) return cudaSuccess;
   }
   const cudaError_t err =
       w4a16_slice_linear_fused(x, m, w, residual, out, plan.tile, fusion, stream, plan.overlap);

@@ -63,9 +63,13 @@ struct DeviceTraits {
   int smem_per_sm = 0;  // bytes of shared memory per SM (0: not known, not a limit)
   // The warpgroup-MMA tiles run here (w4a16_wgmma_supported()) and may be planned.
   bool wgmma = false;
+  // A one-wave slice grid whose blocks request all of K at their start may cover the SMs unevenly
+  // (decode_slice_tile); NIBBLE_SLICE_SHORT_K=0 keeps the evenness rule there too (A/B).
+  bool short_k_uneven = true;
 };
 // Traits of the current device; cudaError_t from the runtime on failure. wgmma is on where
-// supported unless NIBBLE_W4A16_WGMMA=0 (to measure the mma.sync tiles against them).
+// supported unless NIBBLE_W4A16_WGMMA=0 (to measure the mma.sync tiles against them);
+// short_k_uneven unless NIBBLE_SLICE_SHORT_K=0.
 cudaError_t query_device_traits(DeviceTraits* traits);
 
 // Rows of x from which the warpgroup-MMA tiles are planned (with a grid of at least one block per

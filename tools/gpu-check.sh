@@ -50,7 +50,7 @@ for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kerne
 done
 nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/read_ceiling.cu -o "$BUILD/read_ceiling.o" >>"$build_log" 2>&1 &
 nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/mma_ceiling.cu -o "$BUILD/mma_ceiling.o" >>"$build_log" 2>&1 &
-for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp kernels/nvfp4/even_spread.cpp kernels/nvfp4/w4a16_dense.cpp; do
+for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp kernels/nvfp4/even_spread.cpp kernels/nvfp4/w4a16_dense.cpp kernels/nvfp4/w4a16_dev_tiles.cpp; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   g++ "${CXX_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
@@ -73,8 +73,16 @@ for dir in ${AB_DIRS:-}; do
     nvcc "${NVCC_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/$f" -o "$o" >>"$build_log" 2>&1 || status=1
   done
   g++ "${CXX_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/kernels/nvfp4_linear.cpp" -o "$BUILD/ab-$name-linear.o" >>"$build_log" 2>&1 || status=1
+  # The bench calls w4a16_enable_dev_tiles (kernels/nvfp4/w4a16_dev_tiles.h): the snapshot's, or a
+  # no-op where the snapshot's w4a16_linear still runs kGemv itself.
+  if [ -f "$dir/kernels/nvfp4/w4a16_dev_tiles.cpp" ]; then
+    g++ "${CXX_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/kernels/nvfp4/w4a16_dev_tiles.cpp" -o "$BUILD/ab-$name-dev.o" >>"$build_log" 2>&1 || status=1
+  else
+    echo 'namespace nibble::kernels { void w4a16_enable_dev_tiles() {} }' |
+      g++ -x c++ -std=c++20 -c - -o "$BUILD/ab-$name-dev.o" >>"$build_log" 2>&1 || status=1
+  fi
   nvcc -o "$BUILD/nibble-kernel-bench-$name" "$BUILD/bench.o" "$BUILD/layer_chain.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" \
-    "${ab_objs[@]}" "$BUILD/ab-$name-linear.o" "$BUILD/nvfp4_ref.cpp.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/even_spread.cpp.o" \
+    "${ab_objs[@]}" "$BUILD/ab-$name-linear.o" "$BUILD/ab-$name-dev.o" "$BUILD/nvfp4_ref.cpp.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/even_spread.cpp.o" \
     "$BUILD/w4a16_dequant.cu.o" "$BUILD/w4a16_dense.cpp.o" -lcublas >>"$build_log" 2>&1 || status=1
 done
 grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    : Compiling' | head -40

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
@@ -13,6 +15,45 @@ namespace nibble::kernels {
 namespace {
 
 using kernels::allow_next_grid;
+using kernels::wait_for_previous_grid;
+
+// Decode-sized launches (a few rows) of the kernels below go out with programmatic dependent
+// launch (kernels/dependent_launch.cuh): the block is scheduled while the linear before it still
+// runs, fetches what the previous kernel does not write (norm weights, inverse frequencies,
+// positions), lets the next linear start fetching its weights, and waits for the previous kernel
+// only before it reads its output. Without the attribute a small kernel starts after the previous
+// kernel's end plus a launch gap (~3.4 us for a 4096-wide norm on H100, most of it not the
+// norm). Every kernel here calls wait_for_previous_grid() before touching memory the previous
+// kernel writes, so the attribute is safe after any kernel. NIBBLE_SMALL_OVERLAP=0 turns it off
+// (A/B), read once; prefill-sized launches never take it (their grids are many waves).
+constexpr std::int64_t kOverlapMaxRows = 16;
+
+bool small_overlap_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("NIBBLE_SMALL_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Launches kernel<<<grid, threads, 0, stream>>>(args...), with the dependent-launch attribute
+// when `rows` is decode-sized and the switch is on.
+template <class... Params, class... Args>
+cudaError_t launch_small(void (*kernel)(Params...), dim3 grid, int threads, std::int64_t rows,
+                         cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = rows <= kOverlapMaxRows && small_overlap_enabled() ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, Params(args)...);
+  return err != cudaSuccess ? err : cudaGetLastError();
+}
 
 __device__ __forceinline__ float load(const std::uint16_t* p, std::int64_t i) {
   return __bfloat162float(__ushort_as_bfloat16(p[i]));
@@ -61,6 +102,7 @@ __device__ void store_fp8_row(float lo, float hi, bool active, int i, int half, 
 
 __global__ void embed_kernel(const std::uint16_t* table, const std::int32_t* tokens, int dim,
                              std::uint16_t* out) {
+  allow_next_grid();  // the first norm follows: its block may be scheduled now and wait there
   const std::int64_t src = std::int64_t(tokens[blockIdx.x]) * dim,
                      dst = std::int64_t(blockIdx.x) * dim;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) out[dst + i] = table[src + i];
@@ -78,6 +120,7 @@ __global__ void gather_kernel(const std::uint16_t* in, const std::int32_t* index
 __global__ void rms_norm_kernel(const std::uint16_t* in, const std::int32_t* index,
                                 const float* weight, int dim, float eps, std::uint16_t* out) {
   allow_next_grid();  // a linear follows: it fetches its first weights while this runs
+  wait_for_previous_grid();
   const std::int64_t base = std::int64_t(blockIdx.x) * dim;
   const std::int64_t from = index != nullptr ? std::int64_t(index[blockIdx.x]) * dim : base;
   float sum = 0.0f;
@@ -100,11 +143,19 @@ __device__ __forceinline__ float2 bf16_pair(std::uint32_t w) {
   return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
 }
 
-__global__ void rms_norm_vector_kernel(const std::uint16_t* in, const std::int32_t* index,
-                                       const float* weight, int dim, float eps,
-                                       std::uint16_t* out) {
+__global__ void __launch_bounds__(1024)
+    rms_norm_vector_kernel(const std::uint16_t* in, const std::int32_t* index, const float* weight,
+                           int dim, float eps, std::uint16_t* out) {
   allow_next_grid();  // a linear follows: it fetches its first weights while this runs
   const int vectors = dim / 8;
+  // The first vector's norm weights before the wait (rows up to 8 x blockDim wide have no other).
+  const int first = int(threadIdx.x);
+  float4 w0 = make_float4(0, 0, 0, 0), w1 = w0;
+  if (first < vectors) {
+    w0 = __ldg(reinterpret_cast<const float4*>(weight) + 2 * first);
+    w1 = __ldg(reinterpret_cast<const float4*>(weight) + 2 * first + 1);
+  }
+  wait_for_previous_grid();  // in (and index, out) may be the previous kernel's
   const std::int64_t from = index != nullptr ? index[blockIdx.x] : blockIdx.x;
   const uint4* row = reinterpret_cast<const uint4*>(in + from * dim);
   uint4 x[kNormVectors];
@@ -126,8 +177,10 @@ __global__ void rms_norm_vector_kernel(const std::uint16_t* in, const std::int32
   for (int j = 0; j < kNormVectors; ++j) {
     const int i = int(threadIdx.x) + j * int(blockDim.x);
     if (i >= vectors) continue;
-    const float4 w0 = reinterpret_cast<const float4*>(weight)[2 * i],
-                 w1 = reinterpret_cast<const float4*>(weight)[2 * i + 1];
+    if (j > 0) {
+      w0 = reinterpret_cast<const float4*>(weight)[2 * i];
+      w1 = reinterpret_cast<const float4*>(weight)[2 * i + 1];
+    }
     const float wv[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
     const std::uint32_t words[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
     std::uint32_t packed[4];
@@ -145,9 +198,14 @@ __global__ void rms_norm_vector_kernel(const std::uint16_t* in, const std::int32
 // [Hq, Hq + Hkv) k heads (whose v head is stored alongside). Thread i < D/2 owns the rotate-half
 // pair (i, i + D/2); the others only take part in the sum.
 __global__ void rope_store_kernel(RopeStoreArgs a) {
+  allow_next_grid();  // attention follows (launched without the attribute: it waits for the end)
   const int t = blockIdx.x, head = blockIdx.y, half = a.head_dim / 2;
   const bool active = int(threadIdx.x) < half;
   const int i = active ? int(threadIdx.x) : 0;
+  // The step's positions and the frequencies are no kernel's output: fetched before the wait.
+  const std::int32_t position = a.positions[t];
+  const double inv_freq = a.inv_freq[i];
+  wait_for_previous_grid();
   const bool is_q = head < a.q_heads;
   const int kvh = head - a.q_heads;
   const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * a.head_dim
@@ -164,7 +222,7 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
     lo = __bfloat162float(__float2bfloat16_rn(lo * scale * norm[i]));
     hi = __bfloat162float(__float2bfloat16_rn(hi * scale * norm[i + half]));
   }
-  const float2 rotated = rope_rotate(lo, hi, a.positions[t], a.inv_freq[i]);
+  const float2 rotated = rope_rotate(lo, hi, position, inv_freq);
   const float rlo = rotated.x, rhi = rotated.y;
   if (is_q) {
     if (!active) return;
@@ -193,6 +251,7 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
 __global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
                                 std::uint16_t* act) {
   allow_next_grid();  // down follows
+  wait_for_previous_grid();
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const float g = load(gate, i);
@@ -205,6 +264,7 @@ template <bool PAIRS>
 __global__ void silu_mul_rows_kernel(const std::uint16_t* gate_up, std::int64_t rows,
                                      std::int64_t width, std::uint16_t* act) {
   allow_next_grid();  // down follows
+  wait_for_previous_grid();
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const std::int64_t in = r * 2 * width, out = r * width;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
@@ -255,8 +315,8 @@ cudaError_t silu_mul_rows(const std::uint16_t* gate_up, std::int64_t rows, std::
   if (rows == 0 || width == 0) return cudaSuccess;
   const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
                   unsigned(std::min<std::int64_t>(rows, 65535)));
-  silu_mul_rows_kernel<PAIRS><<<grid, 256, 0, stream>>>(gate_up, rows, width, act);
-  return cudaGetLastError();
+  return launch_small(silu_mul_rows_kernel<PAIRS>, grid, 256, rows, stream, gate_up, rows, width,
+                      act);
 }
 
 }  // namespace
@@ -282,11 +342,11 @@ cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, co
       aligned(weight)) {
     // One vector per thread up to 1024 threads, then up to kNormVectors each.
     const int threads = std::min(1024, (vectors + 31) / 32 * 32);
-    rms_norm_vector_kernel<<<rows, threads, 0, stream>>>(in, index, weight, dim, eps, out);
-    return cudaGetLastError();
+    return launch_small(rms_norm_vector_kernel, dim3(unsigned(rows)), threads, rows, stream, in,
+                        index, weight, dim, eps, out);
   }
-  rms_norm_kernel<<<rows, threads_for(dim), 0, stream>>>(in, index, weight, dim, eps, out);
-  return cudaGetLastError();
+  return launch_small(rms_norm_kernel, dim3(unsigned(rows)), threads_for(dim), rows, stream, in,
+                      index, weight, dim, eps, out);
 }
 
 cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,
@@ -302,15 +362,15 @@ cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
   const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
-  rope_store_kernel<<<grid, threads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_small(rope_store_kernel, grid, threads, args.tokens, stream, args);
 }
 
 cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
                      std::uint16_t* act, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  silu_mul_kernel<<<grid_for(n), 256, 0, stream>>>(gate, up, n, act);
-  return cudaGetLastError();
+  // One "row" per 4096 elements for the overlap rule (a decode step's few rows of SwiGLU).
+  return launch_small(silu_mul_kernel, dim3(grid_for(n)), 256, (n + 4095) / 4096, stream, gate, up,
+                      n, act);
 }
 
 cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,

@@ -1,6 +1,8 @@
 // W4A16 kernels: multi-stage pipeline of x tiles and repacked FP4 weight tiles into shared
 // memory (TMA bulk copies for the 64- and 128-row tiles, cp.async for the small ones), FP4 -> BF16
 // in registers (w4a16_device.cuh), mma.sync m16n8k16. See w4a16_gemm.h.
+#include <atomic>
+
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/tma.cuh"
 #include "kernels/nvfp4/w4a16_device.cuh"
@@ -730,6 +732,14 @@ int w4a16_resident_blocks(W4A16Tile tile) {
   return blocks;
 }
 
+namespace {
+std::atomic<W4A16DevLinear> dev_linear{nullptr};  // set by nibble::kernels_dev
+}  // namespace
+
+void w4a16_set_dev_linear(W4A16DevLinear launcher) {
+  dev_linear.store(launcher);
+}
+
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                          int splits, float* workspace, cudaStream_t stream, bool overlap) {
@@ -738,8 +748,11 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
     return cudaErrorInvalidValue;
   }
   if (m == 0) return cudaSuccess;
-  if (tile == W4A16Tile::kGemv) {
-    return w4a16_gemv_linear(x, m, w, residual, out, splits, workspace, stream, overlap);
+  if (tile == W4A16Tile::kGemv) {  // dev-only (w4a16_dev_tiles.h)
+    const W4A16DevLinear launcher = dev_linear.load();
+    return launcher != nullptr
+               ? launcher(x, m, w, residual, out, tile, splits, workspace, stream, overlap)
+               : cudaErrorNotSupported;
   }
   if (w4a16_is_slice(tile)) {
     return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);

@@ -96,11 +96,20 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                          int splits, float* workspace, cudaStream_t stream, bool overlap = false);
 
-// The kGemv kernel (w4a16_gemv.cu); w4a16_linear forwards to it. Arguments as above, already
-// validated.
+// The kGemv kernel (w4a16_gemv.cu). Arguments as above, already validated. The planner never
+// picks it (nvfp4_linear.h), so it lives in nibble::kernels_dev, the library of such variants that
+// only the kernel bench and the GPU tests link (issue 20, item 5): w4a16_linear forwards kGemv to
+// it once w4a16_enable_dev_tiles() (w4a16_dev_tiles.h) has run, and answers
+// cudaErrorNotSupported before.
 cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
                               float* workspace, cudaStream_t stream, bool overlap = false);
+// The hook w4a16_enable_dev_tiles sets: the launcher of the dev-only tiles (kGemv).
+using W4A16DevLinear = cudaError_t (*)(const std::uint16_t* x, std::int64_t m,
+                                       const W4A16DeviceWeight& w, const std::uint16_t* residual,
+                                       std::uint16_t* out, W4A16Tile tile, int splits,
+                                       float* workspace, cudaStream_t stream, bool overlap);
+void w4a16_set_dev_linear(W4A16DevLinear launcher);
 
 // The slice kernels (w4a16_slice.cu); w4a16_linear forwards to them. No workspace; m > 16 is
 // cudaErrorInvalidValue, the other arguments are already validated.
@@ -111,6 +120,9 @@ int w4a16_slice_resident_blocks(W4A16Tile tile);
 
 // Dynamic shared memory of one block of a slice tile at m rows (it grows with m).
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m);
+// k steps (64 columns) a block of a slice tile holds in its rings at once (warps x ring slots):
+// a K of at most that many steps is requested whole at the kernel's start.
+int w4a16_slice_ring_steps(W4A16Tile tile);
 inline bool w4a16_is_slice(W4A16Tile tile) {
   switch (tile) {
     case W4A16Tile::kSlice16:
@@ -139,10 +151,11 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
 }
 
 // Decode fusions of the slice kernels (engine switches NIBBLE_FUSE_NORM / NIBBLE_FUSE_SILU):
-//   norm_weight set: x rows are RMS-normalised as they are read, x'[r, c] =
-//     bf16(x[r, c] * rsqrt(mean(x[r, :]^2) + norm_eps) * norm_weight[c]) (kernels/layer rms_norm's
-//     formula, its row sum in another order), so the norm kernel in front is not launched.
-//     norm_weight: k floats, 16-byte aligned; x 16-byte aligned.
+//   norm_weight set: each block RMS-normalises the m rows of x once, into shared memory, x'[r, c]
+//     = bf16(x[r, c] * rsqrt(mean(x[r, :]^2) + norm_eps) * norm_weight[c]) (kernels/layer
+//     rms_norm's formula, its row sum in another order), so the norm kernel in front is not
+//     launched. norm_weight: k floats, 16-byte aligned; x 16-byte aligned; m x k_padded x 2 bytes
+//     within a block's shared memory (w4a16_slice_fused_smem_bytes).
 //   silu_pairs: the weight's rows are 8-row gate / up tile pairs (w4a16_layout.h,
 //     gate_up_pair_source_row:
 //     output column 8 u + c comes from rows 16 u + c, gate, and 16 u + 8 + c, up), and out
@@ -169,6 +182,10 @@ struct W4A16Fusion {
   bool silu_pairs = false;
   bool rope_store = false;
   W4A16RopeStore rope;
+  // Not a fusion: where the kernel releases the next one under dependent launch (false: right after
+  // its wait; true: once its copies are issued). The slice launcher sets it from
+  // NIBBLE_LINEAR_TRIGGER=late (A/B); what a caller sets is ignored.
+  bool late_trigger = false;
 };
 // The slice kernels with fusions; arguments as w4a16_slice_linear's (tile: w4a16_slice_fusable,
 // m <= 16), cudaErrorInvalidValue where the fusion does not fit the tile, shape or arguments.
@@ -176,9 +193,11 @@ cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
                                      const W4A16DeviceWeight& w, const std::uint16_t* residual,
                                      std::uint16_t* out, W4A16Tile tile, const W4A16Fusion& fusion,
                                      cudaStream_t stream, bool overlap = false);
-// Dynamic shared memory of one block of a fused slice at m rows (the norm adds its weights to
-// every ring slot; the epilogues add nothing).
-int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, const W4A16Fusion& fusion);
+// Dynamic shared memory of one block of a fused slice at m rows and k columns (the norm holds
+// the m normalised rows of x, m x k_padded x 2 bytes, instead of x in the ring slots; the
+// epilogues add nothing).
+int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, std::int64_t k,
+                                 const W4A16Fusion& fusion);
 // The slice tiles built with the fusions: those the decode planner takes (not the 64-row ones).
 inline bool w4a16_slice_fusable(W4A16Tile tile) {
   return w4a16_is_slice(tile) && w4a16_slice_rows(tile) <= 32;

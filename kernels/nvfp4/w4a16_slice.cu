@@ -20,6 +20,8 @@
 //   codes   kTiles x 256 B (the layout's tiles of this k step, as stored)
 //   scales  kTiles x 32 B
 // ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
+// With the norm fusion the slots hold no x: the block writes the normalised rows once into a
+// buffer after the rings (norm_x_bytes) and every k step reads them there.
 // The CPU reference is the layout's (nvfp4_ref.h dequantization, then the product in double):
 // tests/gpu/test_nvfp4_gpu.cpp.
 #include <cstdlib>
@@ -94,16 +96,20 @@ decltype(auto) with_slice_shape(W4A16Tile tile, F&& f) {
 
 // Fusions (W4A16Fusion): bits of the kernel's FUSE parameter.
 constexpr int kFuseNorm = 1, kFuseSilu = 2, kFuseRope = 4;
-// With kFuseNorm a slot also holds the k step's 64 norm weights (FP32) after the scales.
-constexpr int kNormBytes = 64 * 4;
-
+// With kFuseNorm the rings hold no x: the block normalises all m rows of x once, after the
+// wait, into a buffer after the rings (norm_x_bytes), which every k step's ldmatrix reads.
 template <class S, bool NORM = false>
 __host__ __device__ constexpr int slot_bytes(int m) {
-  return (m * 128 + S::kCodeBytes + S::kScaleBytes + (NORM ? kNormBytes : 0) + 127) / 128 * 128;
+  return ((NORM ? 0 : m * 128) + S::kCodeBytes + S::kScaleBytes + 127) / 128 * 128;
 }
 template <class S, bool NORM = false>
 __host__ __device__ constexpr int smem_bytes(int m) {
   return S::kWarps * S::kDepth * slot_bytes<S, NORM>(m);
+}
+// The normalised x of kFuseNorm: k step s of row r at (s * m + r) * 128, 16-byte chunk c of it at
+// (c ^ (r % 8)) * 16 (the ring slots' swizzle), zeros past k.
+__host__ __device__ constexpr int norm_x_bytes(int m, std::int64_t tiles_k) {
+  return int(m * tiles_k * 128);
 }
 
 // With up to 3 rows of x, a k step's scales and x are at most 32 chunks of 16 bytes, so each lane
@@ -116,11 +122,13 @@ __host__ __device__ constexpr bool one_side_chunk(int m) {
 }
 
 // Blocks per SM the register cap plans for: MT = 2 rings hold 9-16 rows of x, and shared memory
-// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks.
-template <class S, int MT, bool NORM = false>
+// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks. (The
+// norm fusion's rows of x, 9-16 x K x 2 bytes, take at least what the ring's x would at K >= 2048:
+// the plain count stands for it too.)
+template <class S, int MT>
 __host__ __device__ constexpr int launch_min_blocks() {
   constexpr int kSmemPerSm = 233472, kReservedPerBlock = 1024;
-  constexpr int fit = kSmemPerSm / (smem_bytes<S, NORM>(8 * MT) + kReservedPerBlock);
+  constexpr int fit = kSmemPerSm / (smem_bytes<S>(8 * MT) + kReservedPerBlock);
   return MT == 1 || S::kMinBlocks < fit ? S::kMinBlocks : (fit < 1 ? 1 : fit);
 }
 
@@ -133,6 +141,30 @@ __device__ inline std::uint32_t normed_pair(std::uint32_t pair, float row_scale,
   return *reinterpret_cast<const std::uint32_t*>(&r);
 }
 
+__device__ inline void st_shared_v4(unsigned at, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+__device__ inline uint4 ld_shared_v4(unsigned at) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(at)
+               : "memory");
+  return v;
+}
+// 8 columns of x in shared memory (at) normalised in place with the row's scale and the columns'
+// weights w0, w1.
+__device__ inline void normalise_piece(unsigned at, float scale, float4 w0, float4 w1) {
+  uint4 v = ld_shared_v4(at);
+  v.x = normed_pair(v.x, scale, make_float2(w0.x, w0.y));
+  v.y = normed_pair(v.y, scale, make_float2(w0.z, w0.w));
+  v.z = normed_pair(v.z, scale, make_float2(w1.x, w1.y));
+  v.w = normed_pair(v.w, scale, make_float2(w1.z, w1.w));
+  st_shared_v4(at, v);
+}
+
 // GROUPED (w4a16_grouped.h): grid row blockIdx.y takes its rows, weight and scale from
 // row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced.
 // FUSE: kFuseNorm / kFuseSilu / kFuseRope bits, the W4A16Fusion options (dense only); or, grouped
@@ -140,8 +172,7 @@ __device__ inline std::uint32_t normed_pair(std::uint32_t pair, float row_scale,
 // [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out the SiLU product
 // [rows, n / 2]) or kFuseCombine (the combine after the plain epilogue).
 template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0>
-__global__ void __launch_bounds__(S::kThreads,
-                                  (launch_min_blocks<S, MT, (FUSE & kFuseNorm) != 0>()))
+__global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
                        const std::uint8_t* __restrict__ tiles,
                        const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
@@ -176,7 +207,7 @@ __global__ void __launch_bounds__(S::kThreads,
   constexpr int kScaleChunks = S::kScaleBytes / 16;
   constexpr int kXPasses = 2 * MT;  // rows of x a lane copies (4 apart) without ONE_SIDE
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const unsigned slot_size = slot_bytes<S, kNorm>(m), x_bytes = unsigned(m) * 128;
+  const unsigned slot_size = slot_bytes<S, kNorm>(m), x_bytes = kNorm ? 0u : unsigned(m) * 128;
   const unsigned ring_bytes = S::kDepth * slot_size;
   const std::uint8_t* ring = smem + warp * ring_bytes;
   const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
@@ -219,7 +250,7 @@ __global__ void __launch_bounds__(S::kThreads,
   const bool side_scale = lane < kScaleChunks;
   const int x_chunk = ONE_SIDE ? (side_scale ? 0 : lane - kScaleChunks) : lane;
   const int xc = x_chunk % 8, xr0 = x_chunk / 8;
-  const bool x_real0 = (!ONE_SIDE || !side_scale) && xr0 < m;
+  const bool x_real0 = !kNorm && (!ONE_SIDE || !side_scale) && xr0 < m;
   const std::uint8_t* s_src = scales + group_step0 * 512 + tile0 * 32 + lane * 16;
   // kFuseGatherSilu: scale chunks 4..7 are the up pair's (tiles 2, 3 of the slot).
   if (FUSE == kFuseGatherSilu && lane >= 4) s_src += up_groups * 512 + up_tiles * 32 - 64;
@@ -257,7 +288,7 @@ __global__ void __launch_bounds__(S::kThreads,
     const unsigned bytes = x_cols_left > 0 ? 16 : 0;
 #pragma unroll
     for (int j = 0; j < kXPasses; ++j) {
-      if (xr0 + 4 * j < m) {
+      if (!kNorm && xr0 + 4 * j < m) {
         const std::uint16_t* src = x_src + j * 4 * k;
         if constexpr (FUSE == kFuseGatherSilu) src = x_src + x_row_at[j];
         cp_async16_to((slot + x_dst0 + unsigned(j * 512)) ^ unsigned((j & 1) * 64), src, bytes);
@@ -266,21 +297,8 @@ __global__ void __launch_bounds__(S::kThreads,
     x_src += S::kWarps * 64;
     x_cols_left -= S::kWarps * 64;
   };
-  // kNorm: lanes 0..15 copy the step's 64 norm weights (zeros past k) after the scales.
-  const unsigned norm_dst = x_bytes + S::kCodeBytes + S::kScaleBytes + unsigned(lane) * 16;
-  const float* norm_src = kNorm ? fusion.norm_weight + warp * 64 + lane * 4 : nullptr;
-  int norm_cols_left = int(k - warp * 64 - lane * 4);
-  auto load_norm = [&](unsigned slot) {
-    if constexpr (kNorm) {
-      // (Past k the source size is 0: nothing is read, as with x above.)
-      if (lane < 16) cp_async16_to(slot + norm_dst, norm_src, norm_cols_left > 0 ? 16 : 0);
-      norm_src += S::kWarps * 64;
-      norm_cols_left -= S::kWarps * 64;
-    }
-  };
   auto load_step = [&](unsigned slot) {
     load_codes(slot);
-    load_norm(slot);
     if constexpr (ONE_SIDE) {
       if (side_on) load_side(slot);
     } else {
@@ -296,7 +314,6 @@ __global__ void __launch_bounds__(S::kThreads,
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
       load_codes(ring_s + st * slot_size);
-      load_norm(ring_s + st * slot_size);
       if constexpr (ONE_SIDE) {
         if (side_scale) load_side(ring_s + st * slot_size);
       } else {
@@ -304,8 +321,27 @@ __global__ void __launch_bounds__(S::kThreads,
       }
     }
   }
+  // kNorm: the norm weights of this thread's first kNormAhead 16-byte pieces of a row (the same
+  // columns in every row), fetched before the wait: the previous kernel does not write them.
+  constexpr int kNormAhead = kNorm ? 4 : 1;
+  const int norm_vectors = kNorm ? int(tiles_k) * 8 : 0;  // 16-byte pieces of a row, to k_padded
+  const int norm_real = int(k / 8);                       // those inside k (k % 8 == 0)
+  float4 norm_w[kNormAhead][2];
+  if constexpr (kNorm) {
+#pragma unroll
+    for (int j = 0; j < kNormAhead; ++j) {
+      const int v = int(threadIdx.x) + j * S::kThreads;
+      const bool real = v < norm_real;
+      const float4* src = reinterpret_cast<const float4*>(fusion.norm_weight) + 2 * (real ? v : 0);
+      norm_w[j][0] = real ? __ldg(src) : make_float4(0, 0, 0, 0);
+      norm_w[j][1] = real ? __ldg(src + 1) : make_float4(0, 0, 0, 0);
+    }
+  }
   wait_for_previous_grid();
-  allow_next_grid();
+  // The next kernel may be scheduled once every block has passed here (fusion.late_trigger: has
+  // issued its last copy): early, its blocks take the SM room this grid leaves and fetch their
+  // first weights during all of this kernel; late, only during its drain and tail.
+  if (!fusion.late_trigger) allow_next_grid();
 #pragma unroll
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
@@ -317,29 +353,35 @@ __global__ void __launch_bounds__(S::kThreads,
     }
     cp_async_commit();
   }
-  // kNorm: each row's 1/rms. Per row, every thread sums the squares of its 16-byte pieces (4 of
-  // them in flight per pass, from L2), the warps reduce, then threads < m add the warps' sums: an
-  // order that depends on neither m nor the block, so every block and batch size agrees bitwise.
-  // Each block re-reads all m rows of x here: cheap at a few rows, not at 16 (the engine caps the
-  // rows it fuses the norm at: NIBBLE_FUSE_NORM).
+  // kNorm: each row's 1/rms, then the normalised rows. Per row, every thread sums the squares of
+  // its 16-byte pieces (4 of them in flight per pass, from L2) and stores them raw in the x
+  // buffer; the warps reduce, then threads < m add the warps' sums: an order that depends on
+  // neither m nor the block, so every block and batch size agrees bitwise. Then each thread
+  // rewrites its pieces as bf16(x * scale * w), kernels/layer's rms_norm rounding. Each block
+  // re-reads all m rows of x (the engine caps the rows it fuses the norm at: NIBBLE_FUSE_NORM).
   __shared__ float row_scales[kNorm ? kMaxRows : 1];
   __shared__ float warp_sums[kNorm ? S::kWarps : 1][kNorm ? kMaxRows : 1];
+  const unsigned norm_x_s = ring_s - warp * ring_bytes + S::kWarps * ring_bytes;
+  auto norm_x_at = [&](int v, int r) {  // piece v (8 columns) of row r in the x buffer
+    const int step = v / 8, chunk = v % 8;
+    return norm_x_s + unsigned((step * m + r) * 128 + ((chunk ^ (r % 8)) * 16));
+  };
   if constexpr (kNorm) {
     constexpr int kLoads = 4;
-    const int vectors = int(k / 8);
-#pragma unroll 2
+#pragma unroll 1
     for (int r = 0; r < m; ++r) {
       const uint4* row = reinterpret_cast<const uint4*>(x + std::int64_t(r) * k);
       float sum = 0.0f;
-      for (int v0 = threadIdx.x; v0 < vectors; v0 += kLoads * S::kThreads) {
+      for (int v0 = threadIdx.x; v0 < norm_vectors; v0 += kLoads * S::kThreads) {
         uint4 q[kLoads];
 #pragma unroll
         for (int j = 0; j < kLoads; ++j) {
           const int v = v0 + j * S::kThreads;
-          q[j] = v < vectors ? __ldcg(row + v) : make_uint4(0, 0, 0, 0);
+          q[j] = v < norm_real ? __ldcg(row + v) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int j = 0; j < kLoads; ++j) {
+          const int v = v0 + j * S::kThreads;
           const std::uint32_t words[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
@@ -347,6 +389,7 @@ __global__ void __launch_bounds__(S::kThreads,
             const float hi = __uint_as_float(words[e] & 0xFFFF0000u);
             sum += lo * lo + hi * hi;
           }
+          if (v < norm_vectors) st_shared_v4(norm_x_at(v, r), q[j]);
         }
       }
 #pragma unroll
@@ -363,12 +406,28 @@ __global__ void __launch_bounds__(S::kThreads,
       row_scales[threadIdx.x] =
           int(threadIdx.x) < m ? rsqrtf(sum / float(k) + fusion.norm_eps) : 0.0f;
     }
-  }
-  __syncthreads();      // the zero block (and kNorm: the row scales) are written
-  float row_scale[MT];  // kNorm: of this lane's fragment rows 8 mt + lane / 4
+    __syncthreads();
+    // Each thread rewrites the pieces it stored (no other thread touches them).
+#pragma unroll 1
+    for (int r = 0; r < m; ++r) {
+      const float scale = row_scales[r];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) row_scale[mt] = kNorm ? row_scales[8 * mt + lane / 4] : 0.0f;
-  const unsigned norm_lane = x_bytes + S::kCodeBytes + S::kScaleBytes + unsigned(lane % 4) * 8;
+      for (int j = 0; j < kNormAhead; ++j) {
+        const int v = int(threadIdx.x) + j * S::kThreads;
+        if (v < norm_vectors) normalise_piece(norm_x_at(v, r), scale, norm_w[j][0], norm_w[j][1]);
+      }
+      for (int v = int(threadIdx.x) + kNormAhead * S::kThreads; v < norm_vectors;
+           v += S::kThreads) {
+        const bool real = v < norm_real;
+        const float4* src =
+            reinterpret_cast<const float4*>(fusion.norm_weight) + 2 * (real ? v : 0);
+        const float4 w0 = real ? __ldg(src) : make_float4(0, 0, 0, 0);
+        const float4 w1 = real ? __ldg(src + 1) : make_float4(0, 0, 0, 0);
+        normalise_piece(norm_x_at(v, r), scale, w0, w1);
+      }
+    }
+  }
+  __syncthreads();  // the zero block (and kNorm: the normalised x) are written
 
   // ldmatrix: matrix i = lane / 8 is chunk 4q + i of row 8 mt + r, r = lane % 8 (the b fragments
   // of k16 steps 2q, 2q + 1); (offset at q = 0) ^ (q * 64) as slots are 128-byte aligned. Rows
@@ -379,10 +438,13 @@ __global__ void __launch_bounds__(S::kThreads,
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const bool real = 8 * mt + xr < m;
-    x_base[mt] = real ? ring_s + unsigned((8 * mt + xr) * 128) + x_swizzle
-                      : unsigned(__cvta_generic_to_shared(zeros)) + x_swizzle;
+    // kNorm: the warp's first k step (w) in the x buffer; then kWarps steps on per step.
+    const unsigned row_at = kNorm ? norm_x_s + unsigned((warp * m + 8 * mt + xr) * 128)
+                                  : ring_s + unsigned((8 * mt + xr) * 128);
+    x_base[mt] = real ? row_at + x_swizzle : unsigned(__cvta_generic_to_shared(zeros)) + x_swizzle;
     x_moves[mt] = real ? 1u : 0u;
   }
+  const unsigned x_step = unsigned(S::kWarps * m * 128);  // kNorm: x buffer bytes per k step
   const unsigned code_lane = x_bytes + unsigned(lane) * 8;
   const unsigned scale_lane = x_bytes + S::kCodeBytes + unsigned(lane / 4) * 4;
 
@@ -401,7 +463,8 @@ __global__ void __launch_bounds__(S::kThreads,
 
   // Slot i % kDepth is read at step i; the copies for step i + kAhead go to the slot read at step
   // i - 1 (its reads are over once every lane has passed the __syncwarp).
-  auto compute = [&](unsigned read_off) {
+  // x_off: where the step's x is, from x_base (the slot offset, or kNorm the step's in the buffer).
+  auto compute = [&](unsigned read_off, unsigned x_off) {
     const std::uint8_t* slot = ring + read_off;
     uint2 codes[S::kTiles];
     std::uint32_t scale01[S::kTiles], scale23[S::kTiles];
@@ -415,26 +478,9 @@ __global__ void __launch_bounds__(S::kThreads,
     std::uint32_t xb[MT][2][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      const unsigned x_at = x_base[mt] + read_off * x_moves[mt];
+      const unsigned x_at = x_base[mt] + x_off * x_moves[mt];
 #pragma unroll
       for (int q = 0; q < 2; ++q) ldmatrix_x4_at(xb[mt][q], x_at ^ unsigned(q * 64));
-    }
-    if constexpr (kNorm) {
-      // Register i of xb[mt][q] holds columns (4q + i) * 8 + 2 (lane % 4) + {0, 1} of the step
-      // (one q at a time: 8 fewer live registers).
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        float2 weight[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          weight[i] = *reinterpret_cast<const float2*>(slot + norm_lane + (4 * q + i) * 32);
-        }
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            xb[mt][q][i] = normed_pair(xb[mt][q][i], row_scale[mt], weight[i]);
-      }
     }
 #pragma unroll
     for (int step = 0; step < 4; ++step) {
@@ -466,15 +512,16 @@ __global__ void __launch_bounds__(S::kThreads,
     __syncwarp();  // every lane's copies of slot i have landed; slot i - 1 is no longer read
     load_step(ring_s + previous_off);
     cp_async_commit();
-    compute(read_off);
+    compute(read_off, kNorm ? unsigned(i) * x_step : read_off);
     previous_off = read_off;
     read_off = next_slot(read_off);
   }
+  if (fusion.late_trigger) allow_next_grid();  // every thread: its copies are all issued
   for (; i < steps; ++i) {
     cp_async_wait<kAhead - 1>();
     __syncwarp();
     cp_async_commit();  // an empty group keeps wait_group's count
-    compute(read_off);
+    compute(read_off, kNorm ? unsigned(i) * x_step : read_off);
     read_off = next_slot(read_off);
   }
 
@@ -602,6 +649,16 @@ __global__ void __launch_bounds__(S::kThreads,
   }
 }
 
+// NIBBLE_LINEAR_TRIGGER=late: the dense slice kernels let the next kernel start only once their
+// copies are all issued (A/B against the default, right after the wait), read once.
+bool dense_late_trigger() {
+  static const bool late = [] {
+    const char* v = std::getenv("NIBBLE_LINEAR_TRIGGER");
+    return v != nullptr && std::strcmp(v, "late") == 0;
+  }();
+  return late;
+}
+
 template <class S, bool ONE_SIDE, int MT, int FUSE = 0>
 cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16DeviceWeight& w,
                                 const std::uint16_t* residual, std::uint16_t* out,
@@ -617,13 +674,16 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   if (attribute_err != cudaSuccess) return attribute_err;
   const int blocks = int(w.n_padded / S::kRows);
   int smem = 0;
-  cudaError_t err =
-      launch_smem(smem_bytes<S, (FUSE & kFuseNorm) != 0>(rows), blocks, overlap, &smem);
+  constexpr bool kNorm = (FUSE & kFuseNorm) != 0;
+  const int needed = smem_bytes<S, kNorm>(rows) + (kNorm ? norm_x_bytes(rows, w.k_padded / 64) : 0);
+  cudaError_t err = launch_smem(needed, blocks, overlap, &smem);
   if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
+  W4A16Fusion options = fusion;
+  options.late_trigger = overlap && dense_late_trigger();
   err = cudaLaunchKernelEx(&launch.config, kernel, x, rows, w.n, w.k, w.tiles, w.scales,
                            w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f, residual,
-                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{});
+                           out, nullptr, nullptr, options, W4A16GroupedCombine{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -716,16 +776,25 @@ int w4a16_slice_resident_blocks(W4A16Tile tile) {
   return with_slice_shape(tile, [](auto shape) { return decltype(shape)::kMinBlocks; });
 }
 
+int w4a16_slice_ring_steps(W4A16Tile tile) {
+  return with_slice_shape(tile, [](auto shape) {
+    using S = decltype(shape);
+    return S::kWarps * S::kDepth;
+  });
+}
+
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
   const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
   return with_slice_shape(tile, [&](auto shape) { return smem_bytes<decltype(shape)>(rows); });
 }
 
-int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, const W4A16Fusion& fusion) {
+int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, std::int64_t k,
+                                 const W4A16Fusion& fusion) {
   if (fusion.norm_weight == nullptr) return w4a16_slice_smem_bytes(tile, m);
   const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
-  return with_slice_shape(tile,
-                          [&](auto shape) { return smem_bytes<decltype(shape), true>(rows); });
+  return with_slice_shape(tile, [&](auto shape) {
+    return smem_bytes<decltype(shape), true>(rows) + norm_x_bytes(rows, (k + 63) / 64);
+  });
 }
 
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
@@ -754,6 +823,13 @@ cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
         rope.positions == nullptr || rope.slots == nullptr || rope.inv_freq == nullptr ||
         rope.q_out == nullptr || rope.k_cache == nullptr || rope.v_cache == nullptr))) {
     return cudaErrorInvalidValue;
+  }
+  if (norm) {  // the normalised rows must fit a block's shared memory (m x K x 2 bytes)
+    SmemBudget budget;
+    const cudaError_t err = current_smem_budget(&budget);
+    if (err != cudaSuccess) return err;
+    if (w4a16_slice_fused_smem_bytes(tile, m, w.k, fusion) > budget.per_block_max)
+      return cudaErrorInvalidValue;
   }
   if (fusion.rope_store) {
     return norm ? launch_fused_slice<kFuseNorm | kFuseRope>(x, m, w, residual, out, tile, fusion,

@@ -28,6 +28,7 @@
 #include "kernels/nvfp4/quantize_activations.h"
 #include "kernels/nvfp4/w4a16_dense.h"
 #include "kernels/nvfp4/w4a16_dequant.h"
+#include "kernels/nvfp4/w4a16_dev_tiles.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tests/gpu/gpu_check_support.h"
@@ -382,6 +383,16 @@ std::vector<double> reference_product_of(const nvfp4::QuantizedMatrix& q,
   return y;
 }
 
+// The norm fusion holds m x K normalised rows in shared memory: cases past what a block may have
+// on this device (GB10 at 16 rows of K = 4096) are answered cudaErrorInvalidValue and not run.
+bool norm_fits_block(kernels::W4A16Tile tile, std::int64_t m, std::int64_t k,
+                     const kernels::W4A16Fusion& fusion) {
+  int device = 0, most = 0;
+  NIBBLE_CUDA_CHECK(cudaGetDevice(&device));
+  NIBBLE_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return kernels::w4a16_slice_fused_smem_bytes(tile, m, k, fusion) <= most - 1024;
+}
+
 struct FusedCase {
   std::int64_t m, n, k;
 };
@@ -454,6 +465,7 @@ void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase&
           fusion.norm_eps = kEps;
         }
         fusion.silu_pairs = kind != 0;
+        if (!norm_fits_block(tile, c.m, c.k, fusion)) continue;
         const bool with_res = kind == 0 && k_major;
         dout.poison();
         NIBBLE_CUDA_CHECK(kernels::w4a16_slice_linear_fused(dx.ptr, c.m, w,
@@ -522,7 +534,8 @@ void check_fused_slices(Results& results, std::mt19937_64& rng, const FusedCase&
     const auto fits = [&](int smem) { return device.smem_per_sm / (smem + 1024); };
     const int needed = std::min(kernels::w4a16_resident_blocks(plan.tile),
                                 fits(kernels::w4a16_slice_smem_bytes(plan.tile, c.m)));
-    expect = fits(kernels::w4a16_slice_fused_smem_bytes(plan.tile, c.m, both)) >= needed;
+    expect = fits(kernels::w4a16_slice_fused_smem_bytes(plan.tile, c.m, c.k, both)) >= needed &&
+             norm_fits_block(plan.tile, c.m, c.k, both);
   }
   std::size_t touched = 0;
   for (bf16_bits o : out) touched += o != 0xFFFF;
@@ -659,6 +672,7 @@ void check_fused_rope(Results& results, std::mt19937_64& rng, const RopeCase& c)
         fusion.rope_store = true;
         fusion.rope = {dpos.ptr, dslots.ptr, dfreq.ptr,  q_out0.ptr, k0.ptr,
                        v0.ptr,   c.q_heads,  c.kv_heads, d};
+        if (!norm_fits_block(tile, m, c.k, fusion)) continue;
         NIBBLE_CUDA_CHECK(kernels::w4a16_slice_linear_fused(dx.ptr, m, w, nullptr, dout.ptr, tile,
                                                             fusion, nullptr, k_major));
         const bf16_bits* input = dx.ptr;
@@ -852,6 +866,7 @@ void check_dense_in_place(Results& results, std::mt19937_64& rng,
 }
 
 int run(int argc, char** argv) {
+  kernels::w4a16_enable_dev_tiles();  // the kGemv checks
   const std::string reason = no_gpu_reason();
   if (!reason.empty()) {
     std::printf("SKIP: %s; the NVFP4 GPU checks need a CUDA GPU\n", reason.c_str());

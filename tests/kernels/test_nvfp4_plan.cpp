@@ -102,6 +102,22 @@ TEST(Nvfp4Plan, AnUnevenWaveKeepsSplitK) {
   EXPECT_GT(plan.splits, 1);
 }
 
+TEST(Nvfp4Plan, AShortKTakesAOneWaveSliceEvenIfUneven) {
+  // Qwen3-30B-A3B qkv (K = 2048: 32 k steps, all in the 16-row slice's 4 rings of 8): 320 slices,
+  // 3 on some SMs and 2 on others, instead of split-K.
+  for (std::int64_t m : {1, 2, 4, 8}) {
+    const auto plan = plan_nvfp4_linear(m, 5120, 2048, kH100);
+    EXPECT_EQ(plan.tile, W4A16Tile::kSlice16) << "m=" << m;
+    EXPECT_EQ(plan.splits, 1);
+  }
+  // The A/B switch keeps the evenness rule.
+  DeviceTraits even = kH100;
+  even.short_k_uneven = false;
+  EXPECT_EQ(plan_nvfp4_linear(1, 5120, 2048, even).tile, W4A16Tile::kM8);
+  // A long K still needs the even wave.
+  EXPECT_EQ(plan_nvfp4_linear(1, 5120, 4096, kH100).tile, W4A16Tile::kM8);
+}
+
 TEST(Nvfp4Plan, NineToSixteenRowsTakeThirtyTwoRowSlices) {
   // 16-row slices would read x 3.6x the weight bytes; 8 warps where one slice per SM covers N.
   expect_llama_slices({9, 12, 16}, {W4A16Tile::kSlice32, W4A16Tile::kSlice32Wide,

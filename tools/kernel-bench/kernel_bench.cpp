@@ -1,19 +1,19 @@
 // nibble-kernel-bench: NVFP4 linear kernels against the two ceilings measured in the same run
 // (device copy bandwidth, read + write; cuBLAS BF16 GEMM at the same shapes).
-// Shapes: Llama-3.1-8B linear layers and Qwen3-30B-A3B experts, M = 1, 4, 8, 16, 32, 64, 256, 512,
-// 2048, 4096, 8192. The dispatcher ("nvfp4") is offered the dequantise-then-cuBLAS path as the
-// engine is (threshold kNvfp4DenseMinRows, or NIBBLE_W4A16_DENSE_MIN_ROWS); "w4 us" is the
-// dispatcher without it (W4A16 kernels only), "dense" / "dense/r" that path forced in one round /
-// in rounds of ~32 MB of BF16 weight (kDenseRoundBytes); "wg128" / "wg256" the warpgroup-MMA tiles
-// forced (sm_90a; NIBBLE_W4A16_WGMMA=0 keeps the planner off them). Per M and layer the ratio to
-// cuBLAS BF16 ("speedup" = cuBLAS time / ours); the set table repeats it per path.
-// Weights rotate over enough copies to exceed L2; each time is the median of CUDA-event timings
-// of graph replays (20 calls per graph), per call.
-// Also per shape: the read ceilings of read_ceiling.h (the weight read once, no arithmetic); once
-// per run: the mma.sync ceiling of mma_ceiling.h (4, 8 and 16 warps per SM). Last, when all
-// four Llama layers are selected: the set chained as a decode step runs it (layer_chain.h) at
-// M = 1, 4, 8, 16, 64 (those --ms keeps).
-// Usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
+// Shapes: Llama-3.1-8B linear layers, Qwen3-30B-A3B experts and attention qkv / o ("attn.*"),
+// M = 1, 4, 8, 16, 32, 64, 256, 512, 2048, 4096, 8192. The dispatcher ("nvfp4") is offered the
+// dequantise-then-cuBLAS path as the engine is (threshold kNvfp4DenseMinRows, or
+// NIBBLE_W4A16_DENSE_MIN_ROWS); "w4 us" is the dispatcher without it (W4A16 kernels only), "dense"
+// / "dense/r" that path forced in one round / in rounds of ~32 MB of BF16 weight
+// (kDenseRoundBytes); "wg128" / "wg256" the warpgroup-MMA tiles forced (sm_90a;
+// NIBBLE_W4A16_WGMMA=0 keeps the planner off them). Per M and layer the ratio to cuBLAS BF16
+// ("speedup" = cuBLAS time / ours); the set table repeats it per path. Weights rotate over enough
+// copies to exceed L2; each time is the median of CUDA-event timings of graph replays (20 calls per
+// graph), per call. Also per shape: the read ceilings of read_ceiling.h (the weight read once, no
+// arithmetic); once per run: the mma.sync ceiling of mma_ceiling.h (4, 8 and 16 warps per SM).
+// Last, when all four Llama layers are selected: the set chained as a decode step runs it
+// (layer_chain.h) at M = 1, 4, 8, 16, 64 (those --ms keeps). Usage: nibble-kernel-bench [--reps N]
+// [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
 //                            [--profile] [--tiles-overlap] [--moe]
 // --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
 // and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64 and the 64- and 128-row
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kernels/nvfp4/w4a16_dense.h"
+#include "kernels/nvfp4/w4a16_dev_tiles.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "kernels/nvfp4_linear.h"
 #include "tools/kernel-bench/bench_util.h"
@@ -93,6 +94,7 @@ std::int64_t dense_min_rows() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  nibble::kernels::w4a16_enable_dev_tiles();  // the forced kGemv columns
   int reps = 15;
   const char* csv_path = nullptr;
   bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;
@@ -189,6 +191,7 @@ int main(int argc, char** argv) {
       {"llama3.1-8b", "qkv", 4096, 6144},           {"llama3.1-8b", "o", 4096, 4096},
       {"llama3.1-8b", "gate_up", 4096, 28672},      {"llama3.1-8b", "down", 14336, 4096},
       {"qwen3-30b-a3b", "exp.gate_up", 2048, 1536}, {"qwen3-30b-a3b", "exp.down", 768, 2048},
+      {"qwen3-30b-a3b", "attn.qkv", 2048, 5120},    {"qwen3-30b-a3b", "attn.o", 4096, 2048},
   };
   const std::int64_t ms[] = {1, 4, 8, 16, 32, 64, 256, 512, 2048, 4096, 8192};
   std::int64_t max_m = 1;

@@ -1,0 +1,14 @@
+#pragma once
+// nibble::kernels_dev: W4A16 tile variants the planner never picks (nvfp4_linear.h), kept for the
+// kernel bench and the GPU tests only, out of the production library (issue 20, item 5). Today:
+// the kGemv decode kernel (w4a16_gemv.cu), slower than the slice and 8-row tiles at every
+// M <= 16 shape measured.
+#include <cuda_runtime.h>
+
+namespace nibble::kernels {
+
+// Lets w4a16_linear run the dev-only tiles (it answers cudaErrorNotSupported for them before).
+// Call once at start-up, before any launch; idempotent.
+void w4a16_enable_dev_tiles();
+
+}  // namespace nibble::kernels

@@ -52,12 +52,13 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     if (a.arrivals == nullptr) return cudaErrorInvalidValue;
     std::int32_t* const counts = a.arrivals + 1;
     const std::int64_t count_words = moe_arrival_words(T, H) - 1;
-    cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
-                          ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
-                                             a.norm_topk_prob, plan.block_rows, a.router_logits, r,
-                                             a.arrivals, stream, counts, count_words)
-                          : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
-                                      plan.block_rows, r, stream, counts, count_words);
+    cudaError_t err =
+        moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
+            ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
+                               a.norm_topk_prob, plan.block_rows, a.router_logits, r, a.arrivals,
+                               stream, counts, count_words, plan.router_form)
+            : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r,
+                        stream, counts, count_words);
     if (err != cudaSuccess) return err;
     err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
                                      plan.block_rows, a.middle, stream);

@@ -44,6 +44,8 @@ struct MoeGroupedPlan {
   // With fuse, T <= kMoeRouterMaxTokens and MoeExpertsArgs::router_weight given: the router linear
   // joins the route (moe_router_route), one launch fewer (and the cuBLAS router call gone).
   bool fuse_router = false;
+  // How the fused router runs (moe_routing.h; the CUDA backend takes NIBBLE_MOE_ROUTER_FORM).
+  MoeRouterForm router_form = MoeRouterForm::kSpread;
 };
 // Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
 // byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse and

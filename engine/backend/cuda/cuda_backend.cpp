@@ -177,6 +177,7 @@ class CudaBackend : public Backend {
     moe_fused_ = moe_fused == nullptr || std::string(moe_fused) != "0";
     moe_fused_router_ =
         moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
+    moe_router_form_ = kernels::moe_router_form_from_env();  // NIBBLE_MOE_ROUTER_FORM
     moe_on_device_ = true;
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
@@ -188,9 +189,10 @@ class CudaBackend : public Backend {
                                    : "on the host (experts not NVFP4 in "
                                      "one shape); no decode graphs");
       if (moe_on_device_)
-        spdlog::info("cuda backend: MoE decode fusions {}, router in the route {}",
+        spdlog::info("cuda backend: MoE decode fusions {}, router in the route {} (form {})",
                      moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
-                     moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off");
+                     moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off",
+                     kernels::moe_router_form_name(moe_router_form_));
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
@@ -833,6 +835,7 @@ class CudaBackend : public Backend {
         kernels::plan_moe_experts(T, c.num_experts, c.num_experts_per_tok);
     plan.fuse &= moe_fused_;
     plan.fuse_router &= moe_fused_router_;
+    plan.router_form = moe_router_form_;
     // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
     const bool router_fused =
         routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
@@ -925,6 +928,7 @@ class CudaBackend : public Backend {
   // layer routes on the device (dense models too), the condition for decode graphs.
   bool host_routing_ = false;
   bool moe_fused_ = true, moe_fused_router_ = true;  // NIBBLE_MOE_FUSED, NIBBLE_MOE_FUSED_ROUTER
+  kernels::MoeRouterForm moe_router_form_ = kernels::MoeRouterForm::kSpread;
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

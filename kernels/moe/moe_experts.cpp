@@ -52,11 +52,17 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     if (a.arrivals == nullptr) return cudaErrorInvalidValue;
     std::int32_t* const counts = a.arrivals + 1;
     const std::int64_t count_words = moe_arrival_words(T, H) - 1;
+    // The picked experts' gate_up weights into the L2 from the routing block (a hint, see
+    // MoeGroupedPlan::prefetch): tiles n_padded x k_padded / 2 bytes, scales an eighth of that.
+    MoeWeightPrefetch prefetch;
+    const std::int64_t tile_bytes = w.gate_up.shape.n_padded * w.gate_up.shape.k_padded / 2;
+    if (plan.prefetch && routed * (tile_bytes + tile_bytes / 8) <= kMoePrefetchMaxBytes)
+      prefetch = {w.gate_up.table, tile_bytes, tile_bytes / 8};
     cudaError_t err =
         moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
             ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
                                a.norm_topk_prob, plan.block_rows, a.router_logits, r, a.arrivals,
-                               stream, counts, count_words, plan.router_form)
+                               stream, counts, count_words, plan.router_form, prefetch)
             : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r,
                         stream, counts, count_words);
     if (err != cudaSuccess) return err;

@@ -8,6 +8,7 @@
 
 #include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_routing.h"
+#include "kernels/nvfp4/w4a16_gemm.h"
 
 namespace nibble::kernels {
 namespace {
@@ -265,14 +266,20 @@ __device__ void rank_picks(const float* __restrict__ logits, int tokens, int exp
 // The whole routing by one block of `warps` warps (every thread of the block calls it); the results
 // do not depend on the number of warps. tokens k <= MAX_ROUTED; the rank path when tokens x
 // experts <= MAX_PAIRS.
-template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs>
+// after_counts(count_s): called by every thread once the per-expert counts are in shared memory
+// (the spread router's L2 prefetch of the picked experts).
+struct NoHook {
+  __device__ void operator()(const int*) const {}
+};
+template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs,
+          class AfterCounts = NoHook>
 __device__ void route_in_block(const float* __restrict__ logits, int tokens, int experts, int k,
                                bool norm_topk_prob, int block_rows, int max_blocks,
                                std::int32_t* __restrict__ expert, float* __restrict__ weight,
                                std::int32_t* __restrict__ counts,
                                std::int32_t* __restrict__ offsets, std::int32_t* __restrict__ token,
-                               std::int32_t* __restrict__ source,
-                               MoeRowBlock* __restrict__ blocks) {
+                               std::int32_t* __restrict__ source, MoeRowBlock* __restrict__ blocks,
+                               AfterCounts after_counts = AfterCounts{}) {
   __shared__ int picks[MAX_ROUTED];
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
@@ -289,6 +296,7 @@ __device__ void route_in_block(const float* __restrict__ logits, int tokens, int
   __syncthreads();
   for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
   __syncthreads();
+  after_counts(count_s);
   if (warp == 0) {  // exclusive scans of the counts and of the row blocks, 32 experts a pass
     int carry = 0, carry_blocks = 0;
     for (int base = 0; base < experts; base += 32) {
@@ -468,6 +476,20 @@ __device__ inline float dot8_fma(uint4 a, uint4 b) {
   return sum;
 }
 
+// bytes from p into the L2 (no completion to wait for: a hint the grouped gate_up's loads then
+// find there), in bulk requests of up to 256 KB; nothing before sm_90 or off 16-byte alignment.
+__device__ inline void prefetch_to_l2(const std::uint8_t* p, std::int64_t bytes) {
+#if __CUDA_ARCH__ >= 900
+  constexpr std::int64_t kChunk = 256 * 1024;
+  if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0 || bytes % 16 != 0) return;
+  for (std::int64_t at = 0; at < bytes; at += kChunk) {
+    const unsigned size = unsigned(bytes - at < kChunk ? bytes - at : kChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p + at), "r"(size)
+                 : "memory");
+  }
+#endif
+}
+
 template <bool ROUTE>
 __global__ void __launch_bounds__(kMoeRouterThreads)
     router_spread_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
@@ -477,7 +499,8 @@ __global__ void __launch_bounds__(kMoeRouterThreads)
                          std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
                          std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
                          MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
-                         std::int32_t* __restrict__ clear, int clear_count) {
+                         std::int32_t* __restrict__ clear, int clear_count,
+                         MoeWeightPrefetch prefetch) {
   constexpr int kE = kMoeRouterExpertsPerBlock, kT = kMoeRouterMaxTokens;
   __shared__ float warp_sums[kE][kT][kSpreadWarps];
   __shared__ bool last;
@@ -576,9 +599,35 @@ __global__ void __launch_bounds__(kMoeRouterThreads)
     __threadfence();
     if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
     for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+    // Prefetch: this thread's experts' weight addresses are loaded now (their latency overlaps the
+    // routing's first steps); the picked ones are asked of the L2 once the counts are known.
+    constexpr int kPerThread = kMoeMaxExperts / kMoeRouterThreads;
+    const std::uint8_t* pf_tiles[kPerThread] = {};
+    const std::uint8_t* pf_scales[kPerThread] = {};
+    if (prefetch.table != nullptr) {
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int e = int(threadIdx.x) + j * kMoeRouterThreads;
+        if (e < experts) {
+          pf_tiles[j] = prefetch.table[e].tiles;
+          pf_scales[j] = prefetch.table[e].scales;
+        }
+      }
+    }
+    auto after_counts = [&](const int* count_s) {
+      if (prefetch.table == nullptr) return;
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int e = int(threadIdx.x) + j * kMoeRouterThreads;
+        if (e < experts && count_s[e] > 0) {
+          prefetch_to_l2(pf_tiles[j], prefetch.tile_bytes);
+          prefetch_to_l2(pf_scales[j], prefetch.scale_bytes);
+        }
+      }
+    };
     route_in_block<kMoeRouterMaxTokens * kMoeMaxTopK, kMoeRouterMaxTokens * kMoeMaxExperts>(
         logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight, counts,
-        offsets, token, source, blocks);
+        offsets, token, source, blocks, after_counts);
   }
 }
 
@@ -654,7 +703,8 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              std::int64_t tokens, int hidden, int experts, int k,
                              bool norm_topk_prob, int block_rows, float* logits,
                              const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
-                             std::int32_t* clear, std::int64_t clear_count, MoeRouterForm form) {
+                             std::int32_t* clear, std::int64_t clear_count, MoeRouterForm form,
+                             const MoeWeightPrefetch& prefetch) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
       clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
@@ -695,11 +745,11 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
   const bool route_here = form == MoeRouterForm::kSpread;
   const cudaLaunchConfig_t c = config(
       (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
-  err =
-      cudaLaunchKernelEx(&c, route_here ? router_spread_kernel<true> : router_spread_kernel<false>,
-                         x, router, int(tokens), hidden, experts, k, norm_topk_prob, block_rows,
-                         int(max_blocks), logits, out.expert, out.weight, out.counts, out.offsets,
-                         out.token, out.source, out.blocks, counter, clear, int(clear_count));
+  err = cudaLaunchKernelEx(
+      &c, route_here ? router_spread_kernel<true> : router_spread_kernel<false>, x, router,
+      int(tokens), hidden, experts, k, norm_topk_prob, block_rows, int(max_blocks), logits,
+      out.expert, out.weight, out.counts, out.offsets, out.token, out.source, out.blocks, counter,
+      clear, int(clear_count), route_here ? prefetch : MoeWeightPrefetch{});
   if (err == cudaSuccess) err = cudaGetLastError();
   if (err != cudaSuccess || route_here) return err;
   // kSpreadThenRoute: the one-block routing as a dependent launch (it waits for the logits).

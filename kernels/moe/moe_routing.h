@@ -65,11 +65,21 @@ const char* moe_router_form_name(MoeRouterForm form);
 // aligned. counter: one word, zero before the first launch; every launch leaves it zero (the last
 // block re-arms it; kSpreadThenRoute does not touch it).
 inline constexpr int kMoeRouterMaxTokens = 8;
+// prefetch (kSpread only; ignored by the other forms): when table is given, the routing block asks
+// the L2 for the first tile_bytes of tiles and scale_bytes of scales of every picked expert's
+// weight (table: device array [E], kernels/nvfp4/w4a16_gemm.h) as soon as the picks are counted,
+// so the grouped gate_up launched next finds them there. A hint: the results do not change.
+struct W4A16DeviceWeight;
+struct MoeWeightPrefetch {
+  const W4A16DeviceWeight* table = nullptr;
+  std::int64_t tile_bytes = 0, scale_bytes = 0;
+};
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,
                              bool norm_topk_prob, int block_rows, float* logits,
                              const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
                              std::int32_t* clear = nullptr, std::int64_t clear_count = 0,
-                             MoeRouterForm form = MoeRouterForm::kSpread);
+                             MoeRouterForm form = MoeRouterForm::kSpread,
+                             const MoeWeightPrefetch& prefetch = {});
 
 }  // namespace nibble::kernels

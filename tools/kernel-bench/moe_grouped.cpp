@@ -151,12 +151,14 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       "fused (NIBBLE_MOE_FUSED, slice plans): route, gate_up + gather + SiLU, down + combine\n"
       "+router <form>: fused, the route also running the BF16 router linear\n"
       "  (NIBBLE_MOE_FUSED_ROUTER, form NIBBLE_MOE_ROUTER_FORM = spread | split | blocks): the\n"
-      "  whole MoE block; compare it with fused + cuBLAS router (the router the other paths run)\n"
+      "  whole MoE block; compare it with fused + cuBLAS router (the router the other paths run);\n"
+      "  spread-pf: spread without its L2 prefetch of the picked gate_up weights\n"
+      "  (NIBBLE_MOE_PREFETCH=0; the prefetch runs where T k experts' gate_up <= 16 MB: T = 1)\n"
       "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
-  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %9s %9s %13s\n", "T",
+  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %9s %9s %9s %13s\n", "T",
               "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer",
               "%copy", "fused", "%copy", "f.gate_up", "+r.spread", "+r.split", "+r.blocks",
-              "cuBLAS router");
+              "spread-pf", "cuBLAS router");
   for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
     const std::int64_t routed = T * kTopK;
     kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
@@ -233,10 +235,12 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     auto* router_logits = device_alloc<float>(std::size_t(T * kExperts), local);
     CHECK_CUDA(cudaMemset(arrivals, 0, sizeof(std::int32_t)));  // the fused router's counter
     auto layer = [&](bool fuse, bool fuse_router = false,
-                     kernels::MoeRouterForm form = kernels::MoeRouterForm::kSpread) {
+                     kernels::MoeRouterForm form = kernels::MoeRouterForm::kSpread,
+                     bool prefetch = true) {
       plan.fuse = fuse;
       plan.fuse_router = fuse_router;
       plan.router_form = form;
+      plan.prefetch = prefetch;
       return median_us(reps, stream, [&](int i, cudaStream_t s) {
         const kernels::MoeExpertsArgs a{
             .router_logits = fuse_router ? router_logits : logits[std::size_t(i % kRoutings)],
@@ -262,11 +266,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     plan.fuse_router = true;
     const bool can_fuse_router =
         kernels::moe_router_fused(experts.weights[0], plan, T, int(kHidden), true);
-    double router_us[3] = {};
+    double router_us[4] = {};  // spread, split, blocks; spread without the L2 prefetch
     for (const auto form :
          {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
           kernels::MoeRouterForm::kBlocks})
       router_us[int(form)] = can_fuse_router ? layer(true, true, form) : 0.0;
+    router_us[3] =
+        can_fuse_router ? layer(true, true, kernels::MoeRouterForm::kSpread, false) : 0.0;
     // The unfused paths' router: cuBLAS BF16 x BF16 -> FP32, as the backend runs it
     // (engine/backend/cuda/device_linear.cpp).
     const double cublas_router_us = median_us(reps, stream, [&](int, cudaStream_t s) {
@@ -283,11 +289,11 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     };
     std::printf(
         "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %9.1f "
-        "%9.1f %9.1f %13.1f\n",
+        "%9.1f %9.1f %9.1f %13.1f\n",
         (long long)T, active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
         plan.block_rows, gate_up_us, down_us, gemm_us, copy_percent(gemm_us), route_us, layer_us,
         copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us[0],
-        router_us[1], router_us[2], cublas_router_us);
+        router_us[1], router_us[2], router_us[3], cublas_router_us);
     std::fflush(stdout);
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }

@@ -178,6 +178,8 @@ class CudaBackend : public Backend {
     moe_fused_router_ =
         moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
     moe_router_form_ = kernels::moe_router_form_from_env();  // NIBBLE_MOE_ROUTER_FORM
+    const char* moe_prefetch = std::getenv("NIBBLE_MOE_PREFETCH");
+    moe_prefetch_ = moe_prefetch == nullptr || std::string(moe_prefetch) != "0";
     moe_on_device_ = true;
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
@@ -189,10 +191,11 @@ class CudaBackend : public Backend {
                                    : "on the host (experts not NVFP4 in "
                                      "one shape); no decode graphs");
       if (moe_on_device_)
-        spdlog::info("cuda backend: MoE decode fusions {}, router in the route {} (form {})",
-                     moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
-                     moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off",
-                     kernels::moe_router_form_name(moe_router_form_));
+        spdlog::info(
+            "cuda backend: MoE decode fusions {}, router in the route {} (form {}, L2 prefetch {})",
+            moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
+            moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off",
+            kernels::moe_router_form_name(moe_router_form_), moe_prefetch_ ? "on" : "off");
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
@@ -836,6 +839,7 @@ class CudaBackend : public Backend {
     plan.fuse &= moe_fused_;
     plan.fuse_router &= moe_fused_router_;
     plan.router_form = moe_router_form_;
+    plan.prefetch = moe_prefetch_;
     // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
     const bool router_fused =
         routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
@@ -929,6 +933,7 @@ class CudaBackend : public Backend {
   bool host_routing_ = false;
   bool moe_fused_ = true, moe_fused_router_ = true;  // NIBBLE_MOE_FUSED, NIBBLE_MOE_FUSED_ROUTER
   kernels::MoeRouterForm moe_router_form_ = kernels::MoeRouterForm::kSpread;
+  bool moe_prefetch_ = true;  // NIBBLE_MOE_PREFETCH
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

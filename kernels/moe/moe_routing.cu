@@ -602,26 +602,32 @@ __global__ void __launch_bounds__(kMoeRouterThreads)
     // Prefetch: this thread's experts' weight addresses are loaded now (their latency overlaps the
     // routing's first steps); the picked ones are asked of the L2 once the counts are known.
     constexpr int kPerThread = kMoeMaxExperts / kMoeRouterThreads;
-    const std::uint8_t* pf_tiles[kPerThread] = {};
-    const std::uint8_t* pf_scales[kPerThread] = {};
-    if (prefetch.table != nullptr) {
+    constexpr int kW = MoeWeightPrefetch::kWeights;
+    const std::uint8_t* pf_tiles[kW][kPerThread] = {};
+    const std::uint8_t* pf_scales[kW][kPerThread] = {};
+#pragma unroll
+    for (int m = 0; m < kW; ++m) {
+      if (prefetch.table[m] == nullptr) continue;
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
         const int e = int(threadIdx.x) + j * kMoeRouterThreads;
         if (e < experts) {
-          pf_tiles[j] = prefetch.table[e].tiles;
-          pf_scales[j] = prefetch.table[e].scales;
+          pf_tiles[m][j] = prefetch.table[m][e].tiles;
+          pf_scales[m][j] = prefetch.table[m][e].scales;
         }
       }
     }
     auto after_counts = [&](const int* count_s) {
-      if (prefetch.table == nullptr) return;
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
-        const int e = int(threadIdx.x) + j * kMoeRouterThreads;
-        if (e < experts && count_s[e] > 0) {
-          prefetch_to_l2(pf_tiles[j], prefetch.tile_bytes);
-          prefetch_to_l2(pf_scales[j], prefetch.scale_bytes);
+      for (int m = 0; m < kW; ++m) {  // gate_up first: the first to be read
+        if (prefetch.table[m] == nullptr) continue;
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int e = int(threadIdx.x) + j * kMoeRouterThreads;
+          if (e < experts && count_s[e] > 0) {
+            prefetch_to_l2(pf_tiles[m][j], prefetch.tile_bytes[m]);
+            prefetch_to_l2(pf_scales[m][j], prefetch.scale_bytes[m]);
+          }
         }
       }
     };

@@ -65,14 +65,16 @@ const char* moe_router_form_name(MoeRouterForm form);
 // aligned. counter: one word, zero before the first launch; every launch leaves it zero (the last
 // block re-arms it; kSpreadThenRoute does not touch it).
 inline constexpr int kMoeRouterMaxTokens = 8;
-// prefetch (kSpread only; ignored by the other forms): when table is given, the routing block asks
-// the L2 for the first tile_bytes of tiles and scale_bytes of scales of every picked expert's
-// weight (table: device array [E], kernels/nvfp4/w4a16_gemm.h) as soon as the picks are counted,
-// so the grouped gate_up launched next finds them there. A hint: the results do not change.
+// prefetch (kSpread only; ignored by the other forms): for each given table (device array [E] of
+// kernels/nvfp4/w4a16_gemm.h weights: the gate_up's, the down's), the routing block asks the L2
+// for the first tile_bytes of tiles and scale_bytes of scales of every picked expert's weight as
+// soon as the picks are counted, so the grouped GEMMs launched next find them there. A hint: the
+// results do not change.
 struct W4A16DeviceWeight;
 struct MoeWeightPrefetch {
-  const W4A16DeviceWeight* table = nullptr;
-  std::int64_t tile_bytes = 0, scale_bytes = 0;
+  static constexpr int kWeights = 2;
+  const W4A16DeviceWeight* table[kWeights] = {};
+  std::int64_t tile_bytes[kWeights] = {}, scale_bytes[kWeights] = {};
 };
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,

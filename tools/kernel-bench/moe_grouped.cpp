@@ -152,8 +152,8 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       "+router <form>: fused, the route also running the BF16 router linear\n"
       "  (NIBBLE_MOE_FUSED_ROUTER, form NIBBLE_MOE_ROUTER_FORM = spread | split | blocks): the\n"
       "  whole MoE block; compare it with fused + cuBLAS router (the router the other paths run);\n"
-      "  spread-pf: spread without its L2 prefetch of the picked gate_up weights\n"
-      "  (NIBBLE_MOE_PREFETCH=0; the prefetch runs where T k experts' gate_up <= 16 MB: T = 1)\n"
+      "  spread-pf: spread without its L2 prefetch of the picked experts' gate_up\n"
+      "  and down weights (NIBBLE_MOE_PREFETCH=0; it runs where they fit half the L2: T = 1)\n"
       "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
   std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %9s %9s %9s %13s\n", "T",
               "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer",

@@ -184,7 +184,10 @@ class CudaBackend : public Backend {
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
         if (layer.moe && !routes_on_device(layer)) moe_on_device_ = false;
-      if (moe_on_device_) check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
+      if (moe_on_device_) {
+        check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
+        kernels::moe_prefetch_budget();  // its device queries before any graph capture
+      }
       spdlog::info("cuda backend: MoE layers routed {}",
                    moe_on_device_  ? "on the device (grouped experts)"
                    : host_routing_ ? "on the host (NIBBLE_MOE_HOST_ROUTING=1)"

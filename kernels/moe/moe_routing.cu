@@ -224,9 +224,10 @@ constexpr int kRankMaxPairs =
 // MAX_ROUTED / MAX_PAIRS: the shared arrays' sizes (routed rows; tokens x experts of the rank
 // path), smaller for the router kernels' T <= kMoeRouterMaxTokens.
 template <int MAX_ROUTED, int MAX_PAIRS>
-__device__ void rank_picks(const float* __restrict__ logits, int tokens, int experts, int k,
-                           bool norm_topk_prob, std::int32_t* __restrict__ expert,
-                           float* __restrict__ weight, int* picks) {
+__device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int tokens,
+                                           int experts, int k, bool norm_topk_prob,
+                                           std::int32_t* __restrict__ expert,
+                                           float* __restrict__ weight, int* picks) {
   __shared__ float prob_s[MAX_PAIRS];
   __shared__ float pick_prob_s[MAX_ROUTED];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -273,13 +274,12 @@ struct NoHook {
 };
 template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs,
           class AfterCounts = NoHook>
-__device__ void route_in_block(const float* __restrict__ logits, int tokens, int experts, int k,
-                               bool norm_topk_prob, int block_rows, int max_blocks,
-                               std::int32_t* __restrict__ expert, float* __restrict__ weight,
-                               std::int32_t* __restrict__ counts,
-                               std::int32_t* __restrict__ offsets, std::int32_t* __restrict__ token,
-                               std::int32_t* __restrict__ source, MoeRowBlock* __restrict__ blocks,
-                               AfterCounts after_counts = AfterCounts{}) {
+__device__ __forceinline__ void route_in_block(
+    const float* __restrict__ logits, int tokens, int experts, int k, bool norm_topk_prob,
+    int block_rows, int max_blocks, std::int32_t* __restrict__ expert, float* __restrict__ weight,
+    std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+    std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+    MoeRowBlock* __restrict__ blocks, AfterCounts after_counts = AfterCounts{}) {
   __shared__ int picks[MAX_ROUTED];
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
@@ -371,6 +371,24 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
                  counts, offsets, token, source, blocks);
 }
 
+// The last-block hand-off of the fused routers: every block calls it after writing its logits;
+// true in the last block to arrive (the whole block), which then sees every block's logits (read
+// them through L2) and finds the counter re-armed to 0 for the next launch; that block also zeroes
+// `clear`.
+__device__ inline bool last_block_to_arrive(std::int32_t* counter, std::int32_t* clear,
+                                            int clear_count) {
+  __shared__ bool last;
+  __threadfence();  // this block's logits visible device-wide before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  return true;
+}
+
 // The router linear and the routing in one launch (moe_router_route): warp w of block b computes
 // expert e = b kRouterWarps + w's logits for every token (FP32 sums of the BF16 products, lanes
 // over 8-column pieces, then a fixed shuffle tree), the block's last thread to arrive counts the
@@ -398,7 +416,6 @@ __global__ void __launch_bounds__(32 * kRouterWarps)
                         std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
                         MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
                         std::int32_t* __restrict__ clear, int clear_count) {
-  __shared__ bool last;
   allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
   const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
   // The first kRouterAhead pieces of the warp's weight row (all of it up to H = 2048) are fetched
@@ -441,14 +458,7 @@ __global__ void __launch_bounds__(32 * kRouterWarps)
       if (lane == 0 && t < tokens) logits[std::int64_t(t) * experts + e] = acc[t];
     }
   }
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
-  __syncthreads();
-  if (!last) return;  // the whole block
-  __threadfence();
-  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
-  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  if (!last_block_to_arrive(counter, clear, clear_count)) return;  // the whole block
   route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
                  counts, offsets, token, source, blocks);
 }
@@ -491,19 +501,14 @@ __device__ inline void prefetch_to_l2(const std::uint8_t* p, std::int64_t bytes)
 }
 
 template <bool ROUTE>
-__global__ void __launch_bounds__(kMoeRouterThreads)
+__global__ void __launch_bounds__(kMoeRouterThreads, 1)
     router_spread_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
                          int tokens, int hidden, int experts, int k, bool norm_topk_prob,
-                         int block_rows, int max_blocks, float* __restrict__ logits,
-                         std::int32_t* __restrict__ expert, float* __restrict__ weight,
-                         std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
-                         std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
-                         MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
-                         std::int32_t* __restrict__ clear, int clear_count,
+                         int block_rows, int max_blocks, float* __restrict__ logits, MoeRouting out,
+                         std::int32_t* counter, std::int32_t* __restrict__ clear, int clear_count,
                          MoeWeightPrefetch prefetch) {
   constexpr int kE = kMoeRouterExpertsPerBlock, kT = kMoeRouterMaxTokens;
   __shared__ float warp_sums[kE][kT][kSpreadWarps];
-  __shared__ bool last;
   // The next launch (fused gate_up, or the route) may be scheduled now: it waits for this
   // launch's end before reading anything of it.
   allow_next_grid();
@@ -591,14 +596,7 @@ __global__ void __launch_bounds__(kMoeRouterThreads)
     }
   }
   if constexpr (ROUTE) {
-    __threadfence();  // this block's logits visible device-wide before it counts itself done
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
-    __syncthreads();
-    if (!last) return;  // the whole block
-    __threadfence();
-    if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
-    for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+    if (!last_block_to_arrive(counter, clear, clear_count)) return;  // the whole block
     // Prefetch: this thread's experts' weight addresses are loaded now (their latency overlaps the
     // routing's first steps); the picked ones are asked of the L2 once the counts are known.
     constexpr int kPerThread = kMoeMaxExperts / kMoeRouterThreads;
@@ -617,7 +615,7 @@ __global__ void __launch_bounds__(kMoeRouterThreads)
         }
       }
     }
-    auto after_counts = [&](const int* count_s) {
+    auto after_counts = [=](const int* count_s) {
 #pragma unroll
       for (int m = 0; m < kW; ++m) {  // gate_up first: the first to be read
         if (prefetch.table[m] == nullptr) continue;
@@ -632,8 +630,8 @@ __global__ void __launch_bounds__(kMoeRouterThreads)
       }
     };
     route_in_block<kMoeRouterMaxTokens * kMoeMaxTopK, kMoeRouterMaxTokens * kMoeMaxExperts>(
-        logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight, counts,
-        offsets, token, source, blocks, after_counts);
+        logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, out.expert, out.weight,
+        out.counts, out.offsets, out.token, out.source, out.blocks, after_counts);
   }
 }
 
@@ -753,9 +751,8 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
       (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
   err = cudaLaunchKernelEx(
       &c, route_here ? router_spread_kernel<true> : router_spread_kernel<false>, x, router,
-      int(tokens), hidden, experts, k, norm_topk_prob, block_rows, int(max_blocks), logits,
-      out.expert, out.weight, out.counts, out.offsets, out.token, out.source, out.blocks, counter,
-      clear, int(clear_count), route_here ? prefetch : MoeWeightPrefetch{});
+      int(tokens), hidden, experts, k, norm_topk_prob, block_rows, int(max_blocks), logits, out,
+      counter, clear, int(clear_count), route_here ? prefetch : MoeWeightPrefetch{});
   if (err == cudaSuccess) err = cudaGetLastError();
   if (err != cudaSuccess || route_here) return err;
   // kSpreadThenRoute: the one-block routing as a dependent launch (it waits for the logits).

@@ -22,9 +22,12 @@ struct MoeRowBlock {
 };
 
 // sum over active experts of ceil(c_e / B) <= sum (c_e / B + 1) = T k / B + active experts, and at
-// most min(E, T k) experts are active.
+// most min(E, T k) experts are active; and every block holds at least one routed row, so there are
+// at most T k of them (decode: k blocks, not k + 1, so the grouped launches have no row of grid
+// blocks that is always empty).
 inline std::int64_t moe_max_row_blocks(std::int64_t routed_rows, int experts, int block_rows) {
-  return (routed_rows + block_rows - 1) / block_rows + std::min<std::int64_t>(experts, routed_rows);
+  return std::min(routed_rows, (routed_rows + block_rows - 1) / block_rows +
+                                   std::min<std::int64_t>(experts, routed_rows));
 }
 
 // Limits of the device routing: one warp per token holds up to 16 logits per lane.

@@ -98,6 +98,16 @@ TEST(MoeRoutingRef, TiesGoToTheLowerExpertAndTheBoundHoldsWhenEveryTokenPicksOne
   EXPECT_EQ(r.blocks[6].expert, -1);
 }
 
+// The row-block bound: never more blocks than routed rows (decode: k blocks, one per pick), else
+// ceil(rows / B) + active experts.
+TEST(MoeRowBlocks, BoundIsTheSmallerOfRowsAndBlocksPlusExperts) {
+  EXPECT_EQ(moe_max_row_blocks(8, 128, 8), 8);    // T = 1, k = 8: 1 + 8 = 9 before
+  EXPECT_EQ(moe_max_row_blocks(64, 128, 8), 64);  // T = 8: 8 + 64 = 72 before
+  EXPECT_EQ(moe_max_row_blocks(64, 8, 16), 12);   // 4 + 8
+  EXPECT_EQ(moe_max_row_blocks(4096, 128, 64), 192);
+  EXPECT_EQ(moe_max_row_blocks(0, 128, 8), 0);
+}
+
 // moe_router_logits_ref: FP32 sums of BF16 products within 1e-5 of the double dot product, for
 // hidden sizes below, at and past one piece per thread (2048 = 256 pieces; 4104: a second round).
 TEST(MoeRouterLogitsRef, CloseToDoubleDotProducts) {

@@ -155,9 +155,9 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       "  spread-pf: spread without its L2 prefetch of the picked experts' gate_up\n"
       "  and down weights (NIBBLE_MOE_PREFETCH=0; it runs where they fit half the L2: T = 1)\n"
       "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
-  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %9s %9s %9s %13s\n", "T",
-              "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer",
-              "%copy", "fused", "%copy", "f.gate_up", "+r.spread", "+r.split", "+r.blocks",
+  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %9s %13s\n",
+              "T", "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer",
+              "%copy", "fused", "%copy", "f.gate_up", "+r.spread", "%copy", "+r.split", "+r.blocks",
               "spread-pf", "cuBLAS router");
   for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
     const std::int64_t routed = T * kTopK;
@@ -289,11 +289,11 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     };
     std::printf(
         "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %9.1f "
-        "%9.1f %9.1f %9.1f %13.1f\n",
+        "%6.1f %9.1f %9.1f %9.1f %13.1f\n",
         (long long)T, active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
         plan.block_rows, gate_up_us, down_us, gemm_us, copy_percent(gemm_us), route_us, layer_us,
         copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us[0],
-        router_us[1], router_us[2], router_us[3], cublas_router_us);
+        copy_percent(router_us[0]), router_us[1], router_us[2], router_us[3], cublas_router_us);
     std::fflush(stdout);
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }

@@ -44,7 +44,16 @@ struct MoeGroupedPlan {
   // With fuse, T <= kMoeRouterMaxTokens and MoeExpertsArgs::router_weight given: the router linear
   // joins the route (moe_router_route), one launch fewer (and the cuBLAS router call gone).
   bool fuse_router = false;
+  // How the fused router runs (moe_routing.h; the CUDA backend takes NIBBLE_MOE_ROUTER_FORM).
+  MoeRouterForm router_form = MoeRouterForm::kSpread;
+  // With the spread router: its routing block asks the L2 for the picked experts' gate_up and
+  // down weights (moe_router_route's prefetch), as many of the two as fit moe_prefetch_budget for
+  // T k experts (the CUDA backend clears it under NIBBLE_MOE_PREFETCH=0). Qwen3-30B-A3B on H100
+  // (50 MB L2, budget 25 MB): both at T = 1 (14.2 + 7.1 MB), none from T = 2.
+  bool prefetch = true;
 };
+// Bytes of weights the prefetch may ask for: half the device's L2 (read once per process).
+std::int64_t moe_prefetch_budget();
 // Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
 // byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse and
 // fuse_router are on for the slice plans (the CUDA backend clears them under NIBBLE_MOE_FUSED=0 /

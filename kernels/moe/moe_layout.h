@@ -22,13 +22,24 @@ struct MoeRowBlock {
 };
 
 // sum over active experts of ceil(c_e / B) <= sum (c_e / B + 1) = T k / B + active experts, and at
-// most min(E, T k) experts are active.
+// most min(E, T k) experts are active; and every block holds at least one routed row, so there are
+// at most T k of them (decode: k blocks, not k + 1, so the grouped launches have no row of grid
+// blocks that is always empty).
 inline std::int64_t moe_max_row_blocks(std::int64_t routed_rows, int experts, int block_rows) {
-  return (routed_rows + block_rows - 1) / block_rows + std::min<std::int64_t>(experts, routed_rows);
+  return std::min(routed_rows, (routed_rows + block_rows - 1) / block_rows +
+                                   std::min<std::int64_t>(experts, routed_rows));
 }
 
 // Limits of the device routing: one warp per token holds up to 16 logits per lane.
 inline constexpr int kMoeMaxExperts = 512;
 inline constexpr int kMoeMaxTopK = 16;
+
+// The spread router linear (moe_routing.h, MoeRouterForm::kSpread) sums logit [t, e] = x[t] . w[e]
+// in this order, which its CPU reference (moe_routing_ref.h) repeats bitwise: the row in 16-byte
+// pieces of 8 BF16 columns, piece p to thread p % kMoeRouterThreads of the block; a piece's 8
+// products as FP32 fmas into 0 in column order, added to the thread's running sum; the 32 lanes of
+// a warp by an xor butterfly (offsets 16, 8, 4, 2, 1); the warps' sums in warp order.
+inline constexpr int kMoeRouterThreads = 256;
+inline constexpr int kMoeRouterExpertsPerBlock = 2;  // logit columns per block
 
 }  // namespace nibble::kernels

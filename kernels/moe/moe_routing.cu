@@ -8,6 +8,7 @@
 
 #include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_routing.h"
+#include "kernels/nvfp4/w4a16_gemm.h"
 
 namespace nibble::kernels {
 namespace {
@@ -220,11 +221,15 @@ constexpr int kOneBlockMaxRouted = 1024;  // routed rows; ballot passes per warp
 constexpr int kRankMaxPairs =
     8192;  // tokens x experts: 32 KB of probabilities (T <= 64 at E = 128)
 
-__device__ void rank_picks(const float* __restrict__ logits, int tokens, int experts, int k,
-                           bool norm_topk_prob, std::int32_t* __restrict__ expert,
-                           float* __restrict__ weight, int* picks) {
-  __shared__ float prob_s[kRankMaxPairs];
-  __shared__ float pick_prob_s[kOneBlockMaxRouted];
+// MAX_ROUTED / MAX_PAIRS: the shared arrays' sizes (routed rows; tokens x experts of the rank
+// path), smaller for the router kernels' T <= kMoeRouterMaxTokens.
+template <int MAX_ROUTED, int MAX_PAIRS>
+__device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int tokens,
+                                           int experts, int k, bool norm_topk_prob,
+                                           std::int32_t* __restrict__ expert,
+                                           float* __restrict__ weight, int* picks) {
+  __shared__ float prob_s[MAX_PAIRS];
+  __shared__ float pick_prob_s[MAX_ROUTED];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int t = warp; t < tokens; t += warps) {
     float p[kPerLane];
@@ -260,22 +265,30 @@ __device__ void rank_picks(const float* __restrict__ logits, int tokens, int exp
 }
 
 // The whole routing by one block of `warps` warps (every thread of the block calls it); the results
-// do not depend on the number of warps.
-__device__ void route_in_block(const float* __restrict__ logits, int tokens, int experts, int k,
-                               bool norm_topk_prob, int block_rows, int max_blocks,
-                               std::int32_t* __restrict__ expert, float* __restrict__ weight,
-                               std::int32_t* __restrict__ counts,
-                               std::int32_t* __restrict__ offsets, std::int32_t* __restrict__ token,
-                               std::int32_t* __restrict__ source,
-                               MoeRowBlock* __restrict__ blocks) {
-  __shared__ int picks[kOneBlockMaxRouted];
+// do not depend on the number of warps. tokens k <= MAX_ROUTED; the rank path when tokens x
+// experts <= MAX_PAIRS.
+// after_counts(count_s): called by every thread once the per-expert counts are in shared memory
+// (the spread router's L2 prefetch of the picked experts).
+struct NoHook {
+  __device__ void operator()(const int*) const {}
+};
+template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs,
+          class AfterCounts = NoHook>
+__device__ __forceinline__ void route_in_block(
+    const float* __restrict__ logits, int tokens, int experts, int k, bool norm_topk_prob,
+    int block_rows, int max_blocks, std::int32_t* __restrict__ expert, float* __restrict__ weight,
+    std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
+    std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
+    MoeRowBlock* __restrict__ blocks, AfterCounts after_counts = AfterCounts{}) {
+  __shared__ int picks[MAX_ROUTED];
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int routed = tokens * k;
   for (int e = threadIdx.x; e < experts; e += blockDim.x) count_s[e] = 0;
-  if (tokens * experts <= kRankMaxPairs) {
-    rank_picks(logits, tokens, experts, k, norm_topk_prob, expert, weight, picks);
+  if (tokens * experts <= MAX_PAIRS) {
+    rank_picks<MAX_ROUTED, MAX_PAIRS>(logits, tokens, experts, k, norm_topk_prob, expert, weight,
+                                      picks);
   } else {
     for (int t = warp; t < tokens; t += warps)
       route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
@@ -283,6 +296,7 @@ __device__ void route_in_block(const float* __restrict__ logits, int tokens, int
   __syncthreads();
   for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
   __syncthreads();
+  after_counts(count_s);
   if (warp == 0) {  // exclusive scans of the counts and of the row blocks, 32 experts a pass
     int carry = 0, carry_blocks = 0;
     for (int base = 0; base < experts; base += 32) {
@@ -349,9 +363,30 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
                            MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
                            int clear_count) {
   allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
+  // A dependent launch after the spread router (MoeRouterForm::kSpreadThenRoute) waits for its
+  // logits here; launched without the attribute, a no-op.
+  wait_for_previous_grid();
   for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
   route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
                  counts, offsets, token, source, blocks);
+}
+
+// The last-block hand-off of the fused routers: every block calls it after writing its logits;
+// true in the last block to arrive (the whole block), which then sees every block's logits (read
+// them through L2) and finds the counter re-armed to 0 for the next launch; that block also zeroes
+// `clear`.
+__device__ inline bool last_block_to_arrive(std::int32_t* counter, std::int32_t* clear,
+                                            int clear_count) {
+  __shared__ bool last;
+  __threadfence();  // this block's logits visible device-wide before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
+  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  return true;
 }
 
 // The router linear and the routing in one launch (moe_router_route): warp w of block b computes
@@ -381,7 +416,6 @@ __global__ void __launch_bounds__(32 * kRouterWarps)
                         std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
                         MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
                         std::int32_t* __restrict__ clear, int clear_count) {
-  __shared__ bool last;
   allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
   const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
   // The first kRouterAhead pieces of the warp's weight row (all of it up to H = 2048) are fetched
@@ -424,16 +458,181 @@ __global__ void __launch_bounds__(32 * kRouterWarps)
       if (lane == 0 && t < tokens) logits[std::int64_t(t) * experts + e] = acc[t];
     }
   }
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
-  __syncthreads();
-  if (!last) return;  // the whole block
-  __threadfence();
-  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
-  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
+  if (!last_block_to_arrive(counter, clear, clear_count)) return;  // the whole block
   route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
                  counts, offsets, token, source, blocks);
+}
+
+// The spread router (MoeRouterForm::kSpread / kSpreadThenRoute): block b computes the logits of
+// experts kMoeRouterExpertsPerBlock b + s for every token, its threads over 16-byte pieces of the
+// rows (moe_layout.h gives the summation order, the CPU reference's): at H = 2048 a thread takes
+// one piece of each of its block's weight rows, so the 512 KB of Qwen3-30B-A3B's router spread
+// over 64 blocks instead of 16 (8 KB a block, all in flight before the wait). ROUTE: the last block
+// to finish routes from the logits (route_in_block, the one-block routing's results) and re-arms
+// the counter; otherwise moe_route's one-block kernel follows as a dependent launch.
+constexpr int kSpreadWarps = kMoeRouterThreads / 32;
+constexpr int kSpreadAhead = 2;  // pieces of each weight row a thread fetches before the wait
+
+// The 8 products of a piece as fmas into 0, in column order (the CPU reference's order).
+__device__ inline float dot8_fma(uint4 a, uint4 b) {
+  const std::uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sum = __fmaf_rn(__uint_as_float(wa[i] << 16), __uint_as_float(wb[i] << 16), sum);
+    sum =
+        __fmaf_rn(__uint_as_float(wa[i] & 0xFFFF0000u), __uint_as_float(wb[i] & 0xFFFF0000u), sum);
+  }
+  return sum;
+}
+
+// bytes from p into the L2 (no completion to wait for: a hint the grouped gate_up's loads then
+// find there), in bulk requests of up to 256 KB; nothing before sm_90 or off 16-byte alignment.
+__device__ inline void prefetch_to_l2(const std::uint8_t* p, std::int64_t bytes) {
+#if __CUDA_ARCH__ >= 900
+  constexpr std::int64_t kChunk = 256 * 1024;
+  if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0 || bytes % 16 != 0) return;
+  for (std::int64_t at = 0; at < bytes; at += kChunk) {
+    const unsigned size = unsigned(bytes - at < kChunk ? bytes - at : kChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p + at), "r"(size)
+                 : "memory");
+  }
+#endif
+}
+
+template <bool ROUTE>
+__global__ void __launch_bounds__(kMoeRouterThreads, 1)
+    router_spread_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
+                         int tokens, int hidden, int experts, int k, bool norm_topk_prob,
+                         int block_rows, int max_blocks, float* __restrict__ logits, MoeRouting out,
+                         std::int32_t* counter, std::int32_t* __restrict__ clear, int clear_count,
+                         MoeWeightPrefetch prefetch) {
+  constexpr int kE = kMoeRouterExpertsPerBlock, kT = kMoeRouterMaxTokens;
+  __shared__ float warp_sums[kE][kT][kSpreadWarps];
+  // The next launch (fused gate_up, or the route) may be scheduled now: it waits for this
+  // launch's end before reading anything of it.
+  allow_next_grid();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int e0 = blockIdx.x * kE, pieces = hidden / 8;
+  const std::uint16_t* rows[kE];
+#pragma unroll
+  for (int s = 0; s < kE; ++s) rows[s] = w + std::int64_t(e0 + s < experts ? e0 + s : 0) * hidden;
+  // The weights need nothing from the kernel before (the layer's RMSNorm, a dependent launch):
+  // the first kSpreadAhead pieces of each row are requested before waiting for it.
+  uint4 ahead[kE][kSpreadAhead];
+#pragma unroll
+  for (int s = 0; s < kE; ++s) {
+#pragma unroll
+    for (int i = 0; i < kSpreadAhead; ++i) {
+      const int p = int(threadIdx.x) + i * kMoeRouterThreads;
+      ahead[s][i] = e0 + s < experts && p < pieces
+                        ? __ldg(reinterpret_cast<const uint4*>(rows[s]) + p)
+                        : make_uint4(0, 0, 0, 0);
+    }
+  }
+  wait_for_previous_grid();
+  float acc[kE][kT];
+#pragma unroll
+  for (int s = 0; s < kE; ++s) {
+#pragma unroll
+    for (int t = 0; t < kT; ++t) acc[s][t] = 0.0f;
+  }
+  // Piece p of every token's x (all requested before any is used: L2, written by the kernel
+  // before), times the block's weight pieces.
+  auto add_piece = [&](const uint4(&wv)[kE], int p) {
+    uint4 xv[kT];
+#pragma unroll
+    for (int t = 0; t < kT; ++t)
+      xv[t] = t < tokens ? __ldcg(reinterpret_cast<const uint4*>(x + std::int64_t(t) * hidden) + p)
+                         : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int s = 0; s < kE; ++s) {
+#pragma unroll
+      for (int t = 0; t < kT; ++t) {
+        if (t < tokens) acc[s][t] = __fadd_rn(acc[s][t], dot8_fma(wv[s], xv[t]));
+      }
+    }
+  };
+#pragma unroll
+  for (int i = 0; i < kSpreadAhead; ++i) {
+    const int p = int(threadIdx.x) + i * kMoeRouterThreads;
+    if (p < pieces) {
+      uint4 wv[kE];
+#pragma unroll
+      for (int s = 0; s < kE; ++s) wv[s] = ahead[s][i];
+      add_piece(wv, p);
+    }
+  }
+  for (int p = int(threadIdx.x) + kSpreadAhead * kMoeRouterThreads; p < pieces;
+       p += kMoeRouterThreads) {
+    uint4 wv[kE];
+#pragma unroll
+    for (int s = 0; s < kE; ++s)
+      wv[s] = e0 + s < experts ? __ldg(reinterpret_cast<const uint4*>(rows[s]) + p)
+                               : make_uint4(0, 0, 0, 0);
+    add_piece(wv, p);
+  }
+  // Lanes by the xor butterfly, then the warps in order (moe_layout.h).
+#pragma unroll
+  for (int s = 0; s < kE; ++s) {
+#pragma unroll
+    for (int t = 0; t < kT; ++t) {
+      if (t < tokens) {  // the same for the whole block
+        float v = acc[s][t];
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+        if (lane == 0) warp_sums[s][t][warp] = v;
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < kE * kT) {
+    const int s = int(threadIdx.x) / kT, t = int(threadIdx.x) % kT;
+    if (t < tokens && e0 + s < experts) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int v = 0; v < kSpreadWarps; ++v) sum = __fadd_rn(sum, warp_sums[s][t][v]);
+      logits[std::int64_t(t) * experts + e0 + s] = sum;
+    }
+  }
+  if constexpr (ROUTE) {
+    if (!last_block_to_arrive(counter, clear, clear_count)) return;  // the whole block
+    // Prefetch: this thread's experts' weight addresses are loaded now (their latency overlaps the
+    // routing's first steps); the picked ones are asked of the L2 once the counts are known.
+    constexpr int kPerThread = kMoeMaxExperts / kMoeRouterThreads;
+    constexpr int kW = MoeWeightPrefetch::kWeights;
+    const std::uint8_t* pf_tiles[kW][kPerThread] = {};
+    const std::uint8_t* pf_scales[kW][kPerThread] = {};
+#pragma unroll
+    for (int m = 0; m < kW; ++m) {
+      if (prefetch.table[m] == nullptr) continue;
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int e = int(threadIdx.x) + j * kMoeRouterThreads;
+        if (e < experts) {
+          pf_tiles[m][j] = prefetch.table[m][e].tiles;
+          pf_scales[m][j] = prefetch.table[m][e].scales;
+        }
+      }
+    }
+    auto after_counts = [=](const int* count_s) {
+#pragma unroll
+      for (int m = 0; m < kW; ++m) {  // gate_up first: the first to be read
+        if (prefetch.table[m] == nullptr) continue;
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int e = int(threadIdx.x) + j * kMoeRouterThreads;
+          if (e < experts && count_s[e] > 0) {
+            prefetch_to_l2(pf_tiles[m][j], prefetch.tile_bytes[m]);
+            prefetch_to_l2(pf_scales[m][j], prefetch.scale_bytes[m]);
+          }
+        }
+      }
+    };
+    route_in_block<kMoeRouterMaxTokens * kMoeMaxTopK, kMoeRouterMaxTokens * kMoeMaxExperts>(
+        logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, out.expert, out.weight,
+        out.counts, out.offsets, out.token, out.source, out.blocks, after_counts);
+  }
 }
 
 std::int64_t aligned(std::int64_t words) {
@@ -508,7 +707,8 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              std::int64_t tokens, int hidden, int experts, int k,
                              bool norm_topk_prob, int block_rows, float* logits,
                              const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
-                             std::int32_t* clear, std::int64_t clear_count) {
+                             std::int32_t* clear, std::int64_t clear_count, MoeRouterForm form,
+                             const MoeWeightPrefetch& prefetch) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
       clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
@@ -518,26 +718,69 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
-  // A dependent launch (kernels/dependent_launch.cuh) unless NIBBLE_MOE_OVERLAP=0: the router's
+  // Dependent launches (kernels/dependent_launch.cuh) unless NIBBLE_MOE_OVERLAP=0: the router's
   // weights stream in while the kernel before finishes.
   static const bool overlap = [] {
     const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
     return v == nullptr || std::strcmp(v, "0") != 0;
   }();
-  cudaLaunchConfig_t config{};
   cudaLaunchAttribute attribute{};
-  config.gridDim = dim3(unsigned((experts + kRouterWarps - 1) / kRouterWarps));
-  config.blockDim = dim3(32 * kRouterWarps);
-  config.stream = stream;
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = overlap ? 1 : 0;
-  const cudaError_t err = cudaLaunchKernelEx(
-      &config, router_route_kernel, x, router, int(tokens), hidden, experts, k, norm_topk_prob,
-      block_rows, int(max_blocks), logits, out.expert, out.weight, out.counts, out.offsets,
-      out.token, out.source, out.blocks, counter, clear, int(clear_count));
+  auto config = [&](int grid, int threads) {
+    cudaLaunchConfig_t c{};
+    c.gridDim = dim3(unsigned(grid));
+    c.blockDim = dim3(unsigned(threads));
+    c.stream = stream;
+    c.attrs = &attribute;
+    c.numAttrs = overlap ? 1 : 0;
+    return c;
+  };
+  cudaError_t err = cudaSuccess;
+  if (form == MoeRouterForm::kBlocks) {
+    const cudaLaunchConfig_t c =
+        config((experts + kRouterWarps - 1) / kRouterWarps, 32 * kRouterWarps);
+    err = cudaLaunchKernelEx(&c, router_route_kernel, x, router, int(tokens), hidden, experts, k,
+                             norm_topk_prob, block_rows, int(max_blocks), logits, out.expert,
+                             out.weight, out.counts, out.offsets, out.token, out.source, out.blocks,
+                             counter, clear, int(clear_count));
+    return err != cudaSuccess ? err : cudaGetLastError();
+  }
+  const bool route_here = form == MoeRouterForm::kSpread;
+  const cudaLaunchConfig_t c = config(
+      (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
+  err = cudaLaunchKernelEx(
+      &c, route_here ? router_spread_kernel<true> : router_spread_kernel<false>, x, router,
+      int(tokens), hidden, experts, k, norm_topk_prob, block_rows, int(max_blocks), logits, out,
+      counter, clear, int(clear_count), route_here ? prefetch : MoeWeightPrefetch{});
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (err != cudaSuccess || route_here) return err;
+  // kSpreadThenRoute: the one-block routing as a dependent launch (it waits for the logits).
+  const cudaLaunchConfig_t r = config(1, 32 * kOneBlockWarps);
+  err = cudaLaunchKernelEx(&r, route_one_block_kernel, static_cast<const float*>(logits),
+                           int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks),
+                           out.expert, out.weight, out.counts, out.offsets, out.token, out.source,
+                           out.blocks, clear, int(clear_count));
   return err != cudaSuccess ? err : cudaGetLastError();
+}
+
+MoeRouterForm moe_router_form_from_env() {
+  const char* v = std::getenv("NIBBLE_MOE_ROUTER_FORM");
+  if (v == nullptr || std::strcmp(v, "spread") == 0) return MoeRouterForm::kSpread;
+  if (std::strcmp(v, "blocks") == 0) return MoeRouterForm::kBlocks;
+  if (std::strcmp(v, "split") == 0) return MoeRouterForm::kSpreadThenRoute;
+  return MoeRouterForm::kSpread;
+}
+
+const char* moe_router_form_name(MoeRouterForm form) {
+  switch (form) {
+    case MoeRouterForm::kBlocks:
+      return "blocks";
+    case MoeRouterForm::kSpreadThenRoute:
+      return "split";
+    default:
+      return "spread";
+  }
 }
 
 }  // namespace nibble::kernels

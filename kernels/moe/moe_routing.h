@@ -44,16 +44,44 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
                       cudaStream_t stream, std::int32_t* clear = nullptr,
                       std::int64_t clear_count = 0);
 
-// The router linear and moe_route in one launch, for small steps (decode): logits[t, e] = x[t, :] .
-// router[e, :] (BF16 inputs, FP32 sums in a fixed order, written to `logits` [T, E]), then the
-// routing of moe_route from those logits (the same outputs as moe_route given them). tokens <=
-// kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte aligned. counter: one word, zero
-// before the first launch; every launch leaves it zero (its last block re-arms it).
+// How moe_router_route runs the router linear (the A/B switch NIBBLE_MOE_ROUTER_FORM):
+//   kSpread (default, "spread"): kMoeRouterExpertsPerBlock experts per block of
+//     kMoeRouterThreads threads (64 blocks at E = 128), FP32 sums in moe_layout.h's order (bitwise
+//     moe_router_logits_ref); the last block to finish routes. One launch.
+//   kSpreadThenRoute ("split"): the same linear, then moe_route's one-block kernel as a dependent
+//     launch. Two launches, no block waits on an atomic counter.
+//   kBlocks ("blocks", the first form): 8 experts per block of 8 warps (16 blocks at E = 128),
+//     a warp per expert; the last block routes.
+// Every form gives the routing of moe_route from the logits it wrote.
+enum class MoeRouterForm { kSpread = 0, kSpreadThenRoute = 1, kBlocks = 2 };
+// NIBBLE_MOE_ROUTER_FORM = spread | split | blocks (unset or unknown: spread).
+MoeRouterForm moe_router_form_from_env();
+const char* moe_router_form_name(MoeRouterForm form);
+
+// The router linear and moe_route in one launch (kSpreadThenRoute: two), for small steps
+// (decode): logits[t, e] = x[t, :] . router[e, :] (BF16 inputs, FP32 sums in a fixed order,
+// written to `logits` [T, E]), then the routing of moe_route from those logits (the same outputs
+// as moe_route given them). tokens <= kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte
+// aligned. counter: one word, zero before the first launch; every launch leaves it zero (the last
+// block re-arms it; kSpreadThenRoute does not touch it).
 inline constexpr int kMoeRouterMaxTokens = 8;
+// prefetch (kSpread only; ignored by the other forms): for each given table (device array [E] of
+// kernels/nvfp4/w4a16_gemm.h weights: the gate_up's, the down's), the routing block asks the L2
+// for the first tile_bytes of tiles and scale_bytes of scales of every picked expert's weight as
+// soon as the picks are counted, so the grouped GEMMs launched next find them there. A hint: the
+// results do not change.
+struct W4A16DeviceWeight;
+struct MoeWeightPrefetch {
+  static constexpr int kWeights = 2;
+  const W4A16DeviceWeight* table[kWeights] = {};
+  std::int64_t tile_bytes[kWeights] = {}, scale_bytes[kWeights] = {};
+};
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,
                              bool norm_topk_prob, int block_rows, float* logits,
                              const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
-                             std::int32_t* clear = nullptr, std::int64_t clear_count = 0);
+                             std::int32_t* clear = nullptr, std::int64_t clear_count = 0,
+                             MoeRouterForm form = MoeRouterForm::kSpread,
+                             const MoeWeightPrefetch& prefetch = {});
 
 }  // namespace nibble::kernels

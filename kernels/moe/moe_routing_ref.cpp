@@ -1,6 +1,8 @@
 #include "kernels/moe/moe_routing_ref.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -50,6 +52,50 @@ MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, 
     for (std::int32_t first = r.offsets[e]; first < r.offsets[e + 1]; first += block_rows)
       r.blocks[b++] = {std::int32_t(e), first, std::min(first + block_rows, r.offsets[e + 1])};
   return r;
+}
+
+namespace {
+
+float bf16_value(std::uint16_t bits) {
+  return std::bit_cast<float>(std::uint32_t(bits) << 16);
+}
+
+}  // namespace
+
+std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
+                                         std::span<const std::uint16_t> router, std::int64_t tokens,
+                                         int hidden, int experts) {
+  constexpr int kThreads = kMoeRouterThreads, kLanes = 32;
+  const auto H = std::size_t(hidden), pieces = H / 8;
+  std::vector<float> logits(std::size_t(tokens) * std::size_t(experts));
+  std::array<float, kThreads> thread_sums{};
+  for (std::size_t t = 0; t < std::size_t(tokens); ++t) {
+    for (std::size_t e = 0; e < std::size_t(experts); ++e) {
+      thread_sums.fill(0.0f);
+      const std::uint16_t* xr = x.data() + t * H;
+      const std::uint16_t* wr = router.data() + e * H;
+      for (std::size_t p = 0; p < pieces; ++p) {
+        float piece = 0.0f;  // the piece's 8 products as fmas into 0, in column order
+        for (std::size_t c = p * 8; c < p * 8 + 8; ++c)
+          piece = std::fma(bf16_value(wr[c]), bf16_value(xr[c]), piece);
+        thread_sums[p % kThreads] += piece;
+      }
+      float sum = 0.0f;
+      for (int warp = 0; warp < kThreads / kLanes; ++warp) {
+        std::array<float, kLanes> lane{};
+        std::copy_n(thread_sums.begin() + warp * kLanes, kLanes, lane.begin());
+        for (int o = kLanes / 2; o > 0; o /= 2) {  // the xor butterfly: lane l adds lane l ^ o
+          std::array<float, kLanes> next{};
+          for (int l = 0; l < kLanes; ++l)
+            next[std::size_t(l)] = lane[std::size_t(l)] + lane[std::size_t(l ^ o)];
+          lane = next;
+        }
+        sum += lane[0];
+      }
+      logits[t * std::size_t(experts) + e] = sum;
+    }
+  }
+  return logits;
 }
 
 }  // namespace nibble::kernels

@@ -832,6 +832,45 @@ TEST(CudaMoeRouting, FusedDecodePathMatchesTheUnfusedPath) {
   errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "fused router vs cuBLAS router, 37 + 8 steps");
 }
 
+// The fused router's forms (NIBBLE_MOE_ROUTER_FORM, kernels/moe/moe_routing.h) on the same NVFP4
+// MoE model, decode steps (the forms run at <= 8 tokens): spread and split run the same router
+// linear, so their logits are bitwise the same; blocks sums in another order (within the
+// CUDA-vs-CPU tolerance: a near tie may route differently).
+TEST(CudaMoeRouting, RouterFormsAgree) {
+  const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
+  auto weights = nvfp4_moe_model(c, g_seed ^ 0x3Bu);
+  auto copy = weights, copy2 = weights;
+  auto make = [](auto&& w, const char* form) {
+    ::setenv("NIBBLE_MOE_ROUTER_FORM", form, 1);
+    auto b = make_cuda_backend(std::move(w));
+    ::unsetenv("NIBBLE_MOE_ROUTER_FORM");
+    return b;
+  };
+  auto spread = make(std::move(weights), "spread");
+  auto split = make(std::move(copy), "split");
+  auto blocks = make(std::move(copy2), "blocks");
+  std::mt19937 rng(std::uint32_t(g_seed) + 11);
+  const auto prompt = random_tokens(rng, 5, c.vocab_size);
+  auto ss = spread->new_sequence(256), ts = split->new_sequence(256),
+       bs = blocks->new_sequence(256);
+  std::vector<float> sl(std::size_t(c.vocab_size)), tl(sl.size()), bl(sl.size());
+  Errors errors;
+  spread->forward(*ss, prompt, sl);
+  split->forward(*ts, prompt, tl);
+  blocks->forward(*bs, prompt, bl);
+  EXPECT_TRUE(sl == tl) << "prompt of 5 tokens: logits differ";
+  errors.add(relative_l2(sl, bl));
+  for (int step = 0; step < 8; ++step) {
+    const std::int32_t next = std::int32_t(std::max_element(sl.begin(), sl.end()) - sl.begin());
+    spread->forward(*ss, std::span(&next, 1), sl);
+    split->forward(*ts, std::span(&next, 1), tl);
+    blocks->forward(*bs, std::span(&next, 1), bl);
+    EXPECT_TRUE(sl == tl) << "decode step " << step << ": logits differ";
+    errors.add(relative_l2(sl, bl));
+  }
+  errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "router forms spread vs blocks, 5 + 8 steps");
+}
+
 }  // namespace
 }  // namespace nibble::backend
 

@@ -3,7 +3,8 @@
 //     offsets and the row-block table identical; weights within 1e-6 relative; over many
 //     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert,
 //     both sides of the one-block path's limit (1024 routed rows) and of its rank path's (8192
-//     tokens x experts); the fused router + route (moe_router_route) likewise;
+//     tokens x experts); the fused router + route (moe_router_route) likewise in each form, the
+//     spread forms' logits bitwise those of their CPU reference (moe_router_logits_ref);
 //   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
 //     dequantization, products in double) for every routed row, every grouped tile form, with
 //     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
@@ -142,11 +143,13 @@ void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
 std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t count, float sigma = 1.0f);
 std::vector<float> to_floats(const std::vector<bf16_bits>& v);
 
-// moe_router_route: its logits vs double dot products (FP32 sums of BF16 products: relative
-// error <= 1e-5), its routing vs moe_route_ref of the logits it wrote (exact), two launches
-// bitwise identical, the counter back to 0 and the clear region zeroed after each.
+// moe_router_route in each form: its logits vs double dot products (FP32 sums of BF16 products:
+// relative error <= 1e-5) and, for the spread forms, bitwise vs moe_router_logits_ref (the CPU
+// reference of their summation order); its routing vs moe_route_ref of the logits it wrote
+// (exact), two launches bitwise identical, the counter back to 0 and the clear region zeroed
+// after each.
 void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase& c,
-                        std::int64_t hidden) {
+                        std::int64_t hidden, kernels::MoeRouterForm form) {
   const std::int64_t T = c.tokens, H = hidden;
   const auto x = random_bf16(rng, std::size_t(T * H));
   const auto w = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
@@ -168,7 +171,7 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
     clear.poison();
     NIBBLE_CUDA_CHECK(kernels::moe_router_route(d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k, c.norm,
                                                 c.block_rows, d_logits.ptr, r, counter.ptr, nullptr,
-                                                clear.ptr, 37));
+                                                clear.ptr, 37, form));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     logits.push_back(d_logits.download());
     const auto cleared = clear.download();
@@ -187,10 +190,18 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
     }
   const double err = relative_error(want, got);
   const bool same = logits[0] == logits[1];
-  char detail[160];
-  std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g, runs %s, counter/clear %s",
-                (long long)H, err, same ? "identical" : "DIFFER", rearmed ? "zero" : "NOT ZERO");
-  record_routing(results, "router_route", logits[0], c, r, err <= 1e-5 && same && rearmed, detail);
+  const bool spread = form != kernels::MoeRouterForm::kBlocks;
+  const bool bitwise =
+      !spread || logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts);
+  char detail[200], what[64];
+  std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g%s, runs %s, counter/clear %s",
+                (long long)H, err,
+                !spread   ? ""
+                : bitwise ? ", = CPU order"
+                          : ", NOT the CPU order's bits",
+                same ? "identical" : "DIFFER", rearmed ? "zero" : "NOT ZERO");
+  std::snprintf(what, sizeof what, "router_route_%s", kernels::moe_router_form_name(form));
+  record_routing(results, what, logits[0], c, r, err <= 1e-5 && same && rearmed && bitwise, detail);
 }
 
 // ---- experts' weights --------------------------------------------------------------------------
@@ -387,13 +398,16 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   plan.fuse_router = true;
   const bool router_fused = kernels::moe_router_fused(w, plan, T, int(H), true);
   bool router_same = true;
-  if (router_fused) {
+  for (const auto form : {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
+                          kernels::MoeRouterForm::kBlocks}) {
+    if (!router_fused) break;
+    plan.router_form = form;
     d_logits.poison();
     a.router_weight = d_router.ptr;
     run_layer();
     a.router_weight = nullptr;
     run_layer();
-    router_same = runs[4] == runs[5];
+    router_same &= runs[runs.size() - 2] == runs.back();
   }
 
   // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
@@ -484,14 +498,18 @@ int run(int argc, char** argv) {
   };
   for (const RouteCase& c : routes) check_routing(results, rng, c);
   // The fused router: T up to kMoeRouterMaxTokens, H a multiple of 8 (not of 256: a lane's last
-  // piece partial), E not a multiple of the 8 experts per block, E = 512 with k = 16.
+  // piece partial), E not a multiple of the 8 experts per block, E = 512 with k = 16, H past the
+  // spread router's fetched-ahead pieces (6152: 769 pieces, the last round partial).
   const std::pair<RouteCase, std::int64_t> router_routes[] = {
       {{1, 128, 8, true, 8, K::kRandom}, 2048},  {{4, 128, 8, true, 8, K::kRandom}, 2048},
       {{8, 128, 8, true, 16, K::kRandom}, 2048}, {{3, 60, 4, false, 1, K::kRandom}, 136},
       {{8, 512, 16, true, 8, K::kRandom}, 520},  {{1, 8, 2, true, 8, K::kRandom}, 8},
       {{5, 1, 1, true, 8, K::kRandom}, 64},      {{7, 33, 3, true, 8, K::kRandom}, 4096},
+      {{2, 128, 8, true, 8, K::kTied}, 6152},
   };
-  for (const auto& [c, hidden] : router_routes) check_router_route(results, rng, c, hidden);
+  for (const auto form : {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
+                          kernels::MoeRouterForm::kBlocks})
+    for (const auto& [c, hidden] : router_routes) check_router_route(results, rng, c, hidden, form);
 
   using kernels::W4A16Tile;
   std::vector<GroupedCase> grouped = {

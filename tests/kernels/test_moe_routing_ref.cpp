@@ -1,13 +1,17 @@
 // The CPU reference of the device MoE routing (kernels/moe/moe_routing_ref.h) against the engine's
 // routing (engine/backend/moe_routing.h, what the CPU backend runs): the same picks, weights, row
 // order and sources on fixed-seed random logits with ties, and a row-block table that covers each
-// expert's rows exactly once within the fixed bound.
+// expert's rows exactly once within the fixed bound. The spread router's logits reference
+// against double dot products and against its stated summation order on hand-checked cases.
 #include "kernels/moe/moe_routing_ref.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <tuple>
+
+#include "kernels/nvfp4/bf16.h"
 
 #include "engine/backend/moe_routing.h"
 
@@ -92,6 +96,60 @@ TEST(MoeRoutingRef, TiesGoToTheLowerExpertAndTheBoundHoldsWhenEveryTokenPicksOne
   EXPECT_EQ(r.blocks[2].row_end, 9);
   EXPECT_EQ(r.blocks[3].expert, 3);
   EXPECT_EQ(r.blocks[6].expert, -1);
+}
+
+// The row-block bound: never more blocks than routed rows (decode: k blocks, one per pick), else
+// ceil(rows / B) + active experts.
+TEST(MoeRowBlocks, BoundIsTheSmallerOfRowsAndBlocksPlusExperts) {
+  EXPECT_EQ(moe_max_row_blocks(8, 128, 8), 8);    // T = 1, k = 8: 1 + 8 = 9 before
+  EXPECT_EQ(moe_max_row_blocks(64, 128, 8), 64);  // T = 8: 8 + 64 = 72 before
+  EXPECT_EQ(moe_max_row_blocks(64, 8, 16), 12);   // 4 + 8
+  EXPECT_EQ(moe_max_row_blocks(4096, 128, 64), 192);
+  EXPECT_EQ(moe_max_row_blocks(0, 128, 8), 0);
+}
+
+// moe_router_logits_ref: FP32 sums of BF16 products within 1e-5 of the double dot product, for
+// hidden sizes below, at and past one piece per thread (2048 = 256 pieces; 4104: a second round).
+TEST(MoeRouterLogitsRef, CloseToDoubleDotProducts) {
+  std::mt19937 rng(20);
+  for (const int hidden : {8, 136, 2048, 4104}) {
+    const std::int64_t tokens = 3;
+    const int experts = 5;
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<std::uint16_t> x(std::size_t(tokens * hidden)), w(std::size_t(experts * hidden));
+    for (auto& v : x) v = nvfp4::float_to_bf16(normal(rng));
+    for (auto& v : w) v = nvfp4::float_to_bf16(normal(rng) / std::sqrt(float(hidden)));
+    const std::vector<float> got = moe_router_logits_ref(x, w, tokens, hidden, experts);
+    ASSERT_EQ(got.size(), std::size_t(tokens * experts));
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (int e = 0; e < experts; ++e) {
+        double want = 0.0, scale = 0.0;
+        for (int h = 0; h < hidden; ++h) {
+          const double p = double(nvfp4::bf16_to_float(x[std::size_t(t * hidden + h)])) *
+                           nvfp4::bf16_to_float(w[std::size_t(e * hidden + h)]);
+          want += p;
+          scale += std::fabs(p);
+        }
+        EXPECT_NEAR(got[std::size_t(t * experts + e)], want, 1e-5 * scale)
+            << "hidden " << hidden << " t " << t << " e " << e;
+      }
+    }
+  }
+}
+
+// The order is the stated one. x = 1; w: 2^24 in piece 0's first column, 1 in pieces 1, 3 and 256.
+// Piece 256 joins thread 0's sum first (2^24 + 1 rounds to 2^24: lost); the butterfly adds lanes
+// 1 and 3 (both odd) before lane 0's side: 2^24 + (1 + 1) = 2^24 + 2 exactly. A left-to-right sum
+// gives 2^24 (each 1 lost), the exact sum 2^24 + 3 rounds to 2^24 + 4.
+TEST(MoeRouterLogitsRef, SumsInTheDevicesOrder) {
+  const int hidden = 257 * 8;
+  const std::vector<std::uint16_t> x(std::size_t(hidden), nvfp4::float_to_bf16(1.0f));
+  std::vector<std::uint16_t> w(std::size_t(hidden), 0);
+  w[0] = nvfp4::float_to_bf16(16777216.0f);
+  for (const int piece : {1, 3, 256}) w[std::size_t(piece * 8)] = nvfp4::float_to_bf16(1.0f);
+  const std::vector<float> got = moe_router_logits_ref(x, w, 1, hidden, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], 16777218.0f);
 }
 
 }  // namespace

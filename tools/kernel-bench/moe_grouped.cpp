@@ -61,6 +61,78 @@ ExpertCopies make_experts(std::mt19937_64& rng, std::vector<void*>& allocations)
   return c;
 }
 
+// The router and routing alone at decode sizes, every form against cuBLAS + the one-block route.
+// kRouterCopies router copies (100 MB, past the L2) rotate over kRouterCalls calls a graph, so
+// the weights come from DRAM as in a decode step.
+void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std::mt19937_64& rng) {
+  constexpr int kRouterCopies = 200, kRouterCalls = 200;
+  std::vector<void*> local;
+  std::vector<std::uint16_t*> routers;
+  for (int i = 0; i < kRouterCopies; ++i) {
+    routers.push_back(device_alloc<std::uint16_t>(std::size_t(kExperts * kHidden), local));
+    if (i == 0) {
+      fill_random_bf16(routers[0], std::size_t(kExperts * kHidden), rng);
+    } else {
+      CHECK_CUDA(cudaMemcpy(routers.back(), routers[0], std::size_t(kExperts * kHidden) * 2,
+                            cudaMemcpyDeviceToDevice));
+    }
+  }
+  std::printf(
+      "\nrouter + routing alone (E %d, H %lld, k %d; weights rotated past the L2): cuBLAS = the\n"
+      "BF16 router GEMM (FP32 out), route = moe_route's one-block kernel; us per call\n",
+      kExperts, (long long)kHidden, kTopK);
+  std::printf("%6s %9s %9s %13s %9s %9s %9s\n", "T", "cuBLAS", "route", "cuBLAS+route", "spread",
+              "split", "blocks");
+  for (const std::int64_t T : {1, 2, 4, 8}) {
+    const int block_rows = kernels::plan_moe_experts(T, kExperts, kTopK).block_rows;
+    auto* x = device_alloc<std::uint16_t>(std::size_t(T * kHidden), local);
+    fill_random_bf16(x, std::size_t(T * kHidden), rng);
+    auto* logits = device_alloc<float>(std::size_t(T * kExperts), local);
+    auto* words = device_alloc<std::int32_t>(
+        std::size_t(kernels::moe_routing_words(T, kExperts, kTopK, block_rows)), local);
+    auto* counter = device_alloc<std::int32_t>(1, local);
+    CHECK_CUDA(cudaMemset(counter, 0, sizeof(std::int32_t)));
+    const kernels::MoeRouting r = kernels::moe_routing_views(words, T, kExperts, kTopK, block_rows);
+    auto cublas_router = [&](int i, cudaStream_t s) {
+      CHECK_CUBLAS(cublasSetStream(cublas, s));
+      const float alpha = 1.0f, beta = 0.0f;
+      CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, kExperts, int(T), int(kHidden),
+                                &alpha, routers[std::size_t(i % kRouterCopies)], CUDA_R_16BF,
+                                int(kHidden), x, CUDA_R_16BF, int(kHidden), &beta, logits,
+                                CUDA_R_32F, kExperts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+    auto route = [&](int, cudaStream_t s) {
+      CHECK_CUDA(kernels::moe_route(logits, T, kExperts, kTopK, true, block_rows, r, s));
+    };
+    const double cublas_us = median_us(reps, stream, cublas_router, kRouterCalls);
+    const double route_us = median_us(reps, stream, route, kRouterCalls);
+    const double both_us = median_us(
+        reps, stream,
+        [&](int i, cudaStream_t s) {
+          cublas_router(i, s);
+          route(i, s);
+        },
+        kRouterCalls);
+    double form_us[3] = {};
+    for (const auto form :
+         {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
+          kernels::MoeRouterForm::kBlocks}) {
+      form_us[int(form)] = median_us(
+          reps, stream,
+          [&](int i, cudaStream_t s) {
+            CHECK_CUDA(kernels::moe_router_route(x, routers[std::size_t(i % kRouterCopies)], T,
+                                                 int(kHidden), kExperts, kTopK, true, block_rows,
+                                                 logits, r, counter, s, nullptr, 0, form));
+          },
+          kRouterCalls);
+    }
+    std::printf("%6lld %9.1f %9.1f %13.1f %9.1f %9.1f %9.1f\n", (long long)T, cublas_us, route_us,
+                both_us, form_us[0], form_us[1], form_us[2]);
+    std::fflush(stdout);
+  }
+  for (void* p : local) CHECK_CUDA(cudaFree(p));
+}
+
 }  // namespace
 
 void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
@@ -77,12 +149,16 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       "unfused: gate_up, down = the grouped GEMMs alone; layer = route, gather, gate_up, SiLU,\n"
       "  down, combine (from router logits)\n"
       "fused (NIBBLE_MOE_FUSED, slice plans): route, gate_up + gather + SiLU, down + combine\n"
-      "+router: fused, the route also running the BF16 router linear (NIBBLE_MOE_FUSED_ROUTER);\n"
-      "  compare it with layer + cuBLAS router (the router the other paths run first)\n"
+      "+router <form>: fused, the route also running the BF16 router linear\n"
+      "  (NIBBLE_MOE_FUSED_ROUTER, form NIBBLE_MOE_ROUTER_FORM = spread | split | blocks): the\n"
+      "  whole MoE block; compare it with fused + cuBLAS router (the router the other paths run);\n"
+      "  spread-pf: spread without its L2 prefetch of the picked experts' gate_up\n"
+      "  and down weights (NIBBLE_MOE_PREFETCH=0; it runs where they fit half the L2: T = 1)\n"
       "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
-  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %8s %13s\n", "T", "active",
-              "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer", "%copy",
-              "fused", "%copy", "f.gate_up", "+router", "cuBLAS router");
+  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %9s %13s\n",
+              "T", "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer",
+              "%copy", "fused", "%copy", "f.gate_up", "+r.spread", "%copy", "+r.split", "+r.blocks",
+              "spread-pf", "cuBLAS router");
   for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
     const std::int64_t routed = T * kTopK;
     kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
@@ -158,9 +234,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     fill_random_bf16(router, std::size_t(kExperts * kHidden), rng);
     auto* router_logits = device_alloc<float>(std::size_t(T * kExperts), local);
     CHECK_CUDA(cudaMemset(arrivals, 0, sizeof(std::int32_t)));  // the fused router's counter
-    auto layer = [&](bool fuse, bool fuse_router = false) {
+    auto layer = [&](bool fuse, bool fuse_router = false,
+                     kernels::MoeRouterForm form = kernels::MoeRouterForm::kSpread,
+                     bool prefetch = true) {
       plan.fuse = fuse;
       plan.fuse_router = fuse_router;
+      plan.router_form = form;
+      plan.prefetch = prefetch;
       return median_us(reps, stream, [&](int i, cudaStream_t s) {
         const kernels::MoeExpertsArgs a{
             .router_logits = fuse_router ? router_logits : logits[std::size_t(i % kRoutings)],
@@ -186,7 +266,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     plan.fuse_router = true;
     const bool can_fuse_router =
         kernels::moe_router_fused(experts.weights[0], plan, T, int(kHidden), true);
-    const double router_us = can_fuse_router ? layer(true, true) : 0.0;
+    double router_us[4] = {};  // spread, split, blocks; spread without the L2 prefetch
+    for (const auto form :
+         {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
+          kernels::MoeRouterForm::kBlocks})
+      router_us[int(form)] = can_fuse_router ? layer(true, true, form) : 0.0;
+    router_us[3] =
+        can_fuse_router ? layer(true, true, kernels::MoeRouterForm::kSpread, false) : 0.0;
     // The unfused paths' router: cuBLAS BF16 x BF16 -> FP32, as the backend runs it
     // (engine/backend/cuda/device_linear.cpp).
     const double cublas_router_us = median_us(reps, stream, [&](int, cudaStream_t s) {
@@ -202,16 +288,17 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       return us > 0 ? 100.0 * active * experts.bytes_per_expert / us / 1e3 / copy_gbs : 0.0;
     };
     std::printf(
-        "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %8.1f "
-        "%13.1f\n",
+        "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %9.1f "
+        "%6.1f %9.1f %9.1f %9.1f %13.1f\n",
         (long long)T, active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
         plan.block_rows, gate_up_us, down_us, gemm_us, copy_percent(gemm_us), route_us, layer_us,
-        copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us,
-        cublas_router_us);
+        copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us[0],
+        copy_percent(router_us[0]), router_us[1], router_us[2], router_us[3], cublas_router_us);
     std::fflush(stdout);
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }
   for (void* p : allocations) CHECK_CUDA(cudaFree(p));
+  bench_moe_router(reps, stream, cublas, rng);
   CHECK_CUBLAS(cublasDestroy(cublas));
 }
 

@@ -177,20 +177,28 @@ class CudaBackend : public Backend {
     moe_fused_ = moe_fused == nullptr || std::string(moe_fused) != "0";
     moe_fused_router_ =
         moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
+    moe_router_form_ = kernels::moe_router_form_from_env();  // NIBBLE_MOE_ROUTER_FORM
+    const char* moe_prefetch = std::getenv("NIBBLE_MOE_PREFETCH");
+    moe_prefetch_ = moe_prefetch == nullptr || std::string(moe_prefetch) != "0";
     moe_on_device_ = true;
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
         if (layer.moe && !routes_on_device(layer)) moe_on_device_ = false;
-      if (moe_on_device_) check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
+      if (moe_on_device_) {
+        check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
+        kernels::moe_prefetch_budget();  // its device queries before any graph capture
+      }
       spdlog::info("cuda backend: MoE layers routed {}",
                    moe_on_device_  ? "on the device (grouped experts)"
                    : host_routing_ ? "on the host (NIBBLE_MOE_HOST_ROUTING=1)"
                                    : "on the host (experts not NVFP4 in "
                                      "one shape); no decode graphs");
       if (moe_on_device_)
-        spdlog::info("cuda backend: MoE decode fusions {}, router in the route {}",
-                     moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
-                     moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off");
+        spdlog::info(
+            "cuda backend: MoE decode fusions {}, router in the route {} (form {}, L2 prefetch {})",
+            moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
+            moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off",
+            kernels::moe_router_form_name(moe_router_form_), moe_prefetch_ ? "on" : "off");
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
@@ -833,6 +841,8 @@ class CudaBackend : public Backend {
         kernels::plan_moe_experts(T, c.num_experts, c.num_experts_per_tok);
     plan.fuse &= moe_fused_;
     plan.fuse_router &= moe_fused_router_;
+    plan.router_form = moe_router_form_;
+    plan.prefetch = moe_prefetch_;
     // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
     const bool router_fused =
         routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
@@ -925,6 +935,8 @@ class CudaBackend : public Backend {
   // layer routes on the device (dense models too), the condition for decode graphs.
   bool host_routing_ = false;
   bool moe_fused_ = true, moe_fused_router_ = true;  // NIBBLE_MOE_FUSED, NIBBLE_MOE_FUSED_ROUTER
+  kernels::MoeRouterForm moe_router_form_ = kernels::MoeRouterForm::kSpread;
+  bool moe_prefetch_ = true;  // NIBBLE_MOE_PREFETCH
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

@@ -45,12 +45,15 @@ struct MoeGroupedPlan {
   // joins the route (moe_router_route), one launch fewer (and the cuBLAS router call gone).
   bool fuse_router = false;
   // How the fused router runs (moe_routing.h; the CUDA backend takes NIBBLE_MOE_ROUTER_FORM).
-  MoeRouterForm router_form = MoeRouterForm::kSpread;
+  MoeRouterForm router_form = MoeRouterForm::kSpreadThenRoute;
   // With the spread router: its routing block asks the L2 for the picked experts' gate_up and
   // down weights (moe_router_route's prefetch), as many of the two as fit moe_prefetch_budget for
   // T k experts (the CUDA backend clears it under NIBBLE_MOE_PREFETCH=0). Qwen3-30B-A3B on H100
-  // (50 MB L2, budget 25 MB): both at T = 1 (14.2 + 7.1 MB), none from T = 2.
-  bool prefetch = true;
+  // (50 MB L2, budget 25 MB): both at T = 1 (14.2 + 7.1 MB), none from T = 2. Off by default:
+  // measured on an H200 (2026-11-26) it made the T = 1 MoE block 98.6 us instead of 25.4 and
+  // Qwen3-30B-A3B decode 163.7 tok/s instead of 385.1 (the bulk prefetches queue ahead of the
+  // GEMMs' own loads); NIBBLE_MOE_PREFETCH=1 turns it on.
+  bool prefetch = false;
 };
 // Bytes of weights the prefetch may ask for: half the device's L2 (read once per process).
 std::int64_t moe_prefetch_budget();

@@ -766,10 +766,9 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
 
 MoeRouterForm moe_router_form_from_env() {
   const char* v = std::getenv("NIBBLE_MOE_ROUTER_FORM");
-  if (v == nullptr || std::strcmp(v, "spread") == 0) return MoeRouterForm::kSpread;
-  if (std::strcmp(v, "blocks") == 0) return MoeRouterForm::kBlocks;
-  if (std::strcmp(v, "split") == 0) return MoeRouterForm::kSpreadThenRoute;
-  return MoeRouterForm::kSpread;
+  if (v != nullptr && std::strcmp(v, "spread") == 0) return MoeRouterForm::kSpread;
+  if (v != nullptr && std::strcmp(v, "blocks") == 0) return MoeRouterForm::kBlocks;
+  return MoeRouterForm::kSpreadThenRoute;
 }
 
 const char* moe_router_form_name(MoeRouterForm form) {

@@ -179,7 +179,7 @@ class CudaBackend : public Backend {
         moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
     moe_router_form_ = kernels::moe_router_form_from_env();  // NIBBLE_MOE_ROUTER_FORM
     const char* moe_prefetch = std::getenv("NIBBLE_MOE_PREFETCH");
-    moe_prefetch_ = moe_prefetch == nullptr || std::string(moe_prefetch) != "0";
+    moe_prefetch_ = moe_prefetch != nullptr && std::string(moe_prefetch) == "1";
     moe_on_device_ = true;
     if (c.num_experts > 0) {
       for (const cuda::DeviceLayer& layer : m_.layers)
@@ -936,7 +936,7 @@ class CudaBackend : public Backend {
   bool host_routing_ = false;
   bool moe_fused_ = true, moe_fused_router_ = true;  // NIBBLE_MOE_FUSED, NIBBLE_MOE_FUSED_ROUTER
   kernels::MoeRouterForm moe_router_form_ = kernels::MoeRouterForm::kSpread;
-  bool moe_prefetch_ = true;  // NIBBLE_MOE_PREFETCH
+  bool moe_prefetch_ = false;  // NIBBLE_MOE_PREFETCH=1
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

@@ -208,7 +208,14 @@ int run_serve(const Args& args) {
     sigwait(&signals, &signal);
     spdlog::info("received {}: draining for up to {:.0f} s",
                  signal == SIGTERM ? "SIGTERM" : "SIGINT", o.drain_timeout);
-    engine.drain_and_stop(std::chrono::milliseconds(std::int64_t(o.drain_timeout * 1000)));
+    const std::chrono::milliseconds drain(std::int64_t(o.drain_timeout * 1000));
+    const auto deadline = std::chrono::steady_clock::now() + drain;
+    engine.drain_and_stop(drain);
+    // The engine has finished; the last chunks of its streams may still be on their way out.
+    if (!server.wait_for_streams(deadline)) {
+      spdlog::warn("drain timeout: closing {} streams still being written",
+                   server.streams_in_flight());
+    }
     server.stop();
   });
   server.listen();

@@ -102,6 +102,7 @@ struct StreamState {
   std::vector<ChatChoiceOutput> chat_outputs;  // chat: one per choice
   bool started = false;
   bool finished = false;
+  http::ResponsesInFlight::Token in_flight;  // released with the state, once httplib is done
 };
 
 json chunk_envelope(const PreparedRequest& r, std::int64_t created) {
@@ -347,7 +348,8 @@ bool write_stream_events(StreamState& state, httplib::DataSink& sink) {
 
 // Checks lengths, submits to the engine and answers: a JSON body, or an SSE stream.
 void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
-                    const tokenizer::Tokenizer& tokenizer, httplib::Response& res) {
+                    const tokenizer::Tokenizer& tokenizer, httplib::Response& res,
+                    http::ResponsesInFlight& streams) {
   const int limit = engine.max_tokens_per_sequence();
   const int prompt_len = int(request.prompt.size());
   if (prompt_len == 0) throw invalid_request("the prompt is empty", "prompt");
@@ -448,6 +450,7 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
   state->created = created;
   state->session = std::move(session);
   state->chat_outputs = std::move(chat_outputs);
+  state->in_flight = streams.enter();
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -502,7 +505,7 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
     }
     if (parsed.echo)
       r.echo_text = parsed.prompt_text ? *parsed.prompt_text : tokenizer_.decode(r.prompt);
-    run_generation(std::move(r), engine_, tokenizer_, res);
+    run_generation(std::move(r), engine_, tokenizer_, res, streams_);
   } catch (const ApiError& e) {
     send_error(res, e);
   }
@@ -537,7 +540,7 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
     r.chat_output = std::make_shared<const ChatOutputPlan>(
         plan_chat_output(config_.chat_output, parsed.tool_use, prompt, tool_metrics_));
-    run_generation(std::move(r), engine_, tokenizer_, res);
+    run_generation(std::move(r), engine_, tokenizer_, res, streams_);
   } catch (const ApiError& e) {
     send_error(res, e);
   }

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 #include "engine/server/openai_request.h"
 #include "engine/structured/grammar_cache.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "http/responses_in_flight.h"
 #include "http/server.h"
 #include "metrics/registry.h"
 
@@ -53,6 +55,12 @@ class OpenAiServer {
   int bind();
   void listen();  // blocks until stop()
   void stop() { http_.stop(); }
+  // Waits until every streamed response has been written, or the deadline: stop() ends streams
+  // between two chunks, so a drain calls this after the engine's drain. True when none is left.
+  bool wait_for_streams(std::chrono::steady_clock::time_point deadline) const {
+    return streams_.wait_idle(deadline);
+  }
+  int streams_in_flight() const { return streams_.count(); }
   std::uint64_t refused_connections() const { return http_.refused_connections(); }
   // /health answers 200 only when ready (model loaded) and the engine accepts work.
   void set_ready(bool ready) { ready_ = ready; }
@@ -78,6 +86,7 @@ class OpenAiServer {
   const chat::ChatTemplate* chat_template_;
   metrics::Registry& registry_;
   http::Server http_;
+  http::ResponsesInFlight streams_;  // streamed responses still being written
   std::atomic<bool> ready_{false};
   std::atomic<std::uint64_t> next_request_id_{0};
   std::int64_t created_ = 0;

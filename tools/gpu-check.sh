@@ -44,13 +44,13 @@ CXX_FLAGS=(-O2 -std=c++20 -I. -I/usr/local/cuda/include -Wall -Wextra -Wpedantic
 build_log="$OUT/build.log"
 : >"$build_log"
 objs=()
-for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemv.cu kernels/nvfp4/w4a16_slice.cu kernels/nvfp4/w4a16_dequant.cu kernels/nvfp4/w4a16_wgmma.cu; do
+for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemm_dev.cu kernels/nvfp4/w4a16_gemv.cu kernels/nvfp4/w4a16_slice.cu kernels/nvfp4/w4a16_slice_dev.cu kernels/nvfp4/w4a16_dequant.cu kernels/nvfp4/w4a16_wgmma.cu kernels/layer/layer_ops.cu kernels/moe/moe_routing.cu; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   nvcc "${NVCC_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
 nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/read_ceiling.cu -o "$BUILD/read_ceiling.o" >>"$build_log" 2>&1 &
 nvcc "${NVCC_FLAGS[@]}" -c tools/kernel-bench/mma_ceiling.cu -o "$BUILD/mma_ceiling.o" >>"$build_log" 2>&1 &
-for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp kernels/nvfp4/even_spread.cpp kernels/nvfp4/w4a16_dense.cpp kernels/nvfp4/w4a16_dev_tiles.cpp; do
+for f in kernels/nvfp4/nvfp4_ref.cpp kernels/nvfp4/w4a16_layout.cpp kernels/nvfp4_linear.cpp kernels/nvfp4/even_spread.cpp kernels/nvfp4/w4a16_dense.cpp kernels/nvfp4/w4a16_dev_tiles.cpp kernels/moe/moe_experts.cpp kernels/moe/moe_routing_ref.cpp; do
   o="$BUILD/$(basename "$f").o"; objs+=("$o")
   g++ "${CXX_FLAGS[@]}" -c "$f" -o "$o" >>"$build_log" 2>&1 &
 done
@@ -58,16 +58,17 @@ g++ "${CXX_FLAGS[@]}" -c tests/gpu/test_nvfp4_gpu.cpp -o "$BUILD/test.o" >>"$bui
 g++ "${CXX_FLAGS[@]}" -c tests/gpu/test_w4a16_layout.cpp -o "$BUILD/layout_test.o" >>"$build_log" 2>&1 &
 g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/kernel_bench.cpp -o "$BUILD/bench.o" >>"$build_log" 2>&1 &
 g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/layer_chain.cpp -o "$BUILD/layer_chain.o" >>"$build_log" 2>&1 &
+g++ "${CXX_FLAGS[@]}" -c tools/kernel-bench/moe_grouped.cpp -o "$BUILD/moe_grouped.o" >>"$build_log" 2>&1 &
 wait
 nvcc -o "$BUILD/test_nvfp4_gpu" "$BUILD/test.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
 nvcc -o "$BUILD/test_w4a16_layout" "$BUILD/layout_test.o" "$BUILD/w4a16_layout.cpp.o" "$BUILD/nvfp4_ref.cpp.o" >>"$build_log" 2>&1 || status=1
-nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/layer_chain.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
+nvcc -o "$BUILD/nibble-kernel-bench" "$BUILD/bench.o" "$BUILD/layer_chain.o" "$BUILD/moe_grouped.o" "$BUILD/read_ceiling.o" "$BUILD/mma_ceiling.o" "${objs[@]}" -lcublas >>"$build_log" 2>&1 || status=1
 # A/B: one more benchmark binary per snapshot directory (tools/device/ab-snapshot.sh).
 ab_names=()
 for dir in ${AB_DIRS:-}; do
   name="$(basename "$dir")"; ab_names+=("$name")
   ab_objs=()
-  for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemv.cu kernels/nvfp4/w4a16_slice.cu; do
+  for f in kernels/nvfp4/quantize_activations.cu kernels/nvfp4/w4a16_gemm.cu kernels/nvfp4/w4a16_gemm_dev.cu kernels/nvfp4/w4a16_gemv.cu kernels/nvfp4/w4a16_slice.cu kernels/nvfp4/w4a16_slice_dev.cu; do
     [ -f "$dir/$f" ] || continue  # snapshots from before the slice kernels
     o="$BUILD/ab-$name-$(basename "$f").o"; ab_objs+=("$o")
     nvcc "${NVCC_FLAGS[@]/#-I./-I$dir}" -I. -c "$dir/$f" -o "$o" >>"$build_log" 2>&1 || status=1
@@ -89,7 +90,7 @@ grep -E 'error|warning|registers|spill' "$build_log" | grep -v '^ptxas info    :
 [ $status -ne 0 ] && { echo "BUILD FAILED"; tail -40 "$build_log"; exit 1; }
 
 # The W4A16 SASS (instruction mix of the main loops; see kernels/nvfp4/PERF_NOTES.md).
-for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemv.cu.o" "$BUILD/w4a16_slice.cu.o" "$BUILD/w4a16_dequant.cu.o" "$BUILD/w4a16_wgmma.cu.o"; do cuobjdump -sass "$o"; done >"$OUT/w4a16_sass.txt" 2>&1
+for o in "$BUILD/w4a16_gemm.cu.o" "$BUILD/w4a16_gemm_dev.cu.o" "$BUILD/w4a16_gemv.cu.o" "$BUILD/w4a16_slice.cu.o" "$BUILD/w4a16_slice_dev.cu.o" "$BUILD/w4a16_dequant.cu.o" "$BUILD/w4a16_wgmma.cu.o"; do cuobjdump -sass "$o"; done >"$OUT/w4a16_sass.txt" 2>&1
 python3 tools/sass/loop_sizes.py "$OUT/w4a16_sass.txt" >"$OUT/w4a16_loops.txt" 2>&1 || true
 
 step "W4A4 (sm_120a/121a): block-scaled FP4 mma in PTX and SASS"

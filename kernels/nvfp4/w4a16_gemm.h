@@ -96,20 +96,27 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                          int splits, float* workspace, cudaStream_t stream, bool overlap = false);
 
-// The kGemv kernel (w4a16_gemv.cu). Arguments as above, already validated. The planner never
-// picks it (nvfp4_linear.h), so it lives in nibble::kernels_dev, the library of such variants that
-// only the kernel bench and the GPU tests link (issue 20, item 5): w4a16_linear forwards kGemv to
-// it once w4a16_enable_dev_tiles() (w4a16_dev_tiles.h) has run, and answers
-// cudaErrorNotSupported before.
+// The kGemv kernel (w4a16_gemv.cu). Arguments as above, already validated.
 cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
                               float* workspace, cudaStream_t stream, bool overlap = false);
-// The hook w4a16_enable_dev_tiles sets: the launcher of the dev-only tiles (kGemv).
+
+// Tiles the planner never picks (nvfp4_linear.h): kGemv, kM16, kM16Wide and the 64-row slices.
+// They live in nibble::kernels_dev, the library of such variants that only the kernel bench and
+// the GPU tests link (issue 20, item 5): w4a16_linear forwards them there once
+// w4a16_enable_dev_tiles() (w4a16_dev_tiles.h) has run, and answers cudaErrorNotSupported before.
+inline bool w4a16_is_dev_tile(W4A16Tile tile) {
+  return tile == W4A16Tile::kGemv || tile == W4A16Tile::kM16 || tile == W4A16Tile::kM16Wide ||
+         tile == W4A16Tile::kSlice64 || tile == W4A16Tile::kSlice64Wide;
+}
+// The hook w4a16_enable_dev_tiles sets (w4a16_grouped.h: w4a16_set_dev_linear), and its call.
 using W4A16DevLinear = cudaError_t (*)(const std::uint16_t* x, std::int64_t m,
                                        const W4A16DeviceWeight& w, const std::uint16_t* residual,
                                        std::uint16_t* out, W4A16Tile tile, int splits,
                                        float* workspace, cudaStream_t stream, bool overlap);
-void w4a16_set_dev_linear(W4A16DevLinear launcher);
+cudaError_t w4a16_run_dev_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
+                                 const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
+                                 int splits, float* workspace, cudaStream_t stream, bool overlap);
 
 // The slice kernels (w4a16_slice.cu); w4a16_linear forwards to them. No workspace; m > 16 is
 // cudaErrorInvalidValue, the other arguments are already validated.

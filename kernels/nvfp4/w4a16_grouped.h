@@ -83,4 +83,18 @@ cudaError_t w4a16_grouped_tile_linear(const std::uint16_t* x, std::int64_t rows,
                                       cudaStream_t stream);
 cudaError_t w4a16_grouped_slice_prepare();
 
+// The grouped forms the MoE planner never picks (moe_experts.h takes kSlice16 and kM64) live in
+// nibble::kernels_dev (w4a16_dev_tiles.h), as the dense dev tiles do: w4a16_grouped_linear
+// forwards them through this hook, cudaErrorNotSupported until w4a16_enable_dev_tiles() ran.
+using W4A16DevGroupedLinear = cudaError_t (*)(const std::uint16_t* x, std::int64_t rows,
+                                              const W4A16GroupedWeights& w,
+                                              const MoeRowBlock* blocks, std::int64_t max_blocks,
+                                              int block_rows, W4A16Tile tile, std::uint16_t* out,
+                                              cudaStream_t stream);
+cudaError_t w4a16_run_dev_grouped_linear(const std::uint16_t* x, std::int64_t rows,
+                                         const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
+                                         std::int64_t max_blocks, int block_rows, W4A16Tile tile,
+                                         std::uint16_t* out, cudaStream_t stream);
+void w4a16_set_dev_linear(W4A16DevLinear launcher, W4A16DevGroupedLinear grouped);
+
 }  // namespace nibble::kernels

@@ -33,6 +33,7 @@
 #include "kernels/moe/moe_routing_ref.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
+#include "kernels/nvfp4/w4a16_dev_tiles.h"
 #include "kernels/nvfp4/w4a16_grouped.h"
 #include "kernels/nvfp4/w4a16_layout.h"
 #include "tests/gpu/gpu_check_support.h"
@@ -475,6 +476,7 @@ int run(int argc, char** argv) {
   std::printf("seed %llu%s\n", (unsigned long long)seed, quick ? " (quick)" : "");
   std::mt19937_64 rng(seed);
   Results results;
+  kernels::w4a16_enable_dev_tiles();  // the grouped forms the MoE planner never picks
 
   using K = LogitKind;
   const RouteCase routes[] = {

@@ -96,7 +96,7 @@ struct Nvfp4DenseOption {
 };
 
 struct Nvfp4LinearPlan {
-  W4A16Tile tile = W4A16Tile::kM16;
+  W4A16Tile tile = W4A16Tile::kM8;
   int splits = 1;
   bool overlap = false;  // launched with programmatic dependent launch
   bool dense = false;    // dequantise-then-cuBLAS (tile, splits and overlap unused)

@@ -78,8 +78,7 @@ cudaError_t w4a16_grouped_tile_linear(const std::uint16_t* x, std::int64_t rows,
                                       const W4A16GroupedWeights& w, const MoeRowBlock* blocks,
                                       std::int64_t max_blocks, W4A16Tile tile, std::uint16_t* out,
                                       cudaStream_t stream) {
-  // The MoE planner's row tile (moe_experts.h); w4a16_grouped_linear sends the others to
-  // nibble::kernels_dev.
+  // w4a16_grouped_linear sends the other row tiles to nibble::kernels_dev.
   if (tile != W4A16Tile::kM64) return cudaErrorInvalidValue;
   return launch_grouped<ShapeM64>(x, rows, w, blocks, max_blocks, out, stream);
 }
@@ -102,16 +101,17 @@ cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
     return cudaErrorInvalidValue;
   }
   if (rows == 0 || max_blocks == 0) return cudaSuccess;
-  if (w4a16_is_slice(tile)) {
-    return w4a16_grouped_slice_linear(x, w, blocks, max_blocks, block_rows, tile, out, stream);
-  }
-  if (tile == W4A16Tile::kGemv || w4a16_is_wgmma(tile) || block_rows > w4a16_tile_rows(tile))
+  const bool slice = w4a16_is_slice(tile);
+  if (!slice &&
+      (tile == W4A16Tile::kGemv || w4a16_is_wgmma(tile) || block_rows > w4a16_tile_rows(tile)))
     return cudaErrorInvalidValue;
-  if (tile != W4A16Tile::kM64) {  // nibble::kernels_dev (w4a16_dev_tiles.h)
+  // The grouped forms the MoE planner takes (moe_experts.h); the others are nibble::kernels_dev's.
+  if (tile != W4A16Tile::kSlice16 && tile != W4A16Tile::kM64) {
     return w4a16_run_dev_grouped_linear(x, rows, w, blocks, max_blocks, block_rows, tile, out,
                                         stream);
   }
-  return w4a16_grouped_tile_linear(x, rows, w, blocks, max_blocks, tile, out, stream);
+  return slice ? w4a16_grouped_slice_linear(x, w, blocks, max_blocks, block_rows, tile, out, stream)
+               : w4a16_grouped_tile_linear(x, rows, w, blocks, max_blocks, tile, out, stream);
 }
 
 }  // namespace nibble::kernels

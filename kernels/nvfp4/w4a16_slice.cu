@@ -110,11 +110,9 @@ cudaError_t w4a16_grouped_slice_linear(const std::uint16_t* x, const W4A16Groupe
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
                                        int block_rows, W4A16Tile tile, std::uint16_t* out,
                                        cudaStream_t stream) {
-  if (block_rows < 1 || block_rows > kMaxRows) return cudaErrorInvalidValue;
-  if (tile != W4A16Tile::kSlice16) {  // nibble::kernels_dev (w4a16_dev_tiles.h)
-    // (the slices take no row count)
-    return w4a16_run_dev_grouped_linear(x, 0, w, blocks, max_blocks, block_rows, tile, out, stream);
-  }
+  // w4a16_grouped_linear sends the other slices to nibble::kernels_dev.
+  if (block_rows < 1 || block_rows > kMaxRows || tile != W4A16Tile::kSlice16)
+    return cudaErrorInvalidValue;
   return launch_grouped_slice<Slice16>(x, w, blocks, max_blocks, block_rows, out, stream);
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/backend/greedy_decode.h"
+#include "engine/backend/sampled_decode.h"
 #include "engine/backend/select_backend.h"
 #include "engine/cli/commands.h"
 #include "engine/model/model_weights.h"
@@ -32,6 +33,10 @@ then a summary line with all tokens and timings.
   --enforce-eager   no CUDA graphs for decode steps (to compare against them)
   --warmup          run the prompt once untimed first (one-time set-up out of the timings)
   --kv-cache-dtype T  auto (default), bf16 or fp8 (E4M3 with per-row scales, GPU only)
+  --sample-on-device  pick each token on the device, as the server does (GPU only): only the
+                    token and its log-probabilities reach the host, and each line prints
+                    {"step": 0, "token": 42, "logprob": -0.4, "top_logprobs": [[42, -0.4], ...]}
+                    (--top-k of them, at most 32) instead of logits
 )";
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
@@ -60,7 +65,7 @@ int run_generate(const Args& args) {
   std::string model_dir, prompt, device = "auto";
   std::string quantization = "none", kv_dtype = "auto";
   int max_tokens = 16, top_k = 5, threads = 0;
-  bool enforce_eager = false, warmup = false;
+  bool enforce_eager = false, warmup = false, on_device = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -73,6 +78,10 @@ int run_generate(const Args& args) {
     }
     if (a == "--warmup") {
       warmup = true;
+      continue;
+    }
+    if (a == "--sample-on-device") {
+      on_device = true;
       continue;
     }
     if (i + 1 >= args.size()) {
@@ -117,6 +126,11 @@ int run_generate(const Args& args) {
     std::fprintf(stderr, "generate: --quantization must be none or nvfp4\n");
     return 2;
   }
+  if (on_device && (top_k < 0 || top_k > kernels::kMaxSampledTopLogprobs)) {
+    std::fprintf(stderr, "generate: --sample-on-device prints 0..%d log-probabilities (--top-k)\n",
+                 kernels::kMaxSampledTopLogprobs);
+    return 2;
+  }
   const auto ids = parse_ids(prompt);
   auto weights = model::load_model(model_dir);
   if (quantization == "nvfp4")
@@ -131,29 +145,55 @@ int run_generate(const Args& args) {
                  backend->name().c_str(), kv_dtype.c_str());
     return 2;
   }
-  if (warmup)
-    (void)backend::greedy_decode(*backend, ids, std::min(max_tokens, 2), 0,
-                                 [](int, const backend::StepLogits&, const std::vector<float>&) {});
+  if (on_device && !backend->samples_on_device()) {
+    std::fprintf(stderr, "generate: the %s backend does not sample on the device\n",
+                 backend->name().c_str());
+    return 2;
+  }
   std::vector<std::int32_t> tokens;
-  auto trace = backend::greedy_decode(
-      *backend, ids, max_tokens, top_k,
-      [&](int step, const backend::StepLogits& s, const std::vector<float>&) {
-        nlohmann::json top = nlohmann::json::array();
-        for (const auto& [id, logit] : s.top) top.push_back({id, logit});
-        nlohmann::json line = {{"step", step}, {"token", s.token}, {"top", top}};
-        std::printf("%s\n", line.dump().c_str());
-        std::fflush(stdout);
-        tokens.push_back(s.token);
-      });
-  const double decode_rate =
-      trace.decode_seconds > 0 ? double(max_tokens - 1) / trace.decode_seconds : 0.0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  if (on_device) {
+    if (warmup)
+      (void)backend::greedy_decode_on_device(*backend, ids, std::min(max_tokens, 2), top_k);
+    const auto trace = backend::greedy_decode_on_device(
+        *backend, ids, max_tokens, top_k, [&](int step, const backend::SampledStep& s) {
+          nlohmann::json top = nlohmann::json::array();
+          for (const auto& t : s.top) top.push_back({t.token, t.logprob});
+          nlohmann::json line = {
+              {"step", step}, {"token", s.token}, {"logprob", s.logprob}, {"top_logprobs", top}};
+          std::printf("%s\n", line.dump().c_str());
+          std::fflush(stdout);
+          tokens.push_back(s.token);
+        });
+    prefill_seconds = trace.prefill_seconds;
+    decode_seconds = trace.decode_seconds;
+  } else {
+    if (warmup)
+      (void)backend::greedy_decode(
+          *backend, ids, std::min(max_tokens, 2), 0,
+          [](int, const backend::StepLogits&, const std::vector<float>&) {});
+    const auto trace = backend::greedy_decode(
+        *backend, ids, max_tokens, top_k,
+        [&](int step, const backend::StepLogits& s, const std::vector<float>&) {
+          nlohmann::json top = nlohmann::json::array();
+          for (const auto& [id, logit] : s.top) top.push_back({id, logit});
+          nlohmann::json line = {{"step", step}, {"token", s.token}, {"top", top}};
+          std::printf("%s\n", line.dump().c_str());
+          std::fflush(stdout);
+          tokens.push_back(s.token);
+        });
+    prefill_seconds = trace.prefill_seconds;
+    decode_seconds = trace.decode_seconds;
+  }
+  const double decode_rate = decode_seconds > 0 ? double(max_tokens - 1) / decode_seconds : 0.0;
   nlohmann::json summary = {{"tokens", tokens},
                             {"prompt_tokens", ids.size()},
-                            {"prefill_seconds", trace.prefill_seconds},
+                            {"sampling", on_device ? "device" : "host"},
+                            {"prefill_seconds", prefill_seconds},
                             {"decode_tokens_per_second", decode_rate}};
   std::printf("%s\n", summary.dump().c_str());
-  spdlog::info("prefill {} tokens in {:.3f} s; decode {:.2f} tokens/s", ids.size(),
-               trace.prefill_seconds, decode_rate);
+  spdlog::info("prefill {} tokens in {:.3f} s; decode {:.2f} tokens/s ({} sampling)", ids.size(),
+               prefill_seconds, decode_rate, on_device ? "device" : "host");
   return 0;
 }
 

@@ -9,7 +9,11 @@ MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
   const std::int64_t routed = tokens * k;
   // Rows per expert if the load were even (no host look at the routing: T, E, k only).
   const std::int64_t per_expert = (routed + experts - 1) / (experts > 0 ? experts : 1);
-  if (per_expert <= 8) return {W4A16Tile::kSlice16, 8, fuse, fuse_router};
+  if (per_expert <= 8) {
+    MoeGroupedPlan plan{W4A16Tile::kSlice16, 8, fuse, fuse_router};
+    plan.route_in_gemm = tokens == 1;
+    return plan;
+  }
   if (per_expert <= 32) return {W4A16Tile::kSlice16, 16, fuse, fuse_router};
   return {W4A16Tile::kM64, 64, false, false};
 }
@@ -63,6 +67,27 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     if (a.arrivals == nullptr) return cudaErrorInvalidValue;
     std::int32_t* const counts = a.arrivals + 1;
     const std::int64_t count_words = moe_arrival_words(T, H) - 1;
+    if (T == 1 && plan.route_in_gemm) {
+      // [router ->] gate_up and down, each block routing the token itself.
+      if (moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)) {
+        const cudaError_t err = moe_router_logits(a.hidden, a.router_weight, T, int(H), a.experts,
+                                                  a.router_logits, stream);
+        if (err != cudaSuccess) return err;
+      }
+      const W4A16GroupedRoute route{.logits = a.router_logits,
+                                    .experts = a.experts,
+                                    .k = a.k,
+                                    .norm_topk_prob = a.norm_topk_prob,
+                                    .out = r,
+                                    .clear = counts,
+                                    .clear_count = int(count_words)};
+      cudaError_t err = w4a16_grouped_gate_up_silu_routed(a.hidden, w.gate_up, route, a.middle,
+                                                          stream);
+      if (err != cudaSuccess) return err;
+      const W4A16GroupedCombine combine{
+          .residual = a.residual, .out = a.out, .arrivals = counts, .k = a.k, .route = route};
+      return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream);
+    }
     // The picked experts' weights into the L2 from the routing block (a hint, see
     // MoeGroupedPlan::prefetch): gate_up's, then down's where both fit the budget. Tiles are
     // n_padded x k_padded / 2 bytes, scales an eighth of that.

@@ -54,6 +54,12 @@ struct MoeGroupedPlan {
   // Qwen3-30B-A3B decode 163.7 tok/s instead of 385.1 (the bulk prefetches queue ahead of the
   // GEMMs' own loads); NIBBLE_MOE_PREFETCH=1 turns it on.
   bool prefetch = false;
+  // With fuse at T = 1: no route launch; the gate_up's and the down's blocks each route the token
+  // from the logits themselves (w4a16_grouped.h W4A16GroupedRoute), and the fused router is its
+  // linear alone (moe_router_logits): router -> gate_up -> down. The same output bits. On by
+  // default (plan_moe_experts at T = 1); the CUDA backend clears it under
+  // NIBBLE_MOE_ROUTE_IN_GEMM=0.
+  bool route_in_gemm = false;
 };
 // Bytes of weights the prefetch may ask for: half the device's L2 (read once per process).
 std::int64_t moe_prefetch_budget();

@@ -21,6 +21,18 @@ struct MoeRowBlock {
   std::int32_t row_end;
 };
 
+// Device arrays of one layer's routing, sized for `tokens` (moe_routing.h's moe_routing_words
+// gives the room).
+struct MoeRouting {
+  std::int32_t* expert = nullptr;   // [T, k]: token t's j-th pick
+  float* weight = nullptr;          // [T, k]: its mixing weight
+  std::int32_t* counts = nullptr;   // [E]: routed rows per expert
+  std::int32_t* offsets = nullptr;  // [E + 1]
+  std::int32_t* token = nullptr;    // [T k]: the token of each routed row (gather index)
+  std::int32_t* source = nullptr;   // [T, k]: the routed row of token t's j-th pick
+  MoeRowBlock* blocks = nullptr;    // [moe_max_row_blocks(T k, E, block_rows)]
+};
+
 // sum over active experts of ceil(c_e / B) <= sum (c_e / B + 1) = T k / B + active experts, and at
 // most min(E, T k) experts are active; and every block holds at least one routed row, so there are
 // at most T k of them (decode: k blocks, not k + 1, so the grouped launches have no row of grid

@@ -7,52 +7,17 @@
 #include <cstring>
 
 #include "kernels/dependent_launch.cuh"
+#include "kernels/moe/moe_route_device.cuh"
 #include "kernels/moe/moe_routing.h"
 #include "kernels/nvfp4/w4a16_gemm.h"
 
 namespace nibble::kernels {
 namespace {
 
-constexpr int kPerLane = kMoeMaxExperts / 32;  // logits a lane holds
+using namespace moe_device;
+
 constexpr int kRouteWarps = 4;                 // tokens per block of the top-k kernel
 constexpr int kPlaceThreads = 256;
-
-// (v, e) ranks above (cv, ce): higher probability, then the lower expert id.
-__device__ inline bool ranks_above(float v, int e, float cv, int ce) {
-  return v > cv || (v == cv && e < ce);
-}
-
-// One warp: token t's probabilities, p[i] of expert lane + 32 i (entries past `experts` are not
-// probabilities). Every lane of the warp calls it.
-__device__ inline void token_probabilities(const float* __restrict__ logits, int t, int experts,
-                                           float (&p)[kPerLane]) {
-  const int lane = threadIdx.x % 32;
-  const float* row = logits + std::int64_t(t) * experts;
-  float max = -FLT_MAX;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    p[i] = e < experts ? __ldcg(row + e) : -FLT_MAX;  // L2: other blocks may have written it
-    max = fmaxf(max, p[i]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) max = fmaxf(max, __shfl_xor_sync(0xFFFFFFFFu, max, o));
-  // As the CPU's softmax: exp in float, the sum in double, the quotient rounded to float.
-  double sum = 0.0;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    if (lane + 32 * i < experts) {
-      p[i] = expf(p[i] - max);
-      sum += double(p[i]);
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    if (lane + 32 * i < experts) p[i] = float(double(p[i]) / sum);
-  }
-}
 
 // One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
 // shared_expert[t k + j] when given). Every lane of the warp calls it.
@@ -212,57 +177,8 @@ __global__ void __launch_bounds__(kPlaceThreads)
 constexpr int kOneBlockWarps = 32;
 constexpr int kOneBlockMaxRouted = 1024;  // routed rows; ballot passes per warp: E / 32 x 32
 
-// Small steps: the picks by rank instead of k rounds of a warp arg-max (a chain of ~550 cycles a
-// round: k = 8 made the one-block route ~12 us at T = 1 on H200). A warp per token writes its
-// probabilities to shared memory (NaN as -1: below every probability, so the order stays total);
-// then each (token, expert) pair counts the experts that rank above it (ranks_above: the same
-// order as the arg-max rounds), and rank j < k is pick j; the weights then follow in pick order as
-// in route_token. Every thread of the block calls it; picks[t k + j] gets the ids.
 constexpr int kRankMaxPairs =
     8192;  // tokens x experts: 32 KB of probabilities (T <= 64 at E = 128)
-
-// MAX_ROUTED / MAX_PAIRS: the shared arrays' sizes (routed rows; tokens x experts of the rank
-// path), smaller for the router kernels' T <= kMoeRouterMaxTokens.
-template <int MAX_ROUTED, int MAX_PAIRS>
-__device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int tokens,
-                                           int experts, int k, bool norm_topk_prob,
-                                           std::int32_t* __restrict__ expert,
-                                           float* __restrict__ weight, int* picks) {
-  __shared__ float prob_s[MAX_PAIRS];
-  __shared__ float pick_prob_s[MAX_ROUTED];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int t = warp; t < tokens; t += warps) {
-    float p[kPerLane];
-    token_probabilities(logits, t, experts, p);
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < experts) prob_s[t * experts + e] = isnan(p[i]) ? -1.0f : p[i];
-    }
-  }
-  __syncthreads();
-  for (int pair = threadIdx.x; pair < tokens * experts; pair += blockDim.x) {
-    const int t = pair / experts, e = pair % experts;
-    const float* row = prob_s + t * experts;
-    const float v = row[e];
-    int rank = 0;
-#pragma unroll 8
-    for (int f = 0; f < experts; ++f) rank += ranks_above(row[f], f, v, e) ? 1 : 0;
-    if (rank < k) {
-      picks[t * k + rank] = e;
-      pick_prob_s[t * k + rank] = v == -1.0f ? NAN : v;  // a NaN probability keeps its weight
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < tokens * k; i += blockDim.x) {
-    const int t = i / k;
-    float picked = 0.0f;  // the renormalising sum in pick order, as the CPU adds it
-    for (int j = 0; j < k; ++j) picked += pick_prob_s[t * k + j];
-    const float v = pick_prob_s[i];
-    expert[i] = picks[i];
-    weight[i] = norm_topk_prob ? v / picked : v;
-  }
-}
 
 // The whole routing by one block of `warps` warps (every thread of the block calls it); the results
 // do not depend on the number of warps. tokens k <= MAX_ROUTED; the rank path when tokens x
@@ -702,6 +618,36 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
 }  // namespace nibble::kernels
 
 namespace nibble::kernels {
+namespace {
+
+// The router launches' configuration: dependent launches (kernels/dependent_launch.cuh) unless
+// NIBBLE_MOE_OVERLAP=0 (read once), so the router's weights stream in while the kernel before
+// finishes. Not copyable: the config points at the attribute.
+struct RouterLaunch {
+  cudaLaunchAttribute attribute{};
+  cudaStream_t stream;
+  explicit RouterLaunch(cudaStream_t s) : stream(s) {
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+  }
+  RouterLaunch(const RouterLaunch&) = delete;
+  RouterLaunch& operator=(const RouterLaunch&) = delete;
+  cudaLaunchConfig_t config(int grid, int threads) const {
+    static const bool overlap = [] {
+      const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
+      return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    cudaLaunchConfig_t c{};
+    c.gridDim = dim3(unsigned(grid));
+    c.blockDim = dim3(unsigned(threads));
+    c.stream = stream;
+    c.attrs = const_cast<cudaLaunchAttribute*>(&attribute);
+    c.numAttrs = overlap ? 1 : 0;
+    return c;
+  }
+};
+
+}  // namespace
 
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,
@@ -718,24 +664,8 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
-  // Dependent launches (kernels/dependent_launch.cuh) unless NIBBLE_MOE_OVERLAP=0: the router's
-  // weights stream in while the kernel before finishes.
-  static const bool overlap = [] {
-    const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  auto config = [&](int grid, int threads) {
-    cudaLaunchConfig_t c{};
-    c.gridDim = dim3(unsigned(grid));
-    c.blockDim = dim3(unsigned(threads));
-    c.stream = stream;
-    c.attrs = &attribute;
-    c.numAttrs = overlap ? 1 : 0;
-    return c;
-  };
+  const RouterLaunch launch(stream);
+  auto config = [&](int grid, int threads) { return launch.config(grid, threads); };
   cudaError_t err = cudaSuccess;
   if (form == MoeRouterForm::kBlocks) {
     const cudaLaunchConfig_t c =
@@ -761,6 +691,26 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                            int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks),
                            out.expert, out.weight, out.counts, out.offsets, out.token, out.source,
                            out.blocks, clear, int(clear_count));
+  return err != cudaSuccess ? err : cudaGetLastError();
+}
+
+cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
+                              std::int64_t tokens, int hidden, int experts, float* logits,
+                              cudaStream_t stream) {
+  if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
+      experts > kMoeMaxExperts || x == nullptr || router == nullptr || logits == nullptr ||
+      reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const RouterLaunch launch(stream);
+  const cudaLaunchConfig_t c = launch.config(
+      (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
+  // The routing arguments are unused without ROUTE.
+  const cudaError_t err = cudaLaunchKernelEx(
+      &c, router_spread_kernel<false>, x, router, int(tokens), hidden, experts, 1, false, 1, 0,
+      logits, MoeRouting{}, static_cast<std::int32_t*>(nullptr),
+      static_cast<std::int32_t*>(nullptr), 0, MoeWeightPrefetch{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 

@@ -18,17 +18,6 @@
 
 namespace nibble::kernels {
 
-// Device arrays of one layer's routing, sized for `tokens` (moe_routing_ints gives the room).
-struct MoeRouting {
-  std::int32_t* expert = nullptr;   // [T, k]: token t's j-th pick
-  float* weight = nullptr;          // [T, k]: its mixing weight
-  std::int32_t* counts = nullptr;   // [E]: routed rows per expert
-  std::int32_t* offsets = nullptr;  // [E + 1]
-  std::int32_t* token = nullptr;    // [T k]: the token of each routed row (gather index)
-  std::int32_t* source = nullptr;   // [T, k]: the routed row of token t's j-th pick
-  MoeRowBlock* blocks = nullptr;    // [moe_max_row_blocks(T k, E, block_rows)]
-};
-
 // 4-byte words the arrays of MoeRouting take for (tokens, experts, k, block_rows), and the views
 // of them in one buffer of that many words (16-byte aligned arrays).
 std::int64_t moe_routing_words(std::int64_t tokens, int experts, int k, int block_rows);
@@ -87,5 +76,13 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              std::int32_t* clear = nullptr, std::int64_t clear_count = 0,
                              MoeRouterForm form = MoeRouterForm::kSpread,
                              const MoeWeightPrefetch& prefetch = {});
+
+// The spread router's linear alone (its logits, the same bits as moe_router_route's), a dependent
+// launch unless NIBBLE_MOE_OVERLAP=0: for the grouped launches that route a single token
+// themselves (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). Same argument rules as
+// moe_router_route.
+cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
+                              std::int64_t tokens, int hidden, int experts, float* logits,
+                              cudaStream_t stream);
 
 }  // namespace nibble::kernels

@@ -1,5 +1,6 @@
 #include "kernels/nvfp4/even_spread.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace nibble::kernels {
@@ -43,10 +44,16 @@ int even_spread_smem(int needed, std::int64_t blocks, const SmemBudget& sm) {
 
 cudaError_t allow_all_block_smem(const void* kernel) {
   SmemBudget sm;
-  const cudaError_t err = current_smem_budget(&sm);
+  cudaError_t err = current_smem_budget(&sm);
   if (err != cudaSuccess) return err;
+  // Static and dynamic shared memory together may not pass the opt-in limit: a kernel with more
+  // than the 1 KB of static memory the budget leaves (the MoE kernels that route in their
+  // blocks) gets less.
+  cudaFuncAttributes attributes{};
+  if ((err = cudaFuncGetAttributes(&attributes, kernel)) != cudaSuccess) return err;
+  const int most = sm.per_block_max + 1024 - int(attributes.sharedSizeBytes);
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              sm.per_block_max);
+                              std::min(sm.per_block_max, most));
 }
 
 cudaError_t launch_smem(int needed, std::int64_t blocks, bool overlap, int* smem) {

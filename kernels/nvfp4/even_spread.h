@@ -23,8 +23,9 @@ cudaError_t current_smem_budget(SmemBudget* budget);
 // ceil(blocks / SMs) of them.
 int even_spread_smem(int needed, std::int64_t blocks, const SmemBudget& sm);
 
-// Lets `kernel` take all the dynamic shared memory a block may have on the current device; once
-// per kernel, before any stream capture.
+// Lets `kernel` take all the dynamic shared memory a block may have on the current device (less
+// its own static shared memory beyond the 1 KB the budget leaves); once per kernel, before any
+// stream capture.
 cudaError_t allow_all_block_smem(const void* kernel);
 // The dynamic shared memory to launch a `blocks` grid with: `needed`, or under overlap
 // even_spread_smem over the current device (the kernel allowed all a block may have).

@@ -53,6 +53,23 @@ cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_
 // out[t, c] = residual[t, c] + sum_j weight[t, j] * expert_out[source[t, j], c], j in order 0..k-1:
 // the combine_experts formula, bitwise. arrivals: T * w4a16_grouped_combine_slices(n) zeros on
 // entry.
+// A single token's routing computed by the fused launches' own blocks (T = 1, decode), in place
+// of a routing launch and the table it writes: every block reads the router logits, takes the
+// top k as moe_route does (kernels/moe/moe_route_device.cuh: the same experts, weights and rows,
+// bitwise) and works on row block blockIdx.y = the blockIdx.y-th picked expert by id. The grid
+// has k block rows. The gate_up's block (0, 0) also writes the routing's arrays (`out`, a
+// MoeRouting of T = 1) and zeroes `clear` (the combine's arrival counts), as the route launch
+// would.
+struct W4A16GroupedRoute {
+  const float* logits = nullptr;  // [1, experts] FP32; null: the launch reads its table
+  int experts = 0;
+  int k = 0;
+  bool norm_topk_prob = false;
+  MoeRouting out;                 // gate_up only
+  std::int32_t* clear = nullptr;  // gate_up only
+  int clear_count = 0;
+};
+
 struct W4A16GroupedCombine {
   const std::int32_t* token = nullptr;      // [rows]: the token of each routed row
   const std::int32_t* source = nullptr;     // [T, k]
@@ -61,12 +78,27 @@ struct W4A16GroupedCombine {
   std::uint16_t* out = nullptr;             // [T, n]
   std::int32_t* arrivals = nullptr;         // [T, w4a16_grouped_combine_slices(n)], zero
   int k = 0;
+  W4A16GroupedRoute route;  // the routed launches below
 };
 std::int64_t w4a16_grouped_combine_slices(std::int64_t n);
 cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16GroupedWeights& down,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
                                        int block_rows, const W4A16GroupedCombine& combine,
                                        std::uint16_t* expert_out, cudaStream_t stream);
+
+// The two fused launches routing the single token themselves (W4A16GroupedRoute): gate_up with
+// the gather and SiLU * up, then down with the combine, whose blocks route before waiting for the
+// gate_up (the logits were final before any gate_up block passed its wait), so the down's weights
+// still stream in under the gate_up's tail. The down must directly follow this gate_up on the
+// stream. combine.token / source / weight are the route's (unused); k = route.k.
+cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
+                                              const W4A16GroupedWeights& gate_up,
+                                              const W4A16GroupedRoute& route,
+                                              std::uint16_t* middle, cudaStream_t stream);
+cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
+                                              const W4A16GroupedWeights& down,
+                                              const W4A16GroupedCombine& combine,
+                                              std::uint16_t* expert_out, cudaStream_t stream);
 
 // Sets up every grouped kernel's launch attributes (shared memory opt-ins) now: call once before
 // capturing launches into a CUDA graph, where a first launch would otherwise set them.

@@ -100,7 +100,9 @@ cudaError_t w4a16_grouped_slice_prepare() {
         grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu>(),
         grouped_slice_attribute<SliceGateUpSilu, 2, kFuseGatherSilu>(),
         grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine>(),
-        grouped_slice_attribute<SliceDownCombine, 2, kFuseCombine>()}) {
+        grouped_slice_attribute<SliceDownCombine, 2, kFuseCombine>(),
+        grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(),
+        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine | kFuseRoute>()}) {
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;
@@ -156,6 +158,44 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
                               x, down, blocks, max_blocks, expert_out, stream, combine)
                         : launch_grouped_slice_kernel<S, 1, kFuseCombine>(
                               x, down, blocks, max_blocks, expert_out, stream, combine);
+}
+
+namespace {
+bool route_ok(const W4A16GroupedRoute& r) {
+  return r.logits != nullptr && r.experts >= 1 && r.experts <= kMoeMaxExperts && r.k >= 1 &&
+         r.k <= r.experts && r.k <= kMoeMaxTopK;
+}
+}  // namespace
+
+cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
+                                              const W4A16GroupedWeights& gate_up,
+                                              const W4A16GroupedRoute& route,
+                                              std::uint16_t* middle, cudaStream_t stream) {
+  const MoeRouting& o = route.out;
+  if (!route_ok(route) || gate_up.shape.n % 32 != 0 || gate_up.table == nullptr ||
+      o.expert == nullptr || o.weight == nullptr || o.counts == nullptr || o.offsets == nullptr ||
+      o.token == nullptr || o.source == nullptr || o.blocks == nullptr || route.clear_count < 0 ||
+      (route.clear_count > 0 && route.clear == nullptr))
+    return cudaErrorInvalidValue;
+  W4A16GroupedCombine fuse;
+  fuse.route = route;
+  // Every pick is its own row block of one row: k block rows (the table launch's max_blocks).
+  return launch_grouped_slice_kernel<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(
+      x, gate_up, nullptr, route.k, middle, stream, fuse);
+}
+
+cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
+                                              const W4A16GroupedWeights& down,
+                                              const W4A16GroupedCombine& combine,
+                                              std::uint16_t* expert_out, cudaStream_t stream) {
+  if (!route_ok(combine.route) || down.table == nullptr || combine.residual == nullptr ||
+      combine.out == nullptr || combine.arrivals == nullptr ||
+      down.shape.n_padded / SliceDownCombine::kRows != w4a16_grouped_combine_slices(down.shape.n))
+    return cudaErrorInvalidValue;
+  W4A16GroupedCombine fuse = combine;
+  fuse.k = combine.route.k;
+  return launch_grouped_slice_kernel<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(
+      x, down, nullptr, combine.route.k, expert_out, stream, fuse);
 }
 
 }  // namespace nibble::kernels

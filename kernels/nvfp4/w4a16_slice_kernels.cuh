@@ -34,6 +34,7 @@
 #include <cstring>
 
 #include "kernels/layer/rope_math.cuh"
+#include "kernels/moe/moe_route_device.cuh"
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -80,6 +81,9 @@ using SliceDownCombine = SliceShape<4, 4, 4, 4>;
 // Grouped-only fusions (FUSE): the plain grouped GEMM, gate_up with the gather and SiLU * up, down
 // with the combine (w4a16_grouped.h).
 enum : int { kFuseNone = 0, kFuseGatherSilu = 8, kFuseCombine = 16 };  // after the dense bits
+// With either MoE fusion: the block routes the single token itself (W4A16GroupedRoute) instead of
+// reading a routing launch's table.
+constexpr int kFuseRoute = 32;
 
 // f(Shape{}) for a slice tile.
 template <class F>
@@ -186,27 +190,50 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
                        const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
                        const MoeRowBlock* __restrict__ row_blocks,
                        const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
-                       W4A16GroupedCombine fuse) {
+                       W4A16GroupedCombine fuse_arg) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
   constexpr bool kRope = (FUSE & kFuseRope) != 0;
-  constexpr bool kMoeFusion = FUSE == kFuseGatherSilu || FUSE == kFuseCombine;
+  constexpr int kForm = FUSE & ~kFuseRoute;  // the MoE fusion, without the route bit
+  constexpr bool kRouteHere = (FUSE & kFuseRoute) != 0;
+  constexpr bool kMoeFusion = kForm == kFuseGatherSilu || kForm == kFuseCombine;
   static_assert(!(kSilu && kRope), "one epilogue");
   static_assert(!GROUPED || FUSE == 0 || kMoeFusion, "no dense fusion in the grouped form");
   static_assert(!kMoeFusion || (GROUPED && !ONE_SIDE), "the MoE fusions are grouped only");
-  static_assert(FUSE != kFuseGatherSilu || S::kTiles == 4, "a gate pair and an up pair");
+  static_assert(kForm != kFuseGatherSilu || S::kTiles == 4, "a gate pair and an up pair");
+  static_assert(!kRouteHere || kMoeFusion, "the route is the MoE fusions'");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
   std::int32_t row0 = 0;                              // grouped: the block's first routed row
   std::uint16_t* const out_all = out;
+  W4A16GroupedCombine fuse = fuse_arg;  // the route's arrays in shared memory replace its own
   if constexpr (GROUPED) {
     // kFuseGatherSilu may start under the route (dependent launch): its table, tokens and weights
     // all come from the route, so it waits first (the later wait is then a no-op).
-    if constexpr (FUSE == kFuseGatherSilu) wait_for_previous_grid();
+    if constexpr (kForm == kFuseGatherSilu) wait_for_previous_grid();
+    if constexpr (kRouteHere) {
+      // The token's routing from the logits, in this block (the gate_up after its wait; the down
+      // before its wait: the logits were final before any gate_up block passed its own).
+      __shared__ moe_device::SingleTokenRoute route_s;
+      const W4A16GroupedRoute& route = fuse_arg.route;
+      moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
+                                     route_s);
+      if constexpr (kForm == kFuseGatherSilu) {
+        if (blockIdx.x == 0 && blockIdx.y == 0) {
+          moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
+          for (int i = int(threadIdx.x); i < route.clear_count; i += S::kThreads)
+            route.clear[i] = 0;
+        }
+      }
+      row_blocks = route_s.blocks;
+      fuse.token = route_s.token;
+      fuse.source = route_s.source;
+      fuse.weight = route_s.weight;
+    }
     std::int32_t end;
     if (!grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end)) return;
-    if constexpr (FUSE != kFuseGatherSilu) x += std::int64_t(row0) * k;
-    out += std::int64_t(row0) * (FUSE == kFuseGatherSilu ? n / 2 : n);
+    if constexpr (kForm != kFuseGatherSilu) x += std::int64_t(row0) * k;
+    out += std::int64_t(row0) * (kForm == kFuseGatherSilu ? n / 2 : n);
     m = end - row0;  // 1 .. 8 MT (the table's block_rows)
   }
   constexpr int kAhead = S::kDepth - 1;  // k steps in flight per warp
@@ -219,14 +246,14 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
   if (threadIdx.x < 8) reinterpret_cast<uint4*>(zeros)[threadIdx.x] = make_uint4(0, 0, 0, 0);
 
-  const std::int64_t n0 = std::int64_t(blockIdx.x) * (FUSE == kFuseGatherSilu ? 16 : S::kRows);
+  const std::int64_t n0 = std::int64_t(blockIdx.x) * (kForm == kFuseGatherSilu ? 16 : S::kRows);
   const std::int64_t group_step0 = (n0 / 128) * strides.group + warp * strides.kt;
   const int tile0 = int(n0 % 128) / 8;  // first tile of the slice inside its 128-row group
   // kFuseGatherSilu: the up pair's distance from the gate pair in group steps and tiles (up rows
   // start at n / 2, a multiple of 16, so the pair never straddles a 128-row group).
   std::int64_t up_groups = 0;
   int up_tiles = 0;
-  if constexpr (FUSE == kFuseGatherSilu) {
+  if constexpr (kForm == kFuseGatherSilu) {
     const std::int64_t up_row = n / 2 + n0;
     up_groups = (up_row / 128 - n0 / 128) * strides.group;
     up_tiles = int(up_row % 128) / 8 - tile0;
@@ -242,7 +269,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   auto load_codes = [&](unsigned slot) {
 #pragma unroll
     for (int c = 0; c < S::kCodeBytes / 512; ++c) {
-      if constexpr (FUSE == kFuseGatherSilu) {
+      if constexpr (kForm == kFuseGatherSilu) {
         cp_async16_to(slot + code_dst + c * 512, w_src + (c == 0 ? 0 : up_code_jump), 16);
       } else {
         cp_async16_to(slot + code_dst + c * 512, w_src + c * 512, 16);
@@ -259,13 +286,13 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   const bool x_real0 = !kNorm && (!ONE_SIDE || !side_scale) && xr0 < m;
   const std::uint8_t* s_src = scales + group_step0 * 512 + tile0 * 32 + lane * 16;
   // kFuseGatherSilu: scale chunks 4..7 are the up pair's (tiles 2, 3 of the slot).
-  if (FUSE == kFuseGatherSilu && lane >= 4) s_src += up_groups * 512 + up_tiles * 32 - 64;
+  if (kForm == kFuseGatherSilu && lane >= 4) s_src += up_groups * 512 + up_tiles * 32 - 64;
   const std::uint16_t* x_src =
-      x + (x_real0 && FUSE != kFuseGatherSilu ? xr0 * k : 0) + warp * 64 + xc * 8;
+      x + (x_real0 && kForm != kFuseGatherSilu ? xr0 * k : 0) + warp * 64 + xc * 8;
   // kFuseGatherSilu: where row xr0 + 4 j of the block starts in x, from x_src (its token's row).
   // The table and the tokens are the routing's, written before this launch (no overlap).
-  std::int64_t x_row_at[FUSE == kFuseGatherSilu ? kXPasses : 1] = {};
-  if constexpr (FUSE == kFuseGatherSilu) {
+  std::int64_t x_row_at[kForm == kFuseGatherSilu ? kXPasses : 1] = {};
+  if constexpr (kForm == kFuseGatherSilu) {
 #pragma unroll
     for (int j = 0; j < kXPasses; ++j)
       x_row_at[j] = xr0 + 4 * j < m ? std::int64_t(fuse.token[row0 + xr0 + 4 * j]) * k : 0;
@@ -296,7 +323,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     for (int j = 0; j < kXPasses; ++j) {
       if (!kNorm && xr0 + 4 * j < m) {
         const std::uint16_t* src = x_src + j * 4 * k;
-        if constexpr (FUSE == kFuseGatherSilu) src = x_src + x_row_at[j];
+        if constexpr (kForm == kFuseGatherSilu) src = x_src + x_row_at[j];
         cp_async16_to((slot + x_dst0 + unsigned(j * 512)) ^ unsigned((j & 1) * 64), src, bytes);
       }
     }
@@ -558,7 +585,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     for (int w = 0; w < S::kWarps; ++w) sum += sums[w * kSums * 32];
     return sum * out_scale;
   };
-  if constexpr (FUSE == kFuseGatherSilu) {
+  if constexpr (kForm == kFuseGatherSilu) {
     // Gate row j of the slice is slot row j, its up row slot row 16 + j; both rounded to BF16 as
     // the gate_up output would be, then silu_mul_halves' expression.
     auto rounded = [](float v) { return __bfloat162float(__float2bfloat16_rn(v)); };
@@ -609,7 +636,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       dst[i + half] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.y));
     }
   } else {
-    const int plain_rows = FUSE == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
+    const int plain_rows = kForm == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
     for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
       const int r = idx / S::kRows, j = idx % S::kRows;
       const std::int64_t col = n0 + j;
@@ -620,7 +647,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       out[at] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
     }
   }
-  if constexpr (FUSE == kFuseCombine) {
+  if constexpr (kForm == kFuseCombine) {
     // The block's expert rows are out; each of its tokens counts one more of its k rows done over
     // this column slice. The block that brings a count to k combines that token's slice: every
     // other row of it was written and fenced before its count went up.
@@ -725,7 +752,7 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   if (attribute_err != cudaSuccess) return attribute_err;
   const W4A16DeviceWeight& shape = w.shape;
   const std::int64_t slices =
-      FUSE == kFuseGatherSilu ? shape.n / 2 / 16 : shape.n_padded / S::kRows;
+      (FUSE & ~kFuseRoute) == kFuseGatherSilu ? shape.n / 2 / 16 : shape.n_padded / S::kRows;
   const dim3 grid{unsigned(slices), unsigned(max_blocks)};
   // Programmatic dependent launch for the fusions: kFuseGatherSilu's blocks are scheduled under
   // the route and wait for it before reading anything; kFuseCombine follows the gate_up, whose

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/backend/greedy_decode.h"
+#include "engine/backend/sampled_decode.h"
 #include "tests/backend/random_model.h"
 
 namespace nibble::backend {
@@ -205,6 +206,18 @@ TEST(GreedyDecode, FeedsBackTheArgmaxAndReportsTopLogits) {
   EXPECT_GE(trace.steps[0].top[0].second, trace.steps[0].top[1].second);
   EXPECT_EQ(top_logits({1.0f, 3.0f, 3.0f, 2.0f}, 2),
             (std::vector<std::pair<std::int32_t, float>>{{1, 3.0f}, {2, 3.0f}}));
+}
+
+// The device-sampled loop needs a backend that samples on the device: the CPU one refuses it.
+TEST(GreedyDecode, OnDeviceRefusesABackendWithoutDeviceSampling) {
+  auto backend = make_cpu_backend(random_model(small_config(model::Arch::Llama)), 1);
+  ASSERT_FALSE(backend->samples_on_device());
+  try {
+    (void)greedy_decode_on_device(*backend, {3, 4, 5}, 2, 1);
+    FAIL() << "expected BackendError";
+  } catch (const BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not sample on the device"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/step_layout.h"
+#include "engine/backend/greedy_decode.h"
+#include "engine/backend/sampled_decode.h"
 #include "engine/model/quantize_on_load.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/nvfp4/bf16.h"
@@ -440,6 +442,40 @@ INSTANTIATE_TEST_SUITE_P(Models, DeviceSamplingVsHost,
                                   (info.param.graphs ? "Graphs" : "Eager");
                          });
 
+// generate --sample-on-device's loop (the serving path's greedy pick on the device) against
+// greedy_decode's full logits on the same backend: the same forward (graph replays of bucket 1,
+// sampled and not), so the same tokens, and each step's log-probability is the log-softmax of the
+// logits the host path saw.
+TEST(CudaBackend, DeviceGreedyDecodeMatchesTheHostLogitsPath) {
+  for (Arch arch : {Arch::Llama, Arch::Qwen3Moe}) {
+    const ModelConfig c = gpu_config(arch, 64, arch == Arch::Qwen3Moe ? 2 : 0);
+    auto gpu = make_cuda_backend(testing::random_model(c, g_seed ^ 0x67726479u));
+    const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+    std::vector<std::vector<float>> logits;
+    auto host = greedy_decode(*gpu, prompt, 12, 3,
+                              [&](int, const StepLogits&, const std::vector<float>& l) {
+                                logits.push_back(l);
+                              });
+    auto device = greedy_decode_on_device(*gpu, prompt, 12, 3);
+    ASSERT_EQ(device.steps.size(), host.steps.size());
+    for (std::size_t i = 0; i < host.steps.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "arch " << int(arch) << " step " << i);
+      ASSERT_EQ(device.steps[i].token, host.steps[i].token);
+      ASSERT_EQ(device.steps[i].top.size(), 3u);
+      const std::vector<float>& l = logits[i];
+      const float top = *std::max_element(l.begin(), l.end());
+      double sum = 0;
+      for (float v : l) sum += std::exp(double(v) - top);
+      for (int j = 0; j < 3; ++j) {
+        const auto& t = device.steps[i].top[std::size_t(j)];
+        EXPECT_EQ(t.token, host.steps[i].top[std::size_t(j)].first);
+        EXPECT_NEAR(t.logprob, double(l[std::size_t(t.token)]) - top - std::log(sum), 1e-3);
+      }
+      EXPECT_EQ(device.steps[i].logprob, device.steps[i].top[0].logprob);
+    }
+  }
+}
+
 // Structured outputs' masks written by the host while the forward runs
 // (forward_batch_overlapping: a forward-only graph, then the sampling pass launched eagerly after
 // the host work) against the same steps with the masks written before (forward_batch: the
@@ -835,15 +871,18 @@ TEST(CudaMoeRouting, FusedDecodePathMatchesTheUnfusedPath) {
 // The fused router's forms (NIBBLE_MOE_ROUTER_FORM, kernels/moe/moe_routing.h) on the same NVFP4
 // MoE model, decode steps (the forms run at <= 8 tokens): spread and split run the same router
 // linear, so their logits are bitwise the same; blocks sums in another order (within the
-// CUDA-vs-CPU tolerance: a near tie may route differently).
+// CUDA-vs-CPU tolerance: a near tie may route differently). The single token's route inside the
+// expert GEMMs is off here (it replaces every form at T = 1).
 TEST(CudaMoeRouting, RouterFormsAgree) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
   auto weights = nvfp4_moe_model(c, g_seed ^ 0x3Bu);
   auto copy = weights, copy2 = weights;
   auto make = [](auto&& w, const char* form) {
     ::setenv("NIBBLE_MOE_ROUTER_FORM", form, 1);
+    ::setenv("NIBBLE_MOE_ROUTE_IN_GEMM", "0", 1);
     auto b = make_cuda_backend(std::move(w));
     ::unsetenv("NIBBLE_MOE_ROUTER_FORM");
+    ::unsetenv("NIBBLE_MOE_ROUTE_IN_GEMM");
     return b;
   };
   auto spread = make(std::move(weights), "spread");
@@ -869,6 +908,38 @@ TEST(CudaMoeRouting, RouterFormsAgree) {
     errors.add(relative_l2(sl, bl));
   }
   errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "router forms spread vs blocks, 5 + 8 steps");
+}
+
+// Decode steps of one token with the routing inside the expert GEMMs (the default) against the
+// split router + route launch (NIBBLE_MOE_ROUTE_IN_GEMM=0), eager and replayed from graphs: the
+// same experts, weights and sums, so bitwise the same logits.
+TEST(CudaMoeRouting, RouteInsideTheExpertGemmsMatchesTheRouteLaunch) {
+  const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
+  auto weights = nvfp4_moe_model(c, g_seed ^ 0x5Cu);
+  auto copy = weights;
+  ::setenv("NIBBLE_MOE_ROUTE_IN_GEMM", "0", 1);
+  auto launch = make_cuda_backend(std::move(weights));
+  ::unsetenv("NIBBLE_MOE_ROUTE_IN_GEMM");
+  auto in_gemm = make_cuda_backend(std::move(copy));
+  for (bool graphs : {false, true}) {
+    launch->set_decode_graphs(graphs);
+    in_gemm->set_decode_graphs(graphs);
+    std::mt19937 rng(std::uint32_t(g_seed) + 13);
+    const auto prompt = random_tokens(rng, 9, c.vocab_size);
+    auto ls = launch->new_sequence(256), gs = in_gemm->new_sequence(256);
+    std::vector<float> ll(std::size_t(c.vocab_size)), gl(ll.size());
+    launch->forward(*ls, prompt, ll);
+    in_gemm->forward(*gs, prompt, gl);
+    EXPECT_TRUE(ll == gl) << "prompt of 9 tokens: logits differ";
+    for (int step = 0; step < 12; ++step) {
+      const std::int32_t next = std::int32_t(std::max_element(ll.begin(), ll.end()) - ll.begin());
+      launch->forward(*ls, std::span(&next, 1), ll);
+      in_gemm->forward(*gs, std::span(&next, 1), gl);
+      ASSERT_TRUE(ll == gl) << (graphs ? "graphs" : "eager") << ", decode step " << step
+                            << ": logits differ";
+    }
+  }
+  EXPECT_GT(in_gemm->decode_graph_replays(), 0u);
 }
 
 }  // namespace

@@ -373,10 +373,14 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                             .middle = d_middle.ptr,
                             .expert_out = d_expert_out.ptr};
   // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
-  // the arrival counts poisoned too (the route must zero them).
+  // the arrival counts poisoned too (the route must zero them); 4 (T = 1): the fusions with the
+  // token routed inside the expert GEMMs, which must also leave the route's arrays bitwise.
   kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
+  const bool route_in_gemm = plan.route_in_gemm;
   plan.fuse_router = false;
+  plan.route_in_gemm = false;
   std::vector<std::vector<bf16_bits>> runs;
+  std::vector<std::int32_t> routing_words;
   auto run_layer = [&] {
     for (auto* b : {&d_out, &d_routed, &d_projected, &d_middle, &d_expert_out}) b->poison();
     words.poison();
@@ -385,12 +389,21 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     NIBBLE_CUDA_CHECK(kernels::moe_experts(w, a, plan, nullptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     runs.push_back(d_out.download());
+    routing_words = words.download();
   };
   for (int run = 0; run < 4; ++run) {
     plan.fuse = run >= 2;
     run_layer();
   }
   const bool fused = kernels::moe_experts_fused(w, plan);
+  bool in_gemm_same = true;
+  if (fused && route_in_gemm) {
+    const std::vector<std::int32_t> routed_by_launch = routing_words;
+    plan.route_in_gemm = true;
+    run_layer();
+    in_gemm_same = runs.back() == runs[2] && routing_words == routed_by_launch;
+    plan.route_in_gemm = false;
+  }
   // The fused router (where it applies): the layer from a random BF16 router's own logits, then
   // the same layer fed those logits (left in d_logits) without it: the same bits.
   const auto router = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
@@ -399,16 +412,24 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   plan.fuse_router = true;
   const bool router_fused = kernels::moe_router_fused(w, plan, T, int(H), true);
   bool router_same = true;
-  for (const auto form : {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
-                          kernels::MoeRouterForm::kBlocks}) {
-    if (!router_fused) break;
-    plan.router_form = form;
+  auto router_then_logits = [&] {
     d_logits.poison();
     a.router_weight = d_router.ptr;
     run_layer();
     a.router_weight = nullptr;
     run_layer();
     router_same &= runs[runs.size() - 2] == runs.back();
+  };
+  for (const auto form : {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
+                          kernels::MoeRouterForm::kBlocks}) {
+    if (!router_fused) break;
+    plan.router_form = form;
+    router_then_logits();
+  }
+  if (router_fused && route_in_gemm) {  // the router linear alone, then the GEMMs routing
+    plan.route_in_gemm = true;
+    router_then_logits();
+    plan.route_in_gemm = false;
   }
 
   // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
@@ -455,13 +476,17 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                 c.experts, c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
                 c.norm ? "norm" : "raw", c.kind == LogitKind::kOneExpert ? "_one_expert" : "");
   std::snprintf(detail, sizeof detail,
-                "rel %.3g, tile %d x %d rows, two runs %s, decode fusions %s: %s, fused router %s",
+                "rel %.3g, tile %d x %d rows, two runs %s, decode fusions %s: %s, fused router %s, "
+                "routed in the GEMMs %s",
                 err, int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER",
                 fused ? "on" : "not applicable", fused_same ? "same bits" : "DIFFERENT BITS",
                 !router_fused ? "not applicable"
                 : router_same ? "same bits"
-                              : "DIFFERENT BITS");
-  results.record(err <= 1e-2 && same && fused_same && router_same, name, detail);
+                              : "DIFFERENT BITS",
+                !(fused && route_in_gemm) ? "not applicable"
+                : in_gemm_same            ? "same bits and routing"
+                                          : "DIFFERENT");
+  results.record(err <= 1e-2 && same && fused_same && router_same && in_gemm_same, name, detail);
 }
 
 int run(int argc, char** argv) {
@@ -555,6 +580,9 @@ int run(int argc, char** argv) {
       {64, 128, 8, 256, 128, true, true},
       {200, 64, 8, 128, 64, true, true},
       {1100, 128, 1, 128, 32, true, true},
+      // one token routed inside the expert GEMMs: tied logits, E = 512 with k = 16, H off 32
+      {1, 64, 8, 256, 48, true, true, K::kTied},
+      {1, 512, 16, 336, 80, true, false},
   };
   if (!quick) {
     // Qwen3-30B-A3B's MoE layer at decode and small batches.

@@ -153,6 +153,12 @@ TEST(Generate, PrintsOneJsonLinePerStepAndASummary) {
                     " --prompt-ids 5");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.output, HasSubstr("config.json"));
+  // Device sampling on the CPU backend: a clear refusal, not a crash.
+  bad = run_command(std::string(NIBBLE_ENGINE) + " generate --model " +
+                    (dir.path() / "m").string() +
+                    " --prompt-ids 5 --device cpu --threads 1 --sample-on-device");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("does not sample on the device"));
 }
 
 TEST(Tools, HelpAndBadArguments) {

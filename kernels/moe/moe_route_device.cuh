@@ -1,0 +1,161 @@
+#pragma once
+// Device pieces of the MoE routing (moe_routing.h) that other kernels run too: a token's
+// probabilities (one warp), the top-k picks by rank (one block), and a single token's whole
+// routing inside one block, which the grouped expert GEMMs compute for themselves at decode
+// (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). All give moe_route's results bitwise.
+// CUDA only (included by .cu files).
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+
+#include "kernels/moe/moe_layout.h"
+
+namespace nibble::kernels::moe_device {
+
+inline constexpr int kPerLane = kMoeMaxExperts / 32;  // logits a lane holds
+
+// (v, e) ranks above (cv, ce): higher probability, then the lower expert id.
+__device__ inline bool ranks_above(float v, int e, float cv, int ce) {
+  return v > cv || (v == cv && e < ce);
+}
+
+// One warp: token t's probabilities, p[i] of expert lane + 32 i (entries past `experts` are not
+// probabilities). Every lane of the warp calls it.
+__device__ inline void token_probabilities(const float* __restrict__ logits, int t, int experts,
+                                           float (&p)[kPerLane]) {
+  const int lane = threadIdx.x % 32;
+  const float* row = logits + std::int64_t(t) * experts;
+  float max = -FLT_MAX;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    p[i] = e < experts ? __ldcg(row + e) : -FLT_MAX;  // L2: other blocks may have written it
+    max = fmaxf(max, p[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) max = fmaxf(max, __shfl_xor_sync(0xFFFFFFFFu, max, o));
+  // As the CPU's softmax: exp in float, the sum in double, the quotient rounded to float.
+  double sum = 0.0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    if (lane + 32 * i < experts) {
+      p[i] = expf(p[i] - max);
+      sum += double(p[i]);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    if (lane + 32 * i < experts) p[i] = float(double(p[i]) / sum);
+  }
+}
+
+// Small steps: the picks by rank instead of k rounds of a warp arg-max (a chain of ~550 cycles a
+// round: k = 8 made the one-block route ~12 us at T = 1 on H200). A warp per token writes its
+// probabilities to shared memory (NaN as -1: below every probability, so the order stays total);
+// then each (token, expert) pair counts the experts that rank above it (ranks_above: the same
+// order as the arg-max rounds), and rank j < k is pick j; the weights then follow in pick order as
+// in route_token. Every thread of the block calls it; picks[t k + j] gets the ids.
+// MAX_ROUTED / MAX_PAIRS: the shared arrays' sizes (routed rows; tokens x experts of the rank
+// path), smaller for the router kernels' T <= kMoeRouterMaxTokens.
+template <int MAX_ROUTED, int MAX_PAIRS>
+__device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int tokens,
+                                           int experts, int k, bool norm_topk_prob,
+                                           std::int32_t* __restrict__ expert,
+                                           float* __restrict__ weight, int* picks) {
+  __shared__ float prob_s[MAX_PAIRS];
+  __shared__ float pick_prob_s[MAX_ROUTED];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int t = warp; t < tokens; t += warps) {
+    float p[kPerLane];
+    token_probabilities(logits, t, experts, p);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < experts) prob_s[t * experts + e] = isnan(p[i]) ? -1.0f : p[i];
+    }
+  }
+  __syncthreads();
+  for (int pair = threadIdx.x; pair < tokens * experts; pair += blockDim.x) {
+    const int t = pair / experts, e = pair % experts;
+    const float* row = prob_s + t * experts;
+    const float v = row[e];
+    int rank = 0;
+#pragma unroll 8
+    for (int f = 0; f < experts; ++f) rank += ranks_above(row[f], f, v, e) ? 1 : 0;
+    if (rank < k) {
+      picks[t * k + rank] = e;
+      pick_prob_s[t * k + rank] = v == -1.0f ? NAN : v;  // a NaN probability keeps its weight
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < tokens * k; i += blockDim.x) {
+    const int t = i / k;
+    float picked = 0.0f;  // the renormalising sum in pick order, as the CPU adds it
+    for (int j = 0; j < k; ++j) picked += pick_prob_s[t * k + j];
+    const float v = pick_prob_s[i];
+    expert[i] = picks[i];
+    weight[i] = norm_topk_prob ? v / picked : v;
+  }
+}
+
+// One token's routing, as route_in_block writes it for T = 1 (then every pick is its own row
+// block of one row, in expert order): pick j (rank order) is expert[j] with weight[j] and sits in
+// routed row source[j] = the number of picks with a lower id; row block r is the r-th picked id.
+struct SingleTokenRoute {
+  int expert[kMoeMaxTopK];
+  float weight[kMoeMaxTopK];
+  int source[kMoeMaxTopK];
+  int token[kMoeMaxTopK];           // routed row -> token: all 0
+  MoeRowBlock blocks[kMoeMaxTopK];  // entries k.. hold no expert
+};
+
+// Every thread of the block calls it (>= 32 threads); `route` in shared memory, complete on return.
+__device__ __forceinline__ void route_single_token(const float* __restrict__ logits, int experts,
+                                                   int k, bool norm_topk_prob,
+                                                   SingleTokenRoute& route) {
+  __shared__ int picks[kMoeMaxTopK];
+  rank_picks<kMoeMaxTopK, kMoeMaxExperts>(logits, 1, experts, k, norm_topk_prob, route.expert,
+                                          route.weight, picks);
+  __syncthreads();
+  const int j = int(threadIdx.x);
+  if (j < kMoeMaxTopK) {
+    route.token[j] = 0;
+    if (j >= k) route.blocks[j] = MoeRowBlock{-1, 0, 0};
+  }
+  if (j < k) {
+    const int e = picks[j];
+    int row = 0;
+    for (int i = 0; i < k; ++i) row += picks[i] < e ? 1 : 0;
+    route.source[j] = row;
+    route.blocks[row] = MoeRowBlock{e, row, row + 1};
+  }
+  __syncthreads();
+}
+
+// The routing arrays moe_route would write for this token (MoeRouting of T = 1, its row-block
+// table k entries long), from one block.
+__device__ __forceinline__ void write_single_token_route(const SingleTokenRoute& route,
+                                                         int experts, int k,
+                                                         const MoeRouting& out) {
+  for (int e = int(threadIdx.x); e <= experts; e += int(blockDim.x)) {
+    int below = 0, count = 0;
+    for (int j = 0; j < k; ++j) {
+      below += route.expert[j] < e ? 1 : 0;
+      count += route.expert[j] == e ? 1 : 0;
+    }
+    out.offsets[e] = below;
+    if (e < experts) out.counts[e] = count;
+  }
+  const int j = int(threadIdx.x);
+  if (j < k) {
+    out.expert[j] = route.expert[j];
+    out.weight[j] = route.weight[j];
+    out.source[j] = route.source[j];
+    out.token[j] = 0;
+    out.blocks[j] = route.blocks[j];
+  }
+}
+
+}  // namespace nibble::kernels::moe_device

@@ -132,4 +132,17 @@ __device__ inline std::uint32_t bf16x2_mul(std::uint32_t a, std::uint32_t b) {
   return d;
 }
 
+// Split K: every block of the grid's z splits calls it (the whole block) after adding its partial
+// tile into the workspace; true in the last block to arrive at `counter` (the tile's arrival
+// count), which then sees every split's sums. The caller writes the tile out and re-arms it.
+__device__ inline bool last_split_to_arrive(unsigned* counter) {
+  __shared__ bool last;
+  __threadfence();  // this block's sums visible device-wide before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
 }  // namespace nibble::kernels::w4a16_detail

@@ -182,15 +182,9 @@ __global__ void __launch_bounds__(kThreads, kW4A16GemvBlocksPerSm)
   if (workspace == nullptr) return;
 
   // Split K: the last block to arrive at this output tile writes it out and re-zeroes it.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
   unsigned* counters = reinterpret_cast<unsigned*>(workspace + m * n);
   unsigned* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_split_to_arrive(counter)) return;
   for (int e = threadIdx.x; e < rows * kGroupN; e += kThreads) {
     const std::int64_t row = m0 + e / kGroupN, col = n0 + e % kGroupN;
     if (col >= n) continue;

@@ -598,15 +598,9 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   if (workspace == nullptr) return;
 
   // Split K: the last block to arrive at this output tile writes it out and re-zeroes it.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
   unsigned* counters = reinterpret_cast<unsigned*>(workspace + m * n);
   unsigned* counter = counters + tile.row * gridDim.x + tile.col;
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_split_to_arrive(counter)) return;
   finish_split_tile<S>(workspace, residual, out, m, n, m0, n0);
   if (threadIdx.x == 0) *counter = 0;
 }

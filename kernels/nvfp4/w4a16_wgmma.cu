@@ -250,15 +250,9 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
         for (int i = 0; i < 4 && col + i < n; ++i) atomicAdd(at + i, q[i] * out_scale);
       }
     }
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
     unsigned* counter =
         reinterpret_cast<unsigned*>(workspace + m * n) + tile.row * gridDim.x + tile.col;
-    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.z - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!last_split_to_arrive(counter)) return;
   }
   for (int idx = threadIdx.x; idx < rows * kItems; idx += S::THREADS) {
     const int r = idx / kItems, c = (idx % kItems) * 4;

@@ -16,6 +16,10 @@
 // Bytes per FLOP: a k step moves BMX x 128 bytes of x and G x 4.6 KB of weights for
 // 2 x BMX x 128 G x 64 FLOP: ~100 FLOP per byte at 128 x 128, ~164 at 128 x 256 (the L2 must feed
 // ~6 TB/s at the tensor cores' ~990 TFLOP/s with the second).
+#include <cooperative_groups.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/nvfp4/tma.cuh"
@@ -99,7 +103,11 @@ __device__ inline std::uint64_t sw128_kmajor_desc(unsigned smem_address) {
 }
 #endif
 
-template <class S>
+// CLUSTER: the K splits of an output tile are the blocks of one (1, 1, splits) cluster (<= 8): each
+// leaves its partial tile in its own shared memory and block r of the cluster sums rows r, r +
+// splits, ... of the tile across the cluster through distributed shared memory (splits in rank
+// order) and writes them: no workspace, no atomics, no re-zeroing pass (PERF_NOTES v23).
+template <class S, bool CLUSTER = false>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     wgmma_kernel(std::int64_t m, std::int64_t n, const std::uint8_t* __restrict__ tiles,
                  const std::uint8_t* __restrict__ scales, int tiles_k, W4A16Strides strides,
@@ -233,6 +241,45 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   constexpr int kItems = S::BN / 4;
   const int rows = int(m - m0 < S::BMX ? m - m0 : S::BMX);
   const bool vec = n % 4 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 7) == 0;
+  // Scaled outputs q[0..cols) of row `row`, columns col.., plus the residual, to BF16 in `out`.
+  auto store = [&](std::int64_t row, std::int64_t col, int cols, float (&q)[4]) {
+    std::uint16_t h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (residual != nullptr && i < cols) {
+        q[i] += __bfloat162float(__ushort_as_bfloat16(residual[row * n + col + i]));
+      }
+      h[i] = __bfloat16_as_ushort(__float2bfloat16_rn(q[i]));
+    }
+    if (vec && cols == 4) {
+      *reinterpret_cast<uint2*>(out + row * n + col) =
+          make_uint2(h[0] | (std::uint32_t(h[1]) << 16), h[2] | (std::uint32_t(h[3]) << 16));
+    } else {
+      for (int i = 0; i < cols; ++i) out[row * n + col + i] = h[i];
+    }
+  };
+  if constexpr (CLUSTER) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // every split's partial tile is staged
+    const int parts = int(cluster.num_blocks()), rank = int(cluster.block_rank());
+    const int my_rows = rows > rank ? (rows - rank + parts - 1) / parts : 0;
+    for (int idx = threadIdx.x; idx < my_rows * kItems; idx += S::THREADS) {
+      const int r = rank + (idx / kItems) * parts, c = (idx % kItems) * 4;
+      const std::int64_t row = m0 + r, col = n0 + c;
+      if (col >= n) continue;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int b = 0; b < parts; ++b) {
+        const float4 p = *reinterpret_cast<const float4*>(
+            cluster.map_shared_rank(staged + r * S::kOutStride + c, b));
+        v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+      }
+      float q[4] = {v.x * out_scale, v.y * out_scale, v.z * out_scale, v.w * out_scale};
+      store(row, col, n - col < 4 ? int(n - col) : 4, q);
+    }
+    cluster.sync();  // the peers' tiles stay until every block has read them
+    return;
+  }
   if (workspace != nullptr) {
     // Split K: add the partial tile into the workspace (16-byte reds where n allows); the last
     // block of this output tile then writes it out and leaves the workspace zero.
@@ -272,20 +319,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
         if (i < cols) __stcg(at + i, 0.0f);
       }
     }
-    std::uint16_t h[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if (residual != nullptr && i < cols) {
-        q[i] += __bfloat162float(__ushort_as_bfloat16(residual[row * n + col + i]));
-      }
-      h[i] = __bfloat16_as_ushort(__float2bfloat16_rn(q[i]));
-    }
-    if (vec && cols == 4) {
-      *reinterpret_cast<uint2*>(out + row * n + col) =
-          make_uint2(h[0] | (std::uint32_t(h[1]) << 16), h[2] | (std::uint32_t(h[3]) << 16));
-    } else {
-      for (int i = 0; i < cols; ++i) out[row * n + col + i] = h[i];
-    }
+    store(row, col, cols, q);
   }
   if (workspace != nullptr && threadIdx.x == 0) {
     *(reinterpret_cast<unsigned*>(workspace + m * n) + tile.row * gridDim.x + tile.col) = 0;
@@ -293,12 +327,53 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
 #endif
 }
 
+// NIBBLE_W4A16_WGMMA_CLUSTER=0: split K through the workspace's atomics, as before (A/B).
+bool cluster_reduce_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("NIBBLE_W4A16_WGMMA_CLUSTER");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Whether a (1, 1, splits) cluster of S's blocks can be resident at all (once per splits).
+template <class S>
+bool cluster_fits(int splits) {
+  static int fits[9] = {};  // 0 unknown, 1 yes, 2 no
+  if (splits < 2 || splits > 8) return false;
+  if (fits[splits] == 0) {
+    cudaLaunchConfig_t c{};
+    c.gridDim = dim3(1, 1, unsigned(splits));
+    c.blockDim = dim3(S::THREADS);
+    c.dynamicSmemBytes = S::SMEM;
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
+    c.attrs = &a;
+    c.numAttrs = 1;
+    int clusters = 0;
+    fits[splits] = cudaOccupancyMaxActiveClusters(&clusters, wgmma_kernel<S, true>, &c) ==
+                                   cudaSuccess &&
+                           clusters > 0
+                       ? 1
+                       : 2;
+    (void)cudaGetLastError();
+  }
+  return fits[splits] == 1;
+}
+
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
                    cudaStream_t stream) {
-  static const cudaError_t attribute_err =
-      cudaFuncSetAttribute(wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+  static const cudaError_t attribute_err = [] {
+    cudaError_t err = cudaFuncSetAttribute(
+        wgmma_kernel<S, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(wgmma_kernel<S, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+    return err;
+  }();
   if (attribute_err != cudaSuccess) return attribute_err;
   const std::int64_t tiles_k = w.k_padded / 64;
   const std::int64_t row_tiles = (m + S::BMX - 1) / S::BMX;
@@ -311,9 +386,26 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   if (splits > tiles_k) splits = int(tiles_k);
   const int kt_per_split = int((tiles_k + splits - 1) / splits);
   splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
-  if (splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
   const std::int64_t groups = w.n_padded / 128;
   const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles), unsigned(splits));
+  if (splits > 1 && cluster_reduce_on() && cluster_fits<S>(splits)) {
+    cudaLaunchConfig_t c{};
+    c.gridDim = grid;
+    c.blockDim = dim3(S::THREADS);
+    c.dynamicSmemBytes = S::SMEM;
+    c.stream = stream;
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
+    c.attrs = &a;
+    c.numAttrs = 1;
+    const cudaError_t err = cudaLaunchKernelEx(
+        &c, wgmma_kernel<S, true>, m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w),
+        groups, w.global_factor * 1024.0f, residual, out, static_cast<float*>(nullptr),
+        kt_per_split, x_map);
+    return err != cudaSuccess ? err : cudaGetLastError();
+  }
+  if (splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
   wgmma_kernel<S><<<grid, S::THREADS, S::SMEM, stream>>>(
       m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w), groups, w.global_factor * 1024.0f,
       residual, out, splits > 1 ? workspace : nullptr, kt_per_split, x_map);

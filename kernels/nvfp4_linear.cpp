@@ -140,7 +140,9 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
 // block per SM, ~164 FLOP per byte of x and weights) and the 128 x 128 one (two per SM), the one
 // whose grid, split over K up to filling the SM slots once (each split keeping
 // >= kWgmmaMinSplitKTiles k steps, so that its partial-sum traffic stays well under its weight and
-// x traffic), fills its waves best; ties go to 128 x 256. False where neither reaches half: the
+// x traffic), fills its waves best; ties go to 128 x 128 (H200, 2026-11-28, Llama-3.1-8B at
+// M = 256, same fill for both: qkv 30.4 against 33.5 us, gate_up 106-109 against 118-122, down
+// 76 against 100, with the K splits reduced in a cluster). False where neither reaches half: the
 // grid is too small for either.
 constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
 
@@ -163,7 +165,7 @@ bool wgmma_tile(std::int64_t m, std::int64_t n, std::int64_t k, const DeviceTrai
                 W4A16Tile* tile, int* splits) {
   if (!device.wgmma || m < kWgmmaMinRows) return false;
   double best_fill = 0.0;
-  for (W4A16Tile candidate : {W4A16Tile::kWgmma128N256, W4A16Tile::kWgmma128}) {
+  for (W4A16Tile candidate : {W4A16Tile::kWgmma128, W4A16Tile::kWgmma128N256}) {
     double fill = 0.0;
     const int candidate_splits = wgmma_splits(candidate, m, n, k, device, &fill);
     if (fill > best_fill) {
@@ -238,9 +240,9 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   const bool dense_ok =
       dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
       w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0;
-  // Measured on an H200 (docs/performance.md, 2026-11-26, Llama-3.1-8B layers): the dense path
-  // beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192 and on the narrow ones (qkv,
-  // o) from M = 256; the wgmma tiles win gate_up and down at M = 256.
+  // Measured on an H200 (docs/performance.md, 2026-11-26 and -28, Llama-3.1-8B layers): the dense
+  // path beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192 and on the narrowest
+  // (o) from M = 256; the wgmma tiles win qkv, gate_up and down at M = 256.
   if (dense_ok && (m >= kNvfp4DenseAllRows || n * k <= kNvfp4DenseNarrowWeights)) {
     plan.dense = true;
     return plan;

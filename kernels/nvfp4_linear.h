@@ -83,10 +83,11 @@ inline constexpr std::int64_t kWgmmaMinRows = 128;
 inline constexpr std::int64_t kNvfp4DenseMinRows = 256;
 // Where the dense path (when offered) comes before the warpgroup-MMA tiles: from this many rows
 // for every layer (measured better at 2048 and 8192, not between 256 and 2048: 1024 is a guess
-// in between), and for layers of at most this many weights from kNvfp4DenseMinRows (qkv and o of
-// Llama-3.1-8B, 25 M and 17 M weights, measured better at 256).
+// in between), and for layers of at most this many weights from kNvfp4DenseMinRows (o of
+// Llama-3.1-8B, 17 M weights, at M = 256: dense 26.5 us, 128 x 128 warpgroup tiles 28.5; qkv, 25 M:
+// the tiles 30.4 against dense 38.4 once their K splits are summed in a cluster; H200 2026-11-28).
 inline constexpr std::int64_t kNvfp4DenseAllRows = 1024;
-inline constexpr std::int64_t kNvfp4DenseNarrowWeights = std::int64_t(32) << 20;
+inline constexpr std::int64_t kNvfp4DenseNarrowWeights = std::int64_t(20) << 20;
 
 // The dequantise-then-cuBLAS candidate, offered by a caller that holds its scratch.
 struct Nvfp4DenseOption {

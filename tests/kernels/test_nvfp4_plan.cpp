@@ -189,7 +189,7 @@ TEST(EvenSpread, LeavesTheRequestAloneWhereItCannotHelp) {
 
 // The dense path (dequantise-then-cuBLAS, where the caller offers it) against the warpgroup-MMA
 // tiles, as measured on an H200 with Llama-3.1-8B's layers (docs/performance.md 2026-11-26).
-TEST(Nvfp4Plan, DensePathTakesLargeBatchesAndNarrowLayersFromTwoHundredFiftySixRows) {
+TEST(Nvfp4Plan, DensePathTakesLargeBatchesAndTheNarrowestLayersFromTwoHundredFiftySixRows) {
   DeviceTraits hopper = kH100;
   hopper.wgmma = true;
   Nvfp4DenseOption dense;
@@ -199,13 +199,24 @@ TEST(Nvfp4Plan, DensePathTakesLargeBatchesAndNarrowLayersFromTwoHundredFiftySixR
   auto plan = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool offered) {
     return plan_nvfp4_linear(m, n, k, hopper, false, offered ? &dense : nullptr);
   };
-  // qkv (6144 x 4096) and o (4096 x 4096): dense from 256 rows.
-  EXPECT_TRUE(plan(256, 6144, 4096, true).dense);
+  // o (4096 x 4096, 17 M weights): dense from 256 rows; qkv (6144 x 4096, 25 M): the 128 x 128
+  // warpgroup tile at 256 (2 K splits), dense from 1024.
   EXPECT_TRUE(plan(256, 4096, 4096, true).dense);
-  EXPECT_FALSE(plan(64, 6144, 4096, true).dense);  // below kNvfp4DenseMinRows
-  // gate_up (28672 x 4096) and down (4096 x 14336): warpgroup MMA at 256, dense from 1024.
-  EXPECT_FALSE(plan(256, 28672, 4096, true).dense);
-  EXPECT_FALSE(plan(256, 4096, 14336, true).dense);
+  EXPECT_FALSE(plan(64, 4096, 4096, true).dense);  // below kNvfp4DenseMinRows
+  const Nvfp4LinearPlan qkv = plan(256, 6144, 4096, true);
+  EXPECT_FALSE(qkv.dense);
+  EXPECT_EQ(qkv.tile, W4A16Tile::kWgmma128);
+  EXPECT_EQ(qkv.splits, 2);
+  EXPECT_TRUE(plan(1024, 6144, 4096, true).dense);
+  // gate_up (28672 x 4096) and down (4096 x 14336): warpgroup MMA at 256 (both tiles fill their
+  // waves alike; the tie goes to 128 x 128), dense from 1024.
+  const Nvfp4LinearPlan gate_up = plan(256, 28672, 4096, true), down = plan(256, 4096, 14336, true);
+  EXPECT_FALSE(gate_up.dense);
+  EXPECT_EQ(gate_up.tile, W4A16Tile::kWgmma128);
+  EXPECT_EQ(gate_up.splits, 1);
+  EXPECT_FALSE(down.dense);
+  EXPECT_EQ(down.tile, W4A16Tile::kWgmma128);
+  EXPECT_EQ(down.splits, 4);
   EXPECT_TRUE(plan(2048, 28672, 4096, true).dense);
   EXPECT_TRUE(plan(8192, 4096, 14336, true).dense);
   // Not offered, or a scratch smaller than one 128-row group: never dense.

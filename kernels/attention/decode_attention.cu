@@ -103,12 +103,38 @@ __device__ __forceinline__ std::uint32_t transpose8x8(std::uint32_t a) {
   return d;
 }
 
+// Asks the L2 for the cache rows of keys [begin, end) of KV head kvh, K and V (a hint: nothing to
+// wait for), the block's threads taking keys in turn.
+template <int D, bool FP8>
+__device__ __forceinline__ void prefetch_key_rows(const PagedAttentionArgs& a,
+                                                  const std::int32_t* table, int kvh, int begin,
+                                                  int end, int bs_shift) {
+  constexpr int kRowBytes = D * (FP8 ? 1 : 2), kLine = 128;
+  const auto* k_base = reinterpret_cast<const std::uint8_t*>(
+      FP8 ? static_cast<const void*>(a.k_cache8) : static_cast<const void*>(a.k_cache));
+  const auto* v_base = reinterpret_cast<const std::uint8_t*>(
+      FP8 ? static_cast<const void*>(a.v_cache8) : static_cast<const void*>(a.v_cache));
+  for (int key = begin + int(threadIdx.x); key < end; key += int(blockDim.x)) {
+    const std::int64_t at =
+        (detail::cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh) *
+        kRowBytes;
+#pragma unroll
+    for (int b = 0; b < kRowBytes; b += kLine) {
+      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(k_base + at + b));
+      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(v_base + at + b));
+    }
+  }
+}
+
 // grid: (splits, KV heads, tiles), clusters of `cluster` consecutive splits; 4 warps. `partials`:
-// splits / cluster (1: the clusters' merge is the output).
+// splits / cluster (1: the clusters' merge is the output). Launched as a dependent launch
+// (`overlap`): the block asks the L2 for its keys' cache rows before waiting for the kernel
+// before (the RoPE + KV store, which writes only each row's newest key), then reads q and the
+// rows after the wait.
 template <int D, bool FP8>
 __global__ void __launch_bounds__(kWarps * 32)
     decode_attention_kernel(PagedAttentionArgs a, int bs_shift, int cluster, int partials,
-                            bool push) {
+                            bool push, bool overlap) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Push merge: this block has started (its shared memory exists); waited for before the merge.
@@ -132,6 +158,12 @@ __global__ void __launch_bounds__(kWarps * 32)
   const auto* v_base = reinterpret_cast<const std::uint8_t*>(
       FP8 ? static_cast<const void*>(a.v_cache8) : static_cast<const void*>(a.v_cache));
   constexpr std::int64_t kRowBytes = std::int64_t(D) * L::kElem;
+  // The tiles, block tables and older keys are the step's inputs and earlier steps' stores; the
+  // row's newest key (position0: a decode tile is one row) and q are the kernel before's.
+  if (overlap)
+    prefetch_key_rows<D, FP8>(a, table, kvh, range.begin, min(range.end, tile.position0),
+                              bs_shift);
+  kernels::wait_for_previous_grid();
 
   // Q^T as the B operand: query head grp (zero past the group), the lane's K dimensions.
   std::uint32_t qf[2 * L::kSteps];
@@ -384,7 +416,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #endif
 }
 
-using Kernel = void (*)(PagedAttentionArgs, int, int, int, bool);
+using Kernel = void (*)(PagedAttentionArgs, int, int, int, bool, bool);
 
 template <bool FP8>
 Kernel kernel_for(int head_dim) {
@@ -423,6 +455,17 @@ bool push_merge(const PagedAttentionArgs& a) {
   return a.decode_merge < 0 ? push_default : a.decode_merge > 0;
 }
 
+// Dependent launch with the cache rows asked of the L2 before the wait, unless
+// NIBBLE_DECODE_ATTN_OVERLAP=0 (read once; the A/B switch): then a plain launch after the kernel
+// before has ended, as before.
+bool overlap_launch() {
+  static const bool overlap = [] {
+    const char* v = std::getenv("NIBBLE_DECODE_ATTN_OVERLAP");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return overlap;
+}
+
 }  // namespace
 
 bool decode_attention_supported(const AttentionShape& s) {
@@ -452,14 +495,18 @@ cudaError_t decode_attention(const PagedAttentionArgs& a, int splits, int bs_shi
   config.blockDim = dim3(kWarps * 32);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
+  const bool overlap = overlap_launch();
+  cudaLaunchAttribute attribute[2];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
   attribute[0].val.clusterDim.x = unsigned(cluster);
   attribute[0].val.clusterDim.y = 1;
   attribute[0].val.clusterDim.z = 1;
+  attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[1].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, a, bs_shift, cluster, *partials, push_merge(a));
+  config.numAttrs = overlap ? 2 : 1;
+  return cudaLaunchKernelEx(&config, kernel, a, bs_shift, cluster, *partials, push_merge(a),
+                            overlap);
 }
 
 }  // namespace nibble::kernels::detail

@@ -8,7 +8,10 @@
 // registers by movmatrix), reading every K/V row once straight from the paged cache into
 // registers. The warps' partial softmaxes merge in shared memory, the blocks of a cluster (<= 8
 // splits) through distributed shared memory; more splits leave one partial per cluster for
-// paged_attention's merge kernel. Shapes: head_dim 64/128/256, 1..8 query heads per KV head,
+// paged_attention's merge kernel. A dependent launch (kernels/dependent_launch.cuh): before waiting
+// for the kernel before (the RoPE + KV store) each block asks the L2 for the cache rows of its
+// older keys; q and every row are read after the wait (NIBBLE_DECODE_ATTN_OVERLAP=0: a plain
+// launch, the A/B). Shapes: head_dim 64/128/256, 1..8 query heads per KV head,
 // BF16 or FP8 cache (kernels/attention/kv_fp8_ref.h), sm_90+ (clusters). Internal to
 // kernels/attention; the CPU model of its decomposition: decode_attention_ref.h; the FP64
 // reference: attention_ref.h.

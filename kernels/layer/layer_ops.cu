@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(1024)
 // [Hq, Hq + Hkv) k heads (whose v head is stored alongside). Thread i < D/2 owns the rotate-half
 // pair (i, i + D/2); the others only take part in the sum.
 __global__ void rope_store_kernel(RopeStoreArgs a) {
-  allow_next_grid();  // attention follows (launched without the attribute: it waits for the end)
+  allow_next_grid();  // decode attention follows: it asks the L2 for its older keys, then waits
   const int t = blockIdx.x, head = blockIdx.y, half = a.head_dim / 2;
   const bool active = int(threadIdx.x) < half;
   const int i = active ? int(threadIdx.x) : 0;

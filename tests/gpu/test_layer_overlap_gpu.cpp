@@ -1,5 +1,6 @@
 // The decode-sized layer kernels (kernels/layer/layer_ops.h: rms_norm, rms_norm_rows,
-// silu_mul_pairs, silu_mul_halves, rope_and_store_kv) launch with programmatic dependent launch,
+// silu_mul_pairs, silu_mul_halves, rope_and_store_kv) and the decode attention kernel
+// (kernels/attention/decode_attention.h) launch with programmatic dependent launch,
 // so they may start while the kernel before them runs. Here the kernel before releases them at
 // its start and writes their input only ~60 us later: each must still read the new input (its
 // wait comes before the read). The reference is the same kernel launched after a stream
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention/paged_attention.h"
 #include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/gpu_check_support.h"
@@ -154,6 +156,60 @@ int run(int, char**) {
     record(results, "rope_and_store_kv tokens=" + std::to_string(tokens),
            overlapped_and_settled(qkv, fresh, q_out, stream,
                                   [&] { return kernels::rope_and_store_kv(a, stream); }));
+  }
+  // Decode attention (kernels/attention/decode_attention.h, a dependent launch that asks the L2
+  // for its keys' cache rows before its wait): written late, first q, then the whole K cache
+  // (every key, the older ones included: the rows it prefetched must not be read stale).
+  for (const int rows : {1, 3}) {
+    const int q_heads = 32, kv_heads = 4, d = 128, block = 16, context = 600;
+    const int blocks_per_row = (context + block - 1) / block;
+    const std::size_t cache_values = std::size_t(rows) * blocks_per_row * block * kv_heads * d;
+    DeviceBuffer<bf16_bits> q(static_cast<std::size_t>(rows * q_heads * d)), fresh_q(q.count);
+    DeviceBuffer<bf16_bits> k_cache(cache_values), v_cache(cache_values), fresh_k(cache_values);
+    DeviceBuffer<bf16_bits> out(q.count);
+    fresh_q.upload(random_bf16(rng, q.count));
+    fresh_k.upload(random_bf16(rng, cache_values));
+    v_cache.upload(random_bf16(rng, cache_values));
+    // Row r's blocks in reverse order (a shuffled table), its newest key at context - 1 - r.
+    std::vector<std::int32_t> table(static_cast<std::size_t>(rows * blocks_per_row));
+    std::vector<kernels::AttentionTile> tiles(static_cast<std::size_t>(rows));
+    for (int r = 0; r < rows; ++r) {
+      for (int b = 0; b < blocks_per_row; ++b)
+        table[std::size_t(r * blocks_per_row + b)] = r * blocks_per_row + blocks_per_row - 1 - b;
+      tiles[std::size_t(r)] = {r, 1, context - 1 - r, r * blocks_per_row};
+    }
+    DeviceBuffer<std::int32_t> d_table(table.size());
+    d_table.upload(table);
+    DeviceBuffer<kernels::AttentionTile> d_tiles(tiles.size());
+    d_tiles.upload(tiles);
+    kernels::PagedAttentionArgs a;
+    a.q = q.ptr;
+    a.k_cache = k_cache.ptr;
+    a.v_cache = v_cache.ptr;
+    a.block_tables = d_table.ptr;
+    a.block_size = block;
+    a.tiles = d_tiles.ptr;
+    a.num_tiles = rows;
+    a.shape = {q_heads, kv_heads, d};
+    a.scale = 1.0f / std::sqrt(float(d));
+    a.out = out.ptr;
+    a.rows = rows;
+    a.max_position = context - 1;
+    a.sm_count = 132;
+    a.splits = 8;  // one cluster of 8 blocks per (row, KV head): no merge kernel
+    a.decode_attention = 1;
+    const std::string shape = " rows=" + std::to_string(rows) + " context=" +
+                              std::to_string(context);
+    NIBBLE_CUDA_CHECK(cudaMemcpy(k_cache.ptr, fresh_k.ptr, cache_values * sizeof(bf16_bits),
+                                 cudaMemcpyDeviceToDevice));
+    record(results, "decode_attention q late" + shape,
+           overlapped_and_settled(q, fresh_q, out, stream,
+                                  [&] { return kernels::paged_attention(a, stream); }));
+    NIBBLE_CUDA_CHECK(cudaMemcpy(q.ptr, fresh_q.ptr, q.count * sizeof(bf16_bits),
+                                 cudaMemcpyDeviceToDevice));
+    record(results, "decode_attention K cache late" + shape,
+           overlapped_and_settled(k_cache, fresh_k, out, stream,
+                                  [&] { return kernels::paged_attention(a, stream); }));
   }
   NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
   return results.exit_code();

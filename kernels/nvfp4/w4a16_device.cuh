@@ -19,6 +19,16 @@
 
 namespace nibble::kernels::w4a16_detail {
 
+// Split K into whole k steps with no empty split: clamps *splits to [1, tiles_k], then to the
+// count that kt_per_split (returned) steps per split give (host side of every split-K launch).
+inline int whole_step_splits(std::int64_t tiles_k, int* splits) {
+  if (*splits < 1) *splits = 1;
+  if (*splits > tiles_k) *splits = int(tiles_k);
+  const int kt_per_split = int((tiles_k + *splits - 1) / *splits);
+  *splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
+  return kt_per_split;
+}
+
 __device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),

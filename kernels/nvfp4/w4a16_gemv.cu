@@ -203,10 +203,7 @@ cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A1
                               const std::uint16_t* residual, std::uint16_t* out, int splits,
                               float* workspace, cudaStream_t stream, bool overlap) {
   const std::int64_t tiles_k = w.k_padded / 64;
-  if (splits < 1) splits = 1;
-  if (splits > tiles_k) splits = int(tiles_k);
-  const int kt_per_split = int((tiles_k + splits - 1) / splits);
-  splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
+  const int kt_per_split = whole_step_splits(tiles_k, &splits);
   const bool split = splits > 1;
   if (split && workspace == nullptr) return cudaErrorInvalidValue;
   // Once, before any stream capture: the opt-in to > 48 KB of shared memory.

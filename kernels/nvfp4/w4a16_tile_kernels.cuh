@@ -626,10 +626,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   }();
   if (attribute_err != cudaSuccess) return attribute_err;
   const std::int64_t tiles_k = w.k_padded / kBk;
-  if (splits < 1) splits = 1;
-  if (splits > tiles_k) splits = int(tiles_k);
-  const int kt_per_split = int((tiles_k + splits - 1) / splits);
-  splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
+  const int kt_per_split = whole_step_splits(tiles_k, &splits);
   const bool split = splits > 1;
   if (split && workspace == nullptr) return cudaErrorInvalidValue;
   const float out_scale = w.global_factor * 1024.0f;

@@ -381,11 +381,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   CUtensorMap x_map{};
   const cudaError_t map_err = tma::cached_bf16_rows_map<S::BMX>(&x_map, x, m, w.k);
   if (map_err != cudaSuccess) return map_err;
-  // As the other tiles: whole k steps per split, no empty split.
-  if (splits < 1) splits = 1;
-  if (splits > tiles_k) splits = int(tiles_k);
-  const int kt_per_split = int((tiles_k + splits - 1) / splits);
-  splits = int((tiles_k + kt_per_split - 1) / kt_per_split);
+  const int kt_per_split = whole_step_splits(tiles_k, &splits);  // as the other tiles
   const std::int64_t groups = w.n_padded / 128;
   const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles), unsigned(splits));
   if (splits > 1 && cluster_reduce_on() && cluster_fits<S>(splits)) {

@@ -103,23 +103,16 @@ __device__ __forceinline__ std::uint32_t transpose8x8(std::uint32_t a) {
   return d;
 }
 
-// Asks the L2 for the cache rows of keys [begin, end) of KV head kvh, K and V (a hint: nothing to
-// wait for), the block's threads taking keys in turn.
-template <int D, bool FP8>
-__device__ __forceinline__ void prefetch_key_rows(const PagedAttentionArgs& a,
-                                                  const std::int32_t* table, int kvh, int begin,
-                                                  int end, int bs_shift) {
-  constexpr int kRowBytes = D * (FP8 ? 1 : 2), kLine = 128;
-  const auto* k_base = reinterpret_cast<const std::uint8_t*>(
-      FP8 ? static_cast<const void*>(a.k_cache8) : static_cast<const void*>(a.k_cache));
-  const auto* v_base = reinterpret_cast<const std::uint8_t*>(
-      FP8 ? static_cast<const void*>(a.v_cache8) : static_cast<const void*>(a.v_cache));
+// Asks the L2 for the K and V cache rows (kRowBytes each, at row_of(key) of k_base / v_base) of
+// keys [begin, end): a hint, nothing to wait for; the block's threads take keys in turn.
+template <int kRowBytes, class RowOf>
+__device__ __forceinline__ void prefetch_key_rows(const std::uint8_t* k_base,
+                                                  const std::uint8_t* v_base, RowOf row_of,
+                                                  int begin, int end) {
   for (int key = begin + int(threadIdx.x); key < end; key += int(blockDim.x)) {
-    const std::int64_t at =
-        (detail::cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh) *
-        kRowBytes;
+    const std::int64_t at = row_of(key) * kRowBytes;
 #pragma unroll
-    for (int b = 0; b < kRowBytes; b += kLine) {
+    for (int b = 0; b < kRowBytes; b += 128) {  // 128-byte lines
       asm volatile("prefetch.global.L2 [%0];\n" ::"l"(k_base + at + b));
       asm volatile("prefetch.global.L2 [%0];\n" ::"l"(v_base + at + b));
     }
@@ -158,11 +151,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   const auto* v_base = reinterpret_cast<const std::uint8_t*>(
       FP8 ? static_cast<const void*>(a.v_cache8) : static_cast<const void*>(a.v_cache));
   constexpr std::int64_t kRowBytes = std::int64_t(D) * L::kElem;
+  auto row_of = [&](int key) {
+    return detail::cache_slot(table, a.block_size, key, bs_shift) * kv_heads + kvh;
+  };
   // The tiles, block tables and older keys are the step's inputs and earlier steps' stores; the
   // row's newest key (position0: a decode tile is one row) and q are the kernel before's.
   if (overlap)
-    prefetch_key_rows<D, FP8>(a, table, kvh, range.begin, min(range.end, tile.position0),
-                              bs_shift);
+    prefetch_key_rows<int(kRowBytes)>(k_base, v_base, row_of, range.begin,
+                                      min(range.end, tile.position0));
   kernels::wait_for_previous_grid();
 
   // Q^T as the B operand: query head grp (zero past the group), the lane's K dimensions.
@@ -179,9 +175,6 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
   for (int t = 0; t < L::kSteps; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
 
-  auto row_of = [&](int key) {
-    return detail::cache_slot(table, a.block_size, key, bs_shift) * kv_heads + kvh;
-  };
   for (int c0 = range.begin + warp * kChunk; c0 < range.end; c0 += kWarps * kChunk) {
     // Every load of the chunk first (keys past the split's end repeat its last key, masked).
     std::uint32_t kw[L::kSub][2][L::kKWords];  // keys grp, grp + 8

@@ -5,9 +5,9 @@ Steps start at each `--step-kernel` (default: the embedding kernel). Over the la
 complete steps (skipping the warm-up), every kernel of a step is charged the time by which it
 moved the step's end forward: max(0, end - latest end before it). The charges of a step add up to
 its GPU span (first start to last end); the rest of the wall time between steps is the host's.
-Prints, per kernel name (in step order), launches a step, mean duration (start to end, which
-includes waiting under a dependent launch) and mean charge, then the step's span and the gap to
-the next step's first kernel.
+Prints the step's GPU span and the gap to the next step's first kernel, then per kernel name
+(largest charge first) launches a step, mean duration (start to end, which includes waiting
+under a dependent launch) and mean charge.
 Usage: summarize.py TRACE.csv [--steps N] [--step-kernel SUBSTRING] [--names-width W]
 (default step kernel: layer_ops' embed_kernel, the first of every forward pass)
 """
@@ -66,7 +66,6 @@ def main():
     spans, gaps = [], []
     for lo, hi in steps:
         latest = rows[lo][0]
-        seen = {}
         for start, end, name in rows[lo:hi]:
             short = short_of[name][: a.names_width]
             if short not in per_name:
@@ -77,7 +76,6 @@ def main():
             e["dur"] += end - start
             e["charge"] += max(0, end - latest)
             latest = max(latest, end)
-            seen[short] = True
         spans.append(latest - rows[lo][0])
         gaps.append(rows[hi][0] - latest)
     n = len(steps)

@@ -12,6 +12,7 @@ MoeGroupedPlan plan_moe_experts(std::int64_t tokens, int experts, int k) {
   if (per_expert <= 8) {
     MoeGroupedPlan plan{W4A16Tile::kSlice16, 8, fuse, fuse_router};
     plan.route_in_gemm = tokens == 1;
+    plan.one_launch = tokens == 1;
     return plan;
   }
   if (per_expert <= 32) return {W4A16Tile::kSlice16, 16, fuse, fuse_router};
@@ -41,7 +42,7 @@ std::int64_t moe_prefetch_budget() {
 }
 
 std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden) {
-  return 1 + tokens * w4a16_grouped_combine_slices(hidden);
+  return 1 + tokens * w4a16_grouped_combine_slices(hidden) + 2 * kMoeMaxTopK;
 }
 
 namespace {
@@ -66,7 +67,7 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     // route (+ zero the arrival counts) -> gate_up . gathered x, SiLU * up -> down + combine.
     if (a.arrivals == nullptr) return cudaErrorInvalidValue;
     std::int32_t* const counts = a.arrivals + 1;
-    const std::int64_t count_words = moe_arrival_words(T, H) - 1;
+    const std::int64_t count_words = T * w4a16_grouped_combine_slices(H);  // the combine's
     if (T == 1 && plan.route_in_gemm) {
       // [router ->] gate_up and down, each block routing the token itself.
       if (moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)) {
@@ -81,11 +82,17 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
                                     .out = r,
                                     .clear = counts,
                                     .clear_count = int(count_words)};
+      const W4A16GroupedCombine combine{
+          .residual = a.residual, .out = a.out, .arrivals = counts, .k = a.k, .route = route};
+      if (plan.one_launch) {
+        const cudaError_t err = w4a16_grouped_experts_routed(
+            a.hidden, w.gate_up, w.down, combine, a.middle, a.expert_out, counts + count_words,
+            stream);
+        if (err != cudaErrorNotSupported) return err;  // else nothing ran: the two launches
+      }
       cudaError_t err = w4a16_grouped_gate_up_silu_routed(a.hidden, w.gate_up, route, a.middle,
                                                           stream);
       if (err != cudaSuccess) return err;
-      const W4A16GroupedCombine combine{
-          .residual = a.residual, .out = a.out, .arrivals = counts, .k = a.k, .route = route};
       return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream);
     }
     // The picked experts' weights into the L2 from the routing block (a hint, see

@@ -60,6 +60,11 @@ struct MoeGroupedPlan {
   // default (plan_moe_experts at T = 1); the CUDA backend clears it under
   // NIBBLE_MOE_ROUTE_IN_GEMM=0.
   bool route_in_gemm = false;
+  // With route_in_gemm: the gate_up and the down as one launch whose down slices wait for their
+  // pick's gate_up slices, not for the whole gate_up grid (w4a16_grouped_experts_routed); the
+  // same output bits. Where the device cannot hold all its blocks at once, the two launches run
+  // instead. On by default; the CUDA backend clears it under NIBBLE_MOE_ONE_LAUNCH=0.
+  bool one_launch = false;
 };
 // Bytes of weights the prefetch may ask for: half the device's L2 (read once per process).
 std::int64_t moe_prefetch_budget();
@@ -76,7 +81,8 @@ bool moe_router_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan, std
                       int hidden, bool router_weight_given);
 
 // 4-byte words of MoeExpertsArgs::arrivals for T tokens of hidden size H: word 0 the fused
-// router's block counter, then the combine's arrival counts.
+// router's block counter, then the combine's arrival counts, then the one launch's 2 x
+// kMoeMaxTopK counters (MoeGroupedPlan::one_launch).
 std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden);
 
 struct MoeExpertsArgs {
@@ -92,8 +98,8 @@ struct MoeExpertsArgs {
   // Scratch, sized for T (the caller's buffers; fixed addresses keep a captured graph valid):
   void* routing_words = nullptr;    // moe_routing_words(T, E, k, 1) 4-byte words
   std::uint16_t* routed = nullptr;  // [T k, H] (unused when fused)
-  // moe_arrival_words(T, H) (fused only): zeros before the first use; every layer leaves word 0
-  // zero and the route zeroes the rest.
+  // moe_arrival_words(T, H) (fused only): zeros before the first use; every layer leaves them
+  // zero (the route also zeroes the combine's counts before using them).
   std::int32_t* arrivals = nullptr;
   std::uint16_t* projected = nullptr;   // [T k, 2 I] (unused when fused)
   std::uint16_t* middle = nullptr;      // [T k, I]

@@ -12,11 +12,13 @@ namespace nibble::kernels::w4a16_detail {
 // has nothing to do); otherwise its rows [row_begin, row_end) of x and out, and its expert's weight
 // and output scale (global factor times the 2^10 of the FP4 decode, w4a16_device.cuh) in place of
 // the kernel's arguments.
+// (row_block: the grid row, blockIdx.y unless a kernel places its blocks itself.)
 __device__ inline bool grouped_block(const MoeRowBlock* blocks, const W4A16DeviceWeight* table,
                                      const std::uint8_t* __restrict__& tiles,
                                      const std::uint8_t* __restrict__& scales, float& out_scale,
-                                     std::int32_t& row_begin, std::int32_t& row_end) {
-  const MoeRowBlock rb = blocks[blockIdx.y];
+                                     std::int32_t& row_begin, std::int32_t& row_end,
+                                     unsigned row_block = blockIdx.y) {
+  const MoeRowBlock rb = blocks[row_block];
   if (rb.expert < 0) return false;
   const W4A16DeviceWeight& w = table[rb.expert];
   tiles = w.tiles;

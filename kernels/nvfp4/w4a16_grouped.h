@@ -52,7 +52,7 @@ cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_
 // (an integer arrival count per (token, slice), so the order of arrival does not matter) writes
 // out[t, c] = residual[t, c] + sum_j weight[t, j] * expert_out[source[t, j], c], j in order 0..k-1:
 // the combine_experts formula, bitwise. arrivals: T * w4a16_grouped_combine_slices(n) zeros on
-// entry.
+// entry, left zero (the block that brings a count to k clears it).
 // A single token's routing computed by the fused launches' own blocks (T = 1, decode), in place
 // of a routing launch and the table it writes: every block reads the router logits, takes the
 // top k as moe_route does (kernels/moe/moe_route_device.cuh: the same experts, weights and rows,
@@ -99,6 +99,23 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& down,
                                               const W4A16GroupedCombine& combine,
                                               std::uint16_t* expert_out, cudaStream_t stream);
+
+// The two routed launches above as one (w4a16_moe_decode.cu): block (x, r) routes the token, runs
+// gate_up slice x of pick row r (x < n / 32), then down slice x of the same pick once all of that
+// pick's gate_up slices have published their SiLU product (a counter, not a grid boundary), the
+// combine included. The same output bits and routing arrays as the two launches. combine.route
+// holds the routing, combine.arrivals the combine's counts (zeros on entry; the combine leaves
+// them zero); gate_done: 2 k words, zeros on entry, left zero. cudaErrorNotSupported (nothing
+// launched) where its blocks cannot all be resident at once on this device, or gate_up has more
+// slices than down: take the two launches.
+cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
+                                         const W4A16GroupedWeights& gate_up,
+                                         const W4A16GroupedWeights& down,
+                                         const W4A16GroupedCombine& combine,
+                                         std::uint16_t* middle, std::uint16_t* expert_out,
+                                         std::int32_t* gate_done, cudaStream_t stream);
+// Reads the device's occupancy for it now (w4a16_grouped_prepare calls it, before any capture).
+cudaError_t w4a16_grouped_experts_routed_prepare();
 
 // Sets up every grouped kernel's launch attributes (shared memory opt-ins) now: call once before
 // capturing launches into a CUDA graph, where a first launch would otherwise set them.

@@ -102,7 +102,8 @@ cudaError_t w4a16_grouped_slice_prepare() {
         grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine>(),
         grouped_slice_attribute<SliceDownCombine, 2, kFuseCombine>(),
         grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(),
-        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine | kFuseRoute>()}) {
+        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(),
+        w4a16_grouped_experts_routed_prepare()}) {
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;

@@ -175,22 +175,39 @@ __device__ inline void normalise_piece(unsigned at, float scale, float4 w0, floa
   st_shared_v4(at, v);
 }
 
-// GROUPED (w4a16_grouped.h): grid row blockIdx.y takes its rows, weight and scale from
+// Where a block of the slice kernel sits: slice x (its weight rows), grid row y (grouped: its row
+// block) of a grid `slices` wide. The plain launch: blockIdx.x, blockIdx.y, gridDim.x; the one-launch
+// MoE kernel (w4a16_moe_decode.cu) places its blocks itself.
+struct SlicePlace {
+  unsigned x, y, slices;
+};
+// The points where a block meets the kernel before it: weights_requested() once the prologue's
+// weight copies are issued, wait() before the first read of what that kernel writes, allow()
+// where the next kernel may start. A standalone launch waits for the previous grid (programmatic
+// dependent launch); the one-launch MoE kernel (w4a16_moe_decode.cu) passes hooks of its own.
+struct AfterPreviousGrid {
+  __device__ void weights_requested() const {}
+  __device__ void wait() const { wait_for_previous_grid(); }
+  __device__ void allow() const { allow_next_grid(); }
+};
+
+// GROUPED (w4a16_grouped.h): grid row place.y takes its rows, weight and scale from
 // row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced.
 // FUSE: kFuseNorm / kFuseSilu / kFuseRope bits, the W4A16Fusion options (dense only); or, grouped
 // only, kFuseGatherSilu (x row r read from x[fuse.token[row]], block x's slice is gate rows
 // [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out the SiLU product
 // [rows, n / 2]) or kFuseCombine (the combine after the plain epilogue).
-template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0>
-__global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
-    w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
-                       const std::uint8_t* __restrict__ tiles,
-                       const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
-                       W4A16Strides strides, float out_scale,
-                       const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
-                       const MoeRowBlock* __restrict__ row_blocks,
-                       const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
-                       W4A16GroupedCombine fuse_arg) {
+// The body of w4a16_slice_kernel, every thread of the block calling it.
+template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0,
+          class Order = AfterPreviousGrid>
+__device__ __forceinline__ void slice_block(
+    const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
+    const std::uint8_t* __restrict__ tiles, const std::uint8_t* __restrict__ scales,
+    std::int64_t tiles_k, W4A16Strides strides, float out_scale,
+    const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
+    const MoeRowBlock* __restrict__ row_blocks, const W4A16DeviceWeight* __restrict__ table,
+    const W4A16Fusion& fusion, const W4A16GroupedCombine& fuse_arg, SlicePlace place,
+    const Order& order) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
   constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
   constexpr bool kRope = (FUSE & kFuseRope) != 0;
@@ -210,7 +227,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   if constexpr (GROUPED) {
     // kFuseGatherSilu may start under the route (dependent launch): its table, tokens and weights
     // all come from the route, so it waits first (the later wait is then a no-op).
-    if constexpr (kForm == kFuseGatherSilu) wait_for_previous_grid();
+    if constexpr (kForm == kFuseGatherSilu) order.wait();
     if constexpr (kRouteHere) {
       // The token's routing from the logits, in this block (the gate_up after its wait; the down
       // before its wait: the logits were final before any gate_up block passed its own).
@@ -219,7 +236,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
                                      route_s);
       if constexpr (kForm == kFuseGatherSilu) {
-        if (blockIdx.x == 0 && blockIdx.y == 0) {
+        if (place.x == 0 && place.y == 0) {
           moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
           for (int i = int(threadIdx.x); i < route.clear_count; i += S::kThreads)
             route.clear[i] = 0;
@@ -231,7 +248,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       fuse.weight = route_s.weight;
     }
     std::int32_t end;
-    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end)) return;
+    if (!grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end, place.y)) return;
     if constexpr (kForm != kFuseGatherSilu) x += std::int64_t(row0) * k;
     out += std::int64_t(row0) * (kForm == kFuseGatherSilu ? n / 2 : n);
     m = end - row0;  // 1 .. 8 MT (the table's block_rows)
@@ -246,7 +263,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
   const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
   if (threadIdx.x < 8) reinterpret_cast<uint4*>(zeros)[threadIdx.x] = make_uint4(0, 0, 0, 0);
 
-  const std::int64_t n0 = std::int64_t(blockIdx.x) * (kForm == kFuseGatherSilu ? 16 : S::kRows);
+  const std::int64_t n0 = std::int64_t(place.x) * (kForm == kFuseGatherSilu ? 16 : S::kRows);
   const std::int64_t group_step0 = (n0 / 128) * strides.group + warp * strides.kt;
   const int tile0 = int(n0 % 128) / 8;  // first tile of the slice inside its 128-row group
   // kFuseGatherSilu: the up pair's distance from the gate pair in group steps and tiles (up rows
@@ -354,6 +371,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       }
     }
   }
+  order.weights_requested();
   // kNorm: the norm weights of this thread's first kNormAhead 16-byte pieces of a row (the same
   // columns in every row), fetched before the wait: the previous kernel does not write them.
   constexpr int kNormAhead = kNorm ? 4 : 1;
@@ -370,11 +388,11 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       norm_w[j][1] = real ? __ldg(src + 1) : make_float4(0, 0, 0, 0);
     }
   }
-  wait_for_previous_grid();
+  order.wait();
   // The next kernel may be scheduled once every block has passed here (fusion.late_trigger: has
   // issued its last copy): early, its blocks take the SM room this grid leaves and fetch their
   // first weights during all of this kernel; late, only during its drain and tail.
-  if (!fusion.late_trigger) allow_next_grid();
+  if (!fusion.late_trigger) order.allow();
 #pragma unroll
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
@@ -549,7 +567,7 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     previous_off = read_off;
     read_off = next_slot(read_off);
   }
-  if (fusion.late_trigger) allow_next_grid();  // every thread: its copies are all issued
+  if (fusion.late_trigger) order.allow();  // every thread: its copies are all issued
   for (; i < steps; ++i) {
     cp_async_wait<kAhead - 1>();
     __syncwarp();
@@ -658,7 +676,11 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
     __syncthreads();
     if (threadIdx.x < m) {
       const int t = fuse.token[row0 + threadIdx.x];
-      if (atomicAdd(fuse.arrivals + std::int64_t(t) * gridDim.x + blockIdx.x, 1) == fuse.k - 1) {
+      std::int32_t* const count = fuse.arrivals + std::int64_t(t) * place.slices + place.x;
+      if (atomicAdd(count, 1) == fuse.k - 1) {
+        // The last of the k arrivals: no other block touches the count again, so it goes back to
+        // zero for the next layer (the one-launch MoE kernel needs zeros on entry).
+        *count = 0;
         __threadfence();
         last_tokens[atomicAdd(&last_count, 1)] = t;
       }
@@ -680,6 +702,22 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
           __float2bfloat16_rn(__bfloat162float(__ushort_as_bfloat16(fuse.residual[at])) + v));
     }
   }
+}
+
+template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0>
+__global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
+    w4a16_slice_kernel(const std::uint16_t* __restrict__ x, int m, std::int64_t n, std::int64_t k,
+                       const std::uint8_t* __restrict__ tiles,
+                       const std::uint8_t* __restrict__ scales, std::int64_t tiles_k,
+                       W4A16Strides strides, float out_scale,
+                       const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
+                       const MoeRowBlock* __restrict__ row_blocks,
+                       const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
+                       W4A16GroupedCombine fuse_arg) {
+  slice_block<S, ONE_SIDE, MT, GROUPED, FUSE>(x, m, n, k, tiles, scales, tiles_k, strides,
+                                              out_scale, residual, out, row_blocks, table, fusion,
+                                              fuse_arg, SlicePlace{blockIdx.x, blockIdx.y, gridDim.x},
+                                              AfterPreviousGrid{});
 }
 
 // NIBBLE_LINEAR_TRIGGER=late: the dense slice kernels let the next kernel start only once their

@@ -374,18 +374,26 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                             .expert_out = d_expert_out.ptr};
   // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
   // the arrival counts poisoned too (the route must zero them); 4 (T = 1): the fusions with the
-  // token routed inside the expert GEMMs, which must also leave the route's arrays bitwise.
+  // token routed inside the expert GEMMs, which must also leave the route's arrays bitwise; 5, 6
+  // (T = 1): the same as one launch (MoeGroupedPlan::one_launch), from zeroed arrival counts, which
+  // it must leave zero: run 6 starts from what run 5 left.
   kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
-  const bool route_in_gemm = plan.route_in_gemm;
+  const bool route_in_gemm = plan.route_in_gemm, one_launch = plan.one_launch;
   plan.fuse_router = false;
   plan.route_in_gemm = false;
+  plan.one_launch = false;
   std::vector<std::vector<bf16_bits>> runs;
   std::vector<std::int32_t> routing_words;
-  auto run_layer = [&] {
+  enum class Counts { kPoison, kZero, kAsLeft };
+  auto run_layer = [&](Counts counts = Counts::kPoison) {
     for (auto* b : {&d_out, &d_routed, &d_projected, &d_middle, &d_expert_out}) b->poison();
     words.poison();
-    arrivals.poison();
-    NIBBLE_CUDA_CHECK(cudaMemset(arrivals.ptr, 0, sizeof(std::int32_t)));  // the router's counter
+    if (counts == Counts::kPoison) arrivals.poison();
+    if (counts != Counts::kAsLeft) {
+      // The router's counter (word 0), or every count (the one launch needs zeros).
+      const std::size_t zeroed = counts == Counts::kZero ? arrivals.count : 1;
+      NIBBLE_CUDA_CHECK(cudaMemset(arrivals.ptr, 0, zeroed * sizeof(std::int32_t)));
+    }
     NIBBLE_CUDA_CHECK(kernels::moe_experts(w, a, plan, nullptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     runs.push_back(d_out.download());
@@ -396,12 +404,22 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     run_layer();
   }
   const bool fused = kernels::moe_experts_fused(w, plan);
-  bool in_gemm_same = true;
+  bool in_gemm_same = true, one_launch_same = true;
   if (fused && route_in_gemm) {
     const std::vector<std::int32_t> routed_by_launch = routing_words;
     plan.route_in_gemm = true;
     run_layer();
     in_gemm_same = runs.back() == runs[2] && routing_words == routed_by_launch;
+    if (one_launch) {
+      plan.one_launch = true;
+      for (const Counts counts : {Counts::kZero, Counts::kAsLeft}) {
+        run_layer(counts);
+        const std::vector<std::int32_t> left = arrivals.download();
+        one_launch_same &= runs.back() == runs[2] && routing_words == routed_by_launch &&
+                           std::all_of(left.begin(), left.end(), [](std::int32_t v) { return v == 0; });
+      }
+      plan.one_launch = false;
+    }
     plan.route_in_gemm = false;
   }
   // The fused router (where it applies): the layer from a random BF16 router's own logits, then
@@ -430,6 +448,17 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     plan.route_in_gemm = true;
     router_then_logits();
     plan.route_in_gemm = false;
+  }
+  if (router_fused && route_in_gemm && one_launch) {  // and as one launch
+    plan.route_in_gemm = plan.one_launch = true;
+    NIBBLE_CUDA_CHECK(cudaMemset(arrivals.ptr, 0, arrivals.count * sizeof(std::int32_t)));
+    d_logits.poison();
+    a.router_weight = d_router.ptr;
+    run_layer(Counts::kAsLeft);
+    a.router_weight = nullptr;
+    run_layer(Counts::kAsLeft);
+    router_same &= runs[runs.size() - 2] == runs.back();
+    plan.route_in_gemm = plan.one_launch = false;
   }
 
   // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
@@ -477,7 +506,7 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                 c.norm ? "norm" : "raw", c.kind == LogitKind::kOneExpert ? "_one_expert" : "");
   std::snprintf(detail, sizeof detail,
                 "rel %.3g, tile %d x %d rows, two runs %s, decode fusions %s: %s, fused router %s, "
-                "routed in the GEMMs %s",
+                "routed in the GEMMs %s, one launch %s",
                 err, int(plan.tile), plan.block_rows, same ? "bitwise identical" : "DIFFER",
                 fused ? "on" : "not applicable", fused_same ? "same bits" : "DIFFERENT BITS",
                 !router_fused ? "not applicable"
@@ -485,8 +514,13 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                               : "DIFFERENT BITS",
                 !(fused && route_in_gemm) ? "not applicable"
                 : in_gemm_same            ? "same bits and routing"
-                                          : "DIFFERENT");
-  results.record(err <= 1e-2 && same && fused_same && router_same && in_gemm_same, name, detail);
+                                          : "DIFFERENT",
+                !(fused && route_in_gemm && one_launch) ? "not applicable"
+                : one_launch_same ? "same bits and routing, counts left zero"
+                                  : "DIFFERENT");
+  results.record(err <= 1e-2 && same && fused_same && router_same && in_gemm_same &&
+                     one_launch_same,
+                 name, detail);
 }
 
 int run(int argc, char** argv) {

@@ -156,12 +156,15 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       "  and down weights (NIBBLE_MOE_PREFETCH=0; it runs where they fit half the L2: T = 1)\n"
       "+r.gemm: T = 1, the router linear alone, then gate_up and down routing the token in their\n"
       "  own blocks (NIBBLE_MOE_ROUTE_IN_GEMM): no route launch\n"
+      "+r.one: +r.gemm with gate_up and down as one launch (NIBBLE_MOE_ONE_LAUNCH)\n"
       "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
   std::printf(
-      "%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %9s %9s %13s\n", "T",
+      "%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %9s %9s %9s %6s "
+      "%13s\n",
+      "T",
       "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer", "%copy",
       "fused", "%copy", "f.gate_up", "+r.spread", "%copy", "+r.split", "+r.blocks", "spread-pf",
-      "+r.gemm", "cuBLAS router");
+      "+r.gemm", "+r.one", "%copy", "cuBLAS router");
   for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
     const std::int64_t routed = T * kTopK;
     kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
@@ -240,8 +243,9 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     const bool can_route_in_gemm = plan.route_in_gemm;
     auto layer = [&](bool fuse, bool fuse_router = false,
                      kernels::MoeRouterForm form = kernels::MoeRouterForm::kSpread,
-                     bool prefetch = true, bool route_in_gemm = false) {
+                     bool prefetch = true, bool route_in_gemm = false, bool one_launch = false) {
       plan.route_in_gemm = route_in_gemm;
+      plan.one_launch = one_launch;
       plan.fuse = fuse;
       plan.fuse_router = fuse_router;
       plan.router_form = form;
@@ -282,6 +286,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
         can_fuse_router && can_route_in_gemm
             ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true)
             : 0.0;
+    // The same as one launch (zeroed counts on entry; every call leaves them zero).
+    CHECK_CUDA(cudaMemset(arrivals, 0,
+                          std::size_t(kernels::moe_arrival_words(T, kHidden)) * sizeof(std::int32_t)));
+    const double one_launch_us =
+        can_fuse_router && can_route_in_gemm
+            ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true, true)
+            : 0.0;
     // The unfused paths' router: cuBLAS BF16 x BF16 -> FP32, as the backend runs it
     // (engine/backend/cuda/device_linear.cpp).
     const double cublas_router_us = median_us(reps, stream, [&](int, cudaStream_t s) {
@@ -298,12 +309,12 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     };
     std::printf(
         "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %9.1f "
-        "%6.1f %9.1f %9.1f %9.1f %9.1f %13.1f\n",
+        "%6.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.1f %13.1f\n",
         (long long)T, active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
         plan.block_rows, gate_up_us, down_us, gemm_us, copy_percent(gemm_us), route_us, layer_us,
         copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us[0],
         copy_percent(router_us[0]), router_us[1], router_us[2], router_us[3], in_gemm_us,
-        cublas_router_us);
+        one_launch_us, copy_percent(one_launch_us), cublas_router_us);
     std::fflush(stdout);
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }

@@ -180,6 +180,8 @@ class CudaBackend : public Backend {
     moe_router_form_ = kernels::moe_router_form_from_env();  // NIBBLE_MOE_ROUTER_FORM
     const char* route_in_gemm = std::getenv("NIBBLE_MOE_ROUTE_IN_GEMM");
     moe_route_in_gemm_ = route_in_gemm == nullptr || std::string(route_in_gemm) != "0";
+    const char* one_launch = std::getenv("NIBBLE_MOE_ONE_LAUNCH");
+    moe_one_launch_ = one_launch == nullptr || std::string(one_launch) != "0";
     const char* moe_prefetch = std::getenv("NIBBLE_MOE_PREFETCH");
     moe_prefetch_ = moe_prefetch != nullptr && std::string(moe_prefetch) == "1";
     moe_on_device_ = true;
@@ -198,11 +200,13 @@ class CudaBackend : public Backend {
       if (moe_on_device_)
         spdlog::info(
             "cuda backend: MoE decode fusions {}, router in the route {} (form {}, L2 prefetch {}), "
-            "one token routed in the expert GEMMs {}",
+            "one token routed in the expert GEMMs {} ({})",
             moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
             moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off",
             kernels::moe_router_form_name(moe_router_form_), moe_prefetch_ ? "on" : "off",
-            moe_route_in_gemm_ ? "on" : "off (NIBBLE_MOE_ROUTE_IN_GEMM=0)");
+            moe_route_in_gemm_ ? "on" : "off (NIBBLE_MOE_ROUTE_IN_GEMM=0)",
+            moe_one_launch_ ? "gate_up and down in one launch where the device holds its blocks"
+                            : "two launches, NIBBLE_MOE_ONE_LAUNCH=0");
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
@@ -848,6 +852,7 @@ class CudaBackend : public Backend {
     plan.router_form = moe_router_form_;
     plan.prefetch = moe_prefetch_;
     plan.route_in_gemm &= moe_route_in_gemm_;
+    plan.one_launch &= moe_one_launch_;
     // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
     const bool router_fused =
         routes_on_device(w) && !w.router.nvfp4 && w.router.bias.empty() &&
@@ -943,6 +948,7 @@ class CudaBackend : public Backend {
   kernels::MoeRouterForm moe_router_form_ = kernels::MoeRouterForm::kSpread;
   bool moe_prefetch_ = false;  // NIBBLE_MOE_PREFETCH=1
   bool moe_route_in_gemm_ = true;  // NIBBLE_MOE_ROUTE_IN_GEMM
+  bool moe_one_launch_ = true;     // NIBBLE_MOE_ONE_LAUNCH
   bool moe_on_device_ = true;
   int graph_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
   std::vector<int> buckets_;

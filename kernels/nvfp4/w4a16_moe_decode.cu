@@ -1,0 +1,195 @@
+// One launch for a single token's routed experts (decode, T = 1; w4a16_grouped.h
+// w4a16_grouped_experts_routed). Block (x, r) routes the token from the router's logits, takes
+// gate_up slice x of pick row r (the routed gate_up's block, while x < n / 32) and then down slice
+// x of the same pick (the routed down's block, the weighted combine included). A down slice needs
+// the whole SiLU product of its pick, so it waits for that pick's gate_up slices through a counter
+// in global memory, not for a whole grid: no second launch, no drain of the gate_up grid before
+// any down block can start, and the blocks ask the L2 for their down weights as soon as their
+// gate_up weights are requested. The bodies are the two routed launches' (slice_block, same
+// shapes, same sums): the same output bits.
+// Blocks wait on one another, so all of them must be resident at once: the launch checks the
+// occupancy and answers cudaErrorNotSupported where they would not be (the caller then takes the
+// two launches).
+#include "kernels/nvfp4/w4a16_slice_kernels.cuh"
+
+namespace nibble::kernels {
+namespace {
+
+using GateUpShape = SliceGateUpSilu;
+using DownShape = SliceDownCombine;
+constexpr int kThreads = GateUpShape::kThreads;
+static_assert(DownShape::kThreads == kThreads, "one block runs both slices");
+// Qwen3-30B-A3B: 64 x 8 = 512 blocks, 4 an SM on 132 SMs (40 KB of shared memory each).
+constexpr int kMinBlocks = 4;
+// Rows of x the rings are laid out for: the one routed row.
+constexpr int kRows = 1;
+
+// The one bulk request that brings `bytes` (16-byte multiple, <= 1 MB) at p into the L2.
+__device__ inline void prefetch_l2(const std::uint8_t* p, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
+// The gate_up slice's hooks: the kernel waited for the router before routing; once the gate_up's
+// weights are requested, the block asks the L2 for its down slice's codes and scales (one
+// request per k step each), which the down's ring then finds there.
+struct GateUpHooks {
+  const W4A16DeviceWeight* down;  // the pick's down weight
+  W4A16Strides strides;
+  std::int64_t tiles_k;
+  unsigned slice;
+  __device__ void weights_requested() const {
+    const std::int64_t n0 = std::int64_t(slice) * DownShape::kRows;
+    const std::int64_t group = (n0 / 128) * strides.group;
+    const int tile0 = int(n0 % 128) / 8;
+    for (std::int64_t kt = threadIdx.x; kt < tiles_k; kt += kThreads) {
+      const std::int64_t step = group + kt * strides.kt;
+      prefetch_l2(down->tiles + step * 4096 + tile0 * 256, DownShape::kCodeBytes);
+      prefetch_l2(down->scales + step * 512 + tile0 * 32, DownShape::kScaleBytes);
+    }
+  }
+  __device__ void wait() const {}
+  __device__ void allow() const {}
+};
+
+// The down slice's hooks: its weights are requested first; then thread 0 waits until every
+// gate_up slice of the pick has published its SiLU product (release by the writers: fence, then
+// the count), and the block barrier passes that on before any thread reads the product.
+struct DownHooks {
+  const std::int32_t* done;
+  int needed;
+  __device__ void weights_requested() const {}
+  __device__ void wait() const {
+    if (threadIdx.x == 0) {
+      int seen;
+      for (;;) {
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(seen) : "l"(done) : "memory");
+        if (seen >= needed) break;
+        __nanosleep(32);
+      }
+    }
+    __syncthreads();
+  }
+  __device__ void allow() const {}
+};
+
+// Grid (down slices, k). gate_done: [k] gate_up slices done per pick row, then [k] blocks past
+// their wait per pick row; zeros on entry, left zero (the last block of a row past its wait
+// clears both).
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    w4a16_moe_decode_kernel(const std::uint16_t* __restrict__ x, W4A16GroupedWeights gate_up,
+                            W4A16GroupedWeights down, W4A16GroupedCombine combine,
+                            std::uint16_t* __restrict__ middle,
+                            std::uint16_t* __restrict__ expert_out,
+                            std::int32_t* __restrict__ gate_done, W4A16Strides gate_strides,
+                            W4A16Strides down_strides) {
+  wait_for_previous_grid();  // the router's logits
+  // Every block of this grid is resident once all have passed here, so the next kernel's blocks
+  // may take the room left (the waits below never depend on a block that is not yet running).
+  allow_next_grid();
+  const W4A16GroupedRoute& route = combine.route;
+  __shared__ moe_device::SingleTokenRoute route_s;
+  moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
+                                 route_s);
+  if (blockIdx.x == 0 && blockIdx.y == 0)
+    moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
+  W4A16GroupedCombine fuse = combine;
+  fuse.token = route_s.token;
+  fuse.source = route_s.source;
+  fuse.weight = route_s.weight;
+  fuse.k = route.k;
+  const unsigned row = blockIdx.y;
+  const W4A16DeviceWeight& g = gate_up.shape;
+  const W4A16DeviceWeight& d = down.shape;
+  const unsigned gate_slices = unsigned(g.n / 32);  // 16 gate and 16 up rows a slice
+  if (blockIdx.x < gate_slices) {
+    const GateUpHooks hooks{down.table + route_s.blocks[row].expert, down_strides,
+                            d.k_padded / 64, blockIdx.x};
+    slice_block<GateUpShape, false, 1, true, kFuseGatherSilu>(
+        x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, nullptr,
+        middle, route_s.blocks, gate_up.table, W4A16Fusion{}, fuse,
+        SlicePlace{blockIdx.x, row, gate_slices}, hooks);
+    __threadfence();  // this block's share of the product, before its count
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(gate_done + row, 1);
+  }
+  __syncthreads();  // the gate_up's sums have left the shared memory the down's ring takes
+  slice_block<DownShape, false, 1, true, kFuseCombine>(
+      middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f,
+      nullptr, expert_out, route_s.blocks, down.table, W4A16Fusion{}, fuse,
+      SlicePlace{blockIdx.x, row, gridDim.x}, DownHooks{gate_done + row, int(gate_slices)});
+  if (threadIdx.x == 0 && atomicAdd(gate_done + route.k + row, 1) == int(gridDim.x) - 1) {
+    gate_done[row] = 0;
+    gate_done[route.k + row] = 0;
+  }
+}
+
+int one_launch_smem() {
+  const int gate = smem_bytes<GateUpShape>(kRows), down = smem_bytes<DownShape>(kRows);
+  return gate > down ? gate : down;
+}
+static_assert(smem_bytes<DownShape>(kRows) >= DownShape::kWarps * DownShape::kPairs * 4 * 32 * 4 &&
+                  smem_bytes<GateUpShape>(kRows) >=
+                      GateUpShape::kWarps * GateUpShape::kPairs * 4 * 32 * 4,
+              "the sums fit in the rings");
+
+// Blocks of the kernel resident at once on this device (every SM), read once.
+cudaError_t resident_blocks(int* count) {
+  static int resident = -1;
+  static cudaError_t err = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) {
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_moe_decode_kernel, kThreads,
+                                                        std::size_t(one_launch_smem()));
+    }
+    resident = e == cudaSuccess ? sms * per_sm : 0;
+    return e;
+  }();
+  *count = resident;
+  return err;
+}
+
+}  // namespace
+
+cudaError_t w4a16_grouped_experts_routed_prepare() {
+  int count = 0;
+  return resident_blocks(&count);
+}
+
+cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
+                                         const W4A16GroupedWeights& gate_up,
+                                         const W4A16GroupedWeights& down,
+                                         const W4A16GroupedCombine& combine,
+                                         std::uint16_t* middle, std::uint16_t* expert_out,
+                                         std::int32_t* gate_done, cudaStream_t stream) {
+  const W4A16GroupedRoute& route = combine.route;
+  const MoeRouting& o = route.out;
+  const std::int64_t down_slices = down.shape.n_padded / DownShape::kRows;
+  if (route.logits == nullptr || route.experts < 1 || route.experts > kMoeMaxExperts ||
+      route.k < 1 || route.k > route.experts || route.k > kMoeMaxTopK ||
+      gate_up.table == nullptr || down.table == nullptr || gate_up.shape.n % 32 != 0 ||
+      down.shape.k != gate_up.shape.n / 2 || combine.residual == nullptr ||
+      combine.out == nullptr || combine.arrivals == nullptr || gate_done == nullptr ||
+      o.expert == nullptr || o.weight == nullptr || o.counts == nullptr ||
+      o.offsets == nullptr || o.token == nullptr || o.source == nullptr || o.blocks == nullptr ||
+      down_slices != w4a16_grouped_combine_slices(down.shape.n))
+    return cudaErrorInvalidValue;
+  // Every gate_up slice needs a block (one per down slice).
+  if (gate_up.shape.n / 32 > down_slices) return cudaErrorNotSupported;
+  int resident = 0;
+  const cudaError_t err = resident_blocks(&resident);
+  if (err != cudaSuccess) return err;
+  if (down_slices * route.k > resident) return cudaErrorNotSupported;
+  LaunchWithOverlap launch(dim3(unsigned(down_slices), unsigned(route.k)), kThreads,
+                           one_launch_smem(), stream, grouped_overlap());
+  const cudaError_t launched =
+      cudaLaunchKernelEx(&launch.config, w4a16_moe_decode_kernel, x, gate_up, down, combine,
+                         middle, expert_out, gate_done, w4a16_strides(gate_up.shape),
+                         w4a16_strides(down.shape));
+  return launched != cudaSuccess ? launched : cudaGetLastError();
+}
+
+}  // namespace nibble::kernels

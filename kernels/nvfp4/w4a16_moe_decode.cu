@@ -90,10 +90,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   allow_next_grid();
   const W4A16GroupedRoute& route = combine.route;
   __shared__ moe_device::SingleTokenRoute route_s;
-  moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
-                                 route_s);
-  if (blockIdx.x == 0 && blockIdx.y == 0)
-    moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
+  if (route.logits != nullptr) {
+    moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
+                                   route_s);
+    if (blockIdx.x == 0 && blockIdx.y == 0)
+      moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
+  } else {
+    // The route launch's table (T = 1: pick j in routed row source[j], row block r the r-th
+    // picked id, one row each): read once here, instead of every block ranking the logits.
+    const int j = int(threadIdx.x);
+    if (j < kMoeMaxTopK) {
+      route_s.token[j] = 0;
+      route_s.blocks[j] = MoeRowBlock{-1, 0, 0};
+    }
+    if (j < route.k) {
+      const MoeRouting& r = route.out;
+      route_s.source[j] = __ldcg(r.source + j);
+      route_s.weight[j] = __ldcg(r.weight + j);
+      const int* entry = reinterpret_cast<const int*>(r.blocks + j);
+      route_s.blocks[j] = MoeRowBlock{__ldcg(entry), __ldcg(entry + 1), __ldcg(entry + 2)};
+    }
+    __syncthreads();
+  }
   W4A16GroupedCombine fuse = combine;
   fuse.token = route_s.token;
   fuse.source = route_s.source;
@@ -134,29 +152,32 @@ static_assert(smem_bytes<DownShape>(kRows) >= DownShape::kWarps * DownShape::kPa
                       GateUpShape::kWarps * GateUpShape::kPairs * 4 * 32 * 4,
               "the sums fit in the rings");
 
-// Blocks of the kernel resident at once on this device (every SM), read once.
-cudaError_t resident_blocks(int* count) {
-  static int resident = -1;
-  static cudaError_t err = [] {
-    int device = 0, sms = 0, per_sm = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e == cudaSuccess) {
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_moe_decode_kernel, kThreads,
-                                                        std::size_t(one_launch_smem()));
-    }
-    resident = e == cudaSuccess ? sms * per_sm : 0;
-    return e;
-  }();
+// Blocks of the kernel resident at once on this device with `smem` bytes of dynamic shared
+// memory each (the last answer kept: one shape per process in practice).
+cudaError_t resident_blocks(int smem, int* count) {
+  thread_local int asked = -1, resident = 0;
+  if (smem != asked) {
+    SmemBudget budget;
+    int per_sm = 0;
+    cudaError_t err = current_smem_budget(&budget);
+    if (err == cudaSuccess)
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_moe_decode_kernel,
+                                                          kThreads, std::size_t(smem));
+    if (err != cudaSuccess) return err;
+    asked = smem;
+    resident = budget.sms * per_sm;
+  }
   *count = resident;
-  return err;
+  return cudaSuccess;
 }
 
 }  // namespace
 
 cudaError_t w4a16_grouped_experts_routed_prepare() {
-  int count = 0;
-  return resident_blocks(&count);
+  // The even spread below may ask for more shared memory than the 48 KB default.
+  static const cudaError_t err =
+      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_moe_decode_kernel));
+  return err;
 }
 
 cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
@@ -168,7 +189,7 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
   const W4A16GroupedRoute& route = combine.route;
   const MoeRouting& o = route.out;
   const std::int64_t down_slices = down.shape.n_padded / DownShape::kRows;
-  if (route.logits == nullptr || route.experts < 1 || route.experts > kMoeMaxExperts ||
+  if (route.experts < 1 || route.experts > kMoeMaxExperts ||
       route.k < 1 || route.k > route.experts || route.k > kMoeMaxTopK ||
       gate_up.table == nullptr || down.table == nullptr || gate_up.shape.n % 32 != 0 ||
       down.shape.k != gate_up.shape.n / 2 || combine.residual == nullptr ||
@@ -179,12 +200,19 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
     return cudaErrorInvalidValue;
   // Every gate_up slice needs a block (one per down slice).
   if (gate_up.shape.n / 32 > down_slices) return cudaErrorNotSupported;
-  int resident = 0;
-  const cudaError_t err = resident_blocks(&resident);
+  cudaError_t err = w4a16_grouped_experts_routed_prepare();
   if (err != cudaSuccess) return err;
-  if (down_slices * route.k > resident) return cudaErrorNotSupported;
-  LaunchWithOverlap launch(dim3(unsigned(down_slices), unsigned(route.k)), kThreads,
-                           one_launch_smem(), stream, grouped_overlap());
+  // Under the dependent launch the blocks land wherever there is room as the router's leave:
+  // shared memory for an even spread keeps them off a crowded few SMs (even_spread.h).
+  const std::int64_t blocks = down_slices * route.k;
+  const bool overlap = grouped_overlap();
+  int smem = 0, resident = 0;
+  if ((err = launch_smem(one_launch_smem(), blocks, overlap, &smem)) != cudaSuccess ||
+      (err = resident_blocks(smem, &resident)) != cudaSuccess)
+    return err;
+  if (blocks > resident) return cudaErrorNotSupported;
+  LaunchWithOverlap launch(dim3(unsigned(down_slices), unsigned(route.k)), kThreads, smem, stream,
+                           overlap);
   const cudaError_t launched =
       cudaLaunchKernelEx(&launch.config, w4a16_moe_decode_kernel, x, gate_up, down, combine,
                          middle, expert_out, gate_done, w4a16_strides(gate_up.shape),

@@ -58,12 +58,17 @@ __device__ inline void token_probabilities(const float* __restrict__ logits, int
 // order as the arg-max rounds), and rank j < k is pick j; the weights then follow in pick order as
 // in route_token. Every thread of the block calls it; picks[t k + j] gets the ids.
 // MAX_ROUTED / MAX_PAIRS: the shared arrays' sizes (routed rows; tokens x experts of the rank
-// path), smaller for the router kernels' T <= kMoeRouterMaxTokens.
-template <int MAX_ROUTED, int MAX_PAIRS>
+// path), smaller for the router kernels' T <= kMoeRouterMaxTokens. phase(0) once the
+// probabilities are in shared memory, phase(1) once the ranks are (a dev timeline's marks).
+struct NoPhaseMarks {
+  __device__ void operator()(int) const {}
+};
+template <int MAX_ROUTED, int MAX_PAIRS, class PhaseMarks = NoPhaseMarks>
 __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int tokens,
                                            int experts, int k, bool norm_topk_prob,
                                            std::int32_t* __restrict__ expert,
-                                           float* __restrict__ weight, int* picks) {
+                                           float* __restrict__ weight, int* picks,
+                                           const PhaseMarks& phase = {}) {
   __shared__ float prob_s[MAX_PAIRS];
   __shared__ float pick_prob_s[MAX_ROUTED];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -77,6 +82,7 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
     }
   }
   __syncthreads();
+  phase(0);
   for (int pair = threadIdx.x; pair < tokens * experts; pair += blockDim.x) {
     const int t = pair / experts, e = pair % experts;
     const float* row = prob_s + t * experts;
@@ -90,6 +96,7 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
     }
   }
   __syncthreads();
+  phase(1);
   for (int i = threadIdx.x; i < tokens * k; i += blockDim.x) {
     const int t = i / k;
     float picked = 0.0f;  // the renormalising sum in pick order, as the CPU adds it
@@ -112,12 +119,14 @@ struct SingleTokenRoute {
 };
 
 // Every thread of the block calls it (>= 32 threads); `route` in shared memory, complete on return.
+template <class PhaseMarks = NoPhaseMarks>
 __device__ __forceinline__ void route_single_token(const float* __restrict__ logits, int experts,
                                                    int k, bool norm_topk_prob,
-                                                   SingleTokenRoute& route) {
+                                                   SingleTokenRoute& route,
+                                                   const PhaseMarks& phase = {}) {
   __shared__ int picks[kMoeMaxTopK];
   rank_picks<kMoeMaxTopK, kMoeMaxExperts>(logits, 1, experts, k, norm_topk_prob, route.expert,
-                                          route.weight, picks);
+                                          route.weight, picks, phase);
   __syncthreads();
   const int j = int(threadIdx.x);
   if (j < kMoeMaxTopK) {

@@ -10,7 +10,9 @@
 // (the table is written by the kernel before, read before the weights are fetched).
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/moe/moe_layout.h"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -115,6 +117,27 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
                                          const W4A16GroupedCombine& combine,
                                          std::uint16_t* middle, std::uint16_t* expert_out,
                                          std::int32_t* gate_done, cudaStream_t stream);
+// When each block of the last one launch passed each phase, from the device's %globaltimer (ns),
+// and the SM it ran on: recorded only by dev builds configured with -DNIBBLE_MOE_TIMELINE=ON
+// (otherwise cudaErrorNotSupported). Blocks in grid order (x fastest); gate_slices of each row of
+// `slices` run a gate_up slice. Synchronises the device.
+struct MoeDecodeTimeline {
+  enum Point {
+    kEntry,
+    kWaited,           // the router's logits are final
+    kProbabilities,    // the routing's softmax (blocks routing the token themselves)
+    kRanked,           // the routing's ranks
+    kRouted,
+    kGateUpDone,
+    kDownWaitPassed,   // the pick's gate_up slices all done
+    kDownDone,
+    kPoints
+  };
+  std::vector<std::array<std::uint64_t, kPoints>> at;
+  std::vector<int> sm;
+  int slices = 0, rows = 0, gate_slices = 0;
+};
+cudaError_t w4a16_moe_decode_timeline(MoeDecodeTimeline* out);
 // Reads the device's occupancy for it now (w4a16_grouped_prepare calls it, before any capture).
 cudaError_t w4a16_grouped_experts_routed_prepare();
 

@@ -24,6 +24,29 @@ constexpr int kMinBlocks = 4;
 // Rows of x the rings are laid out for: the one routed row.
 constexpr int kRows = 1;
 
+// -DNIBBLE_MOE_TIMELINE=ON (dev builds): thread 0 of each block records %globaltimer at each
+// phase, and the SM, for w4a16_moe_decode_timeline.
+#if NIBBLE_MOE_TIMELINE
+constexpr int kTimelineBlocks = 4096;
+__device__ unsigned long long g_timeline[kTimelineBlocks][MoeDecodeTimeline::kPoints + 1];
+#endif
+int g_timeline_grid[3] = {};  // slices, rows, gate_slices of the last launch (host)
+__device__ inline void mark([[maybe_unused]] MoeDecodeTimeline::Point point) {
+#if NIBBLE_MOE_TIMELINE
+  if (threadIdx.x != 0) return;
+  const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
+  if (block >= kTimelineBlocks) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
+  g_timeline[block][point] = now;
+  if (point == MoeDecodeTimeline::kEntry) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+    g_timeline[block][MoeDecodeTimeline::kPoints] = sm;
+  }
+#endif
+}
+
 // The one bulk request that brings `bytes` (16-byte multiple, <= 1 MB) at p into the L2.
 __device__ inline void prefetch_l2(const std::uint8_t* p, unsigned bytes) {
 #if __CUDA_ARCH__ >= 900
@@ -69,6 +92,7 @@ struct DownHooks {
         __nanosleep(32);
       }
     }
+    mark(MoeDecodeTimeline::kDownWaitPassed);
     __syncthreads();
   }
   __device__ void allow() const {}
@@ -84,15 +108,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                             std::uint16_t* __restrict__ expert_out,
                             std::int32_t* __restrict__ gate_done, W4A16Strides gate_strides,
                             W4A16Strides down_strides) {
+  mark(MoeDecodeTimeline::kEntry);
   wait_for_previous_grid();  // the router's logits
+  mark(MoeDecodeTimeline::kWaited);
   // Every block of this grid is resident once all have passed here, so the next kernel's blocks
   // may take the room left (the waits below never depend on a block that is not yet running).
   allow_next_grid();
   const W4A16GroupedRoute& route = combine.route;
   __shared__ moe_device::SingleTokenRoute route_s;
   if (route.logits != nullptr) {
-    moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
-                                   route_s);
+    moe_device::route_single_token(
+        route.logits, route.experts, route.k, route.norm_topk_prob, route_s, [](int phase) {
+          mark(phase == 0 ? MoeDecodeTimeline::kProbabilities : MoeDecodeTimeline::kRanked);
+        });
     if (blockIdx.x == 0 && blockIdx.y == 0)
       moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
   } else {
@@ -112,6 +140,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     __syncthreads();
   }
+  mark(MoeDecodeTimeline::kRouted);
   W4A16GroupedCombine fuse = combine;
   fuse.token = route_s.token;
   fuse.source = route_s.source;
@@ -128,6 +157,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, nullptr,
         middle, route_s.blocks, gate_up.table, W4A16Fusion{}, fuse,
         SlicePlace{blockIdx.x, row, gate_slices}, hooks);
+    mark(MoeDecodeTimeline::kGateUpDone);
     __threadfence();  // this block's share of the product, before its count
     __syncthreads();
     if (threadIdx.x == 0) atomicAdd(gate_done + row, 1);
@@ -137,6 +167,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f,
       nullptr, expert_out, route_s.blocks, down.table, W4A16Fusion{}, fuse,
       SlicePlace{blockIdx.x, row, gridDim.x}, DownHooks{gate_done + row, int(gate_slices)});
+  mark(MoeDecodeTimeline::kDownDone);
   if (threadIdx.x == 0 && atomicAdd(gate_done + route.k + row, 1) == int(gridDim.x) - 1) {
     gate_done[row] = 0;
     gate_done[route.k + row] = 0;
@@ -172,6 +203,32 @@ cudaError_t resident_blocks(int smem, int* count) {
 }
 
 }  // namespace
+
+cudaError_t w4a16_moe_decode_timeline(MoeDecodeTimeline* out) {
+#if NIBBLE_MOE_TIMELINE
+  const int blocks = g_timeline_grid[0] * g_timeline_grid[1];
+  if (blocks <= 0 || blocks > kTimelineBlocks) return cudaErrorInvalidValue;
+  std::vector<unsigned long long> raw(std::size_t(blocks) * (MoeDecodeTimeline::kPoints + 1));
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err == cudaSuccess)
+    err = cudaMemcpyFromSymbol(raw.data(), g_timeline, raw.size() * sizeof(raw[0]));
+  if (err != cudaSuccess) return err;
+  out->slices = g_timeline_grid[0];
+  out->rows = g_timeline_grid[1];
+  out->gate_slices = g_timeline_grid[2];
+  out->at.assign(std::size_t(blocks), {});
+  out->sm.assign(std::size_t(blocks), 0);
+  for (int b = 0; b < blocks; ++b) {
+    const unsigned long long* r = raw.data() + std::size_t(b) * (MoeDecodeTimeline::kPoints + 1);
+    for (int p = 0; p < MoeDecodeTimeline::kPoints; ++p) out->at[std::size_t(b)][std::size_t(p)] = r[p];
+    out->sm[std::size_t(b)] = int(r[MoeDecodeTimeline::kPoints]);
+  }
+  return cudaSuccess;
+#else
+  (void)out;
+  return cudaErrorNotSupported;
+#endif
+}
 
 cudaError_t w4a16_grouped_experts_routed_prepare() {
   // The even spread below may ask for more shared memory than the 48 KB default.
@@ -211,6 +268,9 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
       (err = resident_blocks(smem, &resident)) != cudaSuccess)
     return err;
   if (blocks > resident) return cudaErrorNotSupported;
+  g_timeline_grid[0] = int(down_slices);
+  g_timeline_grid[1] = route.k;
+  g_timeline_grid[2] = int(gate_up.shape.n / 32);
   LaunchWithOverlap launch(dim3(unsigned(down_slices), unsigned(route.k)), kThreads, smem, stream,
                            overlap);
   const cudaError_t launched =

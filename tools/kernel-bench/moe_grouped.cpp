@@ -2,8 +2,11 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
@@ -131,6 +134,41 @@ void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std:
     std::fflush(stdout);
   }
   for (void* p : local) CHECK_CUDA(cudaFree(p));
+}
+
+// The dev build's timeline of the last one launch (-DNIBBLE_MOE_TIMELINE=ON): per phase, the
+// spread over the blocks of when they passed it, from the first block's entry.
+void print_one_launch_timeline() {
+  kernels::MoeDecodeTimeline t;
+  if (kernels::w4a16_moe_decode_timeline(&t) != cudaSuccess || t.at.empty()) return;
+  const char* names[] = {"entry",  "waited",       "probabilities",    "ranked",
+                         "routed", "gate_up done", "down wait passed", "down done"};
+  std::uint64_t t0 = UINT64_MAX;
+  for (const auto& b : t.at) t0 = std::min(t0, b[kernels::MoeDecodeTimeline::kEntry]);
+  std::printf("  one launch's last run (us from the first block's entry; %zu blocks):\n",
+              t.at.size());
+  for (int p = 0; p < kernels::MoeDecodeTimeline::kPoints; ++p) {
+    std::vector<double> us;
+    const bool routed_here = t.at[0][kernels::MoeDecodeTimeline::kProbabilities] != 0;
+    if (!routed_here && (p == kernels::MoeDecodeTimeline::kProbabilities ||
+                         p == kernels::MoeDecodeTimeline::kRanked))
+      continue;
+    for (std::size_t b = 0; b < t.at.size(); ++b) {
+      if (p == kernels::MoeDecodeTimeline::kGateUpDone && int(b) % t.slices >= t.gate_slices)
+        continue;  // a down slice only
+      us.push_back(double(t.at[b][std::size_t(p)] - t0) / 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("    %-17s min %6.2f  p10 %6.2f  p50 %6.2f  p90 %6.2f  max %6.2f\n", names[p],
+                us.front(), us[us.size() / 10], us[us.size() / 2], us[us.size() * 9 / 10],
+                us.back());
+  }
+  std::map<int, int> per_sm, spread;
+  for (const int sm : t.sm) ++per_sm[sm];
+  for (const auto& [sm, blocks] : per_sm) ++spread[blocks];
+  std::printf("    blocks an SM (blocks: SMs):");
+  for (const auto& [blocks, sms] : spread) std::printf(" %d: %d", blocks, sms);
+  std::printf("\n");
 }
 
 }  // namespace
@@ -293,6 +331,7 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
         can_fuse_router && can_route_in_gemm
             ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true, true)
             : 0.0;
+    if (one_launch_us > 0) print_one_launch_timeline();
     // The unfused paths' router: cuBLAS BF16 x BF16 -> FP32, as the backend runs it
     // (engine/backend/cuda/device_linear.cpp).
     const double cublas_router_us = median_us(reps, stream, [&](int, cudaStream_t s) {

@@ -85,9 +85,9 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       const W4A16GroupedCombine combine{
           .residual = a.residual, .out = a.out, .arrivals = counts, .k = a.k, .route = route};
       if (plan.one_launch) {
-        const cudaError_t err = w4a16_grouped_experts_routed(
-            a.hidden, w.gate_up, w.down, combine, a.middle, a.expert_out, counts + count_words,
-            stream);
+        const cudaError_t err =
+            w4a16_grouped_experts_routed(a.hidden, w.gate_up, w.down, combine, a.middle,
+                                         a.expert_out, counts + count_words, stream);
         if (err != cudaErrorNotSupported) return err;  // else nothing ran: the two launches
       }
       cudaError_t err = w4a16_grouped_gate_up_silu_routed(a.hidden, w.gate_up, route, a.middle,

@@ -111,12 +111,11 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
 // them zero); gate_done: 2 k words, zeros on entry, left zero. cudaErrorNotSupported (nothing
 // launched) where its blocks cannot all be resident at once on this device, or gate_up has more
 // slices than down: take the two launches.
-cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
-                                         const W4A16GroupedWeights& gate_up,
+cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16GroupedWeights& gate_up,
                                          const W4A16GroupedWeights& down,
-                                         const W4A16GroupedCombine& combine,
-                                         std::uint16_t* middle, std::uint16_t* expert_out,
-                                         std::int32_t* gate_done, cudaStream_t stream);
+                                         const W4A16GroupedCombine& combine, std::uint16_t* middle,
+                                         std::uint16_t* expert_out, std::int32_t* gate_done,
+                                         cudaStream_t stream);
 // When each block of the last one launch passed each phase, from the device's %globaltimer (ns),
 // and the SM it ran on: recorded only by dev builds configured with -DNIBBLE_MOE_TIMELINE=ON
 // (otherwise cudaErrorNotSupported). Blocks in grid order (x fastest); gate_slices of each row of
@@ -124,12 +123,12 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
 struct MoeDecodeTimeline {
   enum Point {
     kEntry,
-    kWaited,           // the router's logits are final
-    kProbabilities,    // the routing's softmax (blocks routing the token themselves)
-    kRanked,           // the routing's ranks
+    kWaited,         // the router's logits are final
+    kProbabilities,  // the routing's softmax (blocks routing the token themselves)
+    kRanked,         // the routing's ranks
     kRouted,
     kGateUpDone,
-    kDownWaitPassed,   // the pick's gate_up slices all done
+    kDownWaitPassed,  // the pick's gate_up slices all done
     kDownDone,
     kPoints
   };

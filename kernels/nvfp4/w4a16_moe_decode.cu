@@ -151,11 +151,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const W4A16DeviceWeight& d = down.shape;
   const unsigned gate_slices = unsigned(g.n / 32);  // 16 gate and 16 up rows a slice
   if (blockIdx.x < gate_slices) {
-    const GateUpHooks hooks{down.table + route_s.blocks[row].expert, down_strides,
-                            d.k_padded / 64, blockIdx.x};
+    const GateUpHooks hooks{down.table + route_s.blocks[row].expert, down_strides, d.k_padded / 64,
+                            blockIdx.x};
     slice_block<GateUpShape, false, 1, true, kFuseGatherSilu>(
-        x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, nullptr,
-        middle, route_s.blocks, gate_up.table, W4A16Fusion{}, fuse,
+        x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, nullptr, middle,
+        route_s.blocks, gate_up.table, W4A16Fusion{}, fuse,
         SlicePlace{blockIdx.x, row, gate_slices}, hooks);
     mark(MoeDecodeTimeline::kGateUpDone);
     __threadfence();  // this block's share of the product, before its count
@@ -164,8 +164,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
   __syncthreads();  // the gate_up's sums have left the shared memory the down's ring takes
   slice_block<DownShape, false, 1, true, kFuseCombine>(
-      middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f,
-      nullptr, expert_out, route_s.blocks, down.table, W4A16Fusion{}, fuse,
+      middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f, nullptr,
+      expert_out, route_s.blocks, down.table, W4A16Fusion{}, fuse,
       SlicePlace{blockIdx.x, row, gridDim.x}, DownHooks{gate_done + row, int(gate_slices)});
   mark(MoeDecodeTimeline::kDownDone);
   if (threadIdx.x == 0 && atomicAdd(gate_done + route.k + row, 1) == int(gridDim.x) - 1) {
@@ -220,7 +220,8 @@ cudaError_t w4a16_moe_decode_timeline(MoeDecodeTimeline* out) {
   out->sm.assign(std::size_t(blocks), 0);
   for (int b = 0; b < blocks; ++b) {
     const unsigned long long* r = raw.data() + std::size_t(b) * (MoeDecodeTimeline::kPoints + 1);
-    for (int p = 0; p < MoeDecodeTimeline::kPoints; ++p) out->at[std::size_t(b)][std::size_t(p)] = r[p];
+    for (int p = 0; p < MoeDecodeTimeline::kPoints; ++p)
+      out->at[std::size_t(b)][std::size_t(p)] = r[p];
     out->sm[std::size_t(b)] = int(r[MoeDecodeTimeline::kPoints]);
   }
   return cudaSuccess;
@@ -237,21 +238,19 @@ cudaError_t w4a16_grouped_experts_routed_prepare() {
   return err;
 }
 
-cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
-                                         const W4A16GroupedWeights& gate_up,
+cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16GroupedWeights& gate_up,
                                          const W4A16GroupedWeights& down,
-                                         const W4A16GroupedCombine& combine,
-                                         std::uint16_t* middle, std::uint16_t* expert_out,
-                                         std::int32_t* gate_done, cudaStream_t stream) {
+                                         const W4A16GroupedCombine& combine, std::uint16_t* middle,
+                                         std::uint16_t* expert_out, std::int32_t* gate_done,
+                                         cudaStream_t stream) {
   const W4A16GroupedRoute& route = combine.route;
   const MoeRouting& o = route.out;
   const std::int64_t down_slices = down.shape.n_padded / DownShape::kRows;
-  if (route.experts < 1 || route.experts > kMoeMaxExperts ||
-      route.k < 1 || route.k > route.experts || route.k > kMoeMaxTopK ||
-      gate_up.table == nullptr || down.table == nullptr || gate_up.shape.n % 32 != 0 ||
-      down.shape.k != gate_up.shape.n / 2 || combine.residual == nullptr ||
-      combine.out == nullptr || combine.arrivals == nullptr || gate_done == nullptr ||
-      o.expert == nullptr || o.weight == nullptr || o.counts == nullptr ||
+  if (route.experts < 1 || route.experts > kMoeMaxExperts || route.k < 1 ||
+      route.k > route.experts || route.k > kMoeMaxTopK || gate_up.table == nullptr ||
+      down.table == nullptr || gate_up.shape.n % 32 != 0 || down.shape.k != gate_up.shape.n / 2 ||
+      combine.residual == nullptr || combine.out == nullptr || combine.arrivals == nullptr ||
+      gate_done == nullptr || o.expert == nullptr || o.weight == nullptr || o.counts == nullptr ||
       o.offsets == nullptr || o.token == nullptr || o.source == nullptr || o.blocks == nullptr ||
       down_slices != w4a16_grouped_combine_slices(down.shape.n))
     return cudaErrorInvalidValue;
@@ -273,10 +272,9 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x,
   g_timeline_grid[2] = int(gate_up.shape.n / 32);
   LaunchWithOverlap launch(dim3(unsigned(down_slices), unsigned(route.k)), kThreads, smem, stream,
                            overlap);
-  const cudaError_t launched =
-      cudaLaunchKernelEx(&launch.config, w4a16_moe_decode_kernel, x, gate_up, down, combine,
-                         middle, expert_out, gate_done, w4a16_strides(gate_up.shape),
-                         w4a16_strides(down.shape));
+  const cudaError_t launched = cudaLaunchKernelEx(
+      &launch.config, w4a16_moe_decode_kernel, x, gate_up, down, combine, middle, expert_out,
+      gate_done, w4a16_strides(gate_up.shape), w4a16_strides(down.shape));
   return launched != cudaSuccess ? launched : cudaGetLastError();
 }
 

@@ -176,8 +176,8 @@ __device__ inline void normalise_piece(unsigned at, float scale, float4 w0, floa
 }
 
 // Where a block of the slice kernel sits: slice x (its weight rows), grid row y (grouped: its row
-// block) of a grid `slices` wide. The plain launch: blockIdx.x, blockIdx.y, gridDim.x; the one-launch
-// MoE kernel (w4a16_moe_decode.cu) places its blocks itself.
+// block) of a grid `slices` wide. The plain launch: blockIdx.x, blockIdx.y, gridDim.x; the
+// one-launch MoE kernel (w4a16_moe_decode.cu) places its blocks itself.
 struct SlicePlace {
   unsigned x, y, slices;
 };
@@ -714,10 +714,9 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
                        const MoeRowBlock* __restrict__ row_blocks,
                        const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
                        W4A16GroupedCombine fuse_arg) {
-  slice_block<S, ONE_SIDE, MT, GROUPED, FUSE>(x, m, n, k, tiles, scales, tiles_k, strides,
-                                              out_scale, residual, out, row_blocks, table, fusion,
-                                              fuse_arg, SlicePlace{blockIdx.x, blockIdx.y, gridDim.x},
-                                              AfterPreviousGrid{});
+  slice_block<S, ONE_SIDE, MT, GROUPED, FUSE>(
+      x, m, n, k, tiles, scales, tiles_k, strides, out_scale, residual, out, row_blocks, table,
+      fusion, fuse_arg, SlicePlace{blockIdx.x, blockIdx.y, gridDim.x}, AfterPreviousGrid{});
 }
 
 // NIBBLE_LINEAR_TRIGGER=late: the dense slice kernels let the next kernel start only once their

@@ -521,11 +521,11 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                 : in_gemm_same            ? "same bits and routing"
                                           : "DIFFERENT",
                 !(fused && route_in_gemm && one_launch) ? "not applicable"
-                : one_launch_same ? "same bits and routing, counts left zero"
-                                  : "DIFFERENT");
-  results.record(err <= 1e-2 && same && fused_same && router_same && in_gemm_same &&
-                     one_launch_same,
-                 name, detail);
+                : one_launch_same                       ? "same bits and routing, counts left zero"
+                                                        : "DIFFERENT");
+  results.record(
+      err <= 1e-2 && same && fused_same && router_same && in_gemm_same && one_launch_same, name,
+      detail);
 }
 
 int run(int argc, char** argv) {

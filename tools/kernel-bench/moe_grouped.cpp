@@ -199,8 +199,7 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
   std::printf(
       "%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %9s %9s %9s %6s "
       "%13s\n",
-      "T",
-      "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer", "%copy",
+      "T", "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer", "%copy",
       "fused", "%copy", "f.gate_up", "+r.spread", "%copy", "+r.split", "+r.blocks", "spread-pf",
       "+r.gemm", "+r.one", "%copy", "cuBLAS router");
   for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
@@ -325,8 +324,8 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
             ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true)
             : 0.0;
     // The same as one launch (zeroed counts on entry; every call leaves them zero).
-    CHECK_CUDA(cudaMemset(arrivals, 0,
-                          std::size_t(kernels::moe_arrival_words(T, kHidden)) * sizeof(std::int32_t)));
+    CHECK_CUDA(cudaMemset(
+        arrivals, 0, std::size_t(kernels::moe_arrival_words(T, kHidden)) * sizeof(std::int32_t)));
     const double one_launch_us =
         can_fuse_router && can_route_in_gemm
             ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true, true)

@@ -199,8 +199,8 @@ class CudaBackend : public Backend {
                                      "one shape); no decode graphs");
       if (moe_on_device_)
         spdlog::info(
-            "cuda backend: MoE decode fusions {}, router in the route {} (form {}, L2 prefetch {}), "
-            "one token routed in the expert GEMMs {} ({})",
+            "cuda backend: MoE decode fusions {}, router in the route {} (form {}, "
+            "L2 prefetch {}), one token routed in the expert GEMMs {} ({})",
             moe_fused_ ? "on" : "off (NIBBLE_MOE_FUSED=0)",
             moe_fused_router_ ? "on (BF16 routers, <= 8 tokens)" : "off",
             kernels::moe_router_form_name(moe_router_form_), moe_prefetch_ ? "on" : "off",

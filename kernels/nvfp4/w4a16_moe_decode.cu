@@ -30,7 +30,7 @@ constexpr int kRows = 1;
 constexpr int kTimelineBlocks = 4096;
 __device__ unsigned long long g_timeline[kTimelineBlocks][MoeDecodeTimeline::kPoints + 1];
 #endif
-int g_timeline_grid[3] = {};  // slices, rows, gate_slices of the last launch (host)
+thread_local int g_timeline_grid[3] = {};  // slices, rows, gate_slices of this thread's last launch
 __device__ inline void mark([[maybe_unused]] MoeDecodeTimeline::Point point) {
 #if NIBBLE_MOE_TIMELINE
   if (threadIdx.x != 0) return;
@@ -183,19 +183,23 @@ static_assert(smem_bytes<DownShape>(kRows) >= DownShape::kWarps * DownShape::kPa
                       GateUpShape::kWarps * GateUpShape::kPairs * 4 * 32 * 4,
               "the sums fit in the rings");
 
-// Blocks of the kernel resident at once on this device with `smem` bytes of dynamic shared
-// memory each (the last answer kept: one shape per process in practice).
+// Blocks of the kernel resident at once on the current device with `smem` bytes of dynamic
+// shared memory each (the last answer kept per thread: one shape and device in practice).
 cudaError_t resident_blocks(int smem, int* count) {
-  thread_local int asked = -1, resident = 0;
-  if (smem != asked) {
+  thread_local int asked_smem = -1, asked_device = -1, resident = 0;
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  if (smem != asked_smem || device != asked_device) {
     SmemBudget budget;
     int per_sm = 0;
-    cudaError_t err = current_smem_budget(&budget);
+    err = current_smem_budget(&budget);
     if (err == cudaSuccess)
       err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_moe_decode_kernel,
                                                           kThreads, std::size_t(smem));
     if (err != cudaSuccess) return err;
-    asked = smem;
+    asked_smem = smem;
+    asked_device = device;
     resident = budget.sms * per_sm;
   }
   *count = resident;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/dependent_launch.cuh"
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/moe/moe_route_device.cuh"
 #include "kernels/moe/moe_routing.h"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -400,20 +401,6 @@ __device__ inline float dot8_fma(uint4 a, uint4 b) {
         __fmaf_rn(__uint_as_float(wa[i] & 0xFFFF0000u), __uint_as_float(wb[i] & 0xFFFF0000u), sum);
   }
   return sum;
-}
-
-// bytes from p into the L2 (no completion to wait for: a hint the grouped gate_up's loads then
-// find there), in bulk requests of up to 256 KB; nothing before sm_90 or off 16-byte alignment.
-__device__ inline void prefetch_to_l2(const std::uint8_t* p, std::int64_t bytes) {
-#if __CUDA_ARCH__ >= 900
-  constexpr std::int64_t kChunk = 256 * 1024;
-  if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0 || bytes % 16 != 0) return;
-  for (std::int64_t at = 0; at < bytes; at += kChunk) {
-    const unsigned size = unsigned(bytes - at < kChunk ? bytes - at : kChunk);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p + at), "r"(size)
-                 : "memory");
-  }
-#endif
 }
 
 template <bool ROUTE>

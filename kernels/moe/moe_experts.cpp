@@ -121,18 +121,6 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
             : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r,
                         stream, counts, count_words);
     if (err != cudaSuccess) return err;
-    if (T == 1 && plan.one_launch) {
-      // gate_up and down as one launch reading the route's table.
-      const W4A16GroupedCombine combine{
-          .residual = a.residual,
-          .out = a.out,
-          .arrivals = counts,
-          .k = a.k,
-          .route = {.experts = a.experts, .k = a.k, .norm_topk_prob = a.norm_topk_prob, .out = r}};
-      err = w4a16_grouped_experts_routed(a.hidden, w.gate_up, w.down, combine, a.middle,
-                                         a.expert_out, counts + count_words, stream);
-      if (err != cudaErrorNotSupported) return err;  // else nothing ran: the two launches
-    }
     err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
                                      plan.block_rows, a.middle, stream);
     if (err != cudaSuccess) return err;

@@ -60,10 +60,9 @@ struct MoeGroupedPlan {
   // default (plan_moe_experts at T = 1); the CUDA backend clears it under
   // NIBBLE_MOE_ROUTE_IN_GEMM=0.
   bool route_in_gemm = false;
-  // With fuse at T = 1: the gate_up and the down as one launch whose down slices wait for their
-  // pick's gate_up slices, not for the whole gate_up grid (w4a16_grouped_experts_routed); its
-  // blocks route the token themselves under route_in_gemm, else read the route launch's table.
-  // The same output bits. Where the device cannot hold all its blocks at once, the two launches
+  // With route_in_gemm: the gate_up and the down as one launch whose down slices wait for their
+  // pick's gate_up slices, not for the whole gate_up grid (w4a16_grouped_experts_routed). The
+  // same output bits. Where the device cannot hold all its blocks at once, the two launches
   // run instead. On by default; the CUDA backend clears it under NIBBLE_MOE_ONE_LAUNCH=0.
   bool one_launch = false;
 };

@@ -106,8 +106,7 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
 // gate_up slice x of pick row r (x < n / 32), then down slice x of the same pick once all of that
 // pick's gate_up slices have published their SiLU product (a counter, not a grid boundary), the
 // combine included. The same output bits and routing arrays as the two launches. combine.route
-// holds the routing (route.logits null: read from route.out, the table of a route launch of
-// T = 1 before it), combine.arrivals the combine's counts (zeros on entry; the combine leaves
+// holds the routing, combine.arrivals the combine's counts (zeros on entry; the combine leaves
 // them zero); gate_done: 2 k words, zeros on entry, left zero. cudaErrorNotSupported (nothing
 // launched) where its blocks cannot all be resident at once on this device, or gate_up has more
 // slices than down: take the two launches.

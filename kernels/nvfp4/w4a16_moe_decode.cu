@@ -10,6 +10,7 @@
 // Blocks wait on one another, so all of them must be resident at once: the launch checks the
 // occupancy and answers cudaErrorNotSupported where they would not be (the caller then takes the
 // two launches).
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/nvfp4/w4a16_slice_kernels.cuh"
 
 namespace nibble::kernels {
@@ -47,13 +48,6 @@ __device__ inline void mark([[maybe_unused]] MoeDecodeTimeline::Point point) {
 #endif
 }
 
-// The one bulk request that brings `bytes` (16-byte multiple, <= 1 MB) at p into the L2.
-__device__ inline void prefetch_l2(const std::uint8_t* p, unsigned bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-
 // The gate_up slice's hooks: the kernel waited for the router before routing; once the gate_up's
 // weights are requested, the block asks the L2 for its down slice's codes and scales (one
 // request per k step each), which the down's ring then finds there.
@@ -68,8 +62,8 @@ struct GateUpHooks {
     const int tile0 = int(n0 % 128) / 8;
     for (std::int64_t kt = threadIdx.x; kt < tiles_k; kt += kThreads) {
       const std::int64_t step = group + kt * strides.kt;
-      prefetch_l2(down->tiles + step * 4096 + tile0 * 256, DownShape::kCodeBytes);
-      prefetch_l2(down->scales + step * 512 + tile0 * 32, DownShape::kScaleBytes);
+      prefetch_to_l2(down->tiles + step * 4096 + tile0 * 256, DownShape::kCodeBytes);
+      prefetch_to_l2(down->scales + step * 512 + tile0 * 32, DownShape::kScaleBytes);
     }
   }
   __device__ void wait() const {}
@@ -116,30 +110,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   allow_next_grid();
   const W4A16GroupedRoute& route = combine.route;
   __shared__ moe_device::SingleTokenRoute route_s;
-  if (route.logits != nullptr) {
-    moe_device::route_single_token(
-        route.logits, route.experts, route.k, route.norm_topk_prob, route_s, [](int phase) {
-          mark(phase == 0 ? MoeDecodeTimeline::kProbabilities : MoeDecodeTimeline::kRanked);
-        });
-    if (blockIdx.x == 0 && blockIdx.y == 0)
-      moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
-  } else {
-    // The route launch's table (T = 1: pick j in routed row source[j], row block r the r-th
-    // picked id, one row each): read once here, instead of every block ranking the logits.
-    const int j = int(threadIdx.x);
-    if (j < kMoeMaxTopK) {
-      route_s.token[j] = 0;
-      route_s.blocks[j] = MoeRowBlock{-1, 0, 0};
-    }
-    if (j < route.k) {
-      const MoeRouting& r = route.out;
-      route_s.source[j] = __ldcg(r.source + j);
-      route_s.weight[j] = __ldcg(r.weight + j);
-      const int* entry = reinterpret_cast<const int*>(r.blocks + j);
-      route_s.blocks[j] = MoeRowBlock{__ldcg(entry), __ldcg(entry + 1), __ldcg(entry + 2)};
-    }
-    __syncthreads();
-  }
+  moe_device::route_single_token(
+      route.logits, route.experts, route.k, route.norm_topk_prob, route_s, [](int phase) {
+        mark(phase == 0 ? MoeDecodeTimeline::kProbabilities : MoeDecodeTimeline::kRanked);
+      });
+  if (blockIdx.x == 0 && blockIdx.y == 0)
+    moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
   mark(MoeDecodeTimeline::kRouted);
   W4A16GroupedCombine fuse = combine;
   fuse.token = route_s.token;
@@ -250,7 +226,8 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
   const W4A16GroupedRoute& route = combine.route;
   const MoeRouting& o = route.out;
   const std::int64_t down_slices = down.shape.n_padded / DownShape::kRows;
-  if (route.experts < 1 || route.experts > kMoeMaxExperts || route.k < 1 ||
+  if (route.logits == nullptr || route.experts < 1 || route.experts > kMoeMaxExperts ||
+      route.k < 1 ||
       route.k > route.experts || route.k > kMoeMaxTopK || gate_up.table == nullptr ||
       down.table == nullptr || gate_up.shape.n % 32 != 0 || down.shape.k != gate_up.shape.n / 2 ||
       combine.residual == nullptr || combine.out == nullptr || combine.arrivals == nullptr ||

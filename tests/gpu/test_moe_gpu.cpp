@@ -374,10 +374,9 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                             .expert_out = d_expert_out.ptr};
   // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
   // the arrival counts poisoned too (the route must zero them); 4 (T = 1): the fusions with the
-  // token routed inside the expert GEMMs, which must also leave the route's arrays bitwise; 5-8
-  // (T = 1): gate_up and down as one launch (MoeGroupedPlan::one_launch), its blocks routing the
-  // token (5, 6), then reading the route launch's table (7, 8), each time first from zeroed arrival
-  // counts, which it must leave zero, then from what that run left.
+  // token routed inside the expert GEMMs, which must also leave the route's arrays bitwise; 5, 6
+  // (T = 1): gate_up and down as one launch (MoeGroupedPlan::one_launch), first from zeroed
+  // arrival counts, which it must leave zero, then from what that run left.
   kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, c.experts, c.k);
   const bool route_in_gemm = plan.route_in_gemm, one_launch = plan.one_launch;
   plan.fuse_router = false;
@@ -411,17 +410,14 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     plan.route_in_gemm = true;
     run_layer();
     in_gemm_same = runs.back() == runs[2] && routing_words == routed_by_launch;
-    if (one_launch) {  // routed in its blocks, then reading the route launch's table
+    if (one_launch) {
       plan.one_launch = true;
-      for (const bool in_gemm : {true, false}) {
-        plan.route_in_gemm = in_gemm;
-        for (const Counts counts : {Counts::kZero, Counts::kAsLeft}) {
-          run_layer(counts);
-          const std::vector<std::int32_t> left = arrivals.download();
-          one_launch_same &=
-              runs.back() == runs[2] && routing_words == routed_by_launch &&
-              std::all_of(left.begin(), left.end(), [](std::int32_t v) { return v == 0; });
-        }
+      for (const Counts counts : {Counts::kZero, Counts::kAsLeft}) {
+        run_layer(counts);
+        const std::vector<std::int32_t> left = arrivals.download();
+        one_launch_same &=
+            runs.back() == runs[2] && routing_words == routed_by_launch &&
+            std::all_of(left.begin(), left.end(), [](std::int32_t v) { return v == 0; });
       }
       plan.one_launch = false;
     }

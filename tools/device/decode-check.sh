@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Batch-1 decode of one model shape under several variants, then (optionally) the transformers
 # peer, all in one device call: the A/B behind issue 20's decode targets. Each variant is
-# `label|ENV=V ENV2=V2|generate flags` (either part may be empty) and runs
+# `label|ENV=V ENV2=V2|generate flags|engine` (any part but the label may be empty; engine is
+# another nibble-engine binary, say a carried snapshot of main, instead of $bin's) and runs
 # `nibble-engine generate --prompt-ids 1..512 --max-tokens 128 --top-k 1 --warmup` once.
 # Usage: tools/device/decode-check.sh [--model qwen3-30b-a3b|llama-3.1-8b] [--peer] VARIANT...
 # e.g.   tools/device/decode-check.sh --peer 'host||' 'device||--sample-on-device'
@@ -24,10 +25,10 @@ esac
 [ -f "$dir/config.json" ] || { echo "making the model failed"; tail -5 "$OUT/make_model.log"; exit 1; }
 
 for v in "${variants[@]}"; do
-  IFS='|' read -r label envs flags <<<"$v"
+  IFS='|' read -r label envs flags engine <<<"$v"
   log="$OUT/generate_$label.log"
   # shellcheck disable=SC2086
-  env $envs timeout 240 "$bin/nibble-engine" generate --model "$dir" --device cuda \
+  env $envs timeout 240 "${engine:-$bin/nibble-engine}" generate --model "$dir" --device cuda \
     --prompt-ids "$(seq -s, 1 512)" --max-tokens 128 --top-k 1 --warmup $flags >"$log" 2>&1 ||
     { status=1; tail -3 "$log"; }
   echo "$MODEL $label [$envs $flags]: $(grep -oE 'decode [0-9.]+ tokens/s.*' "$log" | tail -1)"

@@ -17,7 +17,8 @@ struct StepLogits {
 struct GreedyTrace {
   std::vector<StepLogits> steps;  // steps[0] follows the prompt, then one per decoded token
   double prefill_seconds = 0;
-  double decode_seconds = 0;  // all steps after the first
+  double decode_seconds = 0;  // all steps after the first, each with its host pick
+  double pick_seconds = 0;    // the host picks' share of decode_seconds
 };
 
 // Runs the prompt, then feeds back the argmax `new_tokens - 1` times (new_tokens >= 1).

@@ -151,7 +151,7 @@ int run_generate(const Args& args) {
     return 2;
   }
   std::vector<std::int32_t> tokens;
-  double prefill_seconds = 0, decode_seconds = 0;
+  double prefill_seconds = 0, decode_seconds = 0, pick_seconds = 0;
   if (on_device) {
     if (warmup)
       (void)backend::greedy_decode_on_device(*backend, ids, std::min(max_tokens, 2), top_k);
@@ -184,6 +184,7 @@ int run_generate(const Args& args) {
         });
     prefill_seconds = trace.prefill_seconds;
     decode_seconds = trace.decode_seconds;
+    pick_seconds = trace.pick_seconds;
   }
   const double decode_rate = decode_seconds > 0 ? double(max_tokens - 1) / decode_seconds : 0.0;
   nlohmann::json summary = {{"tokens", tokens},
@@ -191,6 +192,9 @@ int run_generate(const Args& args) {
                             {"sampling", on_device ? "device" : "host"},
                             {"prefill_seconds", prefill_seconds},
                             {"decode_tokens_per_second", decode_rate}};
+  // The host path's decode time includes its picks over the full logits; this is their share.
+  if (!on_device && max_tokens > 1)
+    summary["host_pick_seconds_per_token"] = pick_seconds / double(max_tokens - 1);
   std::printf("%s\n", summary.dump().c_str());
   spdlog::info("prefill {} tokens in {:.3f} s; decode {:.2f} tokens/s ({} sampling)", ids.size(),
                prefill_seconds, decode_rate, on_device ? "device" : "host");

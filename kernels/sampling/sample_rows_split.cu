@@ -342,9 +342,12 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint32_t* mask =
       row.bitmask_offset >= 0 && a.bitmask != nullptr ? a.bitmask + row.bitmask_offset : nullptr;
   const bool raw_is_processed = row.penalty_count <= 0 && mask == nullptr;
+  const int n_top = min(max(row.num_top_logprobs, 0), min(kMaxSampledTopLogprobs, vocab));
+  // One top logprob is the raw argmax (top_raw's order is pack_argmax's): no select passes.
+  const bool raw_argmax = raw_is_processed || n_top == 1;
 
-  // Step 1 on the raw logits, before anything changes them; the greedy argmax with it when the
-  // raw logits are the processed ones.
+  // Step 1 on the raw logits, before anything changes them; their argmax with it (the greedy
+  // answer when the raw logits are the processed ones, the top logprob when one is asked for).
   float log_sum;
   unsigned long long best;
   {
@@ -355,13 +358,16 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < 4; ++j) {
         if (j >= n) continue;
         add_softmax(m, s, v[j]);
-        if (raw_is_processed) b = umax(b, pack_argmax(key_of(v[j]), 4 * g + j));
+        if (raw_argmax) b = umax(b, pack_argmax(key_of(v[j]), 4 * g + j));
       }
     });
     cluster_softmax_argmax(sh, c, m, s, b, log_sum, best);
   }
-  const int n_top = min(max(row.num_top_logprobs, 0), min(kMaxSampledTopLogprobs, vocab));
-  if (n_top > 0) top_raw<adds>(sh, c, x, vocab, vector_loads, n_top);
+  if (n_top == 1) {
+    if (threadIdx.x == 0) sh.top[0] = {unpack_argmax_id(best), float_of_key(std::uint32_t(best >> 32))};
+  } else if (n_top > 1) {
+    top_raw<adds>(sh, c, x, vocab, vector_loads, n_top);
+  }
 
   // Step 2, in place, each block on its own tokens; the listed tokens' raw logits are kept for
   // the sampled token's logprob.

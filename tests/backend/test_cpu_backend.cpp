@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/sampled_decode.h"
 #include "tests/backend/random_model.h"
@@ -206,6 +210,33 @@ TEST(GreedyDecode, FeedsBackTheArgmaxAndReportsTopLogits) {
   EXPECT_GE(trace.steps[0].top[0].second, trace.steps[0].top[1].second);
   EXPECT_EQ(top_logits({1.0f, 3.0f, 3.0f, 2.0f}, 2),
             (std::vector<std::pair<std::int32_t, float>>{{1, 3.0f}, {2, 3.0f}}));
+}
+
+// top_logits (one pass) against a stable sort of every id: largest first, ties by the lower id,
+// NaN below every number; rows with many ties and a few NaNs, k from 1 to past the row.
+TEST(GreedyDecode, TopLogitsMatchesAStableSort) {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + int(gen() % 300);
+    std::vector<float> logits(static_cast<std::size_t>(n));
+    for (float& v : logits) v = float(int(gen() % 9)) - 4.0f;  // runs of equal values
+    if (trial % 3 == 0) logits[gen() % std::size_t(n)] = std::nanf("");
+    if (trial % 5 == 0) logits[gen() % std::size_t(n)] = -INFINITY;
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) ids[std::size_t(i)] = i;
+    std::stable_sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+      const float va = logits[std::size_t(a)], vb = logits[std::size_t(b)];
+      if (std::isnan(va) != std::isnan(vb)) return std::isnan(vb);  // numbers before NaN
+      return va > vb;
+    });
+    for (int k : {1, 2, 5, n, n + 3}) {
+      const auto top = top_logits(logits, k);
+      ASSERT_EQ(int(top.size()), std::min(k, n)) << "trial " << trial << " k " << k;
+      for (std::size_t j = 0; j < top.size(); ++j) {
+        ASSERT_EQ(top[j].first, ids[j]) << "trial " << trial << " k " << k << " entry " << j;
+      }
+    }
+  }
 }
 
 // The device-sampled loop needs a backend that samples on the device: the CPU one refuses it.

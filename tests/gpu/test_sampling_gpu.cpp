@@ -429,7 +429,7 @@ double median_us(Enqueue enqueue) {
   return double(times[50]);
 }
 
-// The pass's time per step for each setting at batch 1, 8, 64, three parameter sets, and each
+// The pass's time per step for each setting at batch 1, 8, 64, four parameter sets, and each
 // time over a floor measured in the same run: a device-to-device copy of the step's logits
 // (reads them once, as the pass must at least, and writes them once).
 void bench() {
@@ -441,16 +441,20 @@ void bench() {
   std::printf("\n");
   for (int vocab : {128256, 151936}) {
     for (int rows : {1, 8, 64}) {
-      for (int kind = 0; kind < 3; ++kind) {
+      for (int kind = 0; kind < 4; ++kind) {
         Step s = random_step(gen, rows, vocab);
         s.penalties.clear();
         for (SamplingRow& p : s.params) {
           p = SamplingRow{};
           p.seed = gen();
-          if (kind == 0) p.temperature = 0.0f;
+          if (kind == 0 || kind == 3) p.temperature = 0.0f;
+          if (kind == 3) p.num_top_logprobs = 1;  // `generate --sample-on-device --top-k 1`
           if (kind == 2) p.top_k = 50, p.top_p = 0.9f, p.temperature = 0.7f, p.num_top_logprobs = 5;
         }
-        const char* name = kind == 0 ? "greedy" : kind == 1 ? "temperature 1" : "T0.7 k50 p0.9 lp5";
+        const char* name = kind == 0   ? "greedy"
+                           : kind == 1 ? "temperature 1"
+                           : kind == 2 ? "T0.7 k50 p0.9 lp5"
+                                       : "greedy lp1";
         Device<float> logits(s.logits.size());
         Device<float> copy(s.logits.size());
         Device<SamplingRow> params(s.params.size());

@@ -364,7 +364,8 @@ __global__ void __launch_bounds__(kThreads)
     cluster_softmax_argmax(sh, c, m, s, b, log_sum, best);
   }
   if (n_top == 1) {
-    if (threadIdx.x == 0) sh.top[0] = {unpack_argmax_id(best), float_of_key(std::uint32_t(best >> 32))};
+    if (threadIdx.x == 0)
+      sh.top[0] = {unpack_argmax_id(best), float_of_key(std::uint32_t(best >> 32))};
   } else if (n_top > 1) {
     top_raw<adds>(sh, c, x, vocab, vector_loads, n_top);
   }

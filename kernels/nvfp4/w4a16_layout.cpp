@@ -45,13 +45,16 @@ std::uint32_t load_word(const std::vector<std::uint8_t>& bytes, std::int64_t at)
 
 }  // namespace
 
-W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
-                             std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
-                             float global_factor, bool k_major) {
+namespace {
+
+// The checks and the padded, zeroed result both forms of the repack start from.
+W4A16Weight empty_layout(std::span<const std::uint8_t> packed, std::span<const std::uint8_t> scales,
+                         std::int64_t n, std::int64_t k, float global_factor, bool k_major,
+                         const char* who) {
   if (n <= 0 || k <= 0 || k % kBlockSize != 0 || packed.size() != std::size_t(n * k / 2) ||
       scales.size() != std::size_t(n * k / kBlockSize)) {
     throw std::invalid_argument(
-        "repack_for_w4a16: weight [" + std::to_string(n) + ", " + std::to_string(k) +
+        std::string(who) + ": weight [" + std::to_string(n) + ", " + std::to_string(k) +
         "] needs k a positive multiple of 16, " + std::to_string(n * k / 2) +
         " packed bytes (got " + std::to_string(packed.size()) + ") and " +
         std::to_string(n * k / kBlockSize) + " scales (got " + std::to_string(scales.size()) + ")");
@@ -66,14 +69,93 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
   const std::int64_t tiles = (w.n_padded / kW4A16TileN) * (w.k_padded / kW4A16TileK);
   w.tiles.assign(std::size_t(tiles * kW4A16TileBytes), 0);
   w.scales.assign(std::size_t(tiles * kW4A16ScaleTileBytes), 0);
+  return w;
+}
+
+void refuse_nan_scale(const char* who, std::int64_t r, std::int64_t block) {
+  throw std::invalid_argument(std::string(who) + ": NaN block scale at row " + std::to_string(r) +
+                              ", block " + std::to_string(block));
+}
+
+// spread[P][code]: the lane-word bits of one E2M1 code as the lower element of pair P (locate's
+// kBits; the upper element is the same 16 bits higher).
+struct CodeSpread {
+  std::uint32_t bits[4][16];
+  CodeSpread() {
+    static constexpr int kBits[4][4] = {{6, 7, 8, 15}, {3, 4, 5, 12}, {0, 1, 2, 9}, {10, 11, 13, 14}};
+    for (int pair = 0; pair < 4; ++pair)
+      for (int code = 0; code < 16; ++code) {
+        std::uint32_t b = 0;
+        for (int i = 0; i < 4; ++i)
+          if ((code >> i) & 1) b |= 1u << kBits[pair][i];
+        bits[pair][code] = b;
+      }
+  }
+};
+
+}  // namespace
+
+// A 16-element block at a time: its scale byte, then each of the 4 lanes it feeds gets its 4
+// codes (2 pairs x lower / upper) as one 32-bit OR, from two bytes of the block. The same bytes
+// as repack_for_w4a16_reference (test_w4a16_layout), ~20x faster (~590 against ~25 MB/s of codes
+// and scales on one core of the build machine): loading Qwen3-30B-A3B repacks ~16 GB of them.
+W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
+                             std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
+                             float global_factor, bool k_major) {
+  static const CodeSpread spread;
+  W4A16Weight w = empty_layout(packed, scales, n, k, global_factor, k_major, "repack_for_w4a16");
+  const std::int64_t blocks_per_row = k / kBlockSize;
+  const std::int64_t tiles_k = w.k_padded / kW4A16TileK;
+  const std::int64_t groups = w.n_padded / kW4A16NAlign;
+  constexpr std::int64_t kTilesPerGroup = kW4A16NAlign / kW4A16TileN;
+  constexpr std::int64_t kSteps = kW4A16TileK / kBlockSize;  // k16 steps a tile
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t group = r / kW4A16NAlign, tile_in_group = (r % kW4A16NAlign) / kW4A16TileN;
+    const int row8 = int(r % kW4A16TileN);
+    const std::uint8_t* row_codes = packed.data() + r * (k / 2);
+    const std::uint8_t* row_scales = scales.data() + r * blocks_per_row;
+    for (std::int64_t b = 0; b < blocks_per_row; ++b) {
+      const std::uint8_t scale = row_scales[b];
+      if ((scale & 0x7F) == 0x7F) refuse_nan_scale("repack_for_w4a16", r, b);
+      const std::int64_t kt = b / kSteps;
+      const int step = int(b % kSteps);
+      const std::int64_t group_step = k_major ? kt * groups + group : group * tiles_k + kt;
+      const std::int64_t tile = group_step * kTilesPerGroup + tile_in_group;
+      w.scales[std::size_t(tile * kW4A16ScaleTileBytes + row8 * 4 + step)] =
+          std::uint8_t(scale & 0x7F);
+      // A zero block's codes are zero (the kernels need it), a negative scale's sign moves into
+      // the codes (e2m1 * -s == -e2m1 * s exactly): a negative zero leaves sign bits alone.
+      const bool zero = (scale & 0x7F) == 0, negative = (scale & 0x80) != 0;
+      if (zero && !negative) continue;
+      const std::uint8_t flip = negative ? 0x88 : 0x00;
+      const std::uint8_t* codes = row_codes + b * (kBlockSize / 2);
+      const std::uint32_t(&lo)[16] = spread.bits[2 * (step % 2)];
+      const std::uint32_t(&hi)[16] = spread.bits[2 * (step % 2) + 1];
+      std::uint8_t* words =
+          w.tiles.data() + tile * kW4A16TileBytes + row8 * 32 + (step / 2) * 4;  // lane row8*4
+      for (int t = 0; t < 4; ++t) {
+        // Elements 2t, 2t + 1 (pair h = 0) and 8 + 2t, 9 + 2t (h = 1) of the block.
+        const std::uint8_t b0 = (zero ? 0 : codes[t]) ^ flip, b1 = (zero ? 0 : codes[4 + t]) ^ flip;
+        const std::uint32_t word = lo[b0 & 15] | (lo[b0 >> 4] << 16) | hi[b1 & 15] |
+                                   (hi[b1 >> 4] << 16);
+        std::uint8_t* at = words + t * 8;  // little-endian, as the kernels load it
+        for (int i = 0; i < 4; ++i) at[i] |= std::uint8_t(word >> (8 * i));
+      }
+    }
+  }
+  return w;
+}
+
+// The layout's definition, element by element (locate); the test's reference for the repack.
+W4A16Weight repack_for_w4a16_reference(std::span<const std::uint8_t> packed,
+                                       std::span<const std::uint8_t> scales, std::int64_t n,
+                                       std::int64_t k, float global_factor, bool k_major) {
+  W4A16Weight w = empty_layout(packed, scales, n, k, global_factor, k_major,
+                               "repack_for_w4a16_reference");
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
       const std::uint8_t scale = scales[std::size_t(r * (k / kBlockSize) + c / kBlockSize)];
-      if ((scale & 0x7F) == 0x7F) {
-        throw std::invalid_argument("repack_for_w4a16: NaN block scale at row " +
-                                    std::to_string(r) + ", block " +
-                                    std::to_string(c / kBlockSize));
-      }
+      if ((scale & 0x7F) == 0x7F) refuse_nan_scale("repack_for_w4a16_reference", r, c / kBlockSize);
       const std::uint8_t byte = packed[std::size_t(r * (k / 2) + c / 2)];
       std::uint8_t code = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);
       if ((scale & 0x7F) == 0) code = 0;  // value is zero; the kernels need the code zero too

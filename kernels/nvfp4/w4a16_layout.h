@@ -57,6 +57,11 @@ struct W4A16Weight {
 W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
                              std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
                              float global_factor, bool k_major = false);
+// The same bytes, computed element by element from the layout's definition above: the reference
+// the fast repack is tested against (slow: ~25 MB/s).
+W4A16Weight repack_for_w4a16_reference(std::span<const std::uint8_t> packed,
+                                       std::span<const std::uint8_t> scales, std::int64_t n,
+                                       std::int64_t k, float global_factor, bool k_major = false);
 
 // CPU reference of the layout: element (r, c) decoded from the repacked bytes,
 // e2m1 * e4m3 * global_factor; equals dequantize_element of the source matrix.

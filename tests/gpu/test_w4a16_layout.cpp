@@ -1,6 +1,7 @@
-// CPU checks of the W4A16 repacked weight layout (kernels/nvfp4/w4a16_layout.h): every element
-// decodes to the reference dequantization, padding is zero, bad inputs are refused; the gate_up
-// pair order of the decode SiLU fusion.
+// CPU checks of the W4A16 repacked weight layout (kernels/nvfp4/w4a16_layout.h): the repack writes
+// the element-by-element reference's bytes, every element decodes to the reference
+// dequantization, padding is zero, bad inputs are refused; the gate_up pair order of the decode
+// SiLU fusion.
 // Needs no GPU (ctest label unit). Plain main: the same source builds on the device image.
 #include <algorithm>
 #include <cstdint>
@@ -35,8 +36,16 @@ void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k, bool k_ma
   // Negative scales (legal E4M3, unusual in checkpoints) and a negative zero: the repack moves
   // the sign into the codes.
   for (std::size_t i = 1; i < q.scales.size(); i += 3) q.scales[i] |= 0x80;
+  // A negative-zero scale over garbage codes: the codes become sign bits only.
+  if (q.scales.size() > 1) q.scales[1] = 0x80, q.packed[8] = 0xA5;
   const auto w =
       nibble::nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor, k_major);
+  // The fast repack writes exactly the bytes of the element-by-element definition.
+  const auto ref = nibble::nvfp4::repack_for_w4a16_reference(q.packed, q.scales, n, k,
+                                                              q.global_factor, k_major);
+  expect(w.tiles == ref.tiles && w.scales == ref.scales,
+         std::string(k_major ? "k-major" : "group-major") + " repack [" + std::to_string(n) +
+             ", " + std::to_string(k) + "]: the reference's bytes");
   std::int64_t bad = 0;
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
@@ -179,6 +188,8 @@ int main() {
   scales[3] = 0x7F;
   expect_throws([&] { nibble::nvfp4::repack_for_w4a16(packed, scales, 8, 16, 1.0f); },
                 "a NaN block scale is refused");
+  expect_throws([&] { nibble::nvfp4::repack_for_w4a16_reference(packed, scales, 8, 16, 1.0f); },
+                "a NaN block scale is refused by the reference");
   std::vector<std::uint8_t> odd(std::size_t(2 * 12) * 2);
   expect_throws([&] { nibble::nvfp4::pair_gate_up_rows(odd, 12, 2); },
                 "gate_up pairs of a width not a multiple of 8 are refused");

@@ -54,11 +54,18 @@ float e2m1_to_float(std::uint8_t code) {
   return (code & 0x8) ? -magnitude : magnitude;
 }
 
+// The nearest E2M1 magnitude, ties to the even code, as nearest_even_index would pick it: the
+// code counts the midpoints between neighbouring magnitudes that the value passes, a tie passing
+// the midpoint only when the code above it is the even one. (Neighbouring magnitudes are within a
+// factor of two, so nearest_even_index's differences are exact and agree with these compares.)
+// Branch-free: quantizing random weights for a 30B-parameter checkpoint calls it 3e10 times.
 std::uint8_t float_to_e2m1(float x) {
   if (std::isnan(x)) return 0x7;
   const std::uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
-  const float magnitude = std::min(std::fabs(x), kE2M1Max);
-  return sign | std::uint8_t(nearest_even_index(kE2M1Magnitudes, 8, magnitude));
+  const float m = std::min(std::fabs(x), kE2M1Max);
+  const int code = int(m > 0.25f) + int(m >= 0.75f) + int(m > 1.25f) + int(m >= 1.75f) +
+                   int(m > 2.5f) + int(m >= 3.5f) + int(m > 5.0f);
+  return sign | std::uint8_t(code);
 }
 
 float e4m3_to_float(std::uint8_t code) {

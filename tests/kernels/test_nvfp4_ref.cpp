@@ -38,6 +38,14 @@ TEST(E2M1, TiesGoToTheEvenCode) {
   EXPECT_EQ(float_to_e2m1(std::nextafter(0.25f, 1.0f)), 1);
   EXPECT_EQ(float_to_e2m1(std::nextafter(5.0f, 10.0f)), 7);
   EXPECT_EQ(float_to_e2m1(std::nextafter(2.5f, 0.0f)), 4);
+  // Every midpoint's neighbours: the float below rounds down, the float above up, so the codes
+  // change exactly at the midpoints (between them the nearest magnitude cannot change).
+  const float midpoints[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(float_to_e2m1(std::nextafter(midpoints[i], 0.0f)), i) << midpoints[i];
+    EXPECT_EQ(float_to_e2m1(std::nextafter(midpoints[i], 8.0f)), i + 1) << midpoints[i];
+    EXPECT_EQ(float_to_e2m1(-std::nextafter(midpoints[i], 8.0f)), (i + 1) | 0x8) << midpoints[i];
+  }
 }
 
 TEST(E2M1, SaturatesAndHandlesSpecials) {

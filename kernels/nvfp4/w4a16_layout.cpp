@@ -16,23 +16,30 @@ struct Position {
   std::int64_t scale;  // into scales
 };
 
-// Where element (r, c) lives in the layout (see the header for the derivation).
-Position locate(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
+// Bit of m0, m1, m2 and the sign of a code in its lane word, by fragment pair P (the lower
+// element; the upper one 16 bits higher). See the header.
+constexpr int kCodeBits[4][4] = {{6, 7, 8, 15}, {3, 4, 5, 12}, {0, 1, 2, 9}, {10, 11, 13, 14}};
+
+// The tile holding row r at k tile kt, in the weight's group-step order.
+std::int64_t tile_index(const W4A16Weight& w, std::int64_t r, std::int64_t kt) {
   const std::int64_t tiles_k = w.k_padded / kW4A16TileK;
   const std::int64_t groups = w.n_padded / kW4A16NAlign;
-  const std::int64_t tiles_per_group = kW4A16NAlign / kW4A16TileN;
-  const std::int64_t group = r / kW4A16NAlign, kt = c / kW4A16TileK;
+  const std::int64_t group = r / kW4A16NAlign;
   const std::int64_t group_step = w.k_major ? kt * groups + group : group * tiles_k + kt;
-  const std::int64_t tile = group_step * tiles_per_group + (r % kW4A16NAlign) / kW4A16TileN;
+  return group_step * (kW4A16NAlign / kW4A16TileN) + (r % kW4A16NAlign) / kW4A16TileN;
+}
+
+// Where element (r, c) lives in the layout (see the header for the derivation).
+Position locate(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
+  const std::int64_t tile = tile_index(w, r, c / kW4A16TileK);
   const std::int64_t kk = c % kW4A16TileK;
   const int step = int(kk / 16), within = int(kk % 16);
   const int h = within / 8, t = (within % 8) / 2, upper = within % 2;
   const int lane = int(r % kW4A16TileN) * 4 + t;
   const int pair = 2 * (step % 2) + h;
-  static constexpr int kBits[4][4] = {{6, 7, 8, 15}, {3, 4, 5, 12}, {0, 1, 2, 9}, {10, 11, 13, 14}};
   Position pos;
   pos.word = tile * kW4A16TileBytes + lane * 8 + (step / 2) * 4;
-  for (int i = 0; i < 4; ++i) pos.bits[i] = kBits[pair][i] + 16 * upper;
+  for (int i = 0; i < 4; ++i) pos.bits[i] = kCodeBits[pair][i] + 16 * upper;
   pos.scale = tile * kW4A16ScaleTileBytes + (r % kW4A16TileN) * 4 + step;
   return pos;
 }
@@ -77,17 +84,16 @@ void refuse_nan_scale(const char* who, std::int64_t r, std::int64_t block) {
                               ", block " + std::to_string(block));
 }
 
-// spread[P][code]: the lane-word bits of one E2M1 code as the lower element of pair P (locate's
-// kBits; the upper element is the same 16 bits higher).
+// spread[P][code]: the lane-word bits of one E2M1 code as the lower element of pair P
+// (kCodeBits; the upper element is the same 16 bits higher).
 struct CodeSpread {
   std::uint32_t bits[4][16];
   CodeSpread() {
-    static constexpr int kBits[4][4] = {{6, 7, 8, 15}, {3, 4, 5, 12}, {0, 1, 2, 9}, {10, 11, 13, 14}};
     for (int pair = 0; pair < 4; ++pair)
       for (int code = 0; code < 16; ++code) {
         std::uint32_t b = 0;
         for (int i = 0; i < 4; ++i)
-          if ((code >> i) & 1) b |= 1u << kBits[pair][i];
+          if ((code >> i) & 1) b |= 1u << kCodeBits[pair][i];
         bits[pair][code] = b;
       }
   }
@@ -105,22 +111,16 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
   static const CodeSpread spread;
   W4A16Weight w = empty_layout(packed, scales, n, k, global_factor, k_major, "repack_for_w4a16");
   const std::int64_t blocks_per_row = k / kBlockSize;
-  const std::int64_t tiles_k = w.k_padded / kW4A16TileK;
-  const std::int64_t groups = w.n_padded / kW4A16NAlign;
-  constexpr std::int64_t kTilesPerGroup = kW4A16NAlign / kW4A16TileN;
   constexpr std::int64_t kSteps = kW4A16TileK / kBlockSize;  // k16 steps a tile
   for (std::int64_t r = 0; r < n; ++r) {
-    const std::int64_t group = r / kW4A16NAlign, tile_in_group = (r % kW4A16NAlign) / kW4A16TileN;
     const int row8 = int(r % kW4A16TileN);
     const std::uint8_t* row_codes = packed.data() + r * (k / 2);
     const std::uint8_t* row_scales = scales.data() + r * blocks_per_row;
     for (std::int64_t b = 0; b < blocks_per_row; ++b) {
       const std::uint8_t scale = row_scales[b];
       if ((scale & 0x7F) == 0x7F) refuse_nan_scale("repack_for_w4a16", r, b);
-      const std::int64_t kt = b / kSteps;
+      const std::int64_t tile = tile_index(w, r, b / kSteps);
       const int step = int(b % kSteps);
-      const std::int64_t group_step = k_major ? kt * groups + group : group * tiles_k + kt;
-      const std::int64_t tile = group_step * kTilesPerGroup + tile_in_group;
       w.scales[std::size_t(tile * kW4A16ScaleTileBytes + row8 * 4 + step)] =
           std::uint8_t(scale & 0x7F);
       // A zero block's codes are zero (the kernels need it), a negative scale's sign moves into

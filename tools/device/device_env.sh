@@ -12,11 +12,15 @@ export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${L
 status=0
 work=/tmp/nibble-device
 mkdir -p "$work"
+# Tokenizers may travel packed (.device-carry/tokenizers.tar.xz, from bundle.sh).
+[ -d "$carry/tokenizers" ] || [ ! -f "$carry/tokenizers.tar.xz" ] ||
+  tar -xJf "$carry/tokenizers.tar.xz" -C "$carry"
 # The device tool returns at most 8 files of $OUT (the first by name): every log also travels in
 # one archive named to sort first, so none is lost however many a script writes.
+# (The archive is written outside $OUT: written inside it, tar saw the folder change and failed.)
 pack_out() {
-  tar -czf "$OUT/.00-logs.tar.gz" -C "$OUT" --exclude='.00-logs.tar.gz' --exclude='00-logs.tar.gz' . \
-    2>/dev/null && mv "$OUT/.00-logs.tar.gz" "$OUT/00-logs.tar.gz"
+  tar -czf "$work/logs.tar.gz" -C "$OUT" --exclude='00-logs.tar.gz' . 2>/dev/null &&
+    mv "$work/logs.tar.gz" "$OUT/00-logs.tar.gz"
 }
 trap pack_out EXIT
 

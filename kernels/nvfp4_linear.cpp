@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "kernels/nvfp4/even_spread.h"
@@ -33,6 +34,14 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
   traits->wgmma = w4a16_wgmma_supported() && (wgmma == nullptr || std::string(wgmma) != "0");
   const char* short_k = std::getenv("NIBBLE_SLICE_SHORT_K");
   traits->short_k_uneven = short_k == nullptr || std::string(short_k) != "0";
+  // NIBBLE_W4A16_WGMMA_WAVES=slots plans the warpgroup-MMA splits by SM slots alone, as before the
+  // cluster waves were counted (an A/B; the launches still sum in clusters).
+  const char* waves = std::getenv("NIBBLE_W4A16_WGMMA_WAVES");
+  const bool count_clusters = waves == nullptr || std::string(waves) != "slots";
+  for (int splits = 2; splits <= 8 && traits->wgmma && count_clusters; ++splits) {
+    traits->wgmma_clusters[0][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma128, splits);
+    traits->wgmma_clusters[1][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma128N256, splits);
+  }
   return cudaSuccess;
 }
 
@@ -136,45 +145,97 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
   return W4A16Tile::kM16Swap;
 }
 
-// A warpgroup-MMA tile and split count for m >= kWgmmaMinRows rows: of the 128 x 256 tile (one
-// block per SM, ~164 FLOP per byte of x and weights) and the 128 x 128 one (two per SM), the one
-// whose grid, split over K up to filling the SM slots once (each split keeping
-// >= kWgmmaMinSplitKTiles k steps, so that its partial-sum traffic stays well under its weight and
-// x traffic), fills its waves best; ties go to 128 x 128 (H200, 2026-11-28, Llama-3.1-8B at
-// M = 256, same fill for both: qkv 30.4 against 33.5 us, gate_up 106-109 against 118-122, down
-// 76 against 100, with the K splits reduced in a cluster). False where neither reaches half: the
-// grid is too small for either.
+// A warpgroup-MMA tile and split count for m >= kWgmmaMinRows rows. Whether to take these tiles
+// at all: where the 128 x 128 or the 128 x 256 grid, split over K up to filling the SM slots once
+// (each split keeping >= kWgmmaMinSplitKTiles k steps, so that its partial-sum traffic stays well
+// under its weight and x traffic), fills at least half of its waves; below that the grid is too
+// small for either. Which tile and split: the least time by wgmma_time.
 constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
 
-// The split count of a warpgroup-MMA tile (as above) and how full its waves are.
-int wgmma_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
-                 const DeviceTraits& device, double* fill) {
+// The model behind wgmma_time, fitted to `nibble-kernel-bench --sweep-splits` (H200, 2026-11-29,
+// Llama-3.1-8B layers at M = 256 and 512, every split 1..8 of both tiles; PERF_NOTES v28): a block
+// costs its k steps plus kWgmmaBlockOverhead (the pipeline's fill, the split sum); an SM holding
+// two 128 x 128 blocks finishes them in kWgmmaTwoBlocks times one block's time alone (not twice:
+// one block leaves the tensor cores idle part of each step); a 128 x 256 block (two weight
+// groups) takes kWgmma256Block times a lone 128 x 128 block's time. The model put the measured
+// best split first on all eight layer shapes (down at M = 256: 2 splits 56.3 us, 3: 60.8, 7: 63.3,
+// 4: 76.2).
+constexpr double kWgmmaBlockOverhead = 10.0;
+constexpr double kWgmmaTwoBlocks = 1.61;
+constexpr double kWgmma256Block = 1.7;
+
+// Output tiles of a warpgroup-MMA launch: 128 rows of x by one or two 128-row weight groups.
+std::int64_t wgmma_output_tiles(W4A16Tile tile, std::int64_t m, std::int64_t n) {
   const std::int64_t groups_per_block = tile == W4A16Tile::kWgmma128N256 ? 2 : 1;
   const std::int64_t groups = (n + kW4A16TileCols - 1) / kW4A16TileCols;
-  const std::int64_t blocks =
-      (groups + groups_per_block - 1) / groups_per_block * ((m + 127) / 128);
+  return (groups + groups_per_block - 1) / groups_per_block * ((m + 127) / 128);
+}
+
+// The launch's time in units of one lone 128 x 128 block's k step: its blocks run in waves of the
+// SM slots, or of device.wgmma_clusters x splits where the splits are summed in a cluster (fewer
+// than the slots where the GPCs leave slots no cluster can take: 62 clusters of 4 on an H200, so
+// 64 tiles split 4 ways run a wave of 62 and a tail of 2). Splits summed through the workspace are
+// planned within one wave only (their atomics grow with them): infinite past it.
+double wgmma_time(W4A16Tile tile, std::int64_t tiles, std::int64_t splits, std::int64_t k_tiles,
+                  const DeviceTraits& device) {
+  const bool wide = tile == W4A16Tile::kWgmma128N256;
+  const std::int64_t sms = device.sm_count, slots = sms * w4a16_resident_blocks(tile);
+  const int clusters = splits >= 2 && splits <= 8 ? device.wgmma_clusters[wide][splits] : 0;
+  const std::int64_t wave = clusters > 0 ? std::min(slots, clusters * splits) : slots;
+  std::int64_t left = tiles * splits;
+  if (clusters == 0 && splits > 1 && left > slots) return std::numeric_limits<double>::infinity();
+  const double block = double((k_tiles + splits - 1) / splits) + kWgmmaBlockOverhead;
+  double time = 0.0;
+  for (; left > 0; left -= wave) {
+    const std::int64_t blocks = std::min(left, wave);
+    time += block * (wide ? kWgmma256Block : blocks > sms ? kWgmmaTwoBlocks : 1.0);
+  }
+  return time;
+}
+
+// The split count of a warpgroup-MMA tile (the least wgmma_time; ties to fewer splits) and its
+// time.
+int wgmma_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const DeviceTraits& device, double* time) {
+  const std::int64_t tiles = wgmma_output_tiles(tile, m, n);
+  const std::int64_t k_tiles = (k + 63) / 64;
+  const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
+  const std::int64_t most = std::max<std::int64_t>(
+      1, std::min(std::max<std::int64_t>(8, slots / tiles), k_tiles / kWgmmaMinSplitKTiles));
+  std::int64_t best = 1;
+  *time = wgmma_time(tile, tiles, 1, k_tiles, device);
+  for (std::int64_t splits = 2; splits <= most; ++splits) {
+    const double t = wgmma_time(tile, tiles, splits, k_tiles, device);
+    if (t < *time * (1.0 - 1e-9)) *time = t, best = splits;
+  }
+  return int(best);
+}
+
+// How full the waves of the tile's grid are when split over K up to filling the SM slots once.
+double wgmma_one_wave_fill(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
+                           const DeviceTraits& device) {
+  const std::int64_t blocks = wgmma_output_tiles(tile, m, n);
   const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
   const std::int64_t splits =
       std::max<std::int64_t>(1, std::min(slots / blocks, (k + 63) / 64 / kWgmmaMinSplitKTiles));
   const std::int64_t launched = blocks * splits;
-  *fill = double(launched) / double((launched + slots - 1) / slots * slots);
-  return int(splits);
+  return double(launched) / double((launched + slots - 1) / slots * slots);
 }
 
 bool wgmma_tile(std::int64_t m, std::int64_t n, std::int64_t k, const DeviceTraits& device,
                 W4A16Tile* tile, int* splits) {
   if (!device.wgmma || m < kWgmmaMinRows) return false;
-  double best_fill = 0.0;
-  for (W4A16Tile candidate : {W4A16Tile::kWgmma128, W4A16Tile::kWgmma128N256}) {
-    double fill = 0.0;
-    const int candidate_splits = wgmma_splits(candidate, m, n, k, device, &fill);
-    if (fill > best_fill) {
-      best_fill = fill;
-      *tile = candidate;
-      *splits = candidate_splits;
-    }
+  if (std::max(wgmma_one_wave_fill(W4A16Tile::kWgmma128, m, n, k, device),
+               wgmma_one_wave_fill(W4A16Tile::kWgmma128N256, m, n, k, device)) < 0.5) {
+    return false;
   }
-  return best_fill >= 0.5;
+  double best_time = 0.0;
+  *tile = W4A16Tile::kWgmma128;
+  *splits = wgmma_splits(*tile, m, n, k, device, &best_time);
+  double time = 0.0;
+  const int wide_splits = wgmma_splits(W4A16Tile::kWgmma128N256, m, n, k, device, &time);
+  if (time < best_time * (1.0 - 1e-9)) *tile = W4A16Tile::kWgmma128N256, *splits = wide_splits;
+  return true;
 }
 
 }  // namespace
@@ -183,8 +244,8 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                 const DeviceTraits& device) {
   if (w4a16_is_slice(tile)) return 1;
   if (w4a16_is_wgmma(tile)) {
-    double fill = 0.0;
-    return wgmma_splits(tile, m, n, k, device, &fill);
+    double time = 0.0;
+    return wgmma_splits(tile, m, n, k, device, &time);
   }
   if (tile == W4A16Tile::kGemv) {
     // 16 k steps per block (one x slice; 8 per warp stream, against 5 in flight in its ring);
@@ -240,10 +301,10 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   const bool dense_ok =
       dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
       w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0;
-  // Measured on an H200 (docs/performance.md, 2026-11-26 and -28, Llama-3.1-8B layers): the dense
-  // path beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192 and on the narrowest
-  // (o) from M = 256; the wgmma tiles win qkv, gate_up and down at M = 256.
-  if (dense_ok && (m >= kNvfp4DenseAllRows || n * k <= kNvfp4DenseNarrowWeights)) {
+  // Measured on an H200 (docs/performance.md, 2026-11-26, -28 and -29, Llama-3.1-8B layers): the
+  // dense path beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192; the wgmma tiles
+  // win every layer at M = 256 and 512.
+  if (dense_ok && m >= kNvfp4DenseAllRows) {
     plan.dense = true;
     return plan;
   }

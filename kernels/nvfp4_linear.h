@@ -16,12 +16,13 @@
 //                     count) up to two waves; else 16-row swapped tiles (kM16Swap: x is the B
 //                     operand in two 8-row fragments, K split like kM8's);
 //                     kM8 and kM16Swap split K: >= 8 k tiles per split and >= 2 blocks per SM;
-//   M >= 1024, or M >= 256 for layers of <= 32 M weights (only where the caller passes an
-//                     Nvfp4DenseOption) dequantise-then-cuBLAS, measured faster there on H200;
+//   M >= 1024         (only where the caller passes an Nvfp4DenseOption) dequantise-then-cuBLAS,
+//                     measured faster there on H200;
 //   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid, split over K where it is
 //                     small, fills at least half of its waves' slots
 //                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256, one per SM) or 128 x 128
-//                     (kWgmma128, two per SM), whichever fills its waves better;
+//                     (kWgmma128, two per SM), tile and split count by a time model that counts
+//                     the waves of clusters the split sums run in (measured on H200);
 //   M >= min_rows     (only where the caller passes an Nvfp4DenseOption) dequantise-then-cuBLAS
 //                     (w4a16_dense.h): the weight as BF16 into scratch, then a cuBLAS BF16 GEMM;
 //   M > 512 with >= 2 128-row tiles per SM
@@ -66,6 +67,11 @@ struct DeviceTraits {
   // A one-wave slice grid whose blocks request all of K at their start may cover the SMs unevenly
   // (decode_slice_tile); NIBBLE_SLICE_SHORT_K=0 keeps the evenness rule there too (A/B).
   bool short_k_uneven = true;
+  // wgmma_clusters[t][s]: the most (1, 1, s) clusters of warpgroup-MMA tile t's blocks resident
+  // at once (t = 0: 128 x 128, 1: 128 x 256; s = 2..8), the waves of output tiles a launch whose
+  // K splits are summed in a cluster runs in; 0 where that path is not taken (the planner then
+  // counts SM slots, and the sums go through a workspace). w4a16_wgmma_max_clusters fills it.
+  int wgmma_clusters[2][9] = {};
 };
 // Traits of the current device; cudaError_t from the runtime on failure. wgmma is on where
 // supported unless NIBBLE_W4A16_WGMMA=0 (to measure the mma.sync tiles against them);
@@ -82,12 +88,11 @@ inline constexpr std::int64_t kWgmmaMinRows = 128;
 // measures it; NIBBLE_W4A16_DENSE_MIN_ROWS overrides it in the engine and the benchmark.
 inline constexpr std::int64_t kNvfp4DenseMinRows = 256;
 // Where the dense path (when offered) comes before the warpgroup-MMA tiles: from this many rows
-// for every layer (measured better at 2048 and 8192, not between 256 and 2048: 1024 is a guess
-// in between), and for layers of at most this many weights from kNvfp4DenseMinRows (o of
-// Llama-3.1-8B, 17 M weights, at M = 256: dense 26.5 us, 128 x 128 warpgroup tiles 28.5; qkv, 25 M:
-// the tiles 30.4 against dense 38.4 once their K splits are summed in a cluster; H200 2026-11-28).
+// (measured better at 2048 and 8192, not between 256 and 2048: 1024 is a guess in between). Below
+// it the tiles win every Llama-3.1-8B layer at M = 256 and 512 once their splits count the cluster
+// waves, the narrowest (o, 17 M weights) too: 20.6 / 30.5 us against dense 26.6 / 35.6 (H200,
+// 2026-11-29; with 4 splits in 2026-11-28's planner the tiles took 28.5 us there against 26.5).
 inline constexpr std::int64_t kNvfp4DenseAllRows = 1024;
-inline constexpr std::int64_t kNvfp4DenseNarrowWeights = std::int64_t(20) << 20;
 
 // The dequantise-then-cuBLAS candidate, offered by a caller that holds its scratch.
 struct Nvfp4DenseOption {

@@ -219,6 +219,11 @@ cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A
 // The current device is sm_90 and the library holds the sm_90a image of the wgmma kernels.
 bool w4a16_wgmma_supported();
 int w4a16_wgmma_resident_blocks(W4A16Tile tile);
+// The most (1, 1, splits) clusters of the tile's blocks the device holds at once: where a launch
+// split `splits` ways sums its K splits in a cluster (2 <= splits <= 8), its output tiles run in
+// waves of this many. 0 where that path is not taken (no wgmma, NIBBLE_W4A16_WGMMA_CLUSTER=0, or
+// no such cluster fits): the split-K sums then go through the workspace.
+int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits);
 inline bool w4a16_is_wgmma(W4A16Tile tile) {
   return tile == W4A16Tile::kWgmma128 || tile == W4A16Tile::kWgmma128N256;
 }

@@ -336,12 +336,15 @@ bool cluster_reduce_on() {
   return on;
 }
 
-// Whether a (1, 1, splits) cluster of S's blocks can be resident at all (once per splits).
+// The most (1, 1, splits) clusters of S's blocks resident at once (once per splits; 0 where none
+// fits). Fewer than SM slots / splits where the GPCs' SM counts leave slots no cluster can take:
+// 62 clusters of four 128 x 128 blocks on an H200's 132 SMs (ncu, 2026-11-29), so the 64 tiles
+// of o and down at M = 256 split 4 ways ran as a wave of 62 and a tail of 2.
 template <class S>
-bool cluster_fits(int splits) {
-  static int fits[9] = {};  // 0 unknown, 1 yes, 2 no
-  if (splits < 2 || splits > 8) return false;
-  if (fits[splits] == 0) {
+int max_clusters(int splits) {
+  static int clusters[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+  if (splits < 2 || splits > 8) return 0;
+  if (clusters[splits] < 0) {
     cudaLaunchConfig_t c{};
     c.gridDim = dim3(1, 1, unsigned(splits));
     c.blockDim = dim3(S::THREADS);
@@ -351,15 +354,16 @@ bool cluster_fits(int splits) {
     a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
     c.attrs = &a;
     c.numAttrs = 1;
-    int clusters = 0;
-    fits[splits] = cudaOccupancyMaxActiveClusters(&clusters, wgmma_kernel<S, true>, &c) ==
-                                   cudaSuccess &&
-                           clusters > 0
-                       ? 1
-                       : 2;
+    int count = 0;
+    if (cudaFuncSetAttribute(wgmma_kernel<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM) != cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&count, wgmma_kernel<S, true>, &c) != cudaSuccess) {
+      count = 0;
+    }
     (void)cudaGetLastError();
+    clusters[splits] = count;
   }
-  return fits[splits] == 1;
+  return clusters[splits];
 }
 
 template <class S>
@@ -384,7 +388,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const int kt_per_split = whole_step_splits(tiles_k, &splits);  // as the other tiles
   const std::int64_t groups = w.n_padded / 128;
   const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles), unsigned(splits));
-  if (splits > 1 && cluster_reduce_on() && cluster_fits<S>(splits)) {
+  if (splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0) {
     cudaLaunchConfig_t c{};
     c.gridDim = grid;
     c.blockDim = dim3(S::THREADS);
@@ -430,6 +434,18 @@ bool w4a16_wgmma_supported() {
 
 int w4a16_wgmma_resident_blocks(W4A16Tile tile) {
   return tile == W4A16Tile::kWgmma128N256 ? Wgmma128N256::MIN_BLOCKS : Wgmma128::MIN_BLOCKS;
+}
+
+int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits) {
+  if (!w4a16_wgmma_supported() || !cluster_reduce_on()) return 0;
+  switch (tile) {
+    case W4A16Tile::kWgmma128:
+      return max_clusters<Wgmma128>(splits);
+    case W4A16Tile::kWgmma128N256:
+      return max_clusters<Wgmma128N256>(splits);
+    default:
+      return 0;
+  }
 }
 
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,

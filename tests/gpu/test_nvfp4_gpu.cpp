@@ -277,6 +277,8 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
       variants.push_back({tname, false, tile, 1});
       variants.push_back({std::string(tname) + "/k-major", false, tile, 1, true});
       variants.push_back({std::string(tname) + "/split3", false, tile, 3});
+      // Seven K splits summed in a cluster of seven (the planner's choice for down at M = 256).
+      variants.push_back({std::string(tname) + "/split7", false, tile, 7});
     }
   }
   // Dequantise-then-cuBLAS, forced (from 1 row), in one round and in 128-row rounds; and the

@@ -189,7 +189,48 @@ TEST(EvenSpread, LeavesTheRequestAloneWhereItCannotHelp) {
 
 // The dense path (dequantise-then-cuBLAS, where the caller offers it) against the warpgroup-MMA
 // tiles, as measured on an H200 with Llama-3.1-8B's layers (docs/performance.md 2026-11-26).
-TEST(Nvfp4Plan, DensePathTakesLargeBatchesAndTheNarrowestLayersFromTwoHundredFiftySixRows) {
+// Split K summed in a cluster: a launch runs its output tiles in waves of as many clusters as the
+// device holds, fewer than SM slots / splits where the GPCs leave slots over. The cluster counts
+// are an H200's (nibble-kernel-bench, 2026-11-29), the expected splits the fastest of that run's
+// sweep over 1..8 splits on each layer.
+TEST(Nvfp4Plan, WgmmaSplitsCountTheClustersThatFitAWave) {
+  DeviceTraits hopper = kH100;
+  hopper.wgmma = true;
+  const auto plan = [&](std::int64_t m, const Layer& layer) {
+    return plan_nvfp4_linear(m, layer.n, layer.k, hopper, false, nullptr);
+  };
+  const Layer &qkv = kLlama[0], &o = kLlama[1], &gate_up = kLlama[2], &down = kLlama[3];
+  // Unknown cluster counts (0): one wave of SM slots, as before: down's 64 tiles at M = 256 split
+  // 4 ways (256 blocks of 264 slots).
+  EXPECT_EQ(plan(256, down).splits, 4);
+
+  const int per_size_128[9] = {0, 0, 132, 79, 62, 47, 39, 32, 30};
+  const int per_size_256[9] = {0, 0, 66, 39, 30, 22, 17, 15, 15};
+  for (int s = 0; s < 9; ++s) {
+    hopper.wgmma_clusters[0][s] = per_size_128[s];
+    hopper.wgmma_clusters[1][s] = per_size_256[s];
+  }
+  // Measured there, us per split count (128 x 128): down at M = 256 1: 102.8, 2: 56.3, 3: 60.8,
+  // 4: 76.2 (a wave of 62 clusters and a tail of 2), 7: 63.3; gate_up at M = 512 1: 200.9,
+  // 2: 229.9.
+  struct Case {
+    std::int64_t m;
+    const Layer* layer;
+    int splits;
+  };
+  for (const Case& c :
+       {Case{256, &qkv, 2}, Case{256, &o, 2}, Case{256, &gate_up, 1}, Case{256, &down, 2},
+        Case{512, &qkv, 2}, Case{512, &o, 2}, Case{512, &gate_up, 1}, Case{512, &down, 2}}) {
+    const Nvfp4LinearPlan p = plan(c.m, *c.layer);
+    EXPECT_EQ(p.tile, W4A16Tile::kWgmma128) << c.layer->name << " M=" << c.m;
+    EXPECT_EQ(p.splits, c.splits) << c.layer->name << " M=" << c.m;
+  }
+  // A layer whose lone blocks would leave most SMs idle splits further where the clusters fit:
+  // 16 tiles of K = 14336 (N = 2048) at M = 128.
+  EXPECT_GT(plan(128, Layer{"narrow", 2048, 14336}).splits, 4);
+}
+
+TEST(Nvfp4Plan, DensePathTakesBatchesFromOneThousandTwentyFourRows) {
   DeviceTraits hopper = kH100;
   hopper.wgmma = true;
   Nvfp4DenseOption dense;
@@ -199,9 +240,10 @@ TEST(Nvfp4Plan, DensePathTakesLargeBatchesAndTheNarrowestLayersFromTwoHundredFif
   auto plan = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool offered) {
     return plan_nvfp4_linear(m, n, k, hopper, false, offered ? &dense : nullptr);
   };
-  // o (4096 x 4096, 17 M weights): dense from 256 rows; qkv (6144 x 4096, 25 M): the 128 x 128
-  // warpgroup tile at 256 (2 K splits), dense from 1024.
-  EXPECT_TRUE(plan(256, 4096, 4096, true).dense);
+  // o (4096 x 4096, 17 M weights) and qkv (6144 x 4096, 25 M): the 128 x 128 warpgroup tile at
+  // 256 (2 K splits), dense from 1024.
+  EXPECT_FALSE(plan(256, 4096, 4096, true).dense);
+  EXPECT_TRUE(plan(1024, 4096, 4096, true).dense);
   EXPECT_FALSE(plan(64, 4096, 4096, true).dense);  // below kNvfp4DenseMinRows
   const Nvfp4LinearPlan qkv = plan(256, 6144, 4096, true);
   EXPECT_FALSE(qkv.dense);

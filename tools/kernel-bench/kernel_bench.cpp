@@ -16,8 +16,9 @@
 // [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
 //                            [--profile] [--tiles-overlap] [--moe]
 // --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
-// and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64 and the 64- and 128-row
-// tiles at M = 256 (the evidence behind the planner's choice). --layers / --ms keep only those
+// and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64, the 64- and 128-row
+// tiles at M = 256 and on sm_90a the warpgroup-MMA tiles at M = 256 and 512, split 1..8 ways (the
+// evidence behind the planner's choice). --layers / --ms keep only those
 // layers (names as printed) and M values. --profile launches each variant once, eagerly, in a
 // fixed order (read linear, read grouped group-major, read grouped k-major, then kM8, kM16Swap,
 // kM16Wide and at M <= 16 the six slice tiles, or at M >= 256 the 64- and 128-row tiles and on
@@ -208,8 +209,20 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&dense_weight, std::max<std::size_t>(1, dense_elements) * 2));
   nibble::kernels::Nvfp4DenseOption dense_option{
       {cublas, dense_weight, dense_elements}, dense_min_rows(), 0};
-  std::printf("dequantise-then-cuBLAS offered to the dispatcher from M = %lld\n\n",
+  std::printf("dequantise-then-cuBLAS offered to the dispatcher from M = %lld\n",
               (long long)dense_option.min_rows);
+  if (device.wgmma) {
+    // The waves the planner counts for split K summed in a cluster (DeviceTraits).
+    for (int t = 0; t < 2; ++t) {
+      std::printf("warpgroup-MMA %s: most clusters of s blocks resident (s = 2..8):",
+                  t == 0 ? "128 x 128" : "128 x 256");
+      for (int splits = 2; splits <= 8; ++splits) {
+        std::printf(" %d:%d", splits, device.wgmma_clusters[t][splits]);
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("\n");
 
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv) {
@@ -439,11 +452,21 @@ int main(int argc, char** argv) {
             SweepCase{W4A16Tile::kM16Swap, "m16swap", 16},
             SweepCase{W4A16Tile::kM16Wide, "m16wide", 16}, SweepCase{W4A16Tile::kM16, "m16", 64},
             SweepCase{W4A16Tile::kM64, "m64", 64}, SweepCase{W4A16Tile::kM64, "m64", 256},
-            SweepCase{W4A16Tile::kM128, "m128", 256}}) {
+            SweepCase{W4A16Tile::kM128, "m128", 256}, SweepCase{W4A16Tile::kWgmma128, "wg128", 256},
+            SweepCase{W4A16Tile::kWgmma128N256, "wg256", 256},
+            SweepCase{W4A16Tile::kWgmma128, "wg128", 512}}) {
         if (!selected(m_filter, std::to_string(m))) continue;
+        const bool wgmma = nibble::kernels::w4a16_is_wgmma(tile);
+        if (wgmma && !device.wgmma) continue;
         std::printf("sweep %s %s %s M=%lld planner=%d:", tname, s.model, s.layer, (long long)m,
                     nibble::kernels::plan_splits(tile, m, s.n, s.k, device));
-        for (int splits : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+        // The warpgroup-MMA tiles sum 2..8 splits in a cluster: every count there.
+        static constexpr int kSplits[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+        static constexpr int kWgmmaSplits[] = {1, 2, 3, 4, 5, 6, 7, 8};
+        const std::vector<int> counts =
+            wgmma ? std::vector<int>(std::begin(kWgmmaSplits), std::end(kWgmmaSplits))
+                  : std::vector<int>(std::begin(kSplits), std::end(kSplits));
+        for (int splits : counts) {
           if (splits > w.k_padded / 64) break;
           const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
             CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,

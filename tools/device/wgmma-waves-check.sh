@@ -15,9 +15,9 @@
 # Usage: tools/device/wgmma-waves-check.sh [--no-sweep] [--no-memcheck] [--backend]
 source "$(dirname "$0")/device_env.sh"
 tbin=$carry/tbin
-sweep=(--sweep-splits); memcheck=1; backend=0
+sweep=(--sweep-splits); run_memcheck=1; backend=0
 for a in "$@"; do
-  case "$a" in --no-sweep) sweep=() ;; --no-memcheck) memcheck=0 ;; --backend) backend=1 ;;
+  case "$a" in --no-sweep) sweep=() ;; --no-memcheck) run_memcheck=0 ;; --backend) backend=1 ;;
     *) echo "unknown $a"; exit 2 ;; esac
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -28,7 +28,7 @@ timeout 60 "$tbin/test_nvfp4_gpu" --quick >"$OUT/test_nvfp4_gpu.log" 2>&1 ||
 grep -E "split7" "$OUT/test_nvfp4_gpu.log" | head -3
 tail -1 "$OUT/test_nvfp4_gpu.log"
 
-echo "== nibble-kernel-bench, cluster waves counted (with the split sweep), then the A/B"
+echo "== nibble-kernel-bench (${sweep[*]:-no sweep}), then the A/B"
 bench_args=(--layers qkv,o,gate_up,down --ms 256,512)
 timeout 150 "$tbin/nibble-kernel-bench" "${bench_args[@]}" "${sweep[@]}" >"$OUT/bench_waves.log" 2>&1 ||
   status=1
@@ -55,7 +55,7 @@ if [ $backend -eq 1 ]; then
     { status=1; grep -E "FAILED|Failure" "$OUT/test_cuda_backend.log" | head -5; }
   tail -1 "$OUT/test_cuda_backend.log"
 fi
-[ $memcheck -eq 1 ] || { echo "status $status"; exit $status; }
+[ $run_memcheck -eq 1 ] || { echo "status $status"; exit $status; }
 echo "== compute-sanitizer memcheck"
 memcheck() {  # name timeout binary args...
   local name=$1 limit=$2

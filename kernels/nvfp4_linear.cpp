@@ -199,6 +199,8 @@ int wgmma_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
                  const DeviceTraits& device, double* time) {
   const std::int64_t tiles = wgmma_output_tiles(tile, m, n);
   const std::int64_t k_tiles = (k + 63) / 64;
+  // Up to 8 splits (the largest cluster that sums them), or more where one wave still holds
+  // them all (summed through the workspace), each keeping kWgmmaMinSplitKTiles k steps.
   const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
   const std::int64_t most = std::max<std::int64_t>(
       1, std::min(std::max<std::int64_t>(8, slots / tiles), k_tiles / kWgmmaMinSplitKTiles));

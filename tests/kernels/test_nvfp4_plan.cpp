@@ -187,8 +187,6 @@ TEST(EvenSpread, LeavesTheRequestAloneWhereItCannotHelp) {
   EXPECT_EQ(even_spread_smem(1000, 132, small_blocks), 1000);  // one per SM needs 114 KB
 }
 
-// The dense path (dequantise-then-cuBLAS, where the caller offers it) against the warpgroup-MMA
-// tiles, as measured on an H200 with Llama-3.1-8B's layers (docs/performance.md 2026-11-26).
 // Split K summed in a cluster: a launch runs its output tiles in waves of as many clusters as the
 // device holds, fewer than SM slots / splits where the GPCs leave slots over. The cluster counts
 // are an H200's (nibble-kernel-bench, 2026-11-29), the expected splits the fastest of that run's
@@ -230,6 +228,9 @@ TEST(Nvfp4Plan, WgmmaSplitsCountTheClustersThatFitAWave) {
   EXPECT_GT(plan(128, Layer{"narrow", 2048, 14336}).splits, 4);
 }
 
+// The dense path (dequantise-then-cuBLAS, where the caller offers it) against the warpgroup-MMA
+// tiles, as measured on an H200 with Llama-3.1-8B's layers (docs/performance.md, 2026-11-26 for
+// M >= 1024, 2026-11-29 for the tiles winning every layer at M = 256 and 512).
 TEST(Nvfp4Plan, DensePathTakesBatchesFromOneThousandTwentyFourRows) {
   DeviceTraits hopper = kH100;
   hopper.wgmma = true;

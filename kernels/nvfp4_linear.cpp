@@ -40,7 +40,7 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
   const bool count_clusters = waves == nullptr || std::string(waves) != "slots";
   for (int splits = 2; splits <= 8 && traits->wgmma && count_clusters; ++splits) {
     traits->wgmma_clusters[0][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma128, splits);
-    traits->wgmma_clusters[1][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma128N256, splits);
+    traits->wgmma_clusters[1][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma256, splits);
   }
   return cudaSuccess;
 }
@@ -146,29 +146,31 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
 }
 
 // A warpgroup-MMA tile and split count for m >= kWgmmaMinRows rows. Whether to take these tiles
-// at all: where the 128 x 128 or the 128 x 256 grid, split over K up to filling the SM slots once
+// at all: where the 128- or the 256-row grid, split over K up to filling the SM slots once
 // (each split keeping >= kWgmmaMinSplitKTiles k steps, so that its partial-sum traffic stays well
 // under its weight and x traffic), fills at least half of its waves; below that the grid is too
 // small for either. Which tile and split: the least time by wgmma_time.
 constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
 
-// The model behind wgmma_time, fitted to `nibble-kernel-bench --sweep-splits` (H200, 2026-11-29,
-// Llama-3.1-8B layers at M = 256 and 512, every split 1..8 of both tiles; PERF_NOTES v28): a block
-// costs its k steps plus kWgmmaBlockOverhead (the pipeline's fill, the split sum); an SM holding
-// two 128 x 128 blocks finishes them in kWgmmaTwoBlocks times one block's time alone (not twice:
-// one block leaves the tensor cores idle part of each step); a 128 x 256 block (two weight
-// groups) takes kWgmma256Block times a lone 128 x 128 block's time. The model put the measured
-// best split first on all eight layer shapes (down at M = 256: 2 splits 56.3 us, 3: 60.8, 7: 63.3,
-// 4: 76.2).
+// The model behind wgmma_time, fitted to `nibble-kernel-bench --sweep-splits` (H200, Llama-3.1-8B
+// layers at M = 256 and 512, every split 1..8 of both tiles; PERF_NOTES v28, v30): a block costs
+// its k steps plus kWgmmaBlockOverhead (the pipeline's fill, the split sum); an SM holding two
+// 128 x 128 blocks finishes them in kWgmmaTwoBlocks times one block's time alone (not twice: one
+// block leaves the tensor cores idle part of each step); a 256-row block (twice the work, one an
+// SM) takes kWgmma256Block times a lone 128 x 128 block's time. With these the planner's pick is
+// the measured fastest tile and split on 7 of the 8 layer shapes of the 2026-11-29 06:28 sweep
+// and within 5% on the eighth (down at M = 256: 128 x 128 split 2, 55.6 us, against the 256-row
+// tile split 3, 52.9). The window is narrow (1.47 to 1.48): below it the 256-row tile would take
+// gate_up at M = 512 (226 us against 197), above it qkv at M = 512 would leave it (48.3 against
+// 44.9). The model does not see why the 256-row tile loses on gate_up at M = 512.
 constexpr double kWgmmaBlockOverhead = 10.0;
 constexpr double kWgmmaTwoBlocks = 1.61;
-constexpr double kWgmma256Block = 1.7;
+constexpr double kWgmma256Block = 1.475;
 
-// Output tiles of a warpgroup-MMA launch: 128 rows of x by one or two 128-row weight groups.
+// Output tiles of a warpgroup-MMA launch: 128 or 256 rows of x by one 128-row weight group.
 std::int64_t wgmma_output_tiles(W4A16Tile tile, std::int64_t m, std::int64_t n) {
-  const std::int64_t groups_per_block = tile == W4A16Tile::kWgmma128N256 ? 2 : 1;
-  const std::int64_t groups = (n + kW4A16TileCols - 1) / kW4A16TileCols;
-  return (groups + groups_per_block - 1) / groups_per_block * ((m + 127) / 128);
+  const std::int64_t rows = w4a16_tile_rows(tile);
+  return (n + kW4A16TileCols - 1) / kW4A16TileCols * ((m + rows - 1) / rows);
 }
 
 // The launch's time in units of one lone 128 x 128 block's k step: its blocks run in waves of the
@@ -178,7 +180,7 @@ std::int64_t wgmma_output_tiles(W4A16Tile tile, std::int64_t m, std::int64_t n) 
 // planned within one wave only (their atomics grow with them): infinite past it.
 double wgmma_time(W4A16Tile tile, std::int64_t tiles, std::int64_t splits, std::int64_t k_tiles,
                   const DeviceTraits& device) {
-  const bool wide = tile == W4A16Tile::kWgmma128N256;
+  const bool wide = tile == W4A16Tile::kWgmma256;
   const std::int64_t sms = device.sm_count, slots = sms * w4a16_resident_blocks(tile);
   const int clusters = splits >= 2 && splits <= 8 ? device.wgmma_clusters[wide][splits] : 0;
   const std::int64_t wave = clusters > 0 ? std::min(slots, clusters * splits) : slots;
@@ -228,15 +230,15 @@ bool wgmma_tile(std::int64_t m, std::int64_t n, std::int64_t k, const DeviceTrai
                 W4A16Tile* tile, int* splits) {
   if (!device.wgmma || m < kWgmmaMinRows) return false;
   if (std::max(wgmma_one_wave_fill(W4A16Tile::kWgmma128, m, n, k, device),
-               wgmma_one_wave_fill(W4A16Tile::kWgmma128N256, m, n, k, device)) < 0.5) {
+               wgmma_one_wave_fill(W4A16Tile::kWgmma256, m, n, k, device)) < 0.5) {
     return false;
   }
   double best_time = 0.0;
   *tile = W4A16Tile::kWgmma128;
   *splits = wgmma_splits(*tile, m, n, k, device, &best_time);
   double time = 0.0;
-  const int wide_splits = wgmma_splits(W4A16Tile::kWgmma128N256, m, n, k, device, &time);
-  if (time < best_time * (1.0 - 1e-9)) *tile = W4A16Tile::kWgmma128N256, *splits = wide_splits;
+  const int wide_splits = wgmma_splits(W4A16Tile::kWgmma256, m, n, k, device, &time);
+  if (time < best_time * (1.0 - 1e-9)) *tile = W4A16Tile::kWgmma256, *splits = wide_splits;
   return true;
 }
 

@@ -20,9 +20,10 @@
 //                     measured faster there on H200;
 //   M >= 128 on sm_90 (DeviceTraits::wgmma) where a warpgroup-MMA grid, split over K where it is
 //                     small, fills at least half of its waves' slots
-//                     W4A16 on wgmma: 128 x 256 blocks (kWgmma128N256, one per SM) or 128 x 128
-//                     (kWgmma128, two per SM), tile and split count by a time model that counts
-//                     the waves of clusters the split sums run in (measured on H200);
+//                     W4A16 on wgmma: blocks of 256 rows of x (kWgmma256, one per SM) or 128
+//                     (kWgmma128, two per SM) by 128 weight rows, tile and split count by a time
+//                     model that counts the waves of clusters the split sums run in (measured on
+//                     H200);
 //   M >= min_rows     (only where the caller passes an Nvfp4DenseOption) dequantise-then-cuBLAS
 //                     (w4a16_dense.h): the weight as BF16 into scratch, then a cuBLAS BF16 GEMM;
 //   M > 512 with >= 2 128-row tiles per SM
@@ -68,7 +69,7 @@ struct DeviceTraits {
   // (decode_slice_tile); NIBBLE_SLICE_SHORT_K=0 keeps the evenness rule there too (A/B).
   bool short_k_uneven = true;
   // wgmma_clusters[t][s]: the most (1, 1, s) clusters of warpgroup-MMA tile t's blocks resident
-  // at once (t = 0: 128 x 128, 1: 128 x 256; s = 2..8), the waves of output tiles a launch whose
+  // at once (t = 0: kWgmma128, 1: kWgmma256; s = 2..8), the waves of output tiles a launch whose
   // K splits are summed in a cluster runs in; 0 where that path is not taken (the planner then
   // counts SM slots, and the sums go through a workspace). w4a16_wgmma_max_clusters fills it.
   int wgmma_clusters[2][9] = {};

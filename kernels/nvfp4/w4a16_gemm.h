@@ -35,9 +35,9 @@ inline W4A16Strides w4a16_strides(const W4A16DeviceWeight& w) {
 // w4a16_gemv.cu); kSlice16 / kSlice32 / kSlice64: up to 16 rows, a block streams a 16-, 32- or
 // 64-row weight slice over all of K, so K is never split over blocks and `splits` is ignored
 // (w4a16_slice.cu); the Wide forms: the same slice with 8 warps per block (long K, few blocks per
-// SM); kWgmma128 / kWgmma128N256 (sm_90a only, w4a16_wgmma.cu): 128 rows of x x 128 / 256
-// weight rows per block on Hopper's warpgroup MMA with the dequantised weights as its register
-// operand (split-K as the 64- and 128-row tiles).
+// SM); kWgmma128 / kWgmma256 (sm_90a only, w4a16_wgmma.cu): 128 / 256 rows of x x 128 weight
+// rows per block (two / one an SM) on Hopper's warpgroup MMA with the dequantised weights as its
+// register operand (split-K as the 64- and 128-row tiles).
 enum class W4A16Tile {
   kM8,
   kM16,
@@ -53,7 +53,7 @@ enum class W4A16Tile {
   kSlice64,
   kSlice64Wide,
   kWgmma128,
-  kWgmma128N256
+  kWgmma256
 };
 
 inline int w4a16_tile_rows(W4A16Tile tile) {
@@ -64,8 +64,9 @@ inline int w4a16_tile_rows(W4A16Tile tile) {
       return 64;
     case W4A16Tile::kM128:
     case W4A16Tile::kWgmma128:
-    case W4A16Tile::kWgmma128N256:
       return 128;
+    case W4A16Tile::kWgmma256:
+      return 256;
     default:
       return 16;
   }
@@ -225,7 +226,7 @@ int w4a16_wgmma_resident_blocks(W4A16Tile tile);
 // no such cluster fits): the split-K sums then go through the workspace.
 int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits);
 inline bool w4a16_is_wgmma(W4A16Tile tile) {
-  return tile == W4A16Tile::kWgmma128 || tile == W4A16Tile::kWgmma128N256;
+  return tile == W4A16Tile::kWgmma128 || tile == W4A16Tile::kWgmma256;
 }
 
 }  // namespace nibble::kernels

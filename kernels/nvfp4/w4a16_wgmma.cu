@@ -4,18 +4,18 @@
 // tiles, w4a16_layout.h), and x is B, read by the tensor cores from the TMA's 128-byte-swizzled
 // x box in shared memory (K-major, no ldmatrix). The wgmma runs asynchronously, so the decode of
 // the next k step overlaps the tensor-core work of the current one. See w4a16_gemm.h
-// (W4A16Tile::kWgmma128 / kWgmma128N256) and kernels/nvfp4/PERF_NOTES.md v21.
+// (W4A16Tile::kWgmma128 / kWgmma256) and kernels/nvfp4/PERF_NOTES.md v21, v30.
 //
-// Block: 2 warpgroups (256 threads) x G neighbouring 128-row weight groups; in group g warpgroup h
-// owns weight rows 64h..64h+63, its warp q rows 16q..16q+15 (tiles 8h + 2q, 8h + 2q + 1): G m64
-// wgmmas per k16 step. BMX = 128 rows of x (the wgmma N). Output tile = out[BMX x rows,
-// 128 G weight rows], staged through shared memory for coalesced stores. Stages: [x box BMX x 64
-// | G x 4 KB codes | G x 512 B scales], 1 KB aligned, filled by thread 0 with TMA and counted by
-// one mbarrier each. A block past the last group (odd group count, G = 2) loads the last group
-// again and drops those rows at the store.
-// Bytes per FLOP: a k step moves BMX x 128 bytes of x and G x 4.6 KB of weights for
-// 2 x BMX x 128 G x 64 FLOP: ~100 FLOP per byte at 128 x 128, ~164 at 128 x 256 (the L2 must feed
-// ~6 TB/s at the tensor cores' ~990 TFLOP/s with the second).
+// Block: 2 warpgroups (256 threads) on one 128-row weight group; warpgroup h owns weight rows
+// 64h..64h+63, its warp q rows 16q..16q+15 (tiles 8h + 2q, 8h + 2q + 1): one m64 x BMX wgmma per
+// k16 step, BMX = 128 or 256 rows of x (the wgmma N). Output tile = out[BMX x rows, 128 weight
+// rows], staged through shared memory for coalesced stores. Stages: [x box BMX x 64 | 4 KB codes
+// | 512 B scales], 1 KB aligned, filled by thread 0 with TMA and counted by one mbarrier each.
+// Why BMX = 256 (one block an SM) beats two 128-row blocks an SM where the grid allows: the
+// same tensor work with half the wgmma instructions and half the decode (a warp's 16 decoded
+// registers feed a 256-column product instead of a 128-column one), and 11% fewer bytes into
+// shared memory per FLOP (a 32 KB x box and 4.6 KB of weights a k step, against twice 16 + 4.6
+// KB). PERF_NOTES v30: the tensor pipe busy 68% of gate_up's time at M = 256, against 58%.
 #include <cooperative_groups.h>
 
 #include <cstdlib>
@@ -35,27 +35,35 @@ using namespace w4a16_detail;
 #define NIBBLE_HAVE_WGMMA 1
 #endif
 
-template <int BMX_, int G_, int STAGES_, int MIN_BLOCKS_>
+template <int BMX_, int STAGES_, int MIN_BLOCKS_>
 struct WgmmaShape {
   static constexpr int BMX = BMX_;  // rows of x per block (the wgmma's N)
-  static constexpr int G = G_;      // 128-row weight groups per block
   static constexpr int THREADS = 256, STAGES = STAGES_;
-  static constexpr int X_BYTES = BMX * 128, W_BYTES = 4096 * G, S_BYTES = 512 * G;
+  static constexpr int X_BYTES = BMX * 128, W_BYTES = 4096, S_BYTES = 512;
   static constexpr int STAGE_BYTES = (X_BYTES + W_BYTES + S_BYTES + 1023) / 1024 * 1024;
   static constexpr int SMEM = STAGE_BYTES * STAGES + 1024;  // + slack to align the base to 1 KB
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
-  static constexpr int BN = 128 * G;  // weight rows per block
+  static constexpr int BN = 128;  // weight rows per block
   // The output tile as floats [BMX][kOutStride]: BN + 4 puts the 8 rows x 4 column pairs of one
   // store on 32 different banks.
   static constexpr int kOutStride = BN + 4;
   static_assert(BMX * kOutStride * 4 <= STAGE_BYTES * STAGES, "the output tile fits the stages");
-  static_assert(BMX == 128, "wgmma N of 128 (the one instruction shape written out here)");
+  static_assert(BMX == 128 || BMX == 256, "wgmma N of 128 or 256 (the shapes written out here)");
   static_assert(SMEM <= 227 * 1024, "fits one Hopper block");
 };
-using Wgmma128 = WgmmaShape<128, 1, 4, 2>;      // 128 x 128, 87 KB, 2 blocks/SM, 122 registers
-using Wgmma128N256 = WgmmaShape<128, 2, 6, 1>;  // 128 x 256, 151 KB, 1 block/SM
+using Wgmma128 = WgmmaShape<128, 4, 2>;  // 128 x 128, 87 KB, 2 blocks/SM, 122 registers
+using Wgmma256 = WgmmaShape<256, 5, 1>;  // 256 rows of x, 186 KB, 1 block/SM, 186 registers
 
 #if defined(NIBBLE_HAVE_WGMMA)
+// Accumulators d[i] .. d[i + 7] / d[i + 31] as "+f" asm operands, in order (the wgmma wrappers
+// below list 64 or 128).
+#define NIBBLE_WGMMA_ACC8(d, i)                                                               \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define NIBBLE_WGMMA_ACC32(d, i)                                                      \
+  NIBBLE_WGMMA_ACC8(d, i), NIBBLE_WGMMA_ACC8(d, i + 8), NIBBLE_WGMMA_ACC8(d, i + 16), \
+      NIBBLE_WGMMA_ACC8(d, i + 24)
+
 __device__ inline void wgmma_m64n128k16_rs(float (&d)[64], const std::uint32_t (&a)[4],
                                            std::uint64_t b_desc) {
   asm volatile(
@@ -68,17 +76,39 @@ __device__ inline void wgmma_m64n128k16_rs(float (&d)[64], const std::uint32_t (
       "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
       "}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
+      : NIBBLE_WGMMA_ACC32(d, 0), NIBBLE_WGMMA_ACC32(d, 32)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+__device__ inline void wgmma_m64n256k16_rs(float (&d)[128], const std::uint32_t (&a)[4],
+                                           std::uint64_t b_desc) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
+      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+      "}, {%128,%129,%130,%131}, %132, p, 1, 1, 0;\n"
+      "}\n"
+      : NIBBLE_WGMMA_ACC32(d, 0), NIBBLE_WGMMA_ACC32(d, 32), NIBBLE_WGMMA_ACC32(d, 64),
+        NIBBLE_WGMMA_ACC32(d, 96)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+// The wgmma of one k16 step for a BMX-row x box (the wgmma's N).
+template <int BMX>
+__device__ inline void wgmma_rs(float (&d)[BMX / 2], const std::uint32_t (&a)[4],
+                                std::uint64_t b_desc) {
+  if constexpr (BMX == 256) {
+    wgmma_m64n256k16_rs(d, a, b_desc);
+  } else {
+    wgmma_m64n128k16_rs(d, a, b_desc);
+  }
 }
 
 __device__ inline void wgmma_fence() {
@@ -111,7 +141,7 @@ template <class S, bool CLUSTER = false>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     wgmma_kernel(std::int64_t m, std::int64_t n, const std::uint8_t* __restrict__ tiles,
                  const std::uint8_t* __restrict__ scales, int tiles_k, W4A16Strides strides,
-                 std::int64_t groups, float out_scale, const std::uint16_t* __restrict__ residual,
+                 float out_scale, const std::uint16_t* __restrict__ residual,
                  std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split,
                  const __grid_constant__ CUtensorMap x_map) {
 #if defined(NIBBLE_HAVE_WGMMA)
@@ -129,21 +159,16 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   const int kt_begin = int(blockIdx.z) * kt_per_split;
   const int nk = tiles_k - kt_begin < kt_per_split ? tiles_k - kt_begin : kt_per_split;
 
-  // Thread 0 fills stage st with this block's k step `local`: the x box, each group's codes and
-  // scales, one barrier.
+  // Thread 0 fills stage st with this block's k step `local`: the x box, the weight group's codes
+  // and scales, one barrier.
   auto request = [&](int st, int local) {
     const int kt = kt_begin + local;
     const unsigned bar = bars + 8 * st, dst = smem_base + unsigned(st * S::STAGE_BYTES);
     tma::mbarrier_arrive_expect_bytes(bar, S::X_BYTES + S::W_BYTES + S::S_BYTES);
     tma::copy_box_2d(dst, &x_map, kt * 64, int(m0), bar);
-#pragma unroll
-    for (int g = 0; g < S::G; ++g) {
-      std::int64_t group = std::int64_t(tile.col) * S::G + g;
-      if (group >= groups) group = groups - 1;  // past the last group: a copy, dropped at the store
-      const std::int64_t at = group * strides.group * 4096 + kt * w_stride;
-      tma::copy_bytes(dst + S::X_BYTES + g * 4096, tiles + at, 4096, bar);
-      tma::copy_bytes(dst + S::X_BYTES + S::W_BYTES + g * 512, scales + at / 8, 512, bar);
-    }
+    const std::int64_t at = std::int64_t(tile.col) * strides.group * 4096 + kt * w_stride;
+    tma::copy_bytes(dst + S::X_BYTES, tiles + at, 4096, bar);
+    tma::copy_bytes(dst + S::X_BYTES + S::W_BYTES, scales + at / 8, 512, bar);
   };
   if (threadIdx.x == 0) {
     for (int st = 0; st < S::STAGES; ++st) tma::mbarrier_init(bars + 8 * st, 1);
@@ -152,43 +177,37 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   }
   __syncthreads();  // the barriers are initialized before anyone waits on them
 
-  // f32 accumulators per thread: m64 x BMX per warpgroup and group.
-  float acc[S::G][S::BMX / 2];
+  // f32 accumulators per thread: m64 x BMX per warpgroup.
+  float acc[S::BMX / 2];
 #pragma unroll
-  for (int g = 0; g < S::G; ++g)
-#pragma unroll
-    for (int i = 0; i < S::BMX / 2; ++i) acc[g][i] = 0.0f;
-  // This lane's 8 bytes of its two tiles in group 0, and their scales (w4a16_layout.h); group g
-  // is 4096 / 512 bytes further.
+  for (int i = 0; i < S::BMX / 2; ++i) acc[i] = 0.0f;
+  // This lane's 8 bytes of its two tiles, and their scales (w4a16_layout.h).
   const int tile0 = wg * 8 + wq * 2;
   const int code_off = S::X_BYTES + tile0 * 256 + lane * 8;
   const int scale_off = S::X_BYTES + S::W_BYTES + tile0 * 32 + (lane / 4) * 4;
   // The A fragments of two k steps: those of step i stay untouched until its wgmmas are done
   // (wgmma_wait<1> in step i + 1), while step i + 1 decodes into the other set.
-  std::uint32_t a[2][S::G][4][4];
+  std::uint32_t a[2][4][4];
   auto k_step = [&](auto parity, int i) {
     constexpr int P = decltype(parity)::value;
     const int st = i % S::STAGES;
     tma::mbarrier_wait(bars + 8 * st, unsigned(i / S::STAGES) & 1u);
     const std::uint8_t* stage = smem + st * S::STAGE_BYTES;
+    const std::uint8_t* codes = stage + code_off;
+    const std::uint8_t* sc = stage + scale_off;
+    const uint2 codes0 = *reinterpret_cast<const uint2*>(codes);
+    const uint2 codes1 = *reinterpret_cast<const uint2*>(codes + 256);
+    const std::uint32_t sc0 = *reinterpret_cast<const std::uint32_t*>(sc);
+    const std::uint32_t sc1 = *reinterpret_cast<const std::uint32_t*>(sc + 32);
+    const std::uint32_t s0_01 = e4m3x2_to_scaled_bf16x2(sc0),
+                        s0_23 = e4m3x2_to_scaled_bf16x2(sc0 >> 16);
+    const std::uint32_t s1_01 = e4m3x2_to_scaled_bf16x2(sc1),
+                        s1_23 = e4m3x2_to_scaled_bf16x2(sc1 >> 16);
 #pragma unroll
-    for (int g = 0; g < S::G; ++g) {
-      const std::uint8_t* codes = stage + code_off + g * 4096;
-      const std::uint8_t* sc = stage + scale_off + g * 512;
-      const uint2 codes0 = *reinterpret_cast<const uint2*>(codes);
-      const uint2 codes1 = *reinterpret_cast<const uint2*>(codes + 256);
-      const std::uint32_t sc0 = *reinterpret_cast<const std::uint32_t*>(sc);
-      const std::uint32_t sc1 = *reinterpret_cast<const std::uint32_t*>(sc + 32);
-      const std::uint32_t s0_01 = e4m3x2_to_scaled_bf16x2(sc0),
-                          s0_23 = e4m3x2_to_scaled_bf16x2(sc0 >> 16);
-      const std::uint32_t s1_01 = e4m3x2_to_scaled_bf16x2(sc1),
-                          s1_23 = e4m3x2_to_scaled_bf16x2(sc1 >> 16);
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        // Rows g (tile0) and g + 8 (tile0 + 1): a0 / a2 and a1 / a3 of the m16 x k16 fragment.
-        decode_fragment_pair(codes0, s0_01, s0_23, s, a[P][g][s][0], a[P][g][s][2]);
-        decode_fragment_pair(codes1, s1_01, s1_23, s, a[P][g][s][1], a[P][g][s][3]);
-      }
+    for (int s = 0; s < 4; ++s) {
+      // Rows g (tile0) and g + 8 (tile0 + 1): a0 / a2 and a1 / a3 of the m16 x k16 fragment.
+      decode_fragment_pair(codes0, s0_01, s0_23, s, a[P][s][0], a[P][s][2]);
+      decode_fragment_pair(codes1, s1_01, s1_23, s, a[P][s][1], a[P][s][3]);
     }
     // Every input of the four wgmmas is ready before the first: a register defined between them
     // makes ptxas serialize the wgmmas (C7513).
@@ -198,9 +217,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     for (int s = 0; s < 4; ++s) desc[s] = sw128_kmajor_desc(x_box + s * 32);
     wgmma_fence();  // the A registers were just written
 #pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int g = 0; g < S::G; ++g) wgmma_m64n128k16_rs(acc[g], a[P][g][s], desc[s]);
+    for (int s = 0; s < 4; ++s) wgmma_rs<S::BMX>(acc, a[P][s], desc[s]);
     wgmma_commit();
     // Step i - 1's wgmmas are done: its stage and A set are free.
     wgmma_wait<1>();
@@ -220,20 +237,15 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   wgmma_wait<0>();
   __syncthreads();  // every stage is consumed: the output tile may overwrite them
 
-  // acc[grp][4j + e]: weight row g (+8 for e >= 2) of this warp's 16 in group grp, x row
-  // 8j + 2t + (e & 1).
+  // acc[4j + e]: weight row g (+8 for e >= 2) of this warp's 16, x row 8j + 2t + (e & 1).
   float* staged = reinterpret_cast<float*>(smem);  // [BMX][kOutStride]
   const int g = lane / 4, t = lane % 4;
+  const int w_row = wg * 64 + wq * 16 + g;
 #pragma unroll
-  for (int grp = 0; grp < S::G; ++grp) {
-    const int w_row = grp * 128 + wg * 64 + wq * 16 + g;
+  for (int j = 0; j < S::BMX / 8; ++j) {
 #pragma unroll
-    for (int j = 0; j < S::BMX / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        staged[(8 * j + 2 * t + (e & 1)) * S::kOutStride + w_row + (e >> 1) * 8] =
-            acc[grp][4 * j + e];
-      }
+    for (int e = 0; e < 4; ++e) {
+      staged[(8 * j + 2 * t + (e & 1)) * S::kOutStride + w_row + (e >> 1) * 8] = acc[4 * j + e];
     }
   }
   __syncthreads();
@@ -387,7 +399,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   if (map_err != cudaSuccess) return map_err;
   const int kt_per_split = whole_step_splits(tiles_k, &splits);  // as the other tiles
   const std::int64_t groups = w.n_padded / 128;
-  const dim3 grid(unsigned((groups + S::G - 1) / S::G), unsigned(row_tiles), unsigned(splits));
+  const dim3 grid(static_cast<unsigned>(groups), unsigned(row_tiles), unsigned(splits));
   if (splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0) {
     cudaLaunchConfig_t c{};
     c.gridDim = grid;
@@ -399,15 +411,15 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
     a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
     c.attrs = &a;
     c.numAttrs = 1;
-    const cudaError_t err = cudaLaunchKernelEx(
-        &c, wgmma_kernel<S, true>, m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w),
-        groups, w.global_factor * 1024.0f, residual, out, static_cast<float*>(nullptr),
-        kt_per_split, x_map);
+    const cudaError_t err =
+        cudaLaunchKernelEx(&c, wgmma_kernel<S, true>, m, w.n, w.tiles, w.scales, int(tiles_k),
+                           w4a16_strides(w), w.global_factor * 1024.0f, residual, out,
+                           static_cast<float*>(nullptr), kt_per_split, x_map);
     return err != cudaSuccess ? err : cudaGetLastError();
   }
   if (splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
   wgmma_kernel<S><<<grid, S::THREADS, S::SMEM, stream>>>(
-      m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w), groups, w.global_factor * 1024.0f,
+      m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w), w.global_factor * 1024.0f,
       residual, out, splits > 1 ? workspace : nullptr, kt_per_split, x_map);
   return cudaGetLastError();
 }
@@ -433,7 +445,7 @@ bool w4a16_wgmma_supported() {
 }
 
 int w4a16_wgmma_resident_blocks(W4A16Tile tile) {
-  return tile == W4A16Tile::kWgmma128N256 ? Wgmma128N256::MIN_BLOCKS : Wgmma128::MIN_BLOCKS;
+  return tile == W4A16Tile::kWgmma256 ? Wgmma256::MIN_BLOCKS : Wgmma128::MIN_BLOCKS;
 }
 
 int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits) {
@@ -441,8 +453,8 @@ int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits) {
   switch (tile) {
     case W4A16Tile::kWgmma128:
       return max_clusters<Wgmma128>(splits);
-    case W4A16Tile::kWgmma128N256:
-      return max_clusters<Wgmma128N256>(splits);
+    case W4A16Tile::kWgmma256:
+      return max_clusters<Wgmma256>(splits);
     default:
       return 0;
   }
@@ -456,8 +468,8 @@ cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A
   switch (tile) {
     case W4A16Tile::kWgmma128:
       return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream);
-    case W4A16Tile::kWgmma128N256:
-      return launch<Wgmma128N256>(x, m, w, residual, out, splits, workspace, stream);
+    case W4A16Tile::kWgmma256:
+      return launch<Wgmma256>(x, m, w, residual, out, splits, workspace, stream);
     default:
       return cudaErrorInvalidValue;
   }

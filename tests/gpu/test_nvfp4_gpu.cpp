@@ -9,6 +9,8 @@
 //     epilogue);
 //     at Llama-3.1-8B / Qwen3-30B-A3B shapes and awkward ones, relative error <= 1e-2.
 // Fresh random inputs each run (the seed is printed); outputs poisoned before each launch.
+// --linear NAME runs only the linear-layer variants whose name contains NAME (e.g. `wgmma256`
+// under compute-sanitizer, where the whole run would take too long).
 // Exits 77 (ctest: skipped) when no GPU is present.
 #include <algorithm>
 #include <atomic>
@@ -171,7 +173,7 @@ struct LinearCase {
 
 void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
                   const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace,
-                  const kernels::W4A16DenseScratch& dense_scratch) {
+                  const kernels::W4A16DenseScratch& dense_scratch, const std::string& only) {
   const auto q = random_weight(rng, c.n, c.k);
   const auto packed = nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor);
   const auto packed_k =
@@ -273,7 +275,7 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
   // The warpgroup-MMA tiles (sm_90a), forced at every shape and M, both layouts, and split-K.
   if (kernels::w4a16_wgmma_supported()) {
     for (auto [tile, tname] : {std::pair{kernels::W4A16Tile::kWgmma128, "wgmma128"},
-                               std::pair{kernels::W4A16Tile::kWgmma128N256, "wgmma128n256"}}) {
+                               std::pair{kernels::W4A16Tile::kWgmma256, "wgmma256"}}) {
       variants.push_back({tname, false, tile, 1});
       variants.push_back({std::string(tname) + "/k-major", false, tile, 1, true});
       variants.push_back({std::string(tname) + "/split3", false, tile, 3});
@@ -296,6 +298,7 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
     variants.push_back({"gemv/split1/k-major", false, kernels::W4A16Tile::kGemv, 1, true});
   }
   for (const auto& v : variants) {
+    if (v.name.find(only) == std::string::npos) continue;
     dout.poison();
     const kernels::W4A16DeviceWeight& w = v.k_major ? weight_km : weight_gm;
     if (v.dispatcher) {
@@ -875,9 +878,11 @@ int run(int argc, char** argv) {
     return kSkipExitCode;
   }
   bool quick = false, sampled_e2m1 = false;
+  std::string only;  // --linear NAME: those linear-layer variants alone
   for (int i = 1; i < argc; ++i) {
     quick |= std::string(argv[i]) == "--quick";
     sampled_e2m1 |= std::string(argv[i]) == "--sampled-e2m1";
+    if (std::string(argv[i]) == "--linear" && i + 1 < argc) only = argv[++i];
   }
   const std::uint64_t seed = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
   std::printf("seed %llu%s\n", (unsigned long long)seed, quick ? " (quick)" : "");
@@ -888,8 +893,10 @@ int run(int argc, char** argv) {
               device.sm_count, device.wgmma ? "planned" : "not planned");
 
   Results results;
-  check_e2m1(results, quick || sampled_e2m1);
-  check_quantize(results, rng);
+  if (only.empty()) {
+    check_e2m1(results, quick || sampled_e2m1);
+    check_quantize(results, rng);
+  }
 
   std::vector<LinearCase> cases = {
       // awkward: N = 1, K not a multiple of 64, M not a multiple of any tile
@@ -943,8 +950,12 @@ int run(int argc, char** argv) {
     std::printf("FAIL: cublasCreate\n");
     return 1;
   }
-  check_dequantize(results, rng);
-  for (const auto& c : cases) check_linear(results, rng, c, device, workspace, dense);
+  if (only.empty()) check_dequantize(results, rng);
+  for (const auto& c : cases) check_linear(results, rng, c, device, workspace, dense, only);
+  if (!only.empty()) {
+    cublasDestroy(dense.cublas);
+    return results.exit_code();
+  }
   check_dense_in_place(results, rng, dense);
   cublasDestroy(dense.cublas);
   check_overlap_chain(results, rng, device, workspace);

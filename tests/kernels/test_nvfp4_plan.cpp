@@ -189,8 +189,9 @@ TEST(EvenSpread, LeavesTheRequestAloneWhereItCannotHelp) {
 
 // Split K summed in a cluster: a launch runs its output tiles in waves of as many clusters as the
 // device holds, fewer than SM slots / splits where the GPCs leave slots over. The cluster counts
-// are an H200's (nibble-kernel-bench, 2026-11-29), the expected splits the fastest of that run's
-// sweep over 1..8 splits on each layer.
+// are an H200's (nibble-kernel-bench, 2026-11-29), the expected tile and split the fastest of
+// that run's sweep over 1..8 splits of both tiles on each layer (06:28 UTC), but for down at
+// M = 256 (the 256-row tile split 3 ways measured 52.9 us, the pick 55.6).
 TEST(Nvfp4Plan, WgmmaSplitsCountTheClustersThatFitAWave) {
   DeviceTraits hopper = kH100;
   hopper.wgmma = true;
@@ -198,8 +199,9 @@ TEST(Nvfp4Plan, WgmmaSplitsCountTheClustersThatFitAWave) {
     return plan_nvfp4_linear(m, layer.n, layer.k, hopper, false, nullptr);
   };
   const Layer &qkv = kLlama[0], &o = kLlama[1], &gate_up = kLlama[2], &down = kLlama[3];
-  // Unknown cluster counts (0): one wave of SM slots, as before: down's 64 tiles at M = 256 split
-  // 4 ways (256 blocks of 264 slots).
+  // Unknown cluster counts (0): splits summed through the workspace, within one wave of SM
+  // slots: down at M = 256 as 32 256-row tiles split 4 ways (128 blocks of 132).
+  EXPECT_EQ(plan(256, down).tile, W4A16Tile::kWgmma256);
   EXPECT_EQ(plan(256, down).splits, 4);
 
   const int per_size_128[9] = {0, 0, 132, 79, 62, 47, 39, 32, 30};
@@ -208,19 +210,23 @@ TEST(Nvfp4Plan, WgmmaSplitsCountTheClustersThatFitAWave) {
     hopper.wgmma_clusters[0][s] = per_size_128[s];
     hopper.wgmma_clusters[1][s] = per_size_256[s];
   }
-  // Measured there, us per split count (128 x 128): down at M = 256 1: 102.8, 2: 56.3, 3: 60.8,
-  // 4: 76.2 (a wave of 62 clusters and a tail of 2), 7: 63.3; gate_up at M = 512 1: 200.9,
-  // 2: 229.9.
+  // Measured there, us per split count: down at M = 256, 128 rows 1: 101.4, 2: 55.6, 3: 60.9,
+  // 4: 78.6 (a wave of 62 clusters and a tail of 2), 7: 64.1; 256 rows 2: 74.4, 3: 52.9. qkv at
+  // M = 256, 128 rows 2: 30.2, 256 rows 2: 28.1; gate_up at M = 256 128 rows 1: 104.9, 256 rows
+  // 1: 92.1; at M = 512 128 rows 1: 197.4, 256 rows 1: 214.1, 2: 226.3.
   struct Case {
     std::int64_t m;
     const Layer* layer;
+    W4A16Tile tile;
     int splits;
   };
+  const W4A16Tile w128 = W4A16Tile::kWgmma128, w256 = W4A16Tile::kWgmma256;
   for (const Case& c :
-       {Case{256, &qkv, 2}, Case{256, &o, 2}, Case{256, &gate_up, 1}, Case{256, &down, 2},
-        Case{512, &qkv, 2}, Case{512, &o, 2}, Case{512, &gate_up, 1}, Case{512, &down, 2}}) {
+       {Case{256, &qkv, w256, 2}, Case{256, &o, w128, 2}, Case{256, &gate_up, w256, 1},
+        Case{256, &down, w128, 2}, Case{512, &qkv, w256, 1}, Case{512, &o, w256, 2},
+        Case{512, &gate_up, w128, 1}, Case{512, &down, w256, 2}}) {
     const Nvfp4LinearPlan p = plan(c.m, *c.layer);
-    EXPECT_EQ(p.tile, W4A16Tile::kWgmma128) << c.layer->name << " M=" << c.m;
+    EXPECT_EQ(p.tile, c.tile) << c.layer->name << " M=" << c.m;
     EXPECT_EQ(p.splits, c.splits) << c.layer->name << " M=" << c.m;
   }
   // A layer whose lone blocks would leave most SMs idle splits further where the clusters fit:
@@ -241,24 +247,24 @@ TEST(Nvfp4Plan, DensePathTakesBatchesFromOneThousandTwentyFourRows) {
   auto plan = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool offered) {
     return plan_nvfp4_linear(m, n, k, hopper, false, offered ? &dense : nullptr);
   };
-  // o (4096 x 4096, 17 M weights) and qkv (6144 x 4096, 25 M): the 128 x 128 warpgroup tile at
-  // 256 (2 K splits), dense from 1024.
+  // o (4096 x 4096, 17 M weights) and qkv (6144 x 4096, 25 M): a warpgroup tile at 256 (qkv:
+  // 256 rows, 2 K splits), dense from 1024.
   EXPECT_FALSE(plan(256, 4096, 4096, true).dense);
   EXPECT_TRUE(plan(1024, 4096, 4096, true).dense);
   EXPECT_FALSE(plan(64, 4096, 4096, true).dense);  // below kNvfp4DenseMinRows
   const Nvfp4LinearPlan qkv = plan(256, 6144, 4096, true);
   EXPECT_FALSE(qkv.dense);
-  EXPECT_EQ(qkv.tile, W4A16Tile::kWgmma128);
+  EXPECT_EQ(qkv.tile, W4A16Tile::kWgmma256);
   EXPECT_EQ(qkv.splits, 2);
   EXPECT_TRUE(plan(1024, 6144, 4096, true).dense);
-  // gate_up (28672 x 4096) and down (4096 x 14336): warpgroup MMA at 256 (both tiles fill their
-  // waves alike; the tie goes to 128 x 128), dense from 1024.
+  // gate_up (28672 x 4096) and down (4096 x 14336): the 256-row warpgroup tile at 256 (gate_up
+  // unsplit; down, without cluster counts, split 4 ways within one wave), dense from 1024.
   const Nvfp4LinearPlan gate_up = plan(256, 28672, 4096, true), down = plan(256, 4096, 14336, true);
   EXPECT_FALSE(gate_up.dense);
-  EXPECT_EQ(gate_up.tile, W4A16Tile::kWgmma128);
+  EXPECT_EQ(gate_up.tile, W4A16Tile::kWgmma256);
   EXPECT_EQ(gate_up.splits, 1);
   EXPECT_FALSE(down.dense);
-  EXPECT_EQ(down.tile, W4A16Tile::kWgmma128);
+  EXPECT_EQ(down.tile, W4A16Tile::kWgmma256);
   EXPECT_EQ(down.splits, 4);
   EXPECT_TRUE(plan(2048, 28672, 4096, true).dense);
   EXPECT_TRUE(plan(8192, 4096, 14336, true).dense);

@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
     // The waves the planner counts for split K summed in a cluster (DeviceTraits).
     for (int t = 0; t < 2; ++t) {
       std::printf("warpgroup-MMA %s: most clusters of s blocks resident (s = 2..8):",
-                  t == 0 ? "128 x 128" : "128 x 256");
+                  t == 0 ? "128 rows" : "256 rows");
       for (int splits = 2; splits <= 8; ++splits) {
         std::printf(" %d:%d", splits, device.wgmma_clusters[t][splits]);
       }
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
                 ? std::vector<W4A16Tile>{W4A16Tile::kM64, W4A16Tile::kM128}
                 : std::vector<W4A16Tile>{W4A16Tile::kM8, W4A16Tile::kM16Swap, W4A16Tile::kM16Wide};
         if (m >= 256 && device.wgmma) {
-          tiles.insert(tiles.end(), {W4A16Tile::kWgmma128, W4A16Tile::kWgmma128N256});
+          tiles.insert(tiles.end(), {W4A16Tile::kWgmma128, W4A16Tile::kWgmma256});
         }
         if (m <= 16) {
           tiles.insert(tiles.end(),
@@ -410,7 +410,7 @@ int main(int argc, char** argv) {
       const double ts64w = m <= 16 ? tile_us(W4A16Tile::kSlice64Wide) : 0.0;
       const bool wgmma = device.wgmma && m >= 32;
       const double wg128 = wgmma ? tile_us(W4A16Tile::kWgmma128) : 0.0;
-      const double wg256 = wgmma ? tile_us(W4A16Tile::kWgmma128N256) : 0.0;
+      const double wg256 = wgmma ? tile_us(W4A16Tile::kWgmma256) : 0.0;
       const double flops = 2.0 * double(m) * double(s.n) * double(s.k);
       const double gbs = real_wbytes / ours / 1e3;
       const double tf = flops / ours / 1e6, tf_cub = flops / theirs / 1e6;
@@ -453,8 +453,9 @@ int main(int argc, char** argv) {
             SweepCase{W4A16Tile::kM16Wide, "m16wide", 16}, SweepCase{W4A16Tile::kM16, "m16", 64},
             SweepCase{W4A16Tile::kM64, "m64", 64}, SweepCase{W4A16Tile::kM64, "m64", 256},
             SweepCase{W4A16Tile::kM128, "m128", 256}, SweepCase{W4A16Tile::kWgmma128, "wg128", 256},
-            SweepCase{W4A16Tile::kWgmma128N256, "wg256", 256},
-            SweepCase{W4A16Tile::kWgmma128, "wg128", 512}}) {
+            SweepCase{W4A16Tile::kWgmma256, "wg256", 256},
+            SweepCase{W4A16Tile::kWgmma128, "wg128", 512},
+            SweepCase{W4A16Tile::kWgmma256, "wg256", 512}}) {
         if (!selected(m_filter, std::to_string(m))) continue;
         const bool wgmma = nibble::kernels::w4a16_is_wgmma(tile);
         if (wgmma && !device.wgmma) continue;

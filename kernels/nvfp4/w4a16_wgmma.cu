@@ -399,7 +399,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   if (map_err != cudaSuccess) return map_err;
   const int kt_per_split = whole_step_splits(tiles_k, &splits);  // as the other tiles
   const std::int64_t groups = w.n_padded / 128;
-  const dim3 grid(static_cast<unsigned>(groups), unsigned(row_tiles), unsigned(splits));
+  const dim3 grid{unsigned(groups), unsigned(row_tiles), unsigned(splits)};
   if (splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0) {
     cudaLaunchConfig_t c{};
     c.gridDim = grid;

@@ -9,7 +9,8 @@
 #   3. the FP8 KV cache: decode after a 32,768-token prompt with the BF16 and the FP8 cache, and
 #      the tokens each holds in 8 GiB (serve start-up);
 #   4. served output throughput, 512 in / 128 out at concurrency 32 and 64 and 8,192 in / 256 out
-#      at concurrency 8, against .device-carry/bin/nibble-engine-base (main before issue 21).
+#      at concurrency 8, against .device-carry/bin/nibble-engine-base (main before issue 21):
+#      tools/device/serve-ab.sh's default runs.
 # Logs go to $OUT. Usage: tools/device/issue21-targets.sh
 source "$(dirname "$0")/device_env.sh"
 tbin=$carry/tbin
@@ -56,23 +57,7 @@ for dtype in bf16 fp8; do
   stop_server
 done
 
-echo "== 4. served Llama-3.1-8B (serve --max-model-len 10240 --max-num-seqs 64; nibble-bench)"
-for engine in nibble-engine nibble-engine-base; do
-  [ -x "$bin/$engine" ] || continue
-  log=$OUT/serve_$engine.log
-  if ! start_server "$engine" 8400 "$log" --max-model-len 10240 --max-num-seqs 64; then
-    status=1; tail -5 "$log"; stop_server; continue
-  fi
-  for run in 32:128:512:128 64:256:512:128 8:16:8192:256; do
-    set -- ${run//:/ }
-    out=$OUT/bench_${engine}_c$1_in$3.log
-    timeout 150 "$bin/nibble-bench" --base-url http://127.0.0.1:8400 --endpoint completions \
-      --input-len "$3" --output-len "$4" --num-prompts "$2" --max-concurrency "$1" \
-      --no-progress >"$out" 2>&1 || status=1
-    echo "$engine c=$1 in=$3 out=$4: $(grep -E 'Output token throughput' "$out" |
-      grep -oE '[0-9.]+$') tok/s out, failed $(grep -E 'Failed requests' "$out" | grep -oE '[0-9]+$')"
-  done
-  stop_server
-done
+echo "== 4. served Llama-3.1-8B against nibble-engine-base (tools/device/serve-ab.sh)"
+bash "$(dirname "$0")/serve-ab.sh" || status=1
 echo "status $status"
 exit $status

@@ -650,7 +650,7 @@ void FakeApiServer::serve_watch(const Route& route, const httplib::Request& req,
     std::int64_t watch_epoch = 0, compact_epoch = 0;
     std::vector<std::string> initial;  // lines to send first
     std::chrono::steady_clock::time_point deadline, next_bookmark;
-    bool counted = true;
+    bool counted = true;  // in open_watches_ (the provider and releaser run on one thread)
   };
   auto state = std::make_shared<State>();
   const auto matches = [route, selector](const std::string& ns, const Json& object) {
@@ -684,9 +684,16 @@ void FakeApiServer::serve_watch(const Route& route, const httplib::Request& req,
   state->deadline = now + std::chrono::seconds(timeout);
   state->next_bookmark = now + bookmark_interval_.load();
   ++open_watches_;
+  // A watch stops counting as open before its last bytes go out, so a client that has seen it end
+  // never finds it still counted (the connection itself closes a moment later).
+  const auto uncount = [this, state] {
+    if (state->counted) --open_watches_;
+    state->counted = false;
+  };
   res.set_chunked_content_provider(
       "application/json",
-      [this, state, route, matches, bookmarks](size_t, httplib::DataSink& sink) {
+      [this, state, route, matches, bookmarks, uncount](size_t, httplib::DataSink& sink) {
+        if (state->cursor < 0) uncount();
         for (const std::string& line : state->initial) sink.write(line.data(), line.size());
         state->initial.clear();
         if (state->cursor < 0) {
@@ -723,6 +730,7 @@ void FakeApiServer::serve_watch(const Route& route, const httplib::Request& req,
             end = now >= state->deadline;
           }
         }
+        if (drop || end) uncount();
         if (drop) return false;  // closes the connection mid-stream
         for (const std::string& line : lines) {
           if (!sink.write(line.data(), line.size())) return false;
@@ -730,7 +738,7 @@ void FakeApiServer::serve_watch(const Route& route, const httplib::Request& req,
         if (end) sink.done();
         return true;
       },
-      [this](bool) { --open_watches_; });
+      [uncount](bool) { uncount(); });
 }
 
 }  // namespace nibble::kube::testing

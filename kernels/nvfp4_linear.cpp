@@ -151,21 +151,28 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
 // under its weight and x traffic), fills at least half of its waves; below that the grid is too
 // small for either. Which tile and split: the least time by wgmma_time.
 constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
+// Rows up to which the warpgroup-MMA tiles take programmatic dependent launch when allowed
+// (H200, Llama-3.1-8B layers, three A/B rounds, 2026-11-29 09:58 UTC, PERF_NOTES v32: M = 256
+// qkv 27.2 -> 26.1, o 19.8 -> 18.5, gate_up 92.2 -> 90.9 (median; one round 94.6), down 53.3
+// -> 52.1 us; M = 512 gate_up 207.0 -> 209.0, down 78.1 -> 80.9).
+constexpr std::int64_t kWgmmaOverlapMaxRows = 256;
 
 // The model behind wgmma_time, fitted to `nibble-kernel-bench --sweep-splits` (H200, Llama-3.1-8B
-// layers at M = 256 and 512, every split 1..8 of both tiles; PERF_NOTES v28, v30): a block costs
-// its k steps plus kWgmmaBlockOverhead (the pipeline's fill, the split sum); an SM holding two
-// 128 x 128 blocks finishes them in kWgmmaTwoBlocks times one block's time alone (not twice: one
-// block leaves the tensor cores idle part of each step); a 256-row block (twice the work, one an
-// SM) takes kWgmma256Block times a lone 128 x 128 block's time. With these the planner's pick is
-// the measured fastest tile and split on 7 of the 8 layer shapes of the 2026-11-29 06:28 sweep
-// and within 5% on the eighth (down at M = 256: 128 x 128 split 2, 55.6 us, against the 256-row
-// tile split 3, 52.9). The window is narrow (1.47 to 1.48): below it the 256-row tile would take
-// gate_up at M = 512 (226 us against 197), above it qkv at M = 512 would leave it (48.3 against
-// 44.9). The model does not see why the 256-row tile loses on gate_up at M = 512.
+// layers at M = 256 and 512, every split 1..8 of both tiles; PERF_NOTES v28, v30, v32): a lone
+// 128 x 128 block costs its k steps plus kWgmmaBlockOverhead (the pipeline's fill, the split
+// sum); an SM holding two of them finishes them in kWgmmaTwoBlocks times one block's time alone
+// (not twice: one block leaves the tensor cores idle part of each step); a 256-row block (twice
+// the work, one an SM) costs kWgmma256Step a k step plus kWgmma256Overhead (its fill and sum
+// move twice the bytes but do not take twice as long: down at M = 256 split 1 / 2 / 3 ways ran
+// 136.6 / 73.7 / 52.9 us, 0.56 us a step + 10.8, against 0.41 + 8.4 for the 128-row tile). With
+// these the planner's pick is the measured fastest tile and split on all 8 layer shapes of the
+// sweeps (2026-11-29 06:28 and 09:40 UTC). Every constant sits inside a window that keeps the 8
+// picks: kWgmmaTwoBlocks up to 1.59 (above it the 256-row tile takes gate_up at M = 512, 226 us
+// against 197, which the model does not explain), kWgmma256Step 1.30-1.45 at these overheads.
 constexpr double kWgmmaBlockOverhead = 10.0;
-constexpr double kWgmmaTwoBlocks = 1.61;
-constexpr double kWgmma256Block = 1.475;
+constexpr double kWgmmaTwoBlocks = 1.58;
+constexpr double kWgmma256Step = 1.35;
+constexpr double kWgmma256Overhead = 20.0;
 
 // Output tiles of a warpgroup-MMA launch: 128 or 256 rows of x by one 128-row weight group.
 std::int64_t wgmma_output_tiles(W4A16Tile tile, std::int64_t m, std::int64_t n) {
@@ -186,11 +193,13 @@ double wgmma_time(W4A16Tile tile, std::int64_t tiles, std::int64_t splits, std::
   const std::int64_t wave = clusters > 0 ? std::min(slots, clusters * splits) : slots;
   std::int64_t left = tiles * splits;
   if (clusters == 0 && splits > 1 && left > slots) return std::numeric_limits<double>::infinity();
-  const double block = double((k_tiles + splits - 1) / splits) + kWgmmaBlockOverhead;
+  const double steps = double((k_tiles + splits - 1) / splits);
+  const double block =
+      wide ? steps * kWgmma256Step + kWgmma256Overhead : steps + kWgmmaBlockOverhead;
   double time = 0.0;
   for (; left > 0; left -= wave) {
     const std::int64_t blocks = std::min(left, wave);
-    time += block * (wide ? kWgmma256Block : blocks > sms ? kWgmmaTwoBlocks : 1.0);
+    time += block * (!wide && blocks > sms ? kWgmmaTwoBlocks : 1.0);
   }
   return time;
 }
@@ -312,7 +321,13 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
     plan.dense = true;
     return plan;
   }
-  if (m > 16 && wgmma_tile(m, n, k, device, &plan.tile, &plan.splits)) return plan;  // no overlap
+  if (m > 16 && wgmma_tile(m, n, k, device, &plan.tile, &plan.splits)) {
+    // One block an SM (or two of the 128-row tile): a next kernel's blocks find no slot until
+    // this grid's blocks leave, so overlap hides the launch and the first weight fetches. Up to
+    // kWgmmaOverlapMaxRows that was worth 1-1.3 us a layer; at M = 512 it cost gate_up ~2 us.
+    plan.overlap = overlap && m <= kWgmmaOverlapMaxRows;
+    return plan;
+  }
   if (dense_ok) {
     plan.dense = true;
     return plan;

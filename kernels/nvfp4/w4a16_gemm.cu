@@ -58,7 +58,7 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
     return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
   }
   if (w4a16_is_wgmma(tile)) {
-    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream);
+    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream, overlap);
   }
   switch (tile) {  // the row tiles the planner picks (nvfp4_linear.h)
     case W4A16Tile::kM8:

@@ -211,12 +211,12 @@ inline bool w4a16_slice_fusable(W4A16Tile tile) {
   return w4a16_is_slice(tile) && w4a16_slice_rows(tile) <= 32;
 }
 
-// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits and workspace
-// as there; no overlap). cudaErrorNotSupported unless w4a16_wgmma_supported(); the other
-// arguments are already validated.
+// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits, workspace and
+// overlap as there). cudaErrorNotSupported unless w4a16_wgmma_supported(); the other arguments
+// are already validated.
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               int splits, float* workspace, cudaStream_t stream);
+                               int splits, float* workspace, cudaStream_t stream, bool overlap);
 // The current device is sm_90 and the library holds the sm_90a image of the wgmma kernels.
 bool w4a16_wgmma_supported();
 int w4a16_wgmma_resident_blocks(W4A16Tile tile);

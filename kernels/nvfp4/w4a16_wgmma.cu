@@ -22,6 +22,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/nvfp4/tma.cuh"
 #include "kernels/nvfp4/w4a16_device.cuh"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
                  const std::uint8_t* __restrict__ scales, int tiles_k, W4A16Strides strides,
                  float out_scale, const std::uint16_t* __restrict__ residual,
                  std::uint16_t* __restrict__ out, float* __restrict__ workspace, int kt_per_split,
-                 const __grid_constant__ CUtensorMap x_map) {
+                 bool early_weights, const __grid_constant__ CUtensorMap x_map) {
 #if defined(NIBBLE_HAVE_WGMMA)
   extern __shared__ __align__(128) std::uint8_t smem_raw[];
   __shared__ __align__(8) std::uint64_t stage_full[S::STAGES];
@@ -160,20 +161,41 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   const int nk = tiles_k - kt_begin < kt_per_split ? tiles_k - kt_begin : kt_per_split;
 
   // Thread 0 fills stage st with this block's k step `local`: the x box, the weight group's codes
-  // and scales, one barrier.
-  auto request = [&](int st, int local) {
-    const int kt = kt_begin + local;
+  // and scales, one barrier for the three.
+  auto expect = [&](int st) {
+    tma::mbarrier_arrive_expect_bytes(bars + 8 * st, S::X_BYTES + S::W_BYTES + S::S_BYTES);
+  };
+  auto copy_x = [&](int st, int local) {
+    const unsigned dst = smem_base + unsigned(st * S::STAGE_BYTES);
+    tma::copy_box_2d(dst, &x_map, (kt_begin + local) * 64, int(m0), bars + 8 * st);
+  };
+  auto copy_weights = [&](int st, int local) {
     const unsigned bar = bars + 8 * st, dst = smem_base + unsigned(st * S::STAGE_BYTES);
-    tma::mbarrier_arrive_expect_bytes(bar, S::X_BYTES + S::W_BYTES + S::S_BYTES);
-    tma::copy_box_2d(dst, &x_map, kt * 64, int(m0), bar);
-    const std::int64_t at = std::int64_t(tile.col) * strides.group * 4096 + kt * w_stride;
+    const std::int64_t at =
+        std::int64_t(tile.col) * strides.group * 4096 + (kt_begin + local) * w_stride;
     tma::copy_bytes(dst + S::X_BYTES, tiles + at, 4096, bar);
     tma::copy_bytes(dst + S::X_BYTES + S::W_BYTES, scales + at / 8, 512, bar);
   };
   if (threadIdx.x == 0) {
     for (int st = 0; st < S::STAGES; ++st) tma::mbarrier_init(bars + 8 * st, 1);
     tma::fence_mbarrier_init();
-    for (int st = 0; st < S::STAGES && st < nk; ++st) request(st, st);
+    // The weights need nothing from the previous kernel: under programmatic dependent launch
+    // they are on their way while it finishes; x only after it has. (Launched plainly, stage 0
+    // fills first instead: its x box behind every stage's weights cost gate_up ~1 us.)
+    for (int st = 0; st < S::STAGES && st < nk && early_weights; ++st) {
+      expect(st), copy_weights(st, st);
+    }
+  }
+  wait_for_previous_grid();  // x, residual, out and workspace are the previous kernel's
+  // One kernel of a chain waits behind this one at a time: its blocks take the SMs this grid
+  // leaves idle or frees, fetch their first weights and wait (dependent_launch.cuh).
+  allow_next_grid();
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < S::STAGES && st < nk; ++st) {
+      if (!early_weights) expect(st);
+      copy_x(st, st);
+      if (!early_weights) copy_weights(st, st);
+    }
   }
   __syncthreads();  // the barriers are initialized before anyone waits on them
 
@@ -223,7 +245,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     wgmma_wait<1>();
     __syncthreads();  // both warpgroups are past step i - 1
     if (threadIdx.x == 0 && i >= 1 && i - 1 + S::STAGES < nk) {
-      request((i - 1) % S::STAGES, i - 1 + S::STAGES);
+      const int st = (i - 1) % S::STAGES, local = i - 1 + S::STAGES;
+      expect(st), copy_x(st, local), copy_weights(st, local);
     }
   };
   // Pairs of k steps (the two A sets by parity), then an odd last one. (A k step under a branch
@@ -276,18 +299,39 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     cluster.sync();  // every split's partial tile is staged
     const int parts = int(cluster.num_blocks()), rank = int(cluster.block_rank());
     const int my_rows = rows > rank ? (rows - rank + parts - 1) / parts : 0;
-    for (int idx = threadIdx.x; idx < my_rows * kItems; idx += S::THREADS) {
-      const int r = rank + (idx / kItems) * parts, c = (idx % kItems) * 4;
-      const std::int64_t row = m0 + r, col = n0 + c;
-      if (col >= n) continue;
-      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // Four items a thread at a time, every peer's four loads in flight together: one at a time,
+    // each pass waited a distributed-shared-memory round trip per peer.
+    constexpr int kUnroll = 4;
+    const int items = my_rows * kItems;
+    for (int first = threadIdx.x; first < items; first += kUnroll * S::THREADS) {
+      float4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (int b = 0; b < parts; ++b) {
-        const float4 p = *reinterpret_cast<const float4*>(
-            cluster.map_shared_rank(staged + r * S::kOutStride + c, b));
-        v.x += p.x, v.y += p.y, v.z += p.z, v.w += p.w;
+        float4 p[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int idx = first + u * S::THREADS;
+          const int r = rank + (idx / kItems) * parts, c = (idx % kItems) * 4;
+          p[u] = idx < items ? *reinterpret_cast<const float4*>(
+                                   cluster.map_shared_rank(staged + r * S::kOutStride + c, b))
+                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          v[u].x += p[u].x, v[u].y += p[u].y, v[u].z += p[u].z, v[u].w += p[u].w;
+        }
       }
-      float q[4] = {v.x * out_scale, v.y * out_scale, v.z * out_scale, v.w * out_scale};
-      store(row, col, n - col < 4 ? int(n - col) : 4, q);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int idx = first + u * S::THREADS;
+        const int r = rank + (idx / kItems) * parts, c = (idx % kItems) * 4;
+        const std::int64_t row = m0 + r, col = n0 + c;
+        if (idx >= items || col >= n) continue;
+        float q[4] = {v[u].x * out_scale, v[u].y * out_scale, v[u].z * out_scale,
+                      v[u].w * out_scale};
+        store(row, col, n - col < 4 ? int(n - col) : 4, q);
+      }
     }
     cluster.sync();  // the peers' tiles stay until every block has read them
     return;
@@ -381,7 +425,7 @@ int max_clusters(int splits) {
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, bool overlap) {
   static const cudaError_t attribute_err = [] {
     cudaError_t err = cudaFuncSetAttribute(
         wgmma_kernel<S, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
@@ -400,28 +444,22 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const int kt_per_split = whole_step_splits(tiles_k, &splits);  // as the other tiles
   const std::int64_t groups = w.n_padded / 128;
   const dim3 grid{unsigned(groups), unsigned(row_tiles), unsigned(splits)};
-  if (splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0) {
-    cudaLaunchConfig_t c{};
-    c.gridDim = grid;
-    c.blockDim = dim3(S::THREADS);
-    c.dynamicSmemBytes = S::SMEM;
-    c.stream = stream;
-    cudaLaunchAttribute a{};
+  const bool cluster = splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0;
+  if (splits > 1 && !cluster && workspace == nullptr) return cudaErrorInvalidValue;
+  LaunchWithOverlap with(grid, S::THREADS, S::SMEM, stream, overlap);
+  cudaLaunchAttribute attributes[2] = {with.attribute, {}};
+  if (cluster) {
+    cudaLaunchAttribute& a = attributes[with.config.numAttrs];
     a.id = cudaLaunchAttributeClusterDimension;
     a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
-    c.attrs = &a;
-    c.numAttrs = 1;
-    const cudaError_t err =
-        cudaLaunchKernelEx(&c, wgmma_kernel<S, true>, m, w.n, w.tiles, w.scales, int(tiles_k),
-                           w4a16_strides(w), w.global_factor * 1024.0f, residual, out,
-                           static_cast<float*>(nullptr), kt_per_split, x_map);
-    return err != cudaSuccess ? err : cudaGetLastError();
+    with.config.attrs = attributes;
+    with.config.numAttrs += 1;
   }
-  if (splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;
-  wgmma_kernel<S><<<grid, S::THREADS, S::SMEM, stream>>>(
-      m, w.n, w.tiles, w.scales, int(tiles_k), w4a16_strides(w), w.global_factor * 1024.0f,
-      residual, out, splits > 1 ? workspace : nullptr, kt_per_split, x_map);
-  return cudaGetLastError();
+  const cudaError_t err = cudaLaunchKernelEx(
+      &with.config, cluster ? wgmma_kernel<S, true> : wgmma_kernel<S, false>, m, w.n, w.tiles,
+      w.scales, int(tiles_k), w4a16_strides(w), w.global_factor * 1024.0f, residual, out,
+      splits > 1 && !cluster ? workspace : nullptr, kt_per_split, overlap, x_map);
+  return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 }  // namespace
@@ -462,14 +500,14 @@ int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits) {
 
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               int splits, float* workspace, cudaStream_t stream) {
+                               int splits, float* workspace, cudaStream_t stream, bool overlap) {
   if (!w4a16_wgmma_supported()) return cudaErrorNotSupported;
   if ((reinterpret_cast<std::uintptr_t>(x) & 15) != 0 || w.k % 8 != 0) return cudaErrorInvalidValue;
   switch (tile) {
     case W4A16Tile::kWgmma128:
-      return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream);
+      return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream, overlap);
     case W4A16Tile::kWgmma256:
-      return launch<Wgmma256>(x, m, w, residual, out, splits, workspace, stream);
+      return launch<Wgmma256>(x, m, w, residual, out, splits, workspace, stream, overlap);
     default:
       return cudaErrorInvalidValue;
   }

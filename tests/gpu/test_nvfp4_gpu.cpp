@@ -279,6 +279,8 @@ void check_linear(Results& results, std::mt19937_64& rng, const LinearCase& c,
       variants.push_back({tname, false, tile, 1});
       variants.push_back({std::string(tname) + "/k-major", false, tile, 1, true});
       variants.push_back({std::string(tname) + "/split3", false, tile, 3});
+      // Programmatic dependent launch together with the cluster launch of the split sum.
+      variants.push_back({std::string(tname) + "/split3/pdl", false, tile, 3, false, true});
       // Seven K splits summed in a cluster of seven: an odd split of K and a cluster bigger
       // than the planner takes today (it took 7 for down at M = 256 before it counted waves).
       variants.push_back({std::string(tname) + "/split7", false, tile, 7});
@@ -787,10 +789,13 @@ std::vector<double> reference_product(const nvfp4::QuantizedMatrix& q,
 
 // Programmatic dependent launch: y1 = x W1^T, then y2 = y1 W2^T launched with overlap right
 // behind it (sharing the split-K workspace). If the second kernel read y1 or touched the
-// workspace before the first finished, y2 would hold poison or wrong sums.
+// workspace before the first finished, y2 would hold poison or wrong sums. At M = 4 the slice
+// tiles run; at M = 128 the warpgroup-MMA tiles where the device has them (the case fails if the
+// plan does not take them with overlap there).
 void check_overlap_chain(Results& results, std::mt19937_64& rng,
-                         const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace) {
-  const std::int64_t m = 4, k = 4096, n1 = 4096, n2 = 6144;
+                         const kernels::DeviceTraits& device, DeviceBuffer<float>& workspace,
+                         std::int64_t m, std::int64_t k, std::int64_t n1, std::int64_t n2,
+                         int rounds) {
   const auto q1 = random_weight(rng, n1, k), q2 = random_weight(rng, n2, n1);
   const auto p1 = nvfp4::repack_for_w4a16(q1.packed, q1.scales, n1, k, q1.global_factor, true);
   const auto p2 = nvfp4::repack_for_w4a16(q2.packed, q2.scales, n2, n1, q2.global_factor, true);
@@ -804,13 +809,15 @@ void check_overlap_chain(Results& results, std::mt19937_64& rng,
                                       p1.k_padded, p1.global_factor, true};
   const kernels::W4A16DeviceWeight w2{t2.ptr,      s2.ptr,           n2,  n1, p2.n_padded,
                                       p2.k_padded, p2.global_factor, true};
+  const auto plan1 = kernels::plan_nvfp4_linear(m, n1, k, device, true);
+  const auto plan2 = kernels::plan_nvfp4_linear(m, n2, n1, device, true);
   const auto x = random_activations(rng, m, k);
   DeviceBuffer<bf16_bits> dx(x.size()), y1(std::size_t(m * n1)), y2(std::size_t(m * n2));
   dx.upload(x);
   const std::size_t ws_bytes = workspace.count * sizeof(float);
   double worst1 = 0.0, worst2 = 0.0;
   std::size_t unwritten = 0;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     y1.poison();
     y2.poison();
     NIBBLE_CUDA_CHECK(kernels::nvfp4_linear(dx.ptr, m, w1, nullptr, y1.ptr, workspace.ptr, ws_bytes,
@@ -828,14 +835,19 @@ void check_overlap_chain(Results& results, std::mt19937_64& rng,
     worst1 = std::max(worst1, relative_error(reference_product(q1, x, m), g1));
     worst2 = std::max(worst2, relative_error(reference_product(q2, h1, m), g2));
   }
-  char detail[200];
+  char detail[240];
   std::snprintf(detail, sizeof detail,
-                "M=%lld, %lldx%lld then %lldx%lld, 4 rounds: worst rel err %.2e / %.2e, %zu "
-                "non-finite",
-                (long long)m, (long long)k, (long long)n1, (long long)n1, (long long)n2, worst1,
-                worst2, unwritten);
-  results.record(worst1 <= 1e-2 && worst2 <= 1e-2 && unwritten == 0, "linear/overlap_chain",
-                 detail);
+                "M=%lld, %lldx%lld then %lldx%lld (tiles %d/%d, splits %d/%d, overlap %d/%d), %d "
+                "rounds: worst rel err %.2e / %.2e, %zu non-finite",
+                (long long)m, (long long)k, (long long)n1, (long long)n1, (long long)n2,
+                int(plan1.tile), int(plan2.tile), plan1.splits, plan2.splits, int(plan1.overlap),
+                int(plan2.overlap), rounds, worst1, worst2, unwritten);
+  const bool wgmma_case = m > 16 && kernels::w4a16_wgmma_supported();
+  const bool planned =
+      !wgmma_case || (kernels::w4a16_is_wgmma(plan1.tile) && kernels::w4a16_is_wgmma(plan2.tile) &&
+                      plan1.overlap && plan2.overlap);
+  results.record(worst1 <= 1e-2 && worst2 <= 1e-2 && unwritten == 0 && planned,
+                 "linear/overlap_chain/m" + std::to_string(m), detail);
 }
 
 // The dense path with the residual in out itself (residual == out: the engine's in-place add).
@@ -937,7 +949,7 @@ int run(int argc, char** argv) {
     cases.push_back({4096, 1100, 4112, true});
     cases.push_back({2048, 4096, 14336, false});
   }
-  std::size_t ws = kernels::nvfp4_linear_workspace_bytes(4, 6144) / 4;  // overlap chain
+  std::size_t ws = kernels::nvfp4_linear_workspace_bytes(128, 6144) / 4;  // overlap chains
   for (const auto& c : cases)
     ws = std::max(ws, kernels::nvfp4_linear_workspace_bytes(c.m, c.n) / 4);
   DeviceBuffer<float> workspace(ws);
@@ -959,7 +971,8 @@ int run(int argc, char** argv) {
   }
   check_dense_in_place(results, rng, dense);
   cublasDestroy(dense.cublas);
-  check_overlap_chain(results, rng, device, workspace);
+  check_overlap_chain(results, rng, device, workspace, 4, 4096, 4096, 6144, 4);
+  check_overlap_chain(results, rng, device, workspace, 128, 2048, 6144, 2048, 2);
   std::vector<FusedCase> fused_cases = {{1, 144, 208},   {2, 272, 1040},   {3, 528, 4112},
                                         {4, 6144, 4096}, {8, 1040, 2064},  {9, 528, 1040},
                                         {13, 272, 208},  {16, 3072, 4096}, {1, 28672, 4096},

@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
       "W4A16 tile "
       "family forced, 0 = not run; K = k-major layout, P = programmatic dependent launch; +P = the "
       "dispatcher with "
-      "it, = nvfp4 above 16 rows where the plan declines it; w4 = the dispatcher without the dense "
+      "it, = nvfp4 where the plan declines it; w4 = the dispatcher without the dense "
       "path; dense, dense/r = dequantise-then-cuBLAS forced, one round / ~32 MB rounds, from M = "
       "32; wg128, wg256 = the warpgroup-MMA tiles forced, from M = 32 where planned at all)\n");
   if (tiles_overlap) std::printf("(forced tile columns with programmatic dependent launch)\n");
@@ -348,9 +348,11 @@ int main(int argc, char** argv) {
                                                  workspace, ws_bytes, device, st, false,
                                                  &dense_option));
       });
-      // Above 16 rows the plan declines overlap: the same launches as `ours`.
+      // Where the plan declines overlap: the same launches as `ours`.
+      const bool overlap_planned =
+          nibble::kernels::plan_nvfp4_linear(m, s.n, s.k, device, true, &dense_option).overlap;
       const double ours_overlap =
-          m > 16 ? ours : median_us(reps, stream, [&](int i, cudaStream_t st) {
+          !overlap_planned ? ours : median_us(reps, stream, [&](int i, cudaStream_t st) {
             CHECK_CUDA(nibble::kernels::nvfp4_linear(x, m, dw[std::size_t(i % copies)], nullptr,
                                                      out, workspace, ws_bytes, device, st, true,
                                                      &dense_option));

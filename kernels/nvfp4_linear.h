@@ -108,8 +108,9 @@ struct Nvfp4LinearPlan {
   bool overlap = false;  // launched with programmatic dependent launch
   bool dense = false;    // dequantise-then-cuBLAS (tile, splits and overlap unused)
 };
-// overlap: the caller allows programmatic dependent launch; the plan uses it only for tiles of up
-// to 16 rows (it made the 64- and 128-row grids slower). dense: the dequantise-then-cuBLAS
+// overlap: the caller allows programmatic dependent launch; the plan uses it for tiles of up to
+// 16 rows and for the warpgroup-MMA tiles up to 256 rows (it made the 64- and 128-row mma.sync
+// grids slower, and the warpgroup tiles at 512 rows). dense: the dequantise-then-cuBLAS
 // candidate (null: not offered); taken for m >= dense->min_rows when its scratch holds at least
 // one 128-row weight group of this k, unless a warpgroup-MMA tile is planned (it comes first).
 Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k,

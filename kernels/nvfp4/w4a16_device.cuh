@@ -36,20 +36,31 @@ __device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
 }
 
 // Launch configuration with programmatic dependent launch (kernels/dependent_launch.cuh) on or
-// off. Under it nothing that the previous kernel writes (x, residual, out, workspace) may be
-// touched before wait_for_previous_grid(); the weights may.
+// off, and optionally a cluster shape. Under the dependent launch nothing that the previous kernel
+// writes (x, residual, out, workspace) may be touched before wait_for_previous_grid(); the weights
+// may. Used in place (config points into it).
 struct LaunchWithOverlap {
   cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attribute{};
+  cudaLaunchAttribute attributes[2]{};
   LaunchWithOverlap(dim3 grid, int threads, int smem, cudaStream_t stream, bool overlap) {
     config.gridDim = grid;
     config.blockDim = dim3(unsigned(threads));
     config.dynamicSmemBytes = std::size_t(smem);
     config.stream = stream;
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = overlap ? 1 : 0;
+    config.attrs = attributes;
+    if (overlap) {
+      cudaLaunchAttribute& a = attributes[config.numAttrs++];
+      a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      a.val.programmaticStreamSerializationAllowed = 1;
+    }
+  }
+  LaunchWithOverlap(const LaunchWithOverlap&) = delete;
+  LaunchWithOverlap& operator=(const LaunchWithOverlap&) = delete;
+  // Blocks launched in (x, y, z) clusters.
+  void cluster(unsigned x, unsigned y, unsigned z) {
+    cudaLaunchAttribute& a = attributes[config.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = x, a.val.clusterDim.y = y, a.val.clusterDim.z = z;
   }
 };
 

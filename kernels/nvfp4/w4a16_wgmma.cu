@@ -401,19 +401,13 @@ int max_clusters(int splits) {
   static int clusters[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   if (splits < 2 || splits > 8) return 0;
   if (clusters[splits] < 0) {
-    cudaLaunchConfig_t c{};
-    c.gridDim = dim3(1, 1, unsigned(splits));
-    c.blockDim = dim3(S::THREADS);
-    c.dynamicSmemBytes = S::SMEM;
-    cudaLaunchAttribute a{};
-    a.id = cudaLaunchAttributeClusterDimension;
-    a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
-    c.attrs = &a;
-    c.numAttrs = 1;
+    LaunchWithOverlap with(dim3(1, 1, unsigned(splits)), S::THREADS, S::SMEM, nullptr, false);
+    with.cluster(1, 1, unsigned(splits));
     int count = 0;
     if (cudaFuncSetAttribute(wgmma_kernel<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              S::SMEM) != cudaSuccess ||
-        cudaOccupancyMaxActiveClusters(&count, wgmma_kernel<S, true>, &c) != cudaSuccess) {
+        cudaOccupancyMaxActiveClusters(&count, wgmma_kernel<S, true>, &with.config) !=
+            cudaSuccess) {
       count = 0;
     }
     (void)cudaGetLastError();
@@ -447,14 +441,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const bool cluster = splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0;
   if (splits > 1 && !cluster && workspace == nullptr) return cudaErrorInvalidValue;
   LaunchWithOverlap with(grid, S::THREADS, S::SMEM, stream, overlap);
-  cudaLaunchAttribute attributes[2] = {with.attribute, {}};
-  if (cluster) {
-    cudaLaunchAttribute& a = attributes[with.config.numAttrs];
-    a.id = cudaLaunchAttributeClusterDimension;
-    a.val.clusterDim.x = 1, a.val.clusterDim.y = 1, a.val.clusterDim.z = unsigned(splits);
-    with.config.attrs = attributes;
-    with.config.numAttrs += 1;
-  }
+  if (cluster) with.cluster(1, 1, unsigned(splits));
   const cudaError_t err = cudaLaunchKernelEx(
       &with.config, cluster ? wgmma_kernel<S, true> : wgmma_kernel<S, false>, m, w.n, w.tiles,
       w.scales, int(tiles_k), w4a16_strides(w), w.global_factor * 1024.0f, residual, out,

@@ -151,10 +151,11 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
 // under its weight and x traffic), fills at least half of its waves; below that the grid is too
 // small for either. Which tile and split: the least time by wgmma_time.
 constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
-// Rows up to which the warpgroup-MMA tiles take programmatic dependent launch when allowed
-// (H200, Llama-3.1-8B layers, three A/B rounds, 2026-11-29 09:58 UTC, PERF_NOTES v32: M = 256
-// qkv 27.2 -> 26.1, o 19.8 -> 18.5, gate_up 92.2 -> 90.9 (median; one round 94.6), down 53.3
-// -> 52.1 us; M = 512 gate_up 207.0 -> 209.0, down 78.1 -> 80.9).
+// Rows up to which the warpgroup-MMA tiles take programmatic dependent launch when allowed, for
+// grids of one wave (H200, Llama-3.1-8B layers, three A/B rounds, 2026-11-29 09:58 UTC, PERF_NOTES
+// v32: M = 256 qkv 27.2 -> 26.1, o 19.8 -> 18.5, down 53.3 -> 52.1 us; gate_up, two waves, 92.2
+// -> 90.9 / 90.9 / 94.6 and 90.3 -> 95.9 at 10:42; M = 512 gate_up 207.0 -> 209.0, down 78.1 ->
+// 80.9).
 constexpr std::int64_t kWgmmaOverlapMaxRows = 256;
 
 // The model behind wgmma_time, fitted to `nibble-kernel-bench --sweep-splits` (H200, Llama-3.1-8B
@@ -185,12 +186,21 @@ std::int64_t wgmma_output_tiles(W4A16Tile tile, std::int64_t m, std::int64_t n) 
 // than the slots where the GPCs leave slots no cluster can take: 62 clusters of 4 on an H200, so
 // 64 tiles split 4 ways run a wave of 62 and a tail of 2). Splits summed through the workspace are
 // planned within one wave only (their atomics grow with them): infinite past it.
+// Blocks of a warpgroup-MMA launch split `splits` ways that run at once: the SM slots, or fewer
+// where the splits are summed in clusters and the device holds fewer such clusters.
+std::int64_t wgmma_wave(W4A16Tile tile, std::int64_t splits, const DeviceTraits& device) {
+  const bool wide = tile == W4A16Tile::kWgmma256;
+  const std::int64_t slots = std::int64_t(device.sm_count) * w4a16_resident_blocks(tile);
+  const int clusters = splits >= 2 && splits <= 8 ? device.wgmma_clusters[wide][splits] : 0;
+  return clusters > 0 ? std::min(slots, clusters * splits) : slots;
+}
+
 double wgmma_time(W4A16Tile tile, std::int64_t tiles, std::int64_t splits, std::int64_t k_tiles,
                   const DeviceTraits& device) {
   const bool wide = tile == W4A16Tile::kWgmma256;
   const std::int64_t sms = device.sm_count, slots = sms * w4a16_resident_blocks(tile);
   const int clusters = splits >= 2 && splits <= 8 ? device.wgmma_clusters[wide][splits] : 0;
-  const std::int64_t wave = clusters > 0 ? std::min(slots, clusters * splits) : slots;
+  const std::int64_t wave = wgmma_wave(tile, splits, device);
   std::int64_t left = tiles * splits;
   if (clusters == 0 && splits > 1 && left > slots) return std::numeric_limits<double>::infinity();
   const double steps = double((k_tiles + splits - 1) / splits);
@@ -323,9 +333,12 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   }
   if (m > 16 && wgmma_tile(m, n, k, device, &plan.tile, &plan.splits)) {
     // One block an SM (or two of the 128-row tile): a next kernel's blocks find no slot until
-    // this grid's blocks leave, so overlap hides the launch and the first weight fetches. Up to
-    // kWgmmaOverlapMaxRows that was worth 1-1.3 us a layer; at M = 512 it cost gate_up ~2 us.
-    plan.overlap = overlap && m <= kWgmmaOverlapMaxRows;
+    // this grid's blocks leave, so overlap hides the launch and the first weight fetches. Worth
+    // 0.7-1.3 us a layer for grids of one wave up to kWgmmaOverlapMaxRows; not for a grid of
+    // two waves (gate_up at M = 256: 90.3-92.4 us plain, 90.9-95.9 with it) nor at M = 512.
+    const std::int64_t blocks = wgmma_output_tiles(plan.tile, m, n) * plan.splits;
+    plan.overlap = overlap && m <= kWgmmaOverlapMaxRows &&
+                   blocks <= wgmma_wave(plan.tile, plan.splits, device);
     return plan;
   }
   if (dense_ok) {

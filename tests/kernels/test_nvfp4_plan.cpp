@@ -159,13 +159,17 @@ TEST(Nvfp4Plan, OverlapIsAPermissionTheLargeTilesDecline) {
   EXPECT_TRUE(plan_nvfp4_linear(1, 6144, 4096, kH100, true).overlap);
   EXPECT_TRUE(plan_nvfp4_linear(16, 6144, 4096, kH100, true).overlap);
   EXPECT_FALSE(plan_nvfp4_linear(256, 6144, 4096, kH100, true).overlap);
-  // The warpgroup-MMA tiles take it up to 256 rows (one block an SM: it hides the launch and the
-  // first weight fetches; Llama set at M = 256 192.5 -> 188.9 us, at 512 it slowed gate_up and
-  // down; H200, PERF_NOTES v32).
+  // The warpgroup-MMA tiles take it for one-wave grids up to 256 rows (one block an SM: it hides
+  // the launch and the first weight fetches; at 512 it slowed gate_up and down; H200, PERF_NOTES
+  // v32).
   DeviceTraits hopper = kH100;
   hopper.wgmma = true;
   EXPECT_TRUE(plan_nvfp4_linear(256, 6144, 4096, hopper, true).overlap);
   EXPECT_FALSE(plan_nvfp4_linear(256, 6144, 4096, hopper, false).overlap);
+  // Nor for a grid of two waves: gate_up's 224 256-row blocks on 132 SMs.
+  const Nvfp4LinearPlan gate_up = plan_nvfp4_linear(256, 28672, 4096, hopper, true);
+  EXPECT_EQ(gate_up.tile, W4A16Tile::kWgmma256);
+  EXPECT_FALSE(gate_up.overlap);
   EXPECT_TRUE(w4a16_is_wgmma(plan_nvfp4_linear(512, 28672, 4096, hopper, true).tile));
   EXPECT_FALSE(plan_nvfp4_linear(512, 28672, 4096, hopper, true).overlap);
 }

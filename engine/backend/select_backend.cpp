@@ -26,14 +26,13 @@ bool backend_uses_cuda(const std::string& device) {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, model::ModelWeights weights,
-                                      int cpu_threads) {
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, model::ModelWeights weights) {
 #ifdef NIBBLE_HAVE_CUDA_BACKEND
-  if (backend_uses_cuda(device)) return make_cuda_backend(std::move(weights));
+  if (backend_uses_cuda(options.device)) return make_cuda_backend(std::move(weights), options.cuda);
 #else
-  (void)backend_uses_cuda(device);
+  (void)backend_uses_cuda(options.device);
 #endif
-  return make_cpu_backend(std::move(weights), cpu_threads);
+  return make_cpu_backend(std::move(weights), options.cpu_threads);
 }
 
 }  // namespace nibble::backend

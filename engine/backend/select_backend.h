@@ -5,13 +5,14 @@
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_options.h"
 #include "engine/model/model_weights.h"
 
 namespace nibble::backend {
 
-// Throws BackendError for --device cuda without a CUDA build or device, or an unknown device.
-std::unique_ptr<Backend> make_backend(const std::string& device, model::ModelWeights weights,
-                                      int cpu_threads);
+// options.device picks the backend; the backend takes its own part of the options. Throws
+// BackendError for --device cuda without a CUDA build or device, or an unknown device.
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, model::ModelWeights weights);
 
 // Whether make_backend(device, ...) would choose the CUDA backend, without loading anything.
 bool backend_uses_cuda(const std::string& device);

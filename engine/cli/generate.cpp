@@ -9,6 +9,7 @@
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/sampled_decode.h"
 #include "engine/backend/select_backend.h"
+#include "engine/cli/backend_flags.h"
 #include "engine/cli/commands.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/quantize_on_load.h"
@@ -37,6 +38,8 @@ then a summary line with all tokens and timings.
                     token and its log-probabilities reach the host, and each line prints
                     {"step": 0, "token": 42, "logprob": -0.4, "top_logprobs": [[42, -0.4], ...]}
                     (--top-k of them, at most 32) instead of logits
+
+Tuning (serve's flags of the same names):
 )";
 
 std::vector<std::int32_t> parse_ids(const std::string& text) {
@@ -62,18 +65,20 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
 }  // namespace
 
 int run_generate(const Args& args) {
-  std::string model_dir, prompt, device = "auto";
+  std::string model_dir, prompt;
   std::string quantization = "none", kv_dtype = "auto";
-  int max_tokens = 16, top_k = 5, threads = 0;
-  bool enforce_eager = false, warmup = false, on_device = false;
+  int max_tokens = 16, top_k = 5;
+  bool warmup = false, on_device = false;
+  backend::BackendOptions backend_options;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
+      std::fputs(backend_flags_usage().c_str(), stdout);
       return 0;
     }
     if (a == "--enforce-eager") {
-      enforce_eager = true;
+      backend_options.cuda.graphs = false;
       continue;
     }
     if (a == "--warmup") {
@@ -89,7 +94,14 @@ int run_generate(const Args& args) {
       return 2;
     }
     const std::string& v = args[++i];
-    if (a == "--model")
+    if (const BackendFlag* flag = a.starts_with("--") ? find_backend_flag(a.substr(2)) : nullptr) {
+      try {
+        flag->set(backend_options, std::string(flag->name), v);
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "generate: %s\n", e.what());
+        return 2;
+      }
+    } else if (a == "--model")
       model_dir = v;
     else if (a == "--prompt-ids")
       prompt = v;
@@ -98,9 +110,9 @@ int run_generate(const Args& args) {
     else if (a == "--top-k")
       top_k = std::stoi(v);
     else if (a == "--device")
-      device = v;
+      backend_options.device = v;
     else if (a == "--threads")
-      threads = std::stoi(v);
+      backend_options.cpu_threads = std::stoi(v);
     else if (a == "--quantization")
       quantization = v;
     else if (a == "--kv-cache-dtype")
@@ -136,8 +148,7 @@ int run_generate(const Args& args) {
   if (quantization == "nvfp4")
     spdlog::info("quantized {} projections to NVFP4 while loading",
                  model::quantize_weights_nvfp4(weights));
-  auto backend = backend::make_backend(device, std::move(weights), threads);
-  if (enforce_eager) backend->set_decode_graphs(false);
+  auto backend = backend::make_backend(backend_options, std::move(weights));
   if (kv_dtype != "auto" &&
       !backend->set_kv_cache_dtype(kv_dtype == "fp8" ? backend::KvCacheDtype::kFp8
                                                      : backend::KvCacheDtype::kBf16)) {

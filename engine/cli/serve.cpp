@@ -119,8 +119,11 @@ int run_serve(const Args& args) {
                  model::quantize_weights_nvfp4(weights));
   }
   const int model_context = weights.config.max_context;
-  auto backend = backend::make_backend(on_gpu ? "cuda" : "cpu", std::move(weights), o.threads);
-  if (o.enforce_eager) backend->set_decode_graphs(false);
+  backend::BackendOptions backend_options = o.backend;
+  backend_options.device = on_gpu ? "cuda" : "cpu";
+  backend_options.cpu_threads = o.threads;
+  backend_options.cuda.graphs = !o.enforce_eager;
+  auto backend = backend::make_backend(backend_options, std::move(weights));
   if (o.max_num_batched_tokens == 0)
     o.max_num_batched_tokens = on_gpu ? kGpuStepTokens : kCpuStepTokens;
   if (o.kv_cache_dtype != "auto" &&
@@ -170,6 +173,8 @@ int run_serve(const Args& args) {
   engine_config.scheduler = {.max_num_seqs = o.max_num_seqs,
                              .max_num_batched_tokens = o.max_num_batched_tokens};
   engine_config.eos_token_ids = eos_token_ids(model_dir);
+  engine_config.overlap_token_masks = o.token_mask_overlap;
+  engine_config.token_mask_threads = o.token_mask_threads;
   metrics::Registry& registry = metrics::default_registry();
   registry
       .gauge("nibble_build_info", "Build information; the value is always 1.",

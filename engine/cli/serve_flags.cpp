@@ -8,8 +8,8 @@ namespace {
 using enum FlagValue;
 using enum FlagOwner;
 
-// Keep in step with kServeUsage and value_flags() in serve_options.cpp; test_serve_flags
-// checks that every flag here parses and every flag the parser sets is here.
+// Keep in step with serve_usage() and value_flags() in serve_options.cpp, and backend_flags.cpp;
+// test_serve_flags checks that every flag here parses and every flag the parser sets is here.
 constexpr std::array kFlags = {
     ServeFlag{"model", kRequired, kController, ""},
     ServeFlag{"config", kRequired, kController, ""},
@@ -43,6 +43,18 @@ constexpr std::array kFlags = {
     ServeFlag{"enable-auto-tool-choice", kOptional, kRecipe, ""},
     ServeFlag{"exclude-tools-when-tool-choice-none", kOptional, kRecipe, ""},
     ServeFlag{"reasoning-parser", kRequired, kRecipe, ""},
+    ServeFlag{"token-mask-overlap", kRequired, kRecipe, ""},
+    ServeFlag{"token-mask-threads", kRequired, kRecipe, ""},
+    // The backends' tuning (backend_flags.h; test_serve_flags checks every one is here).
+    ServeFlag{"device-sampling", kRequired, kRecipe, ""},
+    ServeFlag{"linear-overlap", kRequired, kRecipe, ""},
+    ServeFlag{"w4a16-dense", kRequired, kRecipe, ""},
+    ServeFlag{"cuda-step-timing", kRequired, kRecipe, ""},
+    ServeFlag{"moe-routing", kRequired, kRecipe, ""},
+    ServeFlag{"moe-fusions", kRequired, kRecipe, ""},
+    ServeFlag{"moe-fused-router", kRequired, kRecipe, ""},
+    ServeFlag{"moe-route-in-gemm", kRequired, kRecipe, ""},
+    ServeFlag{"moe-one-launch", kRequired, kRecipe, ""},
 };
 
 }  // namespace

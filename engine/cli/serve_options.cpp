@@ -9,11 +9,14 @@
 #include <limits>
 #include <map>
 
+#include "engine/cli/backend_flags.h"
 #include "engine/cli/serve_flags.h"
 
 namespace nibble::engine::cli {
 
-const char* const kServeUsage = R"(usage: nibble-engine serve --model DIR [options]
+namespace {
+
+const char* const kServeFlagsUsage = R"(usage: nibble-engine serve --model DIR [options]
 
 Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
 /v1/models, /tokenize, /detokenize, /health, /metrics, /version).
@@ -62,7 +65,20 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
                                    do not render 'tools' into the prompt for tool_choice "none"
   --reasoning-parser qwen3|deepseek_r1
                                    return the model's thinking as reasoning_content
+  --token-mask-overlap V           true|false: compute structured outputs' token masks while
+                                   the step's forward pass runs (default true)
+  --token-mask-threads N           threads computing one step's token masks (default 4)
+
+Tuning (A/B switches and fallbacks; the defaults are the forms that measured fastest,
+docs/performance.md):
 )";
+
+}  // namespace
+
+const std::string& serve_usage() {
+  static const std::string usage = kServeFlagsUsage + backend_flags_usage();
+  return usage;
+}
 
 namespace {
 
@@ -174,7 +190,18 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        [&](auto& f, auto& v) {
          o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"});
        }},
+      {"token-mask-overlap", [&](auto& f, auto& v) { o.token_mask_overlap = to_bool(f, v); }},
+      {"token-mask-threads",
+       [&](auto& f, auto& v) { o.token_mask_threads = int(to_integer(f, v, 1, 64)); }},
   };
+}
+
+// A value flag of either table: serve's own, or the backends' tuning (backend_flags.h).
+void set_value(std::map<std::string, Setter>& setters, ServeOptions& o, const std::string& name,
+               const std::string& value) {
+  if (auto it = setters.find(name); it != setters.end()) return it->second(name, value);
+  if (const BackendFlag* flag = find_backend_flag(name)) return flag->set(o.backend, name, value);
+  throw std::invalid_argument("unknown option --" + name + " (see --help)");
 }
 
 void apply_yaml(const std::string& path, ServeOptions& o) {
@@ -191,15 +218,14 @@ void apply_yaml(const std::string& path, ServeOptions& o) {
   for (const auto& item : root) {
     std::string key = item.first.as<std::string>();
     std::replace(key.begin(), key.end(), '_', '-');
-    auto it = setters.find(key);
-    if (it == setters.end()) {
+    if (!setters.contains(key) && find_backend_flag(key) == nullptr) {
       throw std::invalid_argument("--config " + path + ": unknown option '" + key +
                                   "' (see --help)");
     }
     if (!item.second.IsScalar()) {
       throw std::invalid_argument("--config " + path + ": '" + key + "' must be a single value");
     }
-    it->second(key, item.second.as<std::string>());
+    set_value(setters, o, key, item.second.as<std::string>());
   }
 }
 
@@ -217,7 +243,7 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
   for (std::size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kServeUsage, stdout);
+      std::fputs(serve_usage().c_str(), stdout);
       return false;
     }
     if (!arg.starts_with("--"))
@@ -257,10 +283,7 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     }
     // Other switches that also take =VALUE (--enable-auto-tool-choice): present means on.
     if (flag->value == FlagValue::kOptional && !has_value) value = "true";
-    auto it = setters.find(name);
-    if (it == setters.end())
-      throw std::invalid_argument("unknown option --" + name + " (see --help)");
-    it->second(name, value);
+    set_value(setters, o, name, value);
   }
   if (o.model.empty()) throw std::invalid_argument("--model is required (see --help)");
   return true;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend_options.h"
+
 namespace nibble::engine::cli {
 
 // Default tokens per engine step. GPU: measured on an H200 (docs/performance.md, "Tokens per
@@ -47,10 +49,18 @@ struct ServeOptions {
   bool enable_auto_tool_choice = false;
   bool exclude_tools_when_tool_choice_none = false;
   std::string reasoning_parser;  // "" = reasoning stays in content
+  // Structured outputs' token masks (runtime::EngineConfig): overlapped with the forward pass,
+  // on this many threads.
+  bool token_mask_overlap = true;
+  int token_mask_threads = 4;
+  // The backends' tuning (engine/cli/backend_flags.h); serve fills in device, threads and
+  // graphs from the flags above.
+  backend::BackendOptions backend;
 };
 
 // Returns false when --help was asked for (usage printed). Throws std::invalid_argument.
 bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& options);
-extern const char* const kServeUsage;
+// The --help text: every flag of serve_flags.h, the backends' tuning flags last.
+const std::string& serve_usage();
 
 }  // namespace nibble::engine::cli

@@ -4,62 +4,26 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/model/architectures/architecture.h"
+#include "engine/model/config_reader.h"
 #include "engine/model/model_error.h"
 
 namespace nibble::model {
 namespace {
 
 using nlohmann::json;
+using Reader = ConfigReader;
 
-struct Reader {
-  const json& j;
-  const std::string& source;
-
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw ModelError(source + ": field '" + field + "': " + what);
-  }
-  bool has(const std::string& key) const { return j.contains(key) && !j[key].is_null(); }
-  int integer(const std::string& key) const {
-    if (!has(key)) fail(key, "required, missing");
-    if (!j[key].is_number_integer()) fail(key, "expected an integer, got " + j[key].dump());
-    auto v = j[key].get<long long>();
-    if (v <= 0 || v > (1ll << 30)) fail(key, "expected a positive integer, got " + j[key].dump());
-    return int(v);
-  }
-  int integer_or(const std::string& key, int fallback) const {
-    return has(key) ? integer(key) : fallback;
-  }
-  double number_or(const std::string& key, double fallback) const {
-    if (!has(key)) return fallback;
-    if (!j[key].is_number()) fail(key, "expected a number, got " + j[key].dump());
-    return j[key].get<double>();
-  }
-  bool boolean_or(const std::string& key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!j[key].is_boolean()) fail(key, "expected true or false, got " + j[key].dump());
-    return j[key].get<bool>();
-  }
-  std::string string_or(const std::string& key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    if (!j[key].is_string()) fail(key, "expected a string, got " + j[key].dump());
-    return j[key].get<std::string>();
-  }
-};
-
-Arch parse_arch(const Reader& r, std::string& name) {
+const Architecture& parse_arch(const Reader& r, std::string& name) {
   if (!r.has("architectures") || !r.j["architectures"].is_array() ||
       r.j["architectures"].size() != 1 || !r.j["architectures"][0].is_string())
     r.fail("architectures", "expected a list with one architecture name");
   name = r.j["architectures"][0].get<std::string>();
-  if (name == "LlamaForCausalLM") return Arch::Llama;
-  if (name == "MistralForCausalLM") return Arch::Mistral;
-  if (name == "Qwen2ForCausalLM") return Arch::Qwen2;
-  if (name == "Qwen3ForCausalLM") return Arch::Qwen3;
-  if (name == "Qwen3MoeForCausalLM") return Arch::Qwen3Moe;
-  r.fail("architectures",
-         "'" + name +
-             "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-             "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
+  if (const Architecture* a = find_architecture(name)) return *a;
+  std::string supported;
+  for (const Architecture* a : supported_architectures())
+    supported += std::string(supported.empty() ? "" : ", ") + a->hf_name;
+  r.fail("architectures", "'" + name + "' is not supported (supported: " + supported + ")");
 }
 
 // Reads rope settings from either the legacy rope_theta + rope_scaling fields or the
@@ -95,24 +59,12 @@ RopeConfig parse_rope(const Reader& r) {
   return rope;
 }
 
-// Keys that transformers' config classes declare in `attribute_map`: config.json may carry either
-// spelling (transformers 5 saves Qwen3-MoE's num_experts as num_local_experts). Of the supported
-// architectures only Qwen3MoeConfig declares one; Llama, Mistral, Qwen2 and Qwen3 declare none.
-struct KeyAlias {
-  Arch arch;
-  const char* key;    // the name this file reads
-  const char* alias;  // the name transformers may write instead
-};
-constexpr KeyAlias kKeyAliases[] = {
-    {Arch::Qwen3Moe, "num_experts", "num_local_experts"},
-};
-
-// The config with every alias of `arch` renamed to its key; both spellings with different
-// values is refused, since either choice could run the wrong model.
-json resolve_aliases(const json& config, Arch arch, const std::string& source) {
+// The config with every alias of the architecture renamed to its key; both spellings with
+// different values is refused, since either choice could run the wrong model.
+json resolve_aliases(const json& config, const Architecture& arch, const std::string& source) {
   json resolved = config;
-  for (const KeyAlias& a : kKeyAliases) {
-    if (a.arch != arch || !resolved.contains(a.alias)) continue;
+  for (const KeyAlias& a : arch.aliases) {
+    if (!resolved.contains(a.alias)) continue;
     if (resolved.contains(a.key) && resolved[a.key] != resolved[a.alias]) {
       throw ModelError(source + ": field '" + a.alias + "': is another name for '" + a.key +
                        "', and the two differ (" + resolved[a.alias].dump() + " vs " +
@@ -126,18 +78,12 @@ json resolve_aliases(const json& config, Arch arch, const std::string& source) {
 
 }  // namespace
 
-bool ModelConfig::layer_is_moe(int layer) const {
-  if (num_experts == 0) return false;
-  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
-    return false;
-  return (layer + 1) % decoder_sparse_step == 0;
-}
-
 ModelConfig parse_model_config(const json& config, const std::string& source) {
   if (!config.is_object()) throw ModelError(source + ": expected a JSON object");
   ModelConfig c;
-  c.arch = parse_arch(Reader{config, source}, c.architecture);
-  const json j = resolve_aliases(config, c.arch, source);
+  const Architecture& arch = parse_arch(Reader{config, source}, c.architecture);
+  c.arch = arch.arch;
+  const json j = resolve_aliases(config, arch, source);
   Reader r{j, source};
   c.vocab_size = r.integer("vocab_size");
   c.hidden_size = r.integer("hidden_size");
@@ -163,49 +109,11 @@ ModelConfig parse_model_config(const json& config, const std::string& source) {
   if (r.has("partial_rotary_factor") && r.number_or("partial_rotary_factor", 1.0) != 1.0)
     r.fail("partial_rotary_factor", "partial rotary embeddings are not implemented");
 
-  bool attention_bias = r.boolean_or("attention_bias", false);
-  switch (c.arch) {
-    case Arch::Qwen2:
-      c.qkv_bias = true;
-      break;
-    case Arch::Qwen3:
-    case Arch::Qwen3Moe:
-      c.qk_norm = true;
-      break;
-    default:
-      break;
-  }
-  if (attention_bias && c.arch != Arch::Qwen2)
-    r.fail("attention_bias", "attention biases are only implemented for Qwen2 (q, k, v)");
-
-  // Sliding windows: Qwen turns them on with use_sliding_window; Mistral whenever set. Within
-  // the window attention is exact, so we cap the context instead of refusing.
+  // Sliding windows: Qwen turns them on with use_sliding_window (Mistral's caps the context,
+  // architectures/mistral.cpp).
   if (r.boolean_or("use_sliding_window", false))
     r.fail("use_sliding_window", "sliding-window attention is not implemented");
-  if (c.arch == Arch::Mistral && r.has("sliding_window")) {
-    int window = r.integer("sliding_window");
-    c.max_context = std::min(c.max_context, window);
-  }
-
-  if (c.arch == Arch::Qwen3Moe) {
-    c.num_experts = r.integer("num_experts");
-    c.num_experts_per_tok = r.integer("num_experts_per_tok");
-    c.moe_intermediate_size = r.integer("moe_intermediate_size");
-    c.norm_topk_prob = r.boolean_or("norm_topk_prob", false);
-    c.decoder_sparse_step = r.integer_or("decoder_sparse_step", 1);
-    if (r.has("mlp_only_layers")) {
-      if (!j["mlp_only_layers"].is_array()) r.fail("mlp_only_layers", "expected a list of layers");
-      for (const auto& l : j["mlp_only_layers"]) {
-        if (!l.is_number_integer()) r.fail("mlp_only_layers", "expected integers");
-        c.mlp_only_layers.push_back(l.get<int>());
-      }
-    }
-    if (c.num_experts_per_tok > c.num_experts)
-      r.fail("num_experts_per_tok", "larger than num_experts");
-    if (r.has("shared_expert_intermediate_size") &&
-        r.number_or("shared_expert_intermediate_size", 0) != 0)
-      r.fail("shared_expert_intermediate_size", "shared experts are not implemented");
-  }
+  arch.read_config(r, c);
   return c;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// config.json -> ModelConfig for the architectures Nibble runs. Anything that would change the
-// math in a way we do not implement (other rope types, sliding windows in use, biases, activations)
-// is refused with a ModelError naming the field, rather than run wrongly.
+// config.json -> ModelConfig (the sizes) for the architectures Nibble runs; what each
+// architecture's layers compute is its description (model_description.h, architectures/).
+// Anything that would change the math in a way we do not implement (other rope types, sliding
+// windows in use, biases, activations) is refused with a ModelError naming the field, rather
+// than run wrongly.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -36,17 +38,14 @@ struct ModelConfig {
   int max_position_embeddings = 0;
   int max_context = 0;  // positions we can run exactly (min of max positions and sliding window)
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;  // Qwen2
-  bool qk_norm = false;   // Qwen3: RMSNorm over each head of q and k before RoPE
-  // Mixture of experts (Qwen3-MoE); num_experts == 0 means every layer is dense.
+  // Mixture of experts (Qwen3-MoE; which layers route: model_description.h); 0 experts: every
+  // layer is dense.
   int num_experts = 0;
   int num_experts_per_tok = 0;
   int moe_intermediate_size = 0;
   bool norm_topk_prob = false;
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers;
-
-  bool layer_is_moe(int layer) const;
 };
 
 // Throws ModelError naming `source` (the config path) and the offending field.

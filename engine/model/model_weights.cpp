@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
 #include "engine/model/safetensors.h"
 
@@ -20,9 +21,11 @@ ModelWeights load_model(const std::filesystem::path& dir) {
     return load_linear(ck, m.quant.format, name, out, in);
   };
 
+  const ModelDescription model = describe_model(c);
   m.embed = load_floats(ck, "model.embed_tokens.weight", std::int64_t(c.vocab_size) * H);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
+    const LayerSpec& spec = model.layers[std::size_t(l)];
     LayerWeights w;
     w.input_norm = load_floats(ck, p + "input_layernorm.weight", H);
     w.post_attention_norm = load_floats(ck, p + "post_attention_layernorm.weight", H);
@@ -30,26 +33,28 @@ ModelWeights load_model(const std::filesystem::path& dir) {
     w.k = linear(p + "self_attn.k_proj", kv_out, H);
     w.v = linear(p + "self_attn.v_proj", kv_out, H);
     w.o = linear(p + "self_attn.o_proj", H, q_out);
-    if (c.qkv_bias && (w.q.bias.empty() || w.k.bias.empty() || w.v.bias.empty()))
+    if (spec.attention.qkv_bias && (w.q.bias.empty() || w.k.bias.empty() || w.v.bias.empty()))
       throw ModelError(dir.string() + ": " + c.architecture + " needs q/k/v biases; missing in " +
                        p + "self_attn");
-    if (c.qk_norm) {
+    if (spec.attention.qk_norm) {
       w.q_norm = load_floats(ck, p + "self_attn.q_norm.weight", D);
       w.k_norm = load_floats(ck, p + "self_attn.k_norm.weight", D);
     }
-    w.moe = c.layer_is_moe(l);
+    w.moe = spec.ffn.kind == FfnKind::kMoe;
     if (w.moe) {
-      w.router = linear(p + "mlp.gate", c.num_experts, H);
-      for (int e = 0; e < c.num_experts; ++e) {
+      const MoeSpec& moe = spec.ffn.moe;
+      w.router = linear(p + "mlp.gate", moe.experts, H);
+      for (int e = 0; e < moe.experts; ++e) {
         const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
-        w.experts.push_back({linear(ep + "gate_proj", c.moe_intermediate_size, H),
-                             linear(ep + "up_proj", c.moe_intermediate_size, H),
-                             linear(ep + "down_proj", H, c.moe_intermediate_size)});
+        w.experts.push_back({linear(ep + "gate_proj", moe.intermediate_size, H),
+                             linear(ep + "up_proj", moe.intermediate_size, H),
+                             linear(ep + "down_proj", H, moe.intermediate_size)});
       }
     } else {
-      w.gate = linear(p + "mlp.gate_proj", c.intermediate_size, H);
-      w.up = linear(p + "mlp.up_proj", c.intermediate_size, H);
-      w.down = linear(p + "mlp.down_proj", H, c.intermediate_size);
+      const std::int64_t I = spec.ffn.mlp.intermediate_size;
+      w.gate = linear(p + "mlp.gate_proj", I, H);
+      w.up = linear(p + "mlp.up_proj", I, H);
+      w.down = linear(p + "mlp.down_proj", H, I);
     }
     m.layers.push_back(std::move(w));
   }

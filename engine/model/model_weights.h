@@ -21,7 +21,7 @@ struct LayerWeights {
   std::vector<float> post_attention_norm;  // [H]
   Linear q, k, v;                          // [Hq*D, H], [Hkv*D, H], [Hkv*D, H]
   Linear o;                                // [H, Hq*D]
-  std::vector<float> q_norm, k_norm;       // [D] when config.qk_norm
+  std::vector<float> q_norm, k_norm;       // [D] when the layer has a q/k norm
   bool moe = false;
   Linear gate, up, down;  // dense MLP: [I, H], [I, H], [H, I]
   Linear router;          // MoE: [num_experts, H]

@@ -47,10 +47,6 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
       metrics_(registry, config_.model_name, std::max(config_.max_model_len, 1)),
       pool_(runner.num_kv_blocks(), runner.kv_block_size(), config_.enable_prefix_caching),
       scheduler_(config_.scheduler, pool_) {
-  if (const char* overlap = std::getenv("NIBBLE_STRUCTURED_OVERLAP"))
-    config_.overlap_token_masks = std::string(overlap) != "0";
-  if (const char* threads = std::getenv("NIBBLE_STRUCTURED_MASK_THREADS"))
-    config_.token_mask_threads = std::atoi(threads);
   config_.token_mask_threads = std::clamp(config_.token_mask_threads, 1, 64);
 }
 

@@ -32,11 +32,11 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   std::vector<int> eos_token_ids;  // from generation_config.json / the tokenizer
   // Structured outputs: compute a step's token masks on the host while its forward pass runs on
-  // the device (ModelRunner::execute_overlapping), not before it; NIBBLE_STRUCTURED_OVERLAP=0
-  // turns it off (an A/B: the tokens are the same either way).
+  // the device (ModelRunner::execute_overlapping), not before it; serve's
+  // --token-mask-overlap false turns it off (an A/B: the tokens are the same either way).
   bool overlap_token_masks = true;
   // Threads (the engine thread included) computing one step's masks, one constrained sequence
-  // each at a time; NIBBLE_STRUCTURED_MASK_THREADS overrides. 1: all on the engine thread.
+  // each at a time (serve's --token-mask-threads; 1..64): 1, all on the engine thread.
   int token_mask_threads = 4;
 };
 

@@ -1,5 +1,7 @@
 #include "tests/backend/random_model.h"
 
+#include "engine/model/model_description.h"
+
 #include <cmath>
 
 namespace nibble::backend::testing {
@@ -25,20 +27,23 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
   model::ModelWeights m;
   m.config = c;
   const std::int64_t H = c.hidden_size, D = c.head_dim;
+  const model::ModelDescription description = model::describe_model(c);
   m.embed = rng.values(std::int64_t(c.vocab_size) * H, 1.0f);
   for (int l = 0; l < c.num_layers; ++l) {
+    const model::LayerSpec& spec = description.layers[std::size_t(l)];
     model::LayerWeights w;
     w.input_norm = rng.values(H, 0.2f, 1.0f);
     w.post_attention_norm = rng.values(H, 0.2f, 1.0f);
-    w.q = rng.linear(c.num_heads * D, H, c.qkv_bias);
-    w.k = rng.linear(c.num_kv_heads * D, H, c.qkv_bias);
-    w.v = rng.linear(c.num_kv_heads * D, H, c.qkv_bias);
+    const bool bias = spec.attention.qkv_bias;
+    w.q = rng.linear(c.num_heads * D, H, bias);
+    w.k = rng.linear(c.num_kv_heads * D, H, bias);
+    w.v = rng.linear(c.num_kv_heads * D, H, bias);
     w.o = rng.linear(H, c.num_heads * D);
-    if (c.qk_norm) {
+    if (spec.attention.qk_norm) {
       w.q_norm = rng.values(D, 0.2f, 1.0f);
       w.k_norm = rng.values(D, 0.2f, 1.0f);
     }
-    w.moe = c.layer_is_moe(l);
+    w.moe = spec.ffn.kind == model::FfnKind::kMoe;
     if (w.moe) {
       w.router = rng.linear(c.num_experts, H);
       for (int e = 0; e < c.num_experts; ++e)

@@ -39,8 +39,6 @@ ModelConfig small_config(model::Arch arch) {
     c.rope.factor = 8.0;
     c.rope.original_max_position_embeddings = 16;
   }
-  c.qkv_bias = arch == model::Arch::Qwen2;
-  c.qk_norm = arch == model::Arch::Qwen3 || arch == model::Arch::Qwen3Moe;
   if (arch == model::Arch::Qwen3Moe) {
     c.num_experts = 4;
     c.num_experts_per_tok = 2;

@@ -65,8 +65,6 @@ ModelConfig gpu_config(Arch arch, int head_dim, int top_k = 0) {
     c.rope.factor = 8.0;
     c.rope.original_max_position_embeddings = 256;
   }
-  c.qkv_bias = arch == Arch::Qwen2;
-  c.qk_norm = arch == Arch::Qwen3 || arch == Arch::Qwen3Moe;
   if (arch == Arch::Qwen3Moe) {
     c.num_experts = 8;
     c.num_experts_per_tok = top_k > 0 ? top_k : 8;
@@ -452,10 +450,9 @@ TEST(CudaBackend, DeviceGreedyDecodeMatchesTheHostLogitsPath) {
     auto gpu = make_cuda_backend(testing::random_model(c, g_seed ^ 0x67726479u));
     const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
     std::vector<std::vector<float>> logits;
-    auto host = greedy_decode(*gpu, prompt, 12, 3,
-                              [&](int, const StepLogits&, const std::vector<float>& l) {
-                                logits.push_back(l);
-                              });
+    auto host = greedy_decode(
+        *gpu, prompt, 12, 3,
+        [&](int, const StepLogits&, const std::vector<float>& l) { logits.push_back(l); });
     auto device = greedy_decode_on_device(*gpu, prompt, 12, 3);
     ASSERT_EQ(device.steps.size(), host.steps.size());
     for (std::size_t i = 0; i < host.steps.size(); ++i) {
@@ -582,11 +579,8 @@ struct GraphCase {
   int head_dim;
   bool nvfp4;  // every projection NVFP4; otherwise BF16 but for MoE experts (always NVFP4)
   int top_k = 0;
-  // NVFP4 with one global factor per q/k/v and gate/up group: the fused projections, and with
-  // them the decode fusions (NIBBLE_FUSE_NORM=16: RMSNorm on load up to 16 rows;
-  // NIBBLE_FUSE_SILU=1: SiLU in the gate_up epilogue; both off by default).
+  // NVFP4 with one global factor per q/k/v and gate/up group: the fused projections.
   bool grouped = false;
-  bool rope = false;  // NIBBLE_FUSE_ROPE=1: RoPE and the KV store in the qkv epilogue
 };
 
 // A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the device
@@ -616,14 +610,7 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
   } else {
     quantize_experts(weights);
   }
-  if (p.rope) ::setenv("NIBBLE_FUSE_ROPE", "1", 1);
-  if (p.grouped) {
-    ::setenv("NIBBLE_FUSE_NORM", "16", 1);
-    ::setenv("NIBBLE_FUSE_SILU", "1", 1);
-  }
   auto gpu = make_cuda_backend(std::move(weights));
-  for (const char* name : {"NIBBLE_FUSE_ROPE", "NIBBLE_FUSE_NORM", "NIBBLE_FUSE_SILU"})
-    ::unsetenv(name);
   std::mt19937 rng(std::uint32_t(g_seed) + 4);
   constexpr int kBlock = 16, kMaxSeqs = 40, kTable = 12;
   auto eager_cache = gpu->new_kv_cache(kMaxSeqs * kTable, kBlock);
@@ -697,7 +684,7 @@ TEST_P(DecodeGraphs, ReplayMatchesEagerExecution) {
 std::string graph_case_name(const ::testing::TestParamInfo<GraphCase>& info) {
   return case_name({Case{info.param.arch, info.param.head_dim, info.param.nvfp4, info.param.top_k},
                     info.index}) +
-         (info.param.grouped ? "Grouped" : "") + (info.param.rope ? "Rope" : "");
+         (info.param.grouped ? "Grouped" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
@@ -707,7 +694,7 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodeGraphs,
                                            GraphCase{Arch::Qwen3Moe, 64, false, 2},
                                            GraphCase{Arch::Qwen3Moe, 128, true, 2},
                                            GraphCase{Arch::Llama, 128, true, 0, true},
-                                           GraphCase{Arch::Llama, 64, true, 0, true, true},
+                                           GraphCase{Arch::Llama, 64, true, 0, true},
                                            GraphCase{Arch::Qwen3, 64, true, 0, true}),
                          graph_case_name);
 
@@ -723,96 +710,19 @@ model::ModelWeights nvfp4_moe_model(const ModelConfig& c, std::uint64_t seed) {
   return weights;
 }
 
-// ---- decode fusions ----------------------------------------------------------------------
-
-// The decode fusions' switches, read when the backend is made: NIBBLE_FUSE_NORM (RMSNorm folded
-// into the qkv and gate_up linears' input, off by default, 16 rows here), NIBBLE_FUSE_SILU
-// (gate_up's rows in 8-row gate / up pairs, silu(gate) * up in its epilogue; the unpairing SiLU
-// kernel at prefill) and NIBBLE_FUSE_ROPE=1 (qkv's q and k rows in rotate-half pairs, RoPE and
-// the KV store in its epilogue; rope_and_store_kv reads the pairs at prefill; not with Qwen3's
-// q/k norms, where the switch must change nothing). On grouped NVFP4 models (the fused projections
-// they need), every combination: a prefill long enough for the large-M tiles' unpairing path, then
-// greedy decode steps (the CPU's choice fed to all), each within the CPU tolerance; and every fused
-// combination's logits within 1e-3 of both switches off (the fused norm sums a row in another
-// order, so a BF16 rounding of the normed input may differ now and then; the SiLU epilogue computes
-// what the unfused kernels do, bit for bit in test_nvfp4_gpu, but split-K tiles add in no fixed
-// order, so NVFP4 runs never agree bitwise).
-TEST(CudaBackendFusions, EverySwitchMatchesTheCpuAndTheUnfusedPath) {
-  for (const Arch arch : {Arch::Llama, Arch::Qwen3}) {
-    const ModelConfig c = gpu_config(arch, 64);
-    auto weights = testing::random_model(c, g_seed ^ 0xf05eu);
-    for (auto& layer : weights.layers) {
-      quantize_group({&layer.q, &layer.k, &layer.v});
-      quantize_group({&layer.gate, &layer.up});
-    }
-    model::quantize_weights_nvfp4(weights);
-    auto cpu_weights = weights;
-    auto cpu = make_cpu_backend(std::move(cpu_weights), 0);
-    std::mt19937 rng(std::uint32_t(g_seed) + 6);
-    const auto prompt =
-        random_tokens(rng, std::uniform_int_distribution<int>(130, 200)(rng), c.vocab_size);
-    constexpr int kSteps = 6;
-    const std::size_t V = std::size_t(c.vocab_size);
-    // The CPU's logits and tokens, once.
-    std::vector<std::vector<float>> want(kSteps + 1, std::vector<float>(V));
-    std::vector<std::int32_t> fed(kSteps);
-    auto cs = cpu->new_sequence(512);
-    cpu->forward(*cs, prompt, want[0]);
-    for (int step = 0; step < kSteps; ++step) {
-      const auto& l = want[std::size_t(step)];
-      fed[std::size_t(step)] = std::int32_t(std::max_element(l.begin(), l.end()) - l.begin());
-      cpu->forward(*cs, std::span(&fed[std::size_t(step)], 1), want[std::size_t(step) + 1]);
-    }
-    std::vector<std::vector<std::vector<float>>> got;  // [norm * 2 + silu][step]
-    // bit 2: RoPE + KV store fused, bit 1: norm fused, bit 0: SiLU fused.
-    for (const int combo : {0, 1, 2, 3, 4, 5, 6, 7}) {
-      ::setenv("NIBBLE_FUSE_NORM", combo & 2 ? "16" : "0", 1);
-      ::setenv("NIBBLE_FUSE_SILU", combo & 1 ? "1" : "0", 1);
-      ::setenv("NIBBLE_FUSE_ROPE", combo & 4 ? "1" : "0", 1);
-      auto copy = weights;
-      auto gpu = make_cuda_backend(std::move(copy));
-      ::unsetenv("NIBBLE_FUSE_NORM");
-      ::unsetenv("NIBBLE_FUSE_SILU");
-      ::unsetenv("NIBBLE_FUSE_ROPE");
-      std::vector<std::vector<float>> logits(kSteps + 1, std::vector<float>(V));
-      auto gs = gpu->new_sequence(512);
-      gpu->forward(*gs, prompt, logits[0]);
-      for (int step = 0; step < kSteps; ++step)
-        gpu->forward(*gs, std::span(&fed[std::size_t(step)], 1), logits[std::size_t(step) + 1]);
-      Errors errors;
-      for (int step = 0; step <= kSteps; ++step)
-        errors.add(relative_l2(logits[std::size_t(step)], want[std::size_t(step)]));
-      const std::string what = std::string(arch == Arch::Llama ? "Llama" : "Qwen3") +
-                               " norm fusion " + (combo & 2 ? "on" : "off") + ", SiLU fusion " +
-                               (combo & 1 ? "on" : "off") + ", RoPE fusion " +
-                               (combo & 4 ? "on" : "off");
-      errors.check(Case{arch, 64, true}, what.c_str());
-      got.push_back(std::move(logits));
-    }
-    for (const int combo : {1, 2, 3, 4, 5, 6, 7}) {
-      double worst = 0;
-      for (int step = 0; step <= kSteps; ++step)
-        worst = std::max(worst, relative_l2(got[std::size_t(combo)][std::size_t(step)],
-                                            got[0][std::size_t(step)]));
-      std::printf("  fusions %d vs none: relative L2 of logits %.3g\n", combo, worst);
-      EXPECT_LT(worst, 1e-3) << "combination " << combo;
-    }
-  }
-}
-
-// NIBBLE_MOE_HOST_ROUTING=1 (the A/B and fallback path: routing on the host, one launch chain per
-// expert) against the device routing with grouped experts, on the same NVFP4 MoE model: a prefill
-// long enough for the 64-row grouped tiles, then decode steps. The two run different kernels over
-// the same routing rule: the logits agree within the CUDA-vs-CPU tolerance (median, since a near
-// tie of two experts' BF16 router scores may pick differently).
+// Host routing (CudaMoeOptions::host_routing, the A/B and fallback path: routing on the host, one
+// launch chain per expert) against the device routing with grouped experts, on the same NVFP4 MoE
+// model: a prefill long enough for the 64-row grouped tiles, then decode steps. The two run
+// different kernels over the same routing rule: the logits agree within the CUDA-vs-CPU tolerance
+// (median, since a near tie of two experts' BF16 router scores may pick differently).
 TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
   auto weights = nvfp4_moe_model(c, g_seed ^ 0x51u);
   auto copy = weights;
   auto device = make_cuda_backend(std::move(weights));
-  ::setenv("NIBBLE_MOE_HOST_ROUTING", "1", 1);
-  auto host = make_cuda_backend(std::move(copy));
-  ::unsetenv("NIBBLE_MOE_HOST_ROUTING");
+  CudaOptions on_host;
+  on_host.moe.host_routing = true;
+  auto host = make_cuda_backend(std::move(copy), on_host);
   std::mt19937 rng(std::uint32_t(g_seed) + 5);
   const auto prompt = random_tokens(rng, 200, c.vocab_size);
   auto ds = device->new_sequence(512), hs = host->new_sequence(512);
@@ -831,20 +741,19 @@ TEST(CudaMoeRouting, HostRoutedPathMatchesTheDevicePath) {
 }
 
 // The MoE decode fusions (kernels/moe/moe_experts.h) against the unfused device path on the same
-// NVFP4 MoE model, prefill then decode steps: with the router left to cuBLAS
-// (NIBBLE_MOE_FUSED_ROUTER=0) the fusions keep every sum and rounding, so the logits are bitwise
-// those of NIBBLE_MOE_FUSED=0; the fused router sums its logits in another order than cuBLAS, so
+// NVFP4 MoE model, prefill then decode steps: with the router left to cuBLAS (moe.fused_router
+// off) the fusions keep every sum and rounding, so the logits are bitwise those of moe.fused
+// off; the fused router sums its logits in another order than cuBLAS, so
 // that one agrees within the CUDA-vs-CPU tolerance (a near tie may route differently).
 TEST(CudaMoeRouting, FusedDecodePathMatchesTheUnfusedPath) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
   auto weights = nvfp4_moe_model(c, g_seed ^ 0x77u);
   auto copy = weights, copy2 = weights;
-  ::setenv("NIBBLE_MOE_FUSED", "0", 1);
-  auto unfused = make_cuda_backend(std::move(weights));
-  ::unsetenv("NIBBLE_MOE_FUSED");
-  ::setenv("NIBBLE_MOE_FUSED_ROUTER", "0", 1);
-  auto fused = make_cuda_backend(std::move(copy));
-  ::unsetenv("NIBBLE_MOE_FUSED_ROUTER");
+  CudaOptions no_fusions, cublas_router;
+  no_fusions.moe.fused = false;
+  cublas_router.moe.fused_router = false;
+  auto unfused = make_cuda_backend(std::move(weights), no_fusions);
+  auto fused = make_cuda_backend(std::move(copy), cublas_router);
   auto fused_router = make_cuda_backend(std::move(copy2));
   std::mt19937 rng(std::uint32_t(g_seed) + 7);
   const auto prompt = random_tokens(rng, 37, c.vocab_size);
@@ -868,58 +777,16 @@ TEST(CudaMoeRouting, FusedDecodePathMatchesTheUnfusedPath) {
   errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "fused router vs cuBLAS router, 37 + 8 steps");
 }
 
-// The fused router's forms (NIBBLE_MOE_ROUTER_FORM, kernels/moe/moe_routing.h) on the same NVFP4
-// MoE model, decode steps (the forms run at <= 8 tokens): spread and split run the same router
-// linear, so their logits are bitwise the same; blocks sums in another order (within the
-// CUDA-vs-CPU tolerance: a near tie may route differently). The single token's route inside the
-// expert GEMMs is off here (it replaces every form at T = 1).
-TEST(CudaMoeRouting, RouterFormsAgree) {
-  const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
-  auto weights = nvfp4_moe_model(c, g_seed ^ 0x3Bu);
-  auto copy = weights, copy2 = weights;
-  auto make = [](auto&& w, const char* form) {
-    ::setenv("NIBBLE_MOE_ROUTER_FORM", form, 1);
-    ::setenv("NIBBLE_MOE_ROUTE_IN_GEMM", "0", 1);
-    auto b = make_cuda_backend(std::move(w));
-    ::unsetenv("NIBBLE_MOE_ROUTER_FORM");
-    ::unsetenv("NIBBLE_MOE_ROUTE_IN_GEMM");
-    return b;
-  };
-  auto spread = make(std::move(weights), "spread");
-  auto split = make(std::move(copy), "split");
-  auto blocks = make(std::move(copy2), "blocks");
-  std::mt19937 rng(std::uint32_t(g_seed) + 11);
-  const auto prompt = random_tokens(rng, 5, c.vocab_size);
-  auto ss = spread->new_sequence(256), ts = split->new_sequence(256),
-       bs = blocks->new_sequence(256);
-  std::vector<float> sl(std::size_t(c.vocab_size)), tl(sl.size()), bl(sl.size());
-  Errors errors;
-  spread->forward(*ss, prompt, sl);
-  split->forward(*ts, prompt, tl);
-  blocks->forward(*bs, prompt, bl);
-  EXPECT_TRUE(sl == tl) << "prompt of 5 tokens: logits differ";
-  errors.add(relative_l2(sl, bl));
-  for (int step = 0; step < 8; ++step) {
-    const std::int32_t next = std::int32_t(std::max_element(sl.begin(), sl.end()) - sl.begin());
-    spread->forward(*ss, std::span(&next, 1), sl);
-    split->forward(*ts, std::span(&next, 1), tl);
-    blocks->forward(*bs, std::span(&next, 1), bl);
-    EXPECT_TRUE(sl == tl) << "decode step " << step << ": logits differ";
-    errors.add(relative_l2(sl, bl));
-  }
-  errors.check(Case{Arch::Qwen3Moe, 64, true, 2}, "router forms spread vs blocks, 5 + 8 steps");
-}
-
 // Decode steps of one token with the routing inside the expert GEMMs (the default) against the
-// split router + route launch (NIBBLE_MOE_ROUTE_IN_GEMM=0), eager and replayed from graphs: the
+// split router + route launch (moe.route_in_gemm off), eager and replayed from graphs: the
 // same experts, weights and sums, so bitwise the same logits.
 TEST(CudaMoeRouting, RouteInsideTheExpertGemmsMatchesTheRouteLaunch) {
   const ModelConfig c = gpu_config(Arch::Qwen3Moe, 64, 2);
   auto weights = nvfp4_moe_model(c, g_seed ^ 0x5Cu);
   auto copy = weights;
-  ::setenv("NIBBLE_MOE_ROUTE_IN_GEMM", "0", 1);
-  auto launch = make_cuda_backend(std::move(weights));
-  ::unsetenv("NIBBLE_MOE_ROUTE_IN_GEMM");
+  CudaOptions route_launch;
+  route_launch.moe.route_in_gemm = false;
+  auto launch = make_cuda_backend(std::move(weights), route_launch);
   auto in_gemm = make_cuda_backend(std::move(copy));
   for (bool graphs : {false, true}) {
     launch->set_decode_graphs(graphs);

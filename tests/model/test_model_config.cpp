@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
 
 namespace nibble::model {
@@ -48,8 +49,12 @@ TEST(ModelConfig, LlamaWithLlama3RopeScaling) {
   EXPECT_DOUBLE_EQ(c.rope.factor, 8.0);
   EXPECT_EQ(c.rope.original_max_position_embeddings, 8192);
   EXPECT_TRUE(c.tie_word_embeddings);
-  EXPECT_FALSE(c.qk_norm);
-  EXPECT_FALSE(c.layer_is_moe(0));
+  const ModelDescription d = describe_model(c);
+  EXPECT_FALSE(d.layers[0].attention.qk_norm);
+  EXPECT_FALSE(d.layers[0].attention.qkv_bias);
+  EXPECT_EQ(d.layers[0].ffn.kind, FfnKind::kMlp);
+  EXPECT_EQ(d.layers[0].ffn.mlp.intermediate_size, 128);
+  EXPECT_TRUE(d.tied_embeddings);
 }
 
 TEST(ModelConfig, TransformersV5RopeParametersAreRead) {
@@ -65,13 +70,14 @@ TEST(ModelConfig, TransformersV5RopeParametersAreRead) {
 }
 
 TEST(ModelConfig, QwenFamilies) {
-  auto q2 = parse_model_config(base("Qwen2ForCausalLM"), "cfg.json");
-  EXPECT_TRUE(q2.qkv_bias);
-  EXPECT_FALSE(q2.qk_norm);
+  auto q2 = describe_model(parse_model_config(base("Qwen2ForCausalLM"), "cfg.json"));
+  EXPECT_TRUE(q2.layers[3].attention.qkv_bias);
+  EXPECT_FALSE(q2.layers[3].attention.qk_norm);
   json j3 = base("Qwen3ForCausalLM");
   j3["head_dim"] = 16;
   auto q3 = parse_model_config(j3, "cfg.json");
-  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_TRUE(describe_model(q3).layers[0].attention.qk_norm);
+  EXPECT_FALSE(describe_model(q3).layers[0].attention.qkv_bias);
   EXPECT_EQ(q3.head_dim, 16);
   json moe = base("Qwen3MoeForCausalLM");
   moe["num_experts"] = 8;
@@ -83,10 +89,17 @@ TEST(ModelConfig, QwenFamilies) {
   auto m = parse_model_config(moe, "cfg.json");
   EXPECT_EQ(m.num_experts, 8);
   EXPECT_TRUE(m.norm_topk_prob);
-  EXPECT_FALSE(m.layer_is_moe(0));  // (0+1) % 2 != 0
-  EXPECT_TRUE(m.layer_is_moe(1));
-  EXPECT_FALSE(m.layer_is_moe(2));
-  EXPECT_FALSE(m.layer_is_moe(3));  // listed in mlp_only_layers
+  const ModelDescription d = describe_model(m);
+  ASSERT_EQ(d.layers.size(), 4u);
+  EXPECT_EQ(d.layers[0].ffn.kind, FfnKind::kMlp);  // (0+1) % 2 != 0
+  EXPECT_EQ(d.layers[1].ffn.kind, FfnKind::kMoe);
+  EXPECT_EQ(d.layers[1].ffn.moe.experts, 8);
+  EXPECT_EQ(d.layers[1].ffn.moe.top_k, 2);
+  EXPECT_EQ(d.layers[1].ffn.moe.intermediate_size, 32);
+  EXPECT_TRUE(d.layers[1].ffn.moe.norm_topk_prob);
+  EXPECT_TRUE(d.layers[1].attention.qk_norm);
+  EXPECT_EQ(d.layers[2].ffn.kind, FfnKind::kMlp);
+  EXPECT_EQ(d.layers[3].ffn.kind, FfnKind::kMlp);  // listed in mlp_only_layers
 }
 
 TEST(ModelConfig, MistralSlidingWindowCapsTheContext) {
@@ -140,7 +153,7 @@ TEST(ModelConfigAliases, Qwen3MoeNumLocalExpertsIsNumExperts) {
   j["num_local_experts"] = 6;
   const ModelConfig c = parse_model_config(j, "cfg.json");
   EXPECT_EQ(c.num_experts, 6);
-  EXPECT_TRUE(c.layer_is_moe(0));
+  EXPECT_EQ(describe_model(c).layers[0].ffn.kind, FfnKind::kMoe);
   // The alias is checked like the key it stands for.
   j["num_local_experts"] = 0;
   EXPECT_THAT(refusal(j), AllOf(HasSubstr("num_experts"), HasSubstr("positive integer")));

@@ -277,8 +277,6 @@ void expect_allowed_by_the_constraint(const std::vector<int>& tokens, int vocab)
 // Overlapped masks (computed inside the step, in parallel) against serial ones (before the
 // step, on the engine thread), for host and device sampling: the same tokens and logprobs.
 TEST(EngineTokenMasks, OverlappedAndParallelMasksGiveTheSerialTokens) {
-  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_OVERLAP"), 0);
-  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_MASK_THREADS"), 0);
   constexpr int kVocab = 300;
   for (bool device : {false, true}) {
     HashLogitsRunner serial(kVocab, device), overlapped(kVocab, device);
@@ -303,12 +301,10 @@ TEST(EngineTokenMasks, OverlappedAndParallelMasksGiveTheSerialTokens) {
   }
 }
 
-// The environment switch turns overlapping off without a rebuild (the A/B on a device).
-TEST(EngineTokenMasks, EnvironmentTurnsOverlapOff) {
-  ASSERT_EQ(setenv("NIBBLE_STRUCTURED_OVERLAP", "0", 1), 0);
+// The configuration switch (serve's --token-mask-overlap false) turns overlapping off.
+TEST(EngineTokenMasks, ConfigTurnsOverlapOff) {
   HashLogitsRunner runner(300, true);
-  const Output out = run(runner, constrained_requests(300), mask_config(true, 2));
-  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_OVERLAP"), 0);
+  const Output out = run(runner, constrained_requests(300), mask_config(false, 2));
   EXPECT_EQ(runner.overlapped_steps, 0);
   EXPECT_GT(runner.device_steps, 10);
   ASSERT_EQ(out.tokens.size(), 4u);

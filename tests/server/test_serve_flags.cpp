@@ -3,11 +3,13 @@
 // it are refused.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
 
+#include "engine/cli/backend_flags.h"
 #include "engine/cli/serve_flags.h"
 #include "engine/cli/serve_options.h"
 
@@ -39,7 +41,7 @@ TEST(ServeFlags, EveryTableFlagIsKnownToTheParser) {
 
 TEST(ServeFlags, UsageShowsExactlyTheTable) {
   std::set<std::string> in_usage, in_table;
-  const std::string usage = kServeUsage;
+  const std::string usage = serve_usage();
   const std::regex flag(R"(\n  --([a-z0-9-]+))");
   for (auto it = std::sregex_iterator(usage.begin(), usage.end(), flag);
        it != std::sregex_iterator(); ++it) {
@@ -73,6 +75,49 @@ TEST(ServeFlags, FlagsThatListenServeOrReadFilesBelongToTheController) {
     EXPECT_EQ(f.owner == FlagOwner::kRecipeField, !f.recipe_field.empty()) << f.name;
   }
   EXPECT_EQ(find_serve_flag("help"), nullptr);
+}
+
+// The backends' tuning (backend_flags.h) comes in through serve's flags and --config keys, into
+// one typed struct: every such flag is in the table (a recipe may pass it), and each sets its
+// field and nothing else.
+TEST(ServeFlags, BackendTuningIsTypedOptions) {
+  for (const BackendFlag& f : backend_flags()) {
+    const ServeFlag* s = find_serve_flag(f.name);
+    ASSERT_NE(s, nullptr) << f.name;
+    EXPECT_EQ(s->owner, FlagOwner::kRecipe) << f.name;
+    EXPECT_EQ(s->value, FlagValue::kRequired) << f.name;
+  }
+  ServeOptions o;
+  ASSERT_TRUE(parse_serve_options(
+      {"serve", "--model", "/m", "--moe-routing", "host", "--device-sampling=false",
+       "--moe-one-launch", "0", "--token-mask-threads", "2", "--token-mask-overlap", "false"},
+      o));
+  const backend::BackendOptions defaults;
+  EXPECT_TRUE(o.backend.cuda.moe.host_routing);
+  EXPECT_FALSE(o.backend.cuda.device_sampling);
+  EXPECT_FALSE(o.backend.cuda.moe.one_launch);
+  EXPECT_EQ(o.backend.cuda.moe.fused, defaults.cuda.moe.fused);
+  EXPECT_EQ(o.backend.cuda.linear_overlap, defaults.cuda.linear_overlap);
+  EXPECT_EQ(o.token_mask_threads, 2);
+  EXPECT_FALSE(o.token_mask_overlap);
+  EXPECT_EQ(parse_error({"--moe-routing", "gpu"}),
+            "--moe-routing must be device or host, got 'gpu'");
+  EXPECT_EQ(parse_error({"--linear-overlap", "maybe"}),
+            "--linear-overlap expects true or false, got 'maybe'");
+
+  const std::string path = ::testing::TempDir() + "serve_tuning.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("w4a16_dense: false\nmoe-fusions: false\n", f);
+    std::fclose(f);
+  }
+  ServeOptions y;
+  ASSERT_TRUE(parse_serve_options({"serve", "--model", "/m", "--config", path}, y));
+  EXPECT_FALSE(y.backend.cuda.w4a16_dense);
+  EXPECT_FALSE(y.backend.cuda.moe.fused);
+  EXPECT_TRUE(y.backend.cuda.moe.fused_router);
+  std::remove(path.c_str());
 }
 
 }  // namespace

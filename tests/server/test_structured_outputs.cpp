@@ -121,14 +121,12 @@ TEST_F(StructuredOutputs, ChoiceIsExactAndGreedyRepeatsFromTheGrammarCache) {
 }
 
 // Token masks computed while the forward pass runs (the default) and before it
-// (NIBBLE_STRUCTURED_OVERLAP=0) give the same answers: seeded sampled requests whose n = 3
+// (--token-mask-overlap false) give the same answers: seeded sampled requests whose n = 3
 // constrained choices share each step (their masks computed in parallel).
 TEST_F(StructuredOutputs, OverlappedMasksGiveTheSerialAnswers) {
   REQUIRE_TINY_MODEL(dir);
   ASSERT_NE(server_, nullptr);
-  ASSERT_EQ(setenv("NIBBLE_STRUCTURED_OVERLAP", "0", 1), 0);
-  testing::ServeProcess serial(dir, {});
-  ASSERT_EQ(unsetenv("NIBBLE_STRUCTURED_OVERLAP"), 0);
+  testing::ServeProcess serial(dir, {"--token-mask-overlap", "false"});
   ASSERT_TRUE(serial.wait_ready());
   const json messages = json::array({{{"role", "user"}, {"content", "Describe a person."}}});
   const json schema = json::parse(R"({"type": "object", "additionalProperties": false,

@@ -5,8 +5,8 @@
 # `generate` and through `serve` + nibble-bench, and nibble-controller with the demo recipe,
 # checking that its engine chose the GPU and answers through the router. Logs go to $OUT.
 # --moe adds a Qwen3-30B-A3B-shaped NVFP4 model through `generate` (its decode speed).
-# --overlap-ab times the 8B decode without NIBBLE_CUDA_TIMING (whose events sit between the
-# kernels) with the linears' programmatic dependent launch on and off (NIBBLE_CUDA_OVERLAP),
+# --overlap-ab times the 8B decode without --cuda-step-timing (whose events sit between the
+# kernels) with the linears' programmatic dependent launch on and off (--linear-overlap),
 # alternately, twice each.
 # --graphs-ab times the 8B decode with CUDA graphs (the default) and --enforce-eager, alternately,
 # twice each, and serves it both ways to nibble-bench at concurrency 1 and 8.
@@ -65,17 +65,17 @@ if [ $BIG -eq 1 ]; then
     --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" >"$OUT/make_8b.log" 2>&1 ||
     { status=1; tail -5 "$OUT/make_8b.log"; }
   ids=$(seq -s, 1 512)
-  NIBBLE_CUDA_TIMING=1 "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda --prompt-ids "$ids" \
-    --max-tokens 128 --top-k 1 >"$OUT/generate_8b.log" 2>&1 || status=1
+  "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda --prompt-ids "$ids" \
+    --max-tokens 128 --top-k 1 --cuda-step-timing true >"$OUT/generate_8b.log" 2>&1 || status=1
   grep -E "cuda backend: [0-9]+ MiB|cuda timing|prefill [0-9]" "$OUT/generate_8b.log" | tail -4
   if [ $OVERLAP_AB -eq 1 ]; then
     step "Llama-3.1-8B shape: decode with the linears' overlap on / off (no timing events)"
     : >"$OUT/overlap_ab.log"
     for overlap in 1 0 1 0; do
-      NIBBLE_CUDA_OVERLAP=$overlap "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda \
-        --prompt-ids "$ids" --max-tokens 128 --top-k 1 >"$OUT/generate_overlap$overlap.log" 2>&1 ||
+      "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda --prompt-ids "$ids" \
+        --max-tokens 128 --top-k 1 --linear-overlap "$([ $overlap = 1 ] && echo true || echo false)" >"$OUT/generate_overlap$overlap.log" 2>&1 ||
         status=1
-      echo "NIBBLE_CUDA_OVERLAP=$overlap: $(grep -oE "prefill [0-9]+ tokens.*" "$OUT/generate_overlap$overlap.log")" |
+      echo "--linear-overlap $overlap: $(grep -oE "prefill [0-9]+ tokens.*" "$OUT/generate_overlap$overlap.log")" |
         tee -a "$OUT/overlap_ab.log"
     done
   fi
@@ -109,7 +109,8 @@ if [ $BIG -eq 1 ]; then
     done
   fi
   step "Llama-3.1-8B shape: serve + nibble-bench"
-  if NIBBLE_CUDA_TIMING=1 serve_and_wait "$work/llama8b" 8100 "$OUT/serve_8b.log" --max-model-len 4096 --max-num-seqs 64; then
+  if serve_and_wait "$work/llama8b" 8100 "$OUT/serve_8b.log" --max-model-len 4096 --max-num-seqs 64 \
+      --cuda-step-timing true; then
     grep -E "cuda backend|KV cache" "$OUT/serve_8b.log"
     for run in "1 8" "8 64" "32 128"; do
       set -- $run
@@ -130,7 +131,7 @@ if [ $MOE -eq 1 ]; then
   "$bin/nibble-make-model" --arch qwen3_moe --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 --shared-global-scales \
     --threads 16 --tokenizer "$carry/tokenizers/qwen3" --output "$work/qwen3moe" \
     >"$OUT/make_moe.log" 2>&1 || { status=1; tail -5 "$OUT/make_moe.log"; }
-  NIBBLE_CUDA_TIMING=1 "$bin/nibble-engine" generate --model "$work/qwen3moe" --device cuda \
+  "$bin/nibble-engine" generate --model "$work/qwen3moe" --device cuda --cuda-step-timing true \
     --prompt-ids "$(seq -s, 1 512)" --max-tokens 128 --top-k 1 >"$OUT/generate_moe.log" 2>&1 ||
     status=1
   grep -E "cuda backend: [0-9]+ MiB|cuda timing|prefill [0-9]" "$OUT/generate_moe.log" | tail -4

@@ -21,6 +21,6 @@ if [ $BENCH -eq 1 ]; then
   grep -A3 -E "^ +T +active" "$OUT/bench_moe.log" | head -8
 fi
 step "Qwen3-30B-A3B decode: routed in the GEMMs (default) vs the route launch"
-tools/device/decode-check.sh $PEER 'in-gemm||' 'launch|NIBBLE_MOE_ROUTE_IN_GEMM=0|' || status=1
+tools/device/decode-check.sh $PEER 'in-gemm||' 'launch||--moe-route-in-gemm false' || status=1
 echo "status $status"
 exit $status

@@ -6,7 +6,7 @@
 #                                             decode-graph tests, nibble-kernel-bench --moe (T = 1:
 #                                             +r.one against +r.gemm)
 #   tools/device/one-launch-check.sh decode   Qwen3-30B-A3B generate, one launch vs two
-#                                             (NIBBLE_MOE_ONE_LAUNCH=0), then the transformers peer
+#                                             (--moe-one-launch false), then the transformers peer
 # Carried: .device-carry/tbin (test_moe_gpu, test_cuda_backend, nibble-kernel-bench) and /lib for
 # tests; .device-carry/bin (nibble-engine, nibble-make-model), /lib and /tokenizers for decode.
 source "$(dirname "$0")/device_env.sh"
@@ -27,7 +27,7 @@ case "${1:-}" in
     timeout 150 "$tbin/nibble-kernel-bench" --moe >"$OUT/bench_moe.log" 2>&1 || status=1
     grep -A3 -E "^ +T +active" "$OUT/bench_moe.log" | head -4 ;;
   decode)
-    tools/device/decode-check.sh --peer 'one-launch||' 'two-launches|NIBBLE_MOE_ONE_LAUNCH=0|' ||
+    tools/device/decode-check.sh --peer 'one-launch||' 'two-launches||--moe-one-launch false' ||
       status=1 ;;
   *) echo "usage: $0 tests|decode"; exit 2 ;;
 esac

@@ -10,10 +10,10 @@
 #     with examples/structured/person.schema.json, the server's mask time per token with its
 #     p50/p90/p99, mask time / decode step, and the schema's compile time) at concurrency 1 and
 #     8, with the masks overlapped with the forward (the default) and computed before it
-#     (NIBBLE_STRUCTURED_OVERLAP=0), each on a fresh server (cold grammar and mask caches), in
+#     (--token-mask-overlap false), each on a fresh server (cold grammar and mask caches), in
 #     one call. The vocabulary preparation and grammar compile lines of each server's log are
 #     printed: the first structured request pays both.
-# --timing adds a third server with the masks overlapped and NIBBLE_CUDA_TIMING=1 at concurrency 1:
+# --timing adds a third server with the masks overlapped and --cuda-step-timing true at concurrency 1:
 # its log's phase table has "idle for host work", the GPU time spent waiting for masks the host
 # had not finished (what overlapping left exposed).
 # Usage: tools/device/structured-check.sh [--timing] [--prompts N]   (logs and JSON go to $OUT)
@@ -41,13 +41,16 @@ ensure_llama8b || { echo "status $status"; exit $status; }
 # serve_and_bench NAME CONCURRENCIES OVERLAP TIMING: a fresh server, one bench command.
 serve_and_bench() {
   local name=$1 concurrency=$2 log=$OUT/serve_$1.log
-  if NIBBLE_STRUCTURED_OVERLAP=$3 NIBBLE_CUDA_TIMING=$4 start_server nibble-engine 8510 "$log" \
-      --max-model-len 4096 --max-num-seqs 64; then
+  local overlap=true timing=false
+  [ "$3" = 0 ] && overlap=false
+  [ "$4" = 1 ] && timing=true
+  if start_server nibble-engine 8510 "$log" --max-model-len 4096 --max-num-seqs 64 \
+      --token-mask-overlap $overlap --cuda-step-timing $timing; then
     "$bin/nibble-bench" --base-url http://127.0.0.1:8510 --endpoint completions --input-len 512 \
       --output-len 128 --num-prompts "$PROMPTS" --max-concurrency "$concurrency" --seed 0 \
       --structured-schema "$schema" --json "$OUT/bench_$name.json" --no-progress \
       >"$OUT/bench_$name.log" 2>&1 || status=1
-    echo "-- $name: NIBBLE_STRUCTURED_OVERLAP=$3 NIBBLE_CUDA_TIMING=$4"
+    echo "-- $name: --token-mask-overlap $overlap --cuda-step-timing $timing"
     grep -E "^=+ Structured|tokens/s per request|Ratio|Mean output|Server|Mask time|First request" \
       "$OUT/bench_$name.log"
     grep -E "vocabulary of .* prepared|compiled a .* grammar" "$log" | head -3 |

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/model/model_config.h"
+#include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
 #include "engine/model/nvfp4_checkpoint.h"
 #include "engine/model/safetensors_writer.h"
@@ -79,19 +80,21 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, bool nvfp4) {
   auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in) {
     w.push_back({name, {out, in}, Init::Linear, nvfp4});
   };
+  const model::ModelDescription description = model::describe_model(c);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
+    const model::LayerSpec& spec = description.layers[std::size_t(l)];
     w.push_back({p + "input_layernorm", {H}, Init::Norm, false});
     linear(p + "self_attn.q_proj", q, H);
     linear(p + "self_attn.k_proj", kv, H);
     linear(p + "self_attn.v_proj", kv, H);
     linear(p + "self_attn.o_proj", H, q);
-    if (c.qk_norm) {
+    if (spec.attention.qk_norm) {
       w.push_back({p + "self_attn.q_norm", {D}, Init::Norm, false});
       w.push_back({p + "self_attn.k_norm", {D}, Init::Norm, false});
     }
     w.push_back({p + "post_attention_layernorm", {H}, Init::Norm, false});
-    if (c.layer_is_moe(l)) {
+    if (spec.ffn.kind == model::FfnKind::kMoe) {
       w.push_back({p + "mlp.gate", {c.num_experts, H}, Init::Linear, false});  // router
       for (int e = 0; e < c.num_experts; ++e) {
         const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";

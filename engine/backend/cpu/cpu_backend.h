@@ -1,7 +1,7 @@
 #pragma once
-// The CPU reference backend: FP32 forward pass for every supported architecture, NVFP4
-// weights dequantized on the fly, work spread over a thread pool. Slow and obviously correct;
-// GPU kernels are checked against it.
+// The CPU reference backend: the FP32 ops (cpu/cpu_forward.h) of the one forward pass
+// (decoder_forward.h) for every supported architecture, NVFP4 weights dequantized on the fly,
+// work spread over a thread pool. Slow and obviously correct; GPU kernels are checked against it.
 #include <memory>
 
 #include "engine/backend/backend.h"

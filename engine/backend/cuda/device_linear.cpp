@@ -1,8 +1,6 @@
 #include "engine/backend/cuda/device_linear.h"
 
 #include <climits>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "kernels/layer/layer_ops.h"
@@ -40,18 +38,15 @@ DeviceLinear upload_linear(model::Linear& host) {
 }
 
 LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n,
-                           std::size_t dense_elements)
-    : stream_(stream) {
-  const char* overlap = std::getenv("NIBBLE_CUDA_OVERLAP");
-  overlap_ = overlap == nullptr || std::string(overlap) != "0";
+                           std::size_t dense_elements, const CudaOptions& options)
+    : stream_(stream), overlap_(options.linear_overlap) {
   check(kernels::query_device_traits(&traits_), "reading the device's properties");
   check(cublasCreate(&cublas_), "cublasCreate");
   check(cublasSetStream(cublas_, stream), "cublasSetStream");
   cublas_workspace_.ensure(kCublasWorkspaceBytes);
   check(cublasSetWorkspace(cublas_, cublas_workspace_.get(), kCublasWorkspaceBytes),
         "cublasSetWorkspace");
-  const char* dense = std::getenv("NIBBLE_W4A16_DENSE");
-  if (dense_elements > 0 && (dense == nullptr || std::string(dense) != "0")) {
+  if (dense_elements > 0 && options.w4a16_dense) {
     dense_weight_.ensure(dense_elements);
     dense_.scratch = {cublas_, dense_weight_.get(), dense_elements};
     dense_enabled_ = true;
@@ -98,17 +93,6 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
   }
   if (!w.bias.empty())
     check(kernels::add_bias(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias");
-}
-
-bool LinearRunner::run_fused(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
-                             const kernels::W4A16Fusion& fusion, const std::uint16_t* residual,
-                             std::uint16_t* out) {
-  if (m == 0 || !w.nvfp4 || !w.bias.empty()) return false;
-  bool ran = false;
-  check(kernels::nvfp4_linear_fused(x, m, w.weight, residual, out, fusion, traits_, stream_,
-                                    overlap_, dense_enabled_ ? &dense_ : nullptr, &ran),
-        "nvfp4_linear_fused");
-  return ran;
 }
 
 void LinearRunner::run_float(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "engine/backend/backend_options.h"
 #include "engine/backend/cuda/device_buffer.h"
 #include "engine/model/linear.h"
 #include "kernels/nvfp4_linear.h"
@@ -30,9 +31,10 @@ class LinearRunner {
   // max_split_rows: the largest m whose split-K partial sums the workspace holds; max_n: the
   // widest layer. Larger calls run unsplit. dense_elements: the most weights of one NVFP4 layer,
   // for which a BF16 scratch is allocated so that the planner may take the dequantise-then-cuBLAS
-  // path at large m (kernels/nvfp4_linear.h); 0 or NIBBLE_W4A16_DENSE=0: no such path.
+  // path at large m (kernels/nvfp4_linear.h); 0 or options.w4a16_dense off: no such path.
+  // options.linear_overlap: programmatic dependent launch of the NVFP4 linears.
   LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n,
-               std::size_t dense_elements = 0);
+               std::size_t dense_elements, const CudaOptions& options);
   ~LinearRunner();
   LinearRunner(const LinearRunner&) = delete;
   LinearRunner& operator=(const LinearRunner&) = delete;
@@ -40,12 +42,6 @@ class LinearRunner {
   // out = x W^T (+ bias) (+ residual, which must not alias out). x: [m, k], out: [m, n].
   void run(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
            const std::uint16_t* residual, std::uint16_t* out);
-  // The decode fusions (kernels/nvfp4/w4a16_gemm.h, W4A16Fusion) for an NVFP4 weight without
-  // bias where the plan takes a slice tile (m <= 16): true when they ran; false when nothing was
-  // launched and the caller must run the unfused kernels.
-  bool run_fused(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
-                 const kernels::W4A16Fusion& fusion, const std::uint16_t* residual,
-                 std::uint16_t* out);
   // FP32 output, no residual (MoE router scores: their top-k decides which experts run, so they
   // are not rounded to BF16 where the weights are dense). scratch: m * n BF16 elements, used
   // only for NVFP4 weights or a bias.
@@ -65,8 +61,8 @@ class LinearRunner {
   bool dense_enabled_ = false;
   // cuBLAS's own workspace, given up front so that a captured decode graph never allocates.
   DeviceBuffer<std::uint8_t> cublas_workspace_;
-  // Programmatic dependent launch of the NVFP4 linears; NIBBLE_CUDA_OVERLAP=0 turns it off (to
-  // measure what it gains, or to rule it out).
+  // Programmatic dependent launch of the NVFP4 linears (off: to measure what it gains, or to
+  // rule it out).
   bool overlap_ = true;
 };
 

@@ -5,15 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <string>
 #include <thread>
 
 #include "engine/backend/cpu/cpu_ops.h"
 #include "kernels/nvfp4/bf16.h"
-#include "kernels/nvfp4/w4a16_layout.h"
 
 namespace nibble::backend::cuda {
 namespace {
@@ -51,30 +48,6 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
     append(j.fp4.scales, l->fp4.scales);
   }
   return j;
-}
-
-// A joined NVFP4 gate_up's rows reordered into 8-row gate / up pairs (kernels/nvfp4/w4a16_layout.h,
-// gate_up_pair_source_row), so that a decode slice's block holds matching gate and up rows and its
-// epilogue can write silu(gate) * up. False (unchanged) where the layout does not apply.
-bool pair_gate_up_rows(model::Linear& gate_up) {
-  auto& q = gate_up.fp4;
-  const std::int64_t width = q.rows / 2;
-  if (!gate_up.quantized || !gate_up.bias.empty() || q.rows % 16 != 0) return false;
-  q.packed = nvfp4::pair_gate_up_rows(q.packed, width, std::size_t(q.cols / 2));
-  q.scales = nvfp4::pair_gate_up_rows(q.scales, width, std::size_t(q.cols / 16));
-  return true;
-}
-
-// A joined NVFP4 qkv's q and k rows reordered into rotate-half pairs (kernels/nvfp4/w4a16_layout.h,
-// rope_pair_source_row) for the decode RoPE fusion. False (unchanged) where it does not apply.
-bool pair_rope_rows(model::Linear& qkv, std::int64_t qk_rows, std::int64_t head_dim) {
-  auto& q = qkv.fp4;
-  if (!qkv.quantized || !qkv.bias.empty() || head_dim <= 0 || head_dim % 16 != 0 ||
-      qk_rows % head_dim != 0 || qk_rows > q.rows)
-    return false;
-  q.packed = nvfp4::pair_rope_rows(q.packed, q.rows, qk_rows, head_dim, std::size_t(q.cols / 2));
-  q.scales = nvfp4::pair_rope_rows(q.scales, q.rows, qk_rows, head_dim, std::size_t(q.cols / 16));
-  return true;
 }
 
 bool same_shape(const kernels::W4A16DeviceWeight& a, const kernels::W4A16DeviceWeight& b) {
@@ -118,10 +91,6 @@ DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts) {
 
 // Uploads and keeps the tallies (bytes, widest and largest NVFP4 layer) of what it uploaded.
 struct Uploader {
-  bool pair_gate_up = false;  // dense MLPs: gate_up in 8-row pairs (NIBBLE_FUSE_SILU)
-  // q and k rows of a fused qkv in rotate-half pairs (NIBBLE_FUSE_ROPE=1; no q/k norm): rows of
-  // q and k heads, and the head size.
-  std::int64_t rope_qk_rows = 0, rope_head_dim = 0;
   std::size_t bytes = 0;
   std::int64_t widest_nvfp4 = 0;
   std::size_t largest_nvfp4 = 0;
@@ -151,7 +120,6 @@ struct Uploader {
     d.fused_qkv = joinable({&h.q, &h.k, &h.v});
     if (d.fused_qkv) {
       auto qkv = join({&h.q, &h.k, &h.v});
-      d.qkv_rope_pairs = rope_qk_rows > 0 && pair_rope_rows(qkv, rope_qk_rows, rope_head_dim);
       d.qkv = linear(qkv);
     } else {
       d.q = linear(h.q);
@@ -165,20 +133,16 @@ struct Uploader {
       for (auto& e : h.experts) d.experts.push_back(mlp(e.gate, e.up, e.down));
       d.expert_tables = expert_tables(d.experts);
     } else {
-      d.mlp = mlp(h.gate, h.up, h.down, pair_gate_up);
+      d.mlp = mlp(h.gate, h.up, h.down);
     }
     h = {};
     return d;
   }
-  // pair_rows: the fused gate_up in 8-row gate / up pairs where it applies (not for MoE experts,
-  // whose grouped kernels read gate rows first).
-  DeviceMlp mlp(model::Linear& gate, model::Linear& up, model::Linear& down,
-                bool pair_rows = false) {
+  DeviceMlp mlp(model::Linear& gate, model::Linear& up, model::Linear& down) {
     DeviceMlp d;
     d.fused = joinable({&gate, &up});
     if (d.fused) {
       auto gate_up = join({&gate, &up});
-      d.gate_up_pairs = pair_rows && pair_gate_up_rows(gate_up);
       d.gate_up = linear(gate_up);
     } else {
       d.gate = linear(gate);
@@ -196,17 +160,6 @@ DeviceModel upload_model(model::ModelWeights w) {
   DeviceModel m;
   m.config = w.config;
   Uploader up;
-  // The SiLU-in-gate_up decode fusion needs its weight layout at load (NIBBLE_FUSE_SILU=1; off
-  // by default: with the norm fusion it measured no faster, kernels/layer/PERF_NOTES.md).
-  const char* fuse_silu = std::getenv("NIBBLE_FUSE_SILU");
-  const bool pair_gate_up = fuse_silu != nullptr && std::string(fuse_silu) == "1";
-  // The RoPE + KV store decode fusion (NIBBLE_FUSE_ROPE=1, off by default until measured) needs
-  // its qkv layout at load too; not with q/k norms (they need the whole head).
-  const char* fuse_rope = std::getenv("NIBBLE_FUSE_ROPE");
-  const std::int64_t rope_qk_rows =
-      fuse_rope != nullptr && std::string(fuse_rope) == "1" && !w.config.qk_norm
-          ? std::int64_t(w.config.num_heads + w.config.num_kv_heads) * w.config.head_dim
-          : 0;
   {
     std::vector<std::uint16_t> embed(w.embed.size());
     for (std::size_t i = 0; i < embed.size(); ++i) embed[i] = nvfp4::float_to_bf16(w.embed[i]);
@@ -226,9 +179,6 @@ DeviceModel upload_model(model::ModelWeights w) {
   std::exception_ptr failure;
   auto work = [&] {
     Uploader mine;
-    mine.pair_gate_up = pair_gate_up;
-    mine.rope_qk_rows = rope_qk_rows;
-    mine.rope_head_dim = w.config.head_dim;
     for (int l; (l = next++) < layers;) {
       try {
         m.layers[std::size_t(l)] = mine.layer(w.layers[std::size_t(l)]);

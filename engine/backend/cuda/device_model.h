@@ -15,10 +15,8 @@ namespace nibble::backend::cuda {
 // factor for this reason). One launch instead of two or three, the way the kernels were measured.
 struct DeviceMlp {
   bool fused = false;
-  DeviceLinear gate_up;        // fused: [2 I, H], gate rows first, or in 8-row pairs:
-  bool gate_up_pairs = false;  // rows 16 u .. + 7 gate rows 8 u .., the next 8 their up rows
-                               // (kernels/nvfp4/w4a16_layout.h, gate_up_pair_source_row)
-  DeviceLinear gate, up;       // otherwise
+  DeviceLinear gate_up;   // fused: [2 I, H], gate rows first
+  DeviceLinear gate, up;  // otherwise
   DeviceLinear down;
   std::int64_t width() const { return fused ? gate_up.n / 2 : gate.n; }
 };
@@ -36,10 +34,7 @@ struct DeviceExpertTables {
 struct DeviceLayer {
   DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
   bool fused_qkv = false;
-  DeviceLinear qkv;  // fused: [(Hq + 2 Hkv) D, H]
-  // fused: q and k rows in rotate-half pairs (kernels/nvfp4/w4a16_layout.h,
-  // rope_pair_source_row), for the decode RoPE + KV store fusion (NIBBLE_FUSE_ROPE=1)
-  bool qkv_rope_pairs = false;
+  DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
   DeviceLinear q, k, v;  // otherwise
   DeviceLinear o;
   bool moe = false;

@@ -1,11 +1,10 @@
 #pragma once
-// Where a step's GPU time goes, when NIBBLE_CUDA_TIMING=1: CUDA events between the phases of the
-// forward pass, summed per phase and logged every `every` steps (and at exit). Off by default:
-// the events cost a few microseconds per phase.
+// Where a step's GPU time goes, when on (CudaOptions::step_timing): CUDA events between the
+// phases of the forward pass, summed per phase and logged every `every` steps (and at exit). Off
+// by default: the events cost a few microseconds per phase.
 #include <cuda_runtime.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,11 +13,8 @@ namespace nibble::backend::cuda {
 
 class StepTimer {
  public:
-  explicit StepTimer(cudaStream_t stream, int every = 100)
-      : on_(std::getenv("NIBBLE_CUDA_TIMING") != nullptr &&
-            std::string(std::getenv("NIBBLE_CUDA_TIMING")) == "1"),
-        stream_(stream),
-        every_(every) {}
+  StepTimer(cudaStream_t stream, bool on, int every = 100)
+      : on_(on), stream_(stream), every_(every) {}
   ~StepTimer() {
     report();
     for (auto& [name, e] : marks_) cudaEventDestroy(e);

@@ -1,0 +1,176 @@
+#include "engine/backend/cpu/cpu_forward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend/moe_routing.h"
+
+namespace nibble::backend::cpu {
+
+using model::LayerWeights;
+
+CpuForward::CpuForward(const model::ModelWeights& weights, std::span<const double> inv_freq,
+                       CpuKvCache& cache, std::span<const BatchItem> items, ThreadPool& pool)
+    : w_(weights), inv_freq_(inv_freq), cache_(cache), items_(items), pool_(pool) {
+  for (const BatchItem& item : items)
+    for (std::size_t j = 0; j < item.tokens.size(); ++j)
+      rows_.push_back({&item, item.start + int(j)});
+}
+
+void CpuForward::embed() {
+  const std::int64_t H = w_.config.hidden_size;
+  x_.resize(rows_.size() * std::size_t(H));
+  std::int64_t t = 0;
+  for (const BatchItem& item : items_)
+    for (auto token : item.tokens)
+      std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, x_.begin() + H * t++);
+}
+
+std::vector<float> CpuForward::normed(model::NormKind norm, std::span<const float> weight) const {
+  std::vector<float> h = x_;
+  switch (norm) {
+    case model::NormKind::kRms:
+      rms_norm(h, w_.config.hidden_size, weight, w_.config.rms_norm_eps);
+      break;
+  }
+  return h;
+}
+
+void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSpec& spec) {
+  const auto& c = w_.config;
+  const LayerWeights& w = w_.layers[std::size_t(l)];
+  const std::int64_t T = std::int64_t(rows_.size());
+  const std::int64_t H = c.hidden_size, D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
+  std::vector<float> h = normed(norm, w.input_norm);
+  std::vector<float> q(std::size_t(T * Hq * D)), k(std::size_t(T * Hkv * D)),
+      v(std::size_t(T * Hkv * D));
+  // The projections carry their biases when the layer has them (spec.qkv_bias: the loader
+  // checked they are there).
+  linear_forward(w.q, h, T, q, pool_);
+  linear_forward(w.k, h, T, k, pool_);
+  linear_forward(w.v, h, T, v, pool_);
+  if (spec.qk_norm) {
+    rms_norm(q, D, w.q_norm, c.rms_norm_eps);
+    rms_norm(k, D, w.k_norm, c.rms_norm_eps);
+  }
+  auto& kc = cache_.k[std::size_t(l)];
+  auto& vc = cache_.v[std::size_t(l)];
+  for (std::int64_t t = 0; t < T; ++t) {
+    const Row& row = rows_[std::size_t(t)];
+    for (std::int64_t hd = 0; hd < Hq; ++hd)
+      apply_rope(std::span(q).subspan(std::size_t((t * Hq + hd) * D), std::size_t(D)), inv_freq_,
+                 row.position);
+    for (std::int64_t hd = 0; hd < Hkv; ++hd)
+      apply_rope(std::span(k).subspan(std::size_t((t * Hkv + hd) * D), std::size_t(D)), inv_freq_,
+                 row.position);
+    const std::int64_t s = cache_.slot(row.item->block_table, row.position);
+    std::copy_n(k.begin() + t * Hkv * D, Hkv * D, kc.begin() + s * Hkv * D);
+    std::copy_n(v.begin() + t * Hkv * D, Hkv * D, vc.begin() + s * Hkv * D);
+  }
+
+  // Causal attention: the token at position p sees positions [0, p] of its own sequence;
+  // query head hd reads kv head hd / (Hq / Hkv) (grouped-query attention).
+  std::vector<float> attn(std::size_t(T * Hq * D));
+  const float scale = 1.0f / std::sqrt(float(D));
+  pool_.parallel_for(T * Hq, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> scores;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t t = i / Hq, hd = i % Hq, kvh = hd / (Hq / Hkv);
+      const Row& row = rows_[std::size_t(t)];
+      const std::int64_t n = row.position + 1;
+      const float* qv = q.data() + (t * Hq + hd) * D;
+      scores.assign(std::size_t(n), 0.0f);
+      for (std::int64_t p = 0; p < n; ++p) {
+        const float* kv = kc.data() + (cache_.slot(row.item->block_table, int(p)) * Hkv + kvh) * D;
+        float s = 0.0f;
+        for (std::int64_t d = 0; d < D; ++d) s += qv[d] * kv[d];
+        scores[std::size_t(p)] = s * scale;
+      }
+      softmax(scores);
+      float* out = attn.data() + (t * Hq + hd) * D;
+      for (std::int64_t p = 0; p < n; ++p) {
+        const float* vv = vc.data() + (cache_.slot(row.item->block_table, int(p)) * Hkv + kvh) * D;
+        for (std::int64_t d = 0; d < D; ++d) out[d] += scores[std::size_t(p)] * vv[d];
+      }
+    }
+  });
+  std::vector<float> o(std::size_t(T * H));
+  linear_forward(w.o, attn, T, o, pool_);
+  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] += o[i];
+}
+
+std::vector<float> CpuForward::swiglu(const model::Linear& gate, const model::Linear& up,
+                                      const model::Linear& down, std::span<const float> x,
+                                      std::int64_t rows) {
+  const std::int64_t I = gate.out_features;
+  std::vector<float> g(std::size_t(rows * I)), u(std::size_t(rows * I)),
+      out(std::size_t(rows * down.out_features));
+  linear_forward(gate, x, rows, g, pool_);
+  linear_forward(up, x, rows, u, pool_);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+  linear_forward(down, g, rows, out, pool_);
+  return out;
+}
+
+void CpuForward::mlp(int l, model::NormKind norm, const model::MlpSpec&) {
+  const LayerWeights& w = w_.layers[std::size_t(l)];
+  const std::vector<float> h = normed(norm, w.post_attention_norm);
+  const auto out = swiglu(w.gate, w.up, w.down, h, std::int64_t(rows_.size()));
+  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] += out[i];
+}
+
+// Each expert runs once over the tokens routed to it (moe_routing.h).
+void CpuForward::moe(int l, model::NormKind norm, const model::MoeSpec& spec) {
+  const LayerWeights& w = w_.layers[std::size_t(l)];
+  const std::int64_t T = std::int64_t(rows_.size()), H = w_.config.hidden_size;
+  const std::vector<float> h = normed(norm, w.post_attention_norm);
+  const std::int64_t E = spec.experts;
+  std::vector<float> router(std::size_t(T * E));
+  linear_forward(w.router, h, T, router, pool_);
+  const MoeRouting routing = route_tokens(router, T, spec.experts, spec.top_k, spec.norm_topk_prob);
+  for (std::int64_t e = 0; e < E; ++e) {
+    const std::int64_t first = routing.offsets[std::size_t(e)];
+    const std::int64_t n = routing.offsets[std::size_t(e) + 1] - first;
+    if (n == 0) continue;
+    std::vector<float> xs(std::size_t(n * H));
+    for (std::int64_t i = 0; i < n; ++i)
+      std::copy_n(h.begin() + routing.token[std::size_t(first + i)] * H, H, xs.begin() + i * H);
+    const auto& ex = w.experts[std::size_t(e)];
+    auto out = swiglu(ex.gate, ex.up, ex.down, xs, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t t = routing.token[std::size_t(first + i)];
+      const float weight = routing.weight[std::size_t(first + i)];
+      for (std::int64_t d = 0; d < H; ++d)
+        x_[std::size_t(t * H + d)] += weight * out[std::size_t(i * H + d)];
+    }
+  }
+}
+
+// Logits for the last token of every item that wants them, in one lm_head pass.
+void CpuForward::logits(model::NormKind norm) {
+  const auto& c = w_.config;
+  const std::int64_t H = c.hidden_size;
+  std::vector<const BatchItem*> wanting;
+  std::vector<float> last;
+  std::int64_t end_row = 0;
+  for (const BatchItem& item : items_) {
+    end_row += std::int64_t(item.tokens.size());
+    if (item.logits.empty()) continue;
+    wanting.push_back(&item);
+    last.insert(last.end(), x_.begin() + (end_row - 1) * H, x_.begin() + end_row * H);
+  }
+  if (wanting.empty()) return;
+  const std::int64_t R = std::int64_t(wanting.size());
+  switch (norm) {
+    case model::NormKind::kRms:
+      rms_norm(last, H, w_.final_norm, c.rms_norm_eps);
+      break;
+  }
+  std::vector<float> out(std::size_t(R * c.vocab_size));
+  linear_forward(w_.lm_head, last, R, out, pool_);
+  for (std::int64_t r = 0; r < R; ++r)
+    std::copy_n(out.begin() + r * c.vocab_size, c.vocab_size,
+                wanting[std::size_t(r)]->logits.begin());
+}
+
+}  // namespace nibble::backend::cpu

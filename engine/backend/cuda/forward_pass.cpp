@@ -1,0 +1,166 @@
+#include "engine/backend/cuda/forward_pass.h"
+
+#include <cmath>
+
+#include "engine/backend/cuda/swiglu_block.h"
+#include "engine/backend/decoder_forward.h"
+#include "kernels/layer/layer_ops.h"
+
+namespace nibble::backend::cuda {
+
+// The ops of one step: the per-step arguments of the RoPE / KV store and attention kernels set
+// once, each layer pointing them at its cache and weights.
+class CudaStepOps : public DecoderOps {
+ public:
+  CudaStepOps(ForwardPass& f, DeviceKvCache& cache, const StepInputs& in, const StepShape& step)
+      : f_(f), c_(f.m_.config), act_(f.buffers_.act), cache_(cache), in_(in), step_(step) {
+    rope_.positions = in.positions;
+    rope_.slots = in.slots;
+    rope_.inv_freq = f.m_.inv_freq.get();
+    rope_.eps = c_.rms_norm_eps;
+    rope_.tokens = int(step.rows);
+    rope_.q_heads = c_.num_heads;
+    rope_.kv_heads = c_.num_kv_heads;
+    rope_.head_dim = c_.head_dim;
+    rope_.q_out = act_.q.get();
+    attention_.block_tables = in.block_tables;
+    attention_.block_size = cache.block;
+    attention_.tiles = in.tiles;
+    attention_.num_tiles = step.tiles;
+    attention_.shape = f.shape_;
+    attention_.scale = 1.0f / std::sqrt(float(c_.head_dim));
+    attention_.rows = int(step.rows);
+    attention_.sm_count = f.sm_count_;
+    attention_.splits = step.splits;
+    attention_.workspace = f.buffers_.attention_work.get();
+    attention_.workspace_floats = f.buffers_.attention_work.size();
+    attention_.decode_tiles = in.decode_tiles;
+    attention_.q = act_.q.get();
+    attention_.out = act_.attn.get();
+  }
+
+  void embed() override {
+    check(kernels::embed_rows(f_.m_.embed.get(), in_.tokens, int(step_.rows), c_.hidden_size,
+                              act_.x.get(), f_.stream_),
+          "embed_rows");
+    mark("embed");
+  }
+
+  // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x).
+  void attention(int l, model::NormKind norm, const model::AttentionSpec& spec) override {
+    const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
+    const std::int64_t T = step_.rows;
+    const std::int64_t q_width = std::int64_t(c_.num_heads) * c_.head_dim,
+                       kv_width = std::int64_t(c_.num_kv_heads) * c_.head_dim;
+    normalize(norm, act_.x.get(), w.input_norm.get());
+    // The q / k / v biases (spec.qkv_bias) ride with the projections' weights.
+    if (w.fused_qkv) {
+      f_.linears_.run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
+      rope_.q_in = act_.qkv.get();
+      rope_.k = act_.qkv.get() + q_width;
+      rope_.v = act_.qkv.get() + q_width + kv_width;
+      rope_.q_stride = rope_.kv_stride = q_width + 2 * kv_width;
+    } else {
+      f_.linears_.run(w.q, act_.h.get(), T, nullptr, act_.q.get());
+      f_.linears_.run(w.k, act_.h.get(), T, nullptr, act_.k.get());
+      f_.linears_.run(w.v, act_.h.get(), T, nullptr, act_.v.get());
+      rope_.q_in = act_.q.get();
+      rope_.k = act_.k.get();
+      rope_.v = act_.v.get();
+      rope_.q_stride = q_width;
+      rope_.kv_stride = kv_width;
+    }
+    mark("norm+qkv");
+    rope_.q_norm = spec.qk_norm ? w.q_norm.get() : nullptr;
+    rope_.k_norm = spec.qk_norm ? w.k_norm.get() : nullptr;
+    cache_.point_at_layer(l, rope_);
+    check(kernels::rope_and_store_kv(rope_, f_.stream_), "rope_and_store_kv");
+    mark("rope+kv store");
+    cache_.point_at_layer(l, attention_);
+    check(kernels::paged_attention(attention_, f_.stream_), "paged_attention");
+    mark("attention");
+    f_.linears_.run(w.o, act_.attn.get(), T, act_.x.get(), act_.x2.get());
+    mark("o");
+  }
+
+  // x = x2 + down(silu(gate(h)) * up(h)), h = norm(x2).
+  void mlp(int l, model::NormKind norm, const model::MlpSpec&) override {
+    const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
+    normalize(norm, act_.x2.get(), w.post_attention_norm.get());
+    run_swiglu(f_.linears_, w.mlp, act_.h.get(), step_.rows, act_.x2.get(), act_.x.get(),
+               act_.gate.get(), act_.up.get(), f_.stream_);
+    mark("norm+mlp");
+  }
+
+  // x = x2 + experts(h), h = norm(x2).
+  void moe(int l, model::NormKind norm, const model::MoeSpec& spec) override {
+    const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
+    normalize(norm, act_.x2.get(), w.post_attention_norm.get());
+    f_.moe_.run(w, spec, step_.rows, act_, c_.hidden_size);
+    mark("norm+moe");
+  }
+
+  void logits(model::NormKind norm) override {
+    const std::int64_t R = step_.sampled;
+    if (R == 0) return;
+    // The sampled rows' last hidden states, gathered and normed in one launch.
+    switch (norm) {
+      case model::NormKind::kRms:
+        check(kernels::rms_norm_rows(act_.x.get(), in_.logit_rows, f_.m_.final_norm.get(), int(R),
+                                     c_.hidden_size, c_.rms_norm_eps, act_.last.get(), f_.stream_),
+              "rms_norm_rows");
+        break;
+    }
+    // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
+    // fastest for the lm_head (the widest matrix of the model).
+    f_.linears_.run(f_.m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());
+    check(kernels::bf16_to_float(act_.scratch.get(), R * c_.vocab_size, act_.logits.get(),
+                                 f_.stream_),
+          "bf16_to_float");
+    mark("final norm+lm_head");
+  }
+
+ private:
+  // act.h = norm(in) with weight w over the step's rows.
+  void normalize(model::NormKind norm, const std::uint16_t* in, const float* w) {
+    switch (norm) {
+      case model::NormKind::kRms:
+        check(kernels::rms_norm(in, w, int(step_.rows), c_.hidden_size, c_.rms_norm_eps,
+                                act_.h.get(), f_.stream_),
+              "rms_norm");
+        break;
+    }
+  }
+  void mark(const char* phase) {
+    if (step_.timed) f_.timer_.mark(phase);
+  }
+
+  ForwardPass& f_;
+  const model::ModelConfig& c_;
+  Activations& act_;
+  DeviceKvCache& cache_;
+  const StepInputs& in_;
+  const StepShape& step_;
+  kernels::RopeStoreArgs rope_;
+  kernels::PagedAttentionArgs attention_;
+};
+
+ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlock& moe,
+                         StepBuffers& buffers, StepTimer& timer, cudaStream_t stream, int sm_count)
+    : m_(model),
+      description_(model::describe_model(model.config)),
+      linears_(linears),
+      moe_(moe),
+      buffers_(buffers),
+      timer_(timer),
+      stream_(stream),
+      sm_count_(sm_count),
+      shape_{model.config.num_heads, model.config.num_kv_heads, model.config.head_dim},
+      rows_per_tile_(kernels::attention_rows_per_tile(shape_)) {}
+
+void ForwardPass::enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step) {
+  CudaStepOps ops(*this, cache, in, step);
+  run_decoder(description_, ops);
+}
+
+}  // namespace nibble::backend::cuda

@@ -1,0 +1,66 @@
+#pragma once
+// The CUDA backend's ops of the one forward pass (engine/backend/decoder_forward.h): enqueues a
+// step's forward on the backend's stream with no allocation and, unless a MoE layer routes
+// through the host, no host synchronisation, so that a decode graph captures exactly this.
+// Activations ping-pong: attention reads act.x and writes act.x2, the MLP or MoE block reads
+// act.x2 and writes act.x; the sampled rows' FP32 logits end in act.logits.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/backend/cuda/device_kv_cache.h"
+#include "engine/backend/cuda/device_linear.h"
+#include "engine/backend/cuda/device_model.h"
+#include "engine/backend/cuda/moe_block.h"
+#include "engine/backend/cuda/step_buffers.h"
+#include "engine/backend/cuda/step_timer.h"
+#include "engine/model/model_description.h"
+#include "kernels/attention/paged_attention.h"
+
+namespace nibble::backend::cuda {
+
+// Device addresses of one step's inputs (step_layout.h).
+struct StepInputs {
+  const std::int32_t* tokens = nullptr;
+  const std::int32_t* positions = nullptr;
+  const std::int64_t* slots = nullptr;
+  const kernels::AttentionTile* tiles = nullptr;
+  const std::int32_t* block_tables = nullptr;
+  const std::int32_t* logit_rows = nullptr;
+  int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
+};
+
+// One step's size: T rows, R of them sampled, its attention tiles and key splits.
+struct StepShape {
+  std::int64_t rows = 0, sampled = 0;
+  int tiles = 0, splits = 1;
+  bool timed = false;  // StepTimer marks between the phases (not inside a graph capture)
+};
+
+class ForwardPass {
+ public:
+  ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlock& moe, StepBuffers& buffers,
+              StepTimer& timer, cudaStream_t stream, int sm_count);
+
+  const model::ModelConfig& config() const { return m_.config; }
+  const model::ModelDescription& description() const { return description_; }
+  const kernels::AttentionShape& attention_shape() const { return shape_; }
+  int rows_per_tile() const { return rows_per_tile_; }
+
+  void enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step);
+
+ private:
+  friend class CudaStepOps;
+  const DeviceModel& m_;
+  model::ModelDescription description_;
+  LinearRunner& linears_;
+  MoeBlock& moe_;
+  StepBuffers& buffers_;
+  StepTimer& timer_;
+  cudaStream_t stream_;
+  int sm_count_;
+  kernels::AttentionShape shape_;
+  int rows_per_tile_ = 1;
+};
+
+}  // namespace nibble::backend::cuda

@@ -1,0 +1,60 @@
+#include "engine/backend/cuda/step_buffers.h"
+
+#include <algorithm>
+
+#include "kernels/moe/moe_experts.h"
+
+namespace nibble::backend::cuda {
+
+bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R) {
+  const auto H = std::size_t(c.hidden_size), D = std::size_t(c.head_dim);
+  const auto t = std::size_t(T), K = std::size_t(std::max(1, c.num_experts_per_tok));
+  bool grew = false;
+  auto grow = [&](auto& buffer, std::size_t n) {
+    grew |= n > buffer.size();
+    buffer.ensure(n);
+  };
+  for (auto* b : {&x, &x2, &h}) grow(*b, t * H);
+  grow(q, t * std::size_t(c.num_heads) * D);
+  grow(attn, t * std::size_t(c.num_heads) * D);
+  grow(k, t * std::size_t(c.num_kv_heads) * D);
+  grow(v, t * std::size_t(c.num_kv_heads) * D);
+  grow(qkv, t * std::size_t(c.num_heads + 2 * c.num_kv_heads) * D);
+  const std::size_t mlp =
+      std::max(std::size_t(c.intermediate_size),
+               c.num_experts > 0 ? K * std::size_t(c.moe_intermediate_size) : 0);
+  grow(gate, t * 2 * mlp);  // a fused gate_up projection's output
+  grow(up, t * mlp);        // the SwiGLU middle
+  if (c.num_experts > 0) {
+    grow(routed, t * K * H);
+    grow(expert_out, t * K * H);
+    grow(router, t * std::size_t(c.num_experts));
+    grow(moe_routing, std::size_t(kernels::moe_routing_words(T, c.num_experts, int(K), 1)));
+    const std::size_t arrival_words = moe_arrivals.size();
+    grow(moe_arrivals, std::size_t(kernels::moe_arrival_words(T, c.hidden_size)));
+    if (moe_arrivals.size() != arrival_words) {  // zeros before the first use (moe_experts.h)
+      check(cudaMemset(moe_arrivals.get(), 0, moe_arrivals.size() * sizeof(std::int32_t)),
+            "zeroing the MoE arrival counts");
+      check(cudaDeviceSynchronize(), "zeroing the MoE arrival counts");
+    }
+  }
+  const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
+  grow(last, rows * H);
+  grow(logits, rows * std::size_t(c.vocab_size));
+  // Also the router's BF16 scores (run_float): sized here, so that no step grows it behind the
+  // back of the graphs that read it.
+  grow(scratch, std::max(rows * std::size_t(c.vocab_size), t * std::size_t(c.num_experts)));
+  return grew;
+}
+
+void StepBuffers::reserve(const model::ModelConfig& c, std::int64_t T, std::int64_t R,
+                          std::size_t attention_floats) {
+  bool grew = act.ensure(c, T, R);
+  if (attention_floats > attention_work.size()) {
+    attention_work.ensure(attention_floats);
+    grew = true;
+  }
+  if (grew) ++epoch;
+}
+
+}  // namespace nibble::backend::cuda

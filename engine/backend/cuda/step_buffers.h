@@ -1,0 +1,43 @@
+#pragma once
+// The device memory a step reads and writes besides the weights and the KV cache: activations,
+// the attention workspace and the staging of its inputs. Buffers grow to the largest step seen
+// (or are reserved up front); a growth moves buffers that captured decode graphs read, so it
+// bumps `epoch` and the graphs captured before it are retired (decode_graphs.h).
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/backend/cuda/device_buffer.h"
+#include "engine/model/model_config.h"
+
+namespace nibble::backend::cuda {
+
+// Activations of one step of T rows, R of them sampled. Row-major, BF16 unless noted; H hidden,
+// D head_dim, I the widest MLP (or top-k experts' middles), E experts.
+struct Activations {
+  using bf16 = std::uint16_t;
+  DeviceBuffer<bf16> x, x2, h;              // [T, H] residual, after attention, normed
+  DeviceBuffer<bf16> q, k, v, qkv, attn;    // projections [T, heads * D], attention out [T, Hq D]
+  DeviceBuffer<bf16> gate, up;              // [T, 2 I] a gate_up projection, [T, I] its SwiGLU
+  DeviceBuffer<bf16> routed, expert_out;    // MoE: [T * top_k, H] rows per routed pair
+  DeviceBuffer<bf16> last, scratch;         // [R, H] sampled rows normed; BF16 logits or scores
+  DeviceBuffer<float> router, logits;       // [T, E] FP32 router scores, [R, vocab] FP32 logits
+  DeviceBuffer<std::int32_t> moe_routing;   // the device routing's arrays (kernels/moe)
+  DeviceBuffer<std::int32_t> moe_arrivals;  // the fused combine's counts (zeroed by the route)
+
+  // Grows every buffer for steps of T rows, R sampled; true when one was reallocated.
+  bool ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R);
+};
+
+struct StepBuffers {
+  Activations act;
+  DeviceBuffer<float> attention_work;  // split-key partial softmaxes (decode steps)
+  PinnedBuffer<std::byte> staging;     // a step's inputs on their way to the device
+  DeviceBuffer<std::byte> step;        // an eager step's inputs (step_layout.h)
+  std::uint64_t epoch = 0;             // bumped whenever a buffer graphs read is reallocated
+
+  // Grows the activations and attention workspace for steps of T rows (R sampled).
+  void reserve(const model::ModelConfig& c, std::int64_t T, std::int64_t R,
+               std::size_t attention_floats);
+};
+
+}  // namespace nibble::backend::cuda

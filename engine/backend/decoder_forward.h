@@ -1,0 +1,46 @@
+#pragma once
+// The forward pass every backend runs: one model description (engine/model/model_description.h)
+// walked in one place, each block computed by the backend's ops. A backend implements the ops
+// for one step over its own activations; it never walks the layers itself, so a new
+// architecture is a description plus the ops it lacks, not a second forward pass.
+//
+// The ops of one step, in the order run_decoder calls them:
+//   embed()                          x = embedding rows of the step's tokens          [T, H]
+//   attention(l, norm, spec)         x += o(attention(rope(q, k), v)) of norm(x), keys and values
+//                                    stored in the KV cache at the step's positions
+//   mlp(l, norm, spec)               x += down(silu(gate(h)) * up(h)), h = norm(x)
+//   moe(l, norm, spec)               x += sum over the top-k experts of h = norm(x), weighted
+//   logits(norm)                     the rows that want a next token: lm_head(norm(x))
+// Each op reads the layer's weights by index; the specs say what the layer computes.
+#include "engine/model/model_description.h"
+
+namespace nibble::backend {
+
+class DecoderOps {
+ public:
+  virtual ~DecoderOps() = default;
+  virtual void embed() = 0;
+  virtual void attention(int layer, model::NormKind norm, const model::AttentionSpec& spec) = 0;
+  virtual void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) = 0;
+  virtual void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) = 0;
+  virtual void logits(model::NormKind norm) = 0;
+};
+
+inline void run_decoder(const model::ModelDescription& model, DecoderOps& ops) {
+  ops.embed();
+  for (int l = 0; l < int(model.layers.size()); ++l) {
+    const model::LayerSpec& layer = model.layers[std::size_t(l)];
+    ops.attention(l, layer.norm, layer.attention);
+    switch (layer.ffn.kind) {
+      case model::FfnKind::kMlp:
+        ops.mlp(l, layer.norm, layer.ffn.mlp);
+        break;
+      case model::FfnKind::kMoe:
+        ops.moe(l, layer.norm, layer.ffn.moe);
+        break;
+    }
+  }
+  ops.logits(model.final_norm);
+}
+
+}  // namespace nibble::backend

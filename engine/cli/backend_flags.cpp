@@ -1,0 +1,93 @@
+#include "engine/cli/backend_flags.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace nibble::engine::cli {
+namespace {
+
+using backend::BackendOptions;
+
+bool to_bool(const std::string& flag, const std::string& value) {
+  if (value == "true" || value == "1" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "no") return false;
+  throw std::invalid_argument("--" + flag + " expects true or false, got '" + value + "'");
+}
+
+constexpr std::array kFlags = {
+    BackendFlag{"device-sampling",
+                "true|false: sample on the GPU (default true; false returns logits to the host)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.device_sampling = to_bool(f, v);
+                }},
+    BackendFlag{"linear-overlap",
+                "true|false: programmatic dependent launch of the NVFP4 linears (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.linear_overlap = to_bool(f, v);
+                }},
+    BackendFlag{"w4a16-dense",
+                "true|false: large-batch NVFP4 linears may dequantise then call cuBLAS "
+                "(default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.w4a16_dense = to_bool(f, v);
+                }},
+    BackendFlag{"cuda-step-timing",
+                "true|false: log where each step's GPU time goes every 100 steps (default false)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.step_timing = to_bool(f, v);
+                }},
+    BackendFlag{"moe-routing",
+                "device|host: where MoE layers route tokens (default device; host: one "
+                "synchronisation a layer, no decode graphs)",
+                [](BackendOptions& o, const std::string& flag, const std::string& value) {
+                  if (value != "device" && value != "host")
+                    throw std::invalid_argument("--" + flag + " must be device or host, got '" +
+                                                value + "'");
+                  o.cuda.moe.host_routing = value == "host";
+                }},
+    BackendFlag{"moe-fusions",
+                "true|false: the MoE decode fusions of routing, experts and combine (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.moe.fused = to_bool(f, v);
+                }},
+    BackendFlag{"moe-fused-router",
+                "true|false: a BF16 router inside the MoE route launch (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.moe.fused_router = to_bool(f, v);
+                }},
+    BackendFlag{"moe-route-in-gemm",
+                "true|false: one token routed inside the expert GEMMs (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.moe.route_in_gemm = to_bool(f, v);
+                }},
+    BackendFlag{"moe-one-launch",
+                "true|false: gate_up and down experts in one launch where they fit (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.moe.one_launch = to_bool(f, v);
+                }},
+};
+
+}  // namespace
+
+std::span<const BackendFlag> backend_flags() {
+  return kFlags;
+}
+
+const BackendFlag* find_backend_flag(std::string_view name) {
+  for (const BackendFlag& f : kFlags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string backend_flags_usage() {
+  std::string out;
+  for (const BackendFlag& f : kFlags) {
+    std::string line = "  --" + std::string(f.name) + " V";
+    line.resize(std::max<std::size_t>(line.size() + 1, 35), ' ');
+    out += line + std::string(f.help) + "\n";
+  }
+  return out;
+}
+
+}  // namespace nibble::engine::cli

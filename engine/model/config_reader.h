@@ -1,0 +1,47 @@
+#pragma once
+// Typed reads of config.json fields with errors that name the file and the field: what the
+// common config parser and each architecture's own fields (architectures/) read through.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model/model_error.h"
+
+namespace nibble::model {
+
+struct ConfigReader {
+  const nlohmann::json& j;
+  const std::string& source;  // the config's path, for messages
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw ModelError(source + ": field '" + field + "': " + what);
+  }
+  bool has(const std::string& key) const { return j.contains(key) && !j[key].is_null(); }
+  int integer(const std::string& key) const {
+    if (!has(key)) fail(key, "required, missing");
+    if (!j[key].is_number_integer()) fail(key, "expected an integer, got " + j[key].dump());
+    auto v = j[key].get<long long>();
+    if (v <= 0 || v > (1ll << 30)) fail(key, "expected a positive integer, got " + j[key].dump());
+    return int(v);
+  }
+  int integer_or(const std::string& key, int fallback) const {
+    return has(key) ? integer(key) : fallback;
+  }
+  double number_or(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_number()) fail(key, "expected a number, got " + j[key].dump());
+    return j[key].get<double>();
+  }
+  bool boolean_or(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_boolean()) fail(key, "expected true or false, got " + j[key].dump());
+    return j[key].get<bool>();
+  }
+  std::string string_or(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_string()) fail(key, "expected a string, got " + j[key].dump());
+    return j[key].get<std::string>();
+  }
+};
+
+}  // namespace nibble::model

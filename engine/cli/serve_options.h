@@ -10,10 +10,9 @@
 
 namespace nibble::engine::cli {
 
-// Default tokens per engine step. GPU: measured on an H200 (docs/performance.md, "Tokens per
-// step"): 4,096 beat 2,048 at every served load (throughput +2-15%, p99 TTFT and TPOT lower)
-// and cost less median TTFT than 8,192. CPU: a step there is slow, so smaller steps keep
-// decodes flowing.
+// Default tokens per engine step. GPU: the best served throughput and tail latency of 1,024 to
+// 8,192 (docs/performance.md, "Tokens per step"). CPU: a step there is slow, so smaller steps
+// keep decodes flowing.
 inline constexpr int kGpuStepTokens = 4096;
 inline constexpr int kCpuStepTokens = 2048;
 

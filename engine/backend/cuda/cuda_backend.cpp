@@ -177,7 +177,7 @@ class CudaBackend : public Backend {
     moe_fused_ = moe_fused == nullptr || std::string(moe_fused) != "0";
     moe_fused_router_ =
         moe_fused_ && (moe_fused_router == nullptr || std::string(moe_fused_router) != "0");
-    moe_router_form_ = kernels::moe_router_form_from_env();  // NIBBLE_MOE_ROUTER_FORM
+    moe_router_form_ = kernels::moe_router_form_from_name(std::getenv("NIBBLE_MOE_ROUTER_FORM"));
     const char* route_in_gemm = std::getenv("NIBBLE_MOE_ROUTE_IN_GEMM");
     moe_route_in_gemm_ = route_in_gemm == nullptr || std::string(route_in_gemm) != "0";
     const char* one_launch = std::getenv("NIBBLE_MOE_ONE_LAUNCH");

@@ -37,8 +37,9 @@
 // regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24), and
 // the 64-row slices (kSlice64 / kSlice64Wide), no faster than the 32-row ones at any
 // Llama-3.1-8B or Qwen3-30B-A3B shape at M = 1..16 with overlap (2026-11-25).
-// W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
-// not chosen here: it needs the activation quantizer in front and has not run on hardware.
+// W4A4 (block-scaled FP4 mma.sync, sm_120a/121a, kernels/nvfp4/w4a4_sm120.cu) is built into
+// nibble::kernels_dev only, not chosen here: it needs the activation quantizer in front and has
+// not run on hardware.
 #include <cuda_runtime.h>
 
 #include <cstddef>

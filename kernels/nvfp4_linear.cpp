@@ -1,15 +1,13 @@
 #include "kernels/nvfp4_linear.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
-#include <string>
 
 #include "kernels/nvfp4/even_spread.h"
 
 namespace nibble::kernels {
 
-cudaError_t query_device_traits(DeviceTraits* traits) {
+cudaError_t query_device_traits(DeviceTraits* traits, const LinearOptions& options) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
@@ -30,15 +28,10 @@ cudaError_t query_device_traits(DeviceTraits* traits) {
       cudaSuccess) {
     return err;
   }
-  const char* wgmma = std::getenv("NIBBLE_W4A16_WGMMA");
-  traits->wgmma = w4a16_wgmma_supported() && (wgmma == nullptr || std::string(wgmma) != "0");
-  const char* short_k = std::getenv("NIBBLE_SLICE_SHORT_K");
-  traits->short_k_uneven = short_k == nullptr || std::string(short_k) != "0";
-  // NIBBLE_W4A16_WGMMA_WAVES=slots plans the warpgroup-MMA splits by SM slots alone, as before the
-  // cluster waves were counted (an A/B; the launches still sum in clusters).
-  const char* waves = std::getenv("NIBBLE_W4A16_WGMMA_WAVES");
-  const bool count_clusters = waves == nullptr || std::string(waves) != "slots";
-  for (int splits = 2; splits <= 8 && traits->wgmma && count_clusters; ++splits) {
+  traits->wgmma = w4a16_wgmma_supported() && options.wgmma;
+  traits->short_k_uneven = options.slice_short_k;
+  traits->wgmma_cluster_sum = options.wgmma_cluster_sum;
+  for (int splits = 2; splits <= 8 && traits->wgmma && options.wgmma_cluster_sum; ++splits) {
     traits->wgmma_clusters[0][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma128, splits);
     traits->wgmma_clusters[1][splits] = w4a16_wgmma_max_clusters(W4A16Tile::kWgmma256, splits);
   }
@@ -391,7 +384,7 @@ cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
     plan.splits = 1;
   }
   return w4a16_linear(x, m, w, residual, out, plan.tile, plan.splits, workspace, stream,
-                      plan.overlap);
+                      plan.overlap, device.wgmma_cluster_sum);
 }
 
 cudaError_t nvfp4_linear_fused(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,

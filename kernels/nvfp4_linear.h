@@ -37,8 +37,9 @@
 // regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24), and
 // the 64-row slices (kSlice64 / kSlice64Wide), no faster than the 32-row ones at any
 // Llama-3.1-8B or Qwen3-30B-A3B shape at M = 1..16 with overlap (2026-11-25).
-// W4A4 (block-scaled FP4 mma.sync, sm_120a/121a) is built (kernels/nvfp4/w4a4_sm120.cu) but
-// not chosen here: it needs the activation quantizer in front and has not run on hardware.
+// W4A4 (block-scaled FP4 mma.sync, sm_120a/121a, kernels/nvfp4/w4a4_sm120.cu) is built into
+// nibble::kernels_dev only, not chosen here: it needs the activation quantizer in front and has
+// not run on hardware.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -59,25 +60,40 @@ inline constexpr double kSliceMinWaveFill = 0.8;
 // covers the SMs.
 inline constexpr std::int64_t kSliceWideMinSteps = 16;
 
+// The linears' A/B switches and fallbacks, parsed once by the caller (engine CLI, kernel bench)
+// and passed to query_device_traits; the defaults are the production forms.
+struct LinearOptions {
+  // Plan the warpgroup-MMA tiles where the device runs them (false: the mma.sync tiles only, to
+  // measure them against the wgmma ones).
+  bool wgmma = true;
+  // Sum a warpgroup-MMA launch's K splits in a (1, 1, splits) cluster (false: through the
+  // workspace's atomics, the form before PERF_NOTES v30).
+  bool wgmma_cluster_sum = true;
+  // A one-wave slice grid whose blocks request all of K at their start may cover the SMs unevenly
+  // (decode_slice_tile; false keeps the evenness rule there too).
+  bool slice_short_k = true;
+};
+
 struct DeviceTraits {
   int sm_count = 1;
   int major = 0, minor = 0;
   int smem_per_sm = 0;  // bytes of shared memory per SM (0: not known, not a limit)
   // The warpgroup-MMA tiles run here (w4a16_wgmma_supported()) and may be planned.
   bool wgmma = false;
-  // A one-wave slice grid whose blocks request all of K at their start may cover the SMs unevenly
-  // (decode_slice_tile); NIBBLE_SLICE_SHORT_K=0 keeps the evenness rule there too (A/B).
+  // LinearOptions::slice_short_k.
   bool short_k_uneven = true;
+  // LinearOptions::wgmma_cluster_sum: the warpgroup-MMA launches sum their K splits in clusters
+  // where one fits (w4a16_wgmma_linear's cluster_sum).
+  bool wgmma_cluster_sum = true;
   // wgmma_clusters[t][s]: the most (1, 1, s) clusters of warpgroup-MMA tile t's blocks resident
   // at once (t = 0: kWgmma128, 1: kWgmma256; s = 2..8), the waves of output tiles a launch whose
   // K splits are summed in a cluster runs in; 0 where that path is not taken (the planner then
   // counts SM slots, and the sums go through a workspace). w4a16_wgmma_max_clusters fills it.
   int wgmma_clusters[2][9] = {};
 };
-// Traits of the current device; cudaError_t from the runtime on failure. wgmma is on where
-// supported unless NIBBLE_W4A16_WGMMA=0 (to measure the mma.sync tiles against them);
-// short_k_uneven unless NIBBLE_SLICE_SHORT_K=0.
-cudaError_t query_device_traits(DeviceTraits* traits);
+// Traits of the current device under the options; cudaError_t from the runtime on failure. wgmma
+// is on where supported and options.wgmma.
+cudaError_t query_device_traits(DeviceTraits* traits, const LinearOptions& options = {});
 
 // Rows of x from which the warpgroup-MMA tiles are planned (with a grid of at least one block per
 // SM); predicted, not yet measured (PERF_NOTES v21).

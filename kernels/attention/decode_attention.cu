@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/decode_attention_plan.h"
@@ -438,25 +436,9 @@ bool clusters_available() {
   return available;
 }
 
-// The clusters' merge form: PagedAttentionArgs::decode_merge, else NIBBLE_DECODE_ATTN_MERGE=push
-// (read once); pull by default.
+// The clusters' merge form: PagedAttentionArgs::decode_merge (1: push); pull by default.
 bool push_merge(const PagedAttentionArgs& a) {
-  static const bool push_default = [] {
-    const char* v = std::getenv("NIBBLE_DECODE_ATTN_MERGE");
-    return v != nullptr && std::string(v) == "push";
-  }();
-  return a.decode_merge < 0 ? push_default : a.decode_merge > 0;
-}
-
-// Dependent launch with the cache rows asked of the L2 before the wait, unless
-// NIBBLE_DECODE_ATTN_OVERLAP=0 (read once; the A/B switch): then a plain launch after the kernel
-// before has ended, as before.
-bool overlap_launch() {
-  static const bool overlap = [] {
-    const char* v = std::getenv("NIBBLE_DECODE_ATTN_OVERLAP");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return overlap;
+  return a.decode_merge > 0;
 }
 
 }  // namespace
@@ -488,7 +470,7 @@ cudaError_t decode_attention(const PagedAttentionArgs& a, int splits, int bs_shi
   config.blockDim = dim3(kWarps * 32);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  const bool overlap = overlap_launch();
+  const bool overlap = a.options.decode_overlap;
   cudaLaunchAttribute attribute[2];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
   attribute[0].val.clusterDim.x = unsigned(cluster);

@@ -1,17 +1,17 @@
 #pragma once
 // Decode attention on tensor cores for steps of decodes only (one query row per sequence), the
-// default for such steps (PagedAttentionArgs::decode_attention, NIBBLE_DECODE_ATTN=0 turns it
-// off). Per (sequence, KV head), the keys are split over blocks (decode_attention_plan.h) and each
-// block's 4 warps take 16-key steps (32 with the FP8 cache) in turn. A warp computes S^T = K Q^T
-// with mma.sync m16n8k16 (16 keys as the M rows, the KV head's <= 8 query heads as the N columns:
-// no padded query rows), an online softmax per head, and O^T += V^T P^T (P^T transposed in
-// registers by movmatrix), reading every K/V row once straight from the paged cache into
-// registers. The warps' partial softmaxes merge in shared memory, the blocks of a cluster (<= 8
-// splits) through distributed shared memory; more splits leave one partial per cluster for
-// paged_attention's merge kernel. A dependent launch (kernels/dependent_launch.cuh): before waiting
-// for the kernel before (the RoPE + KV store) each block asks the L2 for the cache rows of its
-// older keys; q and every row are read after the wait (NIBBLE_DECODE_ATTN_OVERLAP=0: a plain
-// launch, the A/B). Shapes: head_dim 64/128/256, 1..8 query heads per KV head,
+// default for such steps (PagedAttentionArgs::decode_attention, AttentionOptions::decode_attention
+// = false turns it off). Per (sequence, KV head), the keys are split over blocks
+// (decode_attention_plan.h) and each block's 4 warps take 16-key steps (32 with the FP8 cache) in
+// turn. A warp computes S^T = K Q^T with mma.sync m16n8k16 (16 keys as the M rows, the KV head's <=
+// 8 query heads as the N columns: no padded query rows), an online softmax per head, and O^T += V^T
+// P^T (P^T transposed in registers by movmatrix), reading every K/V row once straight from the
+// paged cache into registers. The warps' partial softmaxes merge in shared memory, the blocks of a
+// cluster (<= 8 splits) through distributed shared memory; more splits leave one partial per
+// cluster for paged_attention's merge kernel. A dependent launch (kernels/dependent_launch.cuh):
+// before waiting for the kernel before (the RoPE + KV store) each block asks the L2 for the cache
+// rows of its older keys; q and every row are read after the wait (AttentionOptions::decode_overlap
+// = false: a plain launch, the A/B). Shapes: head_dim 64/128/256, 1..8 query heads per KV head,
 // BF16 or FP8 cache (kernels/attention/kv_fp8_ref.h), sm_90+ (clusters). Internal to
 // kernels/attention; the CPU model of its decomposition: decode_attention_ref.h; the FP64
 // reference: attention_ref.h.

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/attention/flash_prefill.h"
@@ -40,7 +39,7 @@ struct Config {
   static_assert(kSmem <= 96 * 1024, "GB10 gives a block ~99 KB of shared memory");
 };
 
-// Keys per staged chunk of the v2 kernel (the NIBBLE_FLASH_OPTIONS=0 form): 64 at head_dim 64,
+// Keys per staged chunk of the v2 kernel (the flash_options = 0 form): 64 at head_dim 64,
 // 32 above.
 constexpr int base_chunk(int D) {
   return D <= 64 ? 64 : 32;
@@ -739,16 +738,8 @@ static int device_default_options() {
 
 int flash_options(const PagedAttentionArgs& a) {
   if (a.flash_options >= 0) return a.flash_options & kFlashAllOptions;
-  // NIBBLE_FLASH_OPTIONS, read once; the device's default when unset or not a mask.
-  static const int from_env = [] {
-    const int fallback = device_default_options();
-    const char* v = std::getenv("NIBBLE_FLASH_OPTIONS");
-    if (v == nullptr || *v == '\0') return fallback;
-    char* end = nullptr;
-    const long parsed = std::strtol(v, &end, 10);
-    return *end == '\0' && parsed >= 0 && parsed <= kFlashAllOptions ? int(parsed) : fallback;
-  }();
-  return from_env;
+  static const int device_default = device_default_options();  // one device per process
+  return device_default;
 }
 
 int block_shift(int block_size, int options) {

@@ -24,10 +24,9 @@ bool flash_prefill_supported(const AttentionShape& shape);
 // Positions per attention tile: the block's query rows / (query heads per KV head).
 int flash_prefill_rows_per_tile(const AttentionShape& shape);
 
-// The call's options: args.flash_options when >= 0, else NIBBLE_FLASH_OPTIONS (a decimal mask, read
-// once), else the device's default: kFlashDefaultOptions with the v4 forms (kFlashLazyRescale,
-// kFlashOneBarrier, kFlashMaskFree), and kFlashWideScores on Hopper (sm_9x): 127 there, 123 on
-// sm_12x.
+// The call's options: args.flash_options when >= 0, else the device's default: kFlashDefaultOptions
+// with the v4 forms (kFlashLazyRescale, kFlashOneBarrier, kFlashMaskFree), and kFlashWideScores on
+// Hopper (sm_9x): 127 there, 123 on sm_12x.
 int flash_options(const PagedAttentionArgs& args);
 
 // The bs_shift of cache_slot() (cache_slot.cuh) for a block size under the options: log2 of a

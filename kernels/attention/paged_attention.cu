@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 #include "kernels/attention/cache_slot.cuh"
@@ -502,54 +500,28 @@ std::size_t smem_bytes(const AttentionShape& s, const Plan& plan) {
          4 * std::size_t(kKeys) * std::size_t(row_stride(s.head_dim)) * sizeof(std::uint32_t);
 }
 
-// An A/B switch: on unless the environment variable is "0".
-bool switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::string(v) != "0";
-}
-
-// NIBBLE_FLASH_ATTENTION=0 sends prefill and mixed steps to the tile kernel (A/B measurements).
-bool flash_enabled() {
-  static const bool on = switch_on("NIBBLE_FLASH_ATTENTION");
-  return on;
-}
-
 // Steps of decodes only run the flash kernel (tensor cores; a KV head's query heads fill G of its
 // rows) where it serves the shape: the decode kernel is bound by the dependent latency of its
 // per-key reductions (H200, one call: Llama-3.1-8B at 4,096 context 328.7 vs 317.8 tok/s,
-// Qwen3-30B-A3B at 512 246.6 vs 243.1). NIBBLE_FLASH_DECODE=0 keeps the decode kernel.
-bool flash_decode_enabled() {
-  static const bool on = switch_on("NIBBLE_FLASH_DECODE");
-  return on;
-}
-
-bool flash_decode_for(const AttentionShape& s, int choice) {
-  const bool wanted = choice < 0 ? flash_decode_enabled() && flash_enabled() : choice > 0;
+// Qwen3-30B-A3B at 512 246.6 vs 243.1). AttentionOptions::flash_decode = false keeps the decode
+// kernel.
+bool flash_decode_for(const AttentionShape& s, int choice, const AttentionOptions& options) {
+  const bool wanted = choice < 0 ? options.flash_decode && options.flash : choice > 0;
   return wanted && detail::flash_prefill_supported(s);
 }
 
 // Steps of decodes only run the decode attention kernel (decode_attention.h) where it serves the
-// shape; NIBBLE_DECODE_ATTN=0 keeps the choice above (A/B measurements without a rebuild).
-bool decode_attention_enabled() {
-  static const bool on = switch_on("NIBBLE_DECODE_ATTN");
-  return on;
-}
-
-// The decode attention split rule's blocks a multiprocessor at long contexts
-// (decode_attention_plan.h): NIBBLE_DECODE_ATTN_BLOCKS_PER_SM (1..8) for A/B measurements, read
-// once, so that the engine's graph buckets and its calls agree.
-int decode_attention_blocks_per_sm() {
-  static const int blocks = [] {
-    const char* v = std::getenv("NIBBLE_DECODE_ATTN_BLOCKS_PER_SM");
-    const int n = v == nullptr ? 0 : std::atoi(v);
-    return n >= 1 && n <= 8 ? n : decode_plan::kBlocksPerSm;
-  }();
-  return blocks;
-}
-
-bool decode_attention_for(const AttentionShape& s, int choice) {
-  const bool wanted = choice < 0 ? decode_attention_enabled() : choice > 0;
+// shape, unless the call or the options turn it off.
+bool decode_attention_for(const AttentionShape& s, int choice, const AttentionOptions& options) {
+  const bool wanted = choice < 0 ? options.decode_attention : choice > 0;
   return wanted && detail::decode_attention_supported(s);
+}
+
+// The decode attention split rule's blocks a multiprocessor at long contexts: the options' (1..8)
+// or the rule's default.
+int decode_attention_blocks_per_sm(const AttentionOptions& options) {
+  const int n = options.decode_blocks_per_sm;
+  return n >= 1 && n <= 8 ? n : decode_plan::kBlocksPerSm;
 }
 
 }  // namespace
@@ -559,10 +531,10 @@ bool paged_attention_fp8_supported(const AttentionShape& shape) {
          decode_kernel_for(shape, true) != nullptr && detail::flash_prefill_supported(shape);
 }
 
-int attention_rows_per_tile(const AttentionShape& shape) {
+int attention_rows_per_tile(const AttentionShape& shape, const AttentionOptions& options) {
   // Flash tiles hold more rows than the tile kernel's; the flash kernel takes shorter tiles too
-  // (an FP8 cache with NIBBLE_FLASH_ATTENTION=0).
-  return flash_enabled() && detail::flash_prefill_supported(shape)
+  // (an FP8 cache without options.flash).
+  return options.flash && detail::flash_prefill_supported(shape)
              ? detail::flash_prefill_rows_per_tile(shape)
              : plan_for(shape).rows_per_tile;
 }
@@ -596,16 +568,16 @@ int paged_attention_splits(const AttentionShape& shape, int num_tiles, int max_p
 }
 
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
-                        int flash_decode, int decode_attention) {
-  if (decode_attention_for(shape, decode_attention))
+                        int flash_decode, int decode_attention, const AttentionOptions& options) {
+  if (decode_attention_for(shape, decode_attention, options))
     return decode_plan::splits(shape.kv_heads, shape.head_dim, rows, max_position, sm_count,
-                               decode_attention_blocks_per_sm());
+                               decode_attention_blocks_per_sm(options));
   const int G = shape.q_heads / std::max(1, shape.kv_heads), DL = shape.head_dim / 32;
   const int keys = max_position + 1;
   const std::int64_t blocks = std::int64_t(rows) * shape.kv_heads;
   if (sm_count <= 0 || blocks >= sm_count || G < 1 || DL < 1) return 1;
   // The flash kernel: two 64-key chunks a split, two blocks a multiprocessor (its shared memory).
-  const bool flash = flash_decode_for(shape, flash_decode);
+  const bool flash = flash_decode_for(shape, flash_decode, options);
   const int step_keys = flash ? 128 : kDecodeWarps * decode_keys(G, DL);
   const std::int64_t per_sm = flash ? 2 : 4;
   const std::int64_t want = std::min<std::int64_t>((per_sm * sm_count + blocks - 1) / blocks, 128);
@@ -632,11 +604,11 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   // A step of decodes only: the decode attention kernel, its clusters merging up to 8 splits, the
   // merge kernel any partials they leave.
   if (a.num_tiles == a.rows && a.num_tiles <= 65535 &&
-      decode_attention_for(s, a.decode_attention)) {
-    const int splits = a.splits > 0
-                           ? a.splits
-                           : decode_plan::splits(s.kv_heads, s.head_dim, a.rows, a.max_position,
-                                                 a.sm_count, decode_attention_blocks_per_sm());
+      decode_attention_for(s, a.decode_attention, a.options)) {
+    const int splits =
+        a.splits > 0 ? a.splits
+                     : decode_plan::splits(s.kv_heads, s.head_dim, a.rows, a.max_position,
+                                           a.sm_count, decode_attention_blocks_per_sm(a.options));
     int partials = 1;
     const cudaError_t err = detail::decode_attention(
         a, splits, detail::block_shift(a.block_size, detail::flash_options(a)), &partials, stream);
@@ -670,12 +642,12 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   const int bs_shift = detail::block_shift(a.block_size, detail::flash_options(a));
   const bool decode_only = a.num_tiles == a.rows;
   const dim3 decode_grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
-  if (decode_only && flash_decode_for(s, a.flash_decode)) {
+  if (decode_only && flash_decode_for(s, a.flash_decode, a.options)) {
     const cudaError_t err = detail::flash_prefill(a, splits, false, stream);
     if (err != cudaSuccess) return err;
   } else if (decode != nullptr && decode_only) {
     decode<<<decode_grid, kDecodeWarps * 32, 0, stream>>>(a, false, bs_shift);
-  } else if ((fp8 || flash_enabled()) && detail::flash_prefill_supported(s)) {
+  } else if ((fp8 || a.options.flash) && detail::flash_prefill_supported(s)) {
     const bool mixed = decode != nullptr && a.decode_tiles != 0;
     const cudaError_t err = detail::flash_prefill(a, splits, mixed, stream);
     if (err != cudaSuccess) return err;

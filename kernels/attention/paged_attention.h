@@ -5,9 +5,9 @@
 // and all the query heads that share a KV head. A query at position p sees keys [0, p] of its own
 // sequence, found through the sequence's block table. Kernels behind one call: steps of decodes
 // only take the decode attention kernel (decode_attention.h: tensor cores, keys split over
-// clusters of blocks; NIBBLE_DECODE_ATTN=0: the flash kernel or the CUDA-core decode kernel, keys
-// split over blocks); prefill chunks and mixed steps the flash kernel on tensor cores
-// (flash_prefill.h) for head_dim 64/128/256, else a tile kernel in FP32. The CPU reference:
+// clusters of blocks; AttentionOptions::decode_attention = false: the flash kernel or the CUDA-core
+// decode kernel, keys split over blocks); prefill chunks and mixed steps the flash kernel on tensor
+// cores (flash_prefill.h) for head_dim 64/128/256, else a tile kernel in FP32. The CPU reference:
 // kernels/attention/attention_ref.h (FP64).
 #include <cuda_runtime.h>
 
@@ -26,14 +26,34 @@ struct AttentionShape {
   int q_heads = 0, kv_heads = 0, head_dim = 0;
 };
 
+// The attention kernels' A/B switches and fallbacks, parsed once by the caller (engine CLI, tests,
+// benchmarks) and passed with every call (PagedAttentionArgs::options, and to the planners below);
+// the defaults are the production forms.
+struct AttentionOptions {
+  // Prefill chunks and mixed steps on the flash kernel (flash_prefill.h); false: the FP32 tile
+  // kernel (an FP8 cache still takes the flash kernel).
+  bool flash = true;
+  // Steps of decodes only on the flash kernel where it serves the shape (and `flash`); false: the
+  // CUDA-core decode kernel. Below decode_attention, which comes first.
+  bool flash_decode = true;
+  // Steps of decodes only on the decode attention kernel (decode_attention.h) where it serves the
+  // shape; false: the choice above.
+  bool decode_attention = true;
+  // The decode attention kernel as a dependent launch, its cache rows asked of the L2 before the
+  // wait; false: a plain launch after the kernel before has ended.
+  bool decode_overlap = true;
+  // The decode attention split rule's blocks a multiprocessor at long contexts
+  // (decode_attention_plan.h, 1..8; other values: its kBlocksPerSm). A graph bucket and its calls
+  // must use the same value.
+  int decode_blocks_per_sm = 0;
+};
+
 // Rows per tile for a shape: as many as keep a block's queries x head_dim within its registers.
-int attention_rows_per_tile(const AttentionShape& shape);
+int attention_rows_per_tile(const AttentionShape& shape, const AttentionOptions& options = {});
 
 // The flash kernel's forms (flash_prefill.h), chosen per call by PagedAttentionArgs::flash_options
-// (-1: the NIBBLE_FLASH_OPTIONS environment variable, a decimal mask, read once; unset: the
-// default), so that each change can be measured against the form before it in one process
-// (test_attention_gpu --bench) and switched off without a rebuild. 0 is the v2 kernel
-// (PERF_NOTES.md).
+// (-1: the device's default), so that each change can be measured against the form before it in
+// one process (test_attention_gpu --bench). 0 is the v2 kernel (PERF_NOTES.md).
 // head_dim 128: 64-key K/V chunks (v2: 32).
 inline constexpr int kFlashChunk64 = 1;
 // One FFMA + ex2 per score; O rescaled only when a row's max grows.
@@ -82,7 +102,7 @@ struct PagedAttentionArgs {
   // they run in the decode kernel beside the flash kernel; 0 saves that kernel's launch.
   int decode_tiles = -1;
   // Steps of decodes only: 1 runs the flash kernel, 0 the decode kernel, -1 the default
-  // (the flash kernel where it serves the shape, unless NIBBLE_FLASH_DECODE=0).
+  // (options.flash_decode: the flash kernel where it serves the shape).
   int flash_decode = -1;
   // The FP8 cache (kernels/attention/kv_fp8_ref.h) instead of k_cache / v_cache when k_cache8 is
   // set: E4M3 codes [cache rows, Hkv, D], BF16 scales [cache rows, Hkv]. Shapes:
@@ -91,18 +111,20 @@ struct PagedAttentionArgs {
   const std::uint8_t* v_cache8 = nullptr;
   const std::uint16_t* k_scale = nullptr;
   const std::uint16_t* v_scale = nullptr;
-  // The flash kernel's form: a mask of the kFlash* options above; -1: NIBBLE_FLASH_OPTIONS or
-  // the device's default (flash_prefill.h). For A/B measurements and tests.
+  // The flash kernel's form: a mask of the kFlash* options above; -1: the device's default
+  // (flash_prefill.h). For A/B measurements and tests.
   int flash_options = -1;
   // Steps of decodes only: 1 runs the decode attention kernel (decode_attention.h: tensor cores,
   // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above
-  // (flash_decode), -1 the default (1 unless NIBBLE_DECODE_ATTN=0).
+  // (flash_decode), -1 the default (options.decode_attention).
   int decode_attention = -1;
   // How that kernel's clusters merge their blocks: 0 pull (each block reads its share of the
   // outputs from every block's shared memory; two cluster barriers), 1 push (each block writes its
-  // partials into the owners' shared memory; one barrier to wait on), -1 the default (pull unless
-  // NIBBLE_DECODE_ATTN_MERGE=push). For A/B measurements and tests.
+  // partials into the owners' shared memory; one barrier to wait on), -1 the default (pull). For
+  // A/B measurements and tests.
   int decode_merge = -1;
+  // The process's switches (the per-call fields above override three of them).
+  AttentionOptions options;
 };
 
 // Whether an FP8 cache can serve this shape (both the decode and the flash kernel have it: head_dim
@@ -121,12 +143,14 @@ std::size_t paged_attention_workspace_floats(const AttentionShape& shape, int ro
 // warp of the decode kernel. A few sequences at short contexts otherwise run one block per KV
 // head, each warp walking every key in turn with no other warp on its scheduler to hide the
 // latency (Qwen3-30B-A3B, 66 keys: 4 blocks, 25 us a layer on an H200). Power of two, as above.
-// `flash_decode` and `decode_attention` as in PagedAttentionArgs: each kernel has its own best
+// `flash_decode` and `decode_attention` as in PagedAttentionArgs (-1: the options' value), options
+// as the calls will pass them: each kernel has its own best
 // split (the decode attention kernel's: decode_attention_plan.h). Non-decreasing in max_position,
 // through every power of two up to its value at the longest context (the split counts a decode
 // graph bucket can take are those).
 int paged_decode_splits(const AttentionShape& shape, int rows, int max_position, int sm_count,
-                        int flash_decode = -1, int decode_attention = -1);
+                        int flash_decode = -1, int decode_attention = -1,
+                        const AttentionOptions& options = {});
 
 // Returns cudaErrorInvalidValue for shapes it cannot run (head_dim not a multiple of 8 or above
 // 256: two K/V chunks must fit GB10's ~100 KB of shared memory per block, Hq not a multiple of

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
@@ -24,23 +22,15 @@ using kernels::wait_for_previous_grid;
 // only before it reads its output. Without the attribute a small kernel starts after the previous
 // kernel's end plus a launch gap (~3.4 us for a 4096-wide norm on H100, most of it not the
 // norm). Every kernel here calls wait_for_previous_grid() before touching memory the previous
-// kernel writes, so the attribute is safe after any kernel. NIBBLE_SMALL_OVERLAP=0 turns it off
-// (A/B), read once; prefill-sized launches never take it (their grids are many waves).
+// kernel writes, so the attribute is safe after any kernel. LayerOptions::small_overlap = false
+// turns it off (A/B); prefill-sized launches never take it (their grids are many waves).
 constexpr std::int64_t kOverlapMaxRows = 16;
 
-bool small_overlap_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_SMALL_OVERLAP");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
 // Launches kernel<<<grid, threads, 0, stream>>>(args...), with the dependent-launch attribute
-// when `rows` is decode-sized and the switch is on.
+// when `rows` is decode-sized and `overlap` (LayerOptions::small_overlap).
 template <class... Params, class... Args>
 cudaError_t launch_small(void (*kernel)(Params...), dim3 grid, int threads, std::int64_t rows,
-                         cudaStream_t stream, Args... args) {
+                         bool overlap, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(unsigned(threads));
@@ -50,7 +40,7 @@ cudaError_t launch_small(void (*kernel)(Params...), dim3 grid, int threads, std:
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
-  config.numAttrs = rows <= kOverlapMaxRows && small_overlap_enabled() ? 1 : 0;
+  config.numAttrs = rows <= kOverlapMaxRows && overlap ? 1 : 0;
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, Params(args)...);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
@@ -311,12 +301,12 @@ unsigned grid_for(std::int64_t n) {
 
 template <bool PAIRS>
 cudaError_t silu_mul_rows(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                          std::uint16_t* act, cudaStream_t stream) {
+                          std::uint16_t* act, cudaStream_t stream, bool overlap) {
   if (rows == 0 || width == 0) return cudaSuccess;
   const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
                   unsigned(std::min<std::int64_t>(rows, 65535)));
-  return launch_small(silu_mul_rows_kernel<PAIRS>, grid, 256, rows, stream, gate_up, rows, width,
-                      act);
+  return launch_small(silu_mul_rows_kernel<PAIRS>, grid, 256, rows, overlap, stream, gate_up, rows,
+                      width, act);
 }
 
 }  // namespace
@@ -329,12 +319,13 @@ cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, i
 }
 
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
-                     std::uint16_t* out, cudaStream_t stream) {
-  return rms_norm_rows(in, nullptr, weight, rows, dim, eps, out, stream);
+                     std::uint16_t* out, cudaStream_t stream, const LayerOptions& options) {
+  return rms_norm_rows(in, nullptr, weight, rows, dim, eps, out, stream, options);
 }
 
 cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, const float* weight,
-                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream) {
+                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream,
+                          const LayerOptions& options) {
   if (rows == 0) return cudaSuccess;
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const int vectors = dim / 8;
@@ -342,11 +333,11 @@ cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, co
       aligned(weight)) {
     // One vector per thread up to 1024 threads, then up to kNormVectors each.
     const int threads = std::min(1024, (vectors + 31) / 32 * 32);
-    return launch_small(rms_norm_vector_kernel, dim3(unsigned(rows)), threads, rows, stream, in,
-                        index, weight, dim, eps, out);
+    return launch_small(rms_norm_vector_kernel, dim3(unsigned(rows)), threads, rows,
+                        options.small_overlap, stream, in, index, weight, dim, eps, out);
   }
-  return launch_small(rms_norm_kernel, dim3(unsigned(rows)), threads_for(dim), rows, stream, in,
-                      index, weight, dim, eps, out);
+  return launch_small(rms_norm_kernel, dim3(unsigned(rows)), threads_for(dim), rows,
+                      options.small_overlap, stream, in, index, weight, dim, eps, out);
 }
 
 cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,
@@ -356,32 +347,34 @@ cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int 
   return cudaGetLastError();
 }
 
-cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream) {
+cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream,
+                              const LayerOptions& options) {
   if (args.tokens == 0) return cudaSuccess;
   if (args.head_dim % 2 != 0 || args.head_dim > 2048 || (args.paired && args.head_dim % 16 != 0))
     return cudaErrorInvalidValue;
   const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
   const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
-  return launch_small(rope_store_kernel, grid, threads, args.tokens, stream, args);
+  return launch_small(rope_store_kernel, grid, threads, args.tokens, options.small_overlap, stream,
+                      args);
 }
 
 cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
-                     std::uint16_t* act, cudaStream_t stream) {
+                     std::uint16_t* act, cudaStream_t stream, const LayerOptions& options) {
   if (n == 0) return cudaSuccess;
   // One "row" per 4096 elements for the overlap rule (a decode step's few rows of SwiGLU).
-  return launch_small(silu_mul_kernel, dim3(grid_for(n)), 256, (n + 4095) / 4096, stream, gate, up,
-                      n, act);
+  return launch_small(silu_mul_kernel, dim3(grid_for(n)), 256, (n + 4095) / 4096,
+                      options.small_overlap, stream, gate, up, n, act);
 }
 
 cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                           std::uint16_t* act, cudaStream_t stream) {
+                           std::uint16_t* act, cudaStream_t stream, const LayerOptions& options) {
   if (width % 8 != 0) return cudaErrorInvalidValue;
-  return silu_mul_rows<true>(gate_up, rows, width, act, stream);
+  return silu_mul_rows<true>(gate_up, rows, width, act, stream, options.small_overlap);
 }
 
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                            std::uint16_t* act, cudaStream_t stream) {
-  return silu_mul_rows<false>(gate_up, rows, width, act, stream);
+                            std::uint16_t* act, cudaStream_t stream, const LayerOptions& options) {
+  return silu_mul_rows<false>(gate_up, rows, width, act, stream, options.small_overlap);
 }
 
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream) {

@@ -10,17 +10,26 @@
 
 namespace nibble::kernels {
 
+// The per-row launchers' switches (rms_norm, rms_norm_rows, rope_and_store_kv, silu_mul*),
+// parsed once by the caller and passed to each call; the defaults are the production forms.
+struct LayerOptions {
+  // Decode-sized launches (up to 16 rows) go out with programmatic dependent launch
+  // (kernels/dependent_launch.cuh); false: plain launches (A/B).
+  bool small_overlap = true;
+};
+
 // out[t, :] = table[tokens[t], :] for t < rows (table [vocab, dim]).
 cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, int rows, int dim,
                        std::uint16_t* out, cudaStream_t stream);
 
 // out[r, :] = in[r, :] / sqrt(mean(in[r, :]^2) + eps) * weight  (cpu::rms_norm). in may be out.
 cudaError_t rms_norm(const std::uint16_t* in, const float* weight, int rows, int dim, float eps,
-                     std::uint16_t* out, cudaStream_t stream);
+                     std::uint16_t* out, cudaStream_t stream, const LayerOptions& options = {});
 // The same over gathered rows: out[r, :] = rms_norm(in[index[r], :]) for r < rows (the last-token
 // pick before the lm_head and its norm in one launch). in must not be out.
 cudaError_t rms_norm_rows(const std::uint16_t* in, const std::int32_t* index, const float* weight,
-                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream);
+                          int rows, int dim, float eps, std::uint16_t* out, cudaStream_t stream,
+                          const LayerOptions& options = {});
 
 // The rows' source rows: out[i, :] = in[index[i], :] (MoE token gather, last-token pick).
 cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int rows, int dim,
@@ -57,20 +66,23 @@ struct RopeStoreArgs {
   // rope_paired_position: a qkv weight laid out for it); v as it is. head_dim % 16 == 0.
   bool paired = false;
 };
-cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream);
+cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream,
+                              const LayerOptions& options = {});
 
 // The SwiGLU middle: act[i] = silu(gate[i]) * up[i] over n elements, or, from one fused gate_up
 // projection [rows, 2 * width] (gate columns first): act[r, i] = silu(gu[r, i]) * gu[r, width + i].
 cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
-                     std::uint16_t* act, cudaStream_t stream);
+                     std::uint16_t* act, cudaStream_t stream, const LayerOptions& options = {});
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                            std::uint16_t* act, cudaStream_t stream);
+                            std::uint16_t* act, cudaStream_t stream,
+                            const LayerOptions& options = {});
 // The same from a gate_up projection whose weight rows were laid out in 8-row gate / up pairs
 // (kernels/nvfp4/w4a16_layout.h, gate_up_pair_source_row: the decode fusion's layout), for the
 // paths that do not fuse it: act[r, 8 u + c] = silu(gu[r, 16 u + c]) * gu[r, 16 u + 8 + c].
 // width % 8 == 0.
 cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                           std::uint16_t* act, cudaStream_t stream);
+                           std::uint16_t* act, cudaStream_t stream,
+                           const LayerOptions& options = {});
 
 // y[r, c] += bias[c] (Qwen2's q/k/v biases).
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream);

@@ -72,7 +72,7 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       // [router ->] gate_up and down, each block routing the token itself.
       if (moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)) {
         const cudaError_t err = moe_router_logits(a.hidden, a.router_weight, T, int(H), a.experts,
-                                                  a.router_logits, stream);
+                                                  a.router_logits, stream, plan.overlap);
         if (err != cudaSuccess) return err;
       }
       const W4A16GroupedRoute route{.logits = a.router_logits,
@@ -87,13 +87,14 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       if (plan.one_launch) {
         const cudaError_t err =
             w4a16_grouped_experts_routed(a.hidden, w.gate_up, w.down, combine, a.middle,
-                                         a.expert_out, counts + count_words, stream);
+                                         a.expert_out, counts + count_words, stream, plan.overlap);
         if (err != cudaErrorNotSupported) return err;  // else nothing ran: the two launches
       }
       cudaError_t err = w4a16_grouped_gate_up_silu_routed(a.hidden, w.gate_up, route, a.middle,
-                                                          stream);
+                                                          stream, plan.overlap);
       if (err != cudaSuccess) return err;
-      return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream);
+      return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream,
+                                               plan.overlap);
     }
     // The picked experts' weights into the L2 from the routing block (a hint, see
     // MoeGroupedPlan::prefetch): gate_up's, then down's where both fit the budget. Tiles are
@@ -113,16 +114,16 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
         ++m;
       }
     }
-    cudaError_t err =
-        moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
-            ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
-                               a.norm_topk_prob, plan.block_rows, a.router_logits, r, a.arrivals,
-                               stream, counts, count_words, plan.router_form, prefetch)
-            : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r,
-                        stream, counts, count_words);
+    cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
+                          ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
+                                             a.norm_topk_prob, plan.block_rows, a.router_logits, r,
+                                             a.arrivals, stream, counts, count_words,
+                                             plan.router_form, prefetch, plan.overlap)
+                          : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
+                                      plan.block_rows, r, stream, counts, count_words);
     if (err != cudaSuccess) return err;
     err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
-                                     plan.block_rows, a.middle, stream);
+                                     plan.block_rows, a.middle, stream, plan.overlap);
     if (err != cudaSuccess) return err;
     const W4A16GroupedCombine combine{.token = r.token,
                                       .source = r.source,
@@ -132,7 +133,7 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
                                       .arrivals = counts,
                                       .k = a.k};
     return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
-                                      a.expert_out, stream);
+                                      a.expert_out, stream, plan.overlap);
   }
   cudaError_t err =
       moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r, stream);

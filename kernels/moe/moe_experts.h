@@ -60,6 +60,9 @@ struct MoeGroupedPlan {
   // default (plan_moe_experts at T = 1); the CUDA backend clears it under
   // NIBBLE_MOE_ROUTE_IN_GEMM=0.
   bool route_in_gemm = false;
+  // The fused launches (router, gate_up + SiLU, down + combine, the one launch) go out with
+  // programmatic dependent launch (kernels/dependent_launch.cuh); false: plain launches (A/B).
+  bool overlap = true;
   // With route_in_gemm: the gate_up and the down as one launch whose down slices wait for their
   // pick's gate_up slices, not for the whole gate_up grid (w4a16_grouped_experts_routed). The
   // same output bits. Where the device cannot hold all its blocks at once, the two launches

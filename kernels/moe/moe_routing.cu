@@ -3,7 +3,6 @@
 #include <cfloat>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/dependent_launch.cuh"
@@ -17,7 +16,7 @@ namespace {
 
 using namespace moe_device;
 
-constexpr int kRouteWarps = 4;                 // tokens per block of the top-k kernel
+constexpr int kRouteWarps = 4;  // tokens per block of the top-k kernel
 constexpr int kPlaceThreads = 256;
 
 // One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
@@ -607,23 +606,20 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
 namespace nibble::kernels {
 namespace {
 
-// The router launches' configuration: dependent launches (kernels/dependent_launch.cuh) unless
-// NIBBLE_MOE_OVERLAP=0 (read once), so the router's weights stream in while the kernel before
+// The router launches' configuration: dependent launches (kernels/dependent_launch.cuh) where
+// `overlap` (MoeGroupedPlan::overlap), so the router's weights stream in while the kernel before
 // finishes. Not copyable: the config points at the attribute.
 struct RouterLaunch {
   cudaLaunchAttribute attribute{};
   cudaStream_t stream;
-  explicit RouterLaunch(cudaStream_t s) : stream(s) {
+  bool overlap;
+  RouterLaunch(cudaStream_t s, bool on) : stream(s), overlap(on) {
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
   }
   RouterLaunch(const RouterLaunch&) = delete;
   RouterLaunch& operator=(const RouterLaunch&) = delete;
   cudaLaunchConfig_t config(int grid, int threads) const {
-    static const bool overlap = [] {
-      const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
-      return v == nullptr || std::strcmp(v, "0") != 0;
-    }();
     cudaLaunchConfig_t c{};
     c.gridDim = dim3(unsigned(grid));
     c.blockDim = dim3(unsigned(threads));
@@ -641,7 +637,7 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              bool norm_topk_prob, int block_rows, float* logits,
                              const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
                              std::int32_t* clear, std::int64_t clear_count, MoeRouterForm form,
-                             const MoeWeightPrefetch& prefetch) {
+                             const MoeWeightPrefetch& prefetch, bool overlap) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
       clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
@@ -651,7 +647,7 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
-  const RouterLaunch launch(stream);
+  const RouterLaunch launch(stream, overlap);
   auto config = [&](int grid, int threads) { return launch.config(grid, threads); };
   cudaError_t err = cudaSuccess;
   if (form == MoeRouterForm::kBlocks) {
@@ -683,28 +679,27 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
 
 cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
                               std::int64_t tokens, int hidden, int experts, float* logits,
-                              cudaStream_t stream) {
+                              cudaStream_t stream, bool overlap) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || x == nullptr || router == nullptr || logits == nullptr ||
       reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  const RouterLaunch launch(stream);
+  const RouterLaunch launch(stream, overlap);
   const cudaLaunchConfig_t c = launch.config(
       (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
   // The routing arguments are unused without ROUTE.
-  const cudaError_t err = cudaLaunchKernelEx(
-      &c, router_spread_kernel<false>, x, router, int(tokens), hidden, experts, 1, false, 1, 0,
-      logits, MoeRouting{}, static_cast<std::int32_t*>(nullptr),
-      static_cast<std::int32_t*>(nullptr), 0, MoeWeightPrefetch{});
+  const cudaError_t err =
+      cudaLaunchKernelEx(&c, router_spread_kernel<false>, x, router, int(tokens), hidden, experts,
+                         1, false, 1, 0, logits, MoeRouting{}, static_cast<std::int32_t*>(nullptr),
+                         static_cast<std::int32_t*>(nullptr), 0, MoeWeightPrefetch{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
-MoeRouterForm moe_router_form_from_env() {
-  const char* v = std::getenv("NIBBLE_MOE_ROUTER_FORM");
-  if (v != nullptr && std::strcmp(v, "spread") == 0) return MoeRouterForm::kSpread;
-  if (v != nullptr && std::strcmp(v, "blocks") == 0) return MoeRouterForm::kBlocks;
+MoeRouterForm moe_router_form_from_name(const char* name) {
+  if (name != nullptr && std::strcmp(name, "spread") == 0) return MoeRouterForm::kSpread;
+  if (name != nullptr && std::strcmp(name, "blocks") == 0) return MoeRouterForm::kBlocks;
   return MoeRouterForm::kSpreadThenRoute;
 }
 

@@ -33,7 +33,7 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
                       cudaStream_t stream, std::int32_t* clear = nullptr,
                       std::int64_t clear_count = 0);
 
-// How moe_router_route runs the router linear (the A/B switch NIBBLE_MOE_ROUTER_FORM):
+// How moe_router_route runs the router linear (MoeGroupedPlan::router_form, an A/B switch):
 // Default "split": the fastest on an H200 (2026-11-26, 16:50 UTC): nibble-kernel-bench --moe at
 // T = 1 whole MoE block 23.0 us split, 25.4 spread, 30.6 blocks; Qwen3-30B-A3B generate 414.6
 // tok/s split vs 385.1 spread (both without the L2 prefetch).
@@ -47,8 +47,9 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
 //     a warp per expert; the last block routes.
 // Every form gives the routing of moe_route from the logits it wrote.
 enum class MoeRouterForm { kSpread = 0, kSpreadThenRoute = 1, kBlocks = 2 };
-// NIBBLE_MOE_ROUTER_FORM = spread | split | blocks (unset or unknown: split).
-MoeRouterForm moe_router_form_from_env();
+// The form named spread | split | blocks (null or unknown: split), as moe_router_form_name writes
+// them; for the callers' option parsers.
+MoeRouterForm moe_router_form_from_name(const char* name);
 const char* moe_router_form_name(MoeRouterForm form);
 
 // The router linear and moe_route in one launch (kSpreadThenRoute: two), for small steps
@@ -75,14 +76,14 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
                              std::int32_t* clear = nullptr, std::int64_t clear_count = 0,
                              MoeRouterForm form = MoeRouterForm::kSpread,
-                             const MoeWeightPrefetch& prefetch = {});
+                             const MoeWeightPrefetch& prefetch = {}, bool overlap = true);
 
 // The spread router's linear alone (its logits, the same bits as moe_router_route's), a dependent
-// launch unless NIBBLE_MOE_OVERLAP=0: for the grouped launches that route a single token
-// themselves (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). Same argument rules as
-// moe_router_route.
+// launch where `overlap` (as moe_router_route's; MoeGroupedPlan::overlap): for the grouped launches
+// that route a single token themselves (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). Same
+// argument rules as moe_router_route.
 cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
                               std::int64_t tokens, int hidden, int experts, float* logits,
-                              cudaStream_t stream);
+                              cudaStream_t stream, bool overlap = true);
 
 }  // namespace nibble::kernels

@@ -45,7 +45,8 @@ cudaError_t w4a16_run_dev_grouped_linear(const std::uint16_t* x, std::int64_t ro
 
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                         int splits, float* workspace, cudaStream_t stream, bool overlap) {
+                         int splits, float* workspace, cudaStream_t stream, bool overlap,
+                         bool wgmma_cluster_sum) {
   if (m < 0 || w.n <= 0 || w.k <= 0 || w.k % 16 != 0 || w.n_padded % kW4A16TileCols != 0 ||
       w.k_padded % kBk != 0 || w.n_padded < w.n || w.k_padded < w.k) {
     return cudaErrorInvalidValue;
@@ -58,7 +59,8 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
     return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
   }
   if (w4a16_is_wgmma(tile)) {
-    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream, overlap);
+    return w4a16_wgmma_linear(x, m, w, residual, out, tile, splits, workspace, stream, overlap,
+                              wgmma_cluster_sum);
   }
   switch (tile) {  // the row tiles the planner picks (nvfp4_linear.h)
     case W4A16Tile::kM8:

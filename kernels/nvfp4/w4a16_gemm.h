@@ -83,6 +83,8 @@ inline constexpr int kW4A16TileCols = 128;
 // the previous kernel in the stream is still running and fetch their first weights early; they
 // wait for it before touching x, residual, out or workspace, and then let the next kernel launch
 // the same way (at most two kernels of a chain overlap). Safe after any kernel.
+// wgmma_cluster_sum: the warpgroup-MMA tiles sum their K splits in a cluster where one fits
+// (false: through the workspace; LinearOptions::wgmma_cluster_sum, nvfp4_linear.h).
 inline std::size_t w4a16_workspace_bytes(std::int64_t m, std::int64_t n) {
   const std::int64_t tiles = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + 7) / 8);
   return std::size_t(m * n + tiles) * 4;  // partial sums, then one arrival counter per tile
@@ -95,7 +97,8 @@ inline constexpr int kW4A16GemvBlocksPerSm = 2;  // the kGemv kernel's
 
 cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                         int splits, float* workspace, cudaStream_t stream, bool overlap = false);
+                         int splits, float* workspace, cudaStream_t stream, bool overlap = false,
+                         bool wgmma_cluster_sum = true);
 
 // The kGemv kernel (w4a16_gemv.cu). Arguments as above, already validated.
 cudaError_t w4a16_gemv_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
@@ -190,10 +193,6 @@ struct W4A16Fusion {
   bool silu_pairs = false;
   bool rope_store = false;
   W4A16RopeStore rope;
-  // Not a fusion: where the kernel releases the next one under dependent launch (false: right after
-  // its wait; true: once its copies are issued). The slice launcher sets it from
-  // NIBBLE_LINEAR_TRIGGER=late (A/B); what a caller sets is ignored.
-  bool late_trigger = false;
 };
 // The slice kernels with fusions; arguments as w4a16_slice_linear's (tile: w4a16_slice_fusable,
 // m <= 16), cudaErrorInvalidValue where the fusion does not fit the tile, shape or arguments.
@@ -211,19 +210,20 @@ inline bool w4a16_slice_fusable(W4A16Tile tile) {
   return w4a16_is_slice(tile) && w4a16_slice_rows(tile) <= 32;
 }
 
-// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits, workspace and
-// overlap as there). cudaErrorNotSupported unless w4a16_wgmma_supported(); the other arguments
-// are already validated.
+// The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits, workspace,
+// overlap and cluster_sum as there). cudaErrorNotSupported unless w4a16_wgmma_supported(); the
+// other arguments are already validated.
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               int splits, float* workspace, cudaStream_t stream, bool overlap);
+                               int splits, float* workspace, cudaStream_t stream, bool overlap,
+                               bool cluster_sum = true);
 // The current device is sm_90 and the library holds the sm_90a image of the wgmma kernels.
 bool w4a16_wgmma_supported();
 int w4a16_wgmma_resident_blocks(W4A16Tile tile);
 // The most (1, 1, splits) clusters of the tile's blocks the device holds at once: where a launch
 // split `splits` ways sums its K splits in a cluster (2 <= splits <= 8), its output tiles run in
-// waves of this many. 0 where that path is not taken (no wgmma, NIBBLE_W4A16_WGMMA_CLUSTER=0, or
-// no such cluster fits): the split-K sums then go through the workspace.
+// waves of this many. 0 where that path is not taken (no wgmma, or no such cluster fits): the
+// split-K sums then go through the workspace.
 int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits);
 inline bool w4a16_is_wgmma(W4A16Tile tile) {
   return tile == W4A16Tile::kWgmma128 || tile == W4A16Tile::kWgmma256;

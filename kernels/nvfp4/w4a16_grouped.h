@@ -47,7 +47,8 @@ cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
 cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_t* token,
                                        const W4A16GroupedWeights& gate_up,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
-                                       int block_rows, std::uint16_t* middle, cudaStream_t stream);
+                                       int block_rows, std::uint16_t* middle, cudaStream_t stream,
+                                       bool overlap = true);
 
 // down with the weighted combine: the expert rows go to expert_out [rows, n] as by
 // w4a16_grouped_linear; the block that finishes the last of token t's k rows over a column slice
@@ -86,7 +87,8 @@ std::int64_t w4a16_grouped_combine_slices(std::int64_t n);
 cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16GroupedWeights& down,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
                                        int block_rows, const W4A16GroupedCombine& combine,
-                                       std::uint16_t* expert_out, cudaStream_t stream);
+                                       std::uint16_t* expert_out, cudaStream_t stream,
+                                       bool overlap = true);
 
 // The two fused launches routing the single token themselves (W4A16GroupedRoute): gate_up with
 // the gather and SiLU * up, then down with the combine, whose blocks route before waiting for the
@@ -95,12 +97,13 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
 // stream. combine.token / source / weight are the route's (unused); k = route.k.
 cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& gate_up,
-                                              const W4A16GroupedRoute& route,
-                                              std::uint16_t* middle, cudaStream_t stream);
+                                              const W4A16GroupedRoute& route, std::uint16_t* middle,
+                                              cudaStream_t stream, bool overlap = true);
 cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& down,
                                               const W4A16GroupedCombine& combine,
-                                              std::uint16_t* expert_out, cudaStream_t stream);
+                                              std::uint16_t* expert_out, cudaStream_t stream,
+                                              bool overlap = true);
 
 // The two routed launches above as one (w4a16_moe_decode.cu): block (x, r) routes the token, runs
 // gate_up slice x of pick row r (x < n / 32), then down slice x of the same pick once all of that
@@ -114,7 +117,7 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
                                          const W4A16GroupedWeights& down,
                                          const W4A16GroupedCombine& combine, std::uint16_t* middle,
                                          std::uint16_t* expert_out, std::int32_t* gate_done,
-                                         cudaStream_t stream);
+                                         cudaStream_t stream, bool overlap = true);
 // When each block of the last one launch passed each phase, from the device's %globaltimer (ns),
 // and the SM it ran on: recorded only by dev builds configured with -DNIBBLE_MOE_TIMELINE=ON
 // (otherwise cudaErrorNotSupported). Blocks in grid order (x fastest); gate_slices of each row of

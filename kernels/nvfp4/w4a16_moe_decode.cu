@@ -222,13 +222,12 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
                                          const W4A16GroupedWeights& down,
                                          const W4A16GroupedCombine& combine, std::uint16_t* middle,
                                          std::uint16_t* expert_out, std::int32_t* gate_done,
-                                         cudaStream_t stream) {
+                                         cudaStream_t stream, bool overlap) {
   const W4A16GroupedRoute& route = combine.route;
   const MoeRouting& o = route.out;
   const std::int64_t down_slices = down.shape.n_padded / DownShape::kRows;
   if (route.logits == nullptr || route.experts < 1 || route.experts > kMoeMaxExperts ||
-      route.k < 1 ||
-      route.k > route.experts || route.k > kMoeMaxTopK || gate_up.table == nullptr ||
+      route.k < 1 || route.k > route.experts || route.k > kMoeMaxTopK || gate_up.table == nullptr ||
       down.table == nullptr || gate_up.shape.n % 32 != 0 || down.shape.k != gate_up.shape.n / 2 ||
       combine.residual == nullptr || combine.out == nullptr || combine.arrivals == nullptr ||
       gate_done == nullptr || o.expert == nullptr || o.weight == nullptr || o.counts == nullptr ||
@@ -242,7 +241,6 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
   // Under the dependent launch the blocks land wherever there is room as the router's leave:
   // shared memory for an even spread keeps them off a crowded few SMs (even_spread.h).
   const std::int64_t blocks = down_slices * route.k;
-  const bool overlap = grouped_overlap();
   int smem = 0, resident = 0;
   if ((err = launch_smem(one_launch_smem(), blocks, overlap, &smem)) != cudaSuccess ||
       (err = resident_blocks(smem, &resident)) != cudaSuccess)

@@ -126,7 +126,8 @@ namespace nibble::kernels {
 cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_t* token,
                                        const W4A16GroupedWeights& gate_up,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
-                                       int block_rows, std::uint16_t* middle, cudaStream_t stream) {
+                                       int block_rows, std::uint16_t* middle, cudaStream_t stream,
+                                       bool overlap) {
   const W4A16DeviceWeight& shape = gate_up.shape;
   if (block_rows < 1 || block_rows > kMaxRows || max_blocks < 1 || max_blocks > 65535 ||
       shape.n % 32 != 0 || token == nullptr || gate_up.table == nullptr)
@@ -135,9 +136,9 @@ cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_
   fuse.token = token;
   using S = SliceGateUpSilu;
   return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseGatherSilu>(
-                              x, gate_up, blocks, max_blocks, middle, stream, fuse)
+                              x, gate_up, blocks, max_blocks, middle, stream, fuse, overlap)
                         : launch_grouped_slice_kernel<S, 1, kFuseGatherSilu>(
-                              x, gate_up, blocks, max_blocks, middle, stream, fuse);
+                              x, gate_up, blocks, max_blocks, middle, stream, fuse, overlap);
 }
 
 std::int64_t w4a16_grouped_combine_slices(std::int64_t n) {
@@ -147,7 +148,8 @@ std::int64_t w4a16_grouped_combine_slices(std::int64_t n) {
 cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16GroupedWeights& down,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
                                        int block_rows, const W4A16GroupedCombine& combine,
-                                       std::uint16_t* expert_out, cudaStream_t stream) {
+                                       std::uint16_t* expert_out, cudaStream_t stream,
+                                       bool overlap) {
   if (block_rows < 1 || block_rows > kMaxRows || max_blocks < 1 || max_blocks > 65535 ||
       down.table == nullptr || combine.k < 1 || combine.token == nullptr ||
       combine.source == nullptr || combine.weight == nullptr || combine.residual == nullptr ||
@@ -156,9 +158,9 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
     return cudaErrorInvalidValue;
   using S = SliceDownCombine;
   return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseCombine>(
-                              x, down, blocks, max_blocks, expert_out, stream, combine)
+                              x, down, blocks, max_blocks, expert_out, stream, combine, overlap)
                         : launch_grouped_slice_kernel<S, 1, kFuseCombine>(
-                              x, down, blocks, max_blocks, expert_out, stream, combine);
+                              x, down, blocks, max_blocks, expert_out, stream, combine, overlap);
 }
 
 namespace {
@@ -170,8 +172,8 @@ bool route_ok(const W4A16GroupedRoute& r) {
 
 cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& gate_up,
-                                              const W4A16GroupedRoute& route,
-                                              std::uint16_t* middle, cudaStream_t stream) {
+                                              const W4A16GroupedRoute& route, std::uint16_t* middle,
+                                              cudaStream_t stream, bool overlap) {
   const MoeRouting& o = route.out;
   if (!route_ok(route) || gate_up.shape.n % 32 != 0 || gate_up.table == nullptr ||
       o.expert == nullptr || o.weight == nullptr || o.counts == nullptr || o.offsets == nullptr ||
@@ -182,13 +184,14 @@ cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
   fuse.route = route;
   // Every pick is its own row block of one row: k block rows (the table launch's max_blocks).
   return launch_grouped_slice_kernel<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(
-      x, gate_up, nullptr, route.k, middle, stream, fuse);
+      x, gate_up, nullptr, route.k, middle, stream, fuse, overlap);
 }
 
 cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& down,
                                               const W4A16GroupedCombine& combine,
-                                              std::uint16_t* expert_out, cudaStream_t stream) {
+                                              std::uint16_t* expert_out, cudaStream_t stream,
+                                              bool overlap) {
   if (!route_ok(combine.route) || down.table == nullptr || combine.residual == nullptr ||
       combine.out == nullptr || combine.arrivals == nullptr ||
       down.shape.n_padded / SliceDownCombine::kRows != w4a16_grouped_combine_slices(down.shape.n))
@@ -196,7 +199,7 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
   W4A16GroupedCombine fuse = combine;
   fuse.k = combine.route.k;
   return launch_grouped_slice_kernel<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(
-      x, down, nullptr, combine.route.k, expert_out, stream, fuse);
+      x, down, nullptr, combine.route.k, expert_out, stream, fuse, overlap);
 }
 
 }  // namespace nibble::kernels

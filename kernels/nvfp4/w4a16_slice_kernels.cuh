@@ -30,8 +30,6 @@
 // w4a16_slice_dev.cu (the others, in nibble::kernels_dev): everything here is in an unnamed
 // namespace, so each includes its own copy of the templates and instantiates only what it
 // launches.
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/layer/rope_math.cuh"
 #include "kernels/moe/moe_route_device.cuh"
@@ -389,10 +387,10 @@ __device__ __forceinline__ void slice_block(
     }
   }
   order.wait();
-  // The next kernel may be scheduled once every block has passed here (fusion.late_trigger: has
-  // issued its last copy): early, its blocks take the SM room this grid leaves and fetch their
-  // first weights during all of this kernel; late, only during its drain and tail.
-  if (!fusion.late_trigger) order.allow();
+  // The next kernel may be scheduled once every block has passed here: its blocks take the SM
+  // room this grid leaves and fetch their first weights during all of this kernel (releasing it
+  // only once the copies are issued measured slower: PERF_NOTES, "Deleted forms").
+  order.allow();
 #pragma unroll
   for (int st = 0; st < kAhead; ++st) {
     if (st < steps) {
@@ -567,7 +565,6 @@ __device__ __forceinline__ void slice_block(
     previous_off = read_off;
     read_off = next_slot(read_off);
   }
-  if (fusion.late_trigger) order.allow();  // every thread: its copies are all issued
   for (; i < steps; ++i) {
     cp_async_wait<kAhead - 1>();
     __syncwarp();
@@ -719,16 +716,6 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
       fusion, fuse_arg, SlicePlace{blockIdx.x, blockIdx.y, gridDim.x}, AfterPreviousGrid{});
 }
 
-// NIBBLE_LINEAR_TRIGGER=late: the dense slice kernels let the next kernel start only once their
-// copies are all issued (A/B against the default, right after the wait), read once.
-bool dense_late_trigger() {
-  static const bool late = [] {
-    const char* v = std::getenv("NIBBLE_LINEAR_TRIGGER");
-    return v != nullptr && std::strcmp(v, "late") == 0;
-  }();
-  return late;
-}
-
 template <class S, bool ONE_SIDE, int MT, int FUSE = 0>
 cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16DeviceWeight& w,
                                 const std::uint16_t* residual, std::uint16_t* out,
@@ -749,11 +736,9 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   cudaError_t err = launch_smem(needed, blocks, overlap, &smem);
   if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
-  W4A16Fusion options = fusion;
-  options.late_trigger = overlap && dense_late_trigger();
   err = cudaLaunchKernelEx(&launch.config, kernel, x, rows, w.n, w.k, w.tiles, w.scales,
                            w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f, residual,
-                           out, nullptr, nullptr, options, W4A16GroupedCombine{});
+                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -766,22 +751,14 @@ cudaError_t grouped_slice_attribute() {
   return err;
 }
 
-// NIBBLE_MOE_OVERLAP=0 turns the fused launches' dependent launch off (A/B), read once.
-bool grouped_overlap() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_MOE_OVERLAP");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
 // Grouped: rows per block up to 8 MT, the slots sized for 8 MT rows. kFuseGatherSilu's blocks
 // cover 16 gate rows each (n / 2 of them in all).
 template <class S, int MT, int FUSE = kFuseNone>
 cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16GroupedWeights& w,
                                         const MoeRowBlock* blocks, std::int64_t max_blocks,
                                         std::uint16_t* out, cudaStream_t stream,
-                                        const W4A16GroupedCombine& fuse = {}) {
+                                        const W4A16GroupedCombine& fuse = {},
+                                        bool overlap = false) {
   static_assert(smem_bytes<S>(8 * MT) >= S::kWarps * MT * S::kPairs * 4 * 32 * 4,
                 "the sums fit in the rings");
   constexpr auto kernel = w4a16_slice_kernel<S, false, MT, true, FUSE>;
@@ -795,9 +772,9 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   // the route and wait for it before reading anything; kFuseCombine follows the gate_up, whose
   // blocks all started after the route finished (their wait), so the table and the weights it
   // points to may be read before waiting for the gate_up: the down's weights stream in under the
-  // gate_up's tail.
+  // gate_up's tail. (The plain grouped GEMM never overlaps.)
   LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream,
-                           FUSE != kFuseNone && grouped_overlap());
+                           FUSE != kFuseNone && overlap);
   const cudaError_t err =
       cudaLaunchKernelEx(&launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles,
                          shape.scales, shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr,

@@ -18,8 +18,6 @@
 // KB). PERF_NOTES v30: the tensor pipe busy 68% of gate_up's time at M = 256, against 58%.
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/dependent_launch.cuh"
@@ -277,7 +275,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
   const int rows = int(m - m0 < S::BMX ? m - m0 : S::BMX);
   const bool vec = n % 4 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 7) == 0;
   // Scaled outputs q[0..cols) of row `row`, columns col.., plus the residual, to BF16 in `out`.
-  auto store = [&](std::int64_t row, std::int64_t col, int cols, float (&q)[4]) {
+  auto store = [&](std::int64_t row, std::int64_t col, int cols, float(&q)[4]) {
     std::uint16_t h[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -383,15 +381,6 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
 #endif
 }
 
-// NIBBLE_W4A16_WGMMA_CLUSTER=0: split K through the workspace's atomics, as before (A/B).
-bool cluster_reduce_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("NIBBLE_W4A16_WGMMA_CLUSTER");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
 // The most (1, 1, splits) clusters of S's blocks resident at once (once per splits; 0 where none
 // fits). Fewer than SM slots / splits where the GPCs' SM counts leave slots no cluster can take:
 // 62 clusters of four 128 x 128 blocks on an H200's 132 SMs (ncu, 2026-11-29), so the 64 tiles
@@ -419,13 +408,13 @@ int max_clusters(int splits) {
 template <class S>
 cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                    const std::uint16_t* residual, std::uint16_t* out, int splits, float* workspace,
-                   cudaStream_t stream, bool overlap) {
+                   cudaStream_t stream, bool overlap, bool cluster_sum) {
   static const cudaError_t attribute_err = [] {
-    cudaError_t err = cudaFuncSetAttribute(
-        wgmma_kernel<S, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+    cudaError_t err = cudaFuncSetAttribute(wgmma_kernel<S, false>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(wgmma_kernel<S, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+      err = cudaFuncSetAttribute(wgmma_kernel<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 S::SMEM);
     return err;
   }();
   if (attribute_err != cudaSuccess) return attribute_err;
@@ -438,7 +427,7 @@ cudaError_t launch(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeig
   const int kt_per_split = whole_step_splits(tiles_k, &splits);  // as the other tiles
   const std::int64_t groups = w.n_padded / 128;
   const dim3 grid{unsigned(groups), unsigned(row_tiles), unsigned(splits)};
-  const bool cluster = splits > 1 && cluster_reduce_on() && max_clusters<S>(splits) > 0;
+  const bool cluster = splits > 1 && cluster_sum && max_clusters<S>(splits) > 0;
   if (splits > 1 && !cluster && workspace == nullptr) return cudaErrorInvalidValue;
   LaunchWithOverlap with(grid, S::THREADS, S::SMEM, stream, overlap);
   if (cluster) with.cluster(1, 1, unsigned(splits));
@@ -474,7 +463,7 @@ int w4a16_wgmma_resident_blocks(W4A16Tile tile) {
 }
 
 int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits) {
-  if (!w4a16_wgmma_supported() || !cluster_reduce_on()) return 0;
+  if (!w4a16_wgmma_supported()) return 0;
   switch (tile) {
     case W4A16Tile::kWgmma128:
       return max_clusters<Wgmma128>(splits);
@@ -487,14 +476,17 @@ int w4a16_wgmma_max_clusters(W4A16Tile tile, int splits) {
 
 cudaError_t w4a16_wgmma_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               int splits, float* workspace, cudaStream_t stream, bool overlap) {
+                               int splits, float* workspace, cudaStream_t stream, bool overlap,
+                               bool cluster_sum) {
   if (!w4a16_wgmma_supported()) return cudaErrorNotSupported;
   if ((reinterpret_cast<std::uintptr_t>(x) & 15) != 0 || w.k % 8 != 0) return cudaErrorInvalidValue;
   switch (tile) {
     case W4A16Tile::kWgmma128:
-      return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream, overlap);
+      return launch<Wgmma128>(x, m, w, residual, out, splits, workspace, stream, overlap,
+                              cluster_sum);
     case W4A16Tile::kWgmma256:
-      return launch<Wgmma256>(x, m, w, residual, out, splits, workspace, stream, overlap);
+      return launch<Wgmma256>(x, m, w, residual, out, splits, workspace, stream, overlap,
+                              cluster_sum);
     default:
       return cudaErrorInvalidValue;
   }

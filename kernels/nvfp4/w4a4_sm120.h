@@ -3,7 +3,8 @@
 // block-scaled FP4 mma.sync (kind::mxf4nvf4, m16n8k64, UE4M3 scales per 16 along K).
 // Built only for those targets (kernels compiled for others contain no code and the entry
 // point returns cudaErrorNotSupported). It has never run on hardware: the fragment and
-// scale-selector layouts follow the PTX ISA as read, unverified; the dispatcher does not use it.
+// scale-selector layouts follow the PTX ISA as read, unverified; the dispatcher does not use it,
+// and it is built into nibble::kernels_dev (NIBBLE_HAVE_W4A4 there) until a device runs it.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "kernels/sampling/sample_rows.h"
 #include "kernels/sampling/sample_rows_split.h"
@@ -245,19 +244,6 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
     top[j] = {sh.top[j].token, sh.top[j].logit - log_sum};
 }
 
-int env_switch(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
-
-// The process's switches, read once (the pass is captured in graphs: no per-step lookups).
-const SampleRowsTuning& env_tuning() {
-  static const SampleRowsTuning tuning{env_switch("NIBBLE_SAMPLING_SPLIT", 1),
-                                       env_switch("NIBBLE_SAMPLING_BLOCKS_PER_ROW", -1),
-                                       env_switch("NIBBLE_SAMPLING_AGGREGATE", 1)};
-  return tuning;
-}
-
 // The device's SMs and whether it launches clusters (sm_90+), for the current device.
 struct DeviceShape {
   int sms = 1;
@@ -286,12 +272,8 @@ int blocks_per_row(int rows, int most) {
   return blocks;
 }
 
-int pick(int requested, int from_env) {
-  return requested >= 0 ? requested : from_env;
-}
-
-// The most blocks a row when neither the caller nor the environment sets it: 16 for one row, 8
-// for more. test_sampling_gpu --bench on an H200 (2026-11-28, vocabulary 151,936, "split <=16"
+// The most blocks a row when the caller leaves it to the pass (blocks_per_row < 0): 16 for one row,
+// 8 for more. test_sampling_gpu --bench on an H200 (2026-11-28, vocabulary 151,936, "split <=16"
 // against "split <=8"): one row greedy 14.3 vs 15.6 us, temperature 1 25.5 vs 33.1, T 0.7 +
 // top-k 50 + top-p 0.9 + 5 logprobs 148.8 vs 211.6; eight rows (16 x 8 = 128 blocks) greedy 24.8
 // vs 17.9, temperature 41.0 vs 35.5. Where 16-block clusters do not run, the launcher takes 8.
@@ -307,12 +289,12 @@ cudaError_t sample_rows(const SampleRowsArgs& args, cudaStream_t stream) {
                          args.top == nullptr)))
     return cudaErrorInvalidValue;
   if (args.rows == 0) return cudaSuccess;
-  const SampleRowsTuning& env = env_tuning();
-  if (pick(args.tuning.split, env.split) != 0) {
-    int most = pick(args.tuning.blocks_per_row, env.blocks_per_row);
+  const SampleRowsTuning& tuning = args.tuning;
+  if (tuning.split != 0) {
+    int most = tuning.blocks_per_row;
     if (most < 0) most = default_most_blocks(args.rows);
     most = std::min(std::max(most, 1), 16);
-    const int adds = std::min(std::max(pick(args.tuning.aggregate, env.aggregate), 0), 2);
+    const int adds = tuning.aggregate < 0 ? 1 : std::min(tuning.aggregate, 2);
     return sample_rows_split(args, blocks_per_row(args.rows, most), HistAdds(adds), stream);
   }
   sample_rows_kernel<<<args.rows, kThreads, 0, stream>>>(args);

@@ -24,18 +24,17 @@
 
 namespace nibble::kernels {
 
-// A/B switches of the pass (tests and benchmarks set them; -1: the environment's, else the
-// default). NIBBLE_SAMPLING_SPLIT=0 runs the first kernel (one block a row, scalar loads, one
-// shared atomic per element in the selects); otherwise the split kernel (sample_rows_split.h)
-// with NIBBLE_SAMPLING_BLOCKS_PER_ROW (1..16; default: up to 16 for one row, up to 8 for more, as
-// many as keep rows x blocks within the device's SMs) and NIBBLE_SAMPLING_AGGREGATE (how a select
-// adds to its histogram: 0 one shared atomic per element, 1 (default) one per distinct bin of a
-// warp by
-// __match_any_sync, 2 by up to 4 ballot rounds). Read once per process.
+// The pass's A/B switches (the engine's options, tests and benchmarks set them; the defaults are
+// the production forms). split = 0 runs the first kernel (one block a row, scalar loads, one
+// shared atomic per element in the selects); otherwise the split kernel (sample_rows_split.h) over
+// at most blocks_per_row blocks a row (1..16; < 0: up to 16 for one row, up to 8 for more, as many
+// as keep rows x blocks within the device's SMs), its selects adding to their histograms as
+// `aggregate` says: 0 one shared atomic per element, 1 one per distinct bin of a warp by
+// __match_any_sync, 2 by up to 4 ballot rounds (< 0: 1).
 struct SampleRowsTuning {
-  int split = -1;           // 0: the first kernel; 1: the split kernel
-  int blocks_per_row = -1;  // the split kernel's most blocks a row (1..16)
-  int aggregate = -1;       // 0, 1, 2: sample_rows_split.h HistAdds (split kernel)
+  int split = 1;            // 0: the first kernel; 1: the split kernel
+  int blocks_per_row = -1;  // the split kernel's most blocks a row (1..16; < 0: by the rows)
+  int aggregate = 1;        // 0, 1, 2: sample_rows_split.h HistAdds (split kernel)
 };
 
 struct SampleRowsArgs {

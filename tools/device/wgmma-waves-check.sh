@@ -4,8 +4,9 @@
 #   1. test_nvfp4_gpu --quick (the wgmma tiles split 3 and 7 ways, summed in clusters);
 #   2. nibble-kernel-bench on the Llama layers at M = 256 and 512 with --sweep-splits (every split
 #      count of both wgmma tiles, the cluster counts the planner reads), then for the A/B
-#      .device-carry/tbin/nibble-kernel-bench-base (an older build) and this one again, or without
-#      it this one with NIBBLE_W4A16_WGMMA_WAVES=slots (splits planned by SM slots alone);
+#      .device-carry/tbin/nibble-kernel-bench-base (an older build) and this one again, where
+#      carried (the slots-only planner it was first compared with is deleted: PERF_NOTES,
+#      "Deleted and moved forms");
 #   3. memcheck: test_sampling_gpu --quick (one top logprob from the first pass), test_moe_gpu
 #      --quick (the one-launch MoE decode, the route inside the expert GEMMs), test_cuda_backend's
 #      device-sampling, MoE routing and graph tests.
@@ -38,10 +39,6 @@ if [ -x "$tbin/nibble-kernel-bench-base" ]; then
   timeout 90 "$tbin/nibble-kernel-bench-base" "${bench_args[@]}" >"$OUT/bench_base.log" 2>&1 || status=1
   timeout 90 "$tbin/nibble-kernel-bench" "${bench_args[@]}" >"$OUT/bench_waves2.log" 2>&1 || status=1
   runs+=(bench_base bench_waves2)
-else
-  NIBBLE_W4A16_WGMMA_WAVES=slots timeout 90 "$tbin/nibble-kernel-bench" "${bench_args[@]}" \
-    >"$OUT/bench_slots.log" 2>&1 || status=1
-  runs+=(bench_slots)
 fi
 for f in "${runs[@]}"; do
   echo "-- $f"

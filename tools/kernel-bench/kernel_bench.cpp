@@ -6,7 +6,7 @@
 // NIBBLE_W4A16_DENSE_MIN_ROWS); "w4 us" is the dispatcher without it (W4A16 kernels only), "dense"
 // / "dense/r" that path forced in one round / in rounds of ~32 MB of BF16 weight
 // (kDenseRoundBytes); "wg128" / "wg256" the warpgroup-MMA tiles forced (sm_90a;
-// NIBBLE_W4A16_WGMMA=0 keeps the planner off them). Per M and layer the ratio to cuBLAS BF16
+// --no-wgmma keeps the planner off them). Per M and layer the ratio to cuBLAS BF16
 // ("speedup" = cuBLAS time / ours); the set table repeats it per path. Weights rotate over enough
 // copies to exceed L2; each time is the median of CUDA-event timings of graph replays (20 calls per
 // graph), per call. Also per shape: the read ceilings of read_ceiling.h (the weight read once, no
@@ -15,6 +15,7 @@
 // (layer_chain.h) at M = 1, 4, 8, 16, 64 (those --ms keeps). Usage: nibble-kernel-bench [--reps N]
 // [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
 //                            [--profile] [--tiles-overlap] [--moe]
+//                            [--no-wgmma] [--no-wgmma-cluster] [--no-short-k]
 // --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
 // and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64, the 64- and 128-row
 // tiles at M = 256 and on sm_90a the warpgroup-MMA tiles at M = 256 and 512, split 1..8 ways (the
@@ -25,7 +26,8 @@
 // sm_90a the two warpgroup-MMA tiles, all group-major) and times nothing: for Nsight Compute.
 // --tiles-overlap times the forced tile columns with programmatic dependent launch, as the engine
 // launches them (the planner's evidence). --moe times only the grouped MoE expert GEMMs and the
-// device MoE layer (moe_grouped.h) after the copy ceiling.
+// device MoE layer (moe_grouped.h) after the copy ceiling. --no-wgmma, --no-wgmma-cluster and
+// --no-short-k turn the planner's LinearOptions (nvfp4_linear.h) off, for A/B runs.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -100,6 +102,7 @@ int main(int argc, char** argv) {
   const char* csv_path = nullptr;
   bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;
   std::vector<std::string> layer_filter, m_filter;
+  nibble::kernels::LinearOptions linear_options;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
@@ -113,6 +116,12 @@ int main(int argc, char** argv) {
       moe_only = true;
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
+    } else if (!std::strcmp(argv[i], "--no-wgmma")) {
+      linear_options.wgmma = false;
+    } else if (!std::strcmp(argv[i], "--no-wgmma-cluster")) {
+      linear_options.wgmma_cluster_sum = false;
+    } else if (!std::strcmp(argv[i], "--no-short-k")) {
+      linear_options.slice_short_k = false;
     } else if (!std::strcmp(argv[i], "--layers") && i + 1 < argc) {
       layer_filter = split_list(argv[++i]);
     } else if (!std::strcmp(argv[i], "--ms") && i + 1 < argc) {
@@ -127,7 +136,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   nibble::kernels::DeviceTraits device;
-  CHECK_CUDA(nibble::kernels::query_device_traits(&device));
+  CHECK_CUDA(nibble::kernels::query_device_traits(&device, linear_options));
   std::mt19937_64 rng(12345);
 
   // Ceiling 1: device-to-device copy of 1 GiB, bytes read + written.
@@ -388,9 +397,9 @@ int main(int argc, char** argv) {
         const int splits = nibble::kernels::plan_splits(tile, m, s.n, s.k, device);
         const auto& weights = k_major ? dwk : dw;
         return median_us(reps, stream, [&](int i, cudaStream_t st) {
-          CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, weights[std::size_t(i % copies)], nullptr,
-                                                   out, tile, splits, workspace, st,
-                                                   overlap || tiles_overlap));
+          CHECK_CUDA(nibble::kernels::w4a16_linear(
+              x, m, weights[std::size_t(i % copies)], nullptr, out, tile, splits, workspace, st,
+              overlap || tiles_overlap, device.wgmma_cluster_sum));
         });
       };
       const double t16 = m <= 64 ? tile_us(nibble::kernels::W4A16Tile::kM16) : 0.0;
@@ -473,7 +482,8 @@ int main(int argc, char** argv) {
           if (splits > w.k_padded / 64) break;
           const double t = median_us(reps, stream, [&](int i, cudaStream_t st) {
             CHECK_CUDA(nibble::kernels::w4a16_linear(x, m, dw[std::size_t(i % copies)], nullptr,
-                                                     out, tile, splits, workspace, st));
+                                                     out, tile, splits, workspace, st, false,
+                                                     device.wgmma_cluster_sum));
           });
           std::printf(" %d:%.1f", splits, t);
         }

@@ -45,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernel_options.h"
 #include "kernels/nvfp4/w4a16_dense.h"
 #include "kernels/nvfp4/w4a16_gemm.h"
 
@@ -59,20 +60,6 @@ inline constexpr double kSliceMinWaveFill = 0.8;
 // k steps (64 columns) per warp below which the 8-warp 16-row slice is not taken where the grid
 // covers the SMs.
 inline constexpr std::int64_t kSliceWideMinSteps = 16;
-
-// The linears' A/B switches and fallbacks, parsed once by the caller (engine CLI, kernel bench)
-// and passed to query_device_traits; the defaults are the production forms.
-struct LinearOptions {
-  // Plan the warpgroup-MMA tiles where the device runs them (false: the mma.sync tiles only, to
-  // measure them against the wgmma ones).
-  bool wgmma = true;
-  // Sum a warpgroup-MMA launch's K splits in a (1, 1, splits) cluster (false: through the
-  // workspace's atomics, the form before PERF_NOTES v30).
-  bool wgmma_cluster_sum = true;
-  // A one-wave slice grid whose blocks request all of K at their start may cover the SMs unevenly
-  // (decode_slice_tile; false keeps the evenness rule there too).
-  bool slice_short_k = true;
-};
 
 struct DeviceTraits {
   int sm_count = 1;

@@ -6,6 +6,8 @@
 // performance.md and the kernel families' PERF_NOTES.md name the measurement behind each default).
 #include <string>
 
+#include "kernels/kernel_options.h"
+
 namespace nibble::backend {
 
 // The MoE layers' decode forms on the GPU (kernels/moe/moe_experts.h). Each on-switch picks the
@@ -16,6 +18,7 @@ struct CudaMoeOptions {
   bool fused_router = true;   // a BF16 router inside the route launch (<= 8 tokens)
   bool route_in_gemm = true;  // one token routed inside the expert GEMMs
   bool one_launch = true;     // gate_up and down in one launch where the device holds its blocks
+  bool overlap = true;        // the fused launches go out as programmatic dependent launches
 };
 
 struct CudaOptions {
@@ -25,6 +28,9 @@ struct CudaOptions {
   bool w4a16_dense = true;      // large-M NVFP4 linears may dequantise then call cuBLAS
   bool step_timing = false;     // log where each step's GPU time goes, every 100 steps
   CudaMoeOptions moe;
+  kernels::LinearOptions linear;        // the NVFP4 linears' tiles (kernels/nvfp4_linear.h)
+  kernels::AttentionOptions attention;  // which attention kernels run (paged_attention.h)
+  kernels::LayerOptions layer;          // the norm, RoPE and SwiGLU launches (layer_ops.h)
 };
 
 struct BackendOptions {

@@ -66,6 +66,70 @@ constexpr std::array kFlags = {
                 [](BackendOptions& o, const std::string& f, const std::string& v) {
                   o.cuda.moe.one_launch = to_bool(f, v);
                 }},
+    BackendFlag{"moe-overlap",
+                "true|false: the fused MoE launches as dependent launches (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.moe.overlap = to_bool(f, v);
+                }},
+    BackendFlag{"w4a16-wgmma",
+                "true|false: warpgroup-MMA tiles for large NVFP4 linears on sm_90a (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.linear.wgmma = to_bool(f, v);
+                }},
+    BackendFlag{"w4a16-wgmma-cluster-sum",
+                "true|false: sum wgmma K splits in a cluster, not the workspace (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.linear.wgmma_cluster_sum = to_bool(f, v);
+                }},
+    BackendFlag{"slice-short-k",
+                "true|false: one-wave decode slices may cover the SMs unevenly (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.linear.slice_short_k = to_bool(f, v);
+                }},
+    BackendFlag{"flash-attention",
+                "true|false: prefill chunks on the flash kernel (default true; false: FP32 tiles)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.attention.flash = to_bool(f, v);
+                }},
+    BackendFlag{"flash-decode",
+                "true|false: decode steps the decode kernel does not take on the flash kernel "
+                "(default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.attention.flash_decode = to_bool(f, v);
+                }},
+    BackendFlag{"decode-attention",
+                "true|false: steps of decodes on the decode attention kernel (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.attention.decode_attention = to_bool(f, v);
+                }},
+    BackendFlag{"decode-attention-overlap",
+                "true|false: the decode attention kernel as a dependent launch (default true)",
+                [](BackendOptions& o, const std::string& f, const std::string& v) {
+                  o.cuda.attention.decode_overlap = to_bool(f, v);
+                }},
+    BackendFlag{
+        "small-kernel-overlap",
+        "true|false: norm, RoPE and SwiGLU launches at decode as dependent launches (default true)",
+        [](BackendOptions& o, const std::string& f, const std::string& v) {
+          o.cuda.layer.small_overlap = to_bool(f, v);
+        }},
+    BackendFlag{
+        "decode-attention-blocks-per-sm",
+        "1..8: the decode attention split rule's blocks a multiprocessor (default: its own)",
+        [](BackendOptions& o, const std::string& f, const std::string& v) {
+          int n = 0;
+          try {
+            std::size_t used = 0;
+            n = std::stoi(v, &used);
+            if (used != v.size()) n = -1;
+          } catch (const std::exception&) {
+            n = -1;
+          }
+          if (n < 1 || n > 8)
+            throw std::invalid_argument("--" + f + " expects an integer in [1, 8], got '" + v +
+                                        "'");
+          o.cuda.attention.decode_blocks_per_sm = n;
+        }},
 };
 
 }  // namespace

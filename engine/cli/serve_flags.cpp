@@ -55,6 +55,16 @@ constexpr std::array kFlags = {
     ServeFlag{"moe-fused-router", kRequired, kRecipe, ""},
     ServeFlag{"moe-route-in-gemm", kRequired, kRecipe, ""},
     ServeFlag{"moe-one-launch", kRequired, kRecipe, ""},
+    ServeFlag{"moe-overlap", kRequired, kRecipe, ""},
+    ServeFlag{"w4a16-wgmma", kRequired, kRecipe, ""},
+    ServeFlag{"w4a16-wgmma-cluster-sum", kRequired, kRecipe, ""},
+    ServeFlag{"slice-short-k", kRequired, kRecipe, ""},
+    ServeFlag{"flash-attention", kRequired, kRecipe, ""},
+    ServeFlag{"flash-decode", kRequired, kRecipe, ""},
+    ServeFlag{"decode-attention", kRequired, kRecipe, ""},
+    ServeFlag{"decode-attention-overlap", kRequired, kRecipe, ""},
+    ServeFlag{"small-kernel-overlap", kRequired, kRecipe, ""},
+    ServeFlag{"decode-attention-blocks-per-sm", kRequired, kRecipe, ""},
 };
 
 }  // namespace

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_options.h"
+
 namespace nibble::kernels {
 
 struct AttentionTile {
@@ -24,28 +26,6 @@ struct AttentionTile {
 
 struct AttentionShape {
   int q_heads = 0, kv_heads = 0, head_dim = 0;
-};
-
-// The attention kernels' A/B switches and fallbacks, parsed once by the caller (engine CLI, tests,
-// benchmarks) and passed with every call (PagedAttentionArgs::options, and to the planners below);
-// the defaults are the production forms.
-struct AttentionOptions {
-  // Prefill chunks and mixed steps on the flash kernel (flash_prefill.h); false: the FP32 tile
-  // kernel (an FP8 cache still takes the flash kernel).
-  bool flash = true;
-  // Steps of decodes only on the flash kernel where it serves the shape (and `flash`); false: the
-  // CUDA-core decode kernel. Below decode_attention, which comes first.
-  bool flash_decode = true;
-  // Steps of decodes only on the decode attention kernel (decode_attention.h) where it serves the
-  // shape; false: the choice above.
-  bool decode_attention = true;
-  // The decode attention kernel as a dependent launch, its cache rows asked of the L2 before the
-  // wait; false: a plain launch after the kernel before has ended.
-  bool decode_overlap = true;
-  // The decode attention split rule's blocks a multiprocessor at long contexts
-  // (decode_attention_plan.h, 1..8; other values: its kBlocksPerSm). A graph bucket and its calls
-  // must use the same value.
-  int decode_blocks_per_sm = 0;
 };
 
 // Rows per tile for a shape: as many as keep a block's queries x head_dim within its registers.

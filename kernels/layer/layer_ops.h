@@ -8,15 +8,9 @@
 
 #include <cstdint>
 
-namespace nibble::kernels {
+#include "kernels/kernel_options.h"
 
-// The per-row launchers' switches (rms_norm, rms_norm_rows, rope_and_store_kv, silu_mul*),
-// parsed once by the caller and passed to each call; the defaults are the production forms.
-struct LayerOptions {
-  // Decode-sized launches (up to 16 rows) go out with programmatic dependent launch
-  // (kernels/dependent_launch.cuh); false: plain launches (A/B).
-  bool small_overlap = true;
-};
+namespace nibble::kernels {
 
 // out[t, :] = table[tokens[t], :] for t < rows (table [vocab, dim]).
 cudaError_t embed_rows(const std::uint16_t* table, const std::int32_t* tokens, int rows, int dim,

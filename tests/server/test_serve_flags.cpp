@@ -90,7 +90,9 @@ TEST(ServeFlags, BackendTuningIsTypedOptions) {
   ServeOptions o;
   ASSERT_TRUE(parse_serve_options(
       {"serve", "--model", "/m", "--moe-routing", "host", "--device-sampling=false",
-       "--moe-one-launch", "0", "--token-mask-threads", "2", "--token-mask-overlap", "false"},
+       "--moe-one-launch", "0", "--token-mask-threads", "2", "--token-mask-overlap", "false",
+       "--flash-attention=false", "--decode-attention-blocks-per-sm", "4", "--w4a16-wgmma",
+       "false"},
       o));
   const backend::BackendOptions defaults;
   EXPECT_TRUE(o.backend.cuda.moe.host_routing);
@@ -98,10 +100,17 @@ TEST(ServeFlags, BackendTuningIsTypedOptions) {
   EXPECT_FALSE(o.backend.cuda.moe.one_launch);
   EXPECT_EQ(o.backend.cuda.moe.fused, defaults.cuda.moe.fused);
   EXPECT_EQ(o.backend.cuda.linear_overlap, defaults.cuda.linear_overlap);
+  EXPECT_FALSE(o.backend.cuda.attention.flash);
+  EXPECT_EQ(o.backend.cuda.attention.flash_decode, defaults.cuda.attention.flash_decode);
+  EXPECT_EQ(o.backend.cuda.attention.decode_blocks_per_sm, 4);
+  EXPECT_FALSE(o.backend.cuda.linear.wgmma);
+  EXPECT_EQ(o.backend.cuda.linear.slice_short_k, defaults.cuda.linear.slice_short_k);
   EXPECT_EQ(o.token_mask_threads, 2);
   EXPECT_FALSE(o.token_mask_overlap);
   EXPECT_EQ(parse_error({"--moe-routing", "gpu"}),
             "--moe-routing must be device or host, got 'gpu'");
+  EXPECT_EQ(parse_error({"--decode-attention-blocks-per-sm", "9"}),
+            "--decode-attention-blocks-per-sm expects an integer in [1, 8], got '9'");
   EXPECT_EQ(parse_error({"--linear-overlap", "maybe"}),
             "--linear-overlap expects true or false, got 'maybe'");
 

@@ -3,7 +3,7 @@
 # attention kernels against FP64 (test_attention_gpu), then the time of one forward over a prompt of
 # 512 / 2,048 / 8,192 / 32,768 tokens of a Llama-3.1-8B-shaped NVFP4 model (random weights),
 # `nibble-engine generate --warmup`, with the flash attention kernel and, as an A/B in the same
-# call, with NIBBLE_FLASH_ATTENTION=0 (the FP32 tile kernel); --peer adds
+# call, with --flash-attention false (the FP32 tile kernel); --peer adds
 # tools/device/peer_prefill.py (transformers BF16, sdpa) on the same GPU; a .device-carry/bin/
 # nibble-engine-base (an older build, for an A/B of two versions) runs too when present.
 # Logs go to $OUT.
@@ -25,9 +25,9 @@ echo "== Llama-3.1-8B NVFP4 prefill, one forward (generate --warmup)"
 for n in ${LENGTHS//,/ }; do
   ids=$(python3 -c "print(','.join(str(1 + i % 9) for i in range($n)))")
   for mode in "${modes[@]}"; do
-    flash=1; [ $mode = tile ] && flash=0
+    flash=(); [ $mode = tile ] && flash=(--flash-attention false)  # the base takes no such flag
     engine=$bin/nibble-engine; [ $mode = base ] && engine=$bin/nibble-engine-base
-    NIBBLE_FLASH_ATTENTION=$flash "$engine" generate --model "$work/llama8b" --device cuda \
+    "$engine" generate --model "$work/llama8b" --device cuda "${flash[@]}" \
       --prompt-ids "$ids" --max-tokens 2 --top-k 1 --warmup >"$OUT/prefill_${mode}_$n.log" 2>&1 ||
       { status=1; tail -3 "$OUT/prefill_${mode}_$n.log"; }
     echo "$mode $n: $(grep -oE 'prefill [0-9]+ tokens in [0-9.]+ s' "$OUT/prefill_${mode}_$n.log")"

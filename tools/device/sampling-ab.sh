@@ -3,7 +3,7 @@
 # test_sampling_gpu (the kernel against its CPU reference, then --bench), then a
 # Llama-3.1-8B-shaped NVFP4 model (random weights) served and measured with nibble-bench at 512 in
 # / 128 out, concurrency 1 and 8, sampling on the device (the default) and on the host
-# (NIBBLE_DEVICE_SAMPLING=0) in one call. Logs go to $OUT.
+# (--device-sampling false) in one call. Logs go to $OUT.
 source "$(dirname "$0")/device_env.sh"
 echo "== sampling kernel vs its CPU reference"
 "$bin/test_sampling_gpu" >"$OUT/test_sampling_gpu.log" 2>&1 || status=1
@@ -15,8 +15,9 @@ echo "== served 512 in / 128 out: device sampling vs host sampling"
 for device_sampling in 1 0; do
   log=$OUT/serve_sampling$device_sampling.log
   ok=0
-  NIBBLE_DEVICE_SAMPLING=$device_sampling start_server nibble-engine 8500 "$log" \
-    --max-model-len 4096 --max-num-seqs 64 && ok=1
+  on=true; [ $device_sampling = 0 ] && on=false
+  start_server nibble-engine 8500 "$log" --max-model-len 4096 --max-num-seqs 64 \
+    --device-sampling $on && ok=1
   if [ $ok -eq 1 ]; then
     for run in "1 16" "8 64"; do
       set -- $run

@@ -80,10 +80,10 @@ class CudaBackend : public Backend {
     linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4,
                                                     m_.largest_nvfp4, options_);
     timer_ = std::make_unique<cuda::StepTimer>(stream_, options_.step_timing);
-    moe_ = std::make_unique<cuda::MoeBlock>(options_.moe, *linears_, stream_);
+    moe_ = std::make_unique<cuda::MoeBlock>(options_.moe, options_.layer, *linears_, stream_);
     sm_count_ = sm_count();
     forward_ = std::make_unique<cuda::ForwardPass>(m_, *linears_, *moe_, buffers_, *timer_, stream_,
-                                                   sm_count_);
+                                                   sm_count_, options_);
     const bool capturable = routes_on_device(m_, forward_->description(), *moe_);
     if (c.num_experts > 0) {
       if (capturable) cuda::MoeBlock::prepare_device_routing();
@@ -213,7 +213,8 @@ class CudaBackend : public Backend {
     // One tile per row: a step of decodes (the decode kernel's own split rule).
     const auto& shape = forward_->attention_shape();
     const int splits =
-        num_tiles == T ? kernels::paged_decode_splits(shape, int(T), max_position, sm_count_)
+        num_tiles == T ? kernels::paged_decode_splits(shape, int(T), max_position, sm_count_, -1,
+                                                      -1, forward_->attention_options())
                        : kernels::paged_attention_splits(shape, num_tiles, max_position, sm_count_);
     buffers_.reserve(c, T, R, kernels::paged_attention_workspace_floats(shape, int(T), splits));
     buffers_.staging.ensure(packed.bytes.size());

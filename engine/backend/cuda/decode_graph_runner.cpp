@@ -47,9 +47,9 @@ void DecodeGraphRunner::size_for(int max_rows) {
 const std::vector<int>& DecodeGraphRunner::split_counts(int rows) {
   auto [it, inserted] = split_counts_.try_emplace(rows);
   if (inserted) {
-    const int most =
-        kernels::paged_decode_splits(forward_.attention_shape(), rows,
-                                     std::max(forward_.config().max_context - 1, 0), sm_count_);
+    const int most = kernels::paged_decode_splits(forward_.attention_shape(), rows,
+                                                  std::max(forward_.config().max_context - 1, 0),
+                                                  sm_count_, -1, -1, forward_.attention_options());
     for (int splits = 1; splits <= most; splits *= 2) it->second.push_back(splits);
   }
   return it->second;
@@ -214,7 +214,9 @@ std::optional<DecodeGraphRunner::Sampling> DecodeGraphRunner::launch(
   const int rows = decode_bucket_for(int(items.size()), buckets_);
   if (rows == 0) return std::nullopt;
   const DecodeGraphKey key{
-      rows, kernels::paged_decode_splits(forward_.attention_shape(), rows, max_position, sm_count_),
+      rows,
+      kernels::paged_decode_splits(forward_.attention_shape(), rows, max_position, sm_count_, -1,
+                                   -1, forward_.attention_options()),
       sampled && !after};
   try {
     reserve();

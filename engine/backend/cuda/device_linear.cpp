@@ -40,7 +40,7 @@ DeviceLinear upload_linear(model::Linear& host) {
 LinearRunner::LinearRunner(cudaStream_t stream, std::int64_t max_split_rows, std::int64_t max_n,
                            std::size_t dense_elements, const CudaOptions& options)
     : stream_(stream), overlap_(options.linear_overlap) {
-  check(kernels::query_device_traits(&traits_), "reading the device's properties");
+  check(kernels::query_device_traits(&traits_, options.linear), "reading the device's properties");
   check(cublasCreate(&cublas_), "cublasCreate");
   check(cublasSetStream(cublas_, stream), "cublasSetStream");
   cublas_workspace_.ensure(kCublasWorkspaceBytes);

@@ -37,6 +37,7 @@ class CudaStepOps : public DecoderOps {
     attention_.decode_tiles = in.decode_tiles;
     attention_.q = act_.q.get();
     attention_.out = act_.attn.get();
+    attention_.options = f.attention_;
   }
 
   void embed() override {
@@ -74,7 +75,7 @@ class CudaStepOps : public DecoderOps {
     rope_.q_norm = spec.qk_norm ? w.q_norm.get() : nullptr;
     rope_.k_norm = spec.qk_norm ? w.k_norm.get() : nullptr;
     cache_.point_at_layer(l, rope_);
-    check(kernels::rope_and_store_kv(rope_, f_.stream_), "rope_and_store_kv");
+    check(kernels::rope_and_store_kv(rope_, f_.stream_, f_.layer_), "rope_and_store_kv");
     mark("rope+kv store");
     cache_.point_at_layer(l, attention_);
     check(kernels::paged_attention(attention_, f_.stream_), "paged_attention");
@@ -88,7 +89,7 @@ class CudaStepOps : public DecoderOps {
     const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
     normalize(norm, act_.x2.get(), w.post_attention_norm.get());
     run_swiglu(f_.linears_, w.mlp, act_.h.get(), step_.rows, act_.x2.get(), act_.x.get(),
-               act_.gate.get(), act_.up.get(), f_.stream_);
+               act_.gate.get(), act_.up.get(), f_.stream_, f_.layer_);
     mark("norm+mlp");
   }
 
@@ -107,7 +108,8 @@ class CudaStepOps : public DecoderOps {
     switch (norm) {
       case model::NormKind::kRms:
         check(kernels::rms_norm_rows(act_.x.get(), in_.logit_rows, f_.m_.final_norm.get(), int(R),
-                                     c_.hidden_size, c_.rms_norm_eps, act_.last.get(), f_.stream_),
+                                     c_.hidden_size, c_.rms_norm_eps, act_.last.get(), f_.stream_,
+                                     f_.layer_),
               "rms_norm_rows");
         break;
     }
@@ -126,7 +128,7 @@ class CudaStepOps : public DecoderOps {
     switch (norm) {
       case model::NormKind::kRms:
         check(kernels::rms_norm(in, w, int(step_.rows), c_.hidden_size, c_.rms_norm_eps,
-                                act_.h.get(), f_.stream_),
+                                act_.h.get(), f_.stream_, f_.layer_),
               "rms_norm");
         break;
     }
@@ -146,7 +148,8 @@ class CudaStepOps : public DecoderOps {
 };
 
 ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlock& moe,
-                         StepBuffers& buffers, StepTimer& timer, cudaStream_t stream, int sm_count)
+                         StepBuffers& buffers, StepTimer& timer, cudaStream_t stream, int sm_count,
+                         const CudaOptions& options)
     : m_(model),
       description_(model::describe_model(model.config)),
       linears_(linears),
@@ -155,8 +158,10 @@ ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlo
       timer_(timer),
       stream_(stream),
       sm_count_(sm_count),
+      attention_(options.attention),
+      layer_(options.layer),
       shape_{model.config.num_heads, model.config.num_kv_heads, model.config.head_dim},
-      rows_per_tile_(kernels::attention_rows_per_tile(shape_)) {}
+      rows_per_tile_(kernels::attention_rows_per_tile(shape_, attention_)) {}
 
 void ForwardPass::enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step) {
   CudaStepOps ops(*this, cache, in, step);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "engine/backend/backend_options.h"
 #include "engine/backend/cuda/device_kv_cache.h"
 #include "engine/backend/cuda/device_linear.h"
 #include "engine/backend/cuda/device_model.h"
@@ -40,11 +41,12 @@ struct StepShape {
 class ForwardPass {
  public:
   ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlock& moe, StepBuffers& buffers,
-              StepTimer& timer, cudaStream_t stream, int sm_count);
+              StepTimer& timer, cudaStream_t stream, int sm_count, const CudaOptions& options);
 
   const model::ModelConfig& config() const { return m_.config; }
   const model::ModelDescription& description() const { return description_; }
   const kernels::AttentionShape& attention_shape() const { return shape_; }
+  const kernels::AttentionOptions& attention_options() const { return attention_; }
   int rows_per_tile() const { return rows_per_tile_; }
 
   void enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step);
@@ -59,6 +61,8 @@ class ForwardPass {
   StepTimer& timer_;
   cudaStream_t stream_;
   int sm_count_;
+  kernels::AttentionOptions attention_;
+  kernels::LayerOptions layer_;
   kernels::AttentionShape shape_;
   int rows_per_tile_ = 1;
 };

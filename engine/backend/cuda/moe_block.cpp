@@ -11,8 +11,9 @@
 
 namespace nibble::backend::cuda {
 
-MoeBlock::MoeBlock(const CudaMoeOptions& options, LinearRunner& linears, cudaStream_t stream)
-    : options_(options), linears_(linears), stream_(stream) {
+MoeBlock::MoeBlock(const CudaMoeOptions& options, const kernels::LayerOptions& layer,
+                   LinearRunner& linears, cudaStream_t stream)
+    : options_(options), layer_(layer), linears_(linears), stream_(stream) {
   // The fusions layer on each other: the fused router only runs inside a fused route.
   options_.fused_router &= options_.fused;
 }
@@ -35,6 +36,7 @@ void MoeBlock::run(const DeviceLayer& w, const model::MoeSpec& spec, std::int64_
   plan.fuse_router &= options_.fused_router;
   plan.route_in_gemm &= options_.route_in_gemm;
   plan.one_launch &= options_.one_launch;
+  plan.overlap &= options_.overlap;
   const bool on_device = routes_on_device(w, spec);
   // A BF16 router runs inside the route at decode (moe_router_route) unless switched off.
   const bool router_fused =
@@ -102,7 +104,7 @@ void MoeBlock::run_on_host(const DeviceLayer& w, const model::MoeSpec& spec, std
     const DeviceMlp& expert = w.experts[std::size_t(e)];
     run_swiglu(linears_, expert, act.routed.get() + first * H, rows, nullptr,
                act.expert_out.get() + first * H, act.gate.get() + first * 2 * expert.width(),
-               act.up.get() + first * expert.width(), stream_);
+               act.up.get() + first * expert.width(), stream_, layer_);
   }
   check(kernels::combine_experts(act.x2.get(), act.expert_out.get(), source, weights, int(T), K, H,
                                  act.x.get(), stream_),

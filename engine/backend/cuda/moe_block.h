@@ -19,7 +19,8 @@ namespace nibble::backend::cuda {
 
 class MoeBlock {
  public:
-  MoeBlock(const CudaMoeOptions& options, LinearRunner& linears, cudaStream_t stream);
+  MoeBlock(const CudaMoeOptions& options, const kernels::LayerOptions& layer, LinearRunner& linears,
+           cudaStream_t stream);
 
   // Whether layer `w` of spec routes on the device (and so can run inside a decode graph).
   bool routes_on_device(const DeviceLayer& w, const model::MoeSpec& spec) const;
@@ -34,6 +35,7 @@ class MoeBlock {
                    Activations& act, int hidden_size);
 
   CudaMoeOptions options_;
+  kernels::LayerOptions layer_;
   LinearRunner& linears_;
   cudaStream_t stream_;
   PinnedBuffer<float> router_host_;

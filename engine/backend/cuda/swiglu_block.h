@@ -7,6 +7,7 @@
 
 #include "engine/backend/cuda/device_linear.h"
 #include "engine/backend/cuda/device_model.h"
+#include "kernels/kernel_options.h"
 
 namespace nibble::backend::cuda {
 
@@ -14,6 +15,7 @@ namespace nibble::backend::cuda {
 // (silu(gate) * up); out: [rows, H], residual (which may be null) added; out must not alias it.
 void run_swiglu(LinearRunner& linears, const DeviceMlp& mlp, const std::uint16_t* in,
                 std::int64_t rows, const std::uint16_t* residual, std::uint16_t* out,
-                std::uint16_t* projected, std::uint16_t* middle, cudaStream_t stream);
+                std::uint16_t* projected, std::uint16_t* middle, cudaStream_t stream,
+                const kernels::LayerOptions& options);
 
 }  // namespace nibble::backend::cuda

@@ -131,8 +131,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                             blockIdx.x};
     slice_block<GateUpShape, false, 1, true, kFuseGatherSilu>(
         x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, nullptr, middle,
-        route_s.blocks, gate_up.table, W4A16Fusion{}, fuse,
-        SlicePlace{blockIdx.x, row, gate_slices}, hooks);
+        route_s.blocks, gate_up.table, fuse, SlicePlace{blockIdx.x, row, gate_slices}, hooks);
     mark(MoeDecodeTimeline::kGateUpDone);
     __threadfence();  // this block's share of the product, before its count
     __syncthreads();
@@ -141,8 +140,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __syncthreads();  // the gate_up's sums have left the shared memory the down's ring takes
   slice_block<DownShape, false, 1, true, kFuseCombine>(
       middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f, nullptr,
-      expert_out, route_s.blocks, down.table, W4A16Fusion{}, fuse,
-      SlicePlace{blockIdx.x, row, gridDim.x}, DownHooks{gate_done + row, int(gate_slices)});
+      expert_out, route_s.blocks, down.table, fuse, SlicePlace{blockIdx.x, row, gridDim.x},
+      DownHooks{gate_done + row, int(gate_slices)});
   mark(MoeDecodeTimeline::kDownDone);
   if (threadIdx.x == 0 && atomicAdd(gate_done + route.k + row, 1) == int(gridDim.x) - 1) {
     gate_done[row] = 0;

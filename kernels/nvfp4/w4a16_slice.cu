@@ -21,15 +21,6 @@ int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
   return with_slice_shape(tile, [&](auto shape) { return smem_bytes<decltype(shape)>(rows); });
 }
 
-int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, std::int64_t k,
-                                 const W4A16Fusion& fusion) {
-  if (fusion.norm_weight == nullptr) return w4a16_slice_smem_bytes(tile, m);
-  const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
-  return with_slice_shape(tile, [&](auto shape) {
-    return smem_bytes<decltype(shape), true>(rows) + norm_x_bytes(rows, (k + 63) / 64);
-  });
-}
-
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                                const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
                                cudaStream_t stream, bool overlap) {
@@ -46,50 +37,6 @@ cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A
     default:  // the 64-row slices: nibble::kernels_dev (w4a16_dev_tiles.h)
       return w4a16_run_dev_linear(x, m, w, residual, out, tile, 1, nullptr, stream, overlap);
   }
-}
-
-cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
-                                     const W4A16DeviceWeight& w, const std::uint16_t* residual,
-                                     std::uint16_t* out, W4A16Tile tile, const W4A16Fusion& fusion,
-                                     cudaStream_t stream, bool overlap) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool norm = fusion.norm_weight != nullptr;
-  const W4A16RopeStore& rope = fusion.rope;
-  if (m < 1 || m > kMaxRows || !w4a16_slice_fusable(tile) ||
-      (norm && (w.k % 8 != 0 || !aligned(x) || !aligned(fusion.norm_weight))) ||
-      (fusion.silu_pairs && (w.n % 16 != 0 || residual != nullptr)) ||
-      (fusion.rope_store &&
-       (fusion.silu_pairs || residual != nullptr || rope.head_dim <= 0 || rope.head_dim % 16 != 0 ||
-        rope.q_heads <= 0 || rope.kv_heads <= 0 ||
-        w.n != std::int64_t(rope.q_heads + 2 * rope.kv_heads) * rope.head_dim ||
-        rope.positions == nullptr || rope.slots == nullptr || rope.inv_freq == nullptr ||
-        rope.q_out == nullptr || rope.k_cache == nullptr || rope.v_cache == nullptr))) {
-    return cudaErrorInvalidValue;
-  }
-  if (norm) {  // the normalised rows must fit a block's shared memory (m x K x 2 bytes)
-    SmemBudget budget;
-    const cudaError_t err = current_smem_budget(&budget);
-    if (err != cudaSuccess) return err;
-    if (w4a16_slice_fused_smem_bytes(tile, m, w.k, fusion) > budget.per_block_max)
-      return cudaErrorInvalidValue;
-  }
-  if (fusion.rope_store) {
-    return norm ? launch_fused_slice<kFuseNorm | kFuseRope>(x, m, w, residual, out, tile, fusion,
-                                                            stream, overlap)
-                : launch_fused_slice<kFuseRope>(x, m, w, residual, out, tile, fusion, stream,
-                                                overlap);
-  }
-  if (norm && fusion.silu_pairs) {
-    return launch_fused_slice<kFuseNorm | kFuseSilu>(x, m, w, residual, out, tile, fusion, stream,
-                                                     overlap);
-  }
-  if (norm) {
-    return launch_fused_slice<kFuseNorm>(x, m, w, residual, out, tile, fusion, stream, overlap);
-  }
-  if (fusion.silu_pairs) {
-    return launch_fused_slice<kFuseSilu>(x, m, w, residual, out, tile, fusion, stream, overlap);
-  }
-  return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
 }
 
 // The grouped forms the MoE planner takes (moe_experts.h: kSlice16 and the fusions); the others

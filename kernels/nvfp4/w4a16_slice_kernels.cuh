@@ -21,8 +21,6 @@
 //   codes   kTiles x 256 B (the layout's tiles of this k step, as stored)
 //   scales  kTiles x 32 B
 // ldmatrix rows of x past m read a 128-byte zero block instead, so a slot holds only real rows.
-// With the norm fusion the slots hold no x: the block writes the normalised rows once into a
-// buffer after the rings (norm_x_bytes) and every k step reads them there.
 // The CPU reference is the layout's (nvfp4_ref.h dequantization, then the product in double):
 // tests/gpu/test_nvfp4_gpu.cpp.
 //
@@ -31,7 +29,6 @@
 // namespace, so each includes its own copy of the templates and instantiates only what it
 // launches.
 
-#include "kernels/layer/rope_math.cuh"
 #include "kernels/moe/moe_route_device.cuh"
 #include "kernels/nvfp4/even_spread.h"
 #include "kernels/nvfp4/w4a16_device.cuh"
@@ -78,7 +75,7 @@ using SliceDownCombine = SliceShape<4, 4, 4, 4>;
 
 // Grouped-only fusions (FUSE): the plain grouped GEMM, gate_up with the gather and SiLU * up, down
 // with the combine (w4a16_grouped.h).
-enum : int { kFuseNone = 0, kFuseGatherSilu = 8, kFuseCombine = 16 };  // after the dense bits
+enum : int { kFuseNone = 0, kFuseGatherSilu = 8, kFuseCombine = 16 };
 // With either MoE fusion: the block routes the single token itself (W4A16GroupedRoute) instead of
 // reading a routing launch's table.
 constexpr int kFuseRoute = 32;
@@ -102,22 +99,13 @@ decltype(auto) with_slice_shape(W4A16Tile tile, F&& f) {
   }
 }
 
-// Fusions (W4A16Fusion): bits of the kernel's FUSE parameter.
-constexpr int kFuseNorm = 1, kFuseSilu = 2, kFuseRope = 4;
-// With kFuseNorm the rings hold no x: the block normalises all m rows of x once, after the
-// wait, into a buffer after the rings (norm_x_bytes), which every k step's ldmatrix reads.
-template <class S, bool NORM = false>
+template <class S>
 __host__ __device__ constexpr int slot_bytes(int m) {
-  return ((NORM ? 0 : m * 128) + S::kCodeBytes + S::kScaleBytes + 127) / 128 * 128;
+  return (m * 128 + S::kCodeBytes + S::kScaleBytes + 127) / 128 * 128;
 }
-template <class S, bool NORM = false>
+template <class S>
 __host__ __device__ constexpr int smem_bytes(int m) {
-  return S::kWarps * S::kDepth * slot_bytes<S, NORM>(m);
-}
-// The normalised x of kFuseNorm: k step s of row r at (s * m + r) * 128, 16-byte chunk c of it at
-// (c ^ (r % 8)) * 16 (the ring slots' swizzle), zeros past k.
-__host__ __device__ constexpr int norm_x_bytes(int m, std::int64_t tiles_k) {
-  return int(m * tiles_k * 128);
+  return S::kWarps * S::kDepth * slot_bytes<S>(m);
 }
 
 // With up to 3 rows of x, a k step's scales and x are at most 32 chunks of 16 bytes, so each lane
@@ -130,47 +118,12 @@ __host__ __device__ constexpr bool one_side_chunk(int m) {
 }
 
 // Blocks per SM the register cap plans for: MT = 2 rings hold 9-16 rows of x, and shared memory
-// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks. (The
-// norm fusion's rows of x, 9-16 x K x 2 bytes, take at least what the ring's x would at K >= 2048:
-// the plain count stands for it too.)
+// (228 KB per SM on H100, the largest of the targets) fits fewer blocks than kMinBlocks.
 template <class S, int MT>
 __host__ __device__ constexpr int launch_min_blocks() {
   constexpr int kSmemPerSm = 233472, kReservedPerBlock = 1024;
   constexpr int fit = kSmemPerSm / (smem_bytes<S>(8 * MT) + kReservedPerBlock);
   return MT == 1 || S::kMinBlocks < fit ? S::kMinBlocks : (fit < 1 ? 1 : fit);
-}
-
-// x as loaded (a bf16x2 fragment register of one row) times the row's 1/rms and the norm
-// weights of its two columns, rounded as kernels/layer's rms_norm rounds: bf16(x * scale * w).
-__device__ inline std::uint32_t normed_pair(std::uint32_t pair, float row_scale, float2 weight) {
-  const float lo = __uint_as_float(pair << 16), hi = __uint_as_float(pair & 0xFFFF0000u);
-  const __nv_bfloat162 r =
-      __floats2bfloat162_rn(lo * row_scale * weight.x, hi * row_scale * weight.y);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-
-__device__ inline void st_shared_v4(unsigned at, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
-}
-__device__ inline uint4 ld_shared_v4(unsigned at) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(at)
-               : "memory");
-  return v;
-}
-// 8 columns of x in shared memory (at) normalised in place with the row's scale and the columns'
-// weights w0, w1.
-__device__ inline void normalise_piece(unsigned at, float scale, float4 w0, float4 w1) {
-  uint4 v = ld_shared_v4(at);
-  v.x = normed_pair(v.x, scale, make_float2(w0.x, w0.y));
-  v.y = normed_pair(v.y, scale, make_float2(w0.z, w0.w));
-  v.z = normed_pair(v.z, scale, make_float2(w1.x, w1.y));
-  v.w = normed_pair(v.w, scale, make_float2(w1.z, w1.w));
-  st_shared_v4(at, v);
 }
 
 // Where a block of the slice kernel sits: slice x (its weight rows), grid row y (grouped: its row
@@ -191,11 +144,10 @@ struct AfterPreviousGrid {
 
 // GROUPED (w4a16_grouped.h): grid row place.y takes its rows, weight and scale from
 // row_blocks / table; x, m, out, tiles, scales and out_scale as passed are replaced.
-// FUSE: kFuseNorm / kFuseSilu / kFuseRope bits, the W4A16Fusion options (dense only); or, grouped
-// only, kFuseGatherSilu (x row r read from x[fuse.token[row]], block x's slice is gate rows
-// [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out the SiLU product
-// [rows, n / 2]) or kFuseCombine (the combine after the plain epilogue).
-// The body of w4a16_slice_kernel, every thread of the block calling it.
+// FUSE (grouped only): kFuseNone; kFuseGatherSilu (x row r read from x[fuse.token[row]], block x's
+// slice is gate rows [16 x, 16 x + 16) (tiles 0, 1) and the same up rows (tiles 2, 3), out the SiLU
+// product [rows, n / 2]) or kFuseCombine (the combine after the plain epilogue). The body of
+// w4a16_slice_kernel, every thread of the block calling it.
 template <class S, bool ONE_SIDE, int MT, bool GROUPED = false, int FUSE = 0,
           class Order = AfterPreviousGrid>
 __device__ __forceinline__ void slice_block(
@@ -204,16 +156,12 @@ __device__ __forceinline__ void slice_block(
     std::int64_t tiles_k, W4A16Strides strides, float out_scale,
     const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
     const MoeRowBlock* __restrict__ row_blocks, const W4A16DeviceWeight* __restrict__ table,
-    const W4A16Fusion& fusion, const W4A16GroupedCombine& fuse_arg, SlicePlace place,
-    const Order& order) {
+    const W4A16GroupedCombine& fuse_arg, SlicePlace place, const Order& order) {
   static_assert(!ONE_SIDE || MT == 1, "one side chunk: up to 3 rows of x");
-  constexpr bool kNorm = (FUSE & kFuseNorm) != 0, kSilu = (FUSE & kFuseSilu) != 0;
-  constexpr bool kRope = (FUSE & kFuseRope) != 0;
   constexpr int kForm = FUSE & ~kFuseRoute;  // the MoE fusion, without the route bit
   constexpr bool kRouteHere = (FUSE & kFuseRoute) != 0;
   constexpr bool kMoeFusion = kForm == kFuseGatherSilu || kForm == kFuseCombine;
-  static_assert(!(kSilu && kRope), "one epilogue");
-  static_assert(!GROUPED || FUSE == 0 || kMoeFusion, "no dense fusion in the grouped form");
+  static_assert(FUSE == kFuseNone || kMoeFusion, "the MoE fusions or none");
   static_assert(!kMoeFusion || (GROUPED && !ONE_SIDE), "the MoE fusions are grouped only");
   static_assert(kForm != kFuseGatherSilu || S::kTiles == 4, "a gate pair and an up pair");
   static_assert(!kRouteHere || kMoeFusion, "the route is the MoE fusions'");
@@ -255,7 +203,7 @@ __device__ __forceinline__ void slice_block(
   constexpr int kScaleChunks = S::kScaleBytes / 16;
   constexpr int kXPasses = 2 * MT;  // rows of x a lane copies (4 apart) without ONE_SIDE
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const unsigned slot_size = slot_bytes<S, kNorm>(m), x_bytes = kNorm ? 0u : unsigned(m) * 128;
+  const unsigned slot_size = slot_bytes<S>(m), x_bytes = unsigned(m) * 128;
   const unsigned ring_bytes = S::kDepth * slot_size;
   const std::uint8_t* ring = smem + warp * ring_bytes;
   const unsigned ring_s = unsigned(__cvta_generic_to_shared(ring));
@@ -298,7 +246,7 @@ __device__ __forceinline__ void slice_block(
   const bool side_scale = lane < kScaleChunks;
   const int x_chunk = ONE_SIDE ? (side_scale ? 0 : lane - kScaleChunks) : lane;
   const int xc = x_chunk % 8, xr0 = x_chunk / 8;
-  const bool x_real0 = !kNorm && (!ONE_SIDE || !side_scale) && xr0 < m;
+  const bool x_real0 = (!ONE_SIDE || !side_scale) && xr0 < m;
   const std::uint8_t* s_src = scales + group_step0 * 512 + tile0 * 32 + lane * 16;
   // kFuseGatherSilu: scale chunks 4..7 are the up pair's (tiles 2, 3 of the slot).
   if (kForm == kFuseGatherSilu && lane >= 4) s_src += up_groups * 512 + up_tiles * 32 - 64;
@@ -336,7 +284,7 @@ __device__ __forceinline__ void slice_block(
     const unsigned bytes = x_cols_left > 0 ? 16 : 0;
 #pragma unroll
     for (int j = 0; j < kXPasses; ++j) {
-      if (!kNorm && xr0 + 4 * j < m) {
+      if (xr0 + 4 * j < m) {
         const std::uint16_t* src = x_src + j * 4 * k;
         if constexpr (kForm == kFuseGatherSilu) src = x_src + x_row_at[j];
         cp_async16_to((slot + x_dst0 + unsigned(j * 512)) ^ unsigned((j & 1) * 64), src, bytes);
@@ -370,22 +318,6 @@ __device__ __forceinline__ void slice_block(
     }
   }
   order.weights_requested();
-  // kNorm: the norm weights of this thread's first kNormAhead 16-byte pieces of a row (the same
-  // columns in every row), fetched before the wait: the previous kernel does not write them.
-  constexpr int kNormAhead = kNorm ? 4 : 1;
-  const int norm_vectors = kNorm ? int(tiles_k) * 8 : 0;  // 16-byte pieces of a row, to k_padded
-  const int norm_real = int(k / 8);                       // those inside k (k % 8 == 0)
-  float4 norm_w[kNormAhead][2];
-  if constexpr (kNorm) {
-#pragma unroll
-    for (int j = 0; j < kNormAhead; ++j) {
-      const int v = int(threadIdx.x) + j * S::kThreads;
-      const bool real = v < norm_real;
-      const float4* src = reinterpret_cast<const float4*>(fusion.norm_weight) + 2 * (real ? v : 0);
-      norm_w[j][0] = real ? __ldg(src) : make_float4(0, 0, 0, 0);
-      norm_w[j][1] = real ? __ldg(src + 1) : make_float4(0, 0, 0, 0);
-    }
-  }
   order.wait();
   // The next kernel may be scheduled once every block has passed here: its blocks take the SM
   // room this grid leaves and fetch their first weights during all of this kernel (releasing it
@@ -402,81 +334,7 @@ __device__ __forceinline__ void slice_block(
     }
     cp_async_commit();
   }
-  // kNorm: each row's 1/rms, then the normalised rows. Per row, every thread sums the squares of
-  // its 16-byte pieces (4 of them in flight per pass, from L2) and stores them raw in the x
-  // buffer; the warps reduce, then threads < m add the warps' sums: an order that depends on
-  // neither m nor the block, so every block and batch size agrees bitwise. Then each thread
-  // rewrites its pieces as bf16(x * scale * w), kernels/layer's rms_norm rounding. Each block
-  // re-reads all m rows of x (the engine caps the rows it fuses the norm at: NIBBLE_FUSE_NORM).
-  __shared__ float row_scales[kNorm ? kMaxRows : 1];
-  __shared__ float warp_sums[kNorm ? S::kWarps : 1][kNorm ? kMaxRows : 1];
-  const unsigned norm_x_s = ring_s - warp * ring_bytes + S::kWarps * ring_bytes;
-  auto norm_x_at = [&](int v, int r) {  // piece v (8 columns) of row r in the x buffer
-    const int step = v / 8, chunk = v % 8;
-    return norm_x_s + unsigned((step * m + r) * 128 + ((chunk ^ (r % 8)) * 16));
-  };
-  if constexpr (kNorm) {
-    constexpr int kLoads = 4;
-#pragma unroll 1
-    for (int r = 0; r < m; ++r) {
-      const uint4* row = reinterpret_cast<const uint4*>(x + std::int64_t(r) * k);
-      float sum = 0.0f;
-      for (int v0 = threadIdx.x; v0 < norm_vectors; v0 += kLoads * S::kThreads) {
-        uint4 q[kLoads];
-#pragma unroll
-        for (int j = 0; j < kLoads; ++j) {
-          const int v = v0 + j * S::kThreads;
-          q[j] = v < norm_real ? __ldcg(row + v) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int j = 0; j < kLoads; ++j) {
-          const int v = v0 + j * S::kThreads;
-          const std::uint32_t words[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float lo = __uint_as_float(words[e] << 16);
-            const float hi = __uint_as_float(words[e] & 0xFFFF0000u);
-            sum += lo * lo + hi * hi;
-          }
-          if (v < norm_vectors) st_shared_v4(norm_x_at(v, r), q[j]);
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-      if (lane == 0) warp_sums[warp][r] = sum;
-    }
-    __syncthreads();
-    if (int(threadIdx.x) < kMaxRows) {
-      float sum = 0.0f;
-      if (int(threadIdx.x) < m) {
-#pragma unroll
-        for (int w = 0; w < S::kWarps; ++w) sum += warp_sums[w][threadIdx.x];
-      }
-      row_scales[threadIdx.x] =
-          int(threadIdx.x) < m ? rsqrtf(sum / float(k) + fusion.norm_eps) : 0.0f;
-    }
-    __syncthreads();
-    // Each thread rewrites the pieces it stored (no other thread touches them).
-#pragma unroll 1
-    for (int r = 0; r < m; ++r) {
-      const float scale = row_scales[r];
-#pragma unroll
-      for (int j = 0; j < kNormAhead; ++j) {
-        const int v = int(threadIdx.x) + j * S::kThreads;
-        if (v < norm_vectors) normalise_piece(norm_x_at(v, r), scale, norm_w[j][0], norm_w[j][1]);
-      }
-      for (int v = int(threadIdx.x) + kNormAhead * S::kThreads; v < norm_vectors;
-           v += S::kThreads) {
-        const bool real = v < norm_real;
-        const float4* src =
-            reinterpret_cast<const float4*>(fusion.norm_weight) + 2 * (real ? v : 0);
-        const float4 w0 = real ? __ldg(src) : make_float4(0, 0, 0, 0);
-        const float4 w1 = real ? __ldg(src + 1) : make_float4(0, 0, 0, 0);
-        normalise_piece(norm_x_at(v, r), scale, w0, w1);
-      }
-    }
-  }
-  __syncthreads();  // the zero block (and kNorm: the normalised x) are written
+  __syncthreads();  // the zero block is written
 
   // ldmatrix: matrix i = lane / 8 is chunk 4q + i of row 8 mt + r, r = lane % 8 (the b fragments
   // of k16 steps 2q, 2q + 1); (offset at q = 0) ^ (q * 64) as slots are 128-byte aligned. Rows
@@ -487,13 +345,10 @@ __device__ __forceinline__ void slice_block(
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const bool real = 8 * mt + xr < m;
-    // kNorm: the warp's first k step (w) in the x buffer; then kWarps steps on per step.
-    const unsigned row_at = kNorm ? norm_x_s + unsigned((warp * m + 8 * mt + xr) * 128)
-                                  : ring_s + unsigned((8 * mt + xr) * 128);
+    const unsigned row_at = ring_s + unsigned((8 * mt + xr) * 128);
     x_base[mt] = real ? row_at + x_swizzle : unsigned(__cvta_generic_to_shared(zeros)) + x_swizzle;
     x_moves[mt] = real ? 1u : 0u;
   }
-  const unsigned x_step = unsigned(S::kWarps * m * 128);  // kNorm: x buffer bytes per k step
   const unsigned code_lane = x_bytes + unsigned(lane) * 8;
   const unsigned scale_lane = x_bytes + S::kCodeBytes + unsigned(lane / 4) * 4;
 
@@ -512,7 +367,7 @@ __device__ __forceinline__ void slice_block(
 
   // Slot i % kDepth is read at step i; the copies for step i + kAhead go to the slot read at step
   // i - 1 (its reads are over once every lane has passed the __syncwarp).
-  // x_off: where the step's x is, from x_base (the slot offset, or kNorm the step's in the buffer).
+  // x_off: where the step's x is, from x_base (the slot offset).
   auto compute = [&](unsigned read_off, unsigned x_off) {
     const std::uint8_t* slot = ring + read_off;
     uint2 codes[S::kTiles];
@@ -561,7 +416,7 @@ __device__ __forceinline__ void slice_block(
     __syncwarp();  // every lane's copies of slot i have landed; slot i - 1 is no longer read
     load_step(ring_s + previous_off);
     cp_async_commit();
-    compute(read_off, kNorm ? unsigned(i) * x_step : read_off);
+    compute(read_off, read_off);
     previous_off = read_off;
     read_off = next_slot(read_off);
   }
@@ -569,7 +424,7 @@ __device__ __forceinline__ void slice_block(
     cp_async_wait<kAhead - 1>();
     __syncwarp();
     cp_async_commit();  // an empty group keeps wait_group's count
-    compute(read_off, kNorm ? unsigned(i) * x_step : read_off);
+    compute(read_off, read_off);
     read_off = next_slot(read_off);
   }
 
@@ -612,45 +467,7 @@ __device__ __forceinline__ void slice_block(
           __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
     }
   }
-  if constexpr (kSilu) {
-    // Slice rows 16 u + c (gate) and 16 u + 8 + c (up) make output column n0 / 2 + 8 u + c.
-    constexpr int kHalf = S::kRows / 2;
-    const std::int64_t half_n = n / 2;
-    for (int idx = threadIdx.x; idx < m * kHalf; idx += S::kThreads) {
-      const int r = idx / kHalf, jj = idx % kHalf, j = (jj / 8) * 16 + jj % 8;
-      if (n0 + j >= n) continue;
-      const float g = __bfloat162float(__float2bfloat16_rn(output(r, j)));
-      const float u = __bfloat162float(__float2bfloat16_rn(output(r, j + 8)));
-      out[std::int64_t(r) * half_n + n0 / 2 + jj] =
-          __bfloat16_as_ushort(__float2bfloat16_rn(g / (1.0f + __expf(-g)) * u));
-    }
-  } else if constexpr (kRope) {
-    // q and k columns: slice rows 16 u + c and 16 u + 8 + c are elements i and i + D / 2 of a
-    // head (c < 8; the thread of the first takes both); v columns go to the cache as they are.
-    const W4A16RopeStore& a = fusion.rope;
-    const int d = a.head_dim, half = d / 2;
-    const std::int64_t qk = std::int64_t(a.q_heads + a.kv_heads) * d;
-    for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
-      const int r = idx / S::kRows, j = idx % S::kRows;
-      const std::int64_t col = n0 + j;
-      if (col >= n || (col < qk && j % 16 >= 8)) continue;
-      const float v = __bfloat162float(__float2bfloat16_rn(output(r, j)));
-      if (col >= qk) {
-        const std::int64_t head = (col - qk) / d;
-        a.v_cache[(a.slots[r] * a.kv_heads + head) * d + (col - qk) % d] =
-            __bfloat16_as_ushort(__float2bfloat16_rn(v));
-        continue;
-      }
-      const int head = int(col / d), w = int(col % d), i = (w / 16) * 8 + w % 16;
-      const float hi = __bfloat162float(__float2bfloat16_rn(output(r, j + 8)));
-      const float2 rotated = rope_rotate(v, hi, a.positions[r], a.inv_freq[i]);
-      std::uint16_t* dst = head < a.q_heads
-                               ? a.q_out + (std::int64_t(r) * a.q_heads + head) * d
-                               : a.k_cache + (a.slots[r] * a.kv_heads + (head - a.q_heads)) * d;
-      dst[i] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.x));
-      dst[i + half] = __bfloat16_as_ushort(__float2bfloat16_rn(rotated.y));
-    }
-  } else {
+  {
     const int plain_rows = kForm == kFuseGatherSilu ? 0 : m;  // the SiLU product is written above
     for (int idx = threadIdx.x; idx < plain_rows * S::kRows; idx += S::kThreads) {
       const int r = idx / S::kRows, j = idx % S::kRows;
@@ -709,21 +526,19 @@ __global__ void __launch_bounds__(S::kThreads, (launch_min_blocks<S, MT>()))
                        W4A16Strides strides, float out_scale,
                        const std::uint16_t* __restrict__ residual, std::uint16_t* __restrict__ out,
                        const MoeRowBlock* __restrict__ row_blocks,
-                       const W4A16DeviceWeight* __restrict__ table, W4A16Fusion fusion,
-                       W4A16GroupedCombine fuse_arg) {
+                       const W4A16DeviceWeight* __restrict__ table, W4A16GroupedCombine fuse_arg) {
   slice_block<S, ONE_SIDE, MT, GROUPED, FUSE>(
       x, m, n, k, tiles, scales, tiles_k, strides, out_scale, residual, out, row_blocks, table,
-      fusion, fuse_arg, SlicePlace{blockIdx.x, blockIdx.y, gridDim.x}, AfterPreviousGrid{});
+      fuse_arg, SlicePlace{blockIdx.x, blockIdx.y, gridDim.x}, AfterPreviousGrid{});
 }
 
-template <class S, bool ONE_SIDE, int MT, int FUSE = 0>
+template <class S, bool ONE_SIDE, int MT>
 cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16DeviceWeight& w,
                                 const std::uint16_t* residual, std::uint16_t* out,
-                                cudaStream_t stream, bool overlap,
-                                const W4A16Fusion& fusion = W4A16Fusion{}) {
+                                cudaStream_t stream, bool overlap) {
   static_assert(smem_bytes<S>(8 * MT - 7) >= S::kWarps * MT * S::kPairs * 4 * 32 * 4,
                 "the sums fit in the rings");
-  constexpr auto kernel = w4a16_slice_kernel<S, ONE_SIDE, MT, false, FUSE>;
+  constexpr auto kernel = w4a16_slice_kernel<S, ONE_SIDE, MT>;
   // Once per kernel, before any stream capture: the opt-in to all the shared memory a block may
   // have (under overlap the launch may ask for more than the kernel needs, even_spread.h).
   static const cudaError_t attribute_err =
@@ -731,14 +546,12 @@ cudaError_t launch_slice_kernel(const std::uint16_t* x, int rows, const W4A16Dev
   if (attribute_err != cudaSuccess) return attribute_err;
   const int blocks = int(w.n_padded / S::kRows);
   int smem = 0;
-  constexpr bool kNorm = (FUSE & kFuseNorm) != 0;
-  const int needed = smem_bytes<S, kNorm>(rows) + (kNorm ? norm_x_bytes(rows, w.k_padded / 64) : 0);
-  cudaError_t err = launch_smem(needed, blocks, overlap, &smem);
+  cudaError_t err = launch_smem(smem_bytes<S>(rows), blocks, overlap, &smem);
   if (err != cudaSuccess) return err;
   LaunchWithOverlap launch(dim3(unsigned(blocks)), S::kThreads, smem, stream, overlap);
   err = cudaLaunchKernelEx(&launch.config, kernel, x, rows, w.n, w.k, w.tiles, w.scales,
                            w.k_padded / 64, w4a16_strides(w), w.global_factor * 1024.0f, residual,
-                           out, nullptr, nullptr, fusion, W4A16GroupedCombine{});
+                           out, nullptr, nullptr, W4A16GroupedCombine{});
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -775,10 +588,9 @@ cudaError_t launch_grouped_slice_kernel(const std::uint16_t* x, const W4A16Group
   // gate_up's tail. (The plain grouped GEMM never overlaps.)
   LaunchWithOverlap launch(grid, S::kThreads, smem_bytes<S>(8 * MT), stream,
                            FUSE != kFuseNone && overlap);
-  const cudaError_t err =
-      cudaLaunchKernelEx(&launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles,
-                         shape.scales, shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr,
-                         out, blocks, w.table, W4A16Fusion{}, fuse);
+  const cudaError_t err = cudaLaunchKernelEx(
+      &launch.config, kernel, x, 8 * MT, shape.n, shape.k, shape.tiles, shape.scales,
+      shape.k_padded / 64, w4a16_strides(shape), 1.0f, nullptr, out, blocks, w.table, fuse);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
@@ -791,39 +603,17 @@ cudaError_t launch_grouped_slice(const std::uint16_t* x, const W4A16GroupedWeigh
                         : launch_grouped_slice_kernel<S, 1>(x, w, blocks, max_blocks, out, stream);
 }
 
-template <class S, int FUSE = 0>
+template <class S>
 cudaError_t launch_slice(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
                          const std::uint16_t* residual, std::uint16_t* out, cudaStream_t stream,
-                         bool overlap, const W4A16Fusion& fusion = W4A16Fusion{}) {
+                         bool overlap) {
   const int rows = int(m);
   if (rows > 8) {
-    return launch_slice_kernel<S, false, 2, FUSE>(x, rows, w, residual, out, stream, overlap,
-                                                  fusion);
+    return launch_slice_kernel<S, false, 2>(x, rows, w, residual, out, stream, overlap);
   }
-  return one_side_chunk<S>(rows) ? launch_slice_kernel<S, true, 1, FUSE>(x, rows, w, residual, out,
-                                                                         stream, overlap, fusion)
-                                 : launch_slice_kernel<S, false, 1, FUSE>(x, rows, w, residual, out,
-                                                                          stream, overlap, fusion);
-}
-
-// The fused forms are built for the slices the decode planner takes (nvfp4_linear.h: the 16- and
-// 32-row ones); the 64-row slices answer cudaErrorInvalidValue.
-template <int FUSE>
-cudaError_t launch_fused_slice(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
-                               const std::uint16_t* residual, std::uint16_t* out, W4A16Tile tile,
-                               const W4A16Fusion& fusion, cudaStream_t stream, bool overlap) {
-  switch (tile) {
-    case W4A16Tile::kSlice16:
-      return launch_slice<Slice16, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
-    case W4A16Tile::kSlice16Wide:
-      return launch_slice<Slice16Wide, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
-    case W4A16Tile::kSlice32:
-      return launch_slice<Slice32, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
-    case W4A16Tile::kSlice32Wide:
-      return launch_slice<Slice32Wide, FUSE>(x, m, w, residual, out, stream, overlap, fusion);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return one_side_chunk<S>(rows)
+             ? launch_slice_kernel<S, true, 1>(x, rows, w, residual, out, stream, overlap)
+             : launch_slice_kernel<S, false, 1>(x, rows, w, residual, out, stream, overlap);
 }
 
 }  // namespace

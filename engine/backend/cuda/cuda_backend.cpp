@@ -210,9 +210,6 @@ class CudaBackend : public Backend {
     }
     const char* sampling = std::getenv("NIBBLE_DEVICE_SAMPLING");
     device_sampling_ = sampling == nullptr || std::string(sampling) != "0";
-    // NIBBLE_FUSE_NORM: unset or 0, off; N, up to N rows (the slices take <= 16).
-    const char* fuse_norm = std::getenv("NIBBLE_FUSE_NORM");
-    if (fuse_norm != nullptr) fuse_norm_rows_ = std::max(0, std::atoi(fuse_norm));
     const bool silu_pairs =
         std::any_of(m_.layers.begin(), m_.layers.end(),
                     [](const cuda::DeviceLayer& l) { return l.mlp.gate_up_pairs; });
@@ -220,11 +217,8 @@ class CudaBackend : public Backend {
         std::any_of(m_.layers.begin(), m_.layers.end(),
                     [](const cuda::DeviceLayer& l) { return l.qkv_rope_pairs; });
     spdlog::info(
-        "cuda backend: decode fusions: RMSNorm into the next linear {} (NIBBLE_FUSE_NORM), "
-        "SiLU*mul into gate_up {} (NIBBLE_FUSE_SILU), RoPE + KV store into qkv {} "
-        "(NIBBLE_FUSE_ROPE=1, BF16 KV cache)",
-        fuse_norm_rows_ > 0 ? "up to " + std::to_string(std::min(fuse_norm_rows_, 16)) + " rows"
-                            : std::string("off"),
+        "cuda backend: paired weight layouts (their decode fusions are deleted, "
+        "kernels/layer/PERF_NOTES.md): gate_up {} (NIBBLE_FUSE_SILU), qkv {} (NIBBLE_FUSE_ROPE=1)",
         silu_pairs ? "on" : "off", rope_pairs ? "on" : "off");
     sampler_ = std::make_unique<cuda::DeviceSampler>(c.vocab_size);
   }
@@ -645,33 +639,11 @@ class CudaBackend : public Backend {
       };
       point_at_cache(rope);
       rope.paired = w.fused_qkv && w.qkv_rope_pairs;
-      // Decode fusions into the qkv linear (where its plan is a slice): the input norm, and with
-      // a qkv in rotate-half pairs and a BF16 cache, RoPE and the KV store in its epilogue.
-      kernels::W4A16Fusion qkv_fusion;
-      if (rope.paired && rope.k_cache8 == nullptr) {
-        qkv_fusion.rope_store = true;
-        qkv_fusion.rope = {in.positions, in.slots,    m_.inv_freq.get(), act_.q.get(), cache.k(l),
-                           cache.v(l),   c.num_heads, c.num_kv_heads,    c.head_dim};
-      }
-      bool norm_fused = false, rope_fused = false;
-      if (w.fused_qkv && T <= fuse_norm_rows_) {
-        kernels::W4A16Fusion fusion = qkv_fusion;
-        fusion.norm_weight = w.input_norm.get();
-        fusion.norm_eps = c.rms_norm_eps;
-        norm_fused = linears_->run_fused(w.qkv, act_.x.get(), T, fusion, nullptr, act_.qkv.get());
-        rope_fused = norm_fused && fusion.rope_store;
-      }
-      if (!norm_fused) {
-        check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
-                                act_.h.get(), stream_),
-              "rms_norm");
-        rope_fused =
-            qkv_fusion.rope_store &&
-            linears_->run_fused(w.qkv, act_.h.get(), T, qkv_fusion, nullptr, act_.qkv.get());
-      }
+      check(kernels::rms_norm(act_.x.get(), w.input_norm.get(), int(T), H, c.rms_norm_eps,
+                              act_.h.get(), stream_),
+            "rms_norm");
       if (w.fused_qkv) {
-        if (!norm_fused && !rope_fused)
-          linears_->run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
+        linears_->run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
         rope.q_in = act_.qkv.get();
         rope.k = act_.qkv.get() + q_width;
         rope.v = act_.qkv.get() + q_width + kv_width;
@@ -687,7 +659,7 @@ class CudaBackend : public Backend {
         rope.kv_stride = kv_width;
       }
       mark("norm+qkv");
-      if (!rope_fused) check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
+      check(kernels::rope_and_store_kv(rope, stream_), "rope_and_store_kv");
       mark("rope+kv store");
       attention.q = act_.q.get();
       point_at_cache(attention);
@@ -773,31 +745,10 @@ class CudaBackend : public Backend {
     }
   }
 
-  // The decode fusion of an RMSNorm with weight `norm` into the linear after it.
-  kernels::W4A16Fusion norm_fusion(const float* norm) const {
-    kernels::W4A16Fusion f;
-    f.norm_weight = norm;
-    f.norm_eps = m_.config.rms_norm_eps;
-    return f;
-  }
-
   // A dense layer's MLP block: out = x + down(silu(gate(h)) * up(h)), h = rms_norm(x) with weight
-  // `norm` (act_.h), the norm folded into gate_up where the decode fusion takes it.
+  // `norm` (act_.h).
   void normed_swiglu(const cuda::DeviceMlp& mlp, const bf16* x, const float* norm,
                      std::int64_t rows, bf16* out) {
-    if (rows <= fuse_norm_rows_ && mlp.fused) {
-      kernels::W4A16Fusion fusion = norm_fusion(norm);
-      fusion.silu_pairs = mlp.gate_up_pairs;
-      const std::int64_t width = mlp.width();
-      bf16* middle = act_.up.get();
-      bf16* target = mlp.gate_up_pairs ? middle : act_.gate.get();
-      if (linears_->run_fused(mlp.gate_up, x, rows, fusion, nullptr, target)) {
-        if (!mlp.gate_up_pairs)
-          check(kernels::silu_mul_halves(target, rows, width, middle, stream_), "silu_mul_halves");
-        linears_->run(mlp.down, middle, rows, x, out);
-        return;
-      }
-    }
     const auto& c = m_.config;
     check(
         kernels::rms_norm(x, norm, int(rows), c.hidden_size, c.rms_norm_eps, act_.h.get(), stream_),
@@ -813,14 +764,9 @@ class CudaBackend : public Backend {
     bf16* projected = act_.gate.get() + offset * 2 * width;
     bf16* middle = act_.up.get() + offset * width;
     if (mlp.gate_up_pairs) {
-      // Weight rows in gate / up pairs: silu(gate) * up in the epilogue at decode rows, the
-      // unpairing SiLU kernel elsewhere.
-      kernels::W4A16Fusion fusion;
-      fusion.silu_pairs = true;
-      if (!linears_->run_fused(mlp.gate_up, in, rows, fusion, nullptr, middle)) {
-        linears_->run(mlp.gate_up, in, rows, nullptr, projected);
-        check(kernels::silu_mul_pairs(projected, rows, width, middle, stream_), "silu_mul_pairs");
-      }
+      // Weight rows in gate / up pairs: the unpairing SiLU kernel.
+      linears_->run(mlp.gate_up, in, rows, nullptr, projected);
+      check(kernels::silu_mul_pairs(projected, rows, width, middle, stream_), "silu_mul_pairs");
     } else if (mlp.fused) {
       linears_->run(mlp.gate_up, in, rows, nullptr, projected);
       check(kernels::silu_mul_halves(projected, rows, width, middle, stream_), "silu_mul_halves");
@@ -961,13 +907,6 @@ class CudaBackend : public Backend {
   std::uint64_t graph_replays_ = 0;
   // Device sampling (device_sampler.h): on unless NIBBLE_DEVICE_SAMPLING=0.
   bool device_sampling_ = true;
-  // RMSNorm folded into the next NVFP4 linear's input at decode rows (kernels/nvfp4/w4a16_gemm.h,
-  // W4A16Fusion) for steps of up to this many rows (the slices take at most 16): NIBBLE_FUSE_NORM=N
-  // sets it. Off by default: the fused norm re-reads all rows of x in every block, and with the
-  // SiLU fusion it measured no faster than the separate kernels on an H200 (PERF_NOTES in
-  // kernels/layer). (The SiLU fusion's switch, NIBBLE_FUSE_SILU=1, acts at load:
-  // DeviceMlp::gate_up_pairs.)
-  int fuse_norm_rows_ = 0;
   std::unique_ptr<cuda::DeviceSampler> sampler_;
   PinnedBuffer<float> router_host_, logits_host_;
   PinnedBuffer<std::uint32_t> moe_host_;

@@ -100,17 +100,6 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
     check(kernels::add_bias(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias");
 }
 
-bool LinearRunner::run_fused(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
-                             const kernels::W4A16Fusion& fusion, const std::uint16_t* residual,
-                             std::uint16_t* out) {
-  if (m == 0 || !w.nvfp4 || !w.bias.empty()) return false;
-  bool ran = false;
-  check(kernels::nvfp4_linear_fused(x, m, w.weight, residual, out, fusion, traits_, stream_,
-                                    overlap_, dense_enabled_ ? &dense_ : nullptr, &ran),
-        "nvfp4_linear_fused");
-  return ran;
-}
-
 void LinearRunner::run_float(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
                              float* out, DeviceBuffer<std::uint16_t>& scratch) {
   if (m == 0) return;

@@ -40,12 +40,6 @@ class LinearRunner {
   // out = x W^T (+ bias) (+ residual, which must not alias out). x: [m, k], out: [m, n].
   void run(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
            const std::uint16_t* residual, std::uint16_t* out);
-  // The decode fusions (kernels/nvfp4/w4a16_gemm.h, W4A16Fusion) for an NVFP4 weight without
-  // bias where the plan takes a slice tile (m <= 16): true when they ran; false when nothing was
-  // launched and the caller must run the unfused kernels.
-  bool run_fused(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
-                 const kernels::W4A16Fusion& fusion, const std::uint16_t* residual,
-                 std::uint16_t* out);
   // FP32 output, no residual (MoE router scores: their top-k decides which experts run, so they
   // are not rounded to BF16 where the weights are dense). scratch: m * n BF16 elements, used
   // only for NVFP4 weights or a bias.

@@ -1,7 +1,10 @@
-// The W4A16 slice kernels' entry points (w4a16_slice_kernels.cuh has the kernels): the shapes the
-// planners pick (nvfp4_linear.h: the 16- and 32-row slices; moe_experts.h: the grouped kSlice16
-// and the MoE fusions). The others run from nibble::kernels_dev (w4a16_slice_dev.cu).
-#include "kernels/nvfp4/w4a16_slice_kernels.cuh"
+// The W4A16 slice kernels' entry points (w4a16_slice_common.cuh lists the kernels' files): the
+// shapes the planners pick (nvfp4_linear.h: the 16- and 32-row slices; moe_experts.h: the grouped
+// kSlice16 and the MoE fusions). The others run from nibble::kernels_dev (w4a16_slice_dev.cu).
+#include "kernels/nvfp4/w4a16_slice_dense.cuh"
+#include "kernels/nvfp4/w4a16_slice_down_combine.cuh"
+#include "kernels/nvfp4/w4a16_slice_gate_up_silu.cuh"
+#include "kernels/nvfp4/w4a16_slice_grouped.cuh"
 
 namespace nibble::kernels {
 
@@ -44,12 +47,12 @@ cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A
 cudaError_t w4a16_grouped_slice_prepare() {
   for (const cudaError_t err :
        {grouped_slice_attribute<Slice16, 1>(), grouped_slice_attribute<Slice16, 2>(),
-        grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu>(),
-        grouped_slice_attribute<SliceGateUpSilu, 2, kFuseGatherSilu>(),
-        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine>(),
-        grouped_slice_attribute<SliceDownCombine, 2, kFuseCombine>(),
-        grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(),
-        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(),
+        gate_up_silu_attribute<SliceGateUpSilu, 1, false>(),
+        gate_up_silu_attribute<SliceGateUpSilu, 2, false>(),
+        down_combine_attribute<SliceDownCombine, 1, false>(),
+        down_combine_attribute<SliceDownCombine, 2, false>(),
+        gate_up_silu_attribute<SliceGateUpSilu, 1, true>(),
+        down_combine_attribute<SliceDownCombine, 1, true>(),
         w4a16_grouped_experts_routed_prepare()}) {
     if (err != cudaSuccess) return err;
   }
@@ -82,10 +85,10 @@ cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_
   W4A16GroupedCombine fuse;
   fuse.token = token;
   using S = SliceGateUpSilu;
-  return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseGatherSilu>(
-                              x, gate_up, blocks, max_blocks, middle, stream, fuse, overlap)
-                        : launch_grouped_slice_kernel<S, 1, kFuseGatherSilu>(
-                              x, gate_up, blocks, max_blocks, middle, stream, fuse, overlap);
+  return block_rows > 8 ? launch_gate_up_silu<S, 2, false>(x, gate_up, blocks, max_blocks, middle,
+                                                           stream, fuse, overlap)
+                        : launch_gate_up_silu<S, 1, false>(x, gate_up, blocks, max_blocks, middle,
+                                                           stream, fuse, overlap);
 }
 
 std::int64_t w4a16_grouped_combine_slices(std::int64_t n) {
@@ -104,10 +107,10 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
       down.shape.n_padded / SliceDownCombine::kRows != w4a16_grouped_combine_slices(down.shape.n))
     return cudaErrorInvalidValue;
   using S = SliceDownCombine;
-  return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseCombine>(
-                              x, down, blocks, max_blocks, expert_out, stream, combine, overlap)
-                        : launch_grouped_slice_kernel<S, 1, kFuseCombine>(
-                              x, down, blocks, max_blocks, expert_out, stream, combine, overlap);
+  return block_rows > 8 ? launch_down_combine<S, 2, false>(x, down, blocks, max_blocks, expert_out,
+                                                           stream, combine, overlap)
+                        : launch_down_combine<S, 1, false>(x, down, blocks, max_blocks, expert_out,
+                                                           stream, combine, overlap);
 }
 
 namespace {
@@ -130,8 +133,8 @@ cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
   W4A16GroupedCombine fuse;
   fuse.route = route;
   // Every pick is its own row block of one row: k block rows (the table launch's max_blocks).
-  return launch_grouped_slice_kernel<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(
-      x, gate_up, nullptr, route.k, middle, stream, fuse, overlap);
+  return launch_gate_up_silu<SliceGateUpSilu, 1, true>(x, gate_up, nullptr, route.k, middle, stream,
+                                                       fuse, overlap);
 }
 
 cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
@@ -145,8 +148,8 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
     return cudaErrorInvalidValue;
   W4A16GroupedCombine fuse = combine;
   fuse.k = combine.route.k;
-  return launch_grouped_slice_kernel<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(
-      x, down, nullptr, combine.route.k, expert_out, stream, fuse, overlap);
+  return launch_down_combine<SliceDownCombine, 1, true>(x, down, nullptr, combine.route.k,
+                                                        expert_out, stream, fuse, overlap);
 }
 
 }  // namespace nibble::kernels

@@ -387,33 +387,4 @@ cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                       plan.overlap, device.wgmma_cluster_sum);
 }
 
-cudaError_t nvfp4_linear_fused(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
-                               const std::uint16_t* residual, std::uint16_t* out,
-                               const W4A16Fusion& fusion, const DeviceTraits& device,
-                               cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense,
-                               bool* ran) {
-  *ran = false;
-  if (m < 1) return cudaErrorInvalidValue;
-  const Nvfp4LinearPlan plan = plan_nvfp4_linear(m, w.n, w.k, device, overlap, dense);
-  if (plan.dense || !w4a16_slice_fusable(plan.tile)) return cudaSuccess;
-  // The norm's buffer of normalised x (m x K x 2 bytes) must not cost the plan a resident block
-  // per SM (gate_up's 7 at more than one row, qkv's 4 at more than 4: a second, thin wave), or the
-  // unfused kernels run.
-  if (fusion.norm_weight != nullptr && device.smem_per_sm > 0) {
-    const auto fits = [&](int smem) { return device.smem_per_sm / (smem + 1024); };
-    const std::int64_t needed = std::min<std::int64_t>(w4a16_resident_blocks(plan.tile),
-                                                       fits(w4a16_slice_smem_bytes(plan.tile, m)));
-    const int fused = w4a16_slice_fused_smem_bytes(plan.tile, m, w.k, fusion);
-    if (fits(fused) < needed) return cudaSuccess;
-    SmemBudget budget;  // and what one block may have (GB10: a little under an SM's)
-    const cudaError_t err = current_smem_budget(&budget);
-    if (err != cudaSuccess) return err;
-    if (fused > budget.per_block_max) return cudaSuccess;
-  }
-  const cudaError_t err =
-      w4a16_slice_linear_fused(x, m, w, residual, out, plan.tile, fusion, stream, plan.overlap);
-  *ran = err == cudaSuccess;
-  return err;
-}
-
 }  // namespace nibble::kernels

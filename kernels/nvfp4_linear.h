@@ -148,13 +148,4 @@ cudaError_t nvfp4_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
                          std::size_t workspace_bytes, const DeviceTraits& device,
                          cudaStream_t stream, bool overlap = false);
 
-// nvfp4_linear with a decode fusion (w4a16_gemm.h, W4A16Fusion): launched where the plan for
-// (m, n, k) is a slice tile (m <= 16), *ran = true; elsewhere nothing is launched and *ran =
-// false, for the caller to run the unfused kernels. out: [m, n / 2] with fusion.silu_pairs.
-cudaError_t nvfp4_linear_fused(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
-                               const std::uint16_t* residual, std::uint16_t* out,
-                               const W4A16Fusion& fusion, const DeviceTraits& device,
-                               cudaStream_t stream, bool overlap, const Nvfp4DenseOption* dense,
-                               bool* ran);
-
 }  // namespace nibble::kernels

@@ -161,55 +161,6 @@ inline int w4a16_slice_rows(W4A16Tile tile) {
   }
 }
 
-// Decode fusions of the slice kernels (engine switches NIBBLE_FUSE_NORM / NIBBLE_FUSE_SILU):
-//   norm_weight set: each block RMS-normalises the m rows of x once, into shared memory, x'[r, c]
-//     = bf16(x[r, c] * rsqrt(mean(x[r, :]^2) + norm_eps) * norm_weight[c]) (kernels/layer
-//     rms_norm's formula, its row sum in another order), so the norm kernel in front is not
-//     launched. norm_weight: k floats, 16-byte aligned; x 16-byte aligned; m x k_padded x 2 bytes
-//     within a block's shared memory (w4a16_slice_fused_smem_bytes).
-//   silu_pairs: the weight's rows are 8-row gate / up tile pairs (w4a16_layout.h,
-//     gate_up_pair_source_row:
-//     output column 8 u + c comes from rows 16 u + c, gate, and 16 u + 8 + c, up), and out
-//     [m, n / 2] receives silu(gate) * up with gate and up rounded to BF16 first (silu_mul's
-//     formula on the unfused output): no [m, n] intermediate, no silu_mul launch. n % 16 == 0, no
-//     residual.
-//   rope_store: the weight is a fused qkv in the RoPE pair order (w4a16_layout.h,
-//     rope_pair_source_row), n = (q_heads + 2 kv_heads) head_dim; the epilogue rounds q, k, v to
-//     BF16 (what the unfused qkv stores), rotates q and k (kernels/layer/rope_math.cuh, as
-//     rope_and_store_kv does) and stores q to rope.q_out [m, q_heads, head_dim] and k, v to the
-//     BF16 caches at row rope.slots[r]: out is not written. No residual, not with silu_pairs.
-struct W4A16RopeStore {
-  const std::int32_t* positions = nullptr;  // [m]
-  const std::int64_t* slots = nullptr;      // [m]: cache rows
-  const double* inv_freq = nullptr;         // [head_dim / 2]
-  std::uint16_t* q_out = nullptr;
-  std::uint16_t* k_cache = nullptr;  // [cache rows, kv_heads, head_dim]
-  std::uint16_t* v_cache = nullptr;
-  int q_heads = 0, kv_heads = 0, head_dim = 0;
-};
-struct W4A16Fusion {
-  const float* norm_weight = nullptr;
-  float norm_eps = 1e-6f;
-  bool silu_pairs = false;
-  bool rope_store = false;
-  W4A16RopeStore rope;
-};
-// The slice kernels with fusions; arguments as w4a16_slice_linear's (tile: w4a16_slice_fusable,
-// m <= 16), cudaErrorInvalidValue where the fusion does not fit the tile, shape or arguments.
-cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
-                                     const W4A16DeviceWeight& w, const std::uint16_t* residual,
-                                     std::uint16_t* out, W4A16Tile tile, const W4A16Fusion& fusion,
-                                     cudaStream_t stream, bool overlap = false);
-// Dynamic shared memory of one block of a fused slice at m rows and k columns (the norm holds
-// the m normalised rows of x, m x k_padded x 2 bytes, instead of x in the ring slots; the
-// epilogues add nothing).
-int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, std::int64_t k,
-                                 const W4A16Fusion& fusion);
-// The slice tiles built with the fusions: those the decode planner takes (not the 64-row ones).
-inline bool w4a16_slice_fusable(W4A16Tile tile) {
-  return w4a16_is_slice(tile) && w4a16_slice_rows(tile) <= 32;
-}
-
 // The warpgroup-MMA tiles (w4a16_wgmma.cu); w4a16_linear forwards to them (splits, workspace,
 // overlap and cluster_sum as there). cudaErrorNotSupported unless w4a16_wgmma_supported(); the
 // other arguments are already validated.

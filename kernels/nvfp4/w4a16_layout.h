@@ -75,10 +75,10 @@ float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c);
 std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int64_t row_begin,
                                                  std::int64_t rows);
 
-// The gate_up row order of the decode SiLU fusion (w4a16_gemm.h, W4A16Fusion::silu_pairs): row p
-// of the paired weight is row gate_up_pair_source_row(p, width) of [gate rows; up rows], so each
-// 16-row unit holds 8 gate rows and their 8 up rows: rows 16 u + c and 16 u + 8 + c are gate and
-// up row 8 u + c. Every 16-, 32- or 128-row block of the kernels then owns whole pairs.
+// The gate_up row order the decode SiLU fusion read (its slice epilogue is deleted,
+// kernels/layer/PERF_NOTES.md; layer_ops.h silu_mul_pairs unpairs it): row p of the paired weight
+// is row gate_up_pair_source_row(p, width) of [gate rows; up rows], so each 16-row unit holds 8
+// gate rows and their 8 up rows: rows 16 u + c and 16 u + 8 + c are gate and up row 8 u + c.
 // width % 8 == 0.
 inline std::int64_t gate_up_pair_source_row(std::int64_t p, std::int64_t width) {
   const std::int64_t pair = p / 16, within = p % 16;
@@ -89,10 +89,11 @@ inline std::int64_t gate_up_pair_source_row(std::int64_t p, std::int64_t width) 
 std::vector<std::uint8_t> pair_gate_up_rows(std::span<const std::uint8_t> rows, std::int64_t width,
                                             std::size_t row_bytes);
 
-// The qkv row order of the decode RoPE fusion (w4a16_gemm.h, W4A16Fusion::rope_store): within
-// each of the first qk_rows rows' heads of head_dim rows (q heads, then k heads), 16-row unit u
-// holds the head's rows 8u .. 8u + 7 and their rotate-half partners head_dim / 2 + 8u .. + 7, so
-// every slice block owns whole rotation pairs; rows from qk_rows on (v) keep their place.
+// The qkv row order the decode RoPE fusion read (its slice epilogue is deleted, as above;
+// layer_ops.h rope_and_store_kv reads it with `paired`): within each of the first qk_rows rows'
+// heads of head_dim rows (q heads, then k heads), 16-row unit u holds the head's rows 8u .. 8u + 7
+// and their rotate-half partners head_dim / 2 + 8u .. + 7; rows from qk_rows on (v) keep their
+// place.
 // head_dim % 16 == 0, qk_rows % head_dim == 0.
 inline std::int64_t rope_pair_source_row(std::int64_t p, std::int64_t qk_rows,
                                          std::int64_t head_dim) {

@@ -5,13 +5,14 @@
 // the whole SiLU product of its pick, so it waits for that pick's gate_up slices through a counter
 // in global memory, not for a whole grid: no second launch, no drain of the gate_up grid before
 // any down block can start, and the blocks ask the L2 for their down weights as soon as their
-// gate_up weights are requested. The bodies are the two routed launches' (slice_block, same
-// shapes, same sums): the same output bits.
+// gate_up weights are requested. The bodies are the two routed launches' (gate_up_silu_block and
+// down_combine_block, same shapes, same sums): the same output bits.
 // Blocks wait on one another, so all of them must be resident at once: the launch checks the
 // occupancy and answers cudaErrorNotSupported where they would not be (the caller then takes the
 // two launches).
 #include "kernels/l2_prefetch.cuh"
-#include "kernels/nvfp4/w4a16_slice_kernels.cuh"
+#include "kernels/nvfp4/w4a16_slice_down_combine.cuh"
+#include "kernels/nvfp4/w4a16_slice_gate_up_silu.cuh"
 
 namespace nibble::kernels {
 namespace {
@@ -129,20 +130,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (blockIdx.x < gate_slices) {
     const GateUpHooks hooks{down.table + route_s.blocks[row].expert, down_strides, d.k_padded / 64,
                             blockIdx.x};
-    slice_block<GateUpShape, false, 1, true, kFuseGatherSilu>(
-        x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, nullptr, middle,
-        route_s.blocks, gate_up.table, W4A16Fusion{}, fuse,
-        SlicePlace{blockIdx.x, row, gate_slices}, hooks);
+    gate_up_silu_block<GateUpShape, 1, false>(
+        x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, middle,
+        route_s.blocks, gate_up.table, fuse, SlicePlace{blockIdx.x, row, gate_slices}, hooks);
     mark(MoeDecodeTimeline::kGateUpDone);
     __threadfence();  // this block's share of the product, before its count
     __syncthreads();
     if (threadIdx.x == 0) atomicAdd(gate_done + row, 1);
   }
   __syncthreads();  // the gate_up's sums have left the shared memory the down's ring takes
-  slice_block<DownShape, false, 1, true, kFuseCombine>(
+  down_combine_block<DownShape, 1, false>(
       middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f, nullptr,
-      expert_out, route_s.blocks, down.table, W4A16Fusion{}, fuse,
-      SlicePlace{blockIdx.x, row, gridDim.x}, DownHooks{gate_done + row, int(gate_slices)});
+      expert_out, route_s.blocks, down.table, fuse, SlicePlace{blockIdx.x, row, gridDim.x},
+      DownHooks{gate_done + row, int(gate_slices)});
   mark(MoeDecodeTimeline::kDownDone);
   if (threadIdx.x == 0 && atomicAdd(gate_done + route.k + row, 1) == int(gridDim.x) - 1) {
     gate_done[row] = 0;

@@ -1,7 +1,10 @@
-// The W4A16 slice kernels' entry points (w4a16_slice_kernels.cuh has the kernels): the shapes the
-// planners pick (nvfp4_linear.h: the 16- and 32-row slices; moe_experts.h: the grouped kSlice16
-// and the MoE fusions). The others run from nibble::kernels_dev (w4a16_slice_dev.cu).
-#include "kernels/nvfp4/w4a16_slice_kernels.cuh"
+// The W4A16 slice kernels' entry points (w4a16_slice_common.cuh lists the kernels' files): the
+// shapes the planners pick (nvfp4_linear.h: the 16- and 32-row slices; moe_experts.h: the grouped
+// kSlice16 and the MoE fusions). The others run from nibble::kernels_dev (w4a16_slice_dev.cu).
+#include "kernels/nvfp4/w4a16_slice_dense.cuh"
+#include "kernels/nvfp4/w4a16_slice_down_combine.cuh"
+#include "kernels/nvfp4/w4a16_slice_gate_up_silu.cuh"
+#include "kernels/nvfp4/w4a16_slice_grouped.cuh"
 
 namespace nibble::kernels {
 
@@ -19,15 +22,6 @@ int w4a16_slice_ring_steps(W4A16Tile tile) {
 int w4a16_slice_smem_bytes(W4A16Tile tile, std::int64_t m) {
   const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
   return with_slice_shape(tile, [&](auto shape) { return smem_bytes<decltype(shape)>(rows); });
-}
-
-int w4a16_slice_fused_smem_bytes(W4A16Tile tile, std::int64_t m, std::int64_t k,
-                                 const W4A16Fusion& fusion) {
-  if (fusion.norm_weight == nullptr) return w4a16_slice_smem_bytes(tile, m);
-  const int rows = int(m < 1 ? 1 : (m > kMaxRows ? kMaxRows : m));
-  return with_slice_shape(tile, [&](auto shape) {
-    return smem_bytes<decltype(shape), true>(rows) + norm_x_bytes(rows, (k + 63) / 64);
-  });
 }
 
 cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A16DeviceWeight& w,
@@ -48,61 +42,17 @@ cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A
   }
 }
 
-cudaError_t w4a16_slice_linear_fused(const std::uint16_t* x, std::int64_t m,
-                                     const W4A16DeviceWeight& w, const std::uint16_t* residual,
-                                     std::uint16_t* out, W4A16Tile tile, const W4A16Fusion& fusion,
-                                     cudaStream_t stream, bool overlap) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool norm = fusion.norm_weight != nullptr;
-  const W4A16RopeStore& rope = fusion.rope;
-  if (m < 1 || m > kMaxRows || !w4a16_slice_fusable(tile) ||
-      (norm && (w.k % 8 != 0 || !aligned(x) || !aligned(fusion.norm_weight))) ||
-      (fusion.silu_pairs && (w.n % 16 != 0 || residual != nullptr)) ||
-      (fusion.rope_store &&
-       (fusion.silu_pairs || residual != nullptr || rope.head_dim <= 0 || rope.head_dim % 16 != 0 ||
-        rope.q_heads <= 0 || rope.kv_heads <= 0 ||
-        w.n != std::int64_t(rope.q_heads + 2 * rope.kv_heads) * rope.head_dim ||
-        rope.positions == nullptr || rope.slots == nullptr || rope.inv_freq == nullptr ||
-        rope.q_out == nullptr || rope.k_cache == nullptr || rope.v_cache == nullptr))) {
-    return cudaErrorInvalidValue;
-  }
-  if (norm) {  // the normalised rows must fit a block's shared memory (m x K x 2 bytes)
-    SmemBudget budget;
-    const cudaError_t err = current_smem_budget(&budget);
-    if (err != cudaSuccess) return err;
-    if (w4a16_slice_fused_smem_bytes(tile, m, w.k, fusion) > budget.per_block_max)
-      return cudaErrorInvalidValue;
-  }
-  if (fusion.rope_store) {
-    return norm ? launch_fused_slice<kFuseNorm | kFuseRope>(x, m, w, residual, out, tile, fusion,
-                                                            stream, overlap)
-                : launch_fused_slice<kFuseRope>(x, m, w, residual, out, tile, fusion, stream,
-                                                overlap);
-  }
-  if (norm && fusion.silu_pairs) {
-    return launch_fused_slice<kFuseNorm | kFuseSilu>(x, m, w, residual, out, tile, fusion, stream,
-                                                     overlap);
-  }
-  if (norm) {
-    return launch_fused_slice<kFuseNorm>(x, m, w, residual, out, tile, fusion, stream, overlap);
-  }
-  if (fusion.silu_pairs) {
-    return launch_fused_slice<kFuseSilu>(x, m, w, residual, out, tile, fusion, stream, overlap);
-  }
-  return w4a16_slice_linear(x, m, w, residual, out, tile, stream, overlap);
-}
-
 // The grouped forms the MoE planner takes (moe_experts.h: kSlice16 and the fusions); the others
 // set their own attributes in nibble::kernels_dev.
 cudaError_t w4a16_grouped_slice_prepare() {
   for (const cudaError_t err :
        {grouped_slice_attribute<Slice16, 1>(), grouped_slice_attribute<Slice16, 2>(),
-        grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu>(),
-        grouped_slice_attribute<SliceGateUpSilu, 2, kFuseGatherSilu>(),
-        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine>(),
-        grouped_slice_attribute<SliceDownCombine, 2, kFuseCombine>(),
-        grouped_slice_attribute<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(),
-        grouped_slice_attribute<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(),
+        gate_up_silu_attribute<SliceGateUpSilu, 1, false>(),
+        gate_up_silu_attribute<SliceGateUpSilu, 2, false>(),
+        down_combine_attribute<SliceDownCombine, 1, false>(),
+        down_combine_attribute<SliceDownCombine, 2, false>(),
+        gate_up_silu_attribute<SliceGateUpSilu, 1, true>(),
+        down_combine_attribute<SliceDownCombine, 1, true>(),
         w4a16_grouped_experts_routed_prepare()}) {
     if (err != cudaSuccess) return err;
   }
@@ -135,10 +85,10 @@ cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_
   W4A16GroupedCombine fuse;
   fuse.token = token;
   using S = SliceGateUpSilu;
-  return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseGatherSilu>(
-                              x, gate_up, blocks, max_blocks, middle, stream, fuse, overlap)
-                        : launch_grouped_slice_kernel<S, 1, kFuseGatherSilu>(
-                              x, gate_up, blocks, max_blocks, middle, stream, fuse, overlap);
+  return block_rows > 8 ? launch_gate_up_silu<S, 2, false>(x, gate_up, blocks, max_blocks, middle,
+                                                           stream, fuse, overlap)
+                        : launch_gate_up_silu<S, 1, false>(x, gate_up, blocks, max_blocks, middle,
+                                                           stream, fuse, overlap);
 }
 
 std::int64_t w4a16_grouped_combine_slices(std::int64_t n) {
@@ -157,10 +107,10 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
       down.shape.n_padded / SliceDownCombine::kRows != w4a16_grouped_combine_slices(down.shape.n))
     return cudaErrorInvalidValue;
   using S = SliceDownCombine;
-  return block_rows > 8 ? launch_grouped_slice_kernel<S, 2, kFuseCombine>(
-                              x, down, blocks, max_blocks, expert_out, stream, combine, overlap)
-                        : launch_grouped_slice_kernel<S, 1, kFuseCombine>(
-                              x, down, blocks, max_blocks, expert_out, stream, combine, overlap);
+  return block_rows > 8 ? launch_down_combine<S, 2, false>(x, down, blocks, max_blocks, expert_out,
+                                                           stream, combine, overlap)
+                        : launch_down_combine<S, 1, false>(x, down, blocks, max_blocks, expert_out,
+                                                           stream, combine, overlap);
 }
 
 namespace {
@@ -183,8 +133,8 @@ cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
   W4A16GroupedCombine fuse;
   fuse.route = route;
   // Every pick is its own row block of one row: k block rows (the table launch's max_blocks).
-  return launch_grouped_slice_kernel<SliceGateUpSilu, 1, kFuseGatherSilu | kFuseRoute>(
-      x, gate_up, nullptr, route.k, middle, stream, fuse, overlap);
+  return launch_gate_up_silu<SliceGateUpSilu, 1, true>(x, gate_up, nullptr, route.k, middle, stream,
+                                                       fuse, overlap);
 }
 
 cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
@@ -198,8 +148,8 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
     return cudaErrorInvalidValue;
   W4A16GroupedCombine fuse = combine;
   fuse.k = combine.route.k;
-  return launch_grouped_slice_kernel<SliceDownCombine, 1, kFuseCombine | kFuseRoute>(
-      x, down, nullptr, combine.route.k, expert_out, stream, fuse, overlap);
+  return launch_down_combine<SliceDownCombine, 1, true>(x, down, nullptr, combine.route.k,
+                                                        expert_out, stream, fuse, overlap);
 }
 
 }  // namespace nibble::kernels

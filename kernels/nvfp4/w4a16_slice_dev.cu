@@ -1,6 +1,7 @@
 // nibble::kernels_dev's slice shapes (w4a16_dev_launchers.h): the ones no planner picks.
 #include "kernels/nvfp4/w4a16_dev_launchers.h"
-#include "kernels/nvfp4/w4a16_slice_kernels.cuh"
+#include "kernels/nvfp4/w4a16_slice_dense.cuh"
+#include "kernels/nvfp4/w4a16_slice_grouped.cuh"
 
 namespace nibble::kernels {
 

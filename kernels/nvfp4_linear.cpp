@@ -57,12 +57,12 @@ std::int64_t slice_blocks(W4A16Tile tile, std::int64_t n) {
 }
 
 // A slice tile for an m <= 8 layer of n rows, or kM8 (x as the mma's B operand, K split over
-// blocks; kGemv measured slower than it on every Llama and Qwen shape, 2026-11-23) when neither
+// blocks; kGemv measured slower than it on every Llama and Qwen shape, PERF_NOTES v2) when neither
 // slice's grid runs in one even wave and the 8-warp 32-row slices' waves are not mostly full
 // (below). With one slice per block, the busiest SM holds ceil(blocks / SMs) of them, so
 // blocks / (SMs x that) is the fraction of the GPU that streams until the end. A second, partial
 // wave of 4-warp slices cost more than kM8's split-K tail (gate_up at M = 8: 32-row slices, 6 per
-// SM, 32.1 us against kM8's 28.7, H100 2026-11-25, before v19's leaner loop). A grid smaller than
+// SM, 32.1 us against kM8's 28.7, PERF_NOTES v20, before v19's leaner loop). A grid smaller than
 // the SM count is taken as it is: such layers are too small to stream at bandwidth, and the split-K
 // tail is most of kM8's time there (Qwen3-30B-A3B experts at M = 1: 2048 x 1536 3.5 us against
 // 4.7, 768 x 2048 2.6 against 4.4).
@@ -83,7 +83,7 @@ W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,
     // Where every warp's k steps fit in its ring, a block asks for all its weights at once and
     // takes about one memory latency plus its bytes: the SMs holding one block more than others
     // add a fraction of that, not a wave (Qwen3-30B-A3B qkv, 5120 x 2048: 320 16-row slices,
-    // 81% even, against kM8's split-K tail at 8.4 us for 5.9 MB, H100 2026-11-26).
+    // 81% even, against kM8's split-K tail at 8.4 us for 5.9 MB, PERF_NOTES v22).
     const bool whole_k = device.short_k_uneven && (k + 63) / 64 <= w4a16_slice_ring_steps(tile);
     if (blocks >= sms && !whole_k && double(blocks) / double(sms * busiest) < kSliceMinEvenness)
       continue;
@@ -107,8 +107,8 @@ W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,
   }
   // Past one wave: 8-warp 32-row slices where every wave but the last is full and the grid fills
   // kSliceMinWaveFill of its waves' slots (gate_up at M = 8: 896 blocks at 2 per SM, 85%: 24.7 us
-  // against kM8's 26.7 with overlap; 4-warp 32-row slices at 6 per SM, 57%: 27.0; H100
-  // 2026-11-25).
+  // against kM8's 26.7 with overlap; 4-warp 32-row slices at 6 per SM, 57%: 27.0; PERF_NOTES
+  // v20).
   const W4A16Tile wide = W4A16Tile::kSlice32Wide;
   const std::int64_t slots = slice_blocks_per_sm(wide, m, device) * sms;
   const std::int64_t blocks = slice_blocks(wide, n);
@@ -121,8 +121,8 @@ W4A16Tile decode_slice_tile(std::int64_t m, std::int64_t n, std::int64_t k,
 
 // A slice tile for 9 to 16 rows, or kM16Swap (x as the B operand in two 8-row fragments, K split
 // like kM8's). Every block reads all m rows of x, so 16-row slices would pull 3.6x the weight
-// bytes from L2 (qkv at M = 16: 11.4 us against 7.8 with 32-row slices, with overlap, H100
-// 2026-11-25): 32-row slices, 8 warps where the grid has at most one per SM. They beat kM16Swap
+// bytes from L2 (qkv at M = 16: 11.4 us against 7.8 with 32-row slices, with overlap, PERF_NOTES
+// v20 run 2): 32-row slices, 8 warps where the grid has at most one per SM. They beat kM16Swap
 // even over more than one wave (gate_up, 896 blocks at 4 per SM: 25.1 against 29.3 us); past
 // two waves, which nothing measured yet, kM16Swap stays. Grids that leave SMs idle with 16-row
 // slices take those, with 8 warps (Qwen3-30B-A3B experts at M = 16: 2.7 / 2.0 us against 3.1 /
@@ -145,8 +145,8 @@ W4A16Tile batch_slice_tile(std::int64_t m, std::int64_t n, const DeviceTraits& d
 // small for either. Which tile and split: the least time by wgmma_time.
 constexpr std::int64_t kWgmmaMinSplitKTiles = 16;
 // Rows up to which the warpgroup-MMA tiles take programmatic dependent launch when allowed, for
-// grids of one wave (H200, Llama-3.1-8B layers, three A/B rounds, 2026-11-29 09:58 UTC, PERF_NOTES
-// v32: M = 256 qkv 27.2 -> 26.1, o 19.8 -> 18.5, down 53.3 -> 52.1 us; gate_up, two waves, 92.2
+// grids of one wave (Llama-3.1-8B layers, three A/B rounds, PERF_NOTES v32: M = 256 qkv 27.2
+// -> 26.1, o 19.8 -> 18.5, down 53.3 -> 52.1 us; gate_up, two waves, 92.2
 // -> 90.9 / 90.9 / 94.6 and 90.3 -> 95.9 at 10:42; M = 512 gate_up 207.0 -> 209.0, down 78.1 ->
 // 80.9).
 constexpr std::int64_t kWgmmaOverlapMaxRows = 256;
@@ -160,7 +160,7 @@ constexpr std::int64_t kWgmmaOverlapMaxRows = 256;
 // move twice the bytes but do not take twice as long: down at M = 256 split 1 / 2 / 3 ways ran
 // 136.6 / 73.7 / 52.9 us, 0.56 us a step + 10.8, against 0.41 + 8.4 for the 128-row tile). With
 // these the planner's pick is the measured fastest tile and split on all 8 layer shapes of the
-// sweeps (2026-11-29 06:28 and 09:40 UTC). Every constant sits inside a window that keeps the 8
+// sweeps (PERF_NOTES v30 and v32). Every constant sits inside a window that keeps the 8
 // picks: kWgmmaTwoBlocks up to 1.59 (above it the 256-row tile takes gate_up at M = 512, 226 us
 // against 197, which the model does not explain), kWgmma256Step 1.30-1.45 at these overheads.
 constexpr double kWgmmaBlockOverhead = 10.0;
@@ -277,11 +277,11 @@ int plan_splits(W4A16Tile tile, std::int64_t m, std::int64_t n, std::int64_t k,
   const std::int64_t blocks = ((n + kW4A16TileCols - 1) / kW4A16TileCols) * ((m + rows - 1) / rows);
   const bool swapped = tile == W4A16Tile::kM8 || tile == W4A16Tile::kM16Swap;
   if (tile == W4A16Tile::kM16 || swapped || tile == W4A16Tile::kM16Wide) {
-    // From nibble-kernel-bench --sweep-splits on H100 (docs/performance.md, 2026-11-23): with the
+    // From nibble-kernel-bench --sweep-splits on H100 (PERF_NOTES v16, v17): with the
     // swapped tiles (kM8, kM16Swap) and up to 4 rows of the others the split-K sums are cheap and
     // the best count gives each block >= 8 k tiles with at least 2 blocks per SM (at most 7-8
     // fit); the regular 16-row tiles past 4 rows gain nothing beyond ~2 blocks per SM (kM16Wide
-    // gate_up M = 16: 1 split 34.0 µs, 2: 37.0; kM16Swap at 4 splits: 31.3, 2026-11-24).
+    // gate_up M = 16: 1 split 34.0 µs, 2: 37.0; kM16Swap at 4 splits: 31.3).
     const std::int64_t k_tiles = (k + 63) / 64;
     const std::int64_t sms = device.sm_count;
     // Resident blocks per SM. (Halving it with overlap, so that two kernels fit side by side,
@@ -317,9 +317,9 @@ Nvfp4LinearPlan plan_nvfp4_linear(std::int64_t m, std::int64_t n, std::int64_t k
   const bool dense_ok =
       dense != nullptr && dense->min_rows > 0 && m >= dense->min_rows &&
       w4a16_dense_rows_per_round(dense->scratch, n, k, dense->max_rows_per_round) > 0;
-  // Measured on an H200 (docs/performance.md, 2026-11-26, -28 and -29, Llama-3.1-8B layers): the
-  // dense path beats the warpgroup-MMA tiles on every layer at M = 2048 and 8192; the wgmma tiles
-  // win every layer at M = 256 and 512.
+  // Measured on an H200 (Llama-3.1-8B layers; docs/performance.md's dense-path kernel runs,
+  // PERF_NOTES v28 at M = 256 and 512): the dense path beats the warpgroup-MMA tiles on every layer
+  // at M = 2048 and 8192; the wgmma tiles win every layer at M = 256 and 512.
   if (dense_ok && m >= kNvfp4DenseAllRows) {
     plan.dense = true;
     return plan;

@@ -29,14 +29,14 @@
 //   M > 512 with >= 2 128-row tiles per SM
 //                     W4A16, 128-row tiles (8 m16 fragments per warp);
 //   otherwise         W4A16, 64-row tiles.
-// The thresholds come from nibble-kernel-bench on H100 (docs/performance.md, --sweep-splits);
-// those of the wgmma tiles and the dense path are predictions until it measures them
-// (kernels/nvfp4/PERF_NOTES.md v21).
+// The thresholds come from nibble-kernel-bench --sweep-splits (kernels/nvfp4/PERF_NOTES.md: the
+// mma.sync tiles v16-v20 on H100, the warpgroup-MMA tiles v28-v32 on H200); the dense path's
+// are v21's predictions (kNvfp4DenseMinRows, kNvfp4DenseAllRows below).
 // The decode kernel W4A16Tile::kGemv (weights straight to registers) is built and tested but not
 // chosen: it measured slower than the 8- and 16-row tiles at every M <= 16 shape. So are the
-// regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (2026-11-24), and
-// the 64-row slices (kSlice64 / kSlice64Wide), no faster than the 32-row ones at any
-// Llama-3.1-8B or Qwen3-30B-A3B shape at M = 1..16 with overlap (2026-11-25).
+// regular 16-row tiles kM16 and kM16Wide: slower than kM16Swap at M = 9..16 (PERF_NOTES v17),
+// and the 64-row slices (kSlice64 / kSlice64Wide), no faster than the 32-row ones at any
+// Llama-3.1-8B or Qwen3-30B-A3B shape at M = 1..16 with overlap (PERF_NOTES v20).
 // W4A4 (block-scaled FP4 mma.sync, sm_120a/121a, kernels/nvfp4/w4a4_sm120.cu) is built into
 // nibble::kernels_dev only, not chosen here: it needs the activation quantizer in front and has
 // not run on hardware.
@@ -94,8 +94,8 @@ inline constexpr std::int64_t kNvfp4DenseMinRows = 256;
 // Where the dense path (when offered) comes before the warpgroup-MMA tiles: from this many rows
 // (measured better at 2048 and 8192, not between 256 and 2048: 1024 is a guess in between). Below
 // it the tiles win every Llama-3.1-8B layer at M = 256 and 512 once their splits count the cluster
-// waves, the narrowest (o, 17 M weights) too: 20.6 / 30.5 us against dense 26.6 / 35.6 (H200,
-// 2026-11-29; with 4 splits in 2026-11-28's planner the tiles took 28.5 us there against 26.5).
+// waves, the narrowest (o, 17 M weights) too: 20.6 / 30.5 us against dense 26.6 / 35.6
+// (PERF_NOTES v28).
 inline constexpr std::int64_t kNvfp4DenseAllRows = 1024;
 
 // The dequantise-then-cuBLAS candidate, offered by a caller that holds its scratch.

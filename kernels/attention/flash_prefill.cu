@@ -728,9 +728,9 @@ static int device_default_options() {
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
       major == 9;
   // The v4 forms (lazy rescale, one barrier per chunk, mask-free body) on both: on an H200
-  // (test_attention_gpu --bench, 2026-11-26 16:50 UTC) 127 ran 345.7 TFLOP/s at 32k against
-  // 283.3 for 15, 320.5 against 266.1 at 8k, 184.4 against 154.8 at 2k. sm_12x leaves out the
-  // wide scores (they spill there); 123 compiles without spills for sm_120a/121a (not measured:
+  // (test_attention_gpu --bench; PERF_NOTES "Flash prefill v4") 127 ran 345.7 TFLOP/s at 32k
+  // against 283.3 for 15, 320.5 against 266.1 at 8k, 184.4 against 154.8 at 2k. sm_12x leaves out
+  // the wide scores (they spill there); 123 compiles without spills for sm_120a/121a (not measured:
   // no GB10 is lent; on the H200 123 ran within 2% of 127).
   const int v4 = kFlashLazyRescale | kFlashOneBarrier | kFlashMaskFree;
   return hopper ? kFlashDefaultOptions | kFlashWideScores | v4 : kFlashDefaultOptions | v4;

@@ -50,9 +50,9 @@ struct MoeGroupedPlan {
   // down weights (moe_router_route's prefetch), as many of the two as fit moe_prefetch_budget for
   // T k experts (the CUDA backend clears it under NIBBLE_MOE_PREFETCH=0). Qwen3-30B-A3B on H100
   // (50 MB L2, budget 25 MB): both at T = 1 (14.2 + 7.1 MB), none from T = 2. Off by default:
-  // measured on an H200 (2026-11-26) it made the T = 1 MoE block 98.6 us instead of 25.4 and
-  // Qwen3-30B-A3B decode 163.7 tok/s instead of 385.1 (the bulk prefetches queue ahead of the
-  // GEMMs' own loads); NIBBLE_MOE_PREFETCH=1 turns it on.
+  // measured on an H200 (kernels/moe/PERF_NOTES.md, "Switches as options") it made the T = 1 MoE
+  // block 98.6 us instead of 25.4 and Qwen3-30B-A3B decode 163.7 tok/s instead of 385.1 (the bulk
+  // prefetches queue ahead of the GEMMs' own loads); NIBBLE_MOE_PREFETCH=1 turns it on.
   bool prefetch = false;
   // With fuse at T = 1: no route launch; the gate_up's and the down's blocks each route the token
   // from the logits themselves (w4a16_grouped.h W4A16GroupedRoute), and the fused router is its

@@ -34,9 +34,9 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
                       std::int64_t clear_count = 0);
 
 // How moe_router_route runs the router linear (MoeGroupedPlan::router_form, an A/B switch):
-// Default "split": the fastest on an H200 (2026-11-26, 16:50 UTC): nibble-kernel-bench --moe at
-// T = 1 whole MoE block 23.0 us split, 25.4 spread, 30.6 blocks; Qwen3-30B-A3B generate 414.6
-// tok/s split vs 385.1 spread (both without the L2 prefetch).
+// Default "split": the fastest on an H200 (kernels/moe/PERF_NOTES.md, "Switches as options"):
+// nibble-kernel-bench --moe at T = 1 whole MoE block 23.0 us split, 25.4 spread, 30.6 blocks;
+// Qwen3-30B-A3B generate 414.6 tok/s split vs 385.1 spread (both without the L2 prefetch).
 //   kSpread ("spread"): kMoeRouterExpertsPerBlock experts per block of
 //     kMoeRouterThreads threads (64 blocks at E = 128), FP32 sums in moe_layout.h's order (bitwise
 //     moe_router_logits_ref); the last block to finish routes. One launch.

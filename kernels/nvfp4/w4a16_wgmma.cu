@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
 
 // The most (1, 1, splits) clusters of S's blocks resident at once (once per splits; 0 where none
 // fits). Fewer than SM slots / splits where the GPCs' SM counts leave slots no cluster can take:
-// 62 clusters of four 128 x 128 blocks on an H200's 132 SMs (ncu, 2026-11-29), so the 64 tiles
+// 62 clusters of four 128 x 128 blocks on an H200's 132 SMs (ncu, PERF_NOTES v28), so the 64 tiles
 // of o and down at M = 256 split 4 ways ran as a wave of 62 and a tail of 2.
 template <class S>
 int max_clusters(int splits) {

@@ -273,10 +273,11 @@ int blocks_per_row(int rows, int most) {
 }
 
 // The most blocks a row when the caller leaves it to the pass (blocks_per_row < 0): 16 for one row,
-// 8 for more. test_sampling_gpu --bench on an H200 (2026-11-28, vocabulary 151,936, "split <=16"
-// against "split <=8"): one row greedy 14.3 vs 15.6 us, temperature 1 25.5 vs 33.1, T 0.7 +
-// top-k 50 + top-p 0.9 + 5 logprobs 148.8 vs 211.6; eight rows (16 x 8 = 128 blocks) greedy 24.8
-// vs 17.9, temperature 41.0 vs 35.5. Where 16-block clusters do not run, the launcher takes 8.
+// 8 for more. test_sampling_gpu --bench on an H200 (PERF_NOTES "The split kernel", vocabulary
+// 151,936, "split <=16" against "split <=8"): one row greedy 14.3 vs 15.6 us, temperature 1 25.5
+// vs 33.1, T 0.7 + top-k 50 + top-p 0.9 + 5 logprobs 148.8 vs 211.6; eight rows (16 x 8 = 128
+// blocks) greedy 24.8 vs 17.9, temperature 41.0 vs 35.5. Where 16-block clusters do not run, the
+// launcher takes 8.
 int default_most_blocks(int rows) {
   return rows == 1 ? 16 : 8;
 }

@@ -201,10 +201,7 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
   const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * a.head_dim
                                 : t * a.kv_stride + std::int64_t(kvh) * a.head_dim;
   const std::uint16_t* x = is_q ? a.q_in : a.k;
-  // paired: q and k in the RoPE fusion's row order (w4a16_layout.h rope_paired_position).
-  const std::int64_t at_lo = a.paired ? (i / 8) * 16 + i % 8 : i;
-  const std::int64_t at_hi = a.paired ? at_lo + 8 : i + half;
-  float lo = active ? load(x, src + at_lo) : 0.0f, hi = active ? load(x, src + at_hi) : 0.0f;
+  float lo = active ? load(x, src + i) : 0.0f, hi = active ? load(x, src + i + half) : 0.0f;
   const float* norm = is_q ? a.q_norm : a.k_norm;
   if (norm != nullptr) {
     const float scale = rsqrtf(block_sum(lo * lo + hi * hi) / float(a.head_dim) + a.eps);
@@ -249,8 +246,7 @@ __global__ void silu_mul_kernel(const std::uint16_t* gate, const std::uint16_t* 
   }
 }
 
-// PAIRS: gate_up's columns in 8-wide gate / up pairs (silu_mul_pairs); otherwise halves.
-template <bool PAIRS>
+// gate_up's rows as [gate columns; up columns] halves.
 __global__ void silu_mul_rows_kernel(const std::uint16_t* gate_up, std::int64_t rows,
                                      std::int64_t width, std::uint16_t* act) {
   allow_next_grid();  // down follows
@@ -259,9 +255,8 @@ __global__ void silu_mul_rows_kernel(const std::uint16_t* gate_up, std::int64_t 
     const std::int64_t in = r * 2 * width, out = r * width;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
          i += std::int64_t(gridDim.x) * blockDim.x) {
-      const std::int64_t gate = in + (PAIRS ? (i / 8) * 16 + i % 8 : i);
-      const float g = load(gate_up, gate);
-      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, gate + (PAIRS ? 8 : width)));
+      const float g = load(gate_up, in + i);
+      act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, in + width + i));
     }
   }
 }
@@ -299,14 +294,13 @@ unsigned grid_for(std::int64_t n) {
   return unsigned(std::min<std::int64_t>((n + 255) / 256, 65536));
 }
 
-template <bool PAIRS>
 cudaError_t silu_mul_rows(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                           std::uint16_t* act, cudaStream_t stream, bool overlap) {
   if (rows == 0 || width == 0) return cudaSuccess;
   const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
                   unsigned(std::min<std::int64_t>(rows, 65535)));
-  return launch_small(silu_mul_rows_kernel<PAIRS>, grid, 256, rows, overlap, stream, gate_up, rows,
-                      width, act);
+  return launch_small(silu_mul_rows_kernel, grid, 256, rows, overlap, stream, gate_up, rows, width,
+                      act);
 }
 
 }  // namespace
@@ -350,8 +344,7 @@ cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int 
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream,
                               const LayerOptions& options) {
   if (args.tokens == 0) return cudaSuccess;
-  if (args.head_dim % 2 != 0 || args.head_dim > 2048 || (args.paired && args.head_dim % 16 != 0))
-    return cudaErrorInvalidValue;
+  if (args.head_dim % 2 != 0 || args.head_dim > 2048) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
   const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
   return launch_small(rope_store_kernel, grid, threads, args.tokens, options.small_overlap, stream,
@@ -366,15 +359,9 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
                       options.small_overlap, stream, gate, up, n, act);
 }
 
-cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                           std::uint16_t* act, cudaStream_t stream, const LayerOptions& options) {
-  if (width % 8 != 0) return cudaErrorInvalidValue;
-  return silu_mul_rows<true>(gate_up, rows, width, act, stream, options.small_overlap);
-}
-
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                             std::uint16_t* act, cudaStream_t stream, const LayerOptions& options) {
-  return silu_mul_rows<false>(gate_up, rows, width, act, stream, options.small_overlap);
+  return silu_mul_rows(gate_up, rows, width, act, stream, options.small_overlap);
 }
 
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream) {

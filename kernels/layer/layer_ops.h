@@ -56,9 +56,6 @@ struct RopeStoreArgs {
   std::uint16_t* k_scale = nullptr;
   std::uint16_t* v_scale = nullptr;
   int tokens = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
-  // q and k columns in the decode RoPE fusion's pair order (kernels/nvfp4/w4a16_layout.h,
-  // rope_paired_position: a qkv weight laid out for it); v as it is. head_dim % 16 == 0.
-  bool paired = false;
 };
 cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream,
                               const LayerOptions& options = {});
@@ -70,13 +67,6 @@ cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::in
 cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
                             std::uint16_t* act, cudaStream_t stream,
                             const LayerOptions& options = {});
-// The same from a gate_up projection whose weight rows were laid out in 8-row gate / up pairs
-// (kernels/nvfp4/w4a16_layout.h, gate_up_pair_source_row: the decode fusion's layout), for the
-// paths that do not fuse it: act[r, 8 u + c] = silu(gu[r, 16 u + c]) * gu[r, 16 u + 8 + c].
-// width % 8 == 0.
-cudaError_t silu_mul_pairs(const std::uint16_t* gate_up, std::int64_t rows, std::int64_t width,
-                           std::uint16_t* act, cudaStream_t stream,
-                           const LayerOptions& options = {});
 
 // y[r, c] += bias[c] (Qwen2's q/k/v biases).
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream);

@@ -136,8 +136,8 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
       for (int t = 0; t < 4; ++t) {
         // Elements 2t, 2t + 1 (pair h = 0) and 8 + 2t, 9 + 2t (h = 1) of the block.
         const std::uint8_t b0 = (zero ? 0 : codes[t]) ^ flip, b1 = (zero ? 0 : codes[4 + t]) ^ flip;
-        const std::uint32_t word = lo[b0 & 15] | (lo[b0 >> 4] << 16) | hi[b1 & 15] |
-                                   (hi[b1 >> 4] << 16);
+        const std::uint32_t word =
+            lo[b0 & 15] | (lo[b0 >> 4] << 16) | hi[b1 & 15] | (hi[b1 >> 4] << 16);
         std::uint8_t* at = words + t * 8;  // little-endian, as the kernels load it
         for (int i = 0; i < 4; ++i) at[i] |= std::uint8_t(word >> (8 * i));
       }
@@ -150,8 +150,8 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
 W4A16Weight repack_for_w4a16_reference(std::span<const std::uint8_t> packed,
                                        std::span<const std::uint8_t> scales, std::int64_t n,
                                        std::int64_t k, float global_factor, bool k_major) {
-  W4A16Weight w = empty_layout(packed, scales, n, k, global_factor, k_major,
-                               "repack_for_w4a16_reference");
+  W4A16Weight w =
+      empty_layout(packed, scales, n, k, global_factor, k_major, "repack_for_w4a16_reference");
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
       const std::uint8_t scale = scales[std::size_t(r * (k / kBlockSize) + c / kBlockSize)];
@@ -202,39 +202,6 @@ std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int6
     }
   }
   return out;
-}
-
-namespace {
-// Row p of the result is row source(p) of `rows`.
-template <class Source>
-std::vector<std::uint8_t> reorder_rows(std::span<const std::uint8_t> rows, std::int64_t n_rows,
-                                       std::size_t row_bytes, Source source) {
-  std::vector<std::uint8_t> out(rows.size());
-  for (std::int64_t p = 0; p < n_rows; ++p) {
-    const auto from = std::size_t(source(p)) * row_bytes;
-    std::copy_n(rows.begin() + std::ptrdiff_t(from), row_bytes,
-                out.begin() + std::ptrdiff_t(std::size_t(p) * row_bytes));
-  }
-  return out;
-}
-}  // namespace
-
-std::vector<std::uint8_t> pair_gate_up_rows(std::span<const std::uint8_t> rows, std::int64_t width,
-                                            std::size_t row_bytes) {
-  if (width <= 0 || width % 8 != 0 || rows.size() != std::size_t(2 * width) * row_bytes)
-    throw std::invalid_argument("pair_gate_up_rows: width % 8 != 0 or not 2 width rows");
-  return reorder_rows(rows, 2 * width, row_bytes,
-                      [&](std::int64_t p) { return gate_up_pair_source_row(p, width); });
-}
-
-std::vector<std::uint8_t> pair_rope_rows(std::span<const std::uint8_t> rows, std::int64_t n_rows,
-                                         std::int64_t qk_rows, std::int64_t head_dim,
-                                         std::size_t row_bytes) {
-  if (head_dim <= 0 || head_dim % 16 != 0 || qk_rows < 0 || qk_rows % head_dim != 0 ||
-      qk_rows > n_rows || rows.size() != std::size_t(n_rows) * row_bytes)
-    throw std::invalid_argument("pair_rope_rows: head_dim % 16 != 0 or rows that disagree");
-  return reorder_rows(rows, n_rows, row_bytes,
-                      [&](std::int64_t p) { return rope_pair_source_row(p, qk_rows, head_dim); });
 }
 
 }  // namespace nibble::nvfp4

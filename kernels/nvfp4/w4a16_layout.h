@@ -75,43 +75,6 @@ float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c);
 std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int64_t row_begin,
                                                  std::int64_t rows);
 
-// The gate_up row order the decode SiLU fusion read (its slice epilogue is deleted,
-// kernels/layer/PERF_NOTES.md; layer_ops.h silu_mul_pairs unpairs it): row p of the paired weight
-// is row gate_up_pair_source_row(p, width) of [gate rows; up rows], so each 16-row unit holds 8
-// gate rows and their 8 up rows: rows 16 u + c and 16 u + 8 + c are gate and up row 8 u + c.
-// width % 8 == 0.
-inline std::int64_t gate_up_pair_source_row(std::int64_t p, std::int64_t width) {
-  const std::int64_t pair = p / 16, within = p % 16;
-  return within < 8 ? pair * 8 + within : width + pair * 8 + within - 8;
-}
-// Row-major rows ([2 width] rows of row_bytes bytes: packed codes or block scales) in that order.
-// Throws std::invalid_argument if width % 8 != 0 or the size is not 2 width rows.
-std::vector<std::uint8_t> pair_gate_up_rows(std::span<const std::uint8_t> rows, std::int64_t width,
-                                            std::size_t row_bytes);
-
-// The qkv row order the decode RoPE fusion read (its slice epilogue is deleted, as above;
-// layer_ops.h rope_and_store_kv reads it with `paired`): within each of the first qk_rows rows'
-// heads of head_dim rows (q heads, then k heads), 16-row unit u holds the head's rows 8u .. 8u + 7
-// and their rotate-half partners head_dim / 2 + 8u .. + 7; rows from qk_rows on (v) keep their
-// place.
-// head_dim % 16 == 0, qk_rows % head_dim == 0.
-inline std::int64_t rope_pair_source_row(std::int64_t p, std::int64_t qk_rows,
-                                         std::int64_t head_dim) {
-  if (p >= qk_rows) return p;
-  const std::int64_t w = p % head_dim, unit = w / 16, c = w % 16;
-  return p - w + (c < 8 ? unit * 8 + c : head_dim / 2 + unit * 8 + c - 8);
-}
-// Where element i of a head (i < head_dim) sits in that order, inside its head.
-inline std::int64_t rope_paired_position(std::int64_t i, std::int64_t head_dim) {
-  const std::int64_t half = head_dim / 2, j = i < half ? i : i - half;
-  return (j / 8) * 16 + (i < half ? 0 : 8) + j % 8;
-}
-// Rows ([rows, row_bytes] row-major) in that order. Throws std::invalid_argument where the shape
-// does not allow it.
-std::vector<std::uint8_t> pair_rope_rows(std::span<const std::uint8_t> rows, std::int64_t n_rows,
-                                         std::int64_t qk_rows, std::int64_t head_dim,
-                                         std::size_t row_bytes);
-
 // Weight bytes a kernel streams for this layout (codes + scales, padding included).
 inline std::int64_t w4a16_bytes(const W4A16Weight& w) {
   return std::int64_t(w.tiles.size() + w.scales.size());

@@ -1,5 +1,5 @@
 // The decode-sized layer kernels (kernels/layer/layer_ops.h: rms_norm, rms_norm_rows,
-// silu_mul_pairs, silu_mul_halves, rope_and_store_kv) and the decode attention kernel
+// silu_mul_halves, rope_and_store_kv) and the decode attention kernel
 // (kernels/attention/decode_attention.h) launch with programmatic dependent launch,
 // so they may start while the kernel before them runs. Here the kernel before releases them at
 // its start and writes their input only ~60 us later: each must still read the new input (its
@@ -105,9 +105,6 @@ int run(int, char**) {
                                            stream);
            }));
     // SwiGLU over [rows, dim] gate_up: [rows, dim / 2] out (the rest of `out` stays poisoned).
-    record(results, "silu_mul_pairs" + shape, overlapped_and_settled(x, fresh, out, stream, [&] {
-             return kernels::silu_mul_pairs(x.ptr, rows, dim / 2, out.ptr, stream);
-           }));
     record(results, "silu_mul_halves" + shape, overlapped_and_settled(x, fresh, out, stream, [&] {
              return kernels::silu_mul_halves(x.ptr, rows, dim / 2, out.ptr, stream);
            }));
@@ -198,15 +195,15 @@ int run(int, char**) {
     a.sm_count = 132;
     a.splits = 8;  // one cluster of 8 blocks per (row, KV head): no merge kernel
     a.decode_attention = 1;
-    const std::string shape = " rows=" + std::to_string(rows) + " context=" +
-                              std::to_string(context);
+    const std::string shape =
+        " rows=" + std::to_string(rows) + " context=" + std::to_string(context);
     NIBBLE_CUDA_CHECK(cudaMemcpy(k_cache.ptr, fresh_k.ptr, cache_values * sizeof(bf16_bits),
                                  cudaMemcpyDeviceToDevice));
     record(results, "decode_attention q late" + shape,
            overlapped_and_settled(q, fresh_q, out, stream,
                                   [&] { return kernels::paged_attention(a, stream); }));
-    NIBBLE_CUDA_CHECK(cudaMemcpy(q.ptr, fresh_q.ptr, q.count * sizeof(bf16_bits),
-                                 cudaMemcpyDeviceToDevice));
+    NIBBLE_CUDA_CHECK(
+        cudaMemcpy(q.ptr, fresh_q.ptr, q.count * sizeof(bf16_bits), cudaMemcpyDeviceToDevice));
     record(results, "decode_attention K cache late" + shape,
            overlapped_and_settled(k_cache, fresh_k, out, stream,
                                   [&] { return kernels::paged_attention(a, stream); }));

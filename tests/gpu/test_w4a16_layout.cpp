@@ -1,7 +1,6 @@
 // CPU checks of the W4A16 repacked weight layout (kernels/nvfp4/w4a16_layout.h): the repack writes
 // the element-by-element reference's bytes, every element decodes to the reference
-// dequantization, padding is zero, bad inputs are refused; the gate_up pair order of the decode
-// SiLU fusion.
+// dequantization, padding is zero, bad inputs are refused.
 // Needs no GPU (ctest label unit). Plain main: the same source builds on the device image.
 #include <algorithm>
 #include <cstdint>
@@ -41,11 +40,11 @@ void check_shape(std::mt19937_64& rng, std::int64_t n, std::int64_t k, bool k_ma
   const auto w =
       nibble::nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor, k_major);
   // The fast repack writes exactly the bytes of the element-by-element definition.
-  const auto ref = nibble::nvfp4::repack_for_w4a16_reference(q.packed, q.scales, n, k,
-                                                              q.global_factor, k_major);
+  const auto ref =
+      nibble::nvfp4::repack_for_w4a16_reference(q.packed, q.scales, n, k, q.global_factor, k_major);
   expect(w.tiles == ref.tiles && w.scales == ref.scales,
-         std::string(k_major ? "k-major" : "group-major") + " repack [" + std::to_string(n) +
-             ", " + std::to_string(k) + "]: the reference's bytes");
+         std::string(k_major ? "k-major" : "group-major") + " repack [" + std::to_string(n) + ", " +
+             std::to_string(k) + "]: the reference's bytes");
   std::int64_t bad = 0;
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
@@ -95,86 +94,9 @@ void expect_throws(F f, const std::string& what) {
   expect(false, what + ": no exception");
 }
 
-// gate_up_pair_source_row is a bijection that puts gate row 8 u + c at 16 u + c and its up row
-// right after the 8 gate rows (16 u + 8 + c); pair_gate_up_rows moves whole rows that way.
-void check_gate_up_pairs() {
-  for (const std::int64_t width : {8, 16, 264, 14336}) {
-    std::vector<int> seen(std::size_t(2 * width), 0);
-    bool placed = true;
-    for (std::int64_t p = 0; p < 2 * width; ++p) {
-      const std::int64_t from = nibble::nvfp4::gate_up_pair_source_row(p, width);
-      if (from < 0 || from >= 2 * width) {
-        placed = false;
-        continue;
-      }
-      ++seen[std::size_t(from)];
-      const std::int64_t u = p / 16, c = p % 16;
-      placed &= c < 8 ? from == 8 * u + c : from == width + 8 * u + c - 8;
-    }
-    const bool bijection = std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; });
-    expect(bijection && placed, "gate_up pair order, width " + std::to_string(width));
-  }
-  // Rows of 3 bytes, each byte naming its source row: row p must come from its source row.
-  const std::int64_t width = 24;
-  const std::size_t row_bytes = 3;
-  std::vector<std::uint8_t> rows(std::size_t(2 * width) * row_bytes);
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = std::uint8_t(i / row_bytes);
-  const auto paired = nibble::nvfp4::pair_gate_up_rows(rows, width, row_bytes);
-  bool moved = paired.size() == rows.size();
-  for (std::int64_t p = 0; moved && p < 2 * width; ++p)
-    for (std::size_t b = 0; b < row_bytes; ++b)
-      moved &= paired[std::size_t(p) * row_bytes + b] ==
-               std::uint8_t(nibble::nvfp4::gate_up_pair_source_row(p, width));
-  expect(moved, "pair_gate_up_rows moves whole rows");
-}
-
-// rope_pair_source_row: a bijection that keeps v rows, puts element i < D/2 of every q and k head
-// at rope_paired_position(i) and its partner i + D/2 eight rows later, in the same 16-row unit.
-void check_rope_pairs() {
-  for (const auto& [heads, kv_heads, d] :
-       {std::tuple{4, 2, 64}, std::tuple{32, 8, 128}, std::tuple{2, 1, 16}}) {
-    const std::int64_t qk = std::int64_t(heads + kv_heads) * d, n = qk + std::int64_t(kv_heads) * d;
-    std::vector<int> seen(std::size_t(n), 0);
-    bool placed = true;
-    for (std::int64_t p = 0; p < n; ++p) {
-      const std::int64_t from = nibble::nvfp4::rope_pair_source_row(p, qk, d);
-      if (from < 0 || from >= n) {
-        placed = false;
-        continue;
-      }
-      ++seen[std::size_t(from)];
-      if (p >= qk) {
-        placed &= from == p;
-        continue;
-      }
-      const std::int64_t head = p / d, i = from % d;
-      placed &= from / d == head && nibble::nvfp4::rope_paired_position(i, d) == p % d;
-      if (i < d / 2)  // the partner, 8 rows on in the same 16-row unit
-        placed &= p % 16 < 8 && nibble::nvfp4::rope_pair_source_row(p + 8, qk, d) == from + d / 2;
-    }
-    const bool bijection = std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; });
-    expect(bijection && placed, "qkv rope pair order, " + std::to_string(heads) + "+" +
-                                    std::to_string(kv_heads) + " heads of " + std::to_string(d));
-  }
-  const std::int64_t d = 16, qk = 3 * d, n = 4 * d;
-  std::vector<std::uint8_t> rows(std::size_t(n) * 2);
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = std::uint8_t(i / 2);
-  const auto paired = nibble::nvfp4::pair_rope_rows(rows, n, qk, d, 2);
-  bool moved = paired.size() == rows.size();
-  for (std::int64_t p = 0; moved && p < n; ++p)
-    moved &=
-        paired[std::size_t(p) * 2] == std::uint8_t(nibble::nvfp4::rope_pair_source_row(p, qk, d)) &&
-        paired[std::size_t(p) * 2 + 1] == paired[std::size_t(p) * 2];
-  expect(moved, "pair_rope_rows moves whole rows");
-  expect_throws([&] { nibble::nvfp4::pair_rope_rows(rows, n, qk, 24, 2); },
-                "rope pairs of a head size not a multiple of 16 are refused");
-}
-
 }  // namespace
 
 int main() {
-  check_gate_up_pairs();
-  check_rope_pairs();
   std::mt19937_64 rng(7);
   const std::int64_t shapes[][2] = {{1, 16}, {3, 48}, {8, 64}, {9, 80}, {130, 1040}, {257, 208}};
   for (bool k_major : {false, true}) {
@@ -190,11 +112,6 @@ int main() {
                 "a NaN block scale is refused");
   expect_throws([&] { nibble::nvfp4::repack_for_w4a16_reference(packed, scales, 8, 16, 1.0f); },
                 "a NaN block scale is refused by the reference");
-  std::vector<std::uint8_t> odd(std::size_t(2 * 12) * 2);
-  expect_throws([&] { nibble::nvfp4::pair_gate_up_rows(odd, 12, 2); },
-                "gate_up pairs of a width not a multiple of 8 are refused");
-  expect_throws([&] { nibble::nvfp4::pair_gate_up_rows(odd, 8, 2); },
-                "gate_up pairs of the wrong size are refused");
   std::printf("%s\n", failures ? "FAILED" : "all passed");
   return failures ? 1 : 0;
 }

@@ -135,7 +135,14 @@ void ApiServer::routes() {
   routes.Delete(R"(/api/v1/recipes/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
                   const std::string name = req.matches[1];
-                  if (!store_.remove(name)) {
+                  bool removed = false;
+                  try {
+                    removed = store_.remove(name);
+                  } catch (const store::WriteRefused& e) {
+                    send_error(res, 405, "MethodNotAllowed", e.what());
+                    return;
+                  }
+                  if (!removed) {
                     send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
                     return;
                   }
@@ -183,7 +190,13 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
       results.push_back({{"name", parsed[i].recipe.name}, {"result", "valid (dry run)"}});
       continue;
     }
-    const store::ApplyResult r = store_.apply(docs[i]);
+    store::ApplyResult r;
+    try {
+      r = store_.apply(docs[i]);
+    } catch (const store::WriteRefused& e) {  // refused as a whole: nothing was written
+      send_error(res, 405, "MethodNotAllowed", e.what());
+      return;
+    }
     results.push_back({{"name", r.parsed.recipe.name}, {"result", change_name(r.change)}});
     if (r.change != store::Change::kUnchanged)
       spdlog::info("api: modelrecipe {} {}", r.parsed.recipe.name, change_name(r.change));

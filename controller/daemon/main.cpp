@@ -24,7 +24,7 @@
 #include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "controller/router/router.h"
-#include "controller/store/recipe_store.h"
+#include "controller/store/recipe_file_store.h"
 #include "metrics/registry.h"
 
 namespace {
@@ -49,7 +49,7 @@ bool lock_state_dir(const fs::path& dir) {
 }
 
 // Validates every recipe of every -f file before storing any.
-bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStore& store) {
+bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeFileStore& store) {
   std::vector<std::string> docs;
   std::vector<recipe::ParseResult> parsed_docs;
   bool ok = true;
@@ -138,20 +138,30 @@ int run(const controller::ControllerOptions& o) {
   }
   std::optional<local::EngineUser> engine_user;
   if (!resolve_engine_user(o.engine_user, engine_user)) return 2;
-  store::RecipeStore store(o.state_dir, o.model_root);
-  if (!apply_recipe_files(o.recipe_files, store)) return 2;
 
-  // One reconcile loop; the backend decides where engines run.
+  // One reconcile loop; the backend decides where engines run, the store where recipes live
+  // (files in the state directory, or the ModelRecipes of the cluster).
   std::unique_ptr<controller::KubeMode> kube;
+  std::unique_ptr<store::RecipeFileStore> file_store;
   std::unique_ptr<local::LocalBackend> local_backend;
   if (o.backend == "kubernetes") {
-    kube = std::make_unique<controller::KubeMode>(o, store);
+    if (!o.recipe_files.empty()) {
+      spdlog::error(
+          "-f: in Kubernetes mode recipes are ModelRecipe objects; apply {} with kubectl apply "
+          "-f",
+          o.recipe_files.front());
+      return 2;
+    }
+    kube = std::make_unique<controller::KubeMode>(o);
   } else {
+    file_store = std::make_unique<store::RecipeFileStore>(o.state_dir, o.model_root);
+    if (!apply_recipe_files(o.recipe_files, *file_store)) return 2;
     local_backend = std::make_unique<local::LocalBackend>(local::LocalBackendConfig{
         o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
     local_backend->adopt_running();
   }
   reconcile::ReplicaBackend& backend = kube ? kube->backend() : *local_backend;
+  store::RecipeStore& store = kube ? kube->store() : *file_store;
   local::LogPruner log_pruner(o.state_dir, {std::chrono::hours(o.log_retention_hours),
                                             static_cast<std::uintmax_t>(o.log_retention_mib) << 20,
                                             std::chrono::minutes(10)});

@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "controller/api/log_tail.h"
 #include "controller/recipe/recipe_set.h"
+#include "controller/recipe/relative_model_path.h"
 #include "controller/recipe/yaml_documents.h"
 #include "http/metrics_endpoint.h"
 #include "http/status_reason.h"
@@ -135,7 +137,14 @@ void ApiServer::routes() {
   routes.Delete(R"(/api/v1/recipes/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
                   const std::string name = req.matches[1];
-                  if (!store_.remove(name)) {
+                  bool removed = false;
+                  try {
+                    removed = store_.remove(name);
+                  } catch (const store::WriteRefused& e) {
+                    send_error(res, 405, "MethodNotAllowed", e.what());
+                    return;
+                  }
+                  if (!removed) {
                     send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
                     return;
                   }
@@ -169,11 +178,42 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
                        {"field", "metadata.name"},
                        {"message", d.message()}});
   }
+  // A relative model path would resolve against the controller's directory, not the client's
+  // (`nibble apply` sends it absolute: controller/recipe/relative_model_path.h).
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    if (!parsed[i].ok() || !recipe::has_relative_model_path(parsed[i].recipe)) continue;
+    const std::string& path = parsed[i].recipe.source.path;
+    std::error_code ec;
+    const std::string here = (std::filesystem::current_path(ec) / path).lexically_normal().string();
+    details.push_back(
+        {{"document", i},
+         {"name", parsed[i].recipe.name},
+         {"field", "spec.model.source"},
+         {"message", "'" + path + "' is a relative path, which the controller would read as " +
+                         here + "; give the absolute path (nibble apply makes it absolute " +
+                         "against the directory it runs in)"}});
+  }
   if (!details.empty()) {
     std::string message = "invalid ModelRecipe:";
     for (const auto& d : details)
       message += "\n  " + d["field"].get<std::string>() + ": " + d["message"].get<std::string>();
     send_error(res, 422, "Invalid", message, details);
+    return;
+  }
+  // Against the recipes already stored: served names and the recipe count. Held until the
+  // writes are done, so two applies cannot both take the last free name or slot.
+  std::lock_guard admission_lock(apply_mutex_);
+  const std::vector<store::AdmissionError> refused =
+      store::admission_errors(store_.load(), parsed, config_.max_recipes);
+  if (!refused.empty()) {
+    std::string message = "ModelRecipe refused:";
+    for (const store::AdmissionError& e : refused) {
+      message += "\n  " + e.name + (e.field.empty() ? "" : " " + e.field) + ": " + e.message;
+      details.push_back(
+          {{"document", e.document}, {"name", e.name}, {"field", e.field}, {"message", e.message}});
+    }
+    const int status = refused.front().http_status();
+    send_error(res, status, http::status_reason(status), message, details);
     return;
   }
   json results = json::array();
@@ -183,7 +223,13 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
       results.push_back({{"name", parsed[i].recipe.name}, {"result", "valid (dry run)"}});
       continue;
     }
-    const store::ApplyResult r = store_.apply(docs[i]);
+    store::ApplyResult r;
+    try {
+      r = store_.apply(docs[i]);
+    } catch (const store::WriteRefused& e) {  // refused as a whole: nothing was written
+      send_error(res, 405, "MethodNotAllowed", e.what());
+      return;
+    }
     results.push_back({{"name", r.parsed.recipe.name}, {"result", change_name(r.change)}});
     if (r.change != store::Change::kUnchanged)
       spdlog::info("api: modelrecipe {} {}", r.parsed.recipe.name, change_name(r.change));

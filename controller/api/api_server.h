@@ -4,8 +4,10 @@
 //   GET    /api/v1/recipes          {"kind": "ModelRecipeList", "items": [status...]}
 //   GET    /api/v1/recipes/NAME     {"status": {...}, "spec": "<stored YAML>"}
 //   PUT    /api/v1/recipes          body: one or more YAML/JSON recipes (`---`); all are
-//   POST   /api/v1/recipes          validated first, none stored if any is invalid (422);
-//                                   ?dryRun=true validates only
+//   POST   /api/v1/recipes          validated first, none stored if any is invalid (422: field
+//                                   errors, a relative model path), takes a servedName another
+//                                   recipe serves (409) or adds recipes beyond max_recipes
+//                                   (403); ?dryRun=true checks only
 //   GET    /api/v1/recipes/NAME/logs?tail=N   the last N (50) lines of each engine's log,
 //                                   prefixed with the engine's id
 //   DELETE /api/v1/recipes/NAME     404 when there is no such recipe
@@ -17,10 +19,12 @@
 #include <httplib.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "controller/loop/controller_loop.h"
+#include "controller/store/recipe_admission.h"
 #include "controller/store/recipe_store.h"
 #include "http/server.h"
 #include "metrics/registry.h"
@@ -32,6 +36,7 @@ struct ApiConfig {
   int port = 8001;  // 0: any free port
   std::size_t max_body_bytes = 1 << 20;
   http::ApiKeys tokens;  // empty: no authentication (loopback only, see docs/security.md)
+  std::size_t max_recipes = store::kDefaultMaxRecipes;  // --max-recipes
 };
 
 class ApiServer {
@@ -53,6 +58,7 @@ class ApiServer {
   metrics::Registry& registry_;
   http::Server http_;
   int port_ = 0;
+  std::mutex apply_mutex_;  // admission and the writes it admits, one apply at a time
 };
 
 }  // namespace nibble::controller

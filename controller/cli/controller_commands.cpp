@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "controller/cli/input_text.h"
 #include "controller/cli/recipe_printer.h"
 #include "controller/recipe/recipe_parse.h"
+#include "controller/recipe/relative_model_path.h"
 #include "controller/recipe/yaml_documents.h"
 
 namespace nibble::cli {
@@ -148,6 +150,8 @@ int run_apply(const std::vector<std::string>& args) {
     }
     body += "---\n" + text + "\n";
   }
+  // A relative model path means this directory, which the controller cannot know.
+  body = recipe::with_absolute_model_paths(body, std::filesystem::current_path());
   auto c = client_for(a.controller);
   auto res = c.Put(a.dry_run ? "/api/v1/recipes?dryRun=true" : "/api/v1/recipes", body,
                    "application/yaml");

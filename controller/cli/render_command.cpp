@@ -24,7 +24,7 @@ struct RenderArgs {
 RenderArgs parse_args(const std::vector<std::string>& args) {
   std::vector<char*> argv = {const_cast<char*>("render")};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  tools::ToolFlags flags("nibble render", int(argv.size()), argv.data());
+  FlagReader flags("nibble render", int(argv.size()), argv.data());
   RenderArgs r;
   while (flags.next()) {
     if (flags.is("-f") || flags.is("--filename")) {

@@ -87,6 +87,8 @@ OpenAI-compatible endpoint for all of them.
                              inside DIR, symlinks and .. followed; others are refused
   --engine-user NAME         run engines as this user (a controller running as root
                              drops their uid, gid and groups to it; NAME or a uid)
+  --max-recipes N            refuse applies that would hold more than N recipes (default
+                             1000; each costs memory and a share of every reconcile pass)
   --resync-seconds S         seconds between reconcile passes (default 2)
   --drain-timeout S          SIGTERM, then SIGKILL after S seconds (default 30)
   --hold-timeout S           how long a request waits for a replica to start (default 120)
@@ -168,6 +170,8 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
     } else if (flag == "--engine-user") {
       o.engine_user = next();
       if (o.engine_user.empty()) throw std::invalid_argument(flag + ": expected a user name");
+    } else if (flag == "--max-recipes") {
+      o.max_recipes = to_int(flag, next(), 1, 1000000);
     } else if (flag == "--resync-seconds") {
       const std::string v = next();
       char* end = nullptr;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "controller/store/recipe_admission.h"
+
 namespace nibble::controller {
 
 struct ControllerOptions {
@@ -24,6 +26,8 @@ struct ControllerOptions {
   std::vector<std::string> recipe_files;   // applied at start-up
   std::string model_root;   // --model-root: recipes' local model paths must lie inside it
   std::string engine_user;  // --engine-user: engines run as this user (controller as root)
+  // --max-recipes: applies that would hold more recipes are refused (recipe_admission.h).
+  int max_recipes = int(store::kDefaultMaxRecipes);
   std::chrono::milliseconds resync{2000};
   std::chrono::seconds drain_timeout{30};
   std::chrono::seconds hold_timeout{120};

@@ -27,7 +27,7 @@ std::string own_namespace(const std::string& watched) {
 
 }  // namespace
 
-KubeMode::KubeMode(const ControllerOptions& o, store::RecipeStore& store) {
+KubeMode::KubeMode(const ControllerOptions& o) {
   kube::KubeConfig config = kube::resolve_kube_config(o.kubeconfig, kube::process_environment());
   if (!o.namespace_name.empty()) config.namespace_name = o.namespace_name;
   render_.namespace_name = config.namespace_name;
@@ -41,7 +41,8 @@ KubeMode::KubeMode(const ControllerOptions& o, store::RecipeStore& store) {
   cc.election.identity = candidate_identity();
   cc.election.namespace_name = own_namespace(render_.namespace_name);
   cc.pod_selector = kube::pod_selector;
-  controller_ = std::make_unique<kube::KubeController>(*client_, store, cc);
+  cc.model_root = o.model_root;
+  controller_ = std::make_unique<kube::KubeController>(*client_, cc);
   engine_keys_ = std::make_unique<kube::EngineKeys>(*client_, cc.election.namespace_name);
 
   kube::KubeReplicaBackendConfig bc;

@@ -1,7 +1,8 @@
 #pragma once
 // What `nibble-controller --backend kubernetes` adds to the daemon: the API client from
-// --kubeconfig / in-cluster configuration, the KubeController (informers, work queue, status
-// writes, Lease leader election) and the replica backend that applies recipe_objects().
+// --kubeconfig / in-cluster configuration, the KubeController (informers, the recipe store over
+// their cache, work queue, status writes, Lease leader election) and the replica backend that
+// applies recipe_objects().
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -13,15 +14,16 @@
 #include "controller/kube/kube_replica_backend.h"
 #include "controller/kube/recipe_objects.h"
 #include "controller/loop/recipe_status.h"
-#include "controller/store/recipe_store.h"
 
 namespace nibble::controller {
 
 class KubeMode {
  public:
   // Throws kube::KubeConfigError when no cluster configuration is found.
-  KubeMode(const ControllerOptions& options, store::RecipeStore& store);
+  explicit KubeMode(const ControllerOptions& options);
   reconcile::ReplicaBackend& backend() { return *backend_; }
+  // The recipes: the ModelRecipes in the informer's cache (read-only to the controller).
+  store::RecipeStore& store() { return controller_->store(); }
   void status_changed(const RecipeStatus& status) { controller_->status_changed(status); }
   // The autoscaler's count, written through the ModelRecipe's scale subresource.
   void publish_replicas(const std::string& recipe, int replicas) {

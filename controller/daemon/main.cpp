@@ -17,6 +17,7 @@
 #include "controller/api/api_token.h"
 #include "controller/daemon/controller_options.h"
 #include "controller/daemon/kube_mode.h"
+#include "controller/daemon/recipe_files.h"
 #include "controller/local/local_backend.h"
 #include "controller/local/log_retention.h"
 #include "controller/loop/controller_loop.h"
@@ -24,7 +25,7 @@
 #include "controller/recipe/recipe_set.h"
 #include "controller/recipe/yaml_documents.h"
 #include "controller/router/router.h"
-#include "controller/store/recipe_store.h"
+#include "controller/store/recipe_file_store.h"
 #include "metrics/registry.h"
 
 namespace {
@@ -48,47 +49,10 @@ bool lock_state_dir(const fs::path& dir) {
   return true;  // the descriptor stays open (and locked) for the life of the process
 }
 
-// Validates every recipe of every -f file before storing any.
-bool apply_recipe_files(const std::vector<std::string>& files, store::RecipeStore& store) {
-  std::vector<std::string> docs;
-  std::vector<recipe::ParseResult> parsed_docs;
-  bool ok = true;
-  for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      spdlog::error("cannot read recipe file {}", file);
-      ok = false;
-      continue;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    for (std::string& doc : recipe::split_yaml_documents(text.str())) {
-      const recipe::ParseResult parsed = store.validate(doc);
-      if (!parsed.ok()) {
-        spdlog::error("{}: invalid ModelRecipe:\n{}", file, parsed.error_text());
-        ok = false;
-      }
-      parsed_docs.push_back(parsed);
-      docs.push_back(std::move(doc));
-    }
-  }
-  for (const recipe::DuplicateName& d : recipe::duplicate_names(parsed_docs)) {
-    spdlog::error("-f files: metadata.name: {}", d.message());
-    ok = false;
-  }
-  if (!ok) return false;
-  for (const std::string& doc : docs) {
-    const store::ApplyResult r = store.apply(doc);
-    spdlog::info("modelrecipe {} {}", r.parsed.recipe.name,
-                 r.change == store::Change::kCreated      ? "created"
-                 : r.change == store::Change::kConfigured ? "configured"
-                                                          : "unchanged");
-  }
-  return true;
-}
-
-// --engine-user NAME: the account engines drop to. False (logged) when it cannot be used.
-bool resolve_engine_user(const std::string& name, std::optional<local::EngineUser>& user) {
+// --engine-user NAME: the account engines drop to. False (logged) when it cannot be used,
+// including when it could not run the engine binary.
+bool resolve_engine_user(const std::string& name, const std::string& engine,
+                         std::optional<local::EngineUser>& user) {
   if (name.empty()) {
     if (geteuid() == 0) {
       spdlog::warn(
@@ -103,7 +67,14 @@ bool resolve_engine_user(const std::string& name, std::optional<local::EngineUse
     spdlog::error("{}", e.what());
     return false;
   }
-  if (geteuid() == 0) return true;
+  if (geteuid() == 0) {
+    if (const std::string problem = local::engine_binary_access_problem(engine, *user);
+        !problem.empty()) {
+      spdlog::error("{}", problem);
+      return false;
+    }
+    return true;
+  }
   if (user->uid != geteuid()) {
     spdlog::error(
         "--engine-user {}: only a controller running as root can run engines as "
@@ -137,21 +108,32 @@ int run(const controller::ControllerOptions& o) {
     return 2;
   }
   std::optional<local::EngineUser> engine_user;
-  if (!resolve_engine_user(o.engine_user, engine_user)) return 2;
-  store::RecipeStore store(o.state_dir, o.model_root);
-  if (!apply_recipe_files(o.recipe_files, store)) return 2;
+  if (!resolve_engine_user(o.engine_user, o.engine, engine_user)) return 2;
 
-  // One reconcile loop; the backend decides where engines run.
+  // One reconcile loop; the backend decides where engines run, the store where recipes live
+  // (files in the state directory, or the ModelRecipes of the cluster).
   std::unique_ptr<controller::KubeMode> kube;
+  std::unique_ptr<store::RecipeFileStore> file_store;
   std::unique_ptr<local::LocalBackend> local_backend;
   if (o.backend == "kubernetes") {
-    kube = std::make_unique<controller::KubeMode>(o, store);
+    if (!o.recipe_files.empty()) {
+      spdlog::error(
+          "-f: in Kubernetes mode recipes are ModelRecipe objects; apply {} with kubectl apply "
+          "-f",
+          o.recipe_files.front());
+      return 2;
+    }
+    kube = std::make_unique<controller::KubeMode>(o);
   } else {
+    file_store = std::make_unique<store::RecipeFileStore>(o.state_dir, o.model_root);
+    if (!controller::apply_recipe_files(o.recipe_files, *file_store, std::size_t(o.max_recipes)))
+      return 2;
     local_backend = std::make_unique<local::LocalBackend>(local::LocalBackendConfig{
         o.engine, o.state_dir, o.drain_timeout, o.engine_args, engine_user});
     local_backend->adopt_running();
   }
   reconcile::ReplicaBackend& backend = kube ? kube->backend() : *local_backend;
+  store::RecipeStore& store = kube ? kube->store() : *file_store;
   local::LogPruner log_pruner(o.state_dir, {std::chrono::hours(o.log_retention_hours),
                                             static_cast<std::uintmax_t>(o.log_retention_mib) << 20,
                                             std::chrono::minutes(10)});
@@ -165,6 +147,7 @@ int run(const controller::ControllerOptions& o) {
   router_config.failover_timeout = o.router_failover_timeout;
   router_config.metrics_require_key = o.metrics_require_key;
   controller::ApiConfig api_config{o.api_host, o.api_port};
+  api_config.max_recipes = std::size_t(o.max_recipes);
   try {
     for (const std::string& key : o.api_keys) router_config.api_keys.add(key);
     for (const std::string& file : o.api_key_files) router_config.api_keys.add_file(file);

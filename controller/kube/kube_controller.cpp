@@ -8,25 +8,8 @@ namespace nibble::kube {
 
 using Json = nlohmann::json;
 
-namespace {
-
-// The ModelRecipe as the recipe parser reads it: apiVersion, kind, spec and the metadata a
-// user writes (JSON is YAML).
-std::string recipe_document(const Json& object) {
-  const Json& meta = object["metadata"];
-  Json doc = {{"apiVersion", object.value("apiVersion", "")},
-              {"kind", object.value("kind", "")},
-              {"metadata", {{"name", meta.value("name", "")}}},
-              {"spec", object.value("spec", Json::object())}};
-  if (meta.contains("labels")) doc["metadata"]["labels"] = meta["labels"];
-  return doc.dump();
-}
-
-}  // namespace
-
-KubeController::KubeController(const KubeClient& client, store::RecipeStore& store,
-                               KubeControllerConfig config)
-    : client_(client), store_(store), config_(std::move(config)), queue_(config_.queue) {
+KubeController::KubeController(const KubeClient& client, KubeControllerConfig config)
+    : client_(client), config_(std::move(config)), queue_(config_.queue) {
   if (config_.election.namespace_name.empty()) {
     config_.election.namespace_name = config_.namespace_name;
   }
@@ -42,6 +25,8 @@ KubeController::KubeController(const KubeClient& client, store::RecipeStore& sto
   owned.jitter_seed = config_.informer.jitter_seed + 2;
   pods_ = std::make_unique<Informer>(client_, collection_path(kPods, config_.namespace_name), owned,
                                      [this](const ObjectChange& c) { on_change(c, false); });
+  store_ =
+      std::make_unique<InformerRecipeStore>(*recipes_, config_.namespace_name, config_.model_root);
   if (config_.leader_elect) elector_ = std::make_unique<LeaderElector>(client_, config_.election);
 }
 
@@ -99,19 +84,11 @@ void KubeController::status_changed(const controller::RecipeStatus& status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Json crd = controller::to_crd_status(status);
-    // The loop counts generations of the recipe store; the API server's are what
-    // observedGeneration means on the resource. The store runs the mirrored spec exactly when
-    // its observed generation is its latest.
-    const auto mirrored = mirrored_generation_.find(status.name);
-    if (status.observed_generation == status.generation && mirrored != mirrored_generation_.end()) {
-      crd["observedGeneration"] = mirrored->second;
-    } else {
+    // The loop's generations are the API server's (metadata.generation, through the store):
+    // observedGeneration is the generation whose spec runs; none before a valid one ran.
+    if (status.observed_generation <= 0) {
       crd.erase("observedGeneration");
-    }
-    if (crd.contains("conditions")) {
-      for (Json& c : crd["conditions"]) {
-        if (mirrored != mirrored_generation_.end()) c["observedGeneration"] = mirrored->second;
-      }
+      for (Json& c : crd["conditions"]) c.erase("observedGeneration");
     }
     crd["selector"] = config_.pod_selector ? config_.pod_selector(status.name)
                                            : config_.recipe_label + "=" + status.name;
@@ -145,39 +122,36 @@ void KubeController::write_scale(const std::string& recipe, int replicas) {
 void KubeController::sync_key(const std::string& key) {
   const auto [ns, name] = split_key(key);
   const std::optional<Json> object = recipes_->get(key);
-  bool mirrored_changed = false;
+  bool spec_changed = false;
   if (!object) {
     // Deleted: its objects are garbage-collected; the loop drains what is left and forgets it.
     std::lock_guard<std::mutex> lock(mutex_);
-    mirrored_changed = mirrored_spec_.erase(name) > 0;
-    mirrored_generation_.erase(name);
+    spec_changed = seen_spec_.erase(name) > 0;
     pending_status_.erase(name);
     written_status_.erase(name);
-    if (mirrored_changed) store_.remove(name);
   } else {
+    // The loop reads the cache itself (store()); a changed spec only wakes it, and an invalid
+    // one is also reported as an Event once per spec.
     const std::string doc = recipe_document(*object);
-    const std::int64_t generation = (*object)["metadata"].value("generation", 1);
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (mirrored_spec_[name] != doc) {
-      mirrored_spec_[name] = doc;
-      lock.unlock();
-      const store::ApplyResult result = store_.apply(doc);
-      if (!result.parsed.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::string& seen = seen_spec_[name];
+      spec_changed = seen != doc;
+      seen = doc;
+    }
+    if (spec_changed) {
+      const recipe::ParseResult parsed = store_->validate(doc);
+      if (!parsed.ok()) {
         spdlog::warn("ModelRecipe {}: invalid, keeping the last valid spec:\n{}", key,
-                     result.parsed.error_text());
+                     parsed.error_text());
         if (leading_) {
           record_event({ns, name, (*object)["metadata"].value("uid", "")}, "Warning", "InvalidSpec",
-                       result.parsed.error_text());
+                       parsed.error_text());
         }
-      } else {
-        lock.lock();
-        mirrored_generation_[name] = generation;
-        lock.unlock();
-        mirrored_changed = true;
       }
     }
   }
-  if (mirrored_changed && wake_) wake_();
+  if (spec_changed && wake_) wake_();
 
   // The latest status, written only by the leader, only when it changed.
   if (!leading_ || !object) return;
@@ -232,7 +206,14 @@ void KubeController::start_leading() {
     std::lock_guard<std::mutex> status_lock(mutex_);
     written_status_.clear();  // another leader may have written since
   }
-  lead_thread_ = std::thread([this] { lead_(lead_stop_); });
+  lead_thread_ = std::thread([this] {
+    // As controller-runtime's WaitForCacheSync: a pass over an empty cache would take every
+    // recipe for deleted and drain it.
+    while (!lead_stop_ && !(recipes_->synced() && deployments_->synced() && pods_->synced())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!lead_stop_) lead_(lead_stop_);
+  });
   resync_all();
 }
 

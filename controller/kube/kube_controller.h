@@ -2,20 +2,23 @@
 // The Kubernetes mode's outer machinery around the one reconcile loop (controller_loop.h):
 //   - informers on the namespace's ModelRecipes and on the Deployments and Pods that carry the
 //     recipe label (the replica backend reads them);
+//   - the recipe store the loop reads (store()): an InformerRecipeStore over the ModelRecipe
+//     informer's cache, so a recipe goes watch → cache → loop → replica backend;
 //   - a work queue of recipe keys ("namespace/name"), fed by every recipe change, by changes
 //     of the Deployments and Pods a recipe owns, and by a periodic resync of all keys; its
-//     worker mirrors the recipe from the cache into the controller's recipe store (level-
-//     triggered: whatever happened, the key's current state is mirrored), wakes the loop, and
-//     writes the recipe's latest status through the status subresource; a failed key is
-//     retried after its own exponential back-off;
+//     worker wakes the loop when a recipe's spec changed or it was deleted, and writes the
+//     recipe's latest status through the status subresource; a failed key is retried after
+//     its own exponential back-off;
 //   - optional Lease leader election: only the leader runs the loop and writes status; a
 //     replica that loses the lease stops both at once;
 //   - the autoscaler's replica counts go to each ModelRecipe's scale subresource (write_scale).
 // A ModelRecipe that parses on the API server but not here keeps its last valid spec
-// running; the errors go out as a Warning Event.
+// running (the loop reports the errors in the Degraded condition); they also go out as a
+// Warning Event.
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,12 +28,12 @@
 #include <thread>
 
 #include "controller/kube/informer.h"
+#include "controller/kube/informer_recipe_store.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/kube_replica_backend.h"
 #include "controller/kube/leader_election.h"
 #include "controller/kube/work_queue.h"
 #include "controller/loop/recipe_status.h"
-#include "controller/store/recipe_store.h"
 
 namespace nibble::kube {
 
@@ -46,12 +49,17 @@ struct KubeControllerConfig {
   // recipe's engine pods (the daemon passes recipe_objects' pod_selector). Unset:
   // recipe_label=NAME.
   std::function<std::string(const std::string& recipe)> pod_selector;
+  // Confines recipes' local model paths, as in local mode (controller/recipe/model_root.h).
+  std::filesystem::path model_root;
 };
 
 class KubeController {
  public:
-  KubeController(const KubeClient& client, store::RecipeStore& store, KubeControllerConfig config);
+  KubeController(const KubeClient& client, KubeControllerConfig config);
   ~KubeController();
+
+  // The recipes the loop reconciles: the ModelRecipe informer's cache.
+  store::RecipeStore& store() { return *store_; }
 
   const Informer& deployments() const { return *deployments_; }
   const Informer& pods() const { return *pods_; }
@@ -85,9 +93,9 @@ class KubeController {
   void resync_all();
 
   const KubeClient& client_;
-  store::RecipeStore& store_;
   KubeControllerConfig config_;
   std::unique_ptr<Informer> recipes_, deployments_, pods_;
+  std::unique_ptr<InformerRecipeStore> store_;
   WorkQueue queue_;
   std::unique_ptr<LeaderElector> elector_;
   std::function<void(const std::atomic<bool>&)> lead_;
@@ -95,8 +103,7 @@ class KubeController {
 
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json> pending_status_;  // by recipe name
-  std::map<std::string, std::int64_t> mirrored_generation_;
-  std::map<std::string, std::string> mirrored_spec_;  // the spec last mirrored (or refused)
+  std::map<std::string, std::string> seen_spec_;          // the recipe document last seen, by name
   std::map<std::string, std::string> written_status_;
 
   std::atomic<bool> leading_{false}, stopping_{false};

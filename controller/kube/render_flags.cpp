@@ -7,7 +7,7 @@
 namespace nibble::kube {
 namespace {
 
-std::string need(tools::ToolFlags& flags) {
+std::string need(cli::FlagReader& flags) {
   std::string value = flags.value();
   if (value.empty()) throw std::invalid_argument(flags.flag() + " needs a value");
   return value;
@@ -15,7 +15,7 @@ std::string need(tools::ToolFlags& flags) {
 
 }  // namespace
 
-bool take_render_flag(tools::ToolFlags& flags, RenderOptions& o) {
+bool take_render_flag(cli::FlagReader& flags, RenderOptions& o) {
   const std::string& flag = flags.flag();
   if (flags.is("--namespace") || flags.is("-n")) {
     o.namespace_name = need(flags);

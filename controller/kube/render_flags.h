@@ -12,14 +12,14 @@
 //   --engine-startup-timeout SECS  how long model loading may take (startup probe)
 //   --engine-drain-seconds SECS    termination grace period for in-flight requests
 //   --pod-monitor                  a PodMonitor per recipe
+#include "cli/flag_reader.h"
 #include "controller/kube/recipe_objects.h"
-#include "tools/common/tool_flags.h"
 
 namespace nibble::kube {
 
 // Takes the current flag of `flags` (`--flag value` or `--flag=value`) into `options` when it is
 // one of the above; false for any other flag. Throws std::invalid_argument for a bad value.
-bool take_render_flag(tools::ToolFlags& flags, RenderOptions& options);
+bool take_render_flag(cli::FlagReader& flags, RenderOptions& options);
 // The usage lines for these flags.
 const char* render_flags_usage();
 

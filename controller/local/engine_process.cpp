@@ -8,12 +8,16 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -92,6 +96,89 @@ EngineUser lookup_engine_user(const std::string& name) {
   }
   user.groups.resize(std::size_t(std::max(count, 0)));
   return user;
+}
+
+namespace {
+
+// Whether `user` has the permission of one class of bits (owner, group, other) on a file.
+bool permitted(const struct stat& st, const EngineUser& user, mode_t owner, mode_t group,
+               mode_t other) {
+  if (user.uid == 0) return S_ISDIR(st.st_mode) || (st.st_mode & (owner | group | other)) != 0;
+  if (st.st_uid == user.uid) return (st.st_mode & owner) != 0;
+  if (st.st_gid == user.gid ||
+      std::find(user.groups.begin(), user.groups.end(), st.st_gid) != user.groups.end())
+    return (st.st_mode & group) != 0;
+  return (st.st_mode & other) != 0;
+}
+
+std::string describe(const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* owner = nullptr;
+  getpwuid_r(st.st_uid, &entry, buffer.data(), buffer.size(), &owner);
+  return std::string("mode ") + mode + ", owner " +
+         (owner != nullptr ? std::string(owner->pw_name) : "uid " + std::to_string(st.st_uid));
+}
+
+// execvp's search: the first entry of $PATH holding an executable of that name.
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t at = 0;
+  while (at <= dirs.size()) {
+    const std::size_t colon = std::min(dirs.find(':', at), dirs.size());
+    const std::string dir = colon > at ? dirs.substr(at, colon - at) : ".";
+    const std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = colon + 1;
+  }
+  return "";
+}
+
+std::string path_problem(const std::filesystem::path& file, const EngineUser& user) {
+  const std::string who = "--engine-user " + user.name + " (uid " + std::to_string(user.uid) + ")";
+  std::filesystem::path dir = file.root_path();
+  const std::filesystem::path below_root = file.relative_path();
+  for (auto it = below_root.begin(); it != below_root.end(); ++it) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0)
+      return "cannot read " + dir.string() + ": " + std::strerror(errno);
+    if (!permitted(st, user, S_IXUSR, S_IXGRP, S_IXOTH)) {
+      return who + " cannot run the engine " + file.string() + ": no search (x) permission on " +
+             "the directory " + dir.string() + " (" + describe(st) +
+             "); put the engine where that user can reach it (--engine PATH) or grant it x on " +
+             dir.string();
+    }
+    dir /= *it;
+  }
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0)
+    return "the engine " + file.string() + " cannot be read: " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "the engine " + file.string() + " is not a regular file";
+  if (!permitted(st, user, S_IXUSR, S_IXGRP, S_IXOTH)) {
+    return who + " cannot run the engine " + file.string() + ": no execute (x) permission on " +
+           "the file (" + describe(st) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string engine_binary_access_problem(const std::string& binary, const EngineUser& user) {
+  std::string path = binary;
+  if (binary.find('/') == std::string::npos) {
+    path = find_on_path(binary);
+    if (path.empty()) return "the engine '" + binary + "' is not on PATH (--engine PATH)";
+  }
+  const std::filesystem::path file = std::filesystem::absolute(path).lexically_normal();
+  if (std::string problem = path_problem(file, user); !problem.empty()) return problem;
+  // Through a symlink, the target's directories must be searchable too.
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::canonical(file, ec);
+  if (!ec && target != file) return path_problem(target, user);
+  return "";
 }
 
 std::unique_ptr<EngineProcess> EngineProcess::adopt(pid_t pid, int port) {

@@ -27,6 +27,13 @@ struct EngineUser {
 // NAME or a numeric uid; throws std::invalid_argument naming it when there is no such user.
 EngineUser lookup_engine_user(const std::string& name);
 
+// Why `user` could not run `binary` (a path, or a bare name looked up on $PATH as execvp
+// does): the first directory on its path the user cannot search, or the file it cannot
+// execute, named with the permission missing; "" when it can. Judged by the owner, group and
+// other mode bits (POSIX ACLs are not read). A controller checks this at start-up: otherwise
+// every replica would exit with 127, e.g. for a build under a 0700 home directory.
+std::string engine_binary_access_problem(const std::string& binary, const EngineUser& user);
+
 struct EngineLaunch {
   std::string binary;              // nibble-engine
   std::vector<std::string> args;   // after the binary: serve --model ... --port N ...

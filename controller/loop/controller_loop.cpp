@@ -143,7 +143,7 @@ void ControllerLoop::reconcile_once() {
       st.generation = s.generation;
       if (previous.last_error != invalid) {
         spdlog::error(
-            "recipe {} ({}) is invalid; {}:\n{}", s.name, s.file.string(),
+            "recipe {} ({}) is invalid; {}:\n{}", s.name, s.origin,
             running_.count(s.name) ? "the last valid spec keeps running" : "nothing started",
             invalid);
       }

@@ -1,13 +1,14 @@
 #pragma once
-// Recipes in the state directory: one YAML file per recipe (recipes/<name>.yaml), written by
-// `nibble apply` through the controller's API or edited by hand; both are picked up on the next
-// pass. A recipe's generation goes up each time its spec changes (kept in
-// recipes/.generations.json), as metadata.generation does in Kubernetes.
+// The recipes the reconcile loop runs, behind one interface with two implementations:
+//   - RecipeFileStore (recipe_file_store.h): local mode, one YAML file per recipe in the state
+//     directory, written by `nibble apply` through the controller's API or by hand;
+//   - kube::InformerRecipeStore (controller/kube/informer_recipe_store.h): Kubernetes mode, the
+//     ModelRecipes in the recipes informer's cache, written with kubectl.
+// The loop (controller/loop) and the controller's API (controller/api) know only this header.
+// Implementations are thread-safe: the loop loads while the API's threads validate and apply.
 #include <cstdint>
 #include <filesystem>
-#include <map>
-#include <mutex>
-#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,11 @@
 namespace nibble::store {
 
 struct StoredRecipe {
-  std::string name;  // metadata.name, or the file's stem if the file is invalid
-  std::filesystem::path file;
-  recipe::ParseResult parsed;  // errors when the file is invalid
+  std::string name;            // metadata.name, or the file's stem if the file is invalid
+  std::string origin;          // where it was read, for messages: a file, or "ModelRecipe ns/name"
+  recipe::ParseResult parsed;  // errors when the recipe is invalid
+  // Goes up each time the spec changes, as metadata.generation does in Kubernetes (the file
+  // store counts only changes of spec_hash; the API server counts every spec change).
   std::int64_t generation = 0;
   std::string spec_hash;  // of what a replica runs with (engine settings and model)
 };
@@ -27,7 +30,11 @@ struct StoredRecipe {
 // replicas; replica counts and autoscaling do not.
 std::string spec_hash(const recipe::ModelRecipe& recipe);
 
-// Thread-safe: the controller's pass loads while its API threads apply and remove.
+// Parses a recipe and checks it against the controller's rules (the --model-root confinement,
+// controller/recipe/model_root.h; an empty root confines nothing). Every store validates so.
+recipe::ParseResult validate_recipe(const std::string& yaml_text,
+                                    const std::filesystem::path& model_root);
+
 enum class Change { kCreated, kConfigured, kUnchanged };  // as kubectl apply reports them
 
 struct ApplyResult {
@@ -35,30 +42,28 @@ struct ApplyResult {
   Change change = Change::kUnchanged;
 };
 
+// Thrown by apply() and remove() of a store the controller does not write (Kubernetes mode:
+// ModelRecipes are written with kubectl, and the controller's RBAC only reads them).
+class WriteRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class RecipeStore {
  public:
-  // model_root: confines recipes' local model paths (controller/recipe/model_root.h); empty
-  // confines nothing.
-  explicit RecipeStore(std::filesystem::path state_dir, std::filesystem::path model_root = {});
+  virtual ~RecipeStore() = default;
 
-  // Parses and checks a recipe against this store's rules (the model root), as apply() and
-  // load() do; writes nothing.
-  recipe::ParseResult validate(const std::string& yaml_text) const;
-  std::vector<StoredRecipe> load();
-  // Validates and stores the recipe with its defaults filled in.
-  ApplyResult apply(const std::string& yaml_text);
-  // The stored file's text ("" when there is no such recipe).
-  std::string read(const std::string& name);
-  // False when there is no such recipe.
-  bool remove(const std::string& name);
-  std::filesystem::path directory() const { return dir_; }
-
- private:
-  std::filesystem::path dir_;
-  std::filesystem::path model_root_;
-  std::mutex mutex_;
-  std::map<std::string, std::pair<std::string, std::int64_t>> generations_;  // name -> (hash, gen)
-  void save_generations() const;
+  // Parses and checks a recipe against this store's rules, as apply() and load() do; writes
+  // nothing.
+  virtual recipe::ParseResult validate(const std::string& yaml_text) const = 0;
+  // Every recipe, valid or not, sorted by name.
+  virtual std::vector<StoredRecipe> load() = 0;
+  // Validates and stores the recipe with its defaults filled in. Throws WriteRefused.
+  virtual ApplyResult apply(const std::string& yaml_text) = 0;
+  // The stored recipe as YAML or JSON text ("" when there is no such recipe).
+  virtual std::string read(const std::string& name) = 0;
+  // False when there is no such recipe. Throws WriteRefused.
+  virtual bool remove(const std::string& name) = 0;
 };
 
 }  // namespace nibble::store

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "controller/local/engine_process.h"
 #include "tests/controller/controller_process.h"
 #include "tests/server/serve_process.h"
 
@@ -448,7 +449,19 @@ TEST(ControllerE2E, EnginesRunAsTheEngineUserAndModelsStayInsideTheRoot) {
   std::filesystem::permissions(
       model_root, std::filesystem::perms::others_read | std::filesystem::perms::others_exec,
       std::filesystem::perm_options::add);
-  ControllerProcess c({"--engine-user", "nobody", "--model-root", model_root.string()});
+  // ... and to run the engine, wherever the build lives (a build under a 0700 home is out of
+  // its reach, which the controller refuses at start-up): a copy beside the model's directory.
+  nibble::testing::TempDir engine_dir;
+  chmod(engine_dir.path().c_str(), 0755);
+  const std::filesystem::path engine = engine_dir.path() / "nibble-engine";
+  std::filesystem::copy_file(NIBBLE_ENGINE, engine);
+  if (const std::string problem =
+          local::engine_binary_access_problem(engine.string(), local::lookup_engine_user("nobody"));
+      !problem.empty()) {
+    GTEST_SKIP() << "the temporary directory is out of the engine user's reach: " << problem;
+  }
+  ControllerProcess c({"--engine-user", "nobody", "--model-root", model_root.string(), "--engine",
+                       engine.string()});
   ASSERT_TRUE(c.wait_api()) << c.log();
   auto outside = c.nibble(
       "apply -f " + write_file(c.state_dir.path() / "etc.yaml", recipe("etc", "/etc", "etc", "")));

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "controller/loop/controller_loop.h"
-#include "controller/store/recipe_store.h"
+#include "controller/store/recipe_file_store.h"
 #include "metrics/registry.h"
 #include "tests/support/temp_dir.h"
 
@@ -67,7 +67,7 @@ std::string condition(const RecipeStatus& st, reconcile::ConditionType type) {
 
 struct Fixture {
   nibble::testing::TempDir state, model;
-  store::RecipeStore store{state.path()};
+  store::RecipeFileStore store{state.path()};
   FakeBackend backend;
   ModelResolver models{state.path() / "cache", {}};
   router::RouteTable routes;

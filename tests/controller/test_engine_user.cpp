@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -83,6 +84,56 @@ TEST(EngineUser, ChildRunsAsTheUserAndOwnsItsLog) {
   same->kill();
   for (int i = 0; i < 200 && !same->exit_status(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+// The start-up check of --engine-user against the engine binary, judged from mode bits, so it
+// runs without root: a user that owns nothing here reaches only what "other" may.
+TEST(EngineUser, EngineTheUserCannotReachIsNamedWithTheMissingPermission) {
+  const EngineUser stranger{"stranger", 54321, 54321, {}};
+  nibble::testing::TempDir dir;
+  const auto bin = dir.path() / "bin";
+  std::filesystem::create_directories(bin);
+  const auto engine = bin / "nibble-engine";
+  std::ofstream(engine) << "#!/bin/sh\n";
+  chmod(engine.c_str(), 0755);
+  chmod(bin.c_str(), 0755);
+  chmod(dir.path().c_str(), 0755);
+  if (const std::string above = engine_binary_access_problem(engine.string(), stranger);
+      !above.empty()) {
+    GTEST_SKIP() << "the temporary directory's parents are closed to other users: " << above;
+  }
+  // A build under a 0700 home: the directory and its mode are named.
+  chmod(dir.path().c_str(), 0700);
+  std::string problem = engine_binary_access_problem(engine.string(), stranger);
+  EXPECT_NE(problem.find("--engine-user stranger (uid 54321) cannot run the engine " +
+                         engine.string() + ": no search (x) permission on the directory " +
+                         dir.path().string() + " (mode 0700"),
+            std::string::npos)
+      << problem;
+  chmod(dir.path().c_str(), 0711);  // searchable is enough
+  EXPECT_EQ(engine_binary_access_problem(engine.string(), stranger), "");
+  chmod(engine.c_str(), 0754);  // executable by its owner and group only
+  problem = engine_binary_access_problem(engine.string(), stranger);
+  EXPECT_NE(problem.find("no execute (x) permission on the file (mode 0754"), std::string::npos)
+      << problem;
+  // ... unless the user is in the file's group.
+  struct stat st {};
+  ASSERT_EQ(stat(engine.c_str(), &st), 0);
+  const EngineUser member{"member", 54321, 54321, {st.st_gid}};
+  EXPECT_EQ(engine_binary_access_problem(engine.string(), member), "");
+  // Through a symlink, the target's directories count.
+  chmod(engine.c_str(), 0755);
+  const auto open_dir = dir.path() / "open";
+  std::filesystem::create_directories(open_dir);
+  chmod(open_dir.c_str(), 0755);
+  std::filesystem::create_symlink(engine, open_dir / "nibble-engine");
+  chmod(bin.c_str(), 0700);
+  problem = engine_binary_access_problem((open_dir / "nibble-engine").string(), stranger);
+  EXPECT_NE(problem.find("on the directory " + bin.string()), std::string::npos) << problem;
+  // A bare name is looked up on PATH, as the engine's exec does.
+  EXPECT_EQ(engine_binary_access_problem("sh", stranger), "");
+  EXPECT_NE(engine_binary_access_problem("no-such-engine-nibble", stranger).find("not on PATH"),
+            std::string::npos);
 }
 
 }  // namespace

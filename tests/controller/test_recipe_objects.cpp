@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
+#include "cli/flag_reader.h"
 #include "controller/kube/recipe_objects.h"
 #include "controller/kube/render_flags.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/reconcile/engine_command.h"
-#include "tools/common/tool_flags.h"
 
 namespace nibble::kube {
 namespace {
@@ -28,7 +28,7 @@ recipe::ModelRecipe parse(const std::string& spec_tail) {
 RenderOptions options_from(std::vector<std::string> args) {
   std::vector<char*> argv = {const_cast<char*>("test")};
   for (std::string& a : args) argv.push_back(a.data());
-  tools::ToolFlags flags("test", int(argv.size()), argv.data());
+  cli::FlagReader flags("test", int(argv.size()), argv.data());
   RenderOptions o;
   while (flags.next())
     if (!take_render_flag(flags, o)) flags.unknown();

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "controller/recipe/yaml_documents.h"
-#include "controller/store/recipe_store.h"
+#include "controller/store/recipe_file_store.h"
 #include "tests/support/temp_dir.h"
 
 namespace nibble::store {
@@ -26,7 +26,7 @@ const StoredRecipe* find(const std::vector<StoredRecipe>& all, const std::string
 
 TEST(RecipeStore, ApplyReportsCreatedConfiguredUnchanged) {
   nibble::testing::TempDir dir;
-  RecipeStore store(dir.path());
+  RecipeFileStore store(dir.path());
   EXPECT_EQ(store.apply(recipe_yaml("a", 8)).change, Change::kCreated);
   EXPECT_EQ(store.apply(recipe_yaml("a", 8)).change, Change::kUnchanged);
   EXPECT_EQ(store.apply(recipe_yaml("a", 16)).change, Change::kConfigured);
@@ -40,7 +40,7 @@ TEST(RecipeStore, ApplyReportsCreatedConfiguredUnchanged) {
 TEST(RecipeStore, GenerationCountsSpecChangesNotReplicaCounts) {
   nibble::testing::TempDir dir;
   {
-    RecipeStore store(dir.path());
+    RecipeFileStore store(dir.path());
     store.apply(recipe_yaml("a", 8));
     auto all = store.load();
     ASSERT_EQ(all.size(), 1u);
@@ -58,13 +58,13 @@ TEST(RecipeStore, GenerationCountsSpecChangesNotReplicaCounts) {
     EXPECT_EQ(all[0].generation, 2);
     EXPECT_NE(all[0].spec_hash, first_hash);
   }
-  RecipeStore reopened(dir.path());  // generations survive a controller restart
+  RecipeFileStore reopened(dir.path());  // generations survive a controller restart
   EXPECT_EQ(reopened.load()[0].generation, 2);
 }
 
 TEST(RecipeStore, HandEditedAndInvalidFiles) {
   nibble::testing::TempDir dir;
-  RecipeStore store(dir.path());
+  RecipeFileStore store(dir.path());
   store.apply(recipe_yaml("good", 8));
   std::ofstream(store.directory() / "typo.yaml") << recipe_yaml("typo", 8) << "  replicaz: 3\n";
   std::ofstream(store.directory() / "wrong-name.yaml") << recipe_yaml("other", 8);
@@ -87,7 +87,7 @@ TEST(RecipeStore, HandEditedAndInvalidFiles) {
 
 TEST(RecipeStore, Remove) {
   nibble::testing::TempDir dir;
-  RecipeStore store(dir.path());
+  RecipeFileStore store(dir.path());
   store.apply(recipe_yaml("a", 8));
   EXPECT_TRUE(store.remove("a"));
   EXPECT_FALSE(store.remove("a"));
@@ -117,7 +117,7 @@ TEST(RecipeStore, ModelRootRefusesAppliedAndHandWrittenRecipesOutsideIt) {
   nibble::testing::TempDir dir;
   const std::filesystem::path root = dir.path() / "models";
   std::filesystem::create_directories(root);
-  RecipeStore store(dir.path(), root);
+  RecipeFileStore store(dir.path(), root);
   const std::string inside =
       "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: in}\n"
       "spec: {model: {source: " +

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/flag_reader.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
@@ -20,7 +21,6 @@
 #include "engine/model/safetensors_writer.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
-#include "tools/common/tool_flags.h"
 #include "tools/make-model/presets.h"
 #include "tools/make-model/random_weights.h"
 
@@ -165,7 +165,7 @@ void write_json(const std::filesystem::path& path, const nlohmann::ordered_json&
 
 bool parse_args(int argc, char** argv, Options& o) {
   const bool ok =
-      tools::parse_tool_flags("nibble-make-model", kUsage, argc, argv, [&](tools::ToolFlags& f) {
+      cli::parse_flags("nibble-make-model", kUsage, argc, argv, [&](cli::FlagReader& f) {
         if (f.is("--arch"))
           o.arch = f.value();
         else if (f.is("--preset"))
@@ -183,7 +183,7 @@ bool parse_args(int argc, char** argv, Options& o) {
         else if (f.is("--seed"))
           o.seed = static_cast<std::uint64_t>(f.integer(0, std::numeric_limits<long long>::max()));
         else
-          return tools::take_writer_flag(f, o.threads, o.max_shard_bytes);
+          return cli::take_model_writer_flag(f, o.threads, o.max_shard_bytes);
         return true;
       });
   if (!ok) return false;

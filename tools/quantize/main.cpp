@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/flag_reader.h"
 #include "engine/model/linear.h"
 #include "engine/model/model_error.h"
 #include "engine/model/nvfp4_checkpoint.h"
@@ -21,7 +22,6 @@
 #include "engine/model/safetensors_writer.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
-#include "tools/common/tool_flags.h"
 
 namespace {
 
@@ -205,24 +205,23 @@ int dequantize(const Options& o) {
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
-  const bool ok =
-      tools::parse_tool_flags("nibble-quantize", kUsage, argc, argv, [&](tools::ToolFlags& f) {
-        if (f.is("--dequantize"))
-          o.dequantize = true;
-        else if (f.is("--input"))
-          o.input = f.value();
-        else if (f.is("--output"))
-          o.output = f.value();
-        else if (f.is("--format"))
-          o.format = f.value();
-        else if (f.is("--exclude"))
-          o.exclude.push_back(f.value());
-        else if (f.is("--dtype"))
-          o.dtype = f.value();
-        else
-          return tools::take_writer_flag(f, o.threads, o.max_shard_bytes);
-        return true;
-      });
+  const bool ok = cli::parse_flags("nibble-quantize", kUsage, argc, argv, [&](cli::FlagReader& f) {
+    if (f.is("--dequantize"))
+      o.dequantize = true;
+    else if (f.is("--input"))
+      o.input = f.value();
+    else if (f.is("--output"))
+      o.output = f.value();
+    else if (f.is("--format"))
+      o.format = f.value();
+    else if (f.is("--exclude"))
+      o.exclude.push_back(f.value());
+    else if (f.is("--dtype"))
+      o.dtype = f.value();
+    else
+      return cli::take_model_writer_flag(f, o.threads, o.max_shard_bytes);
+    return true;
+  });
   if (!ok) return false;
   if (o.input.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-quantize: --input and --output are required\n\n%s", kUsage);

@@ -1,7 +1,8 @@
 #pragma once
 // One nibble-controller replica in Kubernetes mode against the API-server double, wired as the
-// daemon wires it (controller/daemon/kube_mode.cpp, main.cpp): KubeController, KubeReplicaBackend,
-// the real reconcile loop, recipe store, autoscaler and route table. With helpers the backend
+// daemon wires it (controller/daemon/kube_mode.cpp, main.cpp): KubeController (and the recipe
+// store over its informer's cache), KubeReplicaBackend, the real reconcile loop, autoscaler and
+// route table. With helpers the backend
 // tests share: a stand-in renderer, recipes, pods, conditions, and polling.
 #include <gtest/gtest.h>
 
@@ -81,8 +82,8 @@ struct ControllerReplica {
                     Renderer renderer = render, PodReading pods = {})
       : client(KubeConfig{server},
                KubeClientOptions{std::chrono::seconds(2), std::chrono::seconds(5), agent}),
-        store(dir.path()),
-        controller(client, store, controller_config(agent, leader_elect)),
+        controller(client, controller_config(agent, leader_elect)),
+        store(controller.store()),
         engine_keys(client, "ns"),
         backend(client, controller.deployments(), controller.pods(),
                 backend_config(std::move(renderer), std::move(pods))),
@@ -150,8 +151,8 @@ struct ControllerReplica {
   std::function<controller::RouterLoad(const std::string& recipe)> router_load;
   nibble::testing::TempDir dir;
   KubeClient client;
-  store::RecipeStore store;
   KubeController controller;
+  store::RecipeStore& store;
   EngineKeys engine_keys;
   KubeReplicaBackend backend;
   controller::ModelResolver models;

@@ -1,15 +1,16 @@
-#include "tools/common/tool_flags.h"
+#include "cli/flag_reader.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
-namespace nibble::tools {
+namespace nibble::cli {
 
-ToolFlags::ToolFlags(std::string tool, int argc, char** argv)
-    : tool_(std::move(tool)), args_(argv + (argc > 0 ? 1 : 0), argv + (argc > 0 ? argc : 0)) {}
+FlagReader::FlagReader(std::string program, int argc, char** argv)
+    : program_(std::move(program)),
+      args_(argv + (argc > 0 ? 1 : 0), argv + (argc > 0 ? argc : 0)) {}
 
-bool ToolFlags::next() {
+bool FlagReader::next() {
   if (next_ >= args_.size()) return false;
   flag_ = args_[next_++];
   has_inline_value_ = false;
@@ -20,18 +21,19 @@ bool ToolFlags::next() {
       has_inline_value_ = true;
     }
   } else if (flag_.empty() || flag_[0] != '-') {
-    throw std::invalid_argument(tool_ + ": unexpected argument '" + flag_ + "' (flags only)");
+    throw std::invalid_argument(program_ + ": unexpected argument '" + flag_ + "' (flags only)");
   }
   return true;
 }
 
-std::string ToolFlags::value() {
+std::string FlagReader::value() {
   if (has_inline_value_) return inline_value_;
-  if (next_ >= args_.size()) throw std::invalid_argument(tool_ + ": " + flag_ + " needs a value");
+  if (next_ >= args_.size())
+    throw std::invalid_argument(program_ + ": " + flag_ + " needs a value");
   return args_[next_++];
 }
 
-long long ToolFlags::integer(long long lo, long long hi) {
+long long FlagReader::integer(long long lo, long long hi) {
   const std::string v = value();
   std::size_t used = 0;
   long long n = 0;
@@ -41,21 +43,21 @@ long long ToolFlags::integer(long long lo, long long hi) {
     used = 0;
   }
   if (v.empty() || used != v.size() || n < lo || n > hi) {
-    throw std::invalid_argument(tool_ + ": " + flag_ + " expects an integer from " +
+    throw std::invalid_argument(program_ + ": " + flag_ + " expects an integer from " +
                                 std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v +
                                 "'");
   }
   return n;
 }
 
-void ToolFlags::unknown() const {
-  throw std::invalid_argument(tool_ + ": unknown option " + flag_ + " (see --help)");
+void FlagReader::unknown() const {
+  throw std::invalid_argument(program_ + ": unknown option " + flag_ + " (see --help)");
 }
 
-bool parse_tool_flags(const std::string& tool, const char* usage, int argc, char** argv,
-                      const std::function<bool(ToolFlags&)>& on_flag) {
+bool parse_flags(const std::string& program, const char* usage, int argc, char** argv,
+                 const std::function<bool(FlagReader&)>& on_flag) {
   try {
-    ToolFlags flags(tool, argc, argv);
+    FlagReader flags(program, argc, argv);
     while (flags.next()) {
       if (flags.is("--help") || flags.is("-h")) {
         std::fputs(usage, stdout);
@@ -70,7 +72,7 @@ bool parse_tool_flags(const std::string& tool, const char* usage, int argc, char
   return true;
 }
 
-bool take_writer_flag(ToolFlags& flags, int& threads, std::size_t& max_shard_bytes) {
+bool take_model_writer_flag(FlagReader& flags, int& threads, std::size_t& max_shard_bytes) {
   if (flags.is("--threads")) {
     threads = static_cast<int>(flags.integer(1, 4096));
   } else if (flags.is("--max-shard-mb")) {
@@ -81,4 +83,4 @@ bool take_writer_flag(ToolFlags& flags, int& threads, std::size_t& max_shard_byt
   return true;
 }
 
-}  // namespace nibble::tools
+}  // namespace nibble::cli

@@ -1,19 +1,20 @@
 #pragma once
-// The command line of the project's small tools (nibble-make-model, nibble-quantize): walks
-// `--flag value`, `--flag=value` and bare switches, and turns every mistake (missing value,
-// number out of range, unknown flag) into std::invalid_argument naming the tool and the flag,
-// so each tool's parser only maps flags to fields.
+// A command-line flag reader shared by the tools (nibble-make-model, nibble-quantize) and the
+// controller's `nibble render` / Kubernetes render flags: walks `--flag value`, `--flag=value`
+// and bare switches, and turns every mistake (missing value, number out of range, unknown
+// flag) into std::invalid_argument naming the program and the flag, so each parser only maps
+// flags to fields.
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace nibble::tools {
+namespace nibble::cli {
 
-class ToolFlags {
+class FlagReader {
  public:
-  ToolFlags(std::string tool, int argc, char** argv);
+  FlagReader(std::string program, int argc, char** argv);
 
   // Moves to the next flag; false when the arguments are used up.
   bool next();
@@ -26,7 +27,7 @@ class ToolFlags {
   [[noreturn]] void unknown() const;
 
  private:
-  std::string tool_;
+  std::string program_;
   std::vector<std::string> args_;
   std::size_t next_ = 0;
   std::string flag_;
@@ -37,11 +38,11 @@ class ToolFlags {
 // The whole command line: --help/-h prints `usage` and exits 0; each other flag goes to
 // `on_flag`, which returns false for a flag it does not know. Errors are printed on stderr;
 // returns false after one.
-bool parse_tool_flags(const std::string& tool, const char* usage, int argc, char** argv,
-                      const std::function<bool(ToolFlags&)>& on_flag);
+bool parse_flags(const std::string& program, const char* usage, int argc, char** argv,
+                 const std::function<bool(FlagReader&)>& on_flag);
 
 // The flags every model-writing tool takes: --threads N and --max-shard-mb N. Returns false when
 // the current flag is neither.
-bool take_writer_flag(ToolFlags& flags, int& threads, std::size_t& max_shard_bytes);
+bool take_model_writer_flag(FlagReader& flags, int& threads, std::size_t& max_shard_bytes);
 
-}  // namespace nibble::tools
+}  // namespace nibble::cli

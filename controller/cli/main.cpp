@@ -72,10 +72,7 @@ int run_import(const char* path) {
       std::fprintf(stderr, "nibble import: %s: %s\n", path, e.c_str());
     return 1;
   }
-  std::printf("# imported from %s by nibble import\n", path);
-  for (const auto& d : r.dropped)
-    std::printf("# dropped vLLM flag %s: %s\n", d.flag.c_str(), d.reason.c_str());
-  std::fputs(nibble::recipe::to_yaml(r.recipe).c_str(), stdout);
+  std::fputs(nibble::recipe::imported_recipe_text(path, r).c_str(), stdout);
   for (const auto& d : r.dropped) {
     std::fprintf(stderr, "nibble import: dropped %s (%s)\n", d.flag.c_str(), d.reason.c_str());
   }

@@ -11,7 +11,7 @@ const char* const kBenchUsage = R"(usage: nibble-bench [options]
 Benchmarks an OpenAI-compatible server from the client side over SSE, as `vllm bench serve`
 does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean, median, p99).
 
-  --base-url URL            server (default http://127.0.0.1:8000)
+  --base-url URL            server, with or without /v1 (default http://127.0.0.1:8000)
   --model NAME              model name (default: the first one /v1/models lists)
   --endpoint completions|chat
   --dataset random|sharegpt:FILE
@@ -50,6 +50,19 @@ int positive_int(const std::string& flag, const std::string& value) {
 
 }  // namespace
 
+std::string server_root(const std::string& base_url) {
+  std::string url = base_url;
+  while (url.ends_with("/")) url.pop_back();
+  if (url.ends_with("/v1")) url.resize(url.size() - 3);
+  const std::size_t scheme = url.find("://");
+  const std::size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (url.empty() || path != std::string::npos) {
+    throw std::invalid_argument("--base-url takes http://HOST:PORT or http://HOST:PORT/v1, got '" +
+                                base_url + "'");
+  }
+  return url;
+}
+
 bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
   if (const char* key = std::getenv("OPENAI_API_KEY")) o.api_key = key;
   for (int i = 1; i < argc; ++i) {
@@ -62,7 +75,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--base-url")
-      o.base_url = value;
+      o.base_url = server_root(value);
     else if (flag == "--model")
       o.model = value;
     else if (flag == "--endpoint") {

@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
                  options.num_prompts, options.input_len, options.output_len);
     const Dataset dataset = make_dataset(options);
     if (options.dataset == "random" && !dataset.exact_lengths) {
-      std::fprintf(stderr,
-                   "nibble-bench: the server has no /tokenize; prompt lengths are approximate\n");
+      std::fprintf(stderr, "nibble-bench: %s; prompt lengths are approximate\n",
+                   dataset.tokenize_failure.c_str());
     }
     nlohmann::json runs = nlohmann::json::array();
     int failures = 0;

@@ -71,5 +71,10 @@ engines). Try:
   $nibble describe recipe $name
 
 The demo model has random weights: expect fluent-looking nonsense, served for real.
+
+For a bare \`nibble\` (as README writes it), install the binaries into ~/.local/bin:
+  cmake --install $build_dir --prefix ~/.local      # then: export PATH="\$HOME/.local/bin:\$PATH"
+or put this build's CLI on PATH for this shell:
+  export PATH="$PWD/$build_dir/controller/cli:\$PATH"
 MSG
 wait $controller

@@ -93,8 +93,11 @@ TEST(MakeModelOutput, TokenizerIsRequiredUnlessRefusedExplicitly) {
   EXPECT_TRUE(fs::exists(dir.path() / "c/tokenizer.json"));
 }
 
-TEST(MakeModelOutput, HelpNamesTheNewFlags) {
-  auto r = run_command(kMake + " --help");
+TEST(MakeModelOutput, HelpAndVersionExitZero) {
+  auto r = run_command(kMake + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("nibble-make-model "));
+  r = run_command(kMake + " --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("--no-tokenizer"));
   EXPECT_THAT(r.output, HasSubstr("--force"));

@@ -24,6 +24,7 @@ does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean
   --json FILE               also write every run's results as JSON
   --api-key KEY             sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)
   --no-progress             no progress bar
+  --version                 print the version
   --structured-schema FILE  repeat each run with FILE's JSON Schema as response_format and
                             report decode speed with and without it, the server's mask time
                             per token (mean, p50/p90/p99 of nibble_structured_output_mask_seconds)
@@ -63,11 +64,15 @@ std::string server_root(const std::string& base_url) {
   return url;
 }
 
-bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
+bool parse_bench_options(int argc, char** argv, BenchOptions& o, bool* version) {
   if (const char* key = std::getenv("OPENAI_API_KEY")) o.api_key = key;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") return false;
+    if (flag == "--version") {
+      if (version != nullptr) *version = true;
+      return false;
+    }
     if (flag == "--no-progress") {
       o.progress = false;
       continue;

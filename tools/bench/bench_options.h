@@ -26,8 +26,9 @@ struct BenchOptions {
   std::string response_format;  // JSON text sent as response_format; empty: none
 };
 
-// Throws std::invalid_argument with a message naming the flag. Returns false for --help.
-bool parse_bench_options(int argc, char** argv, BenchOptions& options);
+// Throws std::invalid_argument with a message naming the flag. Returns false for --help or
+// --version (`version` tells which, when given).
+bool parse_bench_options(int argc, char** argv, BenchOptions& options, bool* version = nullptr);
 
 // --base-url as OpenAI clients take it ("http://host:8000/v1") or as the server's root
 // ("http://host:8000"), with or without a trailing '/': the root, to which the client adds

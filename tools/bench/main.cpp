@@ -13,8 +13,12 @@ int main(int argc, char** argv) {
   using namespace nibble::bench;
   BenchOptions options;
   try {
-    if (!parse_bench_options(argc, argv, options)) {
-      std::fputs(kBenchUsage, stdout);
+    bool version = false;
+    if (!parse_bench_options(argc, argv, options, &version)) {
+      if (version)
+        std::printf("nibble-bench %s\n", NIBBLE_VERSION);
+      else
+        std::fputs(kBenchUsage, stdout);
       return 0;
     }
     if (options.model.empty()) options.model = first_model(options);

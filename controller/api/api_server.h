@@ -9,7 +9,14 @@
 //                                   recipe serves (409) or adds recipes beyond max_recipes
 //                                   (403); ?dryRun=true checks only
 //   GET    /api/v1/recipes/NAME/logs?tail=N   the last N (50) lines of each engine's log,
-//                                   prefixed with the engine's id
+//                                   prefixed with the engine's id; the header
+//                                   X-Nibble-Log-Offsets ("id:bytes,...") says where they end
+//          .../logs?after=OFFSETS   what each engine wrote since those offsets (from the start
+//                                   for an engine not named: a new replica), for `logs -f`
+//          .../logs?previous=true   the last N lines of the newest log of a replica of this
+//                                   recipe that is gone (404 when there is none)
+//   PUT    /api/v1/recipes/NAME/scale   body {"replicas": N}: sets spec.replicas.desired
+//                                   (controller/recipe/recipe_scale.h); 422 outside [min, max]
 //   DELETE /api/v1/recipes/NAME     404 when there is no such recipe
 //   GET    /healthz, /metrics       the controller's own health and metrics
 // Errors come in the OpenAI/Kubernetes-like shape {"error": {"message", "code", "details"}}.
@@ -18,6 +25,7 @@
 // tokens, every path but /healthz and /metrics needs `Authorization: Bearer <token>`.
 #include <httplib.h>
 
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +45,7 @@ struct ApiConfig {
   std::size_t max_body_bytes = 1 << 20;
   http::ApiKeys tokens;  // empty: no authentication (loopback only, see docs/security.md)
   std::size_t max_recipes = store::kDefaultMaxRecipes;  // --max-recipes
+  std::filesystem::path logs_dir;  // the local backend's engine logs; empty: no --previous
 };
 
 class ApiServer {
@@ -51,6 +60,8 @@ class ApiServer {
  private:
   void routes();
   void apply(const httplib::Request& req, httplib::Response& res);
+  void logs(const httplib::Request& req, httplib::Response& res);
+  void scale(const httplib::Request& req, httplib::Response& res);
 
   ApiConfig config_;
   ControllerLoop& loop_;

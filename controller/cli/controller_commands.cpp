@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "controller/api/api_token.h"
 #include "controller/cli/input_text.h"
 #include "controller/cli/recipe_printer.h"
+#include "controller/kube/json_yaml.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/relative_model_path.h"
 #include "controller/recipe/yaml_documents.h"
@@ -26,17 +28,23 @@ using nlohmann::json;
 
 struct CommonArgs {
   std::string controller;
-  std::vector<std::string> files;  // -f
+  std::vector<std::string> files;  // -f (but logs -f is --follow)
   std::vector<std::string> positional;
   std::string output;  // -o
   std::string for_condition = "Ready";
   int timeout_s = 300;
   int tail = 50;
+  int replicas = -1;  // scale --replicas
   bool dry_run = false;
+  bool watch = false;     // get -w
+  bool follow = false;    // logs -f
+  bool previous = false;  // logs -p
   std::string error;
 };
 
-CommonArgs parse_args(const std::vector<std::string>& args) {
+// `command` decides the short flags that differ between commands, as in kubectl: -f is a file
+// everywhere but in logs, where it follows.
+CommonArgs parse_args(const std::vector<std::string>& args, const std::string& command = "") {
   CommonArgs a;
   const char* env = std::getenv("NIBBLE_CONTROLLER");
   a.controller = env != nullptr && *env != '\0' ? env : "http://127.0.0.1:8001";
@@ -58,7 +66,19 @@ CommonArgs parse_args(const std::vector<std::string>& args) {
     };
     if (flag == "--controller")
       a.controller = next();
-    else if (flag == "-f" || flag == "--filename")
+    else if (command == "logs" && (flag == "-f" || flag == "--follow"))
+      a.follow = true;
+    else if (command == "logs" && (flag == "-p" || flag == "--previous"))
+      a.previous = true;
+    else if (command == "get" && (flag == "-w" || flag == "--watch"))
+      a.watch = true;
+    else if (command == "scale" && flag == "--replicas") {
+      const std::string v = next();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      a.replicas = !v.empty() && *end == '\0' && n >= 0 && n <= 1024 ? int(n) : -1;
+      if (a.replicas < 0) a.error = "--replicas: expected a count from 0 to 1024, got '" + v + "'";
+    } else if (flag == "-f" || flag == "--filename")
       a.files.push_back(next());
     else if (flag == "-o" || flag == "--output")
       a.output = next();
@@ -165,37 +185,102 @@ int run_apply(const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+
+// The recipes' status items: all of them, or the named ones. False (reported) on failure.
+bool fetch_statuses(httplib::Client& c, const CommonArgs& a, json& items) {
+  items = json::array();
+  if (a.positional.empty()) {
+    auto res = c.Get("/api/v1/recipes");
+    if (!res || res->status != 200) return report_failure("get", a.controller, res) == 0;
+    const json list = json::parse(res->body, nullptr, false);
+    if (list.is_object() && list.contains("items")) items = list["items"];
+    return true;
+  }
+  for (const std::string& name : a.positional) {
+    auto res = c.Get("/api/v1/recipes/" + name);
+    if (!res || res->status != 200) return report_failure("get", a.controller, res) == 0;
+    const json one = json::parse(res->body, nullptr, false);
+    if (one.is_object() && one.contains("status")) items.push_back(one["status"]);
+  }
+  return true;
+}
+
+// Items in the -o format: json and yaml as the API gives them, name as kubectl's TYPE/NAME.
+std::string format_items(const json& items, const std::string& output) {
+  if (output == "json") return items.dump(2) + "\n";
+  if (output == "yaml") return kube::to_yaml(items);
+  if (output == "name") {
+    std::string text;
+    for (const json& item : items) text += "modelrecipe/" + item.value("name", "") + "\n";
+    return text;
+  }
+  return format_recipe_table(items, output == "wide");
+}
+
+// get -w: polls the API and prints each recipe again when what -o shows of it changed, as
+// kubectl get -w does: a table row, padded to the columns of the table printed first, or one
+// document per change.
+int watch_statuses(httplib::Client& c, const CommonArgs& a, json items) {
+  const bool table = a.output.empty() || a.output == "wide";
+  std::vector<std::size_t> widths;  // the table's, as first printed
+  for (const auto& row : recipe_table_rows(items, a.output == "wide")) format_row(row, widths);
+  // What is shown of each recipe, by name: its cells, or its document.
+  auto shown = [&](const json& list) {
+    std::map<std::string, std::vector<std::string>> out;
+    const auto rows = recipe_table_rows(list, a.output == "wide");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const json& item = list[i];
+      std::vector<std::string>& cells = out[item.value("name", "")];
+      if (table)
+        cells = rows[i + 1];
+      else if (a.output == "json")
+        cells = {item.dump(2) + "\n"};
+      else if (a.output == "yaml")
+        cells = {"---\n" + kube::to_yaml(item)};
+      else
+        cells = {"modelrecipe/" + item.value("name", "") + "\n"};
+    }
+    return out;
+  };
+  auto last = shown(items);
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (!fetch_statuses(c, a, items)) return 1;
+    auto now = shown(items);
+    std::string text;
+    for (const json& item : items) {
+      const std::vector<std::string>& cells = now[item.value("name", "")];
+      const auto before = last.find(item.value("name", ""));
+      if (before != last.end() && before->second == cells) continue;
+      text += table ? format_row(cells, widths) : cells.front();
+    }
+    last = std::move(now);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
 int run_get(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args);
+  CommonArgs a = parse_args(args, "get");
   if (a.error.empty() && !take_resource(a.positional))
-    a.error = "usage: nibble get recipes [NAME] [-o wide|json]";
-  if (a.error.empty() && !a.output.empty() && a.output != "wide" && a.output != "json")
-    a.error = "-o: expected wide or json, got '" + a.output + "'";
+    a.error = "usage: nibble get recipes [NAME...] [-o wide|json|yaml|name] [-w]";
+  if (a.error.empty() && !a.output.empty() && a.output != "wide" && a.output != "json" &&
+      a.output != "yaml" && a.output != "name")
+    a.error = "-o: expected wide, json, yaml or name, got '" + a.output + "'";
   if (!a.error.empty()) {
     std::fprintf(stderr, "nibble get: %s\n", a.error.c_str());
     return 2;
   }
   auto c = client_for(a.controller);
-  json items = json::array();
-  if (a.positional.empty()) {
-    auto res = c.Get("/api/v1/recipes");
-    if (!res || res->status != 200) return report_failure("get", a.controller, res);
-    const json list = json::parse(res->body, nullptr, false);
-    if (list.is_object() && list.contains("items")) items = list["items"];
-  } else {
-    for (const std::string& name : a.positional) {
-      auto res = c.Get("/api/v1/recipes/" + name);
-      if (!res || res->status != 200) return report_failure("get", a.controller, res);
-      const json one = json::parse(res->body, nullptr, false);
-      if (one.is_object() && one.contains("status")) items.push_back(one["status"]);
-    }
-  }
-  if (a.output == "json") {
-    std::printf("%s\n", items.dump(2).c_str());
-  } else {
-    std::fputs(format_recipe_table(items, a.output == "wide").c_str(), stdout);
-  }
-  return 0;
+  json items;
+  if (!fetch_statuses(c, a, items)) return 1;
+  const std::string text = format_items(items, a.output);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  return a.watch ? watch_statuses(c, a, items) : 0;
 }
 
 int run_describe(const std::vector<std::string>& args) {
@@ -302,17 +387,59 @@ int run_wait(const std::vector<std::string>& args) {
 }
 
 int run_logs(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args);
+  CommonArgs a = parse_args(args, "logs");
   if (a.error.empty() && (!take_resource(a.positional) || a.positional.size() != 1))
-    a.error = "usage: nibble logs recipe/NAME [--tail N]";
+    a.error = "usage: nibble logs recipe/NAME [--tail N] [-f] [-p]";
+  if (a.error.empty() && a.follow && a.previous)
+    a.error = "-f and -p exclude each other: a previous replica writes nothing more";
   if (!a.error.empty()) {
     std::fprintf(stderr, "nibble logs: %s\n", a.error.c_str());
     return 2;
   }
   auto c = client_for(a.controller);
-  auto res = c.Get("/api/v1/recipes/" + a.positional[0] + "/logs?tail=" + std::to_string(a.tail));
+  const std::string path = "/api/v1/recipes/" + a.positional[0] + "/logs";
+  auto res = c.Get(path + "?tail=" + std::to_string(a.tail) + (a.previous ? "&previous=true" : ""));
   if (!res || res->status != 200) return report_failure("logs", a.controller, res);
   std::fputs(res->body.c_str(), stdout);
+  std::fflush(stdout);
+  // -f: ask for what each engine wrote since the offsets of the last answer, until the recipe
+  // is gone (404) or the command is interrupted.
+  std::string offsets = res->get_header_value("X-Nibble-Log-Offsets");
+  while (a.follow) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    res = c.Get(path + "?after=" + offsets);
+    if (res && res->status == 404) return 0;
+    if (!res || res->status != 200) return report_failure("logs", a.controller, res);
+    std::fputs(res->body.c_str(), stdout);
+    std::fflush(stdout);
+    offsets = res->get_header_value("X-Nibble-Log-Offsets");
+  }
+  return 0;
+}
+
+int run_scale(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, "scale");
+  if (a.error.empty() && (!take_resource(a.positional) || a.positional.size() != 1))
+    a.error = "usage: nibble scale recipe/NAME --replicas N";
+  if (a.error.empty() && a.replicas < 0) a.error = "--replicas N is required";
+  if (!a.error.empty()) {
+    std::fprintf(stderr, "nibble scale: %s\n", a.error.c_str());
+    return 2;
+  }
+  auto c = client_for(a.controller);
+  auto res = c.Put("/api/v1/recipes/" + a.positional[0] + "/scale",
+                   json{{"replicas", a.replicas}}.dump(), "application/json");
+  if (!res || res->status != 200) return report_failure("scale", a.controller, res);
+  const json out = json::parse(res->body, nullptr, false);
+  if (!out.is_object()) return report_failure("scale", a.controller, res);
+  std::printf("modelrecipe/%s %s\n", a.positional[0].c_str(), out.value("result", "").c_str());
+  if (out.value("autoscaling", false)) {
+    std::fprintf(stderr,
+                 "nibble scale: note: spec.autoscaling.enabled is true, so the built-in "
+                 "autoscaler starts from %d replicas and follows load; set it to false for the "
+                 "count to hold\n",
+                 a.replicas);
+  }
   return 0;
 }
 

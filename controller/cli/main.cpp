@@ -1,7 +1,8 @@
-// nibble: the command-line client of Nibble's controller: apply/get/describe/delete/wait/logs
-// through the controller's local API (controller_commands.h), plus `import` (spark-vllm-docker
-// recipes → ModelRecipe), `validate` and `pull` (hf:// models into the cache), which work
-// without a controller.
+// nibble: the command-line client of Nibble's controller: apply/get/describe/delete/scale/wait/
+// logs through the controller's local API (controller_commands.h), plus `import`
+// (spark-vllm-docker recipes → ModelRecipe), `validate`, `render`, `pull` (hf:// models into the
+// cache) and `completion`, which work without a controller. The commands and their usage are
+// listed once, in command_usage.h.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,46 +11,16 @@
 #include <sstream>
 #include <string>
 
+#include "controller/cli/command_usage.h"
+#include "controller/cli/completion.h"
 #include "controller/cli/controller_commands.h"
 #include "controller/cli/render_command.h"
-#include "controller/kube/render_flags.h"
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/recipe_yaml.h"
 #include "controller/recipe/spark_vllm_import.h"
 #include "controller/source/model_downloader.h"
 
 namespace {
-
-constexpr const char* kUsage = R"(usage: nibble <command> [args]
-
-commands (through a running nibble-controller; --controller URL or $NIBBLE_CONTROLLER,
-default http://127.0.0.1:8001):
-  apply -f FILE [-f FILE...] [--dry-run]
-                  create or update recipes (FILE may hold several, separated by ---;
-                  - reads stdin)
-  get recipes [NAME...] [-o wide|json]
-                  phase, ready/desired replicas and endpoint of each recipe
-  describe recipe NAME
-                  status, conditions, engines (pid, port, log file) and spec
-  delete recipe NAME... | delete -f FILE
-                  remove recipes; their engines drain and stop
-  wait recipe/NAME [--for condition=Ready] [--timeout 300s]
-                  block until the condition is True
-  logs recipe/NAME [--tail N]
-                  the last N (50) lines of each engine's log, prefixed with its id
-
-commands (local):
-  import FILE     convert a spark-vllm-docker recipe to a ModelRecipe (YAML on stdout;
-                  dropped vLLM flags listed on stderr)
-  validate FILE   check a ModelRecipe; prints every problem with its field
-  render -f FILE [--namespace NS] [--engine-image IMAGE] [-o yaml|json] ...
-                  print the Kubernetes objects (Deployment, Service) the controller
-                  applies for each recipe; `nibble render --help` lists the flags
-  pull hf://org/name[@revision] [CACHE_DIR]
-                  download the files serving needs into CACHE_DIR (default
-                  $NIBBLE_CACHE or ~/.cache/nibble), resuming interrupted files;
-                  HF_TOKEN for gated repos, HF_ENDPOINT for a mirror
-)";
 
 bool read_file(const char* path, std::string& out) {
   std::ifstream in(path);
@@ -72,10 +43,7 @@ int run_import(const char* path) {
       std::fprintf(stderr, "nibble import: %s: %s\n", path, e.c_str());
     return 1;
   }
-  std::printf("# imported from %s by nibble import\n", path);
-  for (const auto& d : r.dropped)
-    std::printf("# dropped vLLM flag %s: %s\n", d.flag.c_str(), d.reason.c_str());
-  std::fputs(nibble::recipe::to_yaml(r.recipe).c_str(), stdout);
+  std::fputs(nibble::recipe::imported_recipe_text(path, r).c_str(), stdout);
   for (const auto& d : r.dropped) {
     std::fprintf(stderr, "nibble import: dropped %s (%s)\n", d.flag.c_str(), d.reason.c_str());
   }
@@ -135,38 +103,60 @@ int main(int argc, char** argv) {
     argv += 2;
     argc -= 2;
   }
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(nibble::cli::nibble_usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
-  if ((command == "import" || command == "validate") && argc != 3) {
+  if (command == "--version") {
+    std::printf("nibble %s\n", NIBBLE_VERSION);
+    return 0;
+  }
+  const nibble::cli::CommandUsage* usage = nibble::cli::find_command(command);
+  if (usage == nullptr) {
+    std::fprintf(stderr, "nibble: unknown command '%s'\n\n%s", command.c_str(),
+                 nibble::cli::nibble_usage().c_str());
+    return 2;
+  }
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  for (const std::string& arg : rest) {
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(nibble::cli::command_usage(*usage).c_str(), stdout);
+      return 0;
+    }
+  }
+  if (command == "version") {
+    std::printf("nibble %s\n", NIBBLE_VERSION);
+    return 0;
+  }
+  if (command == "completion") {
+    if (rest.size() != 1 || rest[0] != "bash") {
+      std::fprintf(stderr, "usage: nibble completion bash (the only shell supported)\n");
+      return 2;
+    }
+    std::fputs(nibble::cli::bash_completion().c_str(), stdout);
+    return 0;
+  }
+  if ((command == "import" || command == "validate") && rest.size() != 1) {
     std::fprintf(stderr, "usage: nibble %s FILE\n", command.c_str());
     return 2;
   }
   if (command == "pull") {
-    if (argc != 3 && argc != 4) {
+    if (rest.size() != 1 && rest.size() != 2) {
       std::fprintf(stderr, "usage: nibble pull hf://org/name[@revision] [CACHE_DIR]\n");
       return 2;
     }
-    return run_pull(argv[2], argc == 4 ? argv[3] : "");
+    return run_pull(rest[0], rest.size() == 2 ? rest[1] : "");
   }
-  const std::vector<std::string> rest(argv + 2, argv + argc);
-  if (command == "render") {
-    if (argc == 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
-      std::printf("%s%s", nibble::cli::render_usage(), nibble::kube::render_flags_usage());
-      return 0;
-    }
-    return nibble::cli::run_render(rest, std::cout, std::cerr);
-  }
+  if (command == "render") return nibble::cli::run_render(rest, std::cout, std::cerr);
   if (command == "apply") return nibble::cli::run_apply(rest);
   if (command == "get") return nibble::cli::run_get(rest);
   if (command == "describe") return nibble::cli::run_describe(rest);
   if (command == "delete") return nibble::cli::run_delete(rest);
+  if (command == "scale") return nibble::cli::run_scale(rest);
   if (command == "wait") return nibble::cli::run_wait(rest);
   if (command == "logs") return nibble::cli::run_logs(rest);
-  if (command == "import") return run_import(argv[2]);
-  if (command == "validate") return run_validate(argv[2]);
-  std::fprintf(stderr, "nibble: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-  return 2;
+  if (command == "import") return run_import(rest[0].c_str());
+  return run_validate(rest[0].c_str());
 }

@@ -31,26 +31,30 @@ std::string headline(const json& status) {
 
 }  // namespace
 
+std::string format_row(const std::vector<std::string>& row, std::vector<std::size_t>& widths) {
+  if (widths.size() < row.size()) widths.resize(row.size(), 0);
+  std::string line;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    widths[i] = std::max(widths[i], row[i].size());
+    line += row[i];
+    if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 3, ' ');
+  }
+  line.erase(line.find_last_not_of(' ') + 1);  // an empty last cell leaves no trailing blanks
+  return line + "\n";
+}
+
 std::string format_columns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
+  std::vector<std::size_t> widths;
   for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
   }
   std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
-    }
-    line.erase(line.find_last_not_of(' ') + 1);  // an empty last cell leaves no trailing blanks
-    out += line + "\n";
-  }
+  for (const auto& row : rows) out += format_row(row, widths);
   return out;
 }
 
-std::string format_recipe_table(const json& items, bool wide) {
+std::vector<std::vector<std::string>> recipe_table_rows(const json& items, bool wide) {
   std::vector<std::vector<std::string>> rows;
   if (wide) {
     rows.push_back(
@@ -69,6 +73,11 @@ std::string format_recipe_table(const json& items, bool wide) {
           {str(s, "name"), str(s, "servedName"), str(s, "phase"), ready, str(s, "endpoint")});
     }
   }
+  return rows;
+}
+
+std::string format_recipe_table(const json& items, bool wide) {
+  const std::vector<std::vector<std::string>> rows = recipe_table_rows(items, wide);
   if (rows.size() == 1) return "No recipes found.\n";
   return format_columns(rows);
 }

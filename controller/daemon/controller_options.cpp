@@ -110,6 +110,7 @@ OpenAI-compatible endpoint for all of them.
   --engine-image IMAGE       kubernetes: the engine image of the Deployments
   --check-options            parse and validate these options, then exit 0 (nothing starts)
   -h, --help                 this text
+  --version                  print the version
 
 Switches also take --switch=true|false; every option with a value takes --option=VALUE.
 )";
@@ -135,6 +136,9 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
     };
     if (flag == "-h" || flag == "--help") {
       std::fputs(kControllerUsage, stdout);
+      return false;
+    } else if (flag == "--version") {
+      std::printf("nibble-controller %s\n", NIBBLE_VERSION);
       return false;
     } else if (flag == "-f" || flag == "--recipe") {
       o.recipe_files.push_back(next());

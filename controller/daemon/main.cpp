@@ -148,6 +148,7 @@ int run(const controller::ControllerOptions& o) {
   router_config.metrics_require_key = o.metrics_require_key;
   controller::ApiConfig api_config{o.api_host, o.api_port};
   api_config.max_recipes = std::size_t(o.max_recipes);
+  if (!kube) api_config.logs_dir = fs::path(o.state_dir) / "logs";  // local_backend.cpp's
   try {
     for (const std::string& key : o.api_keys) router_config.api_keys.add(key);
     for (const std::string& file : o.api_key_files) router_config.api_keys.add_file(file);

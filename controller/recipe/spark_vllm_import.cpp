@@ -6,7 +6,10 @@
 #include <map>
 #include <stdexcept>
 
+#include "controller/recipe/extra_args.h"
 #include "controller/recipe/recipe_parse.h"
+#include "controller/recipe/recipe_yaml.h"
+#include "engine/cli/serve_flags.h"
 
 namespace nibble::recipe {
 namespace {
@@ -31,7 +34,27 @@ bool is_switch(const std::string& flag) {
   for (const char* s : kSwitches) {
     if (flag == s) return true;
   }
-  return false;
+  // The engine's own switches, which share vLLM's names.
+  const engine::cli::ServeFlag* engine_flag =
+      flag.starts_with("--") ? engine::cli::find_serve_flag(flag.substr(2)) : nullptr;
+  return engine_flag != nullptr && engine_flag->value != engine::cli::FlagValue::kRequired;
+}
+
+// A vLLM flag that nibble-engine serve takes under the same name and a recipe may set
+// (--reasoning-parser, --enable-auto-tool-choice, --tool-call-parser, ...) goes to
+// spec.engine.extraArgs, if the engine accepts its value; "" when it went there, else why not.
+std::string pass_to_engine(const std::string& flag, const std::string& value, bool has_value,
+                           std::vector<std::string>& extra_args) {
+  const engine::cli::ServeFlag* engine_flag = engine::cli::find_serve_flag(flag.substr(2));
+  if (engine_flag == nullptr || engine_flag->owner != engine::cli::FlagOwner::kRecipe)
+    return "no Nibble equivalent";
+  std::vector<std::string> args = {flag};
+  if (has_value) args.push_back(value);
+  std::vector<FieldError> errors;
+  check_extra_args(args, errors);
+  if (!errors.empty()) return "nibble-engine refuses it: " + errors.front().message;
+  extra_args.insert(extra_args.end(), args.begin(), args.end());
+  return "";
 }
 
 // Replaces {name} with the recipe's defaults; unknown placeholders stay and are reported.
@@ -242,6 +265,9 @@ ImportResult import_spark_vllm_recipe(const std::string& yaml_text) {
         drop("Nibble detects the NVFP4 layout from the checkpoint");
       } else if (flag == "--trust-remote-code") {
         drop("Nibble runs no model code from the checkpoint");
+      } else if (flag.starts_with("--")) {
+        const std::string why = pass_to_engine(flag, value, has_value, r.engine.extra_args);
+        if (!why.empty()) drop(why);
       } else {
         drop("no Nibble equivalent");
       }
@@ -250,6 +276,15 @@ ImportResult import_spark_vllm_recipe(const std::string& yaml_text) {
     errors.push_back(std::string("malformed recipe: ") + e.what());
   }
   return result;
+}
+
+std::string imported_recipe_text(const std::string& source_path, const ImportResult& result) {
+  std::string text = "# imported from " + source_path + " by nibble import\n";
+  for (const DroppedFlag& d : result.dropped)
+    text += "# dropped vLLM flag " + d.flag + ": " + d.reason + "\n";
+  text += to_yaml(result.recipe);
+  if (!text.ends_with('\n')) text += '\n';
+  return text;
 }
 
 }  // namespace nibble::recipe

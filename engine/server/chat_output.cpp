@@ -20,8 +20,7 @@ ChatOutputPlan plan_chat_output(const ChatOutputConfig& config, const ToolReques
     case ToolChoice::kAuto:
       if (!config.enable_auto_tool_choice) {
         throw invalid_request(
-            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to "
-            "be set",
+            "\"auto\" tool choice requires the server to be started with --enable-auto-tool-choice",
             "tool_choice");
       }
       if (!config.tool_call_format) {

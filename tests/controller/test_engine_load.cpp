@@ -2,8 +2,10 @@
 // line, and the log tail behind `nibble logs`.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "controller/api/log_tail.h"
 #include "controller/daemon/controller_options.h"
@@ -126,6 +128,47 @@ TEST(LogTail, LastLinesOfSmallAndLargeFiles) {
   const std::string many = tail_lines(large, 1000000);  // more than the window holds
   EXPECT_EQ(many.substr(0, 5), "line ");                // starts on a whole line
   EXPECT_LT(many.size(), (1u << 20) + 1);
+}
+
+// `nibble logs -f`: each call returns the complete lines written since the last one.
+TEST(LogTail, LinesSinceAnOffsetFollowTheFile) {
+  nibble::testing::TempDir dir;
+  const auto log = dir.path() / "e.log";
+  std::ofstream(log) << "one\ntwo\n";
+  std::uintmax_t offset = 0;
+  EXPECT_EQ(tail_lines(log, 1, &offset), "two\n");
+  EXPECT_EQ(offset, 8u);
+  EXPECT_EQ(lines_since(log, offset), "");
+  std::ofstream(log, std::ios::app) << "three\nfo";  // "fo" is still being written
+  EXPECT_EQ(lines_since(log, offset), "three\n");
+  EXPECT_EQ(offset, 14u);
+  std::ofstream(log, std::ios::app) << "ur\n";
+  EXPECT_EQ(lines_since(log, offset), "four\n");
+  std::ofstream(log) << "new\n";  // replaced by a shorter file: read from its start
+  EXPECT_EQ(lines_since(log, offset), "new\n");
+  std::uintmax_t none = 0;
+  EXPECT_EQ(lines_since(dir.path() / "missing.log", none), "");
+}
+
+// `nibble logs --previous`: the newest log of this recipe's replicas that is not running.
+TEST(LogTail, PreviousReplicaLogIsTheNewestGoneOne) {
+  nibble::testing::TempDir dir;
+  const auto at = [&](const std::string& name, int age_s) {
+    const auto path = dir.path() / name;
+    std::ofstream(path) << name << "\n";
+    std::filesystem::last_write_time(
+        path, std::filesystem::file_time_type::clock::now() - std::chrono::seconds(age_s));
+    return path;
+  };
+  at("chat-bbbbb.log", 300);
+  const auto older_gone = at("chat-ccccc.log", 200);
+  const auto running = at("chat-ddddd.log", 10);
+  at("chat-x-fffff.log", 1);  // recipe chat-x's
+  at("chatty-ggggg.log", 1);  // recipe chatty's
+  EXPECT_EQ(previous_replica_log(dir.path(), "chat", {running}), older_gone);
+  EXPECT_EQ(previous_replica_log(dir.path(), "chat", {}), running);
+  EXPECT_EQ(previous_replica_log(dir.path(), "other", {}), std::nullopt);
+  EXPECT_EQ(previous_replica_log(dir.path() / "missing", "chat", {}), std::nullopt);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "controller/recipe/recipe_parse.h"
 #include "controller/recipe/recipe_yaml.h"
 #include "controller/recipe/spark_vllm_import.h"
+#include "engine/cli/serve_options.h"
 
 namespace nibble::recipe {
 namespace {
@@ -39,9 +40,44 @@ TEST(SparkVllmImport, ExampleRecipeMapsFlagsAndListsTheRest) {
   EXPECT_TRUE(r.recipe.placement.solo_only);
   EXPECT_TRUE(dropped(r, "--port 8000"));
   EXPECT_TRUE(dropped(r, "--trust-remote-code"));
-  EXPECT_TRUE(dropped(r, "--reasoning-parser qwen3"));
   EXPECT_FALSE(dropped(r, "-tp 1"));  // one GPU: nothing lost
-  EXPECT_EQ(r.dropped.size(), 5u);
+  EXPECT_TRUE(dropped(r, "--load-format fastsafetensors"));
+  EXPECT_EQ(r.dropped.size(), 4u);
+}
+
+// Issue 45 item 4: the flags nibble-engine serve shares with vLLM reach the engine through
+// extraArgs, so an imported Qwen3 recipe serves tool_choice "auto" and returns reasoning.
+TEST(SparkVllmImport, EngineFlagsGoToExtraArgs) {
+  ImportResult r =
+      import_spark_vllm_recipe(read("examples/recipes/spark-vllm/qwen3-30b-a3b-nvfp4.yaml"));
+  ASSERT_TRUE(r.ok()) << r.errors.at(0);
+  EXPECT_FALSE(dropped(r, "--reasoning-parser qwen3"));
+  EXPECT_FALSE(dropped(r, "--enable-auto-tool-choice"));
+  EXPECT_FALSE(dropped(r, "--tool-call-parser hermes"));
+  EXPECT_EQ(r.recipe.engine.extra_args,
+            (std::vector<std::string>{"--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                                      "--reasoning-parser", "qwen3"}));
+  // What the engine makes of them: the options that decide the 400 for tools.
+  std::vector<std::string> command = {"serve", "--model", "/m"};
+  command.insert(command.end(), r.recipe.engine.extra_args.begin(),
+                 r.recipe.engine.extra_args.end());
+  engine::cli::ServeOptions options;
+  engine::cli::parse_serve_options(command, options);
+  EXPECT_TRUE(options.enable_auto_tool_choice);
+  EXPECT_EQ(options.tool_call_parser, "hermes");
+  EXPECT_EQ(options.reasoning_parser, "qwen3");
+
+  // A switch followed by another flag, and a value the engine does not take.
+  ImportResult other = import_spark_vllm_recipe(
+      "name: x\ncommand: vllm serve a/b --enable-auto-tool-choice --tool-call-parser pythonic "
+      "--enforce-eager --max-num-seqs 8");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.recipe.engine.extra_args,
+            (std::vector<std::string>{"--enable-auto-tool-choice", "--enforce-eager"}));
+  EXPECT_EQ(other.recipe.engine.max_num_seqs, 8);
+  ASSERT_EQ(other.dropped.size(), 1u);
+  EXPECT_EQ(other.dropped[0].flag, "--tool-call-parser pythonic");
+  EXPECT_NE(other.dropped[0].reason.find("hermes"), std::string::npos) << other.dropped[0].reason;
 }
 
 TEST(SparkVllmImport, OutputIsAValidRecipeThatRoundTrips) {
@@ -51,10 +87,15 @@ TEST(SparkVllmImport, OutputIsAValidRecipeThatRoundTrips) {
   ParseResult parsed = parse_model_recipe(to_yaml(r.recipe));
   ASSERT_TRUE(parsed.ok()) << parsed.error_text();
   EXPECT_EQ(to_yaml(parsed.recipe), to_yaml(r.recipe));
-  // The committed imported example is what the tool prints today.
-  ParseResult committed = parse_model_recipe(read("examples/recipes/qwen3-30b-a3b-imported.yaml"));
-  ASSERT_TRUE(committed.ok()) << committed.error_text();
-  EXPECT_EQ(to_yaml(committed.recipe), to_yaml(r.recipe));
+  // The committed imported example is what `nibble import` prints today, byte for byte (run
+  // from the source directory).
+  const std::string committed = read("examples/recipes/qwen3-30b-a3b-imported.yaml");
+  EXPECT_EQ(imported_recipe_text("examples/recipes/spark-vllm/qwen3-30b-a3b-nvfp4.yaml", r),
+            committed)
+      << "regenerate it: nibble import examples/recipes/spark-vllm/qwen3-30b-a3b-nvfp4.yaml > "
+         "examples/recipes/qwen3-30b-a3b-imported.yaml";
+  ParseResult parsed_committed = parse_model_recipe(committed);
+  ASSERT_TRUE(parsed_committed.ok()) << parsed_committed.error_text();
 }
 
 TEST(SparkVllmImport, Refusals) {

@@ -25,7 +25,7 @@ const std::string kMake = NIBBLE_MAKE_MODEL;
 const std::string kQuantize = NIBBLE_QUANTIZE;
 
 void make(const std::string& args, const std::filesystem::path& out) {
-  auto r = run_command(kMake + " --threads 2 " + args + " --output " + out.string());
+  auto r = run_command(kMake + " --threads 2 --no-tokenizer " + args + " --output " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -168,7 +168,9 @@ TEST(Tools, HelpAndBadArguments) {
   help = run_command(kQuantize + " --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("--dequantize"));
-  EXPECT_EQ(run_command(kMake + " --arch gpt2 --preset tiny --output /tmp/x").exit_code, 1);
+  EXPECT_EQ(
+      run_command(kMake + " --arch gpt2 --preset tiny --no-tokenizer --output /tmp/x").exit_code,
+      1);
   EXPECT_EQ(run_command(kMake + " --arch llama").exit_code, 2);
   EXPECT_EQ(run_command(kQuantize + " --input /nonexistent --output /tmp/y").exit_code, 1);
 }

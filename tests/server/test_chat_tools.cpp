@@ -180,6 +180,9 @@ TEST(ChatTools, AutoWithoutTheFlagIsRefusedLikeVllm) {
   EXPECT_EQ(r["error"]["param"], "tool_choice");
   EXPECT_NE(r["error"]["message"].get<std::string>().find("--enable-auto-tool-choice"),
             std::string::npos);
+  // That flag alone suffices where the template shows the format (issue 45 item 4).
+  EXPECT_EQ(r["error"]["message"].get<std::string>().find("--tool-call-parser"), std::string::npos)
+      << r["error"]["message"];
   // Without tools, or with tool_choice "none", nothing changes.
   post(h, "/v1/chat/completions", chat_body({{"tool_choice", "none"}}), 200);
 }

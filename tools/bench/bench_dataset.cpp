@@ -35,15 +35,29 @@ struct Tokenized {
   int max_model_len = 0;  // the server's prompt limit, 0 if it did not say
 };
 
+// What went wrong with a call, for the warning that prompt lengths are approximate.
+std::string describe_failure(const std::string& call, const httplib::Result& res) {
+  if (!res) return call + " got no answer: " + httplib::to_string(res.error());
+  std::string body = res->body.substr(0, 200);
+  while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+  return call + " answered HTTP " + std::to_string(res->status) + (body.empty() ? "" : ": " + body);
+}
+
 std::optional<Tokenized> server_tokenize(httplib::Client& client, const BenchOptions& o,
-                                         const std::string& text) {
+                                         const std::string& text, std::string& failure) {
   auto res =
       client.Post("/tokenize", auth_headers(o),
                   json{{"model", o.model}, {"prompt", text}, {"add_special_tokens", false}}.dump(),
                   "application/json");
-  if (!res || res->status != 200) return std::nullopt;
+  if (!res || res->status != 200) {
+    failure = describe_failure("POST /tokenize", res);
+    return std::nullopt;
+  }
   json body = json::parse(res->body, nullptr, false);
-  if (!body.is_object() || !body.contains("tokens")) return std::nullopt;
+  if (!body.is_object() || !body.contains("tokens")) {
+    failure = "POST /tokenize answered HTTP 200 without 'tokens'";
+    return std::nullopt;
+  }
   return Tokenized{body["tokens"].get<std::vector<int>>(), body.value("max_model_len", 0)};
 }
 
@@ -54,27 +68,37 @@ std::optional<Tokenized> server_tokenize(httplib::Client& client, const BenchOpt
 std::optional<std::vector<int>> tokenize_random_words(httplib::Client& client,
                                                       const BenchOptions& o, std::mt19937_64& rng,
                                                       const std::string& opening, int wanted,
-                                                      int& words_per_chunk) {
-  auto first = server_tokenize(client, o, opening);
+                                                      int& words_per_chunk, std::string& failure) {
+  auto first = server_tokenize(client, o, opening, failure);
   if (!first) return std::nullopt;
   std::vector<int> ids = std::move(first->ids);
   // A word is at most 3 syllables of 3 letters and a space: 10 tokens even byte by byte.
   if (first->max_model_len > 0) words_per_chunk = std::max(1, (first->max_model_len - 1) / 10);
   while (int(ids.size()) < wanted) {
-    auto chunk = server_tokenize(client, o, " " + random_words(rng, words_per_chunk));
-    if (!chunk || chunk->ids.empty()) return std::nullopt;
+    auto chunk = server_tokenize(client, o, " " + random_words(rng, words_per_chunk), failure);
+    if (!chunk) return std::nullopt;
+    if (chunk->ids.empty()) {
+      failure = "POST /tokenize answered no tokens for a chunk of words";
+      return std::nullopt;
+    }
     ids.insert(ids.end(), chunk->ids.begin(), chunk->ids.end());
   }
   return ids;
 }
 
 std::optional<std::string> server_detokenize(httplib::Client& client, const BenchOptions& o,
-                                             const std::vector<int>& ids) {
+                                             const std::vector<int>& ids, std::string& failure) {
   auto res = client.Post("/detokenize", auth_headers(o),
                          json{{"model", o.model}, {"tokens", ids}}.dump(), "application/json");
-  if (!res || res->status != 200) return std::nullopt;
+  if (!res || res->status != 200) {
+    failure = describe_failure("POST /detokenize", res);
+    return std::nullopt;
+  }
   json body = json::parse(res->body, nullptr, false);
-  if (!body.is_object() || !body.contains("prompt")) return std::nullopt;
+  if (!body.is_object() || !body.contains("prompt")) {
+    failure = "POST /detokenize answered HTTP 200 without 'prompt'";
+    return std::nullopt;
+  }
   return body["prompt"].get<std::string>();
 }
 
@@ -90,12 +114,13 @@ Dataset random_dataset(const BenchOptions& o) {
     // A distinct opening per prompt, so the prefix cache cannot serve one prompt from another.
     const std::string opening = "request " + std::to_string(i) + ":";
     if (d.exact_lengths) {
-      auto ids = tokenize_random_words(client, o, rng, opening, o.input_len, words_per_chunk);
+      auto ids = tokenize_random_words(client, o, rng, opening, o.input_len, words_per_chunk,
+                                       d.tokenize_failure);
       if (ids) ids->resize(std::size_t(o.input_len));
       if (ids && o.endpoint == "completions") {
         p.ids = *ids;
       } else if (ids) {
-        auto text = server_detokenize(client, o, *ids);
+        auto text = server_detokenize(client, o, *ids, d.tokenize_failure);
         if (text) p.text = *text;
         if (!text) ids.reset();
       }

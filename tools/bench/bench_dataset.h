@@ -18,6 +18,9 @@ struct BenchPrompt {
 struct Dataset {
   std::vector<BenchPrompt> prompts;
   bool exact_lengths = false;  // /tokenize was available
+  // Why not, when it was not: what the server answered ("POST /tokenize answered HTTP 404: ...")
+  // or why it did not ("POST /tokenize got no answer: Connection").
+  std::string tokenize_failure;
 };
 
 Dataset make_dataset(const BenchOptions& options);

@@ -11,7 +11,7 @@ const char* const kBenchUsage = R"(usage: nibble-bench [options]
 Benchmarks an OpenAI-compatible server from the client side over SSE, as `vllm bench serve`
 does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean, median, p99).
 
-  --base-url URL            server (default http://127.0.0.1:8000)
+  --base-url URL            server, with or without /v1 (default http://127.0.0.1:8000)
   --model NAME              model name (default: the first one /v1/models lists)
   --endpoint completions|chat
   --dataset random|sharegpt:FILE
@@ -24,6 +24,7 @@ does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean
   --json FILE               also write every run's results as JSON
   --api-key KEY             sent as 'Authorization: Bearer KEY' (default: $OPENAI_API_KEY)
   --no-progress             no progress bar
+  --version                 print the version
   --structured-schema FILE  repeat each run with FILE's JSON Schema as response_format and
                             report decode speed with and without it, the server's mask time
                             per token (mean, p50/p90/p99 of nibble_structured_output_mask_seconds)
@@ -50,11 +51,28 @@ int positive_int(const std::string& flag, const std::string& value) {
 
 }  // namespace
 
-bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
+std::string server_root(const std::string& base_url) {
+  std::string url = base_url;
+  while (url.ends_with("/")) url.pop_back();
+  if (url.ends_with("/v1")) url.resize(url.size() - 3);
+  const std::size_t scheme = url.find("://");
+  const std::size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (url.empty() || path != std::string::npos) {
+    throw std::invalid_argument("--base-url takes http://HOST:PORT or http://HOST:PORT/v1, got '" +
+                                base_url + "'");
+  }
+  return url;
+}
+
+bool parse_bench_options(int argc, char** argv, BenchOptions& o, bool* version) {
   if (const char* key = std::getenv("OPENAI_API_KEY")) o.api_key = key;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") return false;
+    if (flag == "--version") {
+      if (version != nullptr) *version = true;
+      return false;
+    }
     if (flag == "--no-progress") {
       o.progress = false;
       continue;
@@ -62,7 +80,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions& o) {
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--base-url")
-      o.base_url = value;
+      o.base_url = server_root(value);
     else if (flag == "--model")
       o.model = value;
     else if (flag == "--endpoint") {

@@ -13,8 +13,12 @@ int main(int argc, char** argv) {
   using namespace nibble::bench;
   BenchOptions options;
   try {
-    if (!parse_bench_options(argc, argv, options)) {
-      std::fputs(kBenchUsage, stdout);
+    bool version = false;
+    if (!parse_bench_options(argc, argv, options, &version)) {
+      if (version)
+        std::printf("nibble-bench %s\n", NIBBLE_VERSION);
+      else
+        std::fputs(kBenchUsage, stdout);
       return 0;
     }
     if (options.model.empty()) options.model = first_model(options);
@@ -24,8 +28,8 @@ int main(int argc, char** argv) {
                  options.num_prompts, options.input_len, options.output_len);
     const Dataset dataset = make_dataset(options);
     if (options.dataset == "random" && !dataset.exact_lengths) {
-      std::fprintf(stderr,
-                   "nibble-bench: the server has no /tokenize; prompt lengths are approximate\n");
+      std::fprintf(stderr, "nibble-bench: %s; prompt lengths are approximate\n",
+                   dataset.tokenize_failure.c_str());
     }
     nlohmann::json runs = nlohmann::json::array();
     int failures = 0;

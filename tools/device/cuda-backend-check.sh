@@ -62,7 +62,7 @@ if [ $BIG -eq 1 ]; then
   step "Llama-3.1-8B shape, NVFP4 random weights (shared global scales): generate"
   "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
     --shared-global-scales \
-    --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" >"$OUT/make_8b.log" 2>&1 ||
+    --tokenizer "$carry/tokenizers/llama3_1" --force --output "$work/llama8b" >"$OUT/make_8b.log" 2>&1 ||
     { status=1; tail -5 "$OUT/make_8b.log"; }
   ids=$(seq -s, 1 512)
   "$bin/nibble-engine" generate --model "$work/llama8b" --device cuda --prompt-ids "$ids" \
@@ -129,7 +129,7 @@ fi
 if [ $MOE -eq 1 ]; then
   step "Qwen3-30B-A3B shape, NVFP4 random weights: generate"
   "$bin/nibble-make-model" --arch qwen3_moe --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 --shared-global-scales \
-    --threads 16 --tokenizer "$carry/tokenizers/qwen3" --output "$work/qwen3moe" \
+    --threads 16 --tokenizer "$carry/tokenizers/qwen3" --force --output "$work/qwen3moe" \
     >"$OUT/make_moe.log" 2>&1 || { status=1; tail -5 "$OUT/make_moe.log"; }
   "$bin/nibble-engine" generate --model "$work/qwen3moe" --device cuda --cuda-step-timing true \
     --prompt-ids "$(seq -s, 1 512)" --max-tokens 128 --top-k 1 >"$OUT/generate_moe.log" 2>&1 ||
@@ -149,7 +149,7 @@ fi
 [ $DEMO -eq 1 ] || { echo "status $status"; exit $status; }
 step "nibble-controller, demo recipe (engine --device auto), through the router"
 "$bin/nibble-make-model" --arch qwen3 --preset small --seed 1 --dtype nvfp4 \
-  --tokenizer "$carry/tokenizers/qwen3" --output "$work/demo-model" >"$OUT/make_demo.log" 2>&1 || status=1
+  --tokenizer "$carry/tokenizers/qwen3" --force --output "$work/demo-model" >"$OUT/make_demo.log" 2>&1 || status=1
 sed "s|source: .cache/demo-model|source: $work/demo-model|" examples/recipes/demo.yaml >"$work/demo.yaml"
 "$bin/nibble-controller" --state-dir "$work/state" --port 8200 --api-port 8201 \
   --engine "$bin/nibble-engine" -f "$work/demo.yaml" >"$OUT/controller.log" 2>&1 &

@@ -18,7 +18,7 @@ case "$MODEL" in
   qwen3-30b-a3b) dir=$work/qwen3moe
     [ -f "$dir/config.json" ] || timeout 300 "$bin/nibble-make-model" --arch qwen3_moe \
       --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 --shared-global-scales --threads 16 \
-      --tokenizer "$carry/tokenizers/qwen3" --output "$dir" >"$OUT/make_model.log" 2>&1 ;;
+      --tokenizer "$carry/tokenizers/qwen3" --force --output "$dir" >"$OUT/make_model.log" 2>&1 ;;
   llama-3.1-8b) dir=$work/llama8b; ensure_llama8b ;;
   *) echo "unknown model $MODEL"; exit 2 ;;
 esac

@@ -29,7 +29,7 @@ trap pack_out EXIT
 ensure_llama8b() {
   [ -f "$work/llama8b/config.json" ] && return 0
   "$bin/nibble-make-model" --arch llama --preset llama-3.1-8b --dtype nvfp4 --seed 1 --threads 16 \
-    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --output "$work/llama8b" \
+    --shared-global-scales --tokenizer "$carry/tokenizers/llama3_1" --force --output "$work/llama8b" \
     >"$OUT/make_8b.log" 2>&1 || { status=1; tail -5 "$OUT/make_8b.log"; return 1; }
 }
 

@@ -83,7 +83,7 @@ if [ $MOE -eq 1 ]; then
   [ -f "$work/qwen3moe/config.json" ] ||
     "$bin/nibble-make-model" --arch qwen3_moe --preset qwen3-30b-a3b --dtype nvfp4 --seed 1 \
       --shared-global-scales --threads 16 --tokenizer "$carry/tokenizers/qwen3" \
-      --output "$work/qwen3moe" >"$OUT/make_moe.log" 2>&1 || { status=1; tail -5 "$OUT/make_moe.log"; }
+      --force --output "$work/qwen3moe" >"$OUT/make_moe.log" 2>&1 || { status=1; tail -5 "$OUT/make_moe.log"; }
   profile_decode qwen3moe "$work/qwen3moe"
 fi
 echo "status $status"

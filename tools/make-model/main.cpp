@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -47,16 +48,27 @@ Writes a Hugging Face-layout model with deterministic random weights (same seed,
                depends only on its input width, so q/k/v and gate/up share one as in ModelOpt
                exports (engines then run each group as one matrix); default: from each
                tensor's own maximum
-  --tokenizer DIR   copy tokenizer.json, tokenizer_config.json (and friends) from DIR
+  --tokenizer DIR   copy tokenizer.json, tokenizer_config.json (and friends) from DIR;
+               required, since the engine cannot serve a model without a tokenizer
+  --no-tokenizer    write the weights and config only (for tests that load them directly)
   --max-shard-mb N  split safetensors into shards of at most N MB (default 5000)
   --threads N  worker threads (default: all cores)
-  --output DIR directory to write (created)
+  --output DIR directory to write (created); an existing one must be empty unless --force
+  --force      write into an existing directory, first deleting the model files in it
+               (config.json, generation_config.json, hf_quant_config.json, *.safetensors,
+               model.safetensors.index.json, tokenizer files); other files are kept
+  --version    print the version
 )";
+
+// Tokenizer files: copied from --tokenizer, and model files --force deletes.
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
+                                           "special_tokens_map.json", "vocab.json", "merges.txt"};
 
 struct Options {
   std::string arch, preset, dtype = "bf16", format = "modelopt", tokenizer, output;
   std::uint64_t seed = 0;
   bool shared_global_scales = false;
+  bool no_tokenizer = false, force = false, version = false;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t max_shard_bytes = std::size_t(5000) << 20;
 };
@@ -178,6 +190,12 @@ bool parse_args(int argc, char** argv, Options& o) {
           o.shared_global_scales = true;
         else if (f.is("--tokenizer"))
           o.tokenizer = f.value();
+        else if (f.is("--no-tokenizer"))
+          o.no_tokenizer = true;
+        else if (f.is("--force"))
+          o.force = true;
+        else if (f.is("--version"))
+          o.version = true;
         else if (f.is("--output"))
           o.output = f.value();
         else if (f.is("--seed"))
@@ -187,6 +205,7 @@ bool parse_args(int argc, char** argv, Options& o) {
         return true;
       });
   if (!ok) return false;
+  if (o.version) return true;
   if (o.arch.empty() || o.preset.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-make-model: --arch, --preset and --output are required\n\n%s",
                  kUsage);
@@ -201,14 +220,59 @@ bool parse_args(int argc, char** argv, Options& o) {
     std::fprintf(stderr, "nibble-make-model: --format must be modelopt or compressed-tensors\n");
     return false;
   }
+  if (o.tokenizer.empty() == !o.no_tokenizer) {
+    std::fprintf(stderr, "nibble-make-model: %s\n",
+                 o.no_tokenizer ? "--tokenizer and --no-tokenizer exclude each other"
+                                : "--tokenizer DIR is required: the engine cannot serve a model "
+                                  "without a tokenizer (--no-tokenizer for weights only)");
+    return false;
+  }
   return true;
 }
 
+bool is_model_file(const std::string& name) {
+  for (const char* n : {"config.json", "generation_config.json", "hf_quant_config.json",
+                        "model.safetensors.index.json"})
+    if (name == n) return true;
+  for (const char* n : kTokenizerFiles)
+    if (name == n) return true;
+  return name.ends_with(".safetensors");
+}
+
+// An existing --output would keep stale files (a shard or a tokenizer of an earlier model) next
+// to the new ones: refused unless --force, which deletes the model files directly inside `out`
+// (no subdirectory, nothing a symlink points to) and keeps the rest.
+void prepare_output(const std::filesystem::path& out, bool force) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(fs::symlink_status(out))) {
+    fs::create_directories(out);
+    return;
+  }
+  if (!fs::is_directory(out))
+    throw model::ModelError(out.string() + " exists and is not a directory");
+  std::vector<fs::path> model_files;
+  std::size_t entries = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(out)) {
+    ++entries;
+    const fs::file_status st = e.symlink_status();
+    if ((fs::is_regular_file(st) || fs::is_symlink(st)) &&
+        is_model_file(e.path().filename().string()))
+      model_files.push_back(e.path());
+  }
+  if (entries == 0) return;
+  if (!force) {
+    throw model::ModelError(out.string() + " already exists and holds " + std::to_string(entries) +
+                            " entries; choose a new --output, or pass --force to replace the "
+                            "model files in it");
+  }
+  for (const fs::path& f : model_files) fs::remove(f);
+  spdlog::info("--force: deleted {} model files from {}, kept {} other entries", model_files.size(),
+               out.string(), entries - model_files.size());
+}
+
+// `from` holds tokenizer.json (checked before anything is written).
 void copy_tokenizer(const std::filesystem::path& from, const std::filesystem::path& to) {
-  if (!std::filesystem::exists(from / "tokenizer.json"))
-    throw model::ModelError(from.string() + ": no tokenizer.json in the --tokenizer directory");
-  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                           "vocab.json", "merges.txt"})
+  for (const char* name : kTokenizerFiles)
     if (std::filesystem::exists(from / name))
       std::filesystem::copy_file(from / name, to / name,
                                  std::filesystem::copy_options::overwrite_existing);
@@ -220,6 +284,10 @@ int main(int argc, char** argv) {
   Options o;
   try {
     if (!parse_args(argc, argv, o)) return 2;
+    if (o.version) {
+      std::printf("nibble-make-model %s\n", NIBBLE_VERSION);
+      return 0;
+    }
     const auto start = std::chrono::steady_clock::now();
     auto config = tools::make_preset_config(o.arch, o.preset);
     const bool nvfp4 = o.dtype == "nvfp4";
@@ -234,7 +302,9 @@ int main(int argc, char** argv) {
     const auto parsed = model::parse_model_config(config, "generated config.json");
 
     const std::filesystem::path out = o.output;
-    std::filesystem::create_directories(out);
+    if (!o.tokenizer.empty() && !std::filesystem::exists(o.tokenizer + "/tokenizer.json"))
+      throw model::ModelError(o.tokenizer + ": no tokenizer.json in the --tokenizer directory");
+    prepare_output(out, o.force);
     std::vector<WeightJob> jobs;
     for (const auto& w : list_weights(parsed, nvfp4))
       jobs.push_back(make_job(w, o.seed, format, o.shared_global_scales));

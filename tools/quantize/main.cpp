@@ -42,6 +42,7 @@ and MoE routers stay BF16. Prints each tensor's quantization error (relative RMS
   --dtype DTYPE     with --dequantize: bf16 (default) or f32 (exact: no rounding after decode)
   --max-shard-mb N  split safetensors into shards of at most N MB (default 5000)
   --threads N       worker threads (default: all cores)
+  --version         print the version
 )";
 
 // Modules that stay in high precision unless asked otherwise.
@@ -52,6 +53,7 @@ struct Options {
   std::string input, output, format = "modelopt", dtype = "bf16";
   std::vector<std::string> exclude;
   bool dequantize = false;
+  bool version = false;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t max_shard_bytes = std::size_t(5000) << 20;
 };
@@ -208,6 +210,8 @@ bool parse_args(int argc, char** argv, Options& o) {
   const bool ok = cli::parse_flags("nibble-quantize", kUsage, argc, argv, [&](cli::FlagReader& f) {
     if (f.is("--dequantize"))
       o.dequantize = true;
+    else if (f.is("--version"))
+      o.version = true;
     else if (f.is("--input"))
       o.input = f.value();
     else if (f.is("--output"))
@@ -223,6 +227,7 @@ bool parse_args(int argc, char** argv, Options& o) {
     return true;
   });
   if (!ok) return false;
+  if (o.version) return true;
   if (o.input.empty() || o.output.empty()) {
     std::fprintf(stderr, "nibble-quantize: --input and --output are required\n\n%s", kUsage);
     return false;
@@ -248,6 +253,10 @@ int main(int argc, char** argv) {
   Options o;
   try {
     if (!parse_args(argc, argv, o)) return 2;
+    if (o.version) {
+      std::printf("nibble-quantize %s\n", NIBBLE_VERSION);
+      return 0;
+    }
     return o.dequantize ? dequantize(o) : quantize(o);
   } catch (const std::exception& e) {
     spdlog::error("nibble-quantize: {}", e.what());

@@ -20,7 +20,7 @@ def main():
     for m in recipes["models"]:
         target = out / m["name"]
         cmd = [str(make), "--arch", m["arch"], "--preset", "tiny", "--seed", str(m["seed"]),
-               "--dtype", m["dtype"], "--output", str(target)]
+               "--dtype", m["dtype"], "--no-tokenizer", "--force", "--output", str(target)]
         if "format" in m:
             cmd += ["--format", m["format"]]
         subprocess.run(cmd, check=True)

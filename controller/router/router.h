@@ -39,7 +39,7 @@ class Router {
   // Binds (false + spdlog error when it cannot) and serves on a background thread.
   bool start();
   int port() const { return port_; }  // the bound port
-  std::uint64_t refused_connections() const { return http_.refused_connections(); }
+  std::uint64_t yielded_connections() const { return http_.yielded_connections(); }
   // Ends held requests and upstream calls in progress, then stops serving. Idempotent.
   void stop();
 

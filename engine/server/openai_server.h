@@ -61,7 +61,7 @@ class OpenAiServer {
     return streams_.wait_idle(deadline);
   }
   int streams_in_flight() const { return streams_.count(); }
-  std::uint64_t refused_connections() const { return http_.refused_connections(); }
+  std::uint64_t yielded_connections() const { return http_.yielded_connections(); }
   // /health answers 200 only when ready (model loaded) and the engine accepts work.
   void set_ready(bool ready) { ready_ = ready; }
   // Builds the structured-output vocabulary (a byte trie of every token: ~0.1-0.2 s for a 150k

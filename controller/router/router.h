@@ -51,6 +51,9 @@ class Router {
   // Called (from the HTTP thread) when a request starts being held for a recipe with no ready
   // replica, so the controller runs a pass at once instead of waiting for its next tick.
   void set_demand_callback(std::function<void(const std::string& recipe)> callback);
+  // Called (from the HTTP thread) when a replica died while serving a request, so that the
+  // controller records it among the recipe's events.
+  void set_failure_callback(std::function<void(const ReplicaFailure&)> callback);
 
   // Requests this router has in flight on one replica (tests, debugging).
   int replica_inflight(const std::string& recipe, const std::string& replica_id) const;

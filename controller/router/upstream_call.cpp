@@ -11,6 +11,7 @@ namespace {
 // Headers that describe one hop's connection or framing, not the request: httplib sets its own.
 // Accept-Encoding is dropped so that the replica answers uncompressed and the router can pass
 // the bytes through as they come (the router's own server compresses for the client if asked).
+// (Origin is not a hop header, but the replica must not see it either: see the header comment.)
 bool is_hop_header(const std::string& name) {
   static const char* const kHop[] = {"Host",
                                      "Content-Length",
@@ -23,6 +24,7 @@ bool is_hop_header(const std::string& name) {
                                      "Proxy-Connection",
                                      "Proxy-Authorization",
                                      "Accept-Encoding",
+                                     "Origin",
                                      "REMOTE_ADDR",
                                      "REMOTE_PORT",
                                      "LOCAL_ADDR",
@@ -113,29 +115,50 @@ void UpstreamCall::run(const ReplicaEndpoint& replica, httplib::Request request,
     message = draining ? "replica answered 503 (draining or full)"
                        : std::string(httplib::to_string(error));
   }
+  // A read that failed after the whole request was written: the replica had it and went away
+  // (connection refused is Error::Connection, a replica closing early while we wrote is Write).
+  const bool died = !ok && !draining && !timed_out && error == httplib::Error::Read;
   {
     std::lock_guard lock(mutex_);
     client_ = nullptr;
   }
-  finish(ok, std::move(message), timed_out, draining);
+  finish(ok, std::move(message), timed_out, draining, died);
 }
 
-void UpstreamCall::finish(bool ok, std::string error, bool timed_out, bool refused) {
+void UpstreamCall::finish(bool ok, std::string error, bool timed_out, bool refused, bool died) {
   std::lock_guard lock(mutex_);
   finished_ = true;
   refused_ = refused;
+  died_ = died;
   succeeded_ = ok;
   timed_out_ = timed_out;
   error_ = std::move(error);
   changed_.notify_all();
 }
 
+UpstreamCall::Head UpstreamCall::head_state() const {
+  if (cancelled_) return Head::kCancelled;
+  if (head_ready_) return Head::kReceived;
+  if (!finished_) return Head::kWaiting;
+  if (timed_out_) return Head::kTimedOut;
+  return died_ ? Head::kDied : Head::kRetryable;
+}
+
 UpstreamCall::Head UpstreamCall::wait_head() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return head_ready_ || finished_ || cancelled_; });
-  if (cancelled_) return Head::kCancelled;
-  if (head_ready_) return Head::kReceived;
-  return timed_out_ ? Head::kTimedOut : Head::kRetryable;
+  return head_state();
+}
+
+UpstreamCall::Head UpstreamCall::wait_head(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return head_ready_ || finished_ || cancelled_; });
+  return head_state();
+}
+
+bool UpstreamCall::cancelled() const {
+  std::lock_guard lock(mutex_);
+  return cancelled_;
 }
 
 std::string UpstreamCall::error() const {

@@ -40,6 +40,7 @@ bool ConnectionBudget::must_yield(Id id) {
   std::lock_guard lock(mutex_);
   auto self = entries_.find(id);
   if (self == entries_.end()) return false;
+  if (stopping_ && self->second.wait == Wait::kIdle) return true;
   const auto now = Clock::now();
   if (!evictable(self->second, now)) return false;
   const Entry& me = self->second;

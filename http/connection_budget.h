@@ -15,6 +15,7 @@
 // A connection whose handler runs (a long completion) never waits on its client and is never
 // chosen. Connections ask must_yield() between slices of their wait (ConnectionStream), so
 // the one chosen ends itself on its own thread; nothing closes another thread's socket.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -45,6 +46,10 @@ class ConnectionBudget {
   // True when this connection must close now to free its worker (see above); counted once.
   bool must_yield(Id id);
 
+  // The server stops: idle connections yield at once, and no connection takes another request.
+  void stop() { stopping_ = true; }
+  bool stopping() const { return stopping_; }
+
   std::uint64_t yielded() const;
   int waiting(const std::string& peer) const;  // connections of `peer` waiting on a request
 
@@ -65,6 +70,7 @@ class ConnectionBudget {
   Id next_id_ = 1;
   int queued_ = 0;
   std::uint64_t yielded_ = 0;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace nibble::http

@@ -72,7 +72,7 @@ bool GatedServer::process_and_close_socket(socket_t sock) {
     ConnectionStream stream(sock, policy_.timeouts, budget_, id);
     ServedConnection connection(sock, stream);
     const int max_requests = std::max(1, policy_.keep_alive_max_requests);
-    for (int served = 0; served < max_requests && is_running(); ++served) {
+    for (int served = 0; served < max_requests && !budget_.stopping(); ++served) {
       if (served > 0 && !stream.wait_for_request()) break;
       bool started = false;
       const HeadScan head = stream.read_head(policy_.head_limits, started);

@@ -36,6 +36,13 @@ class GatedServer : public httplib::Server {
   // Connections told to give their worker up so far (ConnectionBudget::must_yield).
   std::uint64_t yielded_connections() const { return budget_.yielded(); }
   const ConnectionBudget& budget() const { return budget_; }
+  // Stops listening; connections idle between requests close at once, busy ones after their
+  // current answer. (httplib's stop() alone lets kept-alive connections take new requests
+  // while its workers drain.)
+  void stop_serving() {
+    budget_.stop();
+    stop();
+  }
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -190,7 +190,7 @@ void Server::start() {
 }
 
 void Server::stop() {
-  http_->stop();
+  http_->stop_serving();
   if (thread_.joinable()) thread_.join();
 }
 

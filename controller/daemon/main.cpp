@@ -164,6 +164,7 @@ int run(const controller::ControllerOptions& o) {
   router_config.hold_timeout = o.hold_timeout;
   router_config.failover_timeout = o.router_failover_timeout;
   router_config.metrics_require_key = o.metrics_require_key;
+  router_config.allowed_origins = o.allowed_origins;
   controller::ApiConfig api_config{o.api_host, o.api_port};
   try {
     for (const std::string& key : o.api_keys) router_config.api_keys.add(key);
@@ -207,6 +208,13 @@ int run(const controller::ControllerOptions& o) {
                                       router.last_request(recipe)};
       });
   router.set_demand_callback([&loop](const std::string&) { loop.wake(); });
+  // A replica that died serving a request: an Event on the recipe (Kubernetes); locally the
+  // router's warning in the log and nibble_controller_router_replica_failures_total.
+  if (kube) {
+    router.set_failure_callback([&kube](const router::ReplicaFailure& f) {
+      kube->record_warning(f.recipe, "ReplicaDiedServingRequest", f.message);
+    });
+  }
   controller::ApiServer api(std::move(api_config), loop, store, registry);
   if (!api.start()) return 1;
   spdlog::info("nibble-controller: OpenAI endpoint {}, state in {}, engine {}", endpoint,

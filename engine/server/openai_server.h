@@ -39,6 +39,7 @@ struct ServerConfig {
   int http_threads = 256;                      // each open stream holds one
   std::chrono::seconds read_timeout{5};        // a client silent this long mid-request is dropped
   int max_pending_connections_per_client = 0;  // 0: a quarter of http_threads
+  std::vector<std::string> allowed_origins;    // CORS allow-list (http/cors.h); empty: none
   RequestLimits limits;
   ChatOutputConfig chat_output;              // tool-call and reasoning parsing
   structured::StructuredOptions structured;  // grammar limits and caches (structured outputs)

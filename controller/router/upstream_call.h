@@ -31,9 +31,10 @@ class UpstreamCall {
  public:
   enum class Head {
     kReceived,   // status and headers are here; the body follows through next_chunk
-    kRetryable,  // the replica never got the request: connection refused, or a 503
-    kDied,       // the replica took the whole request, then closed or reset the connection
-                 // without a status: it died serving it (maybe of it), so it is not retried
+    kRetryable,  // the replica never served the request: connection refused or reset with
+                 // the request unread, or a 503
+    kDied,       // the replica read the whole request, then closed the connection without a
+                 // status: it died serving it (maybe of it), so it is not retried
     kTimedOut,   // no status within the read timeout: the replica may still be working
     kCancelled,  // cancel() was called
     kWaiting,    // wait_head(timeout) only: nothing yet

@@ -1,6 +1,7 @@
 #include "http/api_keys.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -19,12 +20,25 @@ ApiKeys::ApiKeys(std::vector<std::string> keys) {
 
 void ApiKeys::add(const std::string& key) {
   if (key.empty()) throw std::runtime_error("an API key must not be empty");
+  if (key.size() < kMinRecommendedKeyLength) {
+    spdlog::warn(
+        "an API key of {} characters is short enough to guess; use at least {} random "
+        "characters (nibble-controller writes 64)",
+        key.size(), kMinRecommendedKeyLength);
+  }
   keys_.push_back(key);
 }
 
 void ApiKeys::add_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read the API key file " + path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
+    spdlog::warn(
+        "the API key file {} is readable by every user of this machine (mode {:o}); "
+        "chmod 600 it",
+        path, st.st_mode & 0777);
+  }
   std::size_t found = 0;
   for (std::string line; std::getline(in, line);) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))

@@ -8,13 +8,17 @@
 
 namespace nibble::http {
 
+// Keys shorter than this are accepted with a warning (spdlog), as is a key file that every user
+// of the machine can read.
+inline constexpr std::size_t kMinRecommendedKeyLength = 16;
+
 class ApiKeys {
  public:
   ApiKeys() = default;
   explicit ApiKeys(std::vector<std::string> keys);
 
   // Adds the keys of one file. Throws std::runtime_error naming the file when it cannot be
-  // read or holds no key.
+  // read or holds no key; warns when the file is world-readable.
   void add_file(const std::string& path);
   void add(const std::string& key);
 

@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "http/connection_stream.h"
+
 namespace nibble::http {
 namespace {
 
@@ -12,58 +14,37 @@ thread_local ServedConnection* current_connection = nullptr;
 
 }  // namespace
 
-bool PendingConnections::admit(const std::string& address) {
-  std::lock_guard lock(mutex_);
-  int& n = pending_[address];
-  if (max_per_client_ > 0 && n >= max_per_client_) return false;
-  ++n;
-  return true;
-}
-
-void PendingConnections::release(const std::string& address) {
-  std::lock_guard lock(mutex_);
-  auto it = pending_.find(address);
-  if (it == pending_.end()) return;
-  if (--it->second <= 0) pending_.erase(it);
-}
-
-int PendingConnections::pending(const std::string& address) const {
-  std::lock_guard lock(mutex_);
-  auto it = pending_.find(address);
-  return it == pending_.end() ? 0 : it->second;
-}
-
-ServedConnection::ServedConnection(int socket, std::string address, PendingConnections& pending)
-    : socket_(socket), address_(std::move(address)), pending_(pending) {
+ServedConnection::ServedConnection(int socket, const ConnectionStream& stream)
+    : socket_(socket), stream_(stream) {
   current_connection = this;
 }
 
 ServedConnection::~ServedConnection() {
-  head_received();  // releases the pending count
   current_connection = nullptr;
-}
-
-void ServedConnection::head_received() {
-  head_of_current_request_ = true;
-  if (!is_pending_) return;
-  is_pending_ = false;
-  pending_.release(address_);
 }
 
 void mark_request_head_received() {
   if (current_connection != nullptr) current_connection->head_received();
 }
 
-void mark_response_written() {
-  if (current_connection != nullptr) current_connection->response_written();
+void mark_response_written(bool closes) {
+  if (current_connection == nullptr) return;
+  current_connection->response_written();
+  if (closes) current_connection->close_after_response();
 }
 
 bool request_head_received() {
   return current_connection != nullptr && current_connection->head_of_current_request();
 }
 
+bool request_read_timed_out() {
+  return current_connection != nullptr &&
+         current_connection->stream().ended() == ConnectionStream::Ended::kTimedOut;
+}
+
 void end_connection_now() {
-  if (current_connection != nullptr) ::shutdown(current_connection->socket(), SHUT_RD);
+  if (current_connection == nullptr) return;
+  current_connection->close_after_response();
 }
 
 bool client_disconnected() {

@@ -1,63 +1,52 @@
 #pragma once
-// What the HTTP layer knows about the connection a handler is serving, and the per-client cap
-// on connections that have not yet sent a complete request head (the slowloris guard).
+// What the HTTP layer knows about the connection a handler is serving.
 //
-// httplib serves one connection per worker thread from start to end, so the connection being
-// served is a thread-local set by the server around it; handlers reach it through the free
-// functions below without any plumbing.
-#include <map>
-#include <mutex>
+// Each connection is served by one worker thread from start to end (GatedServer's loop), so the
+// connection being served is a thread-local set by the server around it; handlers reach it
+// through the free functions below without any plumbing.
 #include <string>
 
 namespace nibble::http {
 
-// Counts, per client address, connections waiting for their first request head.
-class PendingConnections {
- public:
-  explicit PendingConnections(int max_per_client) : max_per_client_(max_per_client) {}
-  // Counts one more for `address`; false (nothing counted) when it already has the maximum.
-  bool admit(const std::string& address);
-  void release(const std::string& address);
-  int pending(const std::string& address) const;
-
- private:
-  const int max_per_client_;
-  mutable std::mutex mutex_;
-  std::map<std::string, int> pending_;
-};
+class ConnectionStream;
 
 // One connection while a worker thread serves it; sets and clears the thread's current
-// connection, and releases its pending count if no request head ever arrived.
+// connection.
 class ServedConnection {
  public:
-  ServedConnection(int socket, std::string address, PendingConnections& pending);
+  ServedConnection(int socket, const ConnectionStream& stream);
   ~ServedConnection();
   ServedConnection(const ServedConnection&) = delete;
   ServedConnection& operator=(const ServedConnection&) = delete;
 
-  void head_received();  // a request head is in (the first one: no longer pending)
+  void begin_request() { head_of_current_request_ = false; }
+  void head_received() { head_of_current_request_ = true; }
   void response_written() { head_of_current_request_ = false; }
   bool head_of_current_request() const { return head_of_current_request_; }
+  // The answer being written ends the connection (it says "Connection: close").
+  void close_after_response() { close_requested_ = true; }
+  bool close_requested() const { return close_requested_; }
   int socket() const { return socket_; }
+  const ConnectionStream& stream() const { return stream_; }
 
  private:
   int socket_;
-  std::string address_;
-  PendingConnections& pending_;
-  bool is_pending_ = true;
+  const ConnectionStream& stream_;
   bool head_of_current_request_ = false;
+  bool close_requested_ = false;
 };
 
-// Called by the server when a request head has been read on this thread's connection, and
-// when its response is about to be written.
+// Called by the server when httplib has parsed a request head on this thread's connection, and
+// when its response is about to be written (`closes`: it carries "Connection: close").
 void mark_request_head_received();
-void mark_response_written();
-// False while httplib answers a request whose head never arrived whole (timed out, malformed).
+void mark_response_written(bool closes);
+// False while httplib answers a request whose head it could not parse.
 bool request_head_received();
+// True when reading the current request's body ran past a deadline (the body timeout, or the
+// read timeout of silence) rather than failing otherwise.
+bool request_read_timed_out();
 
-// Ends the connection this thread serves without an answer: its read side is shut, so httplib
-// neither writes the response being prepared nor waits keep-alive time for a next request
-// (httplib 0.11 ignores a response's "Connection: close" for that).
+// Ends the connection this thread serves once the answer being prepared is written.
 void end_connection_now();
 
 // True when the client of the connection this thread serves has closed it or reset it (a

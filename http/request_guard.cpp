@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "http/cors.h"
+
 namespace nibble::http {
 namespace {
 
@@ -39,6 +41,27 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+bool is_port(const std::string& s) {
+  return !s.empty() && s.size() <= 5 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// "127.a.b.c" with four decimal octets of at most three digits, each 0-255.
+bool is_loopback_ipv4(const std::string& s) {
+  int octets = 0;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t dot = std::min(s.find('.', pos), s.size());
+    const std::string part = s.substr(pos, dot - pos);
+    if (part.empty() || part.size() > 3 ||
+        part.find_first_not_of("0123456789") != std::string::npos || std::stoi(part) > 255)
+      return false;
+    if (octets == 0 && part != "127") return false;
+    ++octets;
+    pos = dot + 1;
+  }
+  return octets == 4;
+}
+
 }  // namespace
 
 std::string host_without_port(const std::string& host_header) {
@@ -54,8 +77,22 @@ std::string host_without_port(const std::string& host_header) {
 }
 
 bool is_loopback_host(const std::string& host) {
-  const std::string h = host_without_port(host);
-  return h == "localhost" || h.ends_with(".localhost") || h == "::1" || h.starts_with("127.");
+  std::string h = lower(host);
+  // Split off ":port" (digits only) after a bracketed IPv6 address or a name/IPv4 address.
+  if (h.starts_with("[")) {
+    const auto close = h.find(']');
+    if (close == std::string::npos) return false;
+    const std::string rest = h.substr(close + 1);
+    if (!rest.empty() && (rest[0] != ':' || !is_port(rest.substr(1)))) return false;
+    return h.substr(1, close - 1) == "::1";
+  }
+  if (h == "::1") return true;  // a bare address (a listen host, not a Host header)
+  const auto colon = h.find(':');
+  if (colon != std::string::npos) {
+    if (!is_port(h.substr(colon + 1))) return false;
+    h.resize(colon);
+  }
+  return h == "localhost" || is_loopback_ipv4(h);
 }
 
 std::optional<ApiError> check_request(const RequestGuardConfig& config, const GuardedRequest& r) {
@@ -67,7 +104,8 @@ std::optional<ApiError> check_request(const RequestGuardConfig& config, const Gu
                         "(a foreign Host is how DNS rebinding reaches local services)");
   }
   if (!is_write(r.method)) return std::nullopt;
-  if (!r.origin.empty() && lower(r.origin) != "http://" + lower(r.host)) {
+  if (!r.origin.empty() && lower(r.origin) != "http://" + lower(r.host) &&
+      !is_origin_allowed(config.allowed_origins, r.origin)) {
     return ApiError(403, "forbidden",
                     "cross-origin write refused: Origin '" + r.origin +
                         "' is not this server (http://" + r.host + ")");

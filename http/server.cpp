@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "http/client_connection.h"
+#include "http/cors.h"
 #include "http/listen_backlog.h"
 
 namespace nibble::http {
@@ -27,9 +28,26 @@ int effective_pending_cap(const ServerConfig& config) {
   return std::max(1, config.threads / 4);
 }
 
-Server::Server(ServerConfig config)
-    : config_(std::move(config)),
-      http_(std::make_unique<GatedServer>(config_.name, effective_pending_cap(config_))) {
+namespace {
+
+ConnectionPolicy connection_policy(const ServerConfig& config) {
+  ConnectionPolicy p;
+  p.name = config.name;
+  p.workers = std::max(1, config.threads);
+  p.max_waiting_per_peer = effective_pending_cap(config);
+  p.keep_alive_max_requests = std::max(1, config.keep_alive_max_requests);
+  p.timeouts = {config.read_timeout, config.write_timeout, config.head_timeout, config.body_timeout,
+                config.keep_alive_timeout};
+  p.head_limits = config.head_limits;
+  return p;
+}
+
+}  // namespace
+
+Server::Server(ServerConfig config) : config_(std::move(config)) {
+  ConnectionPolicy policy = connection_policy(config_);
+  policy.write_error = [this](httplib::Response& res, const ApiError& e) { write_error(res, e); };
+  http_ = std::make_unique<GatedServer>(std::move(policy));
   install_handlers();
 }
 
@@ -46,8 +64,6 @@ void Server::write_error(httplib::Response& res, const ApiError& error) const {
 }
 
 void Server::install_handlers() {
-  const std::size_t threads = std::size_t(std::max(1, config_.threads));
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(config_.max_body_bytes);
   http_->set_read_timeout(config_.read_timeout);
   http_->set_write_timeout(config_.write_timeout);
@@ -64,8 +80,16 @@ void Server::install_handlers() {
     mark_request_head_received();
     GuardedRequest guarded{req.method, req.get_header_value("Host"), req.get_header_value("Origin"),
                            req.get_header_value("Content-Type"), has_body(req)};
-    std::optional<ApiError> refusal =
-        check_request({config_.host, config_.write_content_types}, guarded);
+    const RequestGuardConfig guard{config_.host, config_.write_content_types,
+                                   config_.allowed_origins};
+    std::optional<ApiError> refusal = check_request(guard, guarded);
+    if (!refusal && is_origin_allowed(config_.allowed_origins, guarded.origin)) {
+      add_cors_headers(res, guarded.origin);
+      if (req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method")) {
+        answer_preflight(res, req.get_header_value("Access-Control-Request-Headers"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (!refusal && !config_.api_keys.empty() &&
         std::find(config_.open_paths.begin(), config_.open_paths.end(), req.path) ==
             config_.open_paths.end() &&
@@ -84,16 +108,27 @@ void Server::install_handlers() {
   });
 
   // httplib calls this after the error handler, before writing any response.
-  http_->set_post_routing_handler(
-      [](const httplib::Request&, httplib::Response&) { mark_response_written(); });
+  http_->set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    mark_response_written(res.get_header_value("Connection") == "close");
+  });
 
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     // A handler's own answer (a body, or a relayed one with only a Content-Type) stays.
     if (!res.body.empty() || res.has_header("Content-Type")) return;
-    // A head that timed out or did not parse leaves nothing to answer to: end the connection
-    // now (without an answer) rather than let httplib wait keep_alive_timeout for another.
-    if (!request_head_received()) end_connection_now();
-    if (res.status == 413) {
+    // httplib could not parse the head, or the body was not (all) read: the connection cannot
+    // carry another request.
+    if (!request_head_received() || res.status == 400 || res.status == 413) {
+      res.set_header("Connection", "close");
+      end_connection_now();
+    }
+    if (res.status == 400 && request_read_timed_out()) {
+      res.status = 408;
+      write_error(res,
+                  ApiError(408, "invalid_request_error",
+                           "the request body was not received within the time limit (" +
+                               std::to_string(config_.body_timeout.count()) + " s, or " +
+                               std::to_string(config_.read_timeout.count()) + " s of silence)"));
+    } else if (res.status == 413) {
       write_error(res, ApiError(413, "invalid_request_error",
                                 "the request body is larger than the limit of " +
                                     std::to_string(config_.max_body_bytes) + " bytes"));
@@ -155,7 +190,7 @@ void Server::start() {
 }
 
 void Server::stop() {
-  http_->stop();
+  http_->stop_serving();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "http/cors.h"
+
 namespace nibble::controller {
 namespace {
 
@@ -77,6 +79,8 @@ OpenAI-compatible endpoint for all of them.
                              but /health and /metrics (repeatable; or $NIBBLE_API_KEY)
   --api-key-file FILE        router API keys from a file, one per line (repeatable)
   --metrics-require-key      the router's /metrics needs a key too
+  --allowed-origins LIST     browser origins (comma-separated scheme://host[:port], or *)
+                             whose pages may call the router cross-origin (default: none)
   --api-host HOST            controller API address for `nibble` (default 127.0.0.1)
   --api-port PORT            controller API port (default 8001)
   --api-token-file FILE      bearer token of the controller API (created if missing); on by
@@ -160,6 +164,9 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.api_keys.push_back(key);
     } else if (flag == "--api-key-file") {
       o.api_key_files.push_back(next());
+    } else if (flag == "--allowed-origins") {
+      for (std::string& origin : http::parse_origin_list(next()))
+        o.allowed_origins.push_back(std::move(origin));
     } else if (flag == "--metrics-require-key") {
       o.metrics_require_key = true;
     } else if (flag == "--api-token-file") {

@@ -32,6 +32,7 @@ struct ControllerOptions {
   std::chrono::seconds drain_timeout{30};
   std::chrono::seconds hold_timeout{120};
   std::chrono::seconds router_failover_timeout{30};  // RouterConfig::failover_timeout
+  std::vector<std::string> allowed_origins;          // the router's CORS allow-list
   bool keep_engines_on_exit = false;
   // Logs of engines that are gone: kept this long and within this total (0: no limit).
   int log_retention_hours = 24 * 7;

@@ -34,6 +34,12 @@ class KubeMode {
     controller_->start(std::move(lead), std::move(wake));
   }
   void stop() { controller_->stop(); }
+  // A Warning Event on the recipe's ModelRecipe (best effort; none when it is unknown).
+  void record_warning(const std::string& recipe, const std::string& reason,
+                      const std::string& message) {
+    if (auto owner = controller_->owner(recipe))
+      controller_->record_event(*owner, "Warning", reason, message);
+  }
   const std::string& namespace_name() const { return render_.namespace_name; }
 
  private:

@@ -146,6 +146,7 @@ int run(const controller::ControllerOptions& o) {
   router_config.hold_timeout = o.hold_timeout;
   router_config.failover_timeout = o.router_failover_timeout;
   router_config.metrics_require_key = o.metrics_require_key;
+  router_config.allowed_origins = o.allowed_origins;
   controller::ApiConfig api_config{o.api_host, o.api_port};
   api_config.max_recipes = std::size_t(o.max_recipes);
   if (!kube) api_config.logs_dir = fs::path(o.state_dir) / "logs";  // local_backend.cpp's
@@ -191,6 +192,13 @@ int run(const controller::ControllerOptions& o) {
                                       router.last_request(recipe)};
       });
   router.set_demand_callback([&loop](const std::string&) { loop.wake(); });
+  // A replica that died serving a request: an Event on the recipe (Kubernetes); locally the
+  // router's warning in the log and nibble_controller_router_replica_failures_total.
+  if (kube) {
+    router.set_failure_callback([&kube](const router::ReplicaFailure& f) {
+      kube->record_warning(f.recipe, "ReplicaDiedServingRequest", f.message);
+    });
+  }
   controller::ApiServer api(std::move(api_config), loop, store, registry);
   if (!api.start()) return 1;
   spdlog::info("nibble-controller: OpenAI endpoint {}, state in {}, engine {}", endpoint,

@@ -12,6 +12,7 @@
 #include "controller/router/response_relay.h"
 #include "controller/router/router_error.h"
 #include "controller/router/upstream_call.h"
+#include "http/client_connection.h"
 
 namespace nibble::router {
 
@@ -27,6 +28,9 @@ constexpr int kRefusedRetryAfterS = 1;
 constexpr auto kHoldSlice = 250ms;
 // While every replica fails to connect, the replicas are tried again this often.
 constexpr auto kFailoverSlice = 100ms;
+// A request waiting for its replica's answer looks at its client this often, so that a client
+// that left cancels the upstream call and the engine aborts the generation.
+constexpr auto kClientCheckSlice = 100ms;
 
 std::string served_names(const RouteTable& routes) {
   std::vector<std::string> names;
@@ -56,6 +60,25 @@ void ProxyHandler::set_demand_callback(DemandCallback callback) {
   demand_callback_ = std::move(callback);
 }
 
+void ProxyHandler::set_failure_callback(FailureCallback callback) {
+  std::lock_guard lock(callback_mutex_);
+  failure_callback_ = std::move(callback);
+}
+
+void ProxyHandler::notify_failure(const ReplicaFailure& failure) {
+  FailureCallback callback;
+  {
+    std::lock_guard lock(callback_mutex_);
+    callback = failure_callback_;
+  }
+  if (!callback) return;
+  try {
+    callback(failure);
+  } catch (const std::exception& e) {
+    spdlog::error("router: failure callback for recipe '{}' failed: {}", failure.recipe, e.what());
+  }
+}
+
 void ProxyHandler::notify_demand(const std::string& recipe) {
   DemandCallback callback;
   {
@@ -80,7 +103,7 @@ std::optional<RouteEntry> ProxyHandler::hold(const RouteEntry& entry) {
   while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
     const auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kHoldSlice);
     ready = routes_.wait_for_ready(entry.recipe, slice_end);
-    if (ready || !routes_.find_by_recipe(entry.recipe)) break;
+    if (ready || !routes_.find_by_recipe(entry.recipe) || http::client_disconnected()) break;
   }
   tracker_.end_hold(entry.recipe);
   return ready;
@@ -191,7 +214,21 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
     ReplicaLease lease(tracker_, entry->recipe, replica->id);
     auto call = UpstreamCall::start(*replica, req, config_.read_timeout);
     calls_.add(call);
-    switch (call->wait_head()) {
+    UpstreamCall::Head head = call->wait_head(kClientCheckSlice);
+    while (head == UpstreamCall::Head::kWaiting) {
+      if (http::client_disconnected()) {
+        // Closes the upstream connection: the engine aborts the request as if its own client
+        // had left. Nobody reads the answer; 499 is what the metrics count.
+        call->cancel();
+        scope.set_status(499);
+        spdlog::info("router: the client of a request for model '{}' left; cancelled it on '{}'",
+                     model, replica->id);
+        http::end_connection_now();
+        return;
+      }
+      head = call->wait_head(kClientCheckSlice);
+    }
+    switch (head) {
       case UpstreamCall::Head::kReceived:
         scope.set_status(call->status());
         forwarded->lease.emplace(std::move(lease));
@@ -210,6 +247,21 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
       case UpstreamCall::Head::kCancelled:
         fail(503, "service_unavailable", "the router is stopping", kRefusedRetryAfterS);
         return;
+      case UpstreamCall::Head::kDied: {
+        // Never on to the next replica: if this request is what killed the engine, it would
+        // kill every replica in turn.
+        const std::string message = "replica '" + replica->id + "' of model '" + model +
+                                    "' ended the connection while serving this request (it may "
+                                    "have crashed); the request was not retried on another "
+                                    "replica";
+        spdlog::warn("router: {}", message);
+        metrics_.replica_failures.labels({model}).inc();
+        notify_failure({entry->recipe, model, replica->id, message});
+        fail(502, "bad_gateway", message);
+        return;
+      }
+      case UpstreamCall::Head::kWaiting:
+        break;  // not reached: the loop above waits it out
       case UpstreamCall::Head::kRetryable:
         last_error = call->error();
         last_refused = call->refused();

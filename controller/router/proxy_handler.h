@@ -6,10 +6,12 @@
 // When every ready replica fails to connect (an engine died and the controller has not yet
 // replaced it), the request waits up to RouterConfig::failover_timeout for a replica that
 // answers instead of failing with 502.
+// A replica that takes the whole request and then closes the connection without a status (it
+// died serving it) fails the request with one 502 and is reported (set_failure_callback): it is
+// never retried on another replica, since the request may be what killed it.
 // A client that leaves while the replica has not answered yet (a long non-streamed completion)
-// is noticed when the answer is written; once bytes flow, at the next write. A held request
-// whose client left is still forwarded when a replica comes (httplib gives no way to watch the
-// client's socket meanwhile).
+// is noticed within 100 ms and the upstream call cancelled, so the engine aborts the request;
+// once bytes flow, at the next write. A held request whose client left stops being held.
 #include <httplib.h>
 
 #include <atomic>
@@ -26,9 +28,18 @@
 
 namespace nibble::router {
 
+// A replica that died while serving a request (see above), for the recipe's events.
+struct ReplicaFailure {
+  std::string recipe;
+  std::string model;
+  std::string replica_id;
+  std::string message;
+};
+
 class ProxyHandler {
  public:
   using DemandCallback = std::function<void(const std::string& recipe)>;
+  using FailureCallback = std::function<void(const ReplicaFailure&)>;
 
   ProxyHandler(RouteTable& routes, InflightTracker& tracker, RouterMetrics& metrics,
                const RouterConfig& config, CallRegistry& calls);
@@ -36,6 +47,7 @@ class ProxyHandler {
   void handle(const httplib::Request& req, httplib::Response& res);
 
   void set_demand_callback(DemandCallback callback);
+  void set_failure_callback(FailureCallback callback);
   // Ends holds at once (503) and refuses new ones; for Router::stop().
   void stop() { stopping_ = true; }
 
@@ -44,6 +56,7 @@ class ProxyHandler {
   // recipe is removed, or when the router stops.
   std::optional<RouteEntry> hold(const RouteEntry& entry);
   void notify_demand(const std::string& recipe);
+  void notify_failure(const ReplicaFailure& failure);
   // Every replica tried failed to connect or reset before answering: wait a short slice
   // (counted as held, the controller woken) before trying the ready replicas again.
   void wait_for_failover(const std::string& recipe, std::chrono::steady_clock::time_point deadline);
@@ -56,6 +69,7 @@ class ProxyHandler {
   std::atomic<bool> stopping_{false};
   std::mutex callback_mutex_;
   DemandCallback demand_callback_;
+  FailureCallback failure_callback_;
 };
 
 }  // namespace nibble::router

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace nibble::router {
@@ -53,11 +54,19 @@ std::string content_type(const httplib::Headers& headers) {
   return "application/octet-stream";
 }
 
+// The last event of a stream its replica cut (the engine died): an SSE `error` event whose data
+// is the OpenAI error body, so SDKs raise it instead of ending the stream quietly.
+constexpr std::string_view kStreamCutEvent =
+    "event: error\ndata: {\"error\":{\"message\":\"the replica serving this stream ended it "
+    "before its end (it may have crashed)\",\"type\":\"bad_gateway\",\"param\":null,"
+    "\"code\":502}}\n\n";
+
 // Moves what the upstream has into the sink. False ends the response as failed: the client
-// then sees a connection closed before the body's end, as it would from the engine itself.
+// then sees a connection closed before the body's end, as it would from the engine itself; an
+// event stream first gets kStreamCutEvent (unless the client itself left, or the router stops).
 // `remaining`: bytes of a Content-Length body still to write (chunked bodies: nullopt).
 bool pump(UpstreamCall& call, httplib::DataSink& sink, std::optional<std::size_t> remaining,
-          const std::function<void()>& on_received) {
+          const std::function<void()>& on_received, bool event_stream) {
   const bool chunked = !remaining.has_value();
   std::string chunk;
   switch (call.next_chunk(chunk, kPollInterval)) {
@@ -72,6 +81,8 @@ bool pump(UpstreamCall& call, httplib::DataSink& sink, std::optional<std::size_t
       sink.done();
       return true;
     case UpstreamCall::Next::kFailed:
+      if (event_stream && !call.cancelled())
+        sink.write(kStreamCutEvent.data(), kStreamCutEvent.size());
       return false;
   }
   return false;
@@ -107,14 +118,15 @@ void relay_response(std::shared_ptr<UpstreamCall> call, std::shared_ptr<void> ke
         *length, type,
         [call, keep_alive, once, total = *length](std::size_t offset, std::size_t,
                                                   httplib::DataSink& sink) {
-          return pump(*call, sink, total - offset, once);
+          return pump(*call, sink, total - offset, once, false);
         },
         release);
   } else {
     res.set_chunked_content_provider(
         type,
-        [call, keep_alive, once](std::size_t, httplib::DataSink& sink) {
-          return pump(*call, sink, std::nullopt, once);
+        [call, keep_alive, once, event_stream = type == "text/event-stream"](
+            std::size_t, httplib::DataSink& sink) {
+          return pump(*call, sink, std::nullopt, once, event_stream);
         },
         release);
   }

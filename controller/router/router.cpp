@@ -21,6 +21,7 @@ http::ServerConfig http_config(const RouterConfig& c) {
   h.max_pending_connections_per_client = c.max_pending_connections_per_client;
   h.max_body_bytes = c.max_body_bytes;
   h.api_keys = c.api_keys;
+  h.allowed_origins = c.allowed_origins;
   h.open_paths = {"/health"};
   if (!c.metrics_require_key) h.open_paths.push_back("/metrics");
   return h;
@@ -77,6 +78,10 @@ std::chrono::steady_clock::time_point Router::last_request(const std::string& re
 
 void Router::set_demand_callback(std::function<void(const std::string& recipe)> callback) {
   proxy_.set_demand_callback(std::move(callback));
+}
+
+void Router::set_failure_callback(std::function<void(const ReplicaFailure&)> callback) {
+  proxy_.set_failure_callback(std::move(callback));
 }
 
 int Router::replica_inflight(const std::string& recipe, const std::string& replica_id) const {

@@ -39,7 +39,7 @@ class Router {
   // Binds (false + spdlog error when it cannot) and serves on a background thread.
   bool start();
   int port() const { return port_; }  // the bound port
-  std::uint64_t refused_connections() const { return http_.refused_connections(); }
+  std::uint64_t yielded_connections() const { return http_.yielded_connections(); }
   // Ends held requests and upstream calls in progress, then stops serving. Idempotent.
   void stop();
 
@@ -51,6 +51,9 @@ class Router {
   // Called (from the HTTP thread) when a request starts being held for a recipe with no ready
   // replica, so the controller runs a pass at once instead of waiting for its next tick.
   void set_demand_callback(std::function<void(const std::string& recipe)> callback);
+  // Called (from the HTTP thread) when a replica died while serving a request, so that the
+  // controller records it among the recipe's events.
+  void set_failure_callback(std::function<void(const ReplicaFailure&)> callback);
 
   // Requests this router has in flight on one replica (tests, debugging).
   int replica_inflight(const std::string& recipe, const std::string& replica_id) const;

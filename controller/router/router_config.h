@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "http/api_keys.h"
 
@@ -23,6 +24,8 @@ struct RouterConfig {
   bool metrics_require_key = false;
   std::chrono::seconds client_read_timeout{5};  // a client silent this long mid-request is dropped
   int max_pending_connections_per_client = 0;   // 0: a quarter of threads
+  // Browser origins allowed to call the router cross-origin (http/cors.h); empty: none.
+  std::vector<std::string> allowed_origins;
 };
 
 }  // namespace nibble::router

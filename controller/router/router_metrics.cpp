@@ -15,6 +15,10 @@ RouterMetrics::RouterMetrics(metrics::Registry& r)
       retries(r.counter("nibble_controller_router_retries_total",
                         "Requests retried on another replica after one failed before the first "
                         "response byte.",
-                        {"model_name"})) {}
+                        {"model_name"})),
+      replica_failures(r.counter("nibble_controller_router_replica_failures_total",
+                                 "Requests failed with 502 because their replica ended the "
+                                 "connection while serving them (not retried elsewhere).",
+                                 {"model_name"})) {}
 
 }  // namespace nibble::router

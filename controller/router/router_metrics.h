@@ -10,10 +10,11 @@ namespace nibble::router {
 struct RouterMetrics {
   explicit RouterMetrics(metrics::Registry& registry);
 
-  metrics::CounterFamily& requests;    // model_name, code
-  metrics::HistogramFamily& duration;  // model_name, seconds to the last byte
-  metrics::GaugeFamily& inflight;      // model_name, forwarded + held
-  metrics::CounterFamily& retries;     // model_name, a replica failed before the first byte
+  metrics::CounterFamily& requests;          // model_name, code
+  metrics::HistogramFamily& duration;        // model_name, seconds to the last byte
+  metrics::GaugeFamily& inflight;            // model_name, forwarded + held
+  metrics::CounterFamily& retries;           // model_name, a replica failed before the first byte
+  metrics::CounterFamily& replica_failures;  // model_name, a replica died serving a request
 };
 
 }  // namespace nibble::router

@@ -3,6 +3,10 @@
 // the client can first learn the upstream's status (or its failure before the first byte, which
 // the router retries elsewhere) and then stream the body through as it arrives.
 //
+// Headers of the client's that the replica does not get: hop-by-hop ones, the client's key (the
+// replica gets its own), and Origin, which the router has checked itself; forwarded, it made the
+// engine refuse a same-origin client of the router, naming the replica's address.
+//
 // Threading: the upstream thread pushes chunks into a bounded queue (a slow client slows the
 // upstream read instead of growing router memory); the client's HTTP thread pops them in its
 // content provider. cancel() (the client went away, or the router stops) makes the upstream
@@ -27,9 +31,13 @@ class UpstreamCall {
  public:
   enum class Head {
     kReceived,   // status and headers are here; the body follows through next_chunk
-    kRetryable,  // failed before any byte reached the client: refused, reset, or a 503
+    kRetryable,  // the replica never served the request: connection refused or reset with
+                 // the request unread, or a 503
+    kDied,       // the replica read the whole request, then closed the connection without a
+                 // status: it died serving it (maybe of it), so it is not retried
     kTimedOut,   // no status within the read timeout: the replica may still be working
     kCancelled,  // cancel() was called
+    kWaiting,    // wait_head(timeout) only: nothing yet
   };
   enum class Next { kChunk, kWaiting, kEnd, kFailed };
 
@@ -42,8 +50,9 @@ class UpstreamCall {
                                              std::chrono::seconds read_timeout);
 
   // Blocks until the upstream's status line and headers arrived, or the call failed or was
-  // cancelled before them.
+  // cancelled before them; with a timeout, returns kWaiting when none of that happened in time.
   Head wait_head();
+  Head wait_head(std::chrono::milliseconds timeout);
   // Valid after wait_head() returned kReceived.
   int status() const { return status_; }
   const httplib::Headers& headers() const { return headers_; }
@@ -57,13 +66,15 @@ class UpstreamCall {
   Next next_chunk(std::string& out, std::chrono::milliseconds wait);
 
   void cancel();
+  bool cancelled() const;
   bool finished() const;
 
  private:
   UpstreamCall() = default;
   void run(const ReplicaEndpoint& replica, httplib::Request request,
            std::chrono::seconds read_timeout);
-  void finish(bool ok, std::string error, bool timed_out, bool refused);
+  void finish(bool ok, std::string error, bool timed_out, bool refused, bool died);
+  Head head_state() const;  // with mutex_ held
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -72,6 +83,7 @@ class UpstreamCall {
   bool succeeded_ = false;
   bool timed_out_ = false;
   bool refused_ = false;
+  bool died_ = false;
   bool cancelled_ = false;
   int status_ = 0;
   httplib::Headers headers_;

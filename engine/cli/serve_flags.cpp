@@ -19,6 +19,8 @@ constexpr std::array kFlags = {
     ServeFlag{"api-key", kRequired, kController, ""},
     ServeFlag{"api-key-file", kRequired, kController, ""},  // a file: the controller's alone
     ServeFlag{"metrics-require-key", kOptional, kRecipe, ""},
+    // Which web pages may drive the engine is the operator's call, not a recipe's.
+    ServeFlag{"allowed-origins", kRequired, kController, ""},
     ServeFlag{"max-model-len", kRequired, kRecipeField, "spec.engine.maxModelLen"},
     ServeFlag{"max-num-seqs", kRequired, kRecipeField, "spec.engine.maxNumSeqs"},
     ServeFlag{"max-num-batched-tokens", kRequired, kRecipeField, "spec.engine.maxNumBatchedTokens"},

@@ -42,6 +42,8 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
                                    works; or $NIBBLE_API_KEY)
   --api-key-file FILE              API keys from a file, one per line (repeatable)
   --metrics-require-key            require the API key on /metrics too
+  --allowed-origins LIST           browser origins (comma-separated scheme://host[:port], or *)
+                                   whose pages may call the API cross-origin (default: none)
   --device auto|cpu|cuda           compute backend (default auto: cuda if built and present)
   --enforce-eager                  run every step eagerly: no CUDA graphs for decode steps
   --quantization nvfp4             quantize a BF16 checkpoint to NVFP4 while loading
@@ -53,8 +55,9 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --http-read-timeout SECONDS      drop a client silent this long while sending its request
                                    (default 5)
   --max-pending-connections-per-client N
-                                   connections one address may hold open before sending a
-                                   request (default: a quarter of --http-threads)
+                                   slow connections (waiting over 0.5 s on their request) one
+                                   address may hold before its longest waiting one is closed
+                                   (default: a quarter of --http-threads)
   --log-level trace|debug|info|warn|error
   --tool-call-parser hermes|llama3_json|mistral
                                    how tool calls look in the model's output (default: the
@@ -155,6 +158,7 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        }},
       {"api-key-file", [&](auto&, auto& v) { o.api_key_files.push_back(v); }},
       {"metrics-require-key", [&](auto& f, auto& v) { o.metrics_require_key = to_bool(f, v); }},
+      {"allowed-origins", [&](auto&, auto& v) { o.allowed_origins = v; }},
       {"device",
        [&](auto& f, auto& v) {
          o.device = one_of(f, v, {"auto", "cpu", "cuda"});

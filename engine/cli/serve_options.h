@@ -42,6 +42,9 @@ struct ServeOptions {
   int http_threads = 256;
   int http_read_timeout = 5;                   // seconds
   int max_pending_connections_per_client = 0;  // 0: a quarter of --http-threads
+  // --allowed-origins as given: browser origins (comma-separated) whose pages may call the API
+  // cross-origin; http::parse_origin_list splits it. Empty: none.
+  std::string allowed_origins;
   std::string log_level = "info";
   // Chat output parsing (vLLM's flags): "" = detect the tool-call format from the chat template.
   std::string tool_call_parser;

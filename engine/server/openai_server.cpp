@@ -51,6 +51,7 @@ http::ServerConfig http_config(const ServerConfig& c) {
   h.max_pending_connections_per_client = c.max_pending_connections_per_client;
   h.max_body_bytes = c.max_body_bytes;
   h.api_keys = c.api_keys;
+  h.allowed_origins = c.allowed_origins;
   h.open_paths = {"/health", "/version"};
   if (!c.metrics_require_key) h.open_paths.push_back("/metrics");
   return h;

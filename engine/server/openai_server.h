@@ -39,6 +39,7 @@ struct ServerConfig {
   int http_threads = 256;                      // each open stream holds one
   std::chrono::seconds read_timeout{5};        // a client silent this long mid-request is dropped
   int max_pending_connections_per_client = 0;  // 0: a quarter of http_threads
+  std::vector<std::string> allowed_origins;    // CORS allow-list (http/cors.h); empty: none
   RequestLimits limits;
   ChatOutputConfig chat_output;              // tool-call and reasoning parsing
   structured::StructuredOptions structured;  // grammar limits and caches (structured outputs)
@@ -61,7 +62,7 @@ class OpenAiServer {
     return streams_.wait_idle(deadline);
   }
   int streams_in_flight() const { return streams_.count(); }
-  std::uint64_t refused_connections() const { return http_.refused_connections(); }
+  std::uint64_t yielded_connections() const { return http_.yielded_connections(); }
   // /health answers 200 only when ready (model loaded) and the engine accepts work.
   void set_ready(bool ready) { ready_ = ready; }
   // Builds the structured-output vocabulary (a byte trie of every token: ~0.1-0.2 s for a 150k

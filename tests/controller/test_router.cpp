@@ -2,9 +2,13 @@
 // OpenAI errors, least-in-flight balancing, unbuffered SSE passthrough, retry before the first
 // byte only, client disconnects reaching the replica, holding requests for a scaled-to-zero
 // recipe, and the router's metrics.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -18,6 +22,8 @@
 #include <thread>
 
 #include "controller/router/router.h"
+#include "http/client_connection.h"
+#include "http/server.h"
 #include "metrics/registry.h"
 #include "tests/support/external_tool.h"
 #include "tests/support/slow_clients.h"
@@ -93,6 +99,74 @@ class FakeUpstream {
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
+};
+
+// A replica stand-in behind the engine's own HTTP layer (browser guards, client_disconnected()).
+class GuardedUpstream {
+ public:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  GuardedUpstream(std::string name, Handler handler) : name_(std::move(name)), server_(config()) {
+    server_.routes().Post("/v1/chat/completions", std::move(handler));
+    server_.start();
+  }
+  ReplicaEndpoint endpoint() const { return {.id = name_, .port = server_.port()}; }
+  int port() const { return server_.port(); }
+
+ private:
+  static http::ServerConfig config() {
+    http::ServerConfig c;
+    c.name = "fake engine";
+    c.threads = 4;
+    return c;
+  }
+  std::string name_;
+  http::Server server_;
+};
+
+// A replica that dies of every request: it reads the request whole, then closes the connection
+// without a word, as an engine that crashed serving it would.
+class CrashingUpstream {
+ public:
+  explicit CrashingUpstream(std::string name) : name_(std::move(name)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(listener_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int fd = ::accept(listener_, nullptr, nullptr);
+        if (fd < 0) return;
+        std::string got;
+        char buf[4096];
+        // The head, then the body (its Content-Length is small here): wait for the JSON's end.
+        while (got.find("\r\n\r\n") == std::string::npos || got.back() != '}') {
+          const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+          if (n <= 0) break;
+          got.append(buf, std::size_t(n));
+        }
+        ++crashes;
+        ::close(fd);
+      }
+    });
+  }
+  ~CrashingUpstream() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  ReplicaEndpoint endpoint() const { return {.id = name_, .port = port_}; }
+  std::atomic<int> crashes{0};
+
+ private:
+  std::string name_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
 };
 
 RouterConfig test_config() {
@@ -457,7 +531,12 @@ TEST_F(RouterTest, GivesUpWithoutRetryingOnceBytesReachedTheClient) {
   };
   auto res = client().send(req);
   EXPECT_FALSE(res) << "a stream cut short must not look complete to the client";
-  EXPECT_EQ(received, "data: partial\n\n");
+  // The events that came, then an SSE error event saying the stream was cut.
+  ASSERT_TRUE(received.starts_with("data: partial\n\nevent: error\ndata: ")) << received;
+  const json error = json::parse(received.substr(received.find("{")));
+  EXPECT_EQ(error["error"]["code"], 502);
+  EXPECT_NE(error["error"]["message"].get<std::string>().find("ended it before its end"),
+            std::string::npos);
   EXPECT_EQ(breaking.hits, 1);
   EXPECT_EQ(good.hits, 0);
   EXPECT_EQ(sample(R"(nibble_controller_router_retries_total{model_name="m"})"), 0);
@@ -772,6 +851,111 @@ TEST_F(RouterTest, FailoverWaitIsBoundedThen502) {
   EXPECT_EQ(json::parse(res->body)["error"]["code"], 502);
   EXPECT_GE(Clock::now() - start_time, 900ms);
   EXPECT_LT(Clock::now() - start_time, 3s);
+}
+
+TEST_F(RouterTest, AReplicaThatDiesServingARequestFailsItOnceAndIsReported) {
+  CrashingUpstream crashing("crashing-0");
+  FakeUpstream healthy("healthy-0");
+  routes_.publish(entry("r", "m", {crashing.endpoint()}));
+  RouterConfig config = test_config();
+  config.failover_timeout = 3s;
+  start(config);
+  std::vector<ReplicaFailure> failures;
+  std::mutex failures_mutex;
+  router_->set_failure_callback([&](const ReplicaFailure& f) {
+    std::lock_guard lock(failures_mutex);
+    failures.push_back(f);
+  });
+  // The controller would put a restarted replica back; here a healthy one comes at once.
+  std::thread replace([&] {
+    std::this_thread::sleep_for(300ms);
+    routes_.publish(entry("r", "m", {crashing.endpoint(), healthy.endpoint()}));
+  });
+  const auto started = Clock::now();
+  auto res = chat("m");
+  replace.join();
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 502);
+  EXPECT_LT(Clock::now() - started, 1s) << "the router waited to retry a request that kills";
+  EXPECT_EQ(crashing.crashes, 1);
+  EXPECT_EQ(healthy.hits, 0);
+  const std::string message = json::parse(res->body)["error"]["message"];
+  EXPECT_NE(message.find("while serving this request"), std::string::npos) << message;
+  EXPECT_EQ(message.find(std::to_string(crashing.endpoint().port)), std::string::npos)
+      << "the replica's port leaked: " << message;
+  std::lock_guard lock(failures_mutex);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].recipe, "r");
+  EXPECT_EQ(failures[0].replica_id, "crashing-0");
+  EXPECT_EQ(sample(R"(nibble_controller_router_replica_failures_total{model_name="m"})"), 1);
+}
+
+TEST_F(RouterTest, TheClientsOriginIsCheckedByTheRouterAndNotForwarded) {
+  std::atomic<bool> engine_saw_origin{false};
+  GuardedUpstream engine("engine-0", [&](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_header("Origin")) engine_saw_origin = true;
+    res.set_content(R"({"ok":true})", "application/json");
+  });
+  routes_.publish(entry("r", "m", {engine.endpoint()}));
+  start();
+  const std::string own_origin = "http://127.0.0.1:" + std::to_string(router_->port());
+  auto same = client().Post("/v1/chat/completions", {{"Origin", own_origin}},
+                            R"({"model":"m","messages":[]})", "application/json");
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->status, 200) << same->body;
+  EXPECT_FALSE(engine_saw_origin);
+  EXPECT_EQ(same->body.find(std::to_string(engine.port())), std::string::npos) << same->body;
+  auto foreign = client().Post("/v1/chat/completions", {{"Origin", "http://evil.example"}},
+                               R"({"model":"m","messages":[]})", "application/json");
+  ASSERT_TRUE(foreign);
+  EXPECT_EQ(foreign->status, 403);
+  EXPECT_EQ(foreign->body.find(std::to_string(engine.port())), std::string::npos);
+}
+
+TEST_F(RouterTest, AllowedOriginsReachTheRouterWithCors) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("r", "m", {a.endpoint()}));
+  RouterConfig config = test_config();
+  config.allowed_origins = {"https://chat.example"};
+  start(config);
+  auto preflight = client().Options(
+      "/v1/chat/completions",
+      {{"Origin", "https://chat.example"}, {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(preflight);
+  EXPECT_EQ(preflight->status, 204);
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "https://chat.example");
+  auto res = client().Post("/v1/chat/completions", {{"Origin", "https://chat.example"}},
+                           R"({"model":"m","messages":[]})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://chat.example");
+}
+
+TEST_F(RouterTest, AClientLeavingANonStreamedRequestCancelsItOnTheReplica) {
+  std::atomic<bool> engine_saw_leave{false};
+  GuardedUpstream engine("engine-0", [&](const httplib::Request&, httplib::Response& res) {
+    // A long non-streamed completion: the engine polls its client as openai_server does.
+    const auto start = Clock::now();
+    while (Clock::now() - start < 5s) {
+      if (http::client_disconnected()) {
+        engine_saw_leave = true;
+        return;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    res.set_content(R"({"done":true})", "application/json");
+  });
+  routes_.publish(entry("r", "m", {engine.endpoint()}));
+  start();
+  {
+    httplib::Client c("127.0.0.1", router_->port());
+    c.set_read_timeout(0, 300'000);  // gives up after 0.3 s
+    EXPECT_FALSE(
+        c.Post("/v1/chat/completions", R"({"model":"m","messages":[]})", "application/json"));
+  }
+  EXPECT_TRUE(eventually([&] { return engine_saw_leave.load(); }, 1500ms))
+      << "the engine kept generating for a client that left the router";
+  EXPECT_TRUE(eventually([&] { return router_->inflight("r") == 0; }));
 }
 
 }  // namespace

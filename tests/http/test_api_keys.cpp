@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <fstream>
+#include <sstream>
 
 #include "http/api_keys.h"
 #include "tests/support/temp_dir.h"
@@ -75,6 +79,51 @@ TEST(ApiKeys, GeneratedKeysAreRandomAndStoredForTheOwnerOnly) {
   ApiKeys keys;
   keys.add_file(path);
   EXPECT_TRUE(keys.authorizes("Bearer " + a));
+}
+
+// What spdlog's default logger writes while one of these lives.
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST(ApiKeys, ShortKeysAndWorldReadableKeyFilesAreWarnedAbout) {
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "keys").string();
+  const std::string good(kMinRecommendedKeyLength, 'k');
+  {
+    std::ofstream(path) << good << "\n";
+    ::chmod(path.c_str(), 0600);
+    CapturedLog log;
+    ApiKeys keys;
+    keys.add_file(path);
+    keys.add(good + "x");
+    EXPECT_EQ(log.text(), "");
+  }
+  {
+    ::chmod(path.c_str(), 0644);
+    CapturedLog log;
+    ApiKeys keys;
+    keys.add_file(path);
+    EXPECT_NE(log.text().find("readable by every user"), std::string::npos) << log.text();
+    EXPECT_NE(log.text().find("644"), std::string::npos) << log.text();
+  }
+  {
+    CapturedLog log;
+    ApiKeys keys({"x"});
+    EXPECT_TRUE(keys.authorizes("Bearer x"));  // accepted, but warned about
+    EXPECT_NE(log.text().find("1 characters"), std::string::npos) << log.text();
+    EXPECT_EQ(log.text().find("Bearer"), std::string::npos) << "the key must not be logged";
+  }
 }
 
 }  // namespace

@@ -27,6 +27,18 @@ TEST(RequestGuard, LoopbackServersRefuseForeignHostNames) {
   EXPECT_EQ(status_of(named, {"GET", "evil.example", "", "", false}), 403);
 }
 
+TEST(RequestGuard, LoopbackMeansExactlyLoopbackNamesAndAddresses) {
+  for (const char* host : {"localhost", "LOCALHOST:8000", "127.0.0.1", "127.255.3.4:1", "[::1]",
+                           "[::1]:8000", "::1"}) {
+    EXPECT_TRUE(is_loopback_host(host)) << host;
+  }
+  for (const char* host : {"127.evil.example", "127.0.0.1.evil.example", "127.0.0.1:80x", "127.0.0",
+                           "127.0.0.256", "127.0.0.1.", "localhost.evil.example", "evil.localhost",
+                           "[::1].evil", "[::1]:x", "0127.0.0.1", ""}) {
+    EXPECT_FALSE(is_loopback_host(host)) << host;
+  }
+}
+
 TEST(RequestGuard, WritesFromAnotherOriginAreRefused) {
   const RequestGuardConfig c{"127.0.0.1", {"application/json"}};
   EXPECT_EQ(

@@ -63,10 +63,16 @@ TEST(ServeFlags, ParserFollowsTheTable) {
   EXPECT_FALSE(o.enable_prefix_caching);
   EXPECT_EQ(o.threads, 3);
   EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.allowed_origins, "");  // none unless asked
+  ASSERT_TRUE(parse_serve_options(
+      {"serve", "--model", "/m", "--allowed-origins", "http://a.example,https://b.example:8443"},
+      o));
+  EXPECT_EQ(o.allowed_origins, "http://a.example,https://b.example:8443");
 }
 
 TEST(ServeFlags, FlagsThatListenServeOrReadFilesBelongToTheController) {
-  for (const char* name : {"model", "config", "host", "port", "served-model-name", "api-key"}) {
+  for (const char* name :
+       {"model", "config", "host", "port", "served-model-name", "api-key", "allowed-origins"}) {
     const ServeFlag* f = find_serve_flag(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f->owner, FlagOwner::kController) << name;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +37,73 @@ SlowClients::SlowClients(int port, int count, const std::string& source) {
 
 SlowClients::~SlowClients() {
   for (int fd : sockets_) ::close(fd);
+}
+
+RawConnection::RawConnection(int port, const std::string& source) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return;
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+RawConnection::~RawConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool RawConnection::send(const std::string& data, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::size_t sent = 0;
+  while (fd_ >= 0 && sent < data.size()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, int(left.count())) <= 0) return false;
+    if (p.revents & (POLLERR | POLLHUP)) return false;
+    const ssize_t n =
+        ::send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n <= 0) return false;
+    sent += std::size_t(n);
+  }
+  return fd_ >= 0;
+}
+
+std::string RawConnection::read(std::chrono::milliseconds limit, const std::string& marker,
+                                int count) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (fd_ >= 0 && !closed_ && (marker.empty() || count_of(received_, marker) < count)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, int(left.count())) <= 0) break;
+    char buf[16384];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) {
+      closed_ = true;
+      break;
+    }
+    received_.append(buf, std::size_t(n));
+  }
+  return received_;
+}
+
+int count_of(const std::string& text, const std::string& marker) {
+  int n = 0;
+  for (std::size_t pos = text.find(marker); pos != std::string::npos;
+       pos = text.find(marker, pos + marker.size()))
+    ++n;
+  return n;
 }
 
 TimedAnswer timed_get(int port, const std::string& path, std::chrono::milliseconds limit) {

@@ -22,6 +22,32 @@ class SlowClients {
   std::vector<int> sockets_;
 };
 
+// One raw TCP connection to 127.0.0.1:port, for requests no HTTP client would send (malformed
+// or huge heads, pipelining, trickled bodies).
+class RawConnection {
+ public:
+  explicit RawConnection(int port, const std::string& source = "127.0.0.1");
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  // Sends all of `data` within `limit`; false when the server closed or reset the connection,
+  // or stopped reading, first.
+  bool send(const std::string& data, std::chrono::milliseconds limit = std::chrono::seconds(5));
+  // Reads until the server closes the connection, `count` copies of `marker` have arrived, or
+  // `limit` passes; returns everything received so far on this connection.
+  std::string read(std::chrono::milliseconds limit, const std::string& marker = {}, int count = 1);
+  bool closed_by_server() const { return closed_; }
+
+ private:
+  int fd_ = -1;
+  std::string received_;
+  bool closed_ = false;
+};
+
+int count_of(const std::string& text, const std::string& marker);
+
 // GET path on 127.0.0.1:port with a time limit; returns the status (0: no answer in time) and
 // the time it took.
 struct TimedAnswer {

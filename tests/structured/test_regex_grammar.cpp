@@ -53,6 +53,12 @@ TEST(RegexGrammar, NegatedClassesAndDotCoverNonAscii) {
   EXPECT_FALSE(unicode.accepts("eA"));
 }
 
+// A repeated group that can match nothing would repeat forever without input: refused when
+// compiled (it was an expansion-budget error in the matcher before), not left to the matcher.
+TEST(RegexGrammar, StarOfAnEmptyableGroupIsRefusedAtCompileTime) {
+  EXPECT_EQ(testing::refused_keyword([] { regex("(a?)*b"); }), "left recursion");
+}
+
 TEST(RegexGrammar, UnsupportedConstructsNameThemselves) {
   auto keyword_of = [](const std::string& pattern) {
     return testing::refused_keyword([&] { regex(pattern); });

@@ -80,6 +80,7 @@ Grammar build_grammar(const OutputSpec& spec, const JsonGrammarOptions& options)
     case OutputKind::kRegex: {
       RegexOptions regex;
       regex.max_repeat = options.max_repeat;
+      regex.max_depth = options.max_depth;
       top = compile_regex(b, spec.regex, regex);
       break;
     }

@@ -161,7 +161,14 @@ class RegexParser {
           fail("lookaround and inline flags are not supported", "(?");
         }
       }
+      if (depth_ >= options_.max_depth) {
+        fail("groups nest more than " + std::to_string(options_.max_depth) +
+                 " levels deep; the limit is " + std::to_string(options_.max_depth),
+             "(");
+      }
+      ++depth_;
       Symbol inner = alternation(nullptr);
+      --depth_;
       if (at_end() || peek() != ')') fail("missing ')'", "(");
       ++pos_;
       return inner;
@@ -338,6 +345,7 @@ class RegexParser {
   std::string_view s_;
   RegexOptions options_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // groups open at pos_
 };
 
 }  // namespace

@@ -106,6 +106,45 @@ TEST(JsonSchemaGrammar, LeftRecursiveRefsAreRefusedNamingTheCycle) {
             "accepted");
 }
 
+// Compilation recurses per subschema and per $ref hop: 50,000 nested arrays, or a chain of
+// 50,000 $defs each referring to the next, overflowed the stack (issue 44). Both are refused at
+// max_depth, naming the limit; a schema as deep as the limit compiles.
+TEST(JsonSchemaGrammar, NestingAndRefChainsAreBoundedByMaxDepth) {
+  auto nested_items = [](int levels) {
+    nlohmann::ordered_json s = {{"type", "integer"}};
+    for (int i = 0; i < levels; ++i) s = {{"type", "array"}, {"items", s}};
+    return s.dump();
+  };
+  EXPECT_TRUE(
+      schema(nested_items(127)).accepts(std::string(127, '[') + "1" + std::string(127, ']')));
+  try {
+    schema(nested_items(128));
+    ADD_FAILURE() << "129 levels compiled";
+  } catch (const StructuredError& e) {
+    EXPECT_EQ(e.keyword(), "schema");
+    EXPECT_NE(std::string(e.what()).find("more than 128 levels"), std::string::npos) << e.what();
+  }
+  nlohmann::ordered_json chain = {{"$ref", "#/$defs/d0"},
+                                  {"$defs", nlohmann::ordered_json::object()}};
+  constexpr int kChain = 50000;
+  for (int i = 0; i < kChain; ++i) {
+    chain["$defs"]["d" + std::to_string(i)] = {{"$ref", "#/$defs/d" + std::to_string(i + 1)}};
+  }
+  chain["$defs"]["d" + std::to_string(kChain)] = {{"type", "string"}};
+  JsonGrammarOptions big;
+  big.max_elements = 10'000'000;  // so that the depth, not the size, is what refuses it
+  OutputSpec spec;
+  spec.kind = OutputKind::kJsonSchema;
+  spec.schema = chain;
+  EXPECT_EQ(testing::refused_keyword([&] { testing::compile(spec, big); }), "schema");
+  JsonGrammarOptions pattern_depth;
+  pattern_depth.max_depth = 4;
+  EXPECT_EQ(testing::refused_keyword([&] {
+              schema(R"J({"type": "string", "pattern": "((((((a))))))"})J", pattern_depth);
+            }),
+            "pattern");
+}
+
 // The left-recursion check over nullable prefixes: r -> n r 'a' | 'a' with n empty-able.
 TEST(LeftRecursion, FoundThroughNullablePrefixesAndOnlyThere) {
   GrammarBuilder b;

@@ -76,6 +76,15 @@ TEST(RegexGrammar, GroupNestingIsBoundedByMaxDepth) {
   EXPECT_TRUE(testing::compile(spec, deeper).accepts("a"));
 }
 
+// Found by tests/fuzz/fuzz_regex: "\\x||" reached std::stoul, whose std::invalid_argument
+// escaped as a 500, and "\\x-1" parsed as a code point of 2^32 - 1.
+TEST(RegexGrammar, HexEscapesTakeExactlyHexDigits) {
+  EXPECT_TRUE(regex(R"(\x41\u00e9)").accepts("A\xc3\xa9"));
+  EXPECT_EQ(testing::refused_keyword([] { regex(R"(\x||)"); }), "\\x");
+  EXPECT_EQ(testing::refused_keyword([] { regex(R"(\x-1)"); }), "\\x");
+  EXPECT_EQ(testing::refused_keyword([] { regex(R"(\u 12a)"); }), "\\u");
+}
+
 // A repeated group that can match nothing would repeat forever without input: refused when
 // compiled (it was an expansion-budget error in the matcher before), not left to the matcher.
 TEST(RegexGrammar, StarOfAnEmptyableGroupIsRefusedAtCompileTime) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/runtime/sampling_params.h"
+#include "engine/server/bounded_json.h"
 #include "engine/server/tool_request.h"
 
 namespace nibble::server {
@@ -18,6 +19,9 @@ struct RequestLimits {
   int max_logprobs = 20;
   int max_stop_strings = 16;
   int max_tools = 128;
+  // Nesting of arrays and objects in a body and in the JSON texts inside it (tool-call
+  // arguments, a schema as a string); the server bounds schema and regex nesting with it too.
+  int max_json_depth = kDefaultMaxJsonDepth;
 };
 
 struct CompletionRequest {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/server/api_error.h"
+#include "engine/server/bounded_json.h"
 #include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
 #include "engine/server/structured_output_request.h"
@@ -67,10 +68,8 @@ void check_prompt_length(std::size_t tokens, int limit, const std::string& param
   }
 }
 
-json parse_body(const httplib::Request& req) {
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) throw invalid_request("the request body is not valid JSON");
-  return body;
+json parse_body(const httplib::Request& req, const RequestLimits& limits) {
+  return parse_client_json<json>(req.body, limits.max_json_depth, "the request body");
 }
 
 // Completions report logprobs column-wise; chat reports a list of entries.
@@ -143,6 +142,7 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
                          {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
                          {"model_name"})
               .labels({config_.served_model_name})) {
+  config_.structured.json.max_depth = config_.limits.max_json_depth;
   route();
 }
 
@@ -177,8 +177,9 @@ std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_c
   if (!has_structured_output_fields(body)) return nullptr;
   structured::GrammarCache& cache = grammar_cache();
   // Parsed again with key order kept: objects follow their schema's property order.
-  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(req.body);
-  const auto request = parse_structured_output(ordered, chat);
+  const auto ordered = parse_client_json<nlohmann::ordered_json>(
+      req.body, config_.limits.max_json_depth, "the request body");
+  const auto request = parse_structured_output(ordered, chat, config_.limits.max_json_depth);
   if (!request) return nullptr;
   structured::GrammarCache::Result compiled;
   try {
@@ -227,7 +228,7 @@ void OpenAiServer::route() {
   });
   routes.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json body = parse_body(req);
+      const json body = parse_body(req, config_.limits);
       std::vector<int> ids;
       if (body.contains("messages")) {
         if (!chat_template_) throw invalid_request("this model has no chat template");
@@ -258,7 +259,7 @@ void OpenAiServer::route() {
   });
   routes.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json body = parse_body(req);
+      const json body = parse_body(req, config_.limits);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
         throw invalid_request("'tokens' must be an array of token ids", "tokens");
       }
@@ -493,7 +494,7 @@ PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
 
 void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
   try {
-    const json body = parse_body(req);
+    const json body = parse_body(req, config_.limits);
     CompletionRequest parsed = parse_completion_request(body, config_.limits);
     PreparedRequest r = prepare(Endpoint::kCompletions, parsed);
     r.constraint = output_constraint(req, body, false);
@@ -513,7 +514,7 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
 
 void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
   try {
-    const json body = parse_body(req);
+    const json body = parse_body(req, config_.limits);
     ChatCompletionRequest parsed = parse_chat_request(body, config_.limits);
     PreparedRequest r = prepare(Endpoint::kChat, parsed);
     if (!chat_template_) {
@@ -522,7 +523,7 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     r.constraint = output_constraint(req, body, true);
     chat::ChatRequest chat;
     chat.messages = adapt_roles_to_template(parsed.messages, chat_template_->source());
-    parse_tool_call_arguments(chat.messages);
+    parse_tool_call_arguments(chat.messages, config_.limits.max_json_depth);
     // vLLM renders the tools even for tool_choice "none" unless told not to.
     const bool hide_tools = config_.chat_output.exclude_tools_when_tool_choice_none &&
                             parsed.tool_use.choice == ToolChoice::kNone;

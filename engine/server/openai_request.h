@@ -22,6 +22,8 @@ struct RequestLimits {
   // Nesting of arrays and objects in a body and in the JSON texts inside it (tool-call
   // arguments, a schema as a string); the server bounds schema and regex nesting with it too.
   int max_json_depth = kDefaultMaxJsonDepth;
+  // A prompt longer than max_model_len * this many bytes is refused before it is tokenized.
+  int max_prompt_bytes_per_token = 32;
 };
 
 struct CompletionRequest {

@@ -1,7 +1,8 @@
-// Issue 44, items 1 and 2: requests built to crash an engine get a 400 that names the limit,
-// and the server keeps serving. The crashing shapes of the report: left-recursive schemas in
-// every structured-output field, 50,000 nested arrays wherever a body carries JSON, 20,000
-// nested regex groups.
+// Issue 44, items 1, 2 and two smaller ones: requests built to crash or stall an engine get a
+// 400 that names the limit, and the server keeps serving. The crashing shapes of the report:
+// left-recursive schemas in every structured-output field, 50,000 nested arrays wherever a body
+// carries JSON, 20,000 nested regex groups; then the prompt's byte bound and /tokenize errors
+// that must not show the chat template's insides.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +130,50 @@ TEST(HostileRequests, DeeplyNestedRegexGroupsAreRefusedNamingTheLimit) {
   EXPECT_EQ(answer["error"]["param"], "guided_regex");
   EXPECT_NE(error_message(answer).find("more than 128 levels"), std::string::npos);
   expect_still_serving(h);
+}
+
+// A prompt over max_model_len * max_prompt_bytes_per_token bytes is refused by its size, before
+// the tokenizer runs (the harness: 256 tokens, the default 32 bytes per token: 8,192 bytes).
+TEST(HostileRequests, PromptsAreBoundedByBytesBeforeTokenizing) {
+  ServerHarness h;
+  for (const char* path : {"/v1/completions", "/tokenize"}) {
+    const json answer = post(h, path, {{"prompt", std::string(8193, 'a')}, {"max_tokens", 1}}, 400);
+    EXPECT_NE(error_message(answer).find("8193 bytes"), std::string::npos) << path << answer;
+    EXPECT_EQ(answer["error"]["param"], "prompt");
+  }
+  const json chat = post(
+      h, "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", std::string(9000, 'a')}}}}, {"max_tokens", 1}},
+      400);
+  EXPECT_NE(error_message(chat).find("bytes"), std::string::npos) << chat;
+  // Under the byte bound, the token count still decides (one token per byte here).
+  const json tokens = post(h, "/tokenize", {{"prompt", std::string(300, 'a')}}, 400);
+  EXPECT_NE(error_message(tokens).find("300 tokens"), std::string::npos) << tokens;
+}
+
+// A template failing inside (here an int added to a string) shows the client that its messages
+// could not be rendered, not the template's line or operand types (the /tokenize answer quoted
+// them); a template's own raise_exception() message is for users and still reaches them.
+TEST(HostileRequests, TemplateFailuresDoNotShowTheTemplatesInsides) {
+  ServerHarness h;
+  h.chat_template = chat::ChatTemplate(chat::ChatTemplateConfig{
+      "{% if messages | length > 1 %}{{ raise_exception('one message only, please') }}{% endif "
+      "%}{{ messages[0]['content'] + 1 }}",
+      {}});
+  const json one = {{{"role", "user"}, {"content", "hi"}}};
+  const json two = {{{"role", "user"}, {"content", "hi"}}, {{"role", "user"}, {"content", "x"}}};
+  for (const char* path : {"/tokenize", "/v1/chat/completions"}) {
+    const json inside = post(h, path, {{"messages", one}, {"max_tokens", 1}}, 400);
+    const std::string message = error_message(inside);
+    EXPECT_NE(message.find("could not render these messages"), std::string::npos) << inside;
+    EXPECT_EQ(message.find("line"), std::string::npos) << inside;
+    EXPECT_EQ(message.find("operand"), std::string::npos) << inside;
+    const json raised = post(h, path, {{"messages", two}, {"max_tokens", 1}}, 400);
+    EXPECT_EQ(error_message(raised),
+              "the chat template rejected the messages: one message only, please");
+  }
+  const json kind = post(h, "/tokenize", {{"prompt", "a"}, {"add_special_tokens", "yes"}}, 400);
+  EXPECT_EQ(error_message(kind), "'add_special_tokens' must be a boolean");
 }
 
 }  // namespace

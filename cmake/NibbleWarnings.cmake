@@ -6,6 +6,10 @@ if(NIBBLE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+if(NIBBLE_FUZZ_HARNESSES)
+  # libFuzzer's coverage instrumentation on every object; the harnesses link -fsanitize=fuzzer.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 
 function(nibble_target_defaults target)
   target_compile_options(${target} PRIVATE

@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format prometheus unzip
+  clang libclang-rt-14-dev  # the libFuzzer harnesses (tests/fuzz)
 )
 # Oracles that may already come from elsewhere (a newer Node, a Python with its own modules):
 # ask Debian for them only when the command or module is missing.

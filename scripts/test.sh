@@ -2,7 +2,8 @@
 # The README's test command: installs dependencies, configures, builds and runs every test with ctest.
 #   scripts/test.sh                 normal build in build/
 #   NIBBLE_SANITIZE=1 scripts/test.sh   ASan+UBSan build in build-asan/, unit tests only
-# CI=true turns warnings into errors. GPU tests (label gpu) skip themselves without a GPU.
+# CI=true turns warnings into errors. GPU tests (label gpu) skip themselves without a GPU. The
+# libFuzzer harnesses (label fuzz, tests/fuzz) are built with clang and run 15 s each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,7 @@ ctest_args=(--output-on-failure --timeout 900)
 if [ "${CI:-}" = "true" ]; then cmake_args+=(-DNIBBLE_WERROR=ON); fi
 if [ "${NIBBLE_SANITIZE:-0}" = "1" ]; then
   build_dir=${NIBBLE_BUILD_DIR:-build-asan}
-  cmake_args+=(-DNIBBLE_SANITIZE=ON -DNIBBLE_CUDA=OFF -DNIBBLE_BUILD_BENCHMARKS=OFF)
+  cmake_args+=(-DNIBBLE_SANITIZE=ON -DNIBBLE_CUDA=OFF -DNIBBLE_BUILD_BENCHMARKS=OFF -DNIBBLE_FUZZ=OFF)
   ctest_args+=(-L unit)
 fi
 

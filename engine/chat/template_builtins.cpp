@@ -350,7 +350,7 @@ bool is_global_function(const std::string& name) {
 Value call_global(const std::string& name, const CallArgs& args, int line) {
   if (name == "raise_exception") {
     BoundArgs a(name, args, {"message"}, line);
-    throw TemplateError(to_str(a.required(0)), line);
+    throw TemplateRaised(to_str(a.required(0)), line);
   }
   if (name == "namespace" || name == "dict") {
     ValueDict attrs;

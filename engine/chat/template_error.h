@@ -20,4 +20,17 @@ class TemplateError : public std::runtime_error {
   int line_;
 };
 
+// What a template's raise_exception() throws: its message is the template author's, written for
+// the user ("roles must alternate ..."), so a server may show it; other TemplateErrors describe
+// the template's insides and stay in the server's log.
+class TemplateRaised : public TemplateError {
+ public:
+  TemplateRaised(const std::string& message, int line)
+      : TemplateError(message, line), message_(message) {}
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
+};
+
 }  // namespace nibble::chat

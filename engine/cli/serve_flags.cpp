@@ -35,6 +35,8 @@ constexpr std::array kFlags = {
     ServeFlag{"kv-cache-memory-bytes", kRequired, kRecipe, ""},
     ServeFlag{"max-queue-len", kRequired, kRecipe, ""},
     ServeFlag{"max-request-body-bytes", kRequired, kRecipe, ""},
+    ServeFlag{"max-json-depth", kRequired, kRecipe, ""},
+    ServeFlag{"max-prompt-bytes-per-token", kRequired, kRecipe, ""},
     ServeFlag{"drain-timeout", kRequired, kRecipe, ""},
     ServeFlag{"threads", kRequired, kRecipe, ""},
     ServeFlag{"http-threads", kRequired, kRecipe, ""},

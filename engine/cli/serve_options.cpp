@@ -49,6 +49,11 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --quantization nvfp4             quantize a BF16 checkpoint to NVFP4 while loading
   --max-queue-len N                waiting requests before 503 (default 1024)
   --max-request-body-bytes N       larger bodies get 413 (default 33554432)
+  --max-json-depth N               deepest nesting of arrays and objects in a request, and of
+                                   subschemas and regex groups in a structured output; deeper
+                                   gets 400 (default 128)
+  --max-prompt-bytes-per-token N   a prompt over max-model-len * N bytes gets 400 before it is
+                                   tokenized (default 32)
   --drain-timeout SECONDS          on SIGTERM, time running requests get to finish (default 30)
   --threads N                      CPU backend threads (default: all cores)
   --http-threads N                 HTTP worker threads; each open stream holds one (default 256)
@@ -169,6 +174,11 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        [&](auto& f, auto& v) { o.max_queue_len = int(to_integer(f, v, 1, kMax)); }},
       {"max-request-body-bytes",
        [&](auto& f, auto& v) { o.max_request_body_bytes = to_integer(f, v, 1024, 1ll << 34); }},
+      // Above 1,000 levels, what walks a value recursively could exhaust a thread's stack.
+      {"max-json-depth",
+       [&](auto& f, auto& v) { o.max_json_depth = int(to_integer(f, v, 1, 1000)); }},
+      {"max-prompt-bytes-per-token",
+       [&](auto& f, auto& v) { o.max_prompt_bytes_per_token = int(to_integer(f, v, 1, 4096)); }},
       {"drain-timeout", [&](auto& f, auto& v) { o.drain_timeout = to_number(f, v, 0, 86400); }},
       {"threads", [&](auto& f, auto& v) { o.threads = int(to_integer(f, v, 0, 1024)); }},
       {"http-threads", [&](auto& f, auto& v) { o.http_threads = int(to_integer(f, v, 1, 65536)); }},

@@ -37,8 +37,10 @@ struct ServeOptions {
   std::string quantization;                // "" | nvfp4 (quantize a BF16 checkpoint at load)
   int max_queue_len = 1024;
   std::int64_t max_request_body_bytes = 32ll << 20;
-  double drain_timeout = 30;  // seconds
-  int threads = 0;            // CPU backend threads, 0 = all cores
+  int max_json_depth = 128;             // server::RequestLimits::max_json_depth
+  int max_prompt_bytes_per_token = 32;  // server::RequestLimits::max_prompt_bytes_per_token
+  double drain_timeout = 30;            // seconds
+  int threads = 0;                      // CPU backend threads, 0 = all cores
   int http_threads = 256;
   int http_read_timeout = 5;                   // seconds
   int max_pending_connections_per_client = 0;  // 0: a quarter of --http-threads

@@ -1,7 +1,14 @@
 #include "engine/server/generation_session.h"
 
+#include "engine/text/utf8.h"
+
 namespace nibble::server {
 namespace {
+
+// text_offset is in characters, as OpenAI's (Python str) offsets are, not bytes.
+std::size_t characters(const std::string& text) {
+  return text::to_code_points(text).size();
+}
 
 nlohmann::json utf8_bytes(const std::string& s) {
   nlohmann::json bytes = nlohmann::json::array();
@@ -67,7 +74,8 @@ std::vector<ChoiceDelta> GenerationSession::poll(std::chrono::milliseconds timeo
       if (!e.stop_token) {
         if (logprobs_ >= 0) {
           entries[std::size_t(e.choice)].push_back(
-              logprob_entry(e.sample, text_length_[std::size_t(e.choice)] + delta.text.size()));
+              logprob_entry(e.sample,
+                            text_length_[std::size_t(e.choice)] + characters(delta.text)));
         }
         delta.text += choice.text->push(e.token);
       }
@@ -92,7 +100,7 @@ std::vector<ChoiceDelta> GenerationSession::poll(std::chrono::milliseconds timeo
   for (std::size_t i = 0; i < choices_.size(); ++i) {
     if (!touched[i]) continue;
     deltas[i].index = int(i);
-    text_length_[i] += deltas[i].text.size();
+    text_length_[i] += characters(deltas[i].text);
     if (logprobs_ >= 0) deltas[i].logprobs = std::move(entries[i]);
     out.push_back(std::move(deltas[i]));
   }

@@ -57,7 +57,7 @@ class GenerationSession {
   int num_cached_prompt_tokens_ = 0;
   std::shared_ptr<runtime::OutputChannel> channel_;
   std::vector<Choice> choices_;
-  std::vector<std::size_t> text_length_;  // per choice, for completion logprobs' text_offset
+  std::vector<std::size_t> text_length_;  // per choice, in characters: logprobs' text_offset
   int finished_choices_ = 0;
   std::optional<std::string> error_;
 };

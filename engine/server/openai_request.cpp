@@ -192,7 +192,7 @@ ChatCompletionRequest parse_chat_request(const json& body, const RequestLimits& 
     throw invalid_request("'messages' must be a non-empty array", "messages");
   }
   r.messages = normalize_chat_messages(*messages);
-  validate_tool_messages(r.messages);
+  validate_tool_messages(r.messages, limits.max_json_depth);
   r.tool_use = parse_tool_request(body, limits.max_tools);
   r.tools = r.tool_use.tools;
   if (const json* kwargs = field(body, "chat_template_kwargs")) {

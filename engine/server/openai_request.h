@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/runtime/sampling_params.h"
+#include "engine/server/bounded_json.h"
 #include "engine/server/tool_request.h"
 
 namespace nibble::server {
@@ -18,6 +19,11 @@ struct RequestLimits {
   int max_logprobs = 20;
   int max_stop_strings = 16;
   int max_tools = 128;
+  // Nesting of arrays and objects in a body and in the JSON texts inside it (tool-call
+  // arguments, a schema as a string); the server bounds schema and regex nesting with it too.
+  int max_json_depth = kDefaultMaxJsonDepth;
+  // A prompt longer than max_model_len * this many bytes is refused before it is tokenized.
+  int max_prompt_bytes_per_token = 32;
 };
 
 struct CompletionRequest {

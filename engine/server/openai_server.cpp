@@ -5,7 +5,9 @@
 #include <ctime>
 #include <map>
 
+#include "engine/chat/template_error.h"
 #include "engine/server/api_error.h"
+#include "engine/server/bounded_json.h"
 #include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
 #include "engine/server/structured_output_request.h"
@@ -68,10 +70,44 @@ void check_prompt_length(std::size_t tokens, int limit, const std::string& param
   }
 }
 
-json parse_body(const httplib::Request& req) {
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) throw invalid_request("the request body is not valid JSON");
-  return body;
+// Bounds the tokenizer's work by the prompt's size before it runs: a prompt that fits `limit`
+// tokens has at most limit * bytes_per_token bytes (a 30 MB prompt took ~3 s to tokenize, only
+// to be refused by its token count).
+void check_prompt_bytes(std::size_t bytes, const RequestLimits& limits, int limit,
+                        const std::string& param) {
+  const std::size_t most = std::size_t(limit) * std::size_t(limits.max_prompt_bytes_per_token);
+  if (bytes > most) {
+    throw invalid_request(
+        "This model's maximum context length is " + std::to_string(limit) +
+            " tokens. However, your prompt has " + std::to_string(bytes) + " bytes, more than " +
+            std::to_string(limits.max_prompt_bytes_per_token) + " bytes per token of context (" +
+            std::to_string(most) + " bytes). Please reduce the length of the prompt.",
+        param);
+  }
+}
+
+json parse_body(const httplib::Request& req, const RequestLimits& limits) {
+  return parse_client_json<json>(req.body, limits.max_json_depth, "the request body");
+}
+
+// The prompt the chat template makes of `chat`. A template's failure reaches the client only as
+// the message of its raise_exception() (written for users: "roles must alternate ..."); other
+// errors (an undefined attribute, a type error) would describe the template's insides, so they
+// are logged at debug and the client gets a plain refusal.
+std::string render_chat_prompt(const chat::ChatTemplate& chat_template,
+                               const chat::ChatRequest& chat) {
+  try {
+    return chat_template.render(chat);
+  } catch (const chat::TemplateRaised& e) {
+    throw invalid_request(std::string("the chat template rejected the messages: ") + e.message(),
+                          "messages");
+  } catch (const std::exception& e) {
+    spdlog::debug("chat template failed on a request: {}", e.what());
+    throw invalid_request(
+        "the chat template could not render these messages (check their roles, content and "
+        "tool calls)",
+        "messages");
+  }
 }
 
 // Completions report logprobs column-wise; chat reports a list of entries.
@@ -144,6 +180,7 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
                          {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
                          {"model_name"})
               .labels({config_.served_model_name})) {
+  config_.structured.json.max_depth = config_.limits.max_json_depth;
   route();
 }
 
@@ -178,8 +215,9 @@ std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_c
   if (!has_structured_output_fields(body)) return nullptr;
   structured::GrammarCache& cache = grammar_cache();
   // Parsed again with key order kept: objects follow their schema's property order.
-  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(req.body);
-  const auto request = parse_structured_output(ordered, chat);
+  const auto ordered = parse_client_json<nlohmann::ordered_json>(
+      req.body, config_.limits.max_json_depth, "the request body");
+  const auto request = parse_structured_output(ordered, chat, config_.limits.max_json_depth);
   if (!request) return nullptr;
   structured::GrammarCache::Result compiled;
   try {
@@ -228,7 +266,8 @@ void OpenAiServer::route() {
   });
   routes.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json body = parse_body(req);
+      const json body = parse_body(req, config_.limits);
+      const int limit = engine_.max_tokens_per_sequence();
       std::vector<int> ids;
       if (body.contains("messages")) {
         if (!chat_template_) throw invalid_request("this model has no chat template");
@@ -237,29 +276,39 @@ void OpenAiServer::route() {
           throw invalid_request("'messages' must be an array", "messages");
         chat.messages = adapt_roles_to_template(normalize_chat_messages(body["messages"]),
                                                 chat_template_->source());
-        chat.add_generation_prompt = body.value("add_generation_prompt", true);
-        ids = tokenizer_.encode(chat_template_->render(chat));
-        check_prompt_length(ids.size(), engine_.max_tokens_per_sequence(), "messages");
+        const json* generation_prompt =
+            body.contains("add_generation_prompt") ? &body["add_generation_prompt"] : nullptr;
+        if (generation_prompt && !generation_prompt->is_boolean())
+          throw invalid_request("'add_generation_prompt' must be a boolean",
+                                "add_generation_prompt");
+        chat.add_generation_prompt = !generation_prompt || generation_prompt->get<bool>();
+        const std::string prompt = render_chat_prompt(*chat_template_, chat);
+        check_prompt_bytes(prompt.size(), config_.limits, limit, "messages");
+        ids = tokenizer_.encode(prompt);
+        check_prompt_length(ids.size(), limit, "messages");
       } else if (body.contains("prompt") && body["prompt"].is_string()) {
-        ids = tokenizer_.encode(body["prompt"].get<std::string>(),
-                                {.add_special_tokens = body.value("add_special_tokens", true)});
-        check_prompt_length(ids.size(), engine_.max_tokens_per_sequence(), "prompt");
+        const std::string& prompt = body["prompt"].get_ref<const std::string&>();
+        const json* special =
+            body.contains("add_special_tokens") ? &body["add_special_tokens"] : nullptr;
+        if (special && !special->is_boolean())
+          throw invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens");
+        check_prompt_bytes(prompt.size(), config_.limits, limit, "prompt");
+        ids = tokenizer_.encode(prompt, {.add_special_tokens = !special || special->get<bool>()});
+        check_prompt_length(ids.size(), limit, "prompt");
       } else {
         throw invalid_request("send 'prompt' (a string) or 'messages'", "prompt");
       }
-      send_json(res, 200,
-                {{"tokens", ids},
-                 {"count", ids.size()},
-                 {"max_model_len", engine_.max_tokens_per_sequence()}});
+      send_json(res, 200, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limit}});
     } catch (const ApiError& e) {
       send_error(res, e);
-    } catch (const std::exception& e) {
-      send_error(res, invalid_request(e.what()));
+    } catch (const std::exception& e) {  // not ours to show: a library's words about its insides
+      spdlog::debug("/tokenize failed: {}", e.what());
+      send_error(res, invalid_request("the request could not be tokenized"));
     }
   });
   routes.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json body = parse_body(req);
+      const json body = parse_body(req, config_.limits);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
         throw invalid_request("'tokens' must be an array of token ids", "tokens");
       }
@@ -494,11 +543,13 @@ PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
 
 void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
   try {
-    const json body = parse_body(req);
+    const json body = parse_body(req, config_.limits);
     CompletionRequest parsed = parse_completion_request(body, config_.limits);
     PreparedRequest r = prepare(Endpoint::kCompletions, parsed);
     r.constraint = output_constraint(req, body, false);
     if (parsed.prompt_text) {
+      check_prompt_bytes(parsed.prompt_text->size(), config_.limits,
+                         engine_.max_tokens_per_sequence(), "prompt");
       r.prompt =
           tokenizer_.encode(*parsed.prompt_text, {.add_special_tokens = parsed.add_special_tokens});
     } else {
@@ -514,7 +565,7 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
 
 void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
   try {
-    const json body = parse_body(req);
+    const json body = parse_body(req, config_.limits);
     ChatCompletionRequest parsed = parse_chat_request(body, config_.limits);
     PreparedRequest r = prepare(Endpoint::kChat, parsed);
     if (!chat_template_) {
@@ -523,20 +574,16 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     r.constraint = output_constraint(req, body, true);
     chat::ChatRequest chat;
     chat.messages = adapt_roles_to_template(parsed.messages, chat_template_->source());
-    parse_tool_call_arguments(chat.messages);
+    parse_tool_call_arguments(chat.messages, config_.limits.max_json_depth);
     // vLLM renders the tools even for tool_choice "none" unless told not to.
     const bool hide_tools = config_.chat_output.exclude_tools_when_tool_choice_none &&
                             parsed.tool_use.choice == ToolChoice::kNone;
     chat.tools = hide_tools ? nlohmann::json(nullptr) : parsed.tools;
     chat.add_generation_prompt = parsed.add_generation_prompt;
     chat.extra = parsed.template_kwargs;
-    std::string prompt;
-    try {
-      prompt = chat_template_->render(chat);
-    } catch (const std::exception& e) {
-      throw invalid_request(std::string("the chat template rejected the messages: ") + e.what(),
-                            "messages");
-    }
+    const std::string prompt = render_chat_prompt(*chat_template_, chat);
+    check_prompt_bytes(prompt.size(), config_.limits, engine_.max_tokens_per_sequence(),
+                       "messages");
     // The template already holds the special tokens (as transformers' apply_chat_template).
     r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
     r.chat_output = std::make_shared<const ChatOutputPlan>(

@@ -1,6 +1,7 @@
 #include "engine/server/structured_output_request.h"
 
 #include "engine/server/api_error.h"
+#include "engine/server/bounded_json.h"
 #include "engine/structured/structured_error.h"
 #include "engine/structured/tool_call_grammar.h"
 
@@ -19,13 +20,12 @@ const Json* field(const Json& body, const char* name) {
   return (it == body.end() || it->is_null()) ? nullptr : &*it;
 }
 
-OutputSpec json_schema_spec(const Json& schema, const std::string& param) {
+OutputSpec json_schema_spec(const Json& schema, const std::string& param, int max_json_depth) {
   OutputSpec spec;
   spec.kind = OutputKind::kJsonSchema;
   if (schema.is_string()) {  // vLLM accepts the schema as a JSON string too
-    spec.schema = Json::parse(schema.get<std::string>(), nullptr, false);
-    if (spec.schema.is_discarded())
-      throw invalid_request("'" + param + "' is not valid JSON", param);
+    spec.schema = parse_client_json<Json>(schema.get<std::string>(), max_json_depth,
+                                          "'" + param + "'", param);
   } else if (schema.is_object() || schema.is_boolean()) {
     spec.schema = schema;
   } else {
@@ -58,7 +58,7 @@ OutputSpec choice_spec(const Json& choices, const std::string& param) {
   return spec;
 }
 
-std::optional<OutputSpec> response_format(const Json& v) {
+std::optional<OutputSpec> response_format(const Json& v, int max_json_depth) {
   const std::string param = "response_format";
   if (!v.is_object() || !v.contains("type") || !v["type"].is_string()) {
     throw invalid_request("'response_format' must be an object with a string 'type'", param);
@@ -86,10 +86,11 @@ std::optional<OutputSpec> response_format(const Json& v) {
   }
   // Without a schema, any JSON value (strict or not, the output is always constrained).
   const Json* schema = field(*js, "schema");
-  return json_schema_spec(schema ? *schema : Json::object(), "response_format.json_schema.schema");
+  return json_schema_spec(schema ? *schema : Json::object(), "response_format.json_schema.schema",
+                          max_json_depth);
 }
 
-OutputSpec vllm_structured_outputs(const Json& v) {
+OutputSpec vllm_structured_outputs(const Json& v, int max_json_depth) {
   const std::string param = "structured_outputs";
   if (!v.is_object()) throw invalid_request("'structured_outputs' must be an object", param);
   std::optional<OutputSpec> spec;
@@ -105,7 +106,7 @@ OutputSpec vllm_structured_outputs(const Json& v) {
   for (const auto& [key, value] : v.items()) {
     if (value.is_null()) continue;
     if (key == "json") {
-      set(json_schema_spec(value, param + ".json"), "json");
+      set(json_schema_spec(value, param + ".json", max_json_depth), "json");
     } else if (key == "regex") {
       set(regex_spec(value, param + ".regex"), "regex");
     } else if (key == "choice") {
@@ -135,7 +136,8 @@ bool has_structured_output_fields(const nlohmann::json& body) {
   return body.contains("tool_choice") && !body["tool_choice"].is_null();
 }
 
-std::optional<StructuredOutputRequest> parse_structured_output(const Json& body, bool chat) {
+std::optional<StructuredOutputRequest> parse_structured_output(const Json& body, bool chat,
+                                                               int max_json_depth) {
   std::optional<StructuredOutputRequest> out;
   auto set = [&](std::optional<OutputSpec> spec, const char* param) {
     if (!spec) return;
@@ -163,11 +165,12 @@ std::optional<StructuredOutputRequest> parse_structured_output(const Json& body,
       }
     }
   }
-  if (const Json* v = field(body, "response_format")) set(response_format(*v), "response_format");
+  if (const Json* v = field(body, "response_format"))
+    set(response_format(*v, max_json_depth), "response_format");
   if (const Json* v = field(body, "structured_outputs"))
-    set(vllm_structured_outputs(*v), "structured_outputs");
+    set(vllm_structured_outputs(*v, max_json_depth), "structured_outputs");
   if (const Json* v = field(body, "guided_json"))
-    set(json_schema_spec(*v, "guided_json"), "guided_json");
+    set(json_schema_spec(*v, "guided_json", max_json_depth), "guided_json");
   if (const Json* v = field(body, "guided_regex"))
     set(regex_spec(*v, "guided_regex"), "guided_regex");
   if (const Json* v = field(body, "guided_choice"))

@@ -25,7 +25,8 @@ struct StructuredOutputRequest {
 bool has_structured_output_fields(const nlohmann::json& body);
 
 // body is parsed with key order kept: objects are generated in the schema's property order.
+// A schema sent as a JSON string is parsed with max_json_depth (bounded_json.h).
 std::optional<StructuredOutputRequest> parse_structured_output(const nlohmann::ordered_json& body,
-                                                               bool chat);
+                                                               bool chat, int max_json_depth);
 
 }  // namespace nibble::server

@@ -1,6 +1,7 @@
 #include "engine/server/tool_request.h"
 
 #include "engine/server/api_error.h"
+#include "engine/server/bounded_json.h"
 
 namespace nibble::server {
 namespace {
@@ -131,7 +132,7 @@ ToolRequest parse_tool_request(const json& body, int max_tools) {
   return r;
 }
 
-void validate_tool_messages(const json& messages) {
+void validate_tool_messages(const json& messages, int max_json_depth) {
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const json& m = messages[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -161,8 +162,8 @@ void validate_tool_messages(const json& messages) {
         throw invalid_request(at + ".function.name must be a string", "messages");
       const json* args = member(*function, "arguments");
       if (args && args->is_string()) {
-        if (!json::accept(args->get<std::string>()))
-          throw invalid_request(at + ".function.arguments is not valid JSON", "messages");
+        parse_client_json<json>(args->get<std::string>(), max_json_depth,
+                                at + ".function.arguments", "messages");
       } else if (args && !args->is_object()) {
         throw invalid_request(at + ".function.arguments must be a JSON string or an object",
                               "messages");
@@ -171,7 +172,7 @@ void validate_tool_messages(const json& messages) {
   }
 }
 
-void parse_tool_call_arguments(nlohmann::ordered_json& messages) {
+void parse_tool_call_arguments(nlohmann::ordered_json& messages, int max_json_depth) {
   for (auto& m : messages) {
     auto calls = m.find("tool_calls");
     if (calls == m.end() || !calls->is_array()) continue;
@@ -180,7 +181,8 @@ void parse_tool_call_arguments(nlohmann::ordered_json& messages) {
       if (function == call.end() || !function->is_object()) continue;
       auto args = function->find("arguments");
       if (args != function->end() && args->is_string()) {
-        *args = nlohmann::ordered_json::parse(args->get<std::string>());
+        *args = parse_client_json<nlohmann::ordered_json>(args->get<std::string>(), max_json_depth,
+                                                          "a tool call's arguments", "messages");
       }
     }
   }

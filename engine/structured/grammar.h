@@ -5,8 +5,8 @@
 // bytes, not characters, lets a token end in the middle of a UTF-8 sequence.
 //
 // Stored flattened for the matcher: every alternative is a run of `elements` ending in a kEnd
-// element, so "a position in the grammar" is one int. Grammars must not be left-recursive
-// (the compilers here never produce that); the matcher guards against it anyway.
+// element, so "a position in the grammar" is one int. Grammars must not be left-recursive:
+// build_grammar refuses them (left_recursion.h), and the matcher guards against it anyway.
 #include <array>
 #include <cstdint>
 #include <string>

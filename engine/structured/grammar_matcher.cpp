@@ -41,38 +41,43 @@ void GrammarMatcher::normalize(MatchStack& stack, std::vector<MatchStack>& out, 
     }
     ++used;
   };
+  // Alternatives not taken yet, each a stack of its own: expanded after the current one, so the
+  // call stack stays flat whatever the grammar (a worklist, not recursion).
+  std::vector<MatchStack> branches;
   while (true) {
-    if (stack.empty()) {
-      emit();
-      return;
+    bool expanded = false;
+    if (!stack.empty()) {
+      const std::int32_t p = stack.back();
+      const Element& e = grammar_.elements[std::size_t(p)];
+      if (e.kind == Element::Kind::kEnd) {
+        stack.pop_back();
+        continue;
+      }
+      if (e.kind == Element::Kind::kRule) {
+        if (--budget < 0 || stack.size() > kMaxStackDepth) {
+          throw StructuredError("the grammar recurses without consuming input (rule '" +
+                                grammar_.rule_names[std::size_t(e.id)] + "')");
+        }
+        // Return address: the element after the reference, unless that ends the alternative.
+        if (grammar_.elements[std::size_t(p) + 1].kind == Element::Kind::kEnd) {
+          stack.pop_back();
+        } else {
+          stack.back() = p + 1;
+        }
+        const std::vector<int>& alts = grammar_.rule_alternatives[std::size_t(e.id)];
+        for (std::size_t i = 0; i + 1 < alts.size(); ++i) {
+          branches.push_back(stack);
+          branches.back().push_back(alts[i]);
+        }
+        stack.push_back(alts.back());
+        expanded = true;
+      }
     }
-    const std::int32_t p = stack.back();
-    const Element& e = grammar_.elements[std::size_t(p)];
-    if (e.kind == Element::Kind::kEnd) {
-      stack.pop_back();
-      continue;
-    }
-    if (e.kind == Element::Kind::kBytes) {
-      emit();
-      return;
-    }
-    if (--budget < 0 || stack.size() > kMaxStackDepth) {
-      throw StructuredError("the grammar recurses without consuming input (rule '" +
-                            grammar_.rule_names[std::size_t(e.id)] + "')");
-    }
-    // Return address: the element after the reference, unless that ends the alternative.
-    if (grammar_.elements[std::size_t(p) + 1].kind == Element::Kind::kEnd) {
-      stack.pop_back();
-    } else {
-      stack.back() = p + 1;
-    }
-    const std::vector<int>& alts = grammar_.rule_alternatives[std::size_t(e.id)];
-    for (std::size_t i = 0; i + 1 < alts.size(); ++i) {
-      MatchStack branch = stack;
-      branch.push_back(alts[i]);
-      normalize(branch, out, used, budget);
-    }
-    stack.push_back(alts.back());
+    if (expanded) continue;
+    emit();  // empty (a whole sentence) or a byte set on top
+    if (branches.empty()) return;
+    stack = std::move(branches.back());
+    branches.pop_back();
   }
 }
 

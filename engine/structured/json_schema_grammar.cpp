@@ -78,6 +78,19 @@ class SchemaCompiler {
     if (b_.num_rules() > options_.max_elements / 4) {
       throw StructuredError("the schema is too large to compile into a grammar", "schema");
     }
+    // Compilation recurses once per level (a chain of $ref targets too), so the nesting is
+    // bounded before the call stack is.
+    if (depth_ >= options_.max_depth) {
+      fail("the schema nests more than " + std::to_string(options_.max_depth) +
+               " levels deep (subschemas and $ref targets counted); the limit is " +
+               std::to_string(options_.max_depth),
+           path, "schema");
+    }
+    struct Nested {
+      int& depth;
+      explicit Nested(int& d) : depth(++d) {}
+      ~Nested() { --depth; }
+    } nested(depth_);
     if (schema.is_boolean()) {
       if (schema.get<bool>()) return any_value();
       fail("the schema 'false' matches nothing", path, "false");
@@ -366,6 +379,7 @@ class SchemaCompiler {
       RegexOptions regex;
       regex.implicit_anchors = false;  // JSON Schema patterns search unless anchored
       regex.json_string_content = true;
+      regex.max_depth = options_.max_depth;
       try {
         content = compile_regex(b_, schema["pattern"].get<std::string>(), regex);
       } catch (const StructuredError& e) {
@@ -568,6 +582,7 @@ class SchemaCompiler {
   const Json& root_;
   JsonGrammarOptions options_;
   std::map<std::string, int> refs_;
+  int depth_ = 0;  // compile() calls under way
   std::optional<Symbol> ws_, string_char_, any_string_, integer_, number_, any_;
 };
 

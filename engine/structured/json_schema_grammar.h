@@ -24,6 +24,9 @@ struct JsonGrammarOptions {
   int max_whitespace = 2;     // bytes of whitespace allowed in each gap between JSON tokens
   int max_repeat = 1000;      // largest maxItems / maxLength unrolled into the grammar
   int max_elements = 500000;  // grammar size limit: larger schemas are refused
+  // Deepest nesting of subschemas (a chain of $ref targets counts too) and of regex groups in
+  // `pattern`; deeper ones are refused before they can exhaust the call stack.
+  int max_depth = 128;
 };
 
 Symbol compile_json_schema(GrammarBuilder& builder, const nlohmann::ordered_json& schema,

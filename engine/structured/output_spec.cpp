@@ -1,5 +1,6 @@
 #include "engine/structured/output_spec.h"
 
+#include "engine/structured/left_recursion.h"
 #include "engine/structured/regex_grammar.h"
 #include "engine/structured/structured_error.h"
 
@@ -79,6 +80,7 @@ Grammar build_grammar(const OutputSpec& spec, const JsonGrammarOptions& options)
     case OutputKind::kRegex: {
       RegexOptions regex;
       regex.max_repeat = options.max_repeat;
+      regex.max_depth = options.max_depth;
       top = compile_regex(b, spec.regex, regex);
       break;
     }
@@ -103,6 +105,7 @@ Grammar build_grammar(const OutputSpec& spec, const JsonGrammarOptions& options)
                               std::to_string(options.max_elements),
                           "schema");
   }
+  check_not_left_recursive(g);
   return g;
 }
 

@@ -161,7 +161,14 @@ class RegexParser {
           fail("lookaround and inline flags are not supported", "(?");
         }
       }
+      if (depth_ >= options_.max_depth) {
+        fail("groups nest more than " + std::to_string(options_.max_depth) +
+                 " levels deep; the limit is " + std::to_string(options_.max_depth),
+             "(");
+      }
+      ++depth_;
       Symbol inner = alternation(nullptr);
+      --depth_;
       if (at_end() || peek() != ')') fail("missing ')'", "(");
       ++pos_;
       return inner;
@@ -219,9 +226,17 @@ class RegexParser {
       case 'u': {
         const int digits = c == 'x' ? 2 : 4;
         if (pos_ + std::size_t(digits) > s_.size()) fail("short \\x or \\u escape", {'\\', c});
-        const std::uint32_t cp = std::uint32_t(
-            std::stoul(std::string(s_.substr(pos_, std::size_t(digits))), nullptr, 16));
-        pos_ += std::size_t(digits);
+        // Exactly `digits` hex digits (std::stoul would take a sign or spaces, or throw).
+        std::uint32_t cp = 0;
+        for (int i = 0; i < digits; ++i) {
+          const char h = s_[pos_++];
+          const int v = h >= '0' && h <= '9'   ? h - '0'
+                        : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                        : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                               : -1;
+          if (v < 0) fail("\\x and \\u take hex digits", {'\\', c});
+          cp = cp * 16 + std::uint32_t(v);
+        }
         return {{cp, cp}};
       }
       case 'b':
@@ -338,6 +353,7 @@ class RegexParser {
   std::string_view s_;
   RegexOptions options_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // groups open at pos_
 };
 
 }  // namespace

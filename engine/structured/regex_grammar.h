@@ -18,6 +18,7 @@ struct RegexOptions {
   // control characters as \n, \t, \u00XX escapes.
   bool json_string_content = false;
   int max_repeat = 1000;  // largest {m,n} bound accepted
+  int max_depth = 128;    // deepest nesting of groups (the parser recurses once per group)
 };
 
 Symbol compile_regex(GrammarBuilder& builder, std::string_view pattern,

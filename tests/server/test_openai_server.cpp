@@ -58,6 +58,16 @@ TEST(OpenAiServer, StopStringsAcrossTokensAreNotEmitted) {
   EXPECT_EQ(s["usage"]["completion_tokens"], 3);
 }
 
+// Issue 45: OpenAI's text_offset counts characters; it counted bytes. "é€a" is 6 tokens of one
+// byte each here: é is held back until its second byte, € until its third.
+TEST(OpenAiServer, TextOffsetCountsCharactersNotBytes) {
+  ServerHarness h({.scripted_output = "\xc3\xa9\xe2\x82\xac" "a"});
+  const json r =
+      post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 10}, {"logprobs", 0}}, 200);
+  EXPECT_EQ(r["choices"][0]["text"], "\xc3\xa9\xe2\x82\xac" "a");
+  EXPECT_EQ(r["choices"][0]["logprobs"]["text_offset"], json({0, 0, 1, 1, 1, 2}));
+}
+
 TEST(OpenAiServer, EchoAndLogprobs) {
   ServerHarness h;
   json r = post(h, "/v1/completions",

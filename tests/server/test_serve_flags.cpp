@@ -70,6 +70,22 @@ TEST(ServeFlags, ParserFollowsTheTable) {
   EXPECT_EQ(o.allowed_origins, "http://a.example,https://b.example:8443");
 }
 
+// Issue 44: the request nesting limit and the prompt's byte bound, with their defaults.
+TEST(ServeFlags, JsonDepthAndPromptBytesPerTokenHaveDefaultsAndRanges) {
+  ServeOptions defaults;
+  ASSERT_TRUE(parse_serve_options({"serve", "--model", "/m"}, defaults));
+  EXPECT_EQ(defaults.max_json_depth, 128);
+  EXPECT_EQ(defaults.max_prompt_bytes_per_token, 32);
+  ServeOptions o;
+  ASSERT_TRUE(parse_serve_options(
+      {"serve", "--model", "/m", "--max-json-depth", "64", "--max-prompt-bytes-per-token=8"}, o));
+  EXPECT_EQ(o.max_json_depth, 64);
+  EXPECT_EQ(o.max_prompt_bytes_per_token, 8);
+  EXPECT_NE(parse_error({"--max-json-depth", "0"}).find("--max-json-depth"), std::string::npos);
+  EXPECT_NE(parse_error({"--max-json-depth", "100000"}).find("--max-json-depth"),
+            std::string::npos);
+}
+
 TEST(ServeFlags, FlagsThatListenServeOrReadFilesBelongToTheController) {
   for (const char* name :
        {"model", "config", "host", "port", "served-model-name", "api-key", "allowed-origins"}) {

@@ -151,6 +151,39 @@ TEST(ServeProcess, OverloadAnswers503AndStaysHealthy) {
   EXPECT_EQ(after->status, 200);
 }
 
+// Issue 44, items 1 and 2, against the real binary: each of these requests killed the engine
+// (SIGSEGV: a left-recursive schema, 50,000 nested arrays, 20,000 nested regex groups). Each now
+// gets a 400 and the same process answers the next request.
+TEST(ServeProcess, RequestsThatOverflowedTheStackGet400AndTheEngineLives) {
+  REQUIRE_TINY_MODEL(model);
+  ServeProcess serve(model, {});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  const std::string deep = std::string(50000, '[') + std::string(50000, ']');
+  const std::pair<const char*, std::string> requests[] = {
+      {"/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "response_format":
+           {"type": "json_schema", "json_schema": {"name": "x", "schema":
+           {"anyOf": [{"$ref": "#"}, {"type": "string"}]}}}})"},
+      {"/v1/completions",
+       R"({"prompt": "a", "max_tokens": 4, "guided_json": {"type": "array", "items":
+           {"anyOf": [{"$ref": "#/items"}, {"type": "integer"}]}}})"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}],
+           "chat_template_kwargs": {"x": )" +
+                                   deep + "}}"},
+      {"/v1/completions", R"({"prompt": "a", "guided_regex": ")" + std::string(20000, '(') + "a" +
+                              std::string(20000, ')') + R"("})"},
+  };
+  for (const auto& [path, body] : requests) {
+    auto res = serve.client().Post(path, body, "application/json");
+    ASSERT_TRUE(res) << path << ": no answer; the engine died?\n" << serve.process->log();
+    EXPECT_EQ(res->status, 400) << path << " " << res->body;
+  }
+  auto after = serve.client().Post("/v1/completions", R"({"prompt":"x","max_tokens":2})",
+                                   "application/json");
+  ASSERT_TRUE(after) << serve.process->log();
+  EXPECT_EQ(after->status, 200);
+}
+
 TEST(ServeProcess, RepeatedLongPrefixHitsTheCacheAndCutsTimeToFirstToken) {
   REQUIRE_TINY_MODEL(model);
   ServeProcess serve(model, {});

@@ -51,6 +51,19 @@ TEST(GrammarMatcher, LeftRecursionIsAnErrorNotAHang) {
   EXPECT_THROW(m.initial(), StructuredError);
 }
 
+// r -> r | 'a': the reference is a whole alternative, so the stack never grows and only the
+// expansion budget stops it. Its recursive expansion took 200,000 frames and overflowed the
+// stack (issue 44); the worklist keeps the call stack flat.
+TEST(GrammarMatcher, LeftRecursionWithoutAReturnAddressIsAnErrorNotACrash) {
+  GrammarBuilder b;
+  const int r = b.new_rule("r");
+  b.add_alternative(r, {Symbol::rule(r)});
+  b.add_alternative(r, {b.byte('a')});
+  const Grammar g = b.build(r);
+  GrammarMatcher m(g);
+  EXPECT_THROW(m.initial(), StructuredError);
+}
+
 TEST(Utf8Ranges, EncodeExactlyTheRange) {
   GrammarBuilder b;
   std::vector<std::vector<Symbol>> alts;

@@ -2,6 +2,8 @@
 // the whitespace bound, formats, and refusals naming the keyword.
 #include <gtest/gtest.h>
 
+#include "engine/structured/left_recursion.h"
+
 #include "engine/structured/structured_error.h"
 #include "tests/structured/grammar_test_util.h"
 
@@ -72,6 +74,92 @@ TEST(JsonSchemaGrammar, RecursiveRefsThroughDefs) {
       "type": "array", "items": {"$ref": "#/definitions/id"}})");
   EXPECT_TRUE(definitions.accepts(R"(["a","b"])"));
   EXPECT_FALSE(definitions.accepts(R"(["a",1])"));
+}
+
+// A reference back to its own schema before any byte is left recursion: the matcher would
+// expand it forever (it overflowed the stack: issue 44). Refused at compile time, naming the
+// cycle, whether at the root, through $defs, after an empty-able prefix or inside items.
+TEST(JsonSchemaGrammar, LeftRecursiveRefsAreRefusedNamingTheCycle) {
+  auto refusal = [](const std::string& text) {
+    try {
+      schema(text);
+    } catch (const StructuredError& e) {
+      return e.keyword() + " | " + e.what();
+    }
+    return std::string("accepted");
+  };
+  const std::string root = refusal(R"({"anyOf": [{"$ref": "#"}, {"type": "string"}]})");
+  EXPECT_EQ(root.substr(0, 6), "$ref |") << root;
+  EXPECT_NE(root.find("left-recursive"), std::string::npos) << root;
+  EXPECT_NE(root.find("'ref #'"), std::string::npos) << root;
+  EXPECT_EQ(refusal(R"({"$ref": "#"})").substr(0, 4), "$ref");
+  EXPECT_EQ(refusal(R"({"$ref": "#/$defs/a", "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"},
+      {"type": "null"}]}, "b": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/a"}]}}})")
+                .substr(0, 4),
+            "$ref");
+  EXPECT_EQ(refusal(R"({"type": "array", "items": {"anyOf": [{"$ref": "#/items"},
+      {"type": "string"}]}})")
+                .substr(0, 4),
+            "$ref");
+  // Recursion that consumes input first (inside an object or an array) stays allowed.
+  EXPECT_EQ(refusal(R"({"anyOf": [{"type": "array", "items": {"$ref": "#"}}, {"type": "null"}]})"),
+            "accepted");
+}
+
+// Compilation recurses per subschema and per $ref hop: 50,000 nested arrays, or a chain of
+// 50,000 $defs each referring to the next, overflowed the stack (issue 44). Both are refused at
+// max_depth, naming the limit; a schema as deep as the limit compiles.
+TEST(JsonSchemaGrammar, NestingAndRefChainsAreBoundedByMaxDepth) {
+  auto nested_items = [](int levels) {
+    nlohmann::ordered_json s = {{"type", "integer"}};
+    for (int i = 0; i < levels; ++i) s = {{"type", "array"}, {"items", s}};
+    return s.dump();
+  };
+  EXPECT_TRUE(
+      schema(nested_items(127)).accepts(std::string(127, '[') + "1" + std::string(127, ']')));
+  try {
+    schema(nested_items(128));
+    ADD_FAILURE() << "129 levels compiled";
+  } catch (const StructuredError& e) {
+    EXPECT_EQ(e.keyword(), "schema");
+    EXPECT_NE(std::string(e.what()).find("more than 128 levels"), std::string::npos) << e.what();
+  }
+  nlohmann::ordered_json chain = {{"$ref", "#/$defs/d0"},
+                                  {"$defs", nlohmann::ordered_json::object()}};
+  constexpr int kChain = 50000;
+  for (int i = 0; i < kChain; ++i) {
+    chain["$defs"]["d" + std::to_string(i)] = {{"$ref", "#/$defs/d" + std::to_string(i + 1)}};
+  }
+  chain["$defs"]["d" + std::to_string(kChain)] = {{"type", "string"}};
+  JsonGrammarOptions big;
+  big.max_elements = 10'000'000;  // so that the depth, not the size, is what refuses it
+  OutputSpec spec;
+  spec.kind = OutputKind::kJsonSchema;
+  spec.schema = chain;
+  EXPECT_EQ(testing::refused_keyword([&] { testing::compile(spec, big); }), "schema");
+  JsonGrammarOptions pattern_depth;
+  pattern_depth.max_depth = 4;
+  EXPECT_EQ(testing::refused_keyword([&] {
+              schema(R"J({"type": "string", "pattern": "((((((a))))))"})J", pattern_depth);
+            }),
+            "pattern");
+}
+
+// The left-recursion check over nullable prefixes: r -> n r 'a' | 'a' with n empty-able.
+TEST(LeftRecursion, FoundThroughNullablePrefixesAndOnlyThere) {
+  GrammarBuilder b;
+  const int n = b.new_rule("n");
+  b.add_alternative(n, {b.byte('x')});
+  b.add_alternative(n, {});
+  const int r = b.new_rule("r");
+  b.add_alternative(r, {Symbol::rule(n), Symbol::rule(r), b.byte('a')});
+  b.add_alternative(r, {b.byte('a')});
+  EXPECT_THROW(check_not_left_recursive(b.build(r)), StructuredError);
+  GrammarBuilder right;  // r -> 'x' r | 'a': right recursion is fine
+  const int rr = right.new_rule("r");
+  right.add_alternative(rr, {right.byte('x'), Symbol::rule(rr)});
+  right.add_alternative(rr, {right.byte('a')});
+  EXPECT_NO_THROW(check_not_left_recursive(right.build(rr)));
 }
 
 TEST(JsonSchemaGrammar, WhitespaceBetweenTokensIsBounded) {

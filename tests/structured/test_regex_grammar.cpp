@@ -53,6 +53,44 @@ TEST(RegexGrammar, NegatedClassesAndDotCoverNonAscii) {
   EXPECT_FALSE(unicode.accepts("eA"));
 }
 
+// The parser recurses once per group: 20,000 nested groups overflowed the stack (issue 44).
+// Up to max_depth levels compile; one more is refused naming the limit.
+TEST(RegexGrammar, GroupNestingIsBoundedByMaxDepth) {
+  auto nested = [](int levels) {
+    return std::string(std::size_t(levels), '(') + "a" + std::string(std::size_t(levels), ')');
+  };
+  EXPECT_TRUE(regex(nested(128)).accepts("a"));
+  try {
+    regex(nested(129));
+    ADD_FAILURE() << "129 nested groups compiled";
+  } catch (const StructuredError& e) {
+    EXPECT_EQ(e.keyword(), "(");
+    EXPECT_NE(std::string(e.what()).find("more than 128 levels"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(regex(nested(20000)), StructuredError);
+  OutputSpec spec;
+  spec.kind = OutputKind::kRegex;
+  spec.regex = nested(200);
+  JsonGrammarOptions deeper;
+  deeper.max_depth = 256;
+  EXPECT_TRUE(testing::compile(spec, deeper).accepts("a"));
+}
+
+// Found by tests/fuzz/fuzz_regex: "\\x||" reached std::stoul, whose std::invalid_argument
+// escaped as a 500, and "\\x-1" parsed as a code point of 2^32 - 1.
+TEST(RegexGrammar, HexEscapesTakeExactlyHexDigits) {
+  EXPECT_TRUE(regex(R"(\x41\u00e9)").accepts("A\xc3\xa9"));
+  EXPECT_EQ(testing::refused_keyword([] { regex(R"(\x||)"); }), "\\x");
+  EXPECT_EQ(testing::refused_keyword([] { regex(R"(\x-1)"); }), "\\x");
+  EXPECT_EQ(testing::refused_keyword([] { regex(R"(\u 12a)"); }), "\\u");
+}
+
+// A repeated group that can match nothing would repeat forever without input: refused when
+// compiled (it was an expansion-budget error in the matcher before), not left to the matcher.
+TEST(RegexGrammar, StarOfAnEmptyableGroupIsRefusedAtCompileTime) {
+  EXPECT_EQ(testing::refused_keyword([] { regex("(a?)*b"); }), "left recursion");
+}
+
 TEST(RegexGrammar, UnsupportedConstructsNameThemselves) {
   auto keyword_of = [](const std::string& pattern) {
     return testing::refused_keyword([&] { regex(pattern); });

@@ -1,0 +1,66 @@
+// Client JSON with a nesting limit (engine/server/bounded_json.h): where the limit falls, the
+// 400 it gives, and the two facts about Debian 12's nlohmann-json (3.11.2) the design rests on:
+// its parser and its destructor handle any depth without recursion.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "engine/server/api_error.h"
+#include "engine/server/bounded_json.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+
+std::string nested_arrays(std::size_t levels) {
+  return std::string(levels, '[') + std::string(levels, ']');
+}
+
+std::string refusal(const std::string& text, int max_depth) {
+  try {
+    parse_client_json<json>(text, max_depth, "the body", "p");
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.body()["error"]["param"], "p");
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(BoundedJson, DepthCountsContainersIncludingTheOutermost) {
+  EXPECT_EQ(refusal("1", 1), "accepted");
+  EXPECT_EQ(refusal("[1]", 1), "accepted");
+  EXPECT_EQ(refusal(R"({"a": 1, "b": [2]})", 2), "accepted");
+  EXPECT_EQ(refusal(R"({"a": 1, "b": [2]})", 1),
+            "the body nests more than 1 levels of arrays and objects (the limit is 1)");
+  EXPECT_EQ(refusal(nested_arrays(128), kDefaultMaxJsonDepth), "accepted");
+  EXPECT_NE(refusal(nested_arrays(129), kDefaultMaxJsonDepth).find("the limit is 128"),
+            std::string::npos);
+  EXPECT_EQ(refusal("[1,", 8), "the body is not valid JSON");
+  // Key order kept for the schema's sake.
+  const auto ordered = parse_client_json<nlohmann::ordered_json>(R"({"b": 1, "a": 2})", 4, "x");
+  EXPECT_EQ(ordered.begin().key(), "b");
+}
+
+// 50,000 levels crashed the engine before the limit (issue 44); a million is refused at once.
+TEST(BoundedJson, AMillionLevelsAreRefusedWithoutRecursion) {
+  EXPECT_NE(refusal(nested_arrays(1'000'000), kDefaultMaxJsonDepth).find("nests more than 128"),
+            std::string::npos);
+}
+
+// The limit protects what runs after the parse (dump, copies, templates, schemas), not the parse
+// or the destruction of the value: those are iterative in nlohmann-json 3.11.2. If a new version
+// changed that, this test would crash rather than pass.
+TEST(BoundedJson, NlohmannParsesAndDestroysAMillionLevelsWithoutRecursion) {
+  {
+    const json deep = json::parse(nested_arrays(1'000'000));
+    EXPECT_TRUE(deep.is_array());
+  }  // destroyed here
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace nibble::server

@@ -19,6 +19,7 @@
 #include "engine/runtime/engine_loop.h"
 #include "engine/server/openai_server.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "http/cors.h"
 #include "metrics/registry.h"
 
 namespace nibble::engine::cli {
@@ -199,6 +200,9 @@ int run_serve(const Args& args) {
   server_config.max_pending_connections_per_client = o.max_pending_connections_per_client;
   server_config.max_body_bytes = std::size_t(o.max_request_body_bytes);
   server_config.http_threads = o.http_threads;
+  server_config.allowed_origins = http::parse_origin_list(o.allowed_origins);
+  server_config.limits.max_json_depth = o.max_json_depth;
+  server_config.limits.max_prompt_bytes_per_token = o.max_prompt_bytes_per_token;
   server_config.chat_output = chat_output_config(o, chat_template.get());
   server::OpenAiServer server(server_config, engine, tokenizer, chat_template.get(), registry);
   const int port = server.bind();

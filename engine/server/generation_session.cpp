@@ -73,9 +73,8 @@ std::vector<ChoiceDelta> GenerationSession::poll(std::chrono::milliseconds timeo
       ++choice.num_tokens;
       if (!e.stop_token) {
         if (logprobs_ >= 0) {
-          entries[std::size_t(e.choice)].push_back(
-              logprob_entry(e.sample,
-                            text_length_[std::size_t(e.choice)] + characters(delta.text)));
+          entries[std::size_t(e.choice)].push_back(logprob_entry(
+              e.sample, text_length_[std::size_t(e.choice)] + characters(delta.text)));
         }
         delta.text += choice.text->push(e.token);
       }

@@ -10,6 +10,7 @@
 #include "engine/server/bounded_json.h"
 #include "engine/server/chat_messages.h"
 #include "engine/server/generation_session.h"
+#include "engine/server/request_id.h"
 #include "engine/server/structured_output_request.h"
 #include "engine/server/tool_call_metrics.h"
 #include "engine/structured/structured_error.h"
@@ -531,8 +532,7 @@ PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
   }
   PreparedRequest r;
   r.endpoint = endpoint;
-  r.id = std::string(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-") +
-         std::to_string(created_) + "-" + std::to_string(next_request_id_++);
+  r.id = new_response_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
   r.model = config_.served_model_name;
   r.params = parsed.params;
   r.max_tokens_given = parsed.max_tokens_given;

@@ -89,7 +89,6 @@ class OpenAiServer {
   http::Server http_;
   http::ResponsesInFlight streams_;  // streamed responses still being written
   std::atomic<bool> ready_{false};
-  std::atomic<std::uint64_t> next_request_id_{0};
   std::int64_t created_ = 0;
   std::shared_ptr<ToolCallMetrics> tool_metrics_;
   std::once_flag grammar_cache_once_;  // built in the background at start-up, or by a request

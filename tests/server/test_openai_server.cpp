@@ -45,6 +45,20 @@ TEST(OpenAiServer, CompletionWithUsageAndFinishReason) {
   EXPECT_EQ(r["usage"]["total_tokens"], 5);
 }
 
+// Two engines started in the same second (two replicas behind the router) give different ids:
+// the ids were the start time and a counter, so both answered chatcmpl-<time>-0 (issue 45).
+TEST(OpenAiServer, ResponseIdsDifferAcrossServers) {
+  ServerHarness a, b;
+  const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+  const json first = post(a, "/v1/chat/completions", body, 200);
+  const json second = post(b, "/v1/chat/completions", body, 200);
+  const json again = post(a, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}}, 200);
+  ASSERT_TRUE(first.contains("id") && second.contains("id") && again.contains("id"));
+  EXPECT_NE(first["id"], second["id"]);
+  EXPECT_EQ(first["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(again["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+}
+
 TEST(OpenAiServer, StopStringsAcrossTokensAreNotEmitted) {
   ServerHarness h;
   json r = post(h, "/v1/completions",
@@ -61,10 +75,13 @@ TEST(OpenAiServer, StopStringsAcrossTokensAreNotEmitted) {
 // Issue 45: OpenAI's text_offset counts characters; it counted bytes. "é€a" is 6 tokens of one
 // byte each here: é is held back until its second byte, € until its third.
 TEST(OpenAiServer, TextOffsetCountsCharactersNotBytes) {
-  ServerHarness h({.scripted_output = "\xc3\xa9\xe2\x82\xac" "a"});
+  ServerHarness h({.scripted_output = "\xc3\xa9\xe2\x82\xac"
+                                      "a"});
   const json r =
       post(h, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 10}, {"logprobs", 0}}, 200);
-  EXPECT_EQ(r["choices"][0]["text"], "\xc3\xa9\xe2\x82\xac" "a");
+  EXPECT_EQ(r["choices"][0]["text"],
+            "\xc3\xa9\xe2\x82\xac"
+            "a");
   EXPECT_EQ(r["choices"][0]["logprobs"]["text_offset"], json({0, 0, 1, 1, 1, 2}));
 }
 

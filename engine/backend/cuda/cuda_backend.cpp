@@ -223,14 +223,7 @@ class CudaBackend : public Backend {
     check(cudaMemcpyAsync(buffers_.step.get(), buffers_.staging.get(), packed.bytes.size(),
                           cudaMemcpyHostToDevice, stream_),
           "copying the step's layout");
-    const std::byte* meta = buffers_.step.get();
-    cuda::StepInputs in;
-    in.tokens = reinterpret_cast<const std::int32_t*>(meta + packed.tokens);
-    in.positions = reinterpret_cast<const std::int32_t*>(meta + packed.positions);
-    in.slots = reinterpret_cast<const std::int64_t*>(meta + packed.slots);
-    in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + packed.tiles);
-    in.block_tables = reinterpret_cast<const std::int32_t*>(meta + packed.block_tables);
-    in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + packed.logit_rows);
+    cuda::StepInputs in = cuda::step_inputs_at(buffers_.step.get(), packed);
     in.decode_tiles =
         int(std::count_if(layout.tiles.begin(), layout.tiles.end(),
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));

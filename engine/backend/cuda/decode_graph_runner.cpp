@@ -88,15 +88,7 @@ void DecodeGraphRunner::reserve() {
 }
 
 StepInputs DecodeGraphRunner::inputs() const {
-  const std::byte* meta = inputs_.get();
-  StepInputs in;
-  in.tokens = reinterpret_cast<const std::int32_t*>(meta + at_.tokens);
-  in.positions = reinterpret_cast<const std::int32_t*>(meta + at_.positions);
-  in.slots = reinterpret_cast<const std::int64_t*>(meta + at_.slots);
-  in.tiles = reinterpret_cast<const kernels::AttentionTile*>(meta + at_.tiles);
-  in.block_tables = reinterpret_cast<const std::int32_t*>(meta + at_.block_tables);
-  in.logit_rows = reinterpret_cast<const std::int32_t*>(meta + at_.logit_rows);
-  return in;
+  return step_inputs_at(inputs_.get(), at_);
 }
 
 void DecodeGraphRunner::upload(std::size_t bytes) {

@@ -6,6 +6,7 @@
 // act.x2 and writes act.x; the sampled rows' FP32 logits end in act.logits.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/backend/backend_options.h"
@@ -30,6 +31,20 @@ struct StepInputs {
   const std::int32_t* logit_rows = nullptr;
   int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
 };
+
+// The step's inputs inside one device blob at `at`'s offsets (step_layout.h: PackedStep for an
+// eager step, DecodeStepOffsets for a decode graph's fixed addresses).
+template <class Offsets>
+StepInputs step_inputs_at(const std::byte* blob, const Offsets& at) {
+  StepInputs in;
+  in.tokens = reinterpret_cast<const std::int32_t*>(blob + at.tokens);
+  in.positions = reinterpret_cast<const std::int32_t*>(blob + at.positions);
+  in.slots = reinterpret_cast<const std::int64_t*>(blob + at.slots);
+  in.tiles = reinterpret_cast<const kernels::AttentionTile*>(blob + at.tiles);
+  in.block_tables = reinterpret_cast<const std::int32_t*>(blob + at.block_tables);
+  in.logit_rows = reinterpret_cast<const std::int32_t*>(blob + at.logit_rows);
+  return in;
+}
 
 // One step's size: T rows, R of them sampled, its attention tiles and key splits.
 struct StepShape {

@@ -6,10 +6,9 @@ namespace {
 
 void read(const ConfigReader&, ModelConfig&) {}  // attention_bias is implied: always biased
 
-LayerSpec layer(const ModelConfig& c, int) {
-  LayerSpec s;
+LayerSpec layer(const ModelConfig& c, int l) {
+  LayerSpec s = kLlama.layer(c, l);
   s.attention.qkv_bias = true;
-  s.ffn = dense_mlp(c);
   return s;
 }
 

@@ -8,10 +8,9 @@ void read(const ConfigReader& r, ModelConfig&) {
   refuse_attention_bias(r);
 }
 
-LayerSpec layer(const ModelConfig& c, int) {
-  LayerSpec s;
+LayerSpec layer(const ModelConfig& c, int l) {
+  LayerSpec s = kLlama.layer(c, l);
   s.attention.qk_norm = true;
-  s.ffn = dense_mlp(c);
   return s;
 }
 

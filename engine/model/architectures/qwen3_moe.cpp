@@ -41,12 +41,8 @@ bool routed(const ModelConfig& c, int layer) {
 }
 
 LayerSpec layer(const ModelConfig& c, int l) {
-  LayerSpec s;
-  s.attention.qk_norm = true;
-  if (!routed(c, l)) {
-    s.ffn = dense_mlp(c);
-    return s;
-  }
+  LayerSpec s = kQwen3.layer(c, l);
+  if (!routed(c, l)) return s;
   s.ffn.kind = FfnKind::kMoe;
   s.ffn.moe = {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size, c.norm_topk_prob};
   return s;

@@ -7,6 +7,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/reasoning/reasoning_parser.h"
+#include "engine/server/bounded_json.h"
 #include "engine/server/tool_request.h"
 #include "engine/tool_calls/tool_call_parser.h"
 #include "tests/server/npm_oracles.h"
@@ -58,7 +59,7 @@ TEST(ToolTemplates, StringArgumentsRenderAsTheirObjects) {
     as_object.messages = conversation(ordered_json::parse(R"({"city": "Paris", "days": 2})"));
     as_string.tools = as_object.tools = kTools;
     as_string.add_generation_prompt = as_object.add_generation_prompt = true;
-    parse_tool_call_arguments(as_string.messages);
+    parse_tool_call_arguments(as_string.messages, kDefaultMaxJsonDepth);
     const std::string prompt = tmpl.render(as_string);
     EXPECT_EQ(prompt, tmpl.render(as_object)) << model;
     EXPECT_NE(prompt.find(R"({"city": "Paris", "days": 2})"), std::string::npos) << model << prompt;
@@ -76,7 +77,7 @@ TEST(ToolTemplates, TojsonTemplatesPrintParsedArgumentsOnce) {
   chat::ChatRequest request;
   request.messages = conversation(R"({"city": "Paris", "days": 2})");
   EXPECT_EQ(tmpl.render(request), R"("{\"city\": \"Paris\", \"days\": 2}")");
-  parse_tool_call_arguments(request.messages);
+  parse_tool_call_arguments(request.messages, kDefaultMaxJsonDepth);
   EXPECT_EQ(tmpl.render(request), R"({"city": "Paris", "days": 2})");
 }
 

@@ -8,27 +8,35 @@
 
 #include <httplib.h>
 
-#include <stdexcept>
-
 namespace nibble::testing {
+namespace {
+
+// A TCP connection to 127.0.0.1:port from the loopback address `source`; -1 when it fails.
+int connect_from(int port, const std::string& source) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
 
 SlowClients::SlowClients(int port, int count, const std::string& source) {
   static const char kPartialHead[] = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   for (int i = 0; i < count; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error("socket() failed");
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    inet_pton(AF_INET, source.c_str(), &from.sin_addr);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<std::uint16_t>(port));
-    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-        ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-      ::close(fd);
-      continue;
-    }
+    const int fd = connect_from(port, source);
+    if (fd < 0) continue;
     [[maybe_unused]] const ssize_t sent =
         ::send(fd, kPartialHead, sizeof kPartialHead - 1, MSG_NOSIGNAL);
     sockets_.push_back(fd);
@@ -39,22 +47,8 @@ SlowClients::~SlowClients() {
   for (int fd : sockets_) ::close(fd);
 }
 
-RawConnection::RawConnection(int port, const std::string& source) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) return;
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source.c_str(), &from.sin_addr);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<std::uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-      ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-}
+RawConnection::RawConnection(int port, const std::string& source)
+    : fd_(connect_from(port, source)) {}
 
 RawConnection::~RawConnection() {
   if (fd_ >= 0) ::close(fd_);

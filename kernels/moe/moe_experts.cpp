@@ -30,19 +30,8 @@ bool moe_router_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan, std
          tokens <= kMoeRouterMaxTokens && hidden % 8 == 0;
 }
 
-std::int64_t moe_prefetch_budget() {
-  static const std::int64_t budget = [] {
-    int device = 0, l2 = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess)
-      return std::int64_t(0);
-    return std::int64_t(l2) / 2;
-  }();
-  return budget;
-}
-
 std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden) {
-  return 1 + tokens * w4a16_grouped_combine_slices(hidden) + 2 * kMoeMaxTopK;
+  return tokens * w4a16_grouped_combine_slices(hidden) + 2 * kMoeMaxTopK;
 }
 
 namespace {
@@ -66,7 +55,7 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
   if (moe_experts_fused(w, plan)) {
     // route (+ zero the arrival counts) -> gate_up . gathered x, SiLU * up -> down + combine.
     if (a.arrivals == nullptr) return cudaErrorInvalidValue;
-    std::int32_t* const counts = a.arrivals + 1;
+    std::int32_t* const counts = a.arrivals;
     const std::int64_t count_words = T * w4a16_grouped_combine_slices(H);  // the combine's
     if (T == 1 && plan.route_in_gemm) {
       // [router ->] gate_up and down, each block routing the token itself.
@@ -96,29 +85,10 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream,
                                                plan.overlap);
     }
-    // The picked experts' weights into the L2 from the routing block (a hint, see
-    // MoeGroupedPlan::prefetch): gate_up's, then down's where both fit the budget. Tiles are
-    // n_padded x k_padded / 2 bytes, scales an eighth of that.
-    MoeWeightPrefetch prefetch;
-    if (plan.prefetch) {
-      const std::int64_t budget = moe_prefetch_budget();
-      std::int64_t total = 0;
-      int m = 0;
-      for (const W4A16GroupedWeights* g : {&w.gate_up, &w.down}) {
-        const std::int64_t tiles = g->shape.n_padded * g->shape.k_padded / 2;
-        total += routed * (tiles + tiles / 8);
-        if (total > budget) break;
-        prefetch.table[m] = g->table;
-        prefetch.tile_bytes[m] = tiles;
-        prefetch.scale_bytes[m] = tiles / 8;
-        ++m;
-      }
-    }
     cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
                           ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
                                              a.norm_topk_prob, plan.block_rows, a.router_logits, r,
-                                             a.arrivals, stream, counts, count_words,
-                                             plan.router_form, prefetch, plan.overlap)
+                                             stream, counts, count_words, plan.overlap)
                           : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
                                       plan.block_rows, r, stream, counts, count_words);
     if (err != cudaSuccess) return err;

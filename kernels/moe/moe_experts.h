@@ -44,16 +44,6 @@ struct MoeGroupedPlan {
   // With fuse, T <= kMoeRouterMaxTokens and MoeExpertsArgs::router_weight given: the router linear
   // joins the route (moe_router_route), one launch fewer (and the cuBLAS router call gone).
   bool fuse_router = false;
-  // How the fused router runs (moe_routing.h; the CUDA backend takes NIBBLE_MOE_ROUTER_FORM).
-  MoeRouterForm router_form = MoeRouterForm::kSpreadThenRoute;
-  // With the spread router: its routing block asks the L2 for the picked experts' gate_up and
-  // down weights (moe_router_route's prefetch), as many of the two as fit moe_prefetch_budget for
-  // T k experts (the CUDA backend clears it under NIBBLE_MOE_PREFETCH=0). Qwen3-30B-A3B on H100
-  // (50 MB L2, budget 25 MB): both at T = 1 (14.2 + 7.1 MB), none from T = 2. Off by default:
-  // measured on an H200 (kernels/moe/PERF_NOTES.md, "Switches as options") it made the T = 1 MoE
-  // block 98.6 us instead of 25.4 and Qwen3-30B-A3B decode 163.7 tok/s instead of 385.1 (the bulk
-  // prefetches queue ahead of the GEMMs' own loads); NIBBLE_MOE_PREFETCH=1 turns it on.
-  bool prefetch = false;
   // With fuse at T = 1: no route launch; the gate_up's and the down's blocks each route the token
   // from the logits themselves (w4a16_grouped.h W4A16GroupedRoute), and the fused router is its
   // linear alone (moe_router_logits): router -> gate_up -> down. The same output bits. On by
@@ -69,8 +59,6 @@ struct MoeGroupedPlan {
   // run instead. On by default; the CUDA backend clears it under NIBBLE_MOE_ONE_LAUNCH=0.
   bool one_launch = false;
 };
-// Bytes of weights the prefetch may ask for: half the device's L2 (read once per process).
-std::int64_t moe_prefetch_budget();
 // Few rows per expert (decode): 16-row weight slices over blocks of 8 (or 16) rows, every weight
 // byte read once per row block; many (prefill): 64-row tiles, a row block per 64 rows. fuse and
 // fuse_router are on for the slice plans (the CUDA backend clears them under NIBBLE_MOE_FUSED=0 /
@@ -83,9 +71,8 @@ bool moe_experts_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan);
 bool moe_router_fused(const MoeExpertWeights& w, const MoeGroupedPlan& plan, std::int64_t tokens,
                       int hidden, bool router_weight_given);
 
-// 4-byte words of MoeExpertsArgs::arrivals for T tokens of hidden size H: word 0 the fused
-// router's block counter, then the combine's arrival counts, then the one launch's 2 x
-// kMoeMaxTopK counters (MoeGroupedPlan::one_launch).
+// 4-byte words of MoeExpertsArgs::arrivals for T tokens of hidden size H: the combine's arrival
+// counts, then the one launch's 2 x kMoeMaxTopK counters (MoeGroupedPlan::one_launch).
 std::int64_t moe_arrival_words(std::int64_t tokens, std::int64_t hidden);
 
 struct MoeExpertsArgs {

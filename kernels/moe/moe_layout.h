@@ -46,8 +46,8 @@ inline std::int64_t moe_max_row_blocks(std::int64_t routed_rows, int experts, in
 inline constexpr int kMoeMaxExperts = 512;
 inline constexpr int kMoeMaxTopK = 16;
 
-// The spread router linear (moe_routing.h, MoeRouterForm::kSpread) sums logit [t, e] = x[t] . w[e]
-// in this order, which its CPU reference (moe_routing_ref.h) repeats bitwise: the row in 16-byte
+// The device router linear (moe_routing.h moe_router_logits) sums logit [t, e] = x[t] . w[e] in
+// this order, which its CPU reference (moe_routing_ref.h) repeats bitwise: the row in 16-byte
 // pieces of 8 BF16 columns, piece p to thread p % kMoeRouterThreads of the block; a piece's 8
 // products as FP32 fmas into 0 in column order, added to the thread's running sum; the 32 lanes of
 // a warp by an xor butterfly (offsets 16, 8, 4, 2, 1); the warps' sums in warp order.

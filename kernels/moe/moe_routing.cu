@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "kernels/dependent_launch.cuh"
-#include "kernels/l2_prefetch.cuh"
 #include "kernels/moe/moe_route_device.cuh"
 #include "kernels/moe/moe_routing.h"
 #include "kernels/nvfp4/w4a16_gemm.h"
@@ -183,19 +182,13 @@ constexpr int kRankMaxPairs =
 // The whole routing by one block of `warps` warps (every thread of the block calls it); the results
 // do not depend on the number of warps. tokens k <= MAX_ROUTED; the rank path when tokens x
 // experts <= MAX_PAIRS.
-// after_counts(count_s): called by every thread once the per-expert counts are in shared memory
-// (the spread router's L2 prefetch of the picked experts).
-struct NoHook {
-  __device__ void operator()(const int*) const {}
-};
-template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs,
-          class AfterCounts = NoHook>
+template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs>
 __device__ __forceinline__ void route_in_block(
     const float* __restrict__ logits, int tokens, int experts, int k, bool norm_topk_prob,
     int block_rows, int max_blocks, std::int32_t* __restrict__ expert, float* __restrict__ weight,
     std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
     std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
-    MoeRowBlock* __restrict__ blocks, AfterCounts after_counts = AfterCounts{}) {
+    MoeRowBlock* __restrict__ blocks) {
   __shared__ int picks[MAX_ROUTED];
   __shared__ int count_s[kMoeMaxExperts], offset_s[kMoeMaxExperts], first_block_s[kMoeMaxExperts];
   __shared__ int total_blocks;
@@ -212,7 +205,6 @@ __device__ __forceinline__ void route_in_block(
   __syncthreads();
   for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
   __syncthreads();
-  after_counts(count_s);
   if (warp == 0) {  // exclusive scans of the counts and of the row blocks, 32 experts a pass
     int carry = 0, carry_blocks = 0;
     for (int base = 0; base < experts; base += 32) {
@@ -279,113 +271,20 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
                            MoeRowBlock* __restrict__ blocks, std::int32_t* __restrict__ clear,
                            int clear_count) {
   allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
-  // A dependent launch after the spread router (MoeRouterForm::kSpreadThenRoute) waits for its
-  // logits here; launched without the attribute, a no-op.
+  // A dependent launch after the router linear (moe_router_route) waits for its logits here;
+  // launched without the attribute, a no-op.
   wait_for_previous_grid();
   for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
   route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
                  counts, offsets, token, source, blocks);
 }
 
-// The last-block hand-off of the fused routers: every block calls it after writing its logits;
-// true in the last block to arrive (the whole block), which then sees every block's logits (read
-// them through L2) and finds the counter re-armed to 0 for the next launch; that block also zeroes
-// `clear`.
-__device__ inline bool last_block_to_arrive(std::int32_t* counter, std::int32_t* clear,
-                                            int clear_count) {
-  __shared__ bool last;
-  __threadfence();  // this block's logits visible device-wide before it counts itself done
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == int(gridDim.x) - 1;
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();
-  if (threadIdx.x == 0) *counter = 0;  // every block has counted: ready for the next launch
-  for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
-  return true;
-}
-
-// The router linear and the routing in one launch (moe_router_route): warp w of block b computes
-// expert e = b kRouterWarps + w's logits for every token (FP32 sums of the BF16 products, lanes
-// over 8-column pieces, then a fixed shuffle tree), the block's last thread to arrive counts the
-// block done; the last block routes from the logits (route_in_block) and re-arms the counter.
-constexpr int kRouterWarps = 8;
-constexpr int kRouterAhead = 8;  // 16-byte pieces of a weight row a lane fetches before the wait
-
-__device__ inline float dot8(uint4 a, uint4 b) {
-  const std::uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
-  float sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    sum += __uint_as_float(wa[i] << 16) * __uint_as_float(wb[i] << 16);
-    sum += __uint_as_float(wa[i] & 0xFFFF0000u) * __uint_as_float(wb[i] & 0xFFFF0000u);
-  }
-  return sum;
-}
-
-__global__ void __launch_bounds__(32 * kRouterWarps)
-    router_route_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
-                        int tokens, int hidden, int experts, int k, bool norm_topk_prob,
-                        int block_rows, int max_blocks, float* __restrict__ logits,
-                        std::int32_t* __restrict__ expert, float* __restrict__ weight,
-                        std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
-                        std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
-                        MoeRowBlock* __restrict__ blocks, std::int32_t* counter,
-                        std::int32_t* __restrict__ clear, int clear_count) {
-  allow_next_grid();  // the fused gate_up may be scheduled now; it waits for this launch's end
-  const int lane = threadIdx.x % 32, e = blockIdx.x * kRouterWarps + threadIdx.x / 32;
-  // The first kRouterAhead pieces of the warp's weight row (all of it up to H = 2048) are fetched
-  // before waiting for the kernel before (the layer's RMSNorm, dependent launch): only x is its.
-  const std::uint16_t* row = w + std::int64_t(e < experts ? e : 0) * hidden;
-  uint4 ahead[kRouterAhead];
-#pragma unroll
-  for (int i = 0; i < kRouterAhead; ++i) {
-    const int c = lane * 8 + i * 256;
-    ahead[i] = e < experts && c < hidden ? __ldg(reinterpret_cast<const uint4*>(row + c))
-                                         : make_uint4(0, 0, 0, 0);
-  }
-  wait_for_previous_grid();
-  if (e < experts) {
-    float acc[kMoeRouterMaxTokens];
-#pragma unroll
-    for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
-    // Pieces in column order, the fetched ones first: the same sums as one loop over c.
-    auto add_piece = [&](const uint4& wv, int c) {
-#pragma unroll
-      for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
-        if (t < tokens) {
-          acc[t] +=
-              dot8(wv, __ldcg(reinterpret_cast<const uint4*>(x + std::int64_t(t) * hidden + c)));
-        }
-      }
-    };
-#pragma unroll
-    for (int i = 0; i < kRouterAhead; ++i) {
-      const int c = lane * 8 + i * 256;
-      if (c < hidden) add_piece(ahead[i], c);
-    }
-#pragma unroll 4
-    for (int c = lane * 8 + kRouterAhead * 256; c < hidden; c += 256)
-      add_piece(__ldg(reinterpret_cast<const uint4*>(row + c)), c);
-#pragma unroll
-    for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], o);
-      if (lane == 0 && t < tokens) logits[std::int64_t(t) * experts + e] = acc[t];
-    }
-  }
-  if (!last_block_to_arrive(counter, clear, clear_count)) return;  // the whole block
-  route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
-                 counts, offsets, token, source, blocks);
-}
-
-// The spread router (MoeRouterForm::kSpread / kSpreadThenRoute): block b computes the logits of
+// The router linear (moe_router_route, moe_router_logits): block b computes the logits of
 // experts kMoeRouterExpertsPerBlock b + s for every token, its threads over 16-byte pieces of the
 // rows (moe_layout.h gives the summation order, the CPU reference's): at H = 2048 a thread takes
 // one piece of each of its block's weight rows, so the 512 KB of Qwen3-30B-A3B's router spread
-// over 64 blocks instead of 16 (8 KB a block, all in flight before the wait). ROUTE: the last block
-// to finish routes from the logits (route_in_block, the one-block routing's results) and re-arms
-// the counter; otherwise moe_route's one-block kernel follows as a dependent launch.
+// over 64 blocks instead of 16 (8 KB a block, all in flight before the wait). moe_route's one-block
+// kernel follows as a dependent launch.
 constexpr int kSpreadWarps = kMoeRouterThreads / 32;
 constexpr int kSpreadAhead = 2;  // pieces of each weight row a thread fetches before the wait
 
@@ -402,13 +301,9 @@ __device__ inline float dot8_fma(uint4 a, uint4 b) {
   return sum;
 }
 
-template <bool ROUTE>
 __global__ void __launch_bounds__(kMoeRouterThreads, 1)
     router_spread_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
-                         int tokens, int hidden, int experts, int k, bool norm_topk_prob,
-                         int block_rows, int max_blocks, float* __restrict__ logits, MoeRouting out,
-                         std::int32_t* counter, std::int32_t* __restrict__ clear, int clear_count,
-                         MoeWeightPrefetch prefetch) {
+                         int tokens, int hidden, int experts, float* __restrict__ logits) {
   constexpr int kE = kMoeRouterExpertsPerBlock, kT = kMoeRouterMaxTokens;
   __shared__ float warp_sums[kE][kT][kSpreadWarps];
   // The next launch (fused gate_up, or the route) may be scheduled now: it waits for this
@@ -496,44 +391,6 @@ __global__ void __launch_bounds__(kMoeRouterThreads, 1)
       for (int v = 0; v < kSpreadWarps; ++v) sum = __fadd_rn(sum, warp_sums[s][t][v]);
       logits[std::int64_t(t) * experts + e0 + s] = sum;
     }
-  }
-  if constexpr (ROUTE) {
-    if (!last_block_to_arrive(counter, clear, clear_count)) return;  // the whole block
-    // Prefetch: this thread's experts' weight addresses are loaded now (their latency overlaps the
-    // routing's first steps); the picked ones are asked of the L2 once the counts are known.
-    constexpr int kPerThread = kMoeMaxExperts / kMoeRouterThreads;
-    constexpr int kW = MoeWeightPrefetch::kWeights;
-    const std::uint8_t* pf_tiles[kW][kPerThread] = {};
-    const std::uint8_t* pf_scales[kW][kPerThread] = {};
-#pragma unroll
-    for (int m = 0; m < kW; ++m) {
-      if (prefetch.table[m] == nullptr) continue;
-#pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
-        const int e = int(threadIdx.x) + j * kMoeRouterThreads;
-        if (e < experts) {
-          pf_tiles[m][j] = prefetch.table[m][e].tiles;
-          pf_scales[m][j] = prefetch.table[m][e].scales;
-        }
-      }
-    }
-    auto after_counts = [=](const int* count_s) {
-#pragma unroll
-      for (int m = 0; m < kW; ++m) {  // gate_up first: the first to be read
-        if (prefetch.table[m] == nullptr) continue;
-#pragma unroll
-        for (int j = 0; j < kPerThread; ++j) {
-          const int e = int(threadIdx.x) + j * kMoeRouterThreads;
-          if (e < experts && count_s[e] > 0) {
-            prefetch_to_l2(pf_tiles[m][j], prefetch.tile_bytes[m]);
-            prefetch_to_l2(pf_scales[m][j], prefetch.scale_bytes[m]);
-          }
-        }
-      }
-    };
-    route_in_block<kMoeRouterMaxTokens * kMoeMaxTopK, kMoeRouterMaxTokens * kMoeMaxExperts>(
-        logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, out.expert, out.weight,
-        out.counts, out.offsets, out.token, out.source, out.blocks, after_counts);
   }
 }
 
@@ -635,41 +492,22 @@ struct RouterLaunch {
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,
                              bool norm_topk_prob, int block_rows, float* logits,
-                             const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
-                             std::int32_t* clear, std::int64_t clear_count, MoeRouterForm form,
-                             const MoeWeightPrefetch& prefetch, bool overlap) {
+                             const MoeRouting& out, cudaStream_t stream, std::int32_t* clear,
+                             std::int64_t clear_count, bool overlap) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
       clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
-      counter == nullptr || x == nullptr || router == nullptr || logits == nullptr ||
+      x == nullptr || router == nullptr || logits == nullptr ||
       reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
+  cudaError_t err = moe_router_logits(x, router, tokens, hidden, experts, logits, stream, overlap);
+  if (err != cudaSuccess) return err;
+  // The one-block routing as a dependent launch (it waits for the logits).
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
   const RouterLaunch launch(stream, overlap);
-  auto config = [&](int grid, int threads) { return launch.config(grid, threads); };
-  cudaError_t err = cudaSuccess;
-  if (form == MoeRouterForm::kBlocks) {
-    const cudaLaunchConfig_t c =
-        config((experts + kRouterWarps - 1) / kRouterWarps, 32 * kRouterWarps);
-    err = cudaLaunchKernelEx(&c, router_route_kernel, x, router, int(tokens), hidden, experts, k,
-                             norm_topk_prob, block_rows, int(max_blocks), logits, out.expert,
-                             out.weight, out.counts, out.offsets, out.token, out.source, out.blocks,
-                             counter, clear, int(clear_count));
-    return err != cudaSuccess ? err : cudaGetLastError();
-  }
-  const bool route_here = form == MoeRouterForm::kSpread;
-  const cudaLaunchConfig_t c = config(
-      (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
-  err = cudaLaunchKernelEx(
-      &c, route_here ? router_spread_kernel<true> : router_spread_kernel<false>, x, router,
-      int(tokens), hidden, experts, k, norm_topk_prob, block_rows, int(max_blocks), logits, out,
-      counter, clear, int(clear_count), route_here ? prefetch : MoeWeightPrefetch{});
-  if (err == cudaSuccess) err = cudaGetLastError();
-  if (err != cudaSuccess || route_here) return err;
-  // kSpreadThenRoute: the one-block routing as a dependent launch (it waits for the logits).
-  const cudaLaunchConfig_t r = config(1, 32 * kOneBlockWarps);
+  const cudaLaunchConfig_t r = launch.config(1, 32 * kOneBlockWarps);
   err = cudaLaunchKernelEx(&r, route_one_block_kernel, static_cast<const float*>(logits),
                            int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks),
                            out.expert, out.weight, out.counts, out.offsets, out.token, out.source,
@@ -689,29 +527,9 @@ cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* route
   const RouterLaunch launch(stream, overlap);
   const cudaLaunchConfig_t c = launch.config(
       (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
-  // The routing arguments are unused without ROUTE.
   const cudaError_t err =
-      cudaLaunchKernelEx(&c, router_spread_kernel<false>, x, router, int(tokens), hidden, experts,
-                         1, false, 1, 0, logits, MoeRouting{}, static_cast<std::int32_t*>(nullptr),
-                         static_cast<std::int32_t*>(nullptr), 0, MoeWeightPrefetch{});
+      cudaLaunchKernelEx(&c, router_spread_kernel, x, router, int(tokens), hidden, experts, logits);
   return err != cudaSuccess ? err : cudaGetLastError();
-}
-
-MoeRouterForm moe_router_form_from_name(const char* name) {
-  if (name != nullptr && std::strcmp(name, "spread") == 0) return MoeRouterForm::kSpread;
-  if (name != nullptr && std::strcmp(name, "blocks") == 0) return MoeRouterForm::kBlocks;
-  return MoeRouterForm::kSpreadThenRoute;
-}
-
-const char* moe_router_form_name(MoeRouterForm form) {
-  switch (form) {
-    case MoeRouterForm::kBlocks:
-      return "blocks";
-    case MoeRouterForm::kSpreadThenRoute:
-      return "split";
-    default:
-      return "spread";
-  }
 }
 
 }  // namespace nibble::kernels

@@ -33,52 +33,23 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
                       cudaStream_t stream, std::int32_t* clear = nullptr,
                       std::int64_t clear_count = 0);
 
-// How moe_router_route runs the router linear (MoeGroupedPlan::router_form, an A/B switch):
-// Default "split": the fastest on an H200 (kernels/moe/PERF_NOTES.md, "Switches as options"):
-// nibble-kernel-bench --moe at T = 1 whole MoE block 23.0 us split, 25.4 spread, 30.6 blocks;
-// Qwen3-30B-A3B generate 414.6 tok/s split vs 385.1 spread (both without the L2 prefetch).
-//   kSpread ("spread"): kMoeRouterExpertsPerBlock experts per block of
-//     kMoeRouterThreads threads (64 blocks at E = 128), FP32 sums in moe_layout.h's order (bitwise
-//     moe_router_logits_ref); the last block to finish routes. One launch.
-//   kSpreadThenRoute ("split", default): the same linear, then moe_route's one-block kernel as a
-//   dependent
-//     launch. Two launches, no block waits on an atomic counter.
-//   kBlocks ("blocks", the first form): 8 experts per block of 8 warps (16 blocks at E = 128),
-//     a warp per expert; the last block routes.
-// Every form gives the routing of moe_route from the logits it wrote.
-enum class MoeRouterForm { kSpread = 0, kSpreadThenRoute = 1, kBlocks = 2 };
-// The form named spread | split | blocks (null or unknown: split), as moe_router_form_name writes
-// them; for the callers' option parsers.
-MoeRouterForm moe_router_form_from_name(const char* name);
-const char* moe_router_form_name(MoeRouterForm form);
-
-// The router linear and moe_route in one launch (kSpreadThenRoute: two), for small steps
-// (decode): logits[t, e] = x[t, :] . router[e, :] (BF16 inputs, FP32 sums in a fixed order,
-// written to `logits` [T, E]), then the routing of moe_route from those logits (the same outputs
-// as moe_route given them). tokens <= kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte
-// aligned. counter: one word, zero before the first launch; every launch leaves it zero (the last
-// block re-arms it; kSpreadThenRoute does not touch it).
+// The router linear then moe_route's routing, for small steps (decode): logits[t, e] =
+// x[t, :] . router[e, :] (moe_router_logits: BF16 inputs, FP32 sums in moe_layout.h's order,
+// written to `logits` [T, E]), then the routing of moe_route from those logits as a dependent
+// launch (the same outputs as moe_route given them). Two launches, no block waits on another.
+// tokens <= kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte aligned; clear as
+// moe_route's. Measured and removed (kernels/moe/PERF_NOTES.md, "Router forms removed"): the last
+// block of the linear routing itself ("spread", 25.4 us for the T = 1 MoE block against 23.0), a
+// warp per expert ("blocks", 30.6 us), and the spread form's L2 prefetch of the picked experts.
 inline constexpr int kMoeRouterMaxTokens = 8;
-// prefetch (kSpread only; ignored by the other forms): for each given table (device array [E] of
-// kernels/nvfp4/w4a16_gemm.h weights: the gate_up's, the down's), the routing block asks the L2
-// for the first tile_bytes of tiles and scale_bytes of scales of every picked expert's weight as
-// soon as the picks are counted, so the grouped GEMMs launched next find them there. A hint: the
-// results do not change.
-struct W4A16DeviceWeight;
-struct MoeWeightPrefetch {
-  static constexpr int kWeights = 2;
-  const W4A16DeviceWeight* table[kWeights] = {};
-  std::int64_t tile_bytes[kWeights] = {}, scale_bytes[kWeights] = {};
-};
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,
                              bool norm_topk_prob, int block_rows, float* logits,
-                             const MoeRouting& out, std::int32_t* counter, cudaStream_t stream,
+                             const MoeRouting& out, cudaStream_t stream,
                              std::int32_t* clear = nullptr, std::int64_t clear_count = 0,
-                             MoeRouterForm form = MoeRouterForm::kSpread,
-                             const MoeWeightPrefetch& prefetch = {}, bool overlap = true);
+                             bool overlap = true);
 
-// The spread router's linear alone (its logits, the same bits as moe_router_route's), a dependent
+// The router linear alone (its logits, the same bits as moe_router_route's), a dependent
 // launch where `overlap` (as moe_router_route's; MoeGroupedPlan::overlap): for the grouped launches
 // that route a single token themselves (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). Same
 // argument rules as moe_router_route.

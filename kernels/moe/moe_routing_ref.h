@@ -25,10 +25,10 @@ struct MoeRoutingRef {
 MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, int experts, int k,
                             bool norm_topk_prob, int block_rows);
 
-// The router linear as the device's spread router computes it (moe_router_route with
-// MoeRouterForm::kSpread or kSpreadThenRoute), bitwise: logits [tokens, experts] FP32 with
-// logits[t, e] = x[t, :] . router[e, :] summed in moe_layout.h's order (kMoeRouterThreads).
-// x: [tokens, hidden] BF16 bits, router: [experts, hidden]; hidden % 8 == 0.
+// The router linear as the device computes it (moe_router_logits, moe_router_route), bitwise:
+// logits [tokens, experts] FP32 with logits[t, e] = x[t, :] . router[e, :] summed in moe_layout.h's
+// order (kMoeRouterThreads). x: [tokens, hidden] BF16 bits, router: [experts, hidden]; hidden % 8
+// == 0.
 std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
                                          std::span<const std::uint16_t> router, std::int64_t tokens,
                                          int hidden, int experts);

@@ -3,8 +3,8 @@
 //     offsets and the row-block table identical; weights within 1e-6 relative; over many
 //     (T, E, k) incl. T = 1, T > 1000, E = 512 with k = 16, heavy ties, every token on one expert,
 //     both sides of the one-block path's limit (1024 routed rows) and of its rank path's (8192
-//     tokens x experts); the fused router + route (moe_router_route) likewise in each form, the
-//     spread forms' logits bitwise those of their CPU reference (moe_router_logits_ref);
+//     tokens x experts); the fused router + route (moe_router_route) likewise, its logits bitwise
+//     those of their CPU reference (moe_router_logits_ref);
 //   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
 //     dequantization, products in double) for every routed row, every grouped tile form, with
 //     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
@@ -144,13 +144,12 @@ void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
 std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t count, float sigma = 1.0f);
 std::vector<float> to_floats(const std::vector<bf16_bits>& v);
 
-// moe_router_route in each form: its logits vs double dot products (FP32 sums of BF16 products:
-// relative error <= 1e-5) and, for the spread forms, bitwise vs moe_router_logits_ref (the CPU
-// reference of their summation order); its routing vs moe_route_ref of the logits it wrote
-// (exact), two launches bitwise identical, the counter back to 0 and the clear region zeroed
-// after each.
+// moe_router_route: its logits vs double dot products (FP32 sums of BF16 products: relative
+// error <= 1e-5) and bitwise vs moe_router_logits_ref (the CPU reference of their summation
+// order); its routing vs moe_route_ref of the logits it wrote (exact), two launches bitwise
+// identical, the clear region zeroed after each.
 void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase& c,
-                        std::int64_t hidden, kernels::MoeRouterForm form) {
+                        std::int64_t hidden) {
   const std::int64_t T = c.tokens, H = hidden;
   const auto x = random_bf16(rng, std::size_t(T * H));
   const auto w = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
@@ -160,24 +159,23 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
   DeviceBuffer<float> d_logits(std::size_t(T * c.experts));
   DeviceBuffer<std::int32_t> words(
       std::size_t(kernels::moe_routing_words(T, c.experts, c.k, c.block_rows))),
-      counter(1), clear(37);
-  NIBBLE_CUDA_CHECK(cudaMemset(counter.ptr, 0, sizeof(std::int32_t)));
+      clear(37);
   const kernels::MoeRouting r =
       kernels::moe_routing_views(words.ptr, T, c.experts, c.k, c.block_rows);
   std::vector<std::vector<float>> logits;
-  bool rearmed = true;
+  bool cleared_all = true;
   for (int run = 0; run < 2; ++run) {
     d_logits.poison();
     words.poison();
     clear.poison();
     NIBBLE_CUDA_CHECK(kernels::moe_router_route(d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k, c.norm,
-                                                c.block_rows, d_logits.ptr, r, counter.ptr, nullptr,
-                                                clear.ptr, 37, form));
+                                                c.block_rows, d_logits.ptr, r, nullptr, clear.ptr,
+                                                37));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     logits.push_back(d_logits.download());
     const auto cleared = clear.download();
-    rearmed &= counter.download()[0] == 0 &&
-               std::all_of(cleared.begin(), cleared.end(), [](std::int32_t v) { return v == 0; });
+    cleared_all &=
+        std::all_of(cleared.begin(), cleared.end(), [](std::int32_t v) { return v == 0; });
   }
   const auto xf = to_floats(x), wf = to_floats(w);
   std::vector<double> want(std::size_t(T * c.experts)), got(want.size());
@@ -191,18 +189,13 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
     }
   const double err = relative_error(want, got);
   const bool same = logits[0] == logits[1];
-  const bool spread = form != kernels::MoeRouterForm::kBlocks;
-  const bool bitwise =
-      !spread || logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts);
-  char detail[200], what[64];
-  std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g%s, runs %s, counter/clear %s",
-                (long long)H, err,
-                !spread   ? ""
-                : bitwise ? ", = CPU order"
-                          : ", NOT the CPU order's bits",
-                same ? "identical" : "DIFFER", rearmed ? "zero" : "NOT ZERO");
-  std::snprintf(what, sizeof what, "router_route_%s", kernels::moe_router_form_name(form));
-  record_routing(results, what, logits[0], c, r, err <= 1e-5 && same && rearmed && bitwise, detail);
+  const bool bitwise = logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts);
+  char detail[200];
+  std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g%s, runs %s, clear %s",
+                (long long)H, err, bitwise ? ", = CPU order" : ", NOT the CPU order's bits",
+                same ? "identical" : "DIFFER", cleared_all ? "zero" : "NOT ZERO");
+  record_routing(results, "router_route", logits[0], c, r,
+                 err <= 1e-5 && same && cleared_all && bitwise, detail);
 }
 
 // ---- experts' weights --------------------------------------------------------------------------
@@ -389,11 +382,9 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     for (auto* b : {&d_out, &d_routed, &d_projected, &d_middle, &d_expert_out}) b->poison();
     words.poison();
     if (counts == Counts::kPoison) arrivals.poison();
-    if (counts != Counts::kAsLeft) {
-      // The router's counter (word 0), or every count (the one launch needs zeros).
-      const std::size_t zeroed = counts == Counts::kZero ? arrivals.count : 1;
-      NIBBLE_CUDA_CHECK(cudaMemset(arrivals.ptr, 0, zeroed * sizeof(std::int32_t)));
-    }
+    // Poisoned: the route zeroes the combine's counts itself; the one launch needs zeros.
+    if (counts == Counts::kZero)
+      NIBBLE_CUDA_CHECK(cudaMemset(arrivals.ptr, 0, arrivals.count * sizeof(std::int32_t)));
     NIBBLE_CUDA_CHECK(kernels::moe_experts(w, a, plan, nullptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     runs.push_back(d_out.download());
@@ -439,12 +430,7 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     run_layer();
     router_same &= runs[runs.size() - 2] == runs.back();
   };
-  for (const auto form : {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
-                          kernels::MoeRouterForm::kBlocks}) {
-    if (!router_fused) break;
-    plan.router_form = form;
-    router_then_logits();
-  }
+  if (router_fused) router_then_logits();
   if (router_fused && route_in_gemm) {  // the router linear alone, then the GEMMs routing
     plan.route_in_gemm = true;
     router_then_logits();
@@ -569,9 +555,7 @@ int run(int argc, char** argv) {
       {{5, 1, 1, true, 8, K::kRandom}, 64},      {{7, 33, 3, true, 8, K::kRandom}, 4096},
       {{2, 128, 8, true, 8, K::kTied}, 6152},
   };
-  for (const auto form : {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
-                          kernels::MoeRouterForm::kBlocks})
-    for (const auto& [c, hidden] : router_routes) check_router_route(results, rng, c, hidden, form);
+  for (const auto& [c, hidden] : router_routes) check_router_route(results, rng, c, hidden);
 
   using kernels::W4A16Tile;
   std::vector<GroupedCase> grouped = {

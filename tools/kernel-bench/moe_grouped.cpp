@@ -64,7 +64,8 @@ ExpertCopies make_experts(std::mt19937_64& rng, std::vector<void*>& allocations)
   return c;
 }
 
-// The router and routing alone at decode sizes, every form against cuBLAS + the one-block route.
+// The router and routing alone at decode sizes, moe_router_route against cuBLAS + the one-block
+// route.
 // kRouterCopies router copies (100 MB, past the L2) rotate over kRouterCalls calls a graph, so
 // the weights come from DRAM as in a decode step.
 void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std::mt19937_64& rng) {
@@ -84,8 +85,7 @@ void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std:
       "\nrouter + routing alone (E %d, H %lld, k %d; weights rotated past the L2): cuBLAS = the\n"
       "BF16 router GEMM (FP32 out), route = moe_route's one-block kernel; us per call\n",
       kExperts, (long long)kHidden, kTopK);
-  std::printf("%6s %9s %9s %13s %9s %9s %9s\n", "T", "cuBLAS", "route", "cuBLAS+route", "spread",
-              "split", "blocks");
+  std::printf("%6s %9s %9s %13s %13s\n", "T", "cuBLAS", "route", "cuBLAS+route", "router_route");
   for (const std::int64_t T : {1, 2, 4, 8}) {
     const int block_rows = kernels::plan_moe_experts(T, kExperts, kTopK).block_rows;
     auto* x = device_alloc<std::uint16_t>(std::size_t(T * kHidden), local);
@@ -93,8 +93,6 @@ void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std:
     auto* logits = device_alloc<float>(std::size_t(T * kExperts), local);
     auto* words = device_alloc<std::int32_t>(
         std::size_t(kernels::moe_routing_words(T, kExperts, kTopK, block_rows)), local);
-    auto* counter = device_alloc<std::int32_t>(1, local);
-    CHECK_CUDA(cudaMemset(counter, 0, sizeof(std::int32_t)));
     const kernels::MoeRouting r = kernels::moe_routing_views(words, T, kExperts, kTopK, block_rows);
     auto cublas_router = [&](int i, cudaStream_t s) {
       CHECK_CUBLAS(cublasSetStream(cublas, s));
@@ -116,21 +114,16 @@ void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std:
           route(i, s);
         },
         kRouterCalls);
-    double form_us[3] = {};
-    for (const auto form :
-         {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
-          kernels::MoeRouterForm::kBlocks}) {
-      form_us[int(form)] = median_us(
-          reps, stream,
-          [&](int i, cudaStream_t s) {
-            CHECK_CUDA(kernels::moe_router_route(x, routers[std::size_t(i % kRouterCopies)], T,
-                                                 int(kHidden), kExperts, kTopK, true, block_rows,
-                                                 logits, r, counter, s, nullptr, 0, form));
-          },
-          kRouterCalls);
-    }
-    std::printf("%6lld %9.1f %9.1f %13.1f %9.1f %9.1f %9.1f\n", (long long)T, cublas_us, route_us,
-                both_us, form_us[0], form_us[1], form_us[2]);
+    const double router_route_us = median_us(
+        reps, stream,
+        [&](int i, cudaStream_t s) {
+          CHECK_CUDA(kernels::moe_router_route(x, routers[std::size_t(i % kRouterCopies)], T,
+                                               int(kHidden), kExperts, kTopK, true, block_rows,
+                                               logits, r, s));
+        },
+        kRouterCalls);
+    std::printf("%6lld %9.1f %9.1f %13.1f %13.1f\n", (long long)T, cublas_us, route_us, both_us,
+                router_route_us);
     std::fflush(stdout);
   }
   for (void* p : local) CHECK_CUDA(cudaFree(p));
@@ -187,21 +180,16 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       "unfused: gate_up, down = the grouped GEMMs alone; layer = route, gather, gate_up, SiLU,\n"
       "  down, combine (from router logits)\n"
       "fused (NIBBLE_MOE_FUSED, slice plans): route, gate_up + gather + SiLU, down + combine\n"
-      "+router <form>: fused, the route also running the BF16 router linear\n"
-      "  (NIBBLE_MOE_FUSED_ROUTER, form NIBBLE_MOE_ROUTER_FORM = spread | split | blocks): the\n"
-      "  whole MoE block; compare it with fused + cuBLAS router (the router the other paths run);\n"
-      "  spread-pf: spread without its L2 prefetch of the picked experts' gate_up\n"
-      "  and down weights (NIBBLE_MOE_PREFETCH=0; it runs where they fit half the L2: T = 1)\n"
+      "+router: fused, the BF16 router linear before the route (--moe-fused-router): the\n"
+      "  whole MoE block; compare it with fused + cuBLAS router (the router the other paths run)\n"
       "+r.gemm: T = 1, the router linear alone, then gate_up and down routing the token in their\n"
       "  own blocks (NIBBLE_MOE_ROUTE_IN_GEMM): no route launch\n"
       "+r.one: +r.gemm with gate_up and down as one launch (NIBBLE_MOE_ONE_LAUNCH)\n"
       "%%copy: the active experts' weight bytes over the time, against the copy ceiling\n");
-  std::printf(
-      "%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %9s %9s %9s %6s "
-      "%13s\n",
-      "T", "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer", "%copy",
-      "fused", "%copy", "f.gate_up", "+r.spread", "%copy", "+r.split", "+r.blocks", "spread-pf",
-      "+r.gemm", "+r.one", "%copy", "cuBLAS router");
+  std::printf("%6s %6s %9s %5s %8s %8s %8s %6s %7s %9s %6s %9s %6s %9s %9s %6s %9s %9s %6s %13s\n",
+              "T", "active", "tile", "rows", "gate_up", "down", "GEMMs", "%copy", "route", "layer",
+              "%copy", "fused", "%copy", "f.gate_up", "+router", "%copy", "+r.gemm", "+r.one",
+              "%copy", "cuBLAS router");
   for (const std::int64_t T : {1, 4, 8, 64, 512, 4096}) {
     const std::int64_t routed = T * kTopK;
     kernels::MoeGroupedPlan plan = kernels::plan_moe_experts(T, kExperts, kTopK);
@@ -276,17 +264,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     auto* router = device_alloc<std::uint16_t>(std::size_t(kExperts * kHidden), local);
     fill_random_bf16(router, std::size_t(kExperts * kHidden), rng);
     auto* router_logits = device_alloc<float>(std::size_t(T * kExperts), local);
-    CHECK_CUDA(cudaMemset(arrivals, 0, sizeof(std::int32_t)));  // the fused router's counter
     const bool can_route_in_gemm = plan.route_in_gemm;
-    auto layer = [&](bool fuse, bool fuse_router = false,
-                     kernels::MoeRouterForm form = kernels::MoeRouterForm::kSpread,
-                     bool prefetch = true, bool route_in_gemm = false, bool one_launch = false) {
+    auto layer = [&](bool fuse, bool fuse_router = false, bool route_in_gemm = false,
+                     bool one_launch = false) {
       plan.route_in_gemm = route_in_gemm;
       plan.one_launch = one_launch;
       plan.fuse = fuse;
       plan.fuse_router = fuse_router;
-      plan.router_form = form;
-      plan.prefetch = prefetch;
       return median_us(reps, stream, [&](int i, cudaStream_t s) {
         const kernels::MoeExpertsArgs a{
             .router_logits = fuse_router ? router_logits : logits[std::size_t(i % kRoutings)],
@@ -312,24 +296,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     plan.fuse_router = true;
     const bool can_fuse_router =
         kernels::moe_router_fused(experts.weights[0], plan, T, int(kHidden), true);
-    double router_us[4] = {};  // spread, split, blocks; spread without the L2 prefetch
-    for (const auto form :
-         {kernels::MoeRouterForm::kSpread, kernels::MoeRouterForm::kSpreadThenRoute,
-          kernels::MoeRouterForm::kBlocks})
-      router_us[int(form)] = can_fuse_router ? layer(true, true, form) : 0.0;
-    router_us[3] =
-        can_fuse_router ? layer(true, true, kernels::MoeRouterForm::kSpread, false) : 0.0;
-    const double in_gemm_us =
-        can_fuse_router && can_route_in_gemm
-            ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true)
-            : 0.0;
+    const double router_us = can_fuse_router ? layer(true, true) : 0.0;
+    const double in_gemm_us = can_fuse_router && can_route_in_gemm ? layer(true, true, true) : 0.0;
     // The same as one launch (zeroed counts on entry; every call leaves them zero).
     CHECK_CUDA(cudaMemset(
         arrivals, 0, std::size_t(kernels::moe_arrival_words(T, kHidden)) * sizeof(std::int32_t)));
     const double one_launch_us =
-        can_fuse_router && can_route_in_gemm
-            ? layer(true, true, kernels::MoeRouterForm::kSpreadThenRoute, false, true, true)
-            : 0.0;
+        can_fuse_router && can_route_in_gemm ? layer(true, true, true, true) : 0.0;
     if (one_launch_us > 0) print_one_launch_timeline();
     // The unfused paths' router: cuBLAS BF16 x BF16 -> FP32, as the backend runs it
     // (engine/backend/cuda/device_linear.cpp).
@@ -347,12 +320,12 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     };
     std::printf(
         "%6lld %6.1f %9s %5d %8.1f %8.1f %8.1f %6.1f %7.1f %9.1f %6.1f %9.1f %6.1f %9.1f %9.1f "
-        "%6.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.1f %13.1f\n",
+        "%6.1f %9.1f %9.1f %6.1f %13.1f\n",
         (long long)T, active, plan.tile == kernels::W4A16Tile::kM64 ? "kM64" : "kSlice16",
         plan.block_rows, gate_up_us, down_us, gemm_us, copy_percent(gemm_us), route_us, layer_us,
-        copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us[0],
-        copy_percent(router_us[0]), router_us[1], router_us[2], router_us[3], in_gemm_us,
-        one_launch_us, copy_percent(one_launch_us), cublas_router_us);
+        copy_percent(layer_us), fused_us, copy_percent(fused_us), fused_gate_up_us, router_us,
+        copy_percent(router_us), in_gemm_us, one_launch_us, copy_percent(one_launch_us),
+        cublas_router_us);
     std::fflush(stdout);
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }

@@ -26,7 +26,6 @@ bool MoeBlock::routes_on_device(const DeviceLayer& w, const model::MoeSpec& spec
 
 void MoeBlock::prepare_device_routing() {
   check(kernels::w4a16_grouped_prepare(), "preparing the MoE kernels");
-  kernels::moe_prefetch_budget();  // its device queries before any graph capture
 }
 
 void MoeBlock::run(const DeviceLayer& w, const model::MoeSpec& spec, std::int64_t T,

@@ -18,13 +18,9 @@
 #include <cstdint>
 #include <span>
 
-namespace nibble::kernels {
+#include "kernels/linear_attention/gated_deltanet_shape.h"
 
-struct GatedDeltaShape {
-  int k_heads = 0, v_heads = 0;  // v_heads % k_heads == 0
-  int k_dim = 0, v_dim = 0;
-  std::int64_t state_floats() const { return std::int64_t(v_heads) * k_dim * v_dim; }
-};
+namespace nibble::kernels {
 
 // One sequence's tokens, row-major: q, k [T, k_heads, k_dim]; v [T, v_heads, v_dim]; g (the log
 // decay, <= 0) and beta [T, v_heads]. state [v_heads, k_dim, v_dim]: the state before the first

@@ -1,0 +1,42 @@
+#pragma once
+// Gated DeltaNet's token mixing on the device (Qwen3-Next's linear-attention layers): the function
+// of gated_deltanet_ref.h (conv1d + SiLU over q, k, v, the gates, the gated delta rule, the gated
+// RMSNorm with z) between the layer's in_proj and out_proj, with each sequence's conv window and
+// delta-rule state in a slot of the hybrid state pool.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/linear_attention/gated_deltanet_shape.h"
+
+namespace nibble::kernels {
+
+struct GatedDeltaNetDeviceParams {
+  const std::uint16_t* conv_weight = nullptr;  // [conv_dim, conv_kernel] BF16
+  const float* A_log = nullptr;                // [v_heads]
+  const float* dt_bias = nullptr;              // [v_heads]
+  const float* norm_weight = nullptr;          // [v_dim]
+  float eps = 1e-6f;
+};
+
+// Per slot: conv [conv_kernel - 1, conv_dim] FP32 (the window's last inputs, oldest first) and
+// recurrent [v_heads, k_dim, v_dim] FP32; GatedDeltaNetShape::conv_state_floats() and
+// heads.state_floats() floats a slot, slots contiguous.
+struct GatedDeltaNetDeviceState {
+  float* conv = nullptr;
+  float* recurrent = nullptr;
+};
+
+// One decode token for each of `rows` sequences: qkvz [rows, qkvz_width] and ba [rows, ba_width]
+// BF16 (the projections' outputs), slot [rows] (each row's state slot; distinct), out
+// [rows, value_dim] BF16. One block per (row, key head), one thread per (value head of the group,
+// value column) holding its state column in registers; the state is read and written once.
+// Supported: k_dim 32, 64 or 128; v_dim a multiple of 32; 64 <= group v_dim <= 256;
+// conv_kernel 2..8. cudaErrorInvalidValue otherwise. Capturable in a CUDA graph.
+cudaError_t gated_deltanet_decode(const GatedDeltaNetShape& shape, std::int64_t rows,
+                                  const std::uint16_t* qkvz, const std::uint16_t* ba,
+                                  const std::int32_t* slot, const GatedDeltaNetDeviceParams& params,
+                                  const GatedDeltaNetDeviceState& state, std::uint16_t* out,
+                                  cudaStream_t stream);
+
+}  // namespace nibble::kernels

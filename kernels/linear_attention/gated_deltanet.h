@@ -27,16 +27,25 @@ struct GatedDeltaNetDeviceState {
   float* recurrent = nullptr;
 };
 
-// One decode token for each of `rows` sequences: qkvz [rows, qkvz_width] and ba [rows, ba_width]
-// BF16 (the projections' outputs), slot [rows] (each row's state slot; distinct), out
-// [rows, value_dim] BF16. One block per (row, key head), one thread per (value head of the group,
-// value column) holding its state column in registers; the state is read and written once.
+// A row: one sequence's chunk of a step, tokens [first, first + count) of the step's packed
+// token arrays, its conv window and state in `slot` (rows of a launch use distinct slots). A
+// decode row is a chunk of one token; a prompt split into chunks at any token gives the results of
+// one chunk.
+struct GatedDeltaNetRow {
+  std::int32_t slot = 0, first = 0, count = 0;
+};
+
+// qkvz [tokens, qkvz_width] and ba [tokens, ba_width] BF16 (the projections' outputs), rows
+// [num_rows] on the device, out [tokens, value_dim] BF16 (the rows' tokens written). One block per
+// (row, key head), one thread per (value head of the group, value column), the column of the state
+// in registers over the row's tokens: the state is read and written once per row. A row's tokens
+// run in order (the recurrent form; the chunked tensor-core form is for long prompts, to come).
 // Supported: k_dim 32, 64 or 128; v_dim a multiple of 32; 64 <= group v_dim <= 256;
 // conv_kernel 2..8. cudaErrorInvalidValue otherwise. Capturable in a CUDA graph.
-cudaError_t gated_deltanet_decode(const GatedDeltaNetShape& shape, std::int64_t rows,
-                                  const std::uint16_t* qkvz, const std::uint16_t* ba,
-                                  const std::int32_t* slot, const GatedDeltaNetDeviceParams& params,
-                                  const GatedDeltaNetDeviceState& state, std::uint16_t* out,
-                                  cudaStream_t stream);
+cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDeltaNetRow* rows,
+                               int num_rows, const std::uint16_t* qkvz, const std::uint16_t* ba,
+                               const GatedDeltaNetDeviceParams& params,
+                               const GatedDeltaNetDeviceState& state, std::uint16_t* out,
+                               cudaStream_t stream);
 
 }  // namespace nibble::kernels

@@ -1,11 +1,13 @@
-// The device Gated DeltaNet decode step (kernels/linear_attention/gated_deltanet.h) against its CPU
-// reference (gated_deltanet_ref.h) on fresh random inputs (the seed is printed; NIBBLE_TEST_SEED
-// reruns it): head shapes from tiny to Qwen3-Next-80B's (16 key heads, 32 value heads, 128 x 128),
-// 1 to 8 rows in shuffled slots of a larger pool, six steps in a row from random starting states
-// (as after a prefill), conv kernels 4 and 2. Each step: outputs (BF16, poisoned first) within
-// relative L2 1e-2 (METHOD.md's BF16 bound), recurrent states within 1e-4 of the FP64-accumulated
-// reference after the six steps, conv windows bitwise, slots no row uses untouched; the last step
-// replayed from a CUDA graph gives the eager step's bits. Exits 77 (ctest: skipped) without a GPU.
+// The device Gated DeltaNet token mixing (kernels/linear_attention/gated_deltanet.h) against its
+// CPU reference (gated_deltanet_ref.h) on fresh random inputs (the seed is printed;
+// NIBBLE_TEST_SEED reruns it): head shapes from tiny to Qwen3-Next-80B's (16 key heads, 32 value
+// heads, 128 x 128), 1 to 8 rows in shuffled slots of a larger pool from random starting states, a
+// prefill step of chunks of 1 to 130 tokens then five decode steps, conv kernels 4 and 2. Outputs
+// (BF16, poisoned first) within relative L2 1e-2 (METHOD.md's BF16 bound) of the reference (its
+// chunked form for the prefill), recurrent states within 1e-4 after the six steps, conv windows
+// bitwise, slots no row uses untouched; a step replayed from a CUDA graph, and a 70-token prompt
+// as two chunks in two launches, give the bits of one eager launch. Exits 77 (ctest: skipped)
+// without a GPU. `--bench` times Qwen3-Next-80B's layers (bench() below).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -81,14 +84,80 @@ struct Case {
   int k_heads, v_heads, k_dim, v_dim, conv_kernel, rows;
 };
 
+// The step's rows in shuffled slots: their token counts, packed in row order.
+std::vector<kernels::GatedDeltaNetRow> pack_rows(const std::vector<std::int32_t>& slot,
+                                                 const std::vector<int>& counts) {
+  std::vector<kernels::GatedDeltaNetRow> rows;
+  std::int32_t first = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    rows.push_back({slot[r], first, counts[r]});
+    first += counts[r];
+  }
+  return rows;
+}
+
+struct Pool {
+  std::vector<float> conv, state;
+};
+
+// One step on the device: the rows' tokens through gated_deltanet_mix (eager, or captured in a
+// graph and replayed), the pool as left and the outputs.
+struct Launch {
+  const GatedDeltaNetShape& shape;
+  const kernels::GatedDeltaNetDeviceParams& params;
+  std::vector<std::uint16_t> run(const std::vector<kernels::GatedDeltaNetRow>& rows,
+                                 const std::vector<std::uint16_t>& qkvz,
+                                 const std::vector<std::uint16_t>& ba, Pool& pool, bool graph) {
+    const std::size_t tokens = qkvz.size() / std::size_t(shape.qkvz_width());
+    Device<kernels::GatedDeltaNetRow> d_rows(rows.size());
+    Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
+        d_out(tokens * std::size_t(shape.value_dim()));
+    Device<float> d_conv(pool.conv.size()), d_state(pool.state.size());
+    d_rows.upload(rows);
+    d_qkvz.upload(qkvz);
+    d_ba.upload(ba);
+    d_conv.upload(pool.conv);
+    d_state.upload(pool.state);
+    NIBBLE_CUDA_CHECK(cudaMemset(d_out.ptr, 0xFF, d_out.n * sizeof(std::uint16_t)));  // NaNs
+    cudaStream_t stream;
+    NIBBLE_CUDA_CHECK(cudaStreamCreate(&stream));
+    auto launch = [&] {
+      NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, int(rows.size()), d_qkvz.ptr,
+                                                    d_ba.ptr, params, {d_conv.ptr, d_state.ptr},
+                                                    d_out.ptr, stream));
+    };
+    if (graph) {
+      cudaGraph_t g;
+      cudaGraphExec_t exec;
+      NIBBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      launch();
+      NIBBLE_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+      NIBBLE_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+      NIBBLE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      NIBBLE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      NIBBLE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      NIBBLE_CUDA_CHECK(cudaGraphDestroy(g));
+    } else {
+      launch();
+      NIBBLE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
+    pool.conv = d_conv.download();
+    pool.state = d_state.download();
+    return d_out.download();
+  }
+};
+
+// Six steps: a prefill of mixed chunk lengths (1 to 130 tokens), then five decode steps (also one
+// from a graph), against the reference row by row (the prefill through its chunked form, decode
+// through the recurrent one); then a prompt split into two chunks in two launches against one.
 void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c) {
   GatedDeltaNetShape shape;
   shape.heads = {c.k_heads, c.v_heads, c.k_dim, c.v_dim};
   shape.conv_kernel = c.conv_kernel;
-  const int rows = c.rows, slots = rows + 3, steps = 6;
+  const int nrows = c.rows, slots = nrows + 3, steps = 6;
   const auto conv_floats = std::size_t(shape.conv_state_floats());
   const auto state_floats = std::size_t(shape.heads.state_floats());
-  // Parameters as the model holds them.
   const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * c.conv_kernel), 0.5f);
   std::uniform_real_distribution<float> uniform(0.01f, 16.0f);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -97,128 +166,241 @@ void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c)
   for (auto& x : A_log) x = std::log(uniform(rng));
   for (auto& x : dt_bias) x = 1.0f + 0.1f * normal(rng);
   for (auto& x : norm_w) x = 1.0f + 0.1f * normal(rng);
-  // The pool: random states everywhere; row r in slot perm[r].
-  std::vector<float> conv_pool(conv_floats * std::size_t(slots)),
-      state_pool(state_floats * std::size_t(slots));
-  for (auto& x : conv_pool) x = bf16_to_float(float_to_bf16(normal(rng)));
-  for (auto& x : state_pool) x = 0.1f * normal(rng);
+  // Random states everywhere (as after earlier chunks); row r in slot slot[r].
+  Pool pool{std::vector<float>(conv_floats * std::size_t(slots)),
+            std::vector<float>(state_floats * std::size_t(slots))};
+  for (auto& x : pool.conv) x = bf16_to_float(float_to_bf16(normal(rng)));
+  for (auto& x : pool.state) x = 0.1f * normal(rng);
+  const Pool start = pool;
   std::vector<std::int32_t> slot(static_cast<std::size_t>(slots));
   std::iota(slot.begin(), slot.end(), 0);
   std::shuffle(slot.begin(), slot.end(), rng);
-  slot.resize(std::size_t(rows));
+  slot.resize(std::size_t(nrows));
 
-  Device<std::uint16_t> d_conv_w(conv_w.size()), d_qkvz(std::size_t(rows * shape.qkvz_width())),
-      d_ba(std::size_t(rows * shape.ba_width())), d_out(std::size_t(rows * shape.value_dim()));
-  Device<float> d_A(A_log.size()), d_dt(dt_bias.size()), d_norm(norm_w.size()),
-      d_conv(conv_pool.size()), d_state(state_pool.size());
-  Device<std::int32_t> d_slot(slot.size());
+  Device<std::uint16_t> d_conv_w(conv_w.size());
+  Device<float> d_A(A_log.size()), d_dt(dt_bias.size()), d_norm(norm_w.size());
   d_conv_w.upload(conv_w);
   d_A.upload(A_log);
   d_dt.upload(dt_bias);
   d_norm.upload(norm_w);
-  d_conv.upload(conv_pool);
-  d_state.upload(state_pool);
-  d_slot.upload(slot);
   const kernels::GatedDeltaNetDeviceParams params{d_conv_w.ptr, d_A.ptr, d_dt.ptr, d_norm.ptr,
                                                   1e-6f};
-  const kernels::GatedDeltaNetDeviceState state{d_conv.ptr, d_state.ptr};
+  Launch device{shape, params};
   const std::vector<float> conv_wf = floats(conv_w);
   const kernels::GatedDeltaNetParams ref_params{conv_wf, A_log, dt_bias, norm_w, 1e-6f};
-  std::vector<float> ref_conv = conv_pool, ref_state = state_pool;
+  Pool ref = pool;
 
   double worst_out = 0.0;
   bool graph_same = true;
+  const int prefill_counts[] = {1, 17, 130, 64, 5, 33, 2, 70};
   for (int step = 0; step < steps; ++step) {
-    const auto qkvz = random_bf16(rng, std::size_t(rows * shape.qkvz_width()), 1.0f);
-    const auto ba = random_bf16(rng, std::size_t(rows * shape.ba_width()), 2.0f);
-    d_qkvz.upload(qkvz);
-    d_ba.upload(ba);
-    NIBBLE_CUDA_CHECK(cudaMemset(d_out.ptr, 0xFF, d_out.n * sizeof(std::uint16_t)));  // NaNs
-    const bool last = step == steps - 1;
-    std::vector<float> graph_conv, graph_state;
-    std::vector<std::uint16_t> graph_out;
-    if (last) {  // the graph replay first, from copies of the pool, then the eager step
-      Device<float> g_conv(conv_pool.size()), g_state(state_pool.size());
-      NIBBLE_CUDA_CHECK(cudaMemcpy(g_conv.ptr, d_conv.ptr, g_conv.n * 4, cudaMemcpyDeviceToDevice));
-      NIBBLE_CUDA_CHECK(
-          cudaMemcpy(g_state.ptr, d_state.ptr, g_state.n * 4, cudaMemcpyDeviceToDevice));
-      cudaStream_t stream;
-      NIBBLE_CUDA_CHECK(cudaStreamCreate(&stream));
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      NIBBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      NIBBLE_CUDA_CHECK(
-          kernels::gated_deltanet_decode(shape, rows, d_qkvz.ptr, d_ba.ptr, d_slot.ptr, params,
-                                         {g_conv.ptr, g_state.ptr}, d_out.ptr, stream));
-      NIBBLE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      NIBBLE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      NIBBLE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      NIBBLE_CUDA_CHECK(cudaStreamSynchronize(stream));
-      graph_out = d_out.download();
-      graph_conv = g_conv.download();
-      graph_state = g_state.download();
-      NIBBLE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-      NIBBLE_CUDA_CHECK(cudaGraphDestroy(graph));
-      NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
-      NIBBLE_CUDA_CHECK(cudaMemset(d_out.ptr, 0xFF, d_out.n * sizeof(std::uint16_t)));
+    std::vector<int> counts;
+    for (int r = 0; r < nrows; ++r) counts.push_back(step == 0 ? prefill_counts[r % 8] : 1);
+    const auto rows = pack_rows(slot, counts);
+    const int tokens = rows.back().first + rows.back().count;
+    const auto qkvz = random_bf16(rng, std::size_t(tokens * shape.qkvz_width()), 1.0f);
+    const auto ba = random_bf16(rng, std::size_t(tokens * shape.ba_width()), 2.0f);
+    const bool graph_step = step == steps - 1;
+    Pool before = pool;
+    const std::vector<float> got = floats(device.run(rows, qkvz, ba, pool, false));
+    if (graph_step) {
+      const std::vector<std::uint16_t> replay = device.run(rows, qkvz, ba, before, true);
+      graph_same = floats(replay) == got && before.conv == pool.conv && before.state == pool.state;
     }
-    NIBBLE_CUDA_CHECK(kernels::gated_deltanet_decode(shape, rows, d_qkvz.ptr, d_ba.ptr, d_slot.ptr,
-                                                     params, state, d_out.ptr, nullptr));
-    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<float> got = floats(d_out.download());
     std::vector<float> want(got.size());
     const auto qkvzf = floats(qkvz), baf = floats(ba);
-    for (int r = 0; r < rows; ++r) {
-      const auto s = std::size_t(slot[std::size_t(r)]);
+    for (const auto& row : rows) {
+      const auto s = std::size_t(row.slot), f = std::size_t(row.first), n = std::size_t(row.count);
       kernels::gated_deltanet_mix_ref(
-          shape, 1,
-          {qkvzf.data() + std::size_t(r * shape.qkvz_width()), std::size_t(shape.qkvz_width())},
-          {baf.data() + std::size_t(r * shape.ba_width()), std::size_t(shape.ba_width())},
-          ref_params, {ref_conv.data() + s * conv_floats, conv_floats},
-          {ref_state.data() + s * state_floats, state_floats},
-          {want.data() + std::size_t(r * shape.value_dim()), std::size_t(shape.value_dim())},
-          false);
+          shape, row.count,
+          {qkvzf.data() + f * std::size_t(shape.qkvz_width()), n * std::size_t(shape.qkvz_width())},
+          {baf.data() + f * std::size_t(shape.ba_width()), n * std::size_t(shape.ba_width())},
+          ref_params, {ref.conv.data() + s * conv_floats, conv_floats},
+          {ref.state.data() + s * state_floats, state_floats},
+          {want.data() + f * std::size_t(shape.value_dim()), n * std::size_t(shape.value_dim())},
+          step == 0);
     }
     worst_out = std::max(worst_out, relative_l2(want, got));
-    if (last) {
-      graph_same = graph_out == d_out.download() && graph_conv == d_conv.download() &&
-                   graph_state == d_state.download();
-    }
   }
-  const std::vector<float> got_state = d_state.download(), got_conv = d_conv.download();
-  const double state_err = relative_l2(ref_state, got_state);
-  const bool conv_same = got_conv == ref_conv;  // the window holds inputs: exact
-  // Unused slots: their (random) states as uploaded.
-  bool untouched = true;
+  const double state_err = relative_l2(ref.state, pool.state);
+  const bool conv_same = pool.conv == ref.conv;  // the window holds inputs: exact
+  bool untouched = true;                         // slots no row used: as they started
   for (int s = 0; s < slots; ++s) {
     if (std::find(slot.begin(), slot.end(), s) != slot.end()) continue;
     for (std::size_t i = 0; i < state_floats; ++i)
-      untouched &= got_state[std::size_t(s) * state_floats + i] ==
-                   state_pool[std::size_t(s) * state_floats + i];
+      untouched &= pool.state[std::size_t(s) * state_floats + i] ==
+                   start.state[std::size_t(s) * state_floats + i];
   }
-  char detail[256];
+  // A 70-token prompt in one chunk, and as 23 + 47 in two launches: the same bits.
+  const std::vector<std::int32_t> one_slot{slot[0]};
+  const auto qkvz = random_bf16(rng, std::size_t(70 * shape.qkvz_width()), 1.0f);
+  const auto ba = random_bf16(rng, std::size_t(70 * shape.ba_width()), 2.0f);
+  Pool whole = start, split = start;
+  const auto whole_out = device.run(pack_rows(one_slot, {70}), qkvz, ba, whole, false);
+  auto part = [&](const std::vector<std::uint16_t>& v, std::size_t width, int from, int count) {
+    return std::vector<std::uint16_t>(
+        v.begin() + std::ptrdiff_t(std::size_t(from) * width),
+        v.begin() + std::ptrdiff_t(std::size_t(from + count) * width));
+  };
+  auto split_out =
+      device.run(pack_rows(one_slot, {23}), part(qkvz, std::size_t(shape.qkvz_width()), 0, 23),
+                 part(ba, std::size_t(shape.ba_width()), 0, 23), split, false);
+  const auto rest =
+      device.run(pack_rows(one_slot, {47}), part(qkvz, std::size_t(shape.qkvz_width()), 23, 47),
+                 part(ba, std::size_t(shape.ba_width()), 23, 47), split, false);
+  split_out.insert(split_out.end(), rest.begin(), rest.end());
+  const bool split_same =
+      split_out == whole_out && split.state == whole.state && split.conv == whole.conv;
+  char detail[320];
   std::snprintf(detail, sizeof detail,
                 "%d/%d heads, %dx%d, conv %d, rows %d: out rel %.2e, state rel %.2e, conv %s, "
-                "other slots %s, graph %s",
-                c.k_heads, c.v_heads, c.k_dim, c.v_dim, c.conv_kernel, rows, worst_out, state_err,
+                "other slots %s, graph %s, split prompt %s",
+                c.k_heads, c.v_heads, c.k_dim, c.v_dim, c.conv_kernel, nrows, worst_out, state_err,
                 conv_same ? "bitwise" : "DIFFERS", untouched ? "untouched" : "WRITTEN",
-                graph_same ? "same bits" : "DIFFERS");
-  results.record(worst_out <= 1e-2 && state_err <= 1e-4 && conv_same && untouched && graph_same,
-                 c.name, detail);
+                graph_same ? "same bits" : "DIFFERS", split_same ? "same bits" : "DIFFERS");
+  results.record(
+      worst_out <= 1e-2 && state_err <= 1e-4 && conv_same && untouched && graph_same && split_same,
+      c.name, detail);
 }
 
 void check_refusals(gpu_test::Results& results) {
   GatedDeltaNetShape bad;
   bad.heads = {2, 4, 96, 128};  // k_dim 96: no kernel
   const cudaError_t err =
-      kernels::gated_deltanet_decode(bad, 1, nullptr, nullptr, nullptr, {}, {}, nullptr, nullptr);
+      kernels::gated_deltanet_mix(bad, nullptr, 1, nullptr, nullptr, {}, {}, nullptr, nullptr);
   GatedDeltaNetShape wide;
   wide.heads = {1, 4, 128, 128};  // 512 threads
   const cudaError_t err2 =
-      kernels::gated_deltanet_decode(wide, 1, nullptr, nullptr, nullptr, {}, {}, nullptr, nullptr);
+      kernels::gated_deltanet_mix(wide, nullptr, 1, nullptr, nullptr, {}, {}, nullptr, nullptr);
   results.record(err == cudaErrorInvalidValue && err2 == cudaErrorInvalidValue, "refusals",
                  "unsupported k_dim and block width refused");
   (void)cudaGetLastError();
+}
+
+// --bench: Qwen3-Next-80B's linear-attention layers (16/32 heads of 128 x 128, conv 4) as a
+// decode step runs them: 36 layers, each its own state pool, one graph of the 36 launches
+// replayed; us a layer and the bytes it must move (state and conv window read and written, the
+// conv weights, inputs and outputs) against the device's copy rate measured here. Then one
+// prompt chunk of 8,192 tokens through one layer (the recurrent form: tokens in order).
+void bench() {
+  GatedDeltaNetShape shape;
+  shape.heads = {16, 32, 128, 128};
+  shape.conv_kernel = 4;
+  constexpr int kLayers = 36;
+  const double copy = [] {
+    const std::size_t n = std::size_t(1) << 30;
+    Device<std::uint8_t> a(n), b(n);
+    NIBBLE_CUDA_CHECK(cudaMemset(a.ptr, 1, n));
+    cudaEvent_t e0, e1;
+    NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
+    NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
+    NIBBLE_CUDA_CHECK(cudaMemcpy(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice));
+    NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
+    for (int i = 0; i < 10; ++i)
+      NIBBLE_CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice));
+    NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
+    NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return 2.0 * 10 * double(n) / (double(ms) * 1e-3);
+  }();
+  std::mt19937_64 rng(1);
+  const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * 4), 0.5f);
+  std::vector<float> ones(32, 1.0f), norm(128, 1.0f);
+  Device<std::uint16_t> d_conv_w(conv_w.size());
+  Device<float> d_A(32), d_dt(32), d_norm(128);
+  d_conv_w.upload(conv_w);
+  d_A.upload(ones);
+  d_dt.upload(ones);
+  d_norm.upload(norm);
+  const kernels::GatedDeltaNetDeviceParams params{d_conv_w.ptr, d_A.ptr, d_dt.ptr, d_norm.ptr,
+                                                  1e-6f};
+  std::printf(
+      "Gated DeltaNet, Qwen3-Next-80B layer (16/32 heads, 128 x 128, conv 4); copy %.0f "
+      "GB/s (read + write)\n",
+      copy / 1e9);
+  for (const int rows : {1, 4, 8, 32}) {
+    const auto state_bytes = std::size_t(shape.heads.state_floats()) * 4 * std::size_t(rows);
+    const auto conv_bytes = std::size_t(shape.conv_state_floats()) * 4 * std::size_t(rows);
+    std::vector<std::unique_ptr<Device<float>>> states, convs;
+    for (int l = 0; l < kLayers; ++l) {
+      states.push_back(std::make_unique<Device<float>>(state_bytes / 4));
+      convs.push_back(std::make_unique<Device<float>>(conv_bytes / 4));
+      NIBBLE_CUDA_CHECK(cudaMemset(states.back()->ptr, 0, state_bytes));
+      NIBBLE_CUDA_CHECK(cudaMemset(convs.back()->ptr, 0, conv_bytes));
+    }
+    std::vector<kernels::GatedDeltaNetRow> host_rows;
+    for (int r = 0; r < rows; ++r) host_rows.push_back({r, r, 1});
+    Device<kernels::GatedDeltaNetRow> d_rows(host_rows.size());
+    d_rows.upload(host_rows);
+    const auto qkvz = random_bf16(rng, std::size_t(rows * shape.qkvz_width()), 1.0f);
+    const auto ba = random_bf16(rng, std::size_t(rows * shape.ba_width()), 1.0f);
+    Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
+        d_out(std::size_t(rows * shape.value_dim()));
+    d_qkvz.upload(qkvz);
+    d_ba.upload(ba);
+    cudaStream_t stream;
+    NIBBLE_CUDA_CHECK(cudaStreamCreate(&stream));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    NIBBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int l = 0; l < kLayers; ++l)
+      NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, rows, d_qkvz.ptr, d_ba.ptr,
+                                                    params, {convs[l]->ptr, states[l]->ptr},
+                                                    d_out.ptr, stream));
+    NIBBLE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    NIBBLE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    NIBBLE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
+    cudaEvent_t e0, e1;
+    NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
+    NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
+    constexpr int kReplays = 20;
+    NIBBLE_CUDA_CHECK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < kReplays; ++i) NIBBLE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    NIBBLE_CUDA_CHECK(cudaEventRecord(e1, stream));
+    NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    const double us = 1e3 * double(ms) / (kReplays * kLayers);
+    const double bytes = 2.0 * double(state_bytes + conv_bytes) + double(conv_w.size() * 2) +
+                         double((qkvz.size() + ba.size()) * 2 + d_out.n * 2);
+    std::printf("decode rows %2d: %7.2f us a layer, %6.2f MB moved, %5.1f%% of copy\n", rows, us,
+                bytes / 1e6, 100.0 * bytes / (us * 1e-6) / copy);
+    NIBBLE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    NIBBLE_CUDA_CHECK(cudaGraphDestroy(graph));
+    NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+  // One prompt chunk of 8,192 tokens.
+  const int tokens = 8192;
+  const auto qkvz = random_bf16(rng, std::size_t(tokens) * std::size_t(shape.qkvz_width()), 1.0f);
+  const auto ba = random_bf16(rng, std::size_t(tokens) * std::size_t(shape.ba_width()), 1.0f);
+  Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
+      d_out(std::size_t(tokens) * std::size_t(shape.value_dim()));
+  d_qkvz.upload(qkvz);
+  d_ba.upload(ba);
+  Device<float> conv(std::size_t(shape.conv_state_floats())),
+      state(std::size_t(shape.heads.state_floats()));
+  NIBBLE_CUDA_CHECK(cudaMemset(conv.ptr, 0, conv.n * 4));
+  NIBBLE_CUDA_CHECK(cudaMemset(state.ptr, 0, state.n * 4));
+  const std::vector<kernels::GatedDeltaNetRow> one{{0, 0, tokens}};
+  Device<kernels::GatedDeltaNetRow> d_one(1);
+  d_one.upload(one);
+  cudaEvent_t e0, e1;
+  NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
+  NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
+  NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_one.ptr, 1, d_qkvz.ptr, d_ba.ptr, params,
+                                                {conv.ptr, state.ptr}, d_out.ptr, nullptr));
+  NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
+  NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_one.ptr, 1, d_qkvz.ptr, d_ba.ptr, params,
+                                                {conv.ptr, state.ptr}, d_out.ptr, nullptr));
+  NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
+  NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  std::printf(
+      "prefill, one chunk of %d tokens: %.2f ms a layer (%.1f us a token); x36 layers: "
+      "%.0f ms\n",
+      tokens, double(ms), 1e3 * double(ms) / tokens, 36.0 * double(ms));
 }
 
 }  // namespace
@@ -230,9 +412,11 @@ int main(int argc, char** argv) {
     std::printf("skipped: %s\n", no_gpu.c_str());
     return nibble::gpu_test::kSkipExitCode;
   }
-  (void)argc;
-  (void)argv;
   try {
+    if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) {
+      nibble::bench();
+      return 0;
+    }
     const char* fixed = std::getenv("NIBBLE_TEST_SEED");
     const std::uint64_t seed =
         fixed ? std::strtoull(fixed, nullptr, 10)

@@ -1,0 +1,174 @@
+// Gated DeltaNet's token mixing on the device (gated_deltanet.h): per row (a sequence's chunk of
+// tokens), its tokens in order through the conv window update, the gates, the L2 norms, the delta
+// rule on a register-held state column and the gated RMSNorm; one launch for a step's prefill
+// chunks and decode rows together.
+#include <cuda_bf16.h>
+
+#include "kernels/linear_attention/gated_deltanet.h"
+
+namespace nibble::kernels {
+namespace {
+
+constexpr int kMaxConvKernel = 8;
+// Threads a block: a thread holds a k_dim-float state column in registers (128 at k_dim 128), so
+// the block stays at 256 threads (Qwen3-Next: 2 value heads of 128 per key head).
+constexpr int kMaxThreads = 256;
+
+__device__ __forceinline__ float bf16_at(const std::uint16_t* p, std::int64_t i) {
+  return __bfloat162float(__ushort_as_bfloat16(p[i]));
+}
+
+__device__ __forceinline__ float silu(float x) {
+  return x / (1.0f + __expf(-x));
+}
+
+// Sum over a warp, every lane gets it.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+
+struct Dims {
+  int k_heads, v_heads, v_dim, conv_kernel, group, key_dim, value_dim, conv_dim, qkvz_width,
+      ba_width;
+};
+
+// Block (key head blockIdx.x, row blockIdx.y); threads group * v_dim. Thread (hh, j) keeps column
+// j of value head hh's state in registers over the row's tokens: read once, written once.
+template <int DK>
+__global__ void __launch_bounds__(kMaxThreads)
+    gated_deltanet_kernel(Dims d, const GatedDeltaNetRow* __restrict__ rows,
+                          const std::uint16_t* __restrict__ qkvz,
+                          const std::uint16_t* __restrict__ ba, GatedDeltaNetDeviceParams p,
+                          GatedDeltaNetDeviceState st, std::uint16_t* __restrict__ out) {
+  extern __shared__ float shared[];
+  const int kh = blockIdx.x, tid = threadIdx.x;
+  const GatedDeltaNetRow row = rows[blockIdx.y];
+  const int G = d.group, Dv = d.v_dim, K = d.conv_kernel;
+  const int channels = 2 * DK + G * Dv;  // this block's: q, k, then its value heads' v
+  float* const qkv = shared;             // [channels] after the conv
+  float* const gate_g = qkv + channels;  // [G]
+  float* const gate_beta = gate_g + G;   // [G]
+  float* const norms = gate_beta + G;    // [2]: q's and k's scales
+  float* const head_sums = norms + 2;    // [blockDim / 32]
+  const std::int64_t slot = row.slot;
+  float* const conv = st.conv + slot * std::int64_t(K - 1) * d.conv_dim;
+  const int hh = tid / Dv, j = tid % Dv, h = kh * G + hh;
+  float* const S = st.recurrent + ((slot * d.v_heads + h) * DK) * Dv + j;
+  float col[DK];
+#pragma unroll
+  for (int i = 0; i < DK; ++i) col[i] = S[std::int64_t(i) * Dv];
+  for (int n = 0; n < row.count; ++n) {
+    const std::int64_t token = std::int64_t(row.first) + n;
+    const std::uint16_t* const src =
+        qkvz + token * d.qkvz_width + std::int64_t(kh) * (2 * DK + 2 * G * Dv);
+    // The conv over this block's channels; the projections' q | k | v order per key head is the
+    // local channel order, the conv's global channel is q, k or v's own range. Each channel's
+    // window is its thread's alone (the same thread every token).
+    for (int c = tid; c < channels; c += blockDim.x) {
+      const int ch = c < DK       ? kh * DK + c
+                     : c < 2 * DK ? d.key_dim + kh * DK + (c - DK)
+                                  : 2 * d.key_dim + kh * G * Dv + (c - 2 * DK);
+      float window[kMaxConvKernel];
+      for (int i = 0; i < K - 1; ++i) window[i] = conv[std::int64_t(i) * d.conv_dim + ch];
+      window[K - 1] = bf16_at(src, c);
+      float acc = 0.0f;
+      for (int i = 0; i < K; ++i)
+        acc = fmaf(bf16_at(p.conv_weight, std::int64_t(ch) * K + i), window[i], acc);
+      for (int i = 0; i < K - 1; ++i) conv[std::int64_t(i) * d.conv_dim + ch] = window[i + 1];
+      qkv[c] = silu(acc);
+    }
+    if (tid < G) {  // the gates of value head kh G + tid
+      const std::uint16_t* gates = ba + token * d.ba_width + std::int64_t(kh) * 2 * G;
+      const float x = bf16_at(gates, G + tid) + p.dt_bias[kh * G + tid];
+      const float softplus = x > 20.0f ? x : log1pf(expf(x));
+      gate_g[tid] = -expf(p.A_log[kh * G + tid]) * softplus;
+      gate_beta[tid] = 1.0f / (1.0f + expf(-bf16_at(gates, tid)));
+    }
+    __syncthreads();
+    if (tid < 64) {  // warp 0: q's L2 norm (with the 1 / sqrt(k_dim) scale), warp 1: k's
+      const float* x = qkv + (tid < 32 ? 0 : DK);
+      float sum = 0.0f;
+      for (int i = tid % 32; i < DK; i += 32) sum = fmaf(x[i], x[i], sum);
+      sum = warp_sum(sum);
+      if (tid % 32 == 0)
+        norms[tid / 32] = rsqrtf(sum + 1e-6f) * (tid < 32 ? rsqrtf(float(DK)) : 1.0f);
+    }
+    __syncthreads();
+    const float qs = norms[0], ks = norms[1];
+    const float decay = __expf(gate_g[hh]), beta = gate_beta[hh];
+    float kv = 0.0f;
+#pragma unroll
+    for (int i = 0; i < DK; ++i) {
+      col[i] *= decay;
+      kv = fmaf(col[i], qkv[DK + i] * ks, kv);
+    }
+    const float u = beta * (qkv[2 * DK + hh * Dv + j] - kv);
+    float o = 0.0f;
+#pragma unroll
+    for (int i = 0; i < DK; ++i) {
+      col[i] = fmaf(qkv[DK + i] * ks, u, col[i]);
+      o = fmaf(col[i], qkv[i] * qs, o);
+    }
+    // The gated RMSNorm over each value head's Dv outputs (its Dv / 32 warps).
+    const float squares = warp_sum(o * o);
+    if (tid % 32 == 0) head_sums[tid / 32] = squares;
+    __syncthreads();
+    const int warps = Dv / 32;
+    float sum = 0.0f;
+    for (int w = 0; w < warps; ++w) sum += head_sums[hh * warps + w];
+    const float z = bf16_at(src, 2 * DK + G * Dv + hh * Dv + j);
+    const float y = p.norm_weight[j] * (o * rsqrtf(sum / float(Dv) + p.eps)) * silu(z);
+    out[token * d.value_dim + std::int64_t(h) * Dv + j] =
+        __bfloat16_as_ushort(__float2bfloat16_rn(y));
+    __syncthreads();  // the next token's conv rewrites qkv, the gates and the sums
+  }
+#pragma unroll
+  for (int i = 0; i < DK; ++i) S[std::int64_t(i) * Dv] = col[i];
+}
+
+}  // namespace
+
+cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDeltaNetRow* rows,
+                               int num_rows, const std::uint16_t* qkvz, const std::uint16_t* ba,
+                               const GatedDeltaNetDeviceParams& params,
+                               const GatedDeltaNetDeviceState& state, std::uint16_t* out,
+                               cudaStream_t stream) {
+  const GatedDeltaShape& h = shape.heads;
+  const int threads = shape.group() * h.v_dim;
+  if (h.k_heads < 1 || h.v_heads % h.k_heads != 0 || h.v_dim % 32 != 0 || threads < 64 ||
+      threads > kMaxThreads || shape.conv_kernel < 2 || shape.conv_kernel > kMaxConvKernel ||
+      num_rows < 0 || num_rows > 65535 ||
+      (num_rows > 0 &&
+       (rows == nullptr || qkvz == nullptr || ba == nullptr || out == nullptr ||
+        state.conv == nullptr || state.recurrent == nullptr || params.conv_weight == nullptr ||
+        params.A_log == nullptr || params.dt_bias == nullptr || params.norm_weight == nullptr)))
+    return cudaErrorInvalidValue;
+  if (num_rows == 0) return cudaSuccess;
+  const Dims d{h.k_heads,          h.v_heads,       h.v_dim,           shape.conv_kernel,
+               shape.group(),      shape.key_dim(), shape.value_dim(), shape.conv_dim(),
+               shape.qkvz_width(), shape.ba_width()};
+  const std::size_t smem =
+      sizeof(float) * std::size_t(2 * h.k_dim + threads + 2 * shape.group() + 2 + threads / 32);
+  const dim3 grid(unsigned(h.k_heads), unsigned(num_rows));
+  switch (h.k_dim) {
+    case 32:
+      gated_deltanet_kernel<32>
+          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+      break;
+    case 64:
+      gated_deltanet_kernel<64>
+          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+      break;
+    case 128:
+      gated_deltanet_kernel<128>
+          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace nibble::kernels

@@ -17,7 +17,6 @@ namespace nibble::kernels::detail {
 namespace {
 
 namespace cg = cooperative_groups;
-using decode_plan::kMaxCluster;
 using decode_plan::kMaxGroup;
 using decode_plan::kStepKeys;
 using decode_plan::kWarps;
@@ -125,12 +124,8 @@ __device__ __forceinline__ void prefetch_key_rows(const std::uint8_t* k_base,
 template <int D, bool FP8>
 __global__ void __launch_bounds__(kWarps * 32)
     decode_attention_kernel(PagedAttentionArgs a, int bs_shift, int cluster, int partials,
-                            bool push, bool overlap) {
+                            bool overlap) {
   kernels::allow_next_grid();  // the o projection may start fetching its weights
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Push merge: this block has started (its shared memory exists); waited for before the merge.
-  if (cluster > 1 && push) asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
-#endif
   using L = Layout<D, FP8>;
   constexpr int kChunk = L::kSub * kStepKeys;
   static_assert(kChunk == decode_plan::chunk_keys(D), "the plan's chunks");
@@ -291,10 +286,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   // banks instead of 4.
   __shared__ float o_s[kWarps][kMaxGroup][D + 1];
   __shared__ float m_s[kWarps][kMaxGroup], l_s[kWarps][kMaxGroup];
-  // The block's merge for the cluster. Pull: its own, [head][dim] and row 0 of m and l. Push: an
-  // inbox, the share of each block of the cluster (row = its rank) in the outputs this block owns.
-  __shared__ float block_o[kMaxGroup * D + kMaxCluster];
-  __shared__ float block_m[kMaxCluster][kMaxGroup], block_l[kMaxCluster][kMaxGroup];
+  // The block's merge for the cluster, [head][dim], and its m and l per head; the cluster's blocks
+  // read each other's (the pull merge below).
+  __shared__ float block_o[kMaxGroup * D];
+  __shared__ float block_m[kMaxGroup], block_l[kMaxGroup];
 #pragma unroll
   for (int t = 0; t < L::kSteps; ++t)
 #pragma unroll
@@ -330,11 +325,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cg::cluster_group cl = cg::this_cluster();
   const int rank = whole ? 0 : int(cl.block_rank());
-  const int slice = (G * D + cluster - 1) / cluster;  // outputs a block owns (push)
-  // Push writes other blocks' shared memory: each must have started (the arrival at the start).
-  if (!whole && push) asm volatile("barrier.cluster.wait;\n" ::: "memory");
 #else
-  const int rank = 0, slice = 0;
+  const int rank = 0;
 #endif
   for (int e = int(threadIdx.x); e < G * D; e += int(blockDim.x)) {
     const int g = e / D, d = e % D;
@@ -350,56 +342,30 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     if (whole) {
       finish(g, d, num, den, mx);
-    } else if (!push) {
+    } else {
       block_o[e] = num;
       if (d == 0) {
-        block_m[0][g] = mx;
-        block_l[0][g] = den;
+        block_m[g] = mx;
+        block_l[g] = den;
       }
-    } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      // Output e belongs to block e % cluster, at e / cluster of its share.
-      cl.map_shared_rank(&block_o[0], e % cluster)[rank * slice + e / cluster] = num;
-      if (d == 0)
-        for (int b = 0; b < cluster; ++b) {
-          cl.map_shared_rank(&block_m[0][0], b)[rank * kMaxGroup + g] = mx;
-          cl.map_shared_rank(&block_l[0][0], b)[rank * kMaxGroup + g] = den;
-        }
-#endif
     }
   }
   if (whole) return;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cl.sync();  // every block's merge (pull) or every share (push) is in place and visible
-  if (push) {
-    // This block's outputs e = rank + i * cluster from every block's share, in its own memory.
-    for (int i = int(threadIdx.x); rank + i * cluster < G * D; i += int(blockDim.x)) {
-      const int e = rank + i * cluster, g = e / D, d = e % D;
-      float mx = -INFINITY;
-      for (int b = 0; b < cluster; ++b) mx = fmaxf(mx, block_m[b][g]);
-      float num = 0.0f, den = 0.0f;
-      for (int b = 0; b < cluster; ++b) {
-        const float f = block_m[b][g] == -INFINITY ? 0.0f : ex2(block_m[b][g] - mx);
-        num += f * block_o[b * slice + i];
-        den += f * block_l[b][g];
-      }
-      finish(g, d, num, den, mx);
-    }
-    return;  // nothing reads this block's memory any more
-  }
+  cl.sync();  // every block's merge is in place and visible
   // Pull: each block a share of the outputs, read from every block's memory; the second barrier
   // keeps every block's shared memory alive until all have read it.
   for (int e = rank * int(blockDim.x) + int(threadIdx.x); e < G * D;
        e += cluster * int(blockDim.x)) {
     const int g = e / D, d = e % D;
     float mx = -INFINITY;
-    for (int b = 0; b < cluster; ++b) mx = fmaxf(mx, cl.map_shared_rank(&block_m[0][0], b)[g]);
+    for (int b = 0; b < cluster; ++b) mx = fmaxf(mx, cl.map_shared_rank(&block_m[0], b)[g]);
     float num = 0.0f, den = 0.0f;
     for (int b = 0; b < cluster; ++b) {
-      const float mb = cl.map_shared_rank(&block_m[0][0], b)[g];
+      const float mb = cl.map_shared_rank(&block_m[0], b)[g];
       const float f = mb == -INFINITY ? 0.0f : ex2(mb - mx);
       num += f * cl.map_shared_rank(&block_o[0], b)[e];
-      den += f * cl.map_shared_rank(&block_l[0][0], b)[g];
+      den += f * cl.map_shared_rank(&block_l[0], b)[g];
     }
     finish(g, d, num, den, mx);
   }
@@ -407,7 +373,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #endif
 }
 
-using Kernel = void (*)(PagedAttentionArgs, int, int, int, bool, bool);
+using Kernel = void (*)(PagedAttentionArgs, int, int, int, bool);
 
 template <bool FP8>
 Kernel kernel_for(int head_dim) {
@@ -434,11 +400,6 @@ bool clusters_available() {
     return cluster != 0;
   }();
   return available;
-}
-
-// The clusters' merge form: PagedAttentionArgs::decode_merge (1: push); pull by default.
-bool push_merge(const PagedAttentionArgs& a) {
-  return a.decode_merge > 0;
 }
 
 }  // namespace
@@ -480,8 +441,7 @@ cudaError_t decode_attention(const PagedAttentionArgs& a, int splits, int bs_shi
   attribute[1].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = overlap ? 2 : 1;
-  return cudaLaunchKernelEx(&config, kernel, a, bs_shift, cluster, *partials, push_merge(a),
-                            overlap);
+  return cudaLaunchKernelEx(&config, kernel, a, bs_shift, cluster, *partials, overlap);
 }
 
 }  // namespace nibble::kernels::detail

@@ -98,11 +98,6 @@ struct PagedAttentionArgs {
   // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above
   // (flash_decode), -1 the default (options.decode_attention).
   int decode_attention = -1;
-  // How that kernel's clusters merge their blocks: 0 pull (each block reads its share of the
-  // outputs from every block's shared memory; two cluster barriers), 1 push (each block writes its
-  // partials into the owners' shared memory; one barrier to wait on), -1 the default (pull). For
-  // A/B measurements and tests.
-  int decode_merge = -1;
   // The process's switches (the per-call fields above override three of them).
   AttentionOptions options;
 };

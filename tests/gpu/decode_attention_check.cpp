@@ -64,14 +64,16 @@ struct SplitRun {
   int splits;  // 0: from the rule
   bool workspace;
   int flash_options;
-  int merge;  // PagedAttentionArgs::decode_merge: 0 pull, 1 push
 };
 constexpr SplitRun kRuns[] = {
-    {"rule", 132, 0, true, -1, 0},          {"rule, push", 132, 0, true, -1, 1},
-    {"no split", 0, 0, true, -1, 0},        {"2", 132, 2, true, -1, 0},
-    {"8 push", 132, 8, true, -1, 1},        {"16", 132, 16, true, -1, 0},
-    {"64 push", 132, 64, true, -1, 1},      {"32 no workspace", 132, 32, false, -1, 0},
-    {"rule, division", 132, 0, true, 0, 0},
+    {"rule", 132, 0, true, -1},
+    {"no split", 0, 0, true, -1},
+    {"2", 132, 2, true, -1},
+    {"8", 132, 8, true, -1},
+    {"16", 132, 16, true, -1},
+    {"64", 132, 64, true, -1},
+    {"32 no workspace", 132, 32, false, -1},
+    {"rule, division", 132, 0, true, 0},
 };
 
 // Quantises the cache rows in place to what an FP8 cache decodes to; returns codes and scales.
@@ -176,7 +178,6 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
     a.workspace = run.workspace ? dwork.get() : nullptr;
     a.workspace_floats = run.workspace ? work_floats : 0;
     a.flash_options = run.flash_options;
-    a.decode_merge = run.merge;
     if (run.splits == 0 && run.sm_count > 0)
       rule_splits = kernels::paged_decode_splits(c.shape, T, max_position, run.sm_count, -1, 1);
     NIBBLE_CUDA_CHECK(cudaMemset(dout.get(), 0xff, q.size() * 2));  // poison: NaN

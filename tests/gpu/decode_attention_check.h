@@ -5,8 +5,7 @@
 // fallback path), contexts of 1 to 40,000 keys (on and off the 16- and 32-key steps), batches of 1
 // to 64 sequences of mixed lengths, BF16 and FP8 caches, cache blocks of 16 (shift) and 12
 // (division) tokens, and split counts from the engine's rule, none, and forced counts as a decode
-// graph replays them (above what the keys need, beyond a cluster with and without workspace), with
-// the clusters' pull and push merges (PagedAttentionArgs::decode_merge).
+// graph replays them (above what the keys need, beyond a cluster with and without workspace).
 // Bound: relative L2 < 5e-3 (BF16 operands, METHOD.md's 1e-3..1e-2); outputs poisoned with NaN
 // before every run. One result line per case (its worst run).
 #include <random>

@@ -237,7 +237,10 @@ TEST_P(GreedyExactness, TokensFinishReasonsAndLogprobsMatchWithoutSpeculation) {
   const SpecRun ngram = generate(requests, std::make_shared<spec::NgramDrafter>(1, 3), 4);
   expect_same(baseline, ngram, "ngram");
   expect_counters_add_up(ngram, 4);
-  EXPECT_GT(spec_metric(ngram.metrics, "num_accepted_tokens"), 0);
+  // The one request of batch 1 (a 3-token prompt, 7 tokens) gives prompt lookup nothing to find.
+  if (batch > 1) {
+    EXPECT_GT(spec_metric(ngram.metrics, "num_accepted_tokens"), 0);
+  }
 
   const SpecRun oracle = generate(
       requests, std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kOracle, refs, kVocab),
@@ -382,6 +385,8 @@ TEST(SampledExactness, OutputFollowsTheTargetDistributionChiSquare) {
   // 27 cells, 26 degrees of freedom: P(chi2 > 54.05) = 0.001.
   constexpr double kCritical = 54.05;
   const double chi2 = chi_square(target, observed, kSamples);
+  RecordProperty("chi_square", std::to_string(chi2));
+  RecordProperty("accepted_fraction", std::to_string(accepted / kSamples));
   EXPECT_LT(chi2, kCritical) << "sampled outputs do not follow the target distribution";
 
   // The test has power against a biased verifier: one that accepted every draft would always
@@ -399,7 +404,9 @@ TEST(SampledExactness, OutputFollowsTheTargetDistributionChiSquare) {
     }
     always_accept[path] = kSamples * p / (p_second / p_first);
   }
-  EXPECT_GT(chi_square(target, always_accept, kSamples), 10 * kCritical);
+  const double biased = chi_square(target, always_accept, kSamples);
+  RecordProperty("chi_square_expected_if_always_accepting", std::to_string(biased));
+  EXPECT_GT(biased, 10 * kCritical);
 }
 
 TEST(SpeculativeEngine, RefusesARunnerThatCannotVerify) {

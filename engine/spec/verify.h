@@ -1,7 +1,7 @@
 #pragma once
 // Exact verification of a draft against the target model. The target's token at each draft
 // position is drawn by the sequence's own sampler from the logits of that position (penalties,
-// logit bias, masks, temperature, top-k/p, min-p: the same code and random stream as without
+// masks, temperature, top-k/p, min-p: the same code and random stream as without
 // speculation). Drafts are accepted while they equal the target's token; the first token that
 // differs, or the token after the last draft (the bonus), ends the step.
 //

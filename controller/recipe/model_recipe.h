@@ -29,8 +29,11 @@ struct EngineSettings {  // each maps to one `nibble-engine serve` flag
   std::string kv_cache_dtype = "auto";        // auto | bf16 | fp8
   double gpu_memory_utilization = 0.9;
   bool enable_prefix_caching = true;
-  std::string quantization;             // "" | nvfp4
-  std::string device = "auto";          // auto | cpu | cuda
+  std::string quantization;     // "" | nvfp4
+  std::string device = "auto";  // auto | cpu | cuda
+  // --speculative-config's JSON as the engine takes it (engine/spec/speculative_config.h,
+  // checked when parsed); "" for none.
+  std::string speculative_config;
   std::vector<std::string> extra_args;  // passed through as they are
 };
 

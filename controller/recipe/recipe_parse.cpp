@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "controller/recipe/extra_args.h"
+#include "engine/spec/speculative_config.h"
 
 namespace nibble::recipe {
 namespace {
@@ -167,6 +168,14 @@ void parse_engine(const YAML::Node& node, EngineSettings& e, std::vector<FieldEr
   e.enable_prefix_caching = r.boolean("enablePrefixCaching", e.enable_prefix_caching);
   e.quantization = r.one_of("quantization", e.quantization, {"", "nvfp4"});
   e.device = r.one_of("device", e.device, {"auto", "cpu", "cuda"});
+  e.speculative_config = r.string("speculativeConfig", "");
+  if (!e.speculative_config.empty()) {
+    try {
+      spec::parse_speculative_config(e.speculative_config);
+    } catch (const spec::SpeculativeConfigError& err) {
+      r.error("speculativeConfig", err.what());
+    }
+  }
   e.extra_args = r.string_list("extraArgs");
   check_extra_args(e.extra_args, errors);
   r.finish();
@@ -369,6 +378,10 @@ std::vector<std::string> engine_args(const ModelRecipe& r) {
   if (!e.quantization.empty()) {
     args.push_back("--quantization");
     args.push_back(e.quantization);
+  }
+  if (!e.speculative_config.empty()) {
+    args.push_back("--speculative-config");
+    args.push_back(e.speculative_config);
   }
   args.insert(args.end(), e.extra_args.begin(), e.extra_args.end());
   return args;

@@ -32,6 +32,8 @@ std::string to_yaml(const ModelRecipe& r) {
   out << YAML::Key << "enablePrefixCaching" << YAML::Value << e.enable_prefix_caching;
   if (!e.quantization.empty()) out << YAML::Key << "quantization" << YAML::Value << e.quantization;
   out << YAML::Key << "device" << YAML::Value << e.device;
+  if (!e.speculative_config.empty())
+    out << YAML::Key << "speculativeConfig" << YAML::Value << e.speculative_config;
   if (!e.extra_args.empty())
     out << YAML::Key << "extraArgs" << YAML::Value << YAML::Flow << e.extra_args;
   out << YAML::EndMap;

@@ -55,10 +55,16 @@ struct BatchItem {
   std::span<const std::int32_t> tokens;  // computed now, at positions [start, start + size)
   int start = 0;                         // positions [0, start) are already in the cache
   std::span<const int> block_table;      // block i holds positions [i*block_size, (i+1)*block_size)
-  std::span<float> logits;               // vocab_size floats for the last token, or empty: none
+  std::span<float> logits;               // vocab_size floats for the last token (num_logits rows
+                                         // below), or empty: none
   // Or the last token's next token sampled on the device (logits empty). In one step either
   // every item that wants a next token samples on the device or none does.
   const DeviceSampling* sample = nullptr;
+  // Rows of logits: the last num_logits tokens' next-token logits in order, vocab_size floats
+  // each (logits then holds num_logits * vocab_size floats). More than 1 only where the backend
+  // returns logits at several positions (Backend::logits_at_several_positions): speculative
+  // decoding verifies a decode row with k drafts as a k+1-token chunk, num_logits k + 1.
+  int num_logits = 1;
 };
 
 // Host work a step runs while its forward pass computes (Backend::forward_batch_overlapping).
@@ -119,6 +125,10 @@ class Backend {
     host_work();
     forward_batch(cache, items);
   }
+
+  // Whether forward_batch takes BatchItem::num_logits > 1 (the CPU backend; the CUDA backend
+  // refuses such items, so speculative decoding is refused where it runs).
+  virtual bool logits_at_several_positions() const { return false; }
 
   // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0
   // turns it off for an A/B against host sampling).

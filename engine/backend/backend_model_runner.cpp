@@ -28,9 +28,9 @@ void BackendModelRunner::execute_overlapping(const runtime::SchedulerOutput& bat
 
 void BackendModelRunner::run_to_logits(const runtime::SchedulerOutput& batch,
                                        std::vector<float>& logits, const HostWork* host_work) {
-  std::size_t sampling = 0;
-  for (const auto& s : batch.scheduled) sampling += s.samples_next_token ? 1 : 0;
-  logits.assign(sampling * std::size_t(vocab_size()), 0.0f);
+  std::size_t rows = 0;
+  for (const auto& s : batch.scheduled) rows += std::size_t(s.num_logits());
+  logits.assign(rows * std::size_t(vocab_size()), 0.0f);
   run(batch, logits, {}, host_work);
 }
 
@@ -46,26 +46,41 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
   const std::size_t vocab = std::size_t(vocab_size());
   std::vector<BatchItem> items;
   items.reserve(batch.scheduled.size());
+  // A decode row with drafts runs its last token and its drafts as one chunk.
+  std::vector<std::vector<std::int32_t>> chunks;
+  chunks.reserve(batch.scheduled.size());
   std::size_t row = 0;
   for (const runtime::ScheduledSequence& s : batch.scheduled) {
     const runtime::Sequence& seq = *s.seq;
     BatchItem item;
-    item.tokens = std::span<const std::int32_t>(seq.tokens.data() + seq.num_computed_tokens,
-                                                std::size_t(s.num_new_tokens));
+    if (s.num_draft_tokens > 0) {
+      std::vector<std::int32_t>& chunk = chunks.emplace_back();
+      for (int p = seq.num_computed_tokens; p < seq.num_computed_tokens + s.num_new_tokens; ++p)
+        chunk.push_back(seq.token_at(p));
+      item.tokens = chunk;
+    } else {
+      item.tokens = std::span<const std::int32_t>(seq.tokens.data() + seq.num_computed_tokens,
+                                                  std::size_t(s.num_new_tokens));
+    }
     item.start = seq.num_computed_tokens;
     item.block_table = seq.block_table;
     if (s.samples_next_token) {
-      if (!logits.empty())
-        item.logits = logits.subspan(vocab * row, vocab);
-      else if (row < requests.size())
-        item.sample = &requests[row];
-      ++row;
+      if (!logits.empty()) {
+        item.num_logits = s.num_logits();
+        item.logits = logits.subspan(vocab * row, vocab * std::size_t(item.num_logits));
+        row += std::size_t(item.num_logits);
+      } else {
+        if (s.num_draft_tokens > 0)
+          throw BackendError("device sampling does not verify draft tokens");
+        if (row < requests.size()) item.sample = &requests[row];
+        ++row;
+      }
     }
     items.push_back(item);
   }
   const std::size_t rows = logits.empty() ? requests.size() : logits.size() / vocab;
   if (row != rows)
-    throw BackendError("the step has " + std::to_string(row) + " sampling sequences, not " +
+    throw BackendError("the step has " + std::to_string(row) + " rows to sample, not " +
                        std::to_string(rows));
   if (host_work != nullptr)
     backend_.forward_batch_overlapping(*cache_, items, *host_work);

@@ -17,6 +17,7 @@ class BackendModelRunner : public runtime::ModelRunner {
   int num_kv_blocks() const override { return cache_->num_blocks(); }
   int kv_block_size() const override { return cache_->block_size(); }
   void execute(const runtime::SchedulerOutput& batch, std::vector<float>& logits) override;
+  bool verifies_drafts() const override { return backend_.logits_at_several_positions(); }
   bool samples_on_device() const override { return backend_.samples_on_device(); }
   void execute_sampled(const runtime::SchedulerOutput& batch,
                        std::span<const kernels::SamplingRequest> requests) override;
@@ -28,7 +29,8 @@ class BackendModelRunner : public runtime::ModelRunner {
 
  private:
   // One forward_batch (forward_batch_overlapping when host_work is given); each sampling
-  // sequence gets the next of `logits` rows (vocab floats each) or of `requests`.
+  // sequence gets its next num_logits() of `logits` rows (vocab floats each) or the next of
+  // `requests`.
   void run(const runtime::SchedulerOutput& batch, std::span<float> logits,
            std::span<const kernels::SamplingRequest> requests, const HostWork* host_work = nullptr);
   // run() into `logits`, sized for the step's sampling sequences.

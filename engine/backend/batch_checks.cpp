@@ -36,7 +36,7 @@ void check_sample(const model::ModelConfig& c, const std::string& who, const Dev
 
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
                          const KvCache& cache, std::span<const BatchItem> items,
-                         bool device_sampling) {
+                         bool device_sampling, bool several_logits) {
   const std::string who = backend + " backend: ";
   std::int64_t total = 0;
   bool any_logits = false, any_sample = false;
@@ -53,10 +53,20 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
       if (b < 0 || b >= cache.num_blocks())
         throw BackendError(who + "block id " + std::to_string(b) + " outside the cache's " +
                            std::to_string(cache.num_blocks()) + " blocks");
-    if (!item.logits.empty() && item.logits.size() != std::size_t(c.vocab_size))
+    if (item.num_logits != 1 && !several_logits)
+      throw BackendError(who + "returns logits at one position per sequence, not " +
+                         std::to_string(item.num_logits) + " (no speculative decoding)");
+    if (item.num_logits < 1 || std::size_t(item.num_logits) > item.tokens.size())
+      throw BackendError(who + "logits at " + std::to_string(item.num_logits) +
+                         " positions of a chunk of " + std::to_string(item.tokens.size()));
+    if (!item.logits.empty() &&
+        item.logits.size() != std::size_t(item.num_logits) * std::size_t(c.vocab_size))
       throw BackendError(who + "logits buffer holds " + std::to_string(item.logits.size()) +
-                         " floats, vocab_size is " + std::to_string(c.vocab_size));
+                         " floats for " + std::to_string(item.num_logits) +
+                         " positions, vocab_size is " + std::to_string(c.vocab_size));
     if (item.sample != nullptr) {
+      if (item.num_logits != 1)
+        throw BackendError(who + "samples on the device at one position per sequence");
       if (!device_sampling) throw BackendError(who + "does not sample on the device");
       if (!item.logits.empty())
         throw BackendError(who + "a batch item asks for both logits and device sampling");

@@ -125,6 +125,13 @@ int run_serve(const Args& args) {
   backend_options.cpu_threads = o.threads;
   backend_options.cuda.graphs = !o.enforce_eager;
   auto backend = backend::make_backend(backend_options, std::move(weights));
+  if (o.speculative && !backend->logits_at_several_positions()) {
+    spdlog::error(
+        "serve: --speculative-config: the {} backend does not verify drafts yet (it returns "
+        "logits at one position per sequence); speculative decoding runs on the CPU backend",
+        backend->name());
+    return 2;
+  }
   if (o.max_num_batched_tokens == 0)
     o.max_num_batched_tokens = on_gpu ? kGpuStepTokens : kCpuStepTokens;
   if (o.kv_cache_dtype != "auto" &&
@@ -176,6 +183,13 @@ int run_serve(const Args& args) {
   engine_config.eos_token_ids = eos_token_ids(model_dir);
   engine_config.overlap_token_masks = o.token_mask_overlap;
   engine_config.token_mask_threads = o.token_mask_threads;
+  if (o.speculative) {
+    engine_config.drafter = spec::make_drafter(*o.speculative);
+    engine_config.num_speculative_tokens = o.speculative->num_speculative_tokens;
+    spdlog::info("speculative decoding: {} drafts of up to {} tokens (prompt lookup {}..{})",
+                 spec::method_name(o.speculative->method), o.speculative->num_speculative_tokens,
+                 o.speculative->prompt_lookup_min, o.speculative->prompt_lookup_max);
+  }
   metrics::Registry& registry = metrics::default_registry();
   registry
       .gauge("nibble_build_info", "Build information; the value is always 1.",

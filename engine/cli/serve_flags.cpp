@@ -49,6 +49,7 @@ constexpr std::array kFlags = {
     ServeFlag{"reasoning-parser", kRequired, kRecipe, ""},
     ServeFlag{"token-mask-overlap", kRequired, kRecipe, ""},
     ServeFlag{"token-mask-threads", kRequired, kRecipe, ""},
+    ServeFlag{"speculative-config", kRequired, kRecipeField, "spec.engine.speculativeConfig"},
     // The backends' tuning (backend_flags.h; test_serve_flags checks every one is here).
     ServeFlag{"device-sampling", kRequired, kRecipe, ""},
     ServeFlag{"linear-overlap", kRequired, kRecipe, ""},

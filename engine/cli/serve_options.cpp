@@ -76,6 +76,10 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
   --token-mask-overlap V           true|false: compute structured outputs' token masks while
                                    the step's forward pass runs (default true)
   --token-mask-threads N           threads computing one step's token masks (default 4)
+  --speculative-config JSON        speculative decoding, vLLM's keys: {"method": "ngram",
+                                   "num_speculative_tokens": K, "prompt_lookup_min": N,
+                                   "prompt_lookup_max": M} (CPU backend only for now;
+                                   eagle3, mtp and draft_model are not built yet)
 
 Tuning (A/B switches and fallbacks; the defaults are the forms that measured fastest,
 docs/performance.md):
@@ -207,6 +211,8 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
       {"token-mask-overlap", [&](auto& f, auto& v) { o.token_mask_overlap = to_bool(f, v); }},
       {"token-mask-threads",
        [&](auto& f, auto& v) { o.token_mask_threads = int(to_integer(f, v, 1, 64)); }},
+      {"speculative-config",
+       [&](auto&, auto& v) { o.speculative = spec::parse_speculative_config(v); }},
   };
 }
 

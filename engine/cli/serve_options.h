@@ -3,10 +3,12 @@
 // command line and optionally from a YAML file (--config; keys are the long flag names, with
 // dashes or underscores). The command line wins over the file. Every error names the flag.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/backend/backend_options.h"
+#include "engine/spec/speculative_config.h"
 
 namespace nibble::engine::cli {
 
@@ -57,6 +59,8 @@ struct ServeOptions {
   // on this many threads.
   bool token_mask_overlap = true;
   int token_mask_threads = 4;
+  // --speculative-config (vLLM's JSON), checked when parsed; unset: no speculative decoding.
+  std::optional<spec::SpeculativeConfig> speculative;
   // The backends' tuning (engine/cli/backend_flags.h); serve fills in device, threads and
   // graphs from the flags above.
   backend::BackendOptions backend;

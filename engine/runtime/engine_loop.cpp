@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/runtime/penalty_list.h"
+#include "engine/spec/verify.h"
 
 namespace nibble::runtime {
 
@@ -48,6 +49,16 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
       pool_(runner.num_kv_blocks(), runner.kv_block_size(), config_.enable_prefix_caching),
       scheduler_(config_.scheduler, pool_) {
   config_.token_mask_threads = std::clamp(config_.token_mask_threads, 1, 64);
+  if (config_.drafter) {
+    if (config_.num_speculative_tokens < 1)
+      throw std::invalid_argument("speculative decoding needs num_speculative_tokens >= 1");
+    if (!runner_.verifies_drafts())
+      throw std::invalid_argument(
+          "speculative decoding needs a backend that returns logits at several positions of a "
+          "sequence; this one does not (the CUDA backend does not verify drafts yet)");
+    spec_metrics_ = std::make_unique<SpecDecodeMetrics>(registry, config_.model_name,
+                                                        config_.num_speculative_tokens);
+  }
 }
 
 EngineLoop::~EngineLoop() {
@@ -175,7 +186,31 @@ void EngineLoop::drop_cancelled() {
   erase_finished_requests();
 }
 
+void EngineLoop::propose_drafts() {
+  const int vocab = runner_.vocab_size();
+  for (auto& [id, request] : requests_) {
+    for (auto& seq : request->sequences) {
+      seq->draft_tokens.clear();
+      if (!request->constraints.empty() || seq->status != SequenceStatus::kRunning ||
+          seq->num_computed_tokens != seq->num_tokens() - 1)
+        continue;
+      const int room = std::min(seq->params.max_tokens - seq->num_output_tokens(),
+                                max_tokens_per_sequence() - seq->num_tokens()) -
+                       1;
+      const int k = std::min(config_.num_speculative_tokens, room);
+      if (k <= 0) continue;
+      config_.drafter->propose(seq->tokens, k, seq->draft_tokens);
+      if (int(seq->draft_tokens.size()) > k) seq->draft_tokens.resize(std::size_t(k));
+      // A drafter's token outside the vocabulary ends the draft there (the model cannot run it).
+      auto bad = std::find_if(seq->draft_tokens.begin(), seq->draft_tokens.end(),
+                              [vocab](int t) { return t < 0 || t >= vocab; });
+      seq->draft_tokens.erase(bad, seq->draft_tokens.end());
+    }
+  }
+}
+
 void EngineLoop::execute_step() {
+  if (config_.drafter) propose_drafts();
   SchedulerOutput out = scheduler_.schedule();
   if (out.empty()) {
     // Nothing fits although nothing runs: the first waiting sequence can never be scheduled.
@@ -229,93 +264,123 @@ void EngineLoop::execute_step() {
   }
 
   const int vocab = runner_.vocab_size();
-  std::vector<int> sampled(out.scheduled.size(), -1);
-  std::vector<SampledToken> samples(out.scheduled.size());
-  std::size_t row = 0;
+  // Each sampling sequence's tokens this step: one, or with drafts the accepted drafts and the
+  // target's own token (spec/verify.h).
+  std::vector<std::vector<SampledToken>> samples(out.scheduled.size());
+  std::size_t row = 0;       // logits row: num_logits() per sampling sequence
+  std::size_t mask_row = 0;  // token-mask and device-sampling row: one per sampling sequence
   for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
     const ScheduledSequence& s = out.scheduled[i];
     if (!s.samples_next_token) continue;
     auto [request, choice] = owner_.at(s.seq->id);
-    const std::span<const float> row_logits =
-        on_device
-            ? std::span<const float>()
-            : std::span<const float>(logits.data() + row * std::size_t(vocab), std::size_t(vocab));
+    const std::size_t first_row = row, seq_mask_row = mask_row++;
+    row += on_device ? 1 : std::size_t(s.num_logits());
     std::span<const std::uint32_t> allowed;
-    if (!out.token_bitmask.empty() && out.token_bitmask.constrained[row]) {
-      allowed = out.token_bitmask.row(row);
+    if (!out.token_bitmask.empty() && out.token_bitmask.constrained[seq_mask_row]) {
+      allowed = out.token_bitmask.row(seq_mask_row);
       if (structured::bitmask_count(allowed) == 0) {
-        ++row;
         finish_sequence(*s.seq, FinishReason::kError,
                         "the structured output's grammar allows no next token");
         continue;
       }
     }
-    const std::span<const int> all(s.seq->tokens);
+    SamplerRng& rng = request->rngs[std::size_t(choice)];
+    std::vector<SampledToken>& tokens = samples[i];
     if (on_device) {
-      samples[i] = device.take(row);
-      request->rngs[std::size_t(choice)].advance();
+      tokens.push_back(device.take(seq_mask_row));
+      rng.advance();
     } else {
-      samples[i] =
-          sample_token(row_logits, s.seq->params, all.first(std::size_t(s.seq->num_prompt_tokens)),
-                       all.subspan(std::size_t(s.seq->num_prompt_tokens)),
-                       request->rngs[std::size_t(choice)], allowed);
+      const std::span<const int> all(s.seq->tokens);
+      const auto prompt = all.first(std::size_t(s.seq->num_prompt_tokens));
+      std::vector<int> output(all.begin() + s.seq->num_prompt_tokens, all.end());
+      // The target's token at draft position j, drawn as without speculation: the logits of
+      // that position, the penalties of the tokens before it, the next random draw.
+      const auto target_token = [&](int j) {
+        const std::span<const float> row_logits(
+            logits.data() + (first_row + std::size_t(j)) * std::size_t(vocab), std::size_t(vocab));
+        tokens.push_back(sample_token(row_logits, s.seq->params, prompt, output, rng, allowed));
+        output.push_back(tokens.back().token);
+        return tokens.back().token;
+      };
+      const int accepted = spec::accept_drafts(
+          std::span(s.seq->draft_tokens).first(std::size_t(s.num_draft_tokens)), target_token);
+      if (s.num_draft_tokens > 0) spec_metrics_->count(s.num_draft_tokens, accepted);
     }
-    ++row;
-    sampled[i] = samples[i].token;
-    if (!allowed.empty() && !request->constraints[std::size_t(choice)]->advance(sampled[i])) {
+    if (!allowed.empty() && !request->constraints[std::size_t(choice)]->advance(tokens[0].token)) {
       // Cannot happen for a token the mask allowed; guards against a backend that ignores it.
       spdlog::error("request {}: sampled token {} breaks its structured output grammar",
-                    request->request.id, sampled[i]);
+                    request->request.id, tokens[0].token);
       finish_sequence(*s.seq, FinishReason::kError,
                       "the sampled token does not fit the structured output's grammar");
-      sampled[i] = -1;
+      tokens.clear();
     }
   }
-  scheduler_.complete_step(out, sampled);
+
+  // Where each sequence stops: at the first token that ends it (EOS, a stop token, max_tokens,
+  // the context), whose later tokens, accepted drafts included, are dropped.
+  std::vector<std::vector<int>> emitted(out.scheduled.size());
+  std::vector<FinishReason> reasons(out.scheduled.size(), FinishReason::kNone);
+  std::vector<bool> stop_token(out.scheduled.size(), false);
+  for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
+    const Sequence& seq = *out.scheduled[i].seq;
+    if (seq.status != SequenceStatus::kRunning) continue;
+    const SamplingParams& p = seq.params;
+    for (std::size_t j = 0; j < samples[i].size(); ++j) {
+      const int token = samples[i][j].token;
+      emitted[i].push_back(token);
+      const bool is_eos =
+          !p.ignore_eos && std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(),
+                                     token) != config_.eos_token_ids.end();
+      const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) !=
+                              p.stop_token_ids.end();
+      const int num_output = seq.num_output_tokens() + int(j) + 1;
+      if (is_eos || is_stop_id)
+        reasons[i] = FinishReason::kStop;
+      else if (num_output >= p.max_tokens ||
+               seq.num_tokens() + int(j) + 1 >= max_tokens_per_sequence())
+        reasons[i] = FinishReason::kLength;
+      if (reasons[i] != FinishReason::kNone) {
+        stop_token[i] = is_eos || is_stop_id;
+        samples[i].resize(j + 1);
+        break;
+      }
+    }
+  }
+  scheduler_.complete_step(out, emitted);
 
   const Clock::time_point now = Clock::now();
   for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
     Sequence& seq = *out.scheduled[i].seq;
-    if (sampled[i] < 0 || seq.status != SequenceStatus::kRunning) continue;
+    if (emitted[i].empty() || seq.status != SequenceStatus::kRunning) continue;
     auto [request, choice] = owner_.at(seq.id);
-    const int token = sampled[i];
-    metrics_.generation_tokens.inc();
-    if (!request->got_first_token) {
-      request->got_first_token = true;
-      request->first_token = now;
-      metrics_.time_to_first_token.observe(seconds(now - request->request.arrival));
-      metrics_.request_prefill_time.observe(seconds(now - request->first_scheduled));
-      metrics_.prompt_tokens.inc(double(request->request.prompt.size()));
-    } else if (seq.num_output_tokens() > 1) {
-      metrics_.inter_token_latency.observe(
-          seconds(now - request->last_token_time[std::size_t(choice)]));
+    const int outputs_before = seq.num_output_tokens() - int(emitted[i].size());
+    for (std::size_t j = 0; j < emitted[i].size(); ++j) {
+      metrics_.generation_tokens.inc();
+      if (!request->got_first_token) {
+        request->got_first_token = true;
+        request->first_token = now;
+        metrics_.time_to_first_token.observe(seconds(now - request->request.arrival));
+        metrics_.request_prefill_time.observe(seconds(now - request->first_scheduled));
+        metrics_.prompt_tokens.inc(double(request->request.prompt.size()));
+      } else if (j == 0 && outputs_before >= 1) {
+        // Once per step: the tokens of one verify step arrive together.
+        metrics_.inter_token_latency.observe(
+            seconds(now - request->last_token_time[std::size_t(choice)]));
+      }
+      const bool last = j + 1 == emitted[i].size();
+      TokenEvent event;
+      event.choice = choice;
+      event.token = emitted[i][j];
+      event.sample = std::move(samples[i][j]);
+      event.finish = last ? reasons[i] : FinishReason::kNone;
+      event.stop_token = last && stop_token[i];
+      event.num_prompt_tokens = seq.num_prompt_tokens;
+      event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
+      request->request.channel->push(std::move(event));
     }
     request->last_token_time[std::size_t(choice)] = now;
     request->last_token = now;
-
-    const SamplingParams& p = seq.params;
-    const bool is_eos =
-        !p.ignore_eos && std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(),
-                                   token) != config_.eos_token_ids.end();
-    const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) !=
-                            p.stop_token_ids.end();
-    FinishReason reason = FinishReason::kNone;
-    if (is_eos || is_stop_id)
-      reason = FinishReason::kStop;
-    else if (seq.num_output_tokens() >= p.max_tokens ||
-             seq.num_tokens() >= max_tokens_per_sequence())
-      reason = FinishReason::kLength;
-
-    TokenEvent event;
-    event.choice = choice;
-    event.token = token;
-    event.sample = std::move(samples[i]);
-    event.finish = reason;
-    event.stop_token = is_eos || is_stop_id;
-    event.num_prompt_tokens = seq.num_prompt_tokens;
-    event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
-    request->request.channel->push(std::move(event));
-    if (reason != FinishReason::kNone) finish_sequence(seq, reason);
+    if (reasons[i] != FinishReason::kNone) finish_sequence(seq, reasons[i]);
   }
 }
 
@@ -336,6 +401,7 @@ bool EngineLoop::prepare_device_sampling(const SchedulerOutput& out, DeviceSampl
   if (!runner_.samples_on_device()) return false;
   std::size_t rows = 0;
   for (const ScheduledSequence& s : out.scheduled) {
+    if (s.num_draft_tokens > 0) return false;  // verification samples on the host
     if (!s.samples_next_token) continue;
     ++rows;
     // More top logprobs than the device pass returns: this step samples on the host.

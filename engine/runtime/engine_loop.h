@@ -19,7 +19,9 @@
 #include "engine/runtime/model_runner.h"
 #include "engine/runtime/output_channel.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/runtime/spec_decode_metrics.h"
 #include "engine/runtime/thread_pool.h"
+#include "engine/spec/drafter.h"
 #include "engine/structured/token_constraint.h"
 
 namespace nibble::runtime {
@@ -38,6 +40,13 @@ struct EngineConfig {
   // Threads (the engine thread included) computing one step's masks, one constrained sequence
   // each at a time (serve's --token-mask-threads; 1..64): 1, all on the engine thread.
   int token_mask_threads = 4;
+  // Speculative decoding (serve's --speculative-config; off when drafter is null): before each
+  // step the drafter proposes up to num_speculative_tokens tokens for every decoding sequence,
+  // and the step verifies them (engine/spec/verify.h). Needs a runner that verifies drafts
+  // (ModelRunner::verifies_drafts). Sequences under a structured-output constraint get no
+  // drafts: their token masks are computed for one position per step.
+  std::shared_ptr<const spec::Drafter> drafter;
+  int num_speculative_tokens = 0;
 };
 
 struct GenerationRequest {
@@ -84,6 +93,9 @@ class EngineLoop {
   void admit_inbox();
   void drop_cancelled();
   void execute_step();
+  // Fills each decoding sequence's draft_tokens (speculative decoding), within what its
+  // max_tokens and the context leave: every accepted draft and the target's token must fit.
+  void propose_drafts();
   // Sizes out.token_bitmask for the sequences that sample this step (unconstrained rows all
   // ones, constrained rows all zeros until filled); false when none is constrained.
   bool prepare_token_masks(SchedulerOutput& out);
@@ -111,6 +123,7 @@ class EngineLoop {
   EngineConfig config_;
   ModelRunner& runner_;
   EngineMetrics metrics_;
+  std::unique_ptr<SpecDecodeMetrics> spec_metrics_;  // with a drafter only
   KvBlockPool pool_;
   Scheduler scheduler_;
   std::unique_ptr<ThreadPool> token_mask_pool_;  // made at the first constrained step

@@ -143,15 +143,25 @@ void KvBlockPool::commit_computed(Sequence& seq) {
   }
 }
 
-void KvBlockPool::free(Sequence& seq) {
-  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
-    Block& block = blocks_[std::size_t(*it)];
-    if (--block.ref_count > 0) continue;
-    // Blocks worth keeping (cached prefixes) go to the back, the rest are reused first.
-    block.free_pos = block.hashed ? free_list_.insert(free_list_.end(), *it)
-                                  : free_list_.insert(free_list_.begin(), *it);
-    block.in_free_list = true;
+void KvBlockPool::release(int block_id) {
+  Block& block = blocks_[std::size_t(block_id)];
+  if (--block.ref_count > 0) return;
+  // Blocks worth keeping (cached prefixes) go to the back, the rest are reused first.
+  block.free_pos = block.hashed ? free_list_.insert(free_list_.end(), block_id)
+                                : free_list_.insert(free_list_.begin(), block_id);
+  block.in_free_list = true;
+}
+
+void KvBlockPool::release_unused_blocks(Sequence& seq) {
+  const std::size_t keep = std::size_t(blocks_for_tokens(seq.num_tokens()));
+  while (seq.block_table.size() > keep) {
+    release(seq.block_table.back());
+    seq.block_table.pop_back();
   }
+}
+
+void KvBlockPool::free(Sequence& seq) {
+  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
   seq.block_table.clear();
   seq.block_hashes.clear();
   seq.num_computed_tokens = 0;

@@ -49,6 +49,10 @@ class KvBlockPool {
   // After a step: register every newly full block of computed tokens with the prefix cache.
   void commit_computed(Sequence& seq);
 
+  // Speculative decoding: releases the blocks past the ones holding the sequence's tokens (they
+  // held only rejected drafts' slots). They were never hashed, so they are reused first.
+  void release_unused_blocks(Sequence& seq);
+
   // Releases the sequence's blocks (tail first, so shared prefixes stay cached longest) and
   // clears its block table.
   void free(Sequence& seq);
@@ -67,6 +71,7 @@ class KvBlockPool {
   std::vector<int> match_prefix(const Sequence& seq, int max_blocks) const;
   int take_free_block();
   void reference(int block_id);
+  void release(int block_id);  // drops one reference; the last one frees the block
   static std::uint64_t chain_hash(std::uint64_t parent, const int* tokens, int count);
 
   int block_size_;

@@ -21,15 +21,22 @@ class ModelRunner {
   virtual int num_kv_blocks() const = 0;
   virtual int kv_block_size() const = 0;
 
-  // Computes tokens [num_computed_tokens, + num_new_tokens) of every scheduled sequence,
-  // writing their keys and values into the sequence's blocks, and writes one row of
-  // vocab_size() logits per sequence whose samples_next_token is set, in batch order.
+  // Computes tokens [num_computed_tokens, + num_new_tokens) of every scheduled sequence
+  // (Sequence::token_at: its tokens, then its draft tokens), writing their keys and values into
+  // the sequence's blocks, and writes ScheduledSequence::num_logits() rows of vocab_size() logits
+  // per sequence (one for a plain decode or the last prefill chunk; k + 1 for a decode with k
+  // drafts, for its last k + 1 positions in order), in batch order.
   // Throws on device failure; the engine then fails the batch's requests.
   virtual void execute(const SchedulerOutput& batch, std::vector<float>& logits) = 0;
 
+  // Whether execute returns logits at several positions of a sequence (num_draft_tokens > 0):
+  // speculative decoding needs it. Device sampling (execute_sampled) never verifies drafts.
+  virtual bool verifies_drafts() const { return false; }
+
   // Whether execute_sampled can run: the model's device samples (Backend::samples_on_device).
   virtual bool samples_on_device() const { return false; }
-  // Like execute, but the next token of each sequence whose samples_next_token is set is sampled
+  // Like execute (for steps without drafts), but the next token of each sequence whose
+  // samples_next_token is set is sampled
   // on the device by requests[i] (the i-th such sequence in batch order; results written through
   // the requests): no logits cross to the host.
   virtual void execute_sampled(const SchedulerOutput& batch,

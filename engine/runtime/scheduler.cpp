@@ -19,6 +19,7 @@ void Scheduler::add(Sequence& seq) {
 
 void Scheduler::preempt(Sequence& seq, SchedulerOutput& output) {
   pool_.free(seq);  // recompute later: the tokens are kept, the KV is not
+  seq.draft_tokens.clear();
   seq.status = SequenceStatus::kWaiting;
   ++seq.num_preemptions;
   ++preemptions_;
@@ -37,8 +38,14 @@ SchedulerOutput Scheduler::schedule() {
     if (seq->status != SequenceStatus::kRunning) continue;  // preempted below
     if (budget == 0) break;
     const int remaining = seq->num_tokens() - seq->num_computed_tokens;
-    const int num_new = std::min(remaining, budget);
+    int num_new = std::min(remaining, budget);
     if (num_new <= 0) continue;
+    // Drafts ride on a decode (one token left) as far as the budget and free blocks allow.
+    int drafts = 0;
+    if (remaining == 1) drafts = std::min(int(seq->draft_tokens.size()), budget - 1);
+    if (drafts > 0 && !pool_.can_append(*seq, num_new + drafts)) drafts = 0;
+    seq->draft_tokens.resize(std::size_t(drafts));
+    num_new += drafts;
     // Make room by preempting the newest running sequences, possibly this one.
     bool preempted_self = false;
     while (!pool_.can_append(*seq, num_new)) {
@@ -52,7 +59,7 @@ SchedulerOutput Scheduler::schedule() {
     if (preempted_self) continue;
     pool_.append_slots(*seq, num_new);
     out.scheduled.push_back(
-        {seq, num_new, seq->num_computed_tokens + num_new == seq->num_tokens()});
+        {seq, num_new, seq->num_computed_tokens + num_new - drafts == seq->num_tokens(), drafts});
     budget -= num_new;
   }
 
@@ -60,6 +67,7 @@ SchedulerOutput Scheduler::schedule() {
   while (out.preempted.empty() && budget > 0 && !waiting_.empty() &&
          int(running_.size()) < config_.max_num_seqs) {
     Sequence& seq = *waiting_.front();
+    seq.draft_tokens.clear();  // a prefill runs no drafts
     const int cached = pool_.cached_prefix_tokens(seq);
     const int remaining = seq.num_tokens() - cached;
     if (!config_.enable_chunked_prefill && remaining > budget) break;
@@ -78,12 +86,28 @@ SchedulerOutput Scheduler::schedule() {
 }
 
 void Scheduler::complete_step(const SchedulerOutput& output, const std::vector<int>& sampled) {
+  std::vector<std::vector<int>> emitted(output.scheduled.size());
+  for (std::size_t i = 0; i < emitted.size() && i < sampled.size(); ++i)
+    if (sampled[i] >= 0) emitted[i].push_back(sampled[i]);
+  complete_step(output, emitted);
+}
+
+void Scheduler::complete_step(const SchedulerOutput& output,
+                              const std::vector<std::vector<int>>& emitted) {
   for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
     const ScheduledSequence& s = output.scheduled[i];
-    if (s.seq->status != SequenceStatus::kRunning) continue;  // finished or aborted meanwhile
-    s.seq->num_computed_tokens += s.num_new_tokens;
-    pool_.commit_computed(*s.seq);
-    if (s.samples_next_token && i < sampled.size()) s.seq->tokens.push_back(sampled[i]);
+    Sequence& seq = *s.seq;
+    seq.draft_tokens.clear();
+    if (seq.status != SequenceStatus::kRunning) continue;  // finished or aborted meanwhile
+    const std::vector<int> none;
+    const std::vector<int>& tokens = s.samples_next_token && i < emitted.size() ? emitted[i] : none;
+    // Every emitted token but the last is an accepted draft whose KV this step computed; the
+    // last (the target's own token) is computed by the next step.
+    const int accepted = std::max(0, int(tokens.size()) - 1);
+    seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+    seq.num_computed_tokens += s.num_new_tokens - s.num_draft_tokens + accepted;
+    pool_.commit_computed(seq);
+    if (s.num_draft_tokens > 0) pool_.release_unused_blocks(seq);
   }
 }
 

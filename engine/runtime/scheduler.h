@@ -1,7 +1,9 @@
 #pragma once
 // Decides, each engine step, which sequences run and how many of their tokens to compute:
 // continuous batching under a token budget, with chunked prefill mixed into decodes.
-// Running sequences go first (oldest first); when the KV cache is full the newest running
+// Running sequences go first (oldest first); a decoding sequence with draft tokens runs them
+// after its last token when the budget and the KV cache allow, else without them (drafts are
+// never a reason to preempt). When the KV cache is full the newest running
 // sequence is preempted (its blocks freed, recomputed later from its tokens). Waiting
 // sequences are admitted in arrival order while the budget, the sequence limit and the KV
 // cache allow. The scheduler decides; KvBlockPool owns blocks; the engine owns sequences.
@@ -26,6 +28,11 @@ struct ScheduledSequence {
   int num_new_tokens = 0;  // compute tokens [num_computed_tokens, + num_new_tokens)
   // This step computes the last known token, so its logits yield the next token.
   bool samples_next_token = false;
+  // Speculative decoding: the last num_draft_tokens of the new tokens are seq->draft_tokens
+  // (a decode row with k drafts is a k+1-token chunk), and the step returns logits at each of
+  // the chunk's last num_draft_tokens + 1 positions.
+  int num_draft_tokens = 0;
+  int num_logits() const { return samples_next_token ? num_draft_tokens + 1 : 0; }
 };
 
 struct SchedulerOutput {
@@ -46,9 +53,15 @@ class Scheduler {
 
   void add(Sequence& seq);  // to the back of the waiting queue
   SchedulerOutput schedule();
-  // After the step ran: advance computed counts, register full blocks with the prefix cache,
-  // append each sampled token (sampled[i] belongs to output.scheduled[i]; ignored when that
-  // sequence did not sample).
+  // After the step ran: append each sequence's emitted tokens, advance computed counts, register
+  // full blocks of computed tokens with the prefix cache. emitted[i] belongs to
+  // output.scheduled[i] (empty when it did not sample or failed): without drafts one token; with
+  // drafts the accepted drafts and then the target's own token. The accepted drafts keep their
+  // KV; the rejected drafts' slots are dropped without a copy (the computed count is rolled
+  // back past them) and blocks left holding none of the sequence's tokens are freed. Only full
+  // blocks of accepted tokens reach the prefix cache. Clears every sequence's drafts.
+  void complete_step(const SchedulerOutput& output, const std::vector<std::vector<int>>& emitted);
+  // The same with at most one token each (-1: none).
   void complete_step(const SchedulerOutput& output, const std::vector<int>& sampled);
   // Frees the sequence's blocks and forgets it, whether waiting or running.
   void finish(Sequence& seq);

@@ -24,9 +24,18 @@ struct Sequence {
   std::vector<std::uint64_t> block_hashes;
   int num_cached_prompt_tokens = 0;  // served from the prefix cache at the last admission
   int num_preemptions = 0;
+  // Speculative decoding: tokens a drafter proposed to follow `tokens`, set before a step and
+  // verified by it (computed after the last token, at positions num_tokens() onwards). Never part
+  // of `tokens` until accepted; cleared when the step completes or the sequence is preempted.
+  std::vector<int> draft_tokens;
 
   int num_tokens() const { return int(tokens.size()); }
   int num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
+  // Token at position pos of the step's input: tokens, then the drafts.
+  int token_at(int pos) const {
+    return pos < num_tokens() ? tokens[std::size_t(pos)]
+                              : draft_tokens[std::size_t(pos - num_tokens())];
+  }
 };
 
 }  // namespace nibble::runtime

@@ -249,5 +249,43 @@ TEST(GreedyDecode, OnDeviceRefusesABackendWithoutDeviceSampling) {
   }
 }
 
+// Speculative verification: an item asks for the logits of its last num_logits tokens; each row
+// is exactly the logits a sequence run token by token has after that position.
+TEST(CpuBackend, LogitsAtSeveralPositionsOfAChunk) {
+  const auto config = small_config(model::Arch::Llama);
+  auto backend = make_cpu_backend(random_model(config), 2);
+  ASSERT_TRUE(backend->logits_at_several_positions());
+  const std::vector<std::int32_t> prompt = {5, 17, 3}, chunk = {96, 0, 42, 8};
+  auto cache = backend->new_kv_cache(4, 4);
+  const std::vector<int> table = {0, 1};
+  std::vector<float> ignored(97);
+  backend->forward_batch(*cache, std::vector<BatchItem>{{prompt, 0, table, ignored}});
+  std::vector<float> rows(3 * 97);
+  BatchItem verify{chunk, 3, table, rows};
+  verify.num_logits = 3;
+  backend->forward_batch(*cache, std::vector<BatchItem>{verify});
+
+  auto seq = backend->new_sequence(16);
+  std::vector<float> logits(97);
+  backend->forward(*seq, prompt, logits);
+  backend->forward(*seq, std::vector<std::int32_t>{chunk[0]}, logits);
+  for (std::size_t j = 1; j < chunk.size(); ++j) {
+    backend->forward(*seq, std::vector<std::int32_t>{chunk[j]}, logits);
+    EXPECT_EQ(std::vector<float>(rows.begin() + std::ptrdiff_t((j - 1) * 97),
+                                 rows.begin() + std::ptrdiff_t(j * 97)),
+              logits)
+        << "row " << j - 1;
+  }
+
+  // More rows than tokens, or a buffer of the wrong size, is refused; so is any row beyond one
+  // where the backend does not return several (the CUDA backend's checks today).
+  verify.num_logits = 5;
+  EXPECT_THROW(backend->forward_batch(*cache, std::vector<BatchItem>{verify}), BackendError);
+  verify.num_logits = 2;
+  EXPECT_THROW(backend->forward_batch(*cache, std::vector<BatchItem>{verify}), BackendError);
+  verify.num_logits = 3;
+  EXPECT_THROW(check_batch(config, "test", *cache, std::vector<BatchItem>{verify}), BackendError);
+}
+
 }  // namespace
 }  // namespace nibble::backend

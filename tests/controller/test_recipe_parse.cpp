@@ -129,6 +129,31 @@ TEST(RecipeParse, ReplicasDesiredFromTheScaleSubresource) {
   EXPECT_EQ(to_yaml(r.recipe).find("desired"), std::string::npos);
 }
 
+// spec.engine.speculativeConfig: vLLM's JSON, checked by the engine's own parser, passed to the
+// engine as --speculative-config and written back out.
+TEST(RecipeParse, SpeculativeConfigReachesTheEngine) {
+  const std::string head =
+      "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n"
+      "  model: {source: /m}\n";
+  const std::string json = R"({"method": "ngram", "num_speculative_tokens": 4})";
+  ParseResult r = parse_model_recipe(head + "  engine: {speculativeConfig: '" + json + "'}\n");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.recipe.engine.speculative_config, json);
+  const std::vector<std::string> args = engine_args(r.recipe);
+  const auto flag = std::find(args.begin(), args.end(), "--speculative-config");
+  ASSERT_NE(flag, args.end());
+  ASSERT_NE(flag + 1, args.end());
+  EXPECT_EQ(*(flag + 1), json);
+  ParseResult again = parse_model_recipe(to_yaml(r.recipe));
+  ASSERT_TRUE(again.ok()) << again.error_text();
+  EXPECT_EQ(again.recipe.engine.speculative_config, json);
+
+  r = parse_model_recipe(head + "  engine: {}\n");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const std::vector<std::string> none = engine_args(r.recipe);
+  EXPECT_EQ(std::find(none.begin(), none.end(), "--speculative-config"), none.end());
+}
+
 struct BadCase {
   const char* spec_yaml;  // under spec:, model source added unless the case sets one
   const char* field;
@@ -152,6 +177,11 @@ TEST(RecipeParse, EveryErrorNamesItsField) {
       {"model: {source: /m}\nengine: {enablePrefixCaching: maybe}",
        "spec.engine.enablePrefixCaching", "true or false"},
       {"model: {source: /m}\nengine: {extraArgs: --x}", "spec.engine.extraArgs", "list of strings"},
+      {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"mtp\", "
+       "\"num_speculative_tokens\": 1}'}",
+       "spec.engine.speculativeConfig", "not built yet"},
+      {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"ngram\"}'}",
+       "spec.engine.speculativeConfig", "num_speculative_tokens is required"},
       {"model: {source: /m}\nengine: {maxModelLenn: 4096}", "spec.engine.maxModelLenn",
        "unknown field"},
       {"model: {source: /m}\nreplicas: {min: 3, max: 2}", "spec.replicas.max", "must be >= min"},

@@ -104,8 +104,13 @@ TEST(PromqlLive, EveryDashboardAndAlertExpressionReturnsData) {
   const auto recipe = c.state_dir.path() / "tiny.yaml";
   std::ofstream(recipe) << "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\n"
                         << "metadata: {name: tiny}\nspec:\n"
-                        << "  model: {source: " << model << ", servedName: tiny-chat}\n"
-                        << "  engine: {maxModelLen: 512, maxNumSeqs: 8}\n"
+                        << "  model: {source: " << model
+                        << ", servedName: tiny-chat}\n"
+                        // Speculative decoding on (CPU: the backend that verifies drafts), so
+                        // the dashboard's acceptance-length panel has its counters.
+                        << "  engine: {maxModelLen: 512, maxNumSeqs: 8, device: cpu,\n"
+                        << "    speculativeConfig: '{\"method\": \"ngram\", "
+                           "\"num_speculative_tokens\": 3, \"prompt_lookup_min\": 1}'}\n"
                         << "  replicas: {min: 1, max: 1}\n";
   auto applied = c.nibble("apply -f " + recipe.string());
   ASSERT_EQ(applied.exit_code, 0) << applied.output;

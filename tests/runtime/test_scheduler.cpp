@@ -156,3 +156,93 @@ TEST(Scheduler, PrefixCacheHitSkipsComputedTokens) {
 
 }  // namespace
 }  // namespace nibble::runtime
+
+namespace nibble::runtime {
+namespace {
+
+// Speculative decoding: a decode with drafts is one chunk of 1 + k tokens; after verification
+// the rejected drafts' slots are dropped by rolling the computed count back (no copy), blocks
+// holding only rejected slots go back to the pool, and only full blocks of accepted tokens are
+// offered to the prefix cache.
+TEST(SchedulerDrafts, RejectedDraftsReleaseTheirBlocksAndNeverReachThePrefixCache) {
+  KvBlockPool pool(16, 4, true);
+  Scheduler scheduler({.max_num_seqs = 4, .max_num_batched_tokens = 64}, pool);
+  auto a = make_seq(1, 6, 100);
+  scheduler.add(*a);
+  scheduler.complete_step(scheduler.schedule(), std::vector<int>{50});  // prefill, samples 50
+  ASSERT_EQ(a->num_tokens(), 7);
+  ASSERT_EQ(a->num_computed_tokens, 6);
+  EXPECT_EQ(a->block_table.size(), 2u);
+
+  // Token 50 plus 6 drafts: positions 6..12, four blocks.
+  a->draft_tokens = {51, 52, 53, 54, 55, 56};
+  SchedulerOutput out = scheduler.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].num_new_tokens, 7);
+  EXPECT_EQ(out.scheduled[0].num_draft_tokens, 6);
+  EXPECT_TRUE(out.scheduled[0].samples_next_token);
+  EXPECT_EQ(out.scheduled[0].num_logits(), 7);
+  EXPECT_EQ(a->token_at(6), 50);
+  EXPECT_EQ(a->token_at(12), 56);
+  EXPECT_EQ(a->block_table.size(), 4u);
+  EXPECT_EQ(pool.num_free_blocks(), 12);
+
+  // One draft accepted (51), then the target's own 60: tokens 0..8, computed 0..7.
+  scheduler.complete_step(out, std::vector<std::vector<int>>{{51, 60}});
+  EXPECT_EQ(a->tokens, (std::vector<int>{0, 1, 2, 3, 4, 5, 50, 51, 60}));
+  EXPECT_EQ(a->num_computed_tokens, 8);
+  EXPECT_TRUE(a->draft_tokens.empty());
+  EXPECT_EQ(a->block_table.size(), 3u) << "the block of rejected slots 12.. is freed";
+  EXPECT_EQ(pool.num_free_blocks(), 13);
+  EXPECT_EQ(a->block_hashes.size(), 2u) << "blocks 0-3 and 4-7 are full of accepted tokens";
+
+  // A second sequence with the same 8 tokens finds both blocks; one that agrees only up to the
+  // rejected draft 52 finds the first.
+  auto same = make_seq(2, 9, 1);
+  same->tokens = {0, 1, 2, 3, 4, 5, 50, 51, 99};
+  EXPECT_EQ(pool.cached_prefix_tokens(*same), 8);
+  auto drafted = make_seq(3, 9, 1);
+  drafted->tokens = {0, 1, 2, 3, 4, 5, 50, 52, 53};
+  EXPECT_EQ(pool.cached_prefix_tokens(*drafted), 4);
+
+  scheduler.finish(*a);
+  EXPECT_EQ(pool.num_free_blocks(), 16) << "every block back";
+}
+
+TEST(SchedulerDrafts, DraftsShrinkToTheBudgetAndNeverPreempt) {
+  KvBlockPool pool(4, 4, false);
+  Scheduler scheduler({.max_num_seqs = 4, .max_num_batched_tokens = 3}, pool);
+  auto a = make_seq(1, 2, 100);
+  scheduler.add(*a);
+  scheduler.complete_step(scheduler.schedule(), std::vector<int>{9});
+  a->draft_tokens = {1, 2, 3, 4};
+  SchedulerOutput out = scheduler.schedule();
+  EXPECT_EQ(out.scheduled[0].num_draft_tokens, 2) << "3 tokens a step: the decode and 2 drafts";
+  // All four drafts accepted... of the two that ran: the bonus is the target's.
+  scheduler.complete_step(out, std::vector<std::vector<int>>{{1, 2, 8}});
+  EXPECT_EQ(a->num_computed_tokens, 5);
+  EXPECT_EQ(a->num_tokens(), 6);
+
+  // A full cache: both decodes fit their blocks, their drafts would need one more each. The
+  // drafts are dropped; nobody is preempted for them.
+  KvBlockPool full(3, 4, false);
+  Scheduler tight({.max_num_seqs = 4, .max_num_batched_tokens = 64}, full);
+  auto c = make_seq(3, 3, 100), d = make_seq(4, 7, 100, 20);
+  tight.add(*c);
+  tight.add(*d);
+  tight.complete_step(tight.schedule(), std::vector<int>{7, 7});
+  ASSERT_EQ(full.num_free_blocks(), 0);
+  c->draft_tokens = {1, 1};
+  d->draft_tokens = {1, 1};
+  out = tight.schedule();
+  EXPECT_TRUE(out.preempted.empty());
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  for (const ScheduledSequence& s : out.scheduled) {
+    EXPECT_EQ(s.num_draft_tokens, 0);
+    EXPECT_EQ(s.num_new_tokens, 1);
+    EXPECT_TRUE(s.seq->draft_tokens.empty());
+  }
+}
+
+}  // namespace
+}  // namespace nibble::runtime

@@ -39,6 +39,21 @@ TEST(ServeFlags, EveryTableFlagIsKnownToTheParser) {
             std::string::npos);
 }
 
+TEST(ServeFlags, SpeculativeConfigIsCheckedWhenParsed) {
+  ServeOptions o;
+  ASSERT_TRUE(parse_serve_options(
+      {"serve", "--model", "/m", "--speculative-config",
+       R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4})"},
+      o));
+  ASSERT_TRUE(o.speculative.has_value());
+  EXPECT_EQ(o.speculative->num_speculative_tokens, 3);
+  EXPECT_EQ(o.speculative->prompt_lookup_min, 4);
+  EXPECT_EQ(
+      parse_error({"--speculative-config", R"({"method":"eagle3","num_speculative_tokens":3})"}),
+      "--speculative-config: method \"eagle3\" is not built yet in nibble-engine; only "
+      "\"ngram\" is");
+}
+
 TEST(ServeFlags, UsageShowsExactlyTheTable) {
   std::set<std::string> in_usage, in_table;
   const std::string usage = serve_usage();

@@ -125,6 +125,7 @@ std::string format_summary(const RunSummary& s) {
     row(("P95 " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->p95));
     row(("P99 " + std::string(names[g]) + " (ms):").c_str(), num(groups[g].second->p99));
   }
+  if (s.spec_decode) out += format_spec_decode(*s.spec_decode);
   // The plot: one column per time bin, 8 rows, scaled to the peak.
   const double peak =
       s.output_tokens_per_second.empty()
@@ -152,7 +153,7 @@ nlohmann::json summary_json(const RunSummary& s) {
                           {"p95_ms", d.p95},
                           {"p99_ms", d.p99}};
   };
-  return {
+  nlohmann::json j = {
       {"max_concurrency", s.concurrency},
       {"request_rate", s.request_rate > 0 ? nlohmann::json(s.request_rate) : nlohmann::json("inf")},
       {"completed", s.completed},
@@ -171,6 +172,8 @@ nlohmann::json summary_json(const RunSummary& s) {
       {"e2e_latency", dist(s.e2e)},
       {"output_tokens_per_second_over_time", s.output_tokens_per_second},
       {"plot_bin_s", s.plot_bin_s}};
+  if (s.spec_decode) j["spec_decode"] = spec_decode_json(*s.spec_decode);
+  return j;
 }
 
 }  // namespace nibble::bench

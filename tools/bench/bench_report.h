@@ -3,10 +3,12 @@
 // a summary block with an ASCII plot of output tokens/s over time, and as JSON.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tools/bench/bench_request.h"
+#include "tools/bench/spec_decode_stats.h"
 
 namespace nibble::bench {
 
@@ -31,6 +33,8 @@ struct RunSummary {
   std::vector<double> output_tokens_per_second;  // over time, for the plot
   double plot_bin_s = 1;
   std::vector<std::string> errors;  // first few
+  // What the server's speculative decoding counters say of the run (nullopt: it exports none).
+  std::optional<SpecDecodeStats> spec_decode;
 };
 
 RunSummary summarize(int concurrency, double request_rate,

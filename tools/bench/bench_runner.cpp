@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tools/bench/bench_request.h"
+#include "tools/bench/server_metrics.h"
 
 namespace nibble::bench {
 namespace {
@@ -51,6 +52,7 @@ RunSummary run_benchmark(const BenchOptions& o, const Dataset& dataset, int conc
   std::atomic<int> done{0};
   std::mutex progress_mutex;
   std::vector<std::thread> threads;
+  const std::string metrics_before = scrape_metrics(o);
   const Clock::time_point start = Clock::now();
   for (std::size_t i = 0; i < dataset.prompts.size(); ++i) {
     if (o.request_rate > 0 && i > 0) {
@@ -69,7 +71,9 @@ RunSummary run_benchmark(const BenchOptions& o, const Dataset& dataset, int conc
   }
   for (auto& t : threads) t.join();
   const double duration = std::chrono::duration<double>(Clock::now() - start).count();
-  return summarize(concurrency, o.request_rate, results, duration);
+  RunSummary summary = summarize(concurrency, o.request_rate, results, duration);
+  summary.spec_decode = spec_decode_between(metrics_before, scrape_metrics(o));
+  return summary;
 }
 
 }  // namespace nibble::bench

@@ -13,39 +13,10 @@
 
 #include "tools/bench/bench_report.h"
 #include "tools/bench/bench_runner.h"
+#include "tools/bench/server_metrics.h"
 
 namespace nibble::bench {
 namespace {
-
-// The server's /metrics text ("" when it does not answer).
-std::string scrape(const BenchOptions& o) {
-  httplib::Client client(o.base_url);
-  client.set_connection_timeout(5, 0);
-  httplib::Headers headers;
-  if (!o.api_key.empty()) headers.emplace("Authorization", "Bearer " + o.api_key);
-  auto res = client.Get("/metrics", headers);
-  return res && res->status == 200 ? res->body : "";
-}
-
-// Calls fn(line, value) for every sample line of metric `name` (any labels).
-template <class Fn>
-void for_each_sample(const std::string& text, const std::string& name, Fn fn) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with(name)) continue;
-    const char next = line.size() > name.size() ? line[name.size()] : ' ';
-    if (next != '{' && next != ' ') continue;
-    fn(line, std::stod(line.substr(line.rfind(' ') + 1)));
-  }
-}
-
-// The sum of a metric's series (0 when absent).
-double series_sum(const std::string& text, const std::string& name) {
-  double sum = 0;
-  for_each_sample(text, name, [&sum](const std::string&, double v) { sum += v; });
-  return sum;
-}
 
 // A histogram's cumulative bucket counts by upper bound (le), summed over its series.
 std::map<double, double> buckets(const std::string& text, const std::string& histogram) {
@@ -111,9 +82,9 @@ nlohmann::json compare_structured(const BenchOptions& options, const Dataset& da
   constrained.response_format = response_format_for_schema_file(options.structured_schema_path);
   const std::string mask = "nibble_structured_output_mask_seconds";
   const std::string compile = "nibble_structured_output_compile_seconds";
-  const std::string before = scrape(options);
+  const std::string before = scrape_metrics(options);
   const RunSummary with = run_benchmark(constrained, dataset, concurrency);
-  const std::string after = scrape(options);
+  const std::string after = scrape_metrics(options);
   const double compile_s =
       series_sum(after, compile + "_sum") - series_sum(before, compile + "_sum");
   const double compiles =

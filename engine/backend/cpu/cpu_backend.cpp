@@ -26,6 +26,7 @@ class CpuBackend : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string kv_cache_dtype() const override { return "fp32"; }
+  bool logits_at_several_positions() const override { return true; }
   const ModelConfig& config() const override { return w_.config; }
 
   std::size_t kv_block_bytes(int block_size) const override {
@@ -45,7 +46,7 @@ class CpuBackend : public Backend {
     if (!cache || cache->owner != this)
       throw BackendError("cpu backend: KV cache belongs to another backend");
     // Validate everything before touching the cache, so a bad call changes nothing.
-    if (check_batch(w_.config, "cpu", *cache, items) == 0) return;
+    if (check_batch(w_.config, "cpu", *cache, items, false, true) == 0) return;
     cpu::CpuForward step(w_, inv_freq_, *cache, items, pool_);
     run_decoder(description_, step);
   }

@@ -146,21 +146,19 @@ void CpuForward::moe(int l, model::NormKind norm, const model::MoeSpec& spec) {
   }
 }
 
-// Logits for the last token of every item that wants them, in one lm_head pass.
+// Logits for the last num_logits tokens of every item that wants them, in one lm_head pass.
 void CpuForward::logits(model::NormKind norm) {
   const auto& c = w_.config;
   const std::int64_t H = c.hidden_size;
-  std::vector<const BatchItem*> wanting;
   std::vector<float> last;
   std::int64_t end_row = 0;
   for (const BatchItem& item : items_) {
     end_row += std::int64_t(item.tokens.size());
     if (item.logits.empty()) continue;
-    wanting.push_back(&item);
-    last.insert(last.end(), x_.begin() + (end_row - 1) * H, x_.begin() + end_row * H);
+    last.insert(last.end(), x_.begin() + (end_row - item.num_logits) * H, x_.begin() + end_row * H);
   }
-  if (wanting.empty()) return;
-  const std::int64_t R = std::int64_t(wanting.size());
+  if (last.empty()) return;
+  const std::int64_t R = std::int64_t(last.size()) / H;
   switch (norm) {
     case model::NormKind::kRms:
       rms_norm(last, H, w_.final_norm, c.rms_norm_eps);
@@ -168,9 +166,12 @@ void CpuForward::logits(model::NormKind norm) {
   }
   std::vector<float> out(std::size_t(R * c.vocab_size));
   linear_forward(w_.lm_head, last, R, out, pool_);
-  for (std::int64_t r = 0; r < R; ++r)
-    std::copy_n(out.begin() + r * c.vocab_size, c.vocab_size,
-                wanting[std::size_t(r)]->logits.begin());
+  auto from = out.begin();
+  for (const BatchItem& item : items_) {
+    if (item.logits.empty()) continue;
+    std::copy_n(from, item.logits.size(), item.logits.begin());
+    from += std::ptrdiff_t(item.logits.size());
+  }
 }
 
 }  // namespace nibble::backend::cpu

@@ -1,0 +1,93 @@
+#include "engine/spec/speculative_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <optional>
+
+#include "engine/spec/ngram_drafter.h"
+
+namespace nibble::spec {
+namespace {
+
+constexpr int kDefaultPromptLookup = 5;
+constexpr int kMaxPromptLookup = 64;
+
+[[noreturn]] void fail(const std::string& message) {
+  throw SpeculativeConfigError("--speculative-config: " + message);
+}
+
+std::optional<int> integer(const nlohmann::json& object, const char* key, int lo, int hi) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) fail(std::string(key) + " must be an integer, got " + it->dump());
+  const std::int64_t v = it->get<std::int64_t>();
+  if (v < lo || v > hi)
+    fail(std::string(key) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
+         ", got " + std::to_string(v));
+  return int(v);
+}
+
+}  // namespace
+
+const char* method_name(SpecMethod method) {
+  switch (method) {
+    case SpecMethod::kNgram:
+      return "ngram";
+  }
+  return "?";
+}
+
+std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config) {
+  switch (config.method) {
+    case SpecMethod::kNgram:
+      return std::make_unique<NgramDrafter>(config.prompt_lookup_min, config.prompt_lookup_max);
+  }
+  return nullptr;
+}
+
+SpeculativeConfig parse_speculative_config(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail("must be a JSON object, got " + j.dump());
+  static constexpr std::array kKeys = {"method", "num_speculative_tokens", "prompt_lookup_min",
+                                       "prompt_lookup_max", "model"};
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kKeys) known = known || key == k;
+    if (!known)
+      fail("unknown key \"" + key +
+           "\" (known: method, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
+           "model)");
+  }
+  auto method = j.find("method");
+  if (method == j.end() || !method->is_string())
+    fail("method must be a string: ngram (eagle3, mtp and draft_model are not built yet)");
+  const std::string m = method->get<std::string>();
+  if (m == "eagle3" || m == "mtp" || m == "draft_model" || m == "eagle")
+    fail("method \"" + m + "\" is not built yet in nibble-engine; only \"ngram\" is");
+  if (m != "ngram") fail("unknown method \"" + m + "\" (ngram, eagle3, mtp, draft_model)");
+  if (j.contains("model") && !j["model"].is_null())
+    fail("model is for draft-model methods; ngram takes none");
+
+  SpeculativeConfig c;
+  c.method = SpecMethod::kNgram;
+  const auto k = integer(j, "num_speculative_tokens", 1, kMaxSpeculativeTokens);
+  if (!k)
+    fail("num_speculative_tokens is required (1.." + std::to_string(kMaxSpeculativeTokens) + ")");
+  c.num_speculative_tokens = *k;
+  const auto lo = integer(j, "prompt_lookup_min", 1, kMaxPromptLookup);
+  const auto hi = integer(j, "prompt_lookup_max", 1, kMaxPromptLookup);
+  c.prompt_lookup_min = lo.value_or(hi.value_or(kDefaultPromptLookup));
+  c.prompt_lookup_max = hi.value_or(lo.value_or(kDefaultPromptLookup));
+  if (c.prompt_lookup_min > c.prompt_lookup_max)
+    fail("prompt_lookup_min (" + std::to_string(c.prompt_lookup_min) +
+         ") must not exceed prompt_lookup_max (" + std::to_string(c.prompt_lookup_max) + ")");
+  return c;
+}
+
+}  // namespace nibble::spec

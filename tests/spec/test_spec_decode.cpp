@@ -1,0 +1,433 @@
+// Speculative decoding in the engine loop on the CPU backend and a small random model: greedy
+// tokens, finish reasons and logprobs are identical with and without speculation (ngram, oracle
+// and always-wrong drafters; batches of 1, 8 and 64 with mixed lengths, max_tokens and stop
+// tokens landing mid-draft), seeded sampled requests give the same tokens, sampled outputs
+// follow the target's distribution (chi-square), every KV block is returned, and the
+// spec_decode counters add up.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "engine/backend/backend_model_runner.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/runtime/engine_loop.h"
+#include "engine/spec/ngram_drafter.h"
+#include "engine/spec/reference_drafter.h"
+#include "tests/backend/random_model.h"
+
+namespace nibble::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using spec::ReferenceDrafter;
+
+constexpr int kVocab = 97;
+
+model::ModelConfig tiny_config() {
+  model::ModelConfig c;
+  c.arch = model::Arch::Llama;
+  c.vocab_size = kVocab;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 8;
+  c.max_position_embeddings = c.max_context = 256;
+  c.rope.theta = 10000.0;
+  return c;
+}
+
+backend::Backend& tiny_backend() {
+  static const std::unique_ptr<backend::Backend> b =
+      backend::make_cpu_backend(backend::testing::random_model(tiny_config(), 20261206), 1);
+  return *b;
+}
+
+struct Request {
+  std::vector<int> prompt;
+  SamplingParams params;
+};
+
+struct Outcome {
+  std::vector<int> tokens;
+  std::vector<SampledToken> samples;
+  FinishReason finish = FinishReason::kNone;
+};
+
+struct SpecRun {
+  std::vector<std::vector<Outcome>> outcomes;  // [request][choice]
+  std::string metrics;
+};
+
+// Runs every request through one engine (a small KV cache of 4-token blocks, so drafts cross
+// block boundaries and a batch of 64 preempts) and collects each choice's events.
+SpecRun generate(const std::vector<Request>& requests, std::shared_ptr<const spec::Drafter> drafter,
+                 int k) {
+  backend::BackendModelRunner runner(tiny_backend(), 640, 4);
+  metrics::Registry registry;
+  EngineConfig config;
+  config.model_name = "tiny";
+  config.max_model_len = 256;
+  config.scheduler = {.max_num_seqs = 64, .max_num_batched_tokens = 256};
+  config.drafter = std::move(drafter);
+  config.num_speculative_tokens = k;
+  EngineLoop engine(config, runner, registry);
+  engine.start();
+  SpecRun run;
+  std::vector<std::shared_ptr<OutputChannel>> channels;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    GenerationRequest r;
+    r.id = "r" + std::to_string(i);
+    r.prompt = requests[i].prompt;
+    r.params = requests[i].params;
+    r.channel = std::make_shared<OutputChannel>();
+    channels.push_back(r.channel);
+    EXPECT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
+    run.outcomes.emplace_back(std::size_t(std::max(1, requests[i].params.n)));
+  }
+  std::size_t unfinished = 0;
+  for (const auto& o : run.outcomes) unfinished += o.size();
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (unfinished > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+      for (TokenEvent& e : channels[i]->pop(1ms)) {
+        Outcome& o = run.outcomes[i][std::size_t(e.choice)];
+        if (e.token >= 0) {
+          o.tokens.push_back(e.token);
+          o.samples.push_back(std::move(e.sample));
+        }
+        if (e.finish != FinishReason::kNone) {
+          o.finish = e.finish;
+          --unfinished;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(unfinished, 0u) << "requests did not finish in time";
+  engine.drain_and_stop(5s);
+  run.metrics = registry.render();
+  return run;
+}
+
+// The value of one series in a Prometheus text exposition, 0 when absent.
+double metric(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return 0;
+}
+
+double spec_metric(const std::string& text, const std::string& name) {
+  return metric(text, "nibble_spec_decode_" + name + "_total{model_name=\"tiny\"}");
+}
+
+std::vector<int> random_prompt(std::mt19937& gen, int length) {
+  // A random phrase repeated with noise, as documents repeat themselves: the ngram drafter
+  // finds matches in it.
+  std::uniform_int_distribution<int> token(0, kVocab - 1);
+  std::vector<int> phrase(6);
+  for (int& t : phrase) t = token(gen);
+  std::vector<int> prompt;
+  for (int i = 0; i < length; ++i)
+    prompt.push_back(i % 9 == 8 ? token(gen) : phrase[std::size_t(i) % phrase.size()]);
+  return prompt;
+}
+
+// Mixed prompt lengths (3..40) and max_tokens (1..30), logprobs on a third of the requests.
+std::vector<Request> mixed_greedy_requests(int batch) {
+  std::mt19937 gen(42);
+  std::vector<Request> requests;
+  for (int i = 0; i < batch; ++i) {
+    Request r;
+    r.prompt = random_prompt(gen, 3 + (i * 7) % 38);
+    r.params.temperature = 0;
+    r.params.max_tokens = 1 + (i * 11 + 6) % 30;
+    r.params.logprobs = i % 3 == 0 ? 2 : -1;
+    requests.push_back(r);
+  }
+  return requests;
+}
+
+// Each request's prompt followed by its greedy continuation of 40 tokens, without speculation.
+std::vector<std::vector<int>> greedy_references(std::vector<Request> requests) {
+  for (Request& r : requests) {
+    r.params.max_tokens = 40;
+    r.params.stop_token_ids.clear();
+  }
+  const SpecRun run = generate(requests, nullptr, 0);
+  std::vector<std::vector<int>> refs;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    refs.push_back(requests[i].prompt);
+    const auto& out = run.outcomes[i][0].tokens;
+    refs.back().insert(refs.back().end(), out.begin(), out.end());
+  }
+  return refs;
+}
+
+void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what) {
+  ASSERT_EQ(expected.outcomes.size(), actual.outcomes.size());
+  for (std::size_t i = 0; i < expected.outcomes.size(); ++i) {
+    for (std::size_t c = 0; c < expected.outcomes[i].size(); ++c) {
+      const Outcome& e = expected.outcomes[i][c];
+      const Outcome& a = actual.outcomes[i][c];
+      ASSERT_EQ(e.tokens, a.tokens) << what << ": request " << i << " choice " << c;
+      EXPECT_EQ(e.finish, a.finish) << what << ": request " << i;
+      for (std::size_t j = 0; j < e.samples.size(); ++j) {
+        EXPECT_EQ(e.samples[j].logprob, a.samples[j].logprob) << what << ": request " << i;
+        ASSERT_EQ(e.samples[j].top_logprobs.size(), a.samples[j].top_logprobs.size());
+        for (std::size_t t = 0; t < e.samples[j].top_logprobs.size(); ++t) {
+          EXPECT_EQ(e.samples[j].top_logprobs[t].token, a.samples[j].top_logprobs[t].token);
+          EXPECT_EQ(e.samples[j].top_logprobs[t].logprob, a.samples[j].top_logprobs[t].logprob);
+        }
+      }
+    }
+  }
+}
+
+// The counters of one run: drafts verified, the per-position counts add up to the accepted
+// tokens, no position accepts more than the one before it, every KV block came back.
+void expect_counters_add_up(const SpecRun& run, int k) {
+  const double drafts = spec_metric(run.metrics, "num_drafts");
+  const double drafted = spec_metric(run.metrics, "num_draft_tokens");
+  const double accepted = spec_metric(run.metrics, "num_accepted_tokens");
+  EXPECT_LE(drafted, drafts * k);
+  EXPECT_LE(accepted, drafted);
+  double per_pos_sum = 0, previous = drafts;
+  for (int p = 0; p < k; ++p) {
+    const double at = metric(run.metrics,
+                             "nibble_spec_decode_num_accepted_tokens_per_pos_total{model_name="
+                             "\"tiny\",position=\"" +
+                                 std::to_string(p) + "\"}");
+    EXPECT_LE(at, previous) << "position " << p;
+    previous = at;
+    per_pos_sum += at;
+  }
+  EXPECT_EQ(per_pos_sum, accepted);
+  double generated = 0;
+  for (const auto& request : run.outcomes)
+    for (const Outcome& o : request) generated += double(o.tokens.size());
+  EXPECT_EQ(metric(run.metrics, "nibble_generation_tokens_total{model_name=\"tiny\"}"), generated);
+  EXPECT_EQ(metric(run.metrics, "nibble_kv_cache_usage_ratio{model_name=\"tiny\"}"), 0.0)
+      << "KV blocks still held after every request finished";
+}
+
+class GreedyExactness : public ::testing::TestWithParam<int> {};
+
+TEST_P(GreedyExactness, TokensFinishReasonsAndLogprobsMatchWithoutSpeculation) {
+  const int batch = GetParam();
+  std::vector<Request> requests = mixed_greedy_requests(batch);
+  const auto refs = greedy_references(requests);
+  // Stop tokens that land inside a draft: a token of the continuation some steps in.
+  for (int i = 0; i < batch; ++i) {
+    const auto& ref = refs[std::size_t(i)];
+    const std::size_t at = requests[std::size_t(i)].prompt.size() + 2 + std::size_t(i % 5);
+    if (i % 4 == 1 && at < ref.size()) requests[std::size_t(i)].params.stop_token_ids = {ref[at]};
+  }
+  const SpecRun baseline = generate(requests, nullptr, 0);
+  EXPECT_EQ(baseline.metrics.find("nibble_spec_decode"), std::string::npos)
+      << "the counters exist only with a drafter";
+
+  const SpecRun ngram = generate(requests, std::make_shared<spec::NgramDrafter>(1, 3), 4);
+  expect_same(baseline, ngram, "ngram");
+  expect_counters_add_up(ngram, 4);
+  // The one request of batch 1 (a 3-token prompt, 7 tokens) gives prompt lookup nothing to find.
+  if (batch > 1) {
+    EXPECT_GT(spec_metric(ngram.metrics, "num_accepted_tokens"), 0);
+  }
+
+  const SpecRun oracle = generate(
+      requests, std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kOracle, refs, kVocab),
+      4);
+  expect_same(baseline, oracle, "oracle");
+  expect_counters_add_up(oracle, 4);
+  EXPECT_GT(spec_metric(oracle.metrics, "num_drafts"), 0);
+  EXPECT_EQ(spec_metric(oracle.metrics, "num_accepted_tokens"),
+            spec_metric(oracle.metrics, "num_draft_tokens"))
+      << "the oracle proposes the target's own tokens: every one is accepted";
+
+  const SpecRun wrong =
+      generate(requests,
+               std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kWrong, refs, kVocab), 3);
+  expect_same(baseline, wrong, "wrong");
+  expect_counters_add_up(wrong, 3);
+  EXPECT_GT(spec_metric(wrong.metrics, "num_draft_tokens"), 0);
+  EXPECT_EQ(spec_metric(wrong.metrics, "num_accepted_tokens"), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Batch, GreedyExactness, ::testing::Values(1, 8, 64));
+
+TEST(SampledExactness, SeededRequestsGiveTheSameTokensWithSpeculation) {
+  std::vector<Request> requests = mixed_greedy_requests(16);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    SamplingParams& p = requests[i].params;
+    p.temperature = 0.8f;
+    p.top_p = 0.9f;
+    p.top_k = i % 2 == 0 ? 8 : 0;
+    p.repetition_penalty = 1.1f;
+    p.presence_penalty = 0.3f;
+    p.frequency_penalty = 0.2f;
+    p.seed = 1000 + i;
+    p.n = 2;
+  }
+  const auto refs = greedy_references(mixed_greedy_requests(16));
+  const SpecRun baseline = generate(requests, nullptr, 0);
+  expect_same(baseline, generate(requests, std::make_shared<spec::NgramDrafter>(1, 4), 4), "ngram");
+  const SpecRun oracle = generate(
+      requests, std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kOracle, refs, kVocab),
+      3);
+  expect_same(baseline, oracle, "oracle");
+  expect_counters_add_up(oracle, 3);
+  EXPECT_GT(spec_metric(oracle.metrics, "num_accepted_tokens"), 0);
+}
+
+// The target's top-k tokens after `tokens` and their probabilities at temperature 1, from the
+// backend's own logits.
+std::vector<std::pair<int, double>> top_k_probs(const std::vector<int>& tokens, int top_k) {
+  backend::Backend& b = tiny_backend();
+  auto seq = b.new_sequence(64);
+  std::vector<float> logits(kVocab);
+  b.forward(*seq, std::vector<std::int32_t>(tokens.begin(), tokens.end()), logits);
+  std::vector<int> order(kVocab);
+  for (int t = 0; t < kVocab; ++t) order[std::size_t(t)] = t;
+  std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                    [&](int x, int y) { return logits[std::size_t(x)] > logits[std::size_t(y)]; });
+  double sum = 0;
+  for (int j = 0; j < top_k; ++j)
+    sum += std::exp(double(logits[std::size_t(order[std::size_t(j)])]));
+  std::vector<std::pair<int, double>> probs;
+  for (int j = 0; j < top_k; ++j)
+    probs.push_back({order[std::size_t(j)],
+                     std::exp(double(logits[std::size_t(order[std::size_t(j)])])) / sum});
+  return probs;
+}
+
+using Path = std::vector<int>;  // the generated tokens
+
+// Probability of every continuation of `depth` tokens, under the target with top-k sampling.
+void target_paths(const std::vector<int>& prompt, int top_k, int depth, const Path& path, double p,
+                  std::map<Path, double>& out) {
+  if (int(path.size()) == depth) {
+    out[path] = p;
+    return;
+  }
+  std::vector<int> tokens = prompt;
+  tokens.insert(tokens.end(), path.begin(), path.end());
+  for (auto [t, q] : top_k_probs(tokens, top_k)) {
+    Path longer = path;
+    longer.push_back(t);
+    target_paths(prompt, top_k, depth, longer, p * q, out);
+  }
+}
+
+double chi_square(const std::map<Path, double>& expected_p, const std::map<Path, double>& observed,
+                  double n) {
+  double chi2 = 0;
+  for (const auto& [path, p] : expected_p) {
+    const auto it = observed.find(path);
+    const double o = it == observed.end() ? 0 : it->second;
+    chi2 += (o - n * p) * (o - n * p) / (n * p);
+  }
+  return chi2;
+}
+
+TEST(SampledExactness, OutputFollowsTheTargetDistributionChiSquare) {
+  // Three tokens at temperature 1, top-k 3: 27 continuations. The first comes from the prefill;
+  // the second is a verified draft (max_tokens leaves room for one), the third its bonus token.
+  const std::vector<int> prompt = {11, 42, 7, 42, 7, 90};
+  constexpr int kTopK = 3, kDepth = 3, kRequests = 12, kChoices = 500;
+  constexpr double kSamples = kRequests * kChoices;
+  std::map<Path, double> target;
+  target_paths(prompt, kTopK, kDepth, {}, 1.0, target);
+  ASSERT_EQ(target.size(), 27u);
+  // The oracle knows the greedy continuation after each possible first token, so every sequence
+  // drafts the target's most likely second token.
+  std::vector<std::vector<int>> refs;
+  std::map<int, int> greedy_second;  // first token -> the drafted second
+  for (auto [t1, p1] : top_k_probs(prompt, kTopK)) {
+    std::vector<int> ref = prompt;
+    ref.push_back(t1);
+    const int t2 = top_k_probs(ref, 1)[0].first;
+    greedy_second[t1] = t2;
+    ref.push_back(t2);
+    refs.push_back(ref);
+  }
+  std::vector<Request> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    Request r{prompt, {}};
+    r.params.temperature = 1.0f;
+    r.params.top_k = kTopK;
+    r.params.max_tokens = kDepth;
+    r.params.n = kChoices;
+    r.params.seed = 7 + i;
+    requests.push_back(r);
+  }
+  const SpecRun run = generate(
+      requests, std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kOracle, refs, kVocab),
+      4);
+  std::map<Path, double> observed;
+  for (const auto& request : run.outcomes)
+    for (const Outcome& o : request) {
+      ASSERT_TRUE(target.contains(o.tokens)) << "a continuation outside the top-k";
+      observed[o.tokens] += 1;
+    }
+  EXPECT_EQ(spec_metric(run.metrics, "num_drafts"), kSamples)
+      << "every sequence verified a draft for its second token";
+  const double accepted = spec_metric(run.metrics, "num_accepted_tokens");
+  EXPECT_GT(accepted, 0.2 * kSamples);
+  EXPECT_LT(accepted, 0.95 * kSamples);
+  // 27 cells, 26 degrees of freedom: P(chi2 > 54.05) = 0.001.
+  constexpr double kCritical = 54.05;
+  const double chi2 = chi_square(target, observed, kSamples);
+  RecordProperty("chi_square", std::to_string(chi2));
+  RecordProperty("accepted_fraction", std::to_string(accepted / kSamples));
+  EXPECT_LT(chi2, kCritical) << "sampled outputs do not follow the target distribution";
+
+  // The test has power against a biased verifier: one that accepted every draft would always
+  // emit the greedy second token; the statistic it would be expected to produce is far past the
+  // critical value. (Checked by hand too: accepting every draft in EngineLoop fails this test.)
+  std::map<Path, double> always_accept;
+  for (const auto& [path, p] : target) {
+    if (path[1] != greedy_second.at(path[0])) continue;
+    double p_second = 0;  // p(t2 | t1): the mass of the paths sharing t1, t2 over those of t1
+    double p_first = 0;
+    for (const auto& [other, q] : target) {
+      if (other[0] != path[0]) continue;
+      p_first += q;
+      if (other[1] == path[1]) p_second += q;
+    }
+    always_accept[path] = kSamples * p / (p_second / p_first);
+  }
+  const double biased = chi_square(target, always_accept, kSamples);
+  RecordProperty("chi_square_expected_if_always_accepting", std::to_string(biased));
+  EXPECT_GT(biased, 10 * kCritical);
+}
+
+TEST(SpeculativeEngine, RefusesARunnerThatCannotVerify) {
+  // A runner whose execute returns one row of logits per sequence (the CUDA backend today).
+  struct OneRowRunner : ModelRunner {
+    int vocab_size() const override { return kVocab; }
+    int num_kv_blocks() const override { return 8; }
+    int kv_block_size() const override { return 4; }
+    void execute(const SchedulerOutput&, std::vector<float>&) override {}
+  } runner;
+  metrics::Registry registry;
+  EngineConfig config;
+  config.drafter = std::make_shared<spec::NgramDrafter>(1, 2);
+  config.num_speculative_tokens = 2;
+  try {
+    EngineLoop engine(config, runner, registry);
+    FAIL() << "accepted a runner that cannot verify drafts";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA backend does not verify drafts"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace nibble::runtime

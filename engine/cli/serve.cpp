@@ -19,6 +19,7 @@
 #include "engine/runtime/engine_loop.h"
 #include "engine/server/openai_server.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tool_calls/harmony_parser.h"
 #include "http/cors.h"
 #include "metrics/registry.h"
 
@@ -35,6 +36,16 @@ server::ChatOutputConfig chat_output_config(const ServeOptions& o,
   c.enable_auto_tool_choice = o.enable_auto_tool_choice;
   c.exclude_tools_when_tool_choice_none = o.exclude_tools_when_tool_choice_none;
   c.reasoning_format = reasoning::reasoning_format_from_name(o.reasoning_parser);
+  // gpt-oss: one harmony parser reads reasoning, content and tool calls (vLLM's names for it).
+  c.harmony = o.reasoning_parser == "openai_gptoss" || o.tool_call_parser == "openai" ||
+              (o.reasoning_parser.empty() && o.tool_call_parser.empty() && chat_template &&
+               tool_calls::is_harmony_template(chat_template->source()));
+  if (c.harmony) {
+    spdlog::info(
+        "chat output: the harmony format (analysis -> reasoning_content, final -> "
+        "content, functions.* -> tool_calls)");
+    return c;
+  }
   if (!o.tool_call_parser.empty()) {
     c.tool_call_format = tool_calls::tool_call_format_from_name(o.tool_call_parser);
   } else if (chat_template) {

@@ -64,14 +64,15 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
                                    address may hold before its longest waiting one is closed
                                    (default: a quarter of --http-threads)
   --log-level trace|debug|info|warn|error
-  --tool-call-parser hermes|llama3_json|mistral
+  --tool-call-parser hermes|llama3_json|mistral|openai
                                    how tool calls look in the model's output (default: the
-                                   format the chat template shows, if any)
+                                   format the chat template shows, if any; openai: gpt-oss's
+                                   harmony channels, chosen by its template too)
   --enable-auto-tool-choice        parse tool calls for tool_choice "auto" (the default when
                                    tools are sent); without it such requests get 400, as in vLLM
   --exclude-tools-when-tool-choice-none
                                    do not render 'tools' into the prompt for tool_choice "none"
-  --reasoning-parser qwen3|deepseek_r1
+  --reasoning-parser qwen3|deepseek_r1|openai_gptoss
                                    return the model's thinking as reasoning_content
   --token-mask-overlap V           true|false: compute structured outputs' token masks while
                                    the step's forward pass runs (default true)
@@ -194,7 +195,7 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        }},
       {"tool-call-parser",
        [&](auto& f, auto& v) {
-         o.tool_call_parser = one_of(f, v, {"hermes", "llama3_json", "mistral"});
+         o.tool_call_parser = one_of(f, v, {"hermes", "llama3_json", "mistral", "openai"});
        }},
       {"enable-auto-tool-choice",
        [&](auto& f, auto& v) { o.enable_auto_tool_choice = to_bool(f, v); }},
@@ -202,7 +203,7 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
        [&](auto& f, auto& v) { o.exclude_tools_when_tool_choice_none = to_bool(f, v); }},
       {"reasoning-parser",
        [&](auto& f, auto& v) {
-         o.reasoning_parser = one_of(f, v, {"qwen3", "deepseek_r1"});
+         o.reasoning_parser = one_of(f, v, {"qwen3", "deepseek_r1", "openai_gptoss"});
        }},
       {"log-level",
        [&](auto& f, auto& v) {

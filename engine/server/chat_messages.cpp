@@ -83,10 +83,25 @@ json adapt_roles_to_template(json messages, std::string_view template_source) {
            template_source.find("\"" + role + "\"") != std::string_view::npos;
   };
   const bool keep_developer = names("developer"), keep_function = names("function");
+  const bool reads_thinking = template_source.find("message.thinking") != std::string_view::npos;
   for (json& m : messages) {
     const std::string role = m.value("role", "");
     if (role == "developer" && !keep_developer) m["role"] = "system";
     if (role == "function" && !keep_function) m["role"] = "tool";
+    // Clients that send a previous answer back as it came ("tool_calls": null) mean no calls;
+    // templates test `"tool_calls" in message` (gpt-oss's) and would index the null.
+    if (const auto calls = m.find("tool_calls");
+        calls != m.end() && (calls->is_null() || (calls->is_array() && calls->empty()))) {
+      m.erase(calls);
+    }
+    if (reads_thinking && role == "assistant" && !m.contains("thinking")) {
+      for (const char* key : {"reasoning_content", "reasoning"}) {
+        if (m.contains(key) && m[key].is_string()) {
+          m["thinking"] = m[key];
+          break;
+        }
+      }
+    }
   }
   return messages;
 }

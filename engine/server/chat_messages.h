@@ -18,7 +18,10 @@ nlohmann::json normalize_chat_messages(const nlohmann::json& messages);
 
 // Roles a template does not name are given the role it knows for them: `developer` (OpenAI's
 // newer name for system instructions) becomes `system`, `function` (the deprecated form of a
-// tool result) becomes `tool`. A template that names them gets them as they are.
+// tool result) becomes `tool`. A template that names them gets them as they are. An assistant
+// message's reasoning_content (or reasoning) is passed as `thinking` to a template that reads
+// message.thinking (gpt-oss's: a tool call's analysis is kept until the turn's final answer).
+// A null or empty tool_calls is removed (no calls).
 nlohmann::json adapt_roles_to_template(nlohmann::json messages, std::string_view template_source);
 
 }  // namespace nibble::server

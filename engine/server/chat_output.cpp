@@ -14,6 +14,8 @@ ChatOutputPlan plan_chat_output(const ChatOutputConfig& config, const ToolReques
   plan.reasoning = config.reasoning_format;
   if (plan.reasoning) plan.reasoning_start = reasoning::reasoning_start_from_prompt(prompt);
   plan.parallel_tool_calls = tools.parallel_tool_calls;
+  plan.harmony = config.harmony;
+  if (plan.harmony) plan.skip_special_tokens = false;
   switch (tools.choice) {
     case ToolChoice::kNone:
       break;
@@ -22,6 +24,10 @@ ChatOutputPlan plan_chat_output(const ChatOutputConfig& config, const ToolReques
         throw invalid_request(
             "\"auto\" tool choice requires the server to be started with --enable-auto-tool-choice",
             "tool_choice");
+      }
+      if (plan.harmony) {
+        plan.tool_mode = ToolCallMode::kAuto;  // read by the harmony parser
+        break;
       }
       if (!config.tool_call_format) {
         throw invalid_request(
@@ -48,12 +54,26 @@ ChatOutputPlan plan_chat_output(const ChatOutputConfig& config, const ToolReques
 }
 
 ChatChoiceOutput::ChatChoiceOutput(const ChatOutputPlan& plan) : plan_(plan) {
+  if (plan.harmony) {
+    harmony_.emplace(/*calls_allowed=*/plan.tool_mode.has_value());
+    return;
+  }
   if (plan.reasoning) reasoning_.emplace(*plan.reasoning, plan.reasoning_start);
   if (plan.tool_mode) tools_.emplace(*plan.tool_mode, plan.tool_format, plan.function_name);
 }
 
 void ChatChoiceOutput::parse(std::string_view text, bool final, bool announce,
                              reasoning::ReasoningOutput& r, tool_calls::ToolCallOutput& t) {
+  if (harmony_) {
+    tool_calls::HarmonyOutput h;
+    harmony_->push(text, h);
+    if (final) harmony_->finish(h);
+    r.reasoning += h.reasoning;
+    t.content += h.content;
+    for (tool_calls::ToolCallDelta& d : h.calls) t.calls.push_back(std::move(d));
+    if (final) count_once();
+    return;
+  }
   std::string answer;
   if (reasoning_) {
     reasoning_->push(text, r);
@@ -115,7 +135,7 @@ json ChatChoiceOutput::message() {
   json m = {{"role", "assistant"}};
   const bool nothing_else = calls.empty() && r.reasoning.empty();
   m["content"] = t.content.empty() && !nothing_else ? json(nullptr) : json(t.content);
-  if (plan_.reasoning) {
+  if (plan_.reasoning || plan_.harmony) {
     m["reasoning_content"] = r.reasoning.empty() ? json(nullptr) : json(r.reasoning);
   }
   if (!calls.empty()) m["tool_calls"] = std::move(calls);
@@ -150,7 +170,13 @@ std::vector<json> chat_stream_choices(ChatChoiceOutput& output, int index, std::
 }
 
 void ChatChoiceOutput::count_once() {
-  if (counted_ || !tools_ || !plan_.metrics) return;
+  if (counted_ || !plan_.metrics || !plan_.tool_mode) return;
+  if (harmony_) {
+    counted_ = true;
+    plan_.metrics->count_calls("openai", harmony_->num_calls(), harmony_->num_malformed());
+    return;
+  }
+  if (!tools_) return;
   counted_ = true;
   const char* parser = plan_.tool_mode == ToolCallMode::kRequired ? "required"
                        : plan_.tool_mode == ToolCallMode::kNamed

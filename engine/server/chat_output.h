@@ -9,6 +9,11 @@
 //   tool_choice auto      the --tool-call-parser format (or the one the template shows); only
 //                         with --enable-auto-tool-choice, else a 400 like vLLM's
 //   required / named      the shapes the structured-output constraint makes the model write
+// A harmony model (gpt-oss: --reasoning-parser openai_gptoss, --tool-call-parser openai, or a
+// template that writes <|channel|>) has one parser for all three fields
+// (tool_calls/harmony_parser.h); its markers are special tokens, so they are kept in the text.
+// Under a forced tool_choice the constraint writes the call as a harmony message too
+// (structured/output_spec.h OutputSpec::harmony), so the same parser reads it.
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -19,6 +24,7 @@
 
 #include "engine/reasoning/reasoning_parser.h"
 #include "engine/server/tool_request.h"
+#include "engine/tool_calls/harmony_parser.h"
 #include "engine/tool_calls/tool_call_parser.h"
 
 namespace nibble::server {
@@ -31,12 +37,14 @@ struct ChatOutputConfig {
   bool enable_auto_tool_choice = false;
   bool exclude_tools_when_tool_choice_none = false;
   std::optional<reasoning::ReasoningFormat> reasoning_format;
+  bool harmony = false;  // gpt-oss's channels carry reasoning, content and tool calls
 };
 
 // One request's parsing, shared by its choices.
 struct ChatOutputPlan {
   std::optional<reasoning::ReasoningFormat> reasoning;
   reasoning::ReasoningStart reasoning_start = reasoning::ReasoningStart::kOpen;
+  bool harmony = false;  // the harmony parser reads the output (reasoning too)
   std::optional<tool_calls::ToolCallMode> tool_mode;  // nullopt: no tool-call parsing
   tool_calls::ToolCallFormat tool_format = tool_calls::ToolCallFormat::kHermes;
   std::string function_name;  // kNamed
@@ -75,6 +83,7 @@ class ChatChoiceOutput {
   const ChatOutputPlan& plan_;
   std::optional<reasoning::ReasoningParser> reasoning_;
   std::optional<tool_calls::ToolCallParser> tools_;
+  std::optional<tool_calls::HarmonyParser> harmony_;
   std::string whole_text_;
   int num_calls_ = 0;  // announced to the client (after parallel_tool_calls)
   bool counted_ = false;

@@ -200,6 +200,16 @@ ChatCompletionRequest parse_chat_request(const json& body, const RequestLimits& 
       throw invalid_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
     r.template_kwargs = *kwargs;
   }
+  // gpt-oss's template reads reasoning_effort ("Reasoning: low" in its system message); others
+  // ignore it. chat_template_kwargs, where it names one, wins, as a template variable.
+  if (const json* effort = field(body, "reasoning_effort"); effort && !effort->is_null()) {
+    if (!effort->is_string() || (*effort != "low" && *effort != "medium" && *effort != "high")) {
+      throw invalid_request("'reasoning_effort' must be one of low, medium, high",
+                            "reasoning_effort");
+    }
+    if (!r.template_kwargs.contains("reasoning_effort"))
+      r.template_kwargs["reasoning_effort"] = *effort;
+  }
   r.add_generation_prompt = boolean(body, "add_generation_prompt", true);
   parse_sampling(body, limits, r.params, r.max_tokens_given);
   parse_stream(body, r.stream, r.include_usage);

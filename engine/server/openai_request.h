@@ -43,7 +43,8 @@ struct ChatCompletionRequest {
   nlohmann::json messages;         // normalized by normalize_chat_messages (chat_messages.h)
   nlohmann::json tools = nullptr;  // tool_use.tools, rendered by the template
   ToolRequest tool_use;
-  nlohmann::json template_kwargs = nlohmann::json::object();  // chat_template_kwargs
+  // chat_template_kwargs, plus reasoning_effort (low|medium|high) unless they name it
+  nlohmann::json template_kwargs = nlohmann::json::object();
   bool add_generation_prompt = true;
   runtime::SamplingParams params;
   bool max_tokens_given = false;

@@ -111,6 +111,15 @@ std::string render_chat_prompt(const chat::ChatTemplate& chat_template,
   }
 }
 
+// Harmony's <|return|> (the answer is done) and <|call|> (a tool call waits for its result) end
+// the turn whatever the checkpoint's generation_config lists as EOS.
+void add_harmony_stop_tokens(const tokenizer::Tokenizer& tokenizer, std::vector<int>& stop_ids) {
+  for (const char* marker : {"<|return|>", "<|call|>"}) {
+    const std::vector<int> ids = tokenizer.encode(marker, {.add_special_tokens = false});
+    if (ids.size() == 1 && tokenizer.is_special(ids[0])) stop_ids.push_back(ids[0]);
+  }
+}
+
 // Completions report logprobs column-wise; chat reports a list of entries.
 json completion_logprobs(const json& entries) {
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
@@ -188,8 +197,16 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
 structured::GrammarCache& OpenAiServer::grammar_cache() {
   std::call_once(grammar_cache_once_, [this] {
     const auto start = std::chrono::steady_clock::now();
+    // A harmony grammar writes message headers with the model's own marker tokens, and the
+    // turn may end with <|return|> or <|call|> (stop tokens of every harmony request).
+    std::vector<int> eos_ids = engine_.config().eos_token_ids;
+    std::vector<std::string> markers;
+    if (config_.chat_output.harmony) {
+      add_harmony_stop_tokens(tokenizer_, eos_ids);
+      markers = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>"};
+    }
     auto vocabulary = structured::TokenVocabulary::from_tokenizer(
-        tokenizer_, std::size_t(engine_.vocab_size()), engine_.config().eos_token_ids);
+        tokenizer_, std::size_t(engine_.vocab_size()), std::move(eos_ids), markers);
     grammar_cache_ =
         std::make_unique<structured::GrammarCache>(std::move(vocabulary), config_.structured);
     spdlog::info("structured outputs: vocabulary of {} tokens prepared in {:.0f} ms",
@@ -218,8 +235,10 @@ std::shared_ptr<const structured::TokenConstraintFactory> OpenAiServer::output_c
   // Parsed again with key order kept: objects follow their schema's property order.
   const auto ordered = parse_client_json<nlohmann::ordered_json>(
       req.body, config_.limits.max_json_depth, "the request body");
-  const auto request = parse_structured_output(ordered, chat, config_.limits.max_json_depth);
+  auto request = parse_structured_output(ordered, chat, config_.limits.max_json_depth);
   if (!request) return nullptr;
+  // gpt-oss: the constraint is the body of the final (or tool-call) message, after its header.
+  request->spec.harmony = chat && config_.chat_output.harmony;
   structured::GrammarCache::Result compiled;
   try {
     compiled = cache.get(request->spec);
@@ -588,6 +607,7 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     r.prompt = tokenizer_.encode(prompt, {.add_special_tokens = false});
     r.chat_output = std::make_shared<const ChatOutputPlan>(
         plan_chat_output(config_.chat_output, parsed.tool_use, prompt, tool_metrics_));
+    if (r.chat_output->harmony) add_harmony_stop_tokens(tokenizer_, r.params.stop_token_ids);
     run_generation(std::move(r), engine_, tokenizer_, res, streams_);
   } catch (const ApiError& e) {
     send_error(res, e);

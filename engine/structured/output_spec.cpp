@@ -7,7 +7,8 @@
 namespace nibble::structured {
 namespace {
 
-Symbol tool_call(GrammarBuilder& b, const ToolCallSpec& spec, const JsonGrammarOptions& options) {
+Symbol tool_call(GrammarBuilder& b, const ToolCallSpec& spec, const JsonGrammarOptions& options,
+                 bool harmony) {
   std::vector<std::vector<Symbol>> alts;
   for (const auto& [name, parameters] : spec.functions) {
     Symbol args;
@@ -16,14 +17,33 @@ Symbol tool_call(GrammarBuilder& b, const ToolCallSpec& spec, const JsonGrammarO
     } catch (const StructuredError& e) {
       throw StructuredError("tool '" + name + "' parameters: " + e.what(), e.keyword());
     }
+    if (harmony) {
+      alts.push_back({b.literal("<|channel|>commentary to=functions." + name +
+                                " <|constrain|>json<|message|>"),
+                      args});
+      continue;
+    }
     if (spec.named) return args;
     const std::string head =
         "{\"name\": " + nlohmann::ordered_json(name).dump() + ", \"parameters\": ";
     alts.push_back({b.literal(head), args, b.literal("}")});
   }
+  if (harmony) return b.choice("harmony tool call", alts);
   const Symbol call = b.choice("tool call", alts);
   const Symbol calls = b.repeat("tool calls", call, 1, spec.parallel ? -1 : 1, {b.literal(", ")});
   return b.choice("tool call list", {{b.literal("["), calls, b.literal("]")}});
+}
+
+// The optional analysis message a harmony answer may open with.
+Symbol harmony_analysis(GrammarBuilder& b) {
+  ByteSet text;
+  text.add_range(0, '<' - 1);
+  text.add_range('<' + 1, 255);
+  const Symbol body = b.repeat("analysis text", b.byte_set(text), 0, -1);
+  const Symbol message =
+      b.choice("analysis message", {{b.literal("<|channel|>analysis<|message|>"), body,
+                                     b.literal("<|end|><|start|>assistant")}});
+  return b.repeat("optional analysis", message, 0, 1);
 }
 
 }  // namespace
@@ -46,6 +66,7 @@ const char* output_kind_name(OutputKind kind) {
 
 std::string OutputSpec::cache_key() const {
   nlohmann::ordered_json key = {{"kind", output_kind_name(kind)}};
+  if (harmony) key["harmony"] = true;
   switch (kind) {
     case OutputKind::kJsonSchema:
       key["schema"] = schema;
@@ -93,11 +114,17 @@ Grammar build_grammar(const OutputSpec& spec, const JsonGrammarOptions& options)
     }
     case OutputKind::kToolCall:
       if (spec.tools.functions.empty()) throw StructuredError("no tools to call", "tools");
-      top = tool_call(b, spec.tools, options);
+      top = tool_call(b, spec.tools, options, spec.harmony);
       break;
   }
   const int root = b.new_rule("root");
-  b.add_alternative(root, {top});
+  if (!spec.harmony) {
+    b.add_alternative(root, {top});
+  } else if (spec.kind == OutputKind::kToolCall) {
+    b.add_alternative(root, {harmony_analysis(b), top});
+  } else {
+    b.add_alternative(root, {harmony_analysis(b), b.literal("<|channel|>final<|message|>"), top});
+  }
   Grammar g = b.build(root);
   if (int(g.elements.size()) > options.max_elements) {
     throw StructuredError("the grammar has " + std::to_string(g.elements.size()) +

@@ -31,6 +31,13 @@ struct OutputSpec {
   std::string regex;                 // kRegex
   std::vector<std::string> choices;  // kChoice
   ToolCallSpec tools;                // kToolCall
+  // gpt-oss's harmony format: the constrained text is a message body, so the grammar writes its
+  // header first, after an optional analysis message (whose text cannot hold '<'):
+  //   [<|channel|>analysis<|message|>...<|end|><|start|>assistant]
+  //   <|channel|>final<|message|>BODY                          (every kind but kToolCall)
+  //   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGUMENTS (kToolCall:
+  //   one call of one of the functions, as harmony ends the turn at a call)
+  bool harmony = false;
   // Identifies the grammar: equal keys compile to the same grammar (the cache key).
   std::string cache_key() const;
 };

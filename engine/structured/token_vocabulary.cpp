@@ -92,10 +92,17 @@ bool TokenVocabulary::is_eos(int id) const {
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
-    const tokenizer::Tokenizer& tok, std::size_t vocab_size, std::vector<int> eos_ids) {
+    const tokenizer::Tokenizer& tok, std::size_t vocab_size, std::vector<int> eos_ids,
+    const std::vector<std::string>& allowed_special) {
   std::vector<std::optional<std::string>> bytes(vocab_size);
   for (std::size_t id = 0; id < vocab_size; ++id) {
-    if (!tok.contains(int(id)) || tok.is_special(int(id))) continue;
+    if (!tok.contains(int(id))) continue;
+    if (tok.is_special(int(id))) {
+      const std::string text = tok.decode({int(id)}, {.skip_special_tokens = false});
+      if (std::find(allowed_special.begin(), allowed_special.end(), text) != allowed_special.end())
+        bytes[id] = text;
+      continue;
+    }
     // Not at the start of the output: the prompt always precedes generated tokens.
     bytes[id] = tok.decode_token_bytes(int(id), false);
   }

@@ -47,9 +47,11 @@ class TokenVocabulary {
   TokenVocabulary(std::vector<std::optional<std::string>> bytes, std::vector<int> eos_ids);
 
   // vocab_size: the model's logits width (may exceed the tokenizer's vocabulary).
-  static std::shared_ptr<const TokenVocabulary> from_tokenizer(const tokenizer::Tokenizer& tok,
-                                                               std::size_t vocab_size,
-                                                               std::vector<int> eos_ids);
+  // allowed_special: special tokens a grammar may still take, as their text (gpt-oss's harmony
+  // markers, which a grammar writes as message headers).
+  static std::shared_ptr<const TokenVocabulary> from_tokenizer(
+      const tokenizer::Tokenizer& tok, std::size_t vocab_size, std::vector<int> eos_ids,
+      const std::vector<std::string>& allowed_special = {});
 
   std::size_t size() const { return bytes_.size(); }
   const std::optional<std::string>& bytes(int id) const { return bytes_[std::size_t(id)]; }

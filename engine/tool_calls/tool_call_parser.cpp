@@ -1,8 +1,7 @@
 #include "engine/tool_calls/tool_call_parser.h"
 
-#include <random>
-
 #include "engine/text/partial_marker.h"
+#include "engine/tool_calls/tool_call_id.h"
 
 namespace nibble::tool_calls {
 namespace {
@@ -316,14 +315,8 @@ void ToolCallParser::emit_content(std::string_view text, ToolCallOutput& out) {
 }
 
 std::string ToolCallParser::new_id() {
-  static constexpr char kAlphabet[] =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<int> pick(0, int(sizeof(kAlphabet)) - 2);
   const bool mistral = mode_ == ToolCallMode::kAuto && format_ == ToolCallFormat::kMistral;
-  std::string id = mistral ? "" : "call_";
-  for (int k = 0, n = mistral ? 9 : 24; k < n; ++k) id += kAlphabet[pick(rng)];
-  return id;
+  return mistral ? random_alphanumeric(9) : new_tool_call_id();
 }
 
 }  // namespace nibble::tool_calls

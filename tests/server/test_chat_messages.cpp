@@ -93,5 +93,33 @@ TEST(ChatMessages, RolesTheTemplateDoesNotNameAreMapped) {
   EXPECT_EQ(harmony[1]["role"], "tool");
 }
 
+// gpt-oss's template keeps a tool call's analysis from message.thinking; clients send back what
+// the server answered: reasoning_content.
+TEST(ChatMessages, ReasoningContentBecomesThinkingForATemplateThatReadsIt) {
+  const json messages = json::parse(R"([{"role": "user", "content": "u"},
+    {"role": "assistant", "content": "", "reasoning_content": "r1"},
+    {"role": "assistant", "content": "", "reasoning": "r2"},
+    {"role": "assistant", "content": "", "reasoning_content": "r3", "thinking": "t3"}])");
+  const json gptoss = adapt_roles_to_template(messages, "{{ message.thinking }}");
+  EXPECT_FALSE(gptoss[0].contains("thinking"));
+  EXPECT_EQ(gptoss[1]["thinking"], "r1");
+  EXPECT_EQ(gptoss[2]["thinking"], "r2");
+  EXPECT_EQ(gptoss[3]["thinking"], "t3");
+  const json other = adapt_roles_to_template(messages, "{{ message.reasoning_content }}");
+  EXPECT_FALSE(other[1].contains("thinking"));
+}
+
+// An answer sent back as the client received it has "tool_calls": null; gpt-oss's template
+// tests `"tool_calls" in message` and would then index it.
+TEST(ChatMessages, NullOrEmptyToolCallsAreNoCalls) {
+  const json messages = json::parse(R"([{"role": "assistant", "content": "a", "tool_calls": null},
+    {"role": "assistant", "content": "b", "tool_calls": []},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]}])");
+  const json adapted = adapt_roles_to_template(messages, "");
+  EXPECT_FALSE(adapted[0].contains("tool_calls"));
+  EXPECT_FALSE(adapted[1].contains("tool_calls"));
+  EXPECT_EQ(adapted[2]["tool_calls"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace nibble::server

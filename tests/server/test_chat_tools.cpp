@@ -296,5 +296,102 @@ TEST(ChatReasoning, NoThinkBlockIsAllContent) {
   EXPECT_TRUE(r["choices"][0]["message"]["reasoning_content"].is_null());
 }
 
+// gpt-oss's harmony channels (the fake model spells the markers byte by byte; a gpt-oss
+// tokenizer has them as special tokens, which the harmony plan keeps in the text).
+HarnessOptions harmony_server(std::string script) {
+  HarnessOptions o;
+  o.scripted_output = std::move(script);
+  o.chat_output.harmony = true;
+  o.chat_output.enable_auto_tool_choice = true;
+  return o;
+}
+
+const std::string kHarmonyAnswer =
+    "<|channel|>analysis<|message|>User greets. Reply.<|end|><|start|>assistant<|channel|>final"
+    "<|message|>Hello!<|return|>";
+const std::string kHarmonyCall =
+    "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>"
+    "commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}"
+    "<|call|>";
+
+TEST(ChatHarmony, AnalysisIsReasoningAndFinalIsContent) {
+  ServerHarness h(harmony_server(kHarmonyAnswer));
+  json r = post(h, "/v1/chat/completions", chat_body({{"tools", nullptr}}), 200);
+  const json& m = r["choices"][0]["message"];
+  EXPECT_EQ(m["reasoning_content"], "User greets. Reply.");
+  EXPECT_EQ(m["content"], "Hello!");
+  EXPECT_FALSE(m.contains("tool_calls"));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  const Assembled a = assemble(
+      stream(h, "/v1/chat/completions", chat_body({{"tools", nullptr}, {"stream", true}})));
+  EXPECT_EQ(a.reasoning, "User greets. Reply.");
+  EXPECT_EQ(a.content, "Hello!");
+  EXPECT_EQ(a.finish_reason, "stop");
+}
+
+TEST(ChatHarmony, FunctionRecipientIsAToolCall) {
+  ServerHarness h(harmony_server(kHarmonyCall));
+  json r = post(h, "/v1/chat/completions", chat_body(), 200);
+  const json& choice = r["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_TRUE(choice["message"]["content"].is_null()) << choice;
+  EXPECT_EQ(choice["message"]["reasoning_content"], "Need the weather.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  const json& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()),
+            json({{"city", "Paris"}}));
+  EXPECT_EQ(call["id"].get<std::string>().size(), 29u);
+
+  const Assembled a = assemble(stream(h, "/v1/chat/completions", chat_body({{"stream", true}})));
+  EXPECT_EQ(a.reasoning, "Need the weather.");
+  EXPECT_EQ(a.content, "");
+  ASSERT_EQ(a.tool_calls.size(), 1u);
+  EXPECT_EQ(a.tool_calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(a.tool_calls[0]["function"]["arguments"], R"({"city": "Paris"})");
+  EXPECT_EQ(a.finish_reason, "tool_calls");
+  const std::string metrics = h.client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("nibble_tool_calls_total{model_name=\"byte-model\",parser=\"openai\","
+                         "outcome=\"parsed\"} 2"),
+            std::string::npos)
+      << metrics;
+}
+
+TEST(ChatHarmony, NoMarkerReachesTheStream) {
+  ServerHarness h(harmony_server(kHarmonyAnswer));
+  for (const json& e :
+       stream(h, "/v1/chat/completions", chat_body({{"tools", nullptr}, {"stream", true}}))) {
+    if (e == "[DONE]" || e["choices"].empty()) continue;
+    EXPECT_EQ(e["choices"][0]["delta"].dump().find("<|"), std::string::npos) << e;
+  }
+}
+
+TEST(ChatHarmony, ToolChoiceNoneGivesTheCallAsContent) {
+  ServerHarness h(harmony_server(kHarmonyCall));
+  json r = post(h, "/v1/chat/completions", chat_body({{"tool_choice", "none"}}), 200);
+  EXPECT_EQ(r["choices"][0]["message"]["content"], R"({"city": "Paris"})");
+  EXPECT_FALSE(r["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ChatHarmony, JunkFromRandomWeightsIsNeverAnError) {
+  ServerHarness h(
+      harmony_server("<|channel|>analysis<|start|><|message|><|channel|>"
+                     "<|constrain|> to=functions.<|message|>{<|end|>"));
+  json r = post(h, "/v1/chat/completions", chat_body(), 200);
+  EXPECT_FALSE(r["choices"][0]["message"].contains("tool_calls")) << r;
+  const Assembled a = assemble(stream(h, "/v1/chat/completions", chat_body({{"stream", true}})));
+  EXPECT_TRUE(a.tool_calls.empty());
+}
+
+TEST(ChatHarmony, ReasoningEffortIsValidated) {
+  ServerHarness h(harmony_server(kHarmonyAnswer));
+  post(h, "/v1/chat/completions", chat_body({{"tools", nullptr}, {"reasoning_effort", "high"}}),
+       200);
+  json r = post(h, "/v1/chat/completions",
+                chat_body({{"tools", nullptr}, {"reasoning_effort", "extreme"}}), 400);
+  EXPECT_EQ(r["error"]["param"], "reasoning_effort");
+}
+
 }  // namespace
 }  // namespace nibble::server

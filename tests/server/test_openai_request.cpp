@@ -66,6 +66,10 @@ TEST(OpenAiRequest, BadChatBodiesNameTheParameter) {
        "max_completion_tokens"},
       {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
        "chat_template_kwargs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})",
+       "reasoning_effort"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": 2})",
+       "reasoning_effort"},
   };
   for (const BadCase& c : cases) {
     try {
@@ -118,6 +122,26 @@ std::string error_of(const char* body) {
     return e.what();
   }
   return "";
+}
+
+// gpt-oss's template reads reasoning_effort as a template variable.
+TEST(OpenAiRequest, ReasoningEffortReachesTheTemplate) {
+  for (const char* effort : {"low", "medium", "high"}) {
+    const ChatCompletionRequest chat = parse_chat_request(
+        json{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reasoning_effort", effort}},
+        {});
+    EXPECT_EQ(chat.template_kwargs["reasoning_effort"], effort);
+  }
+  const ChatCompletionRequest without =
+      parse_chat_request(json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+                                         "reasoning_effort": null})"),
+                         {});
+  EXPECT_FALSE(without.template_kwargs.contains("reasoning_effort"));
+  const ChatCompletionRequest kwargs_win = parse_chat_request(
+      json::parse(R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "low",
+                     "chat_template_kwargs": {"reasoning_effort": "high"}})"),
+      {});
+  EXPECT_EQ(kwargs_win.template_kwargs["reasoning_effort"], "high");
 }
 
 TEST(OpenAiRequest, IntegerErrorsShowTheValueSent) {

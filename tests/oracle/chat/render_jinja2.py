@@ -57,6 +57,11 @@ def load_config(model_dir):
     with open(os.path.join(model_dir, "tokenizer_config.json"), encoding="utf-8") as f:
         config = json.load(f)
     template = config.get("chat_template")
+    # Newer Hugging Face repos keep the template in chat_template.jinja; transformers prefers it.
+    jinja_path = os.path.join(model_dir, "chat_template.jinja")
+    if os.path.exists(jinja_path):
+        with open(jinja_path, encoding="utf-8") as f:
+            template = f.read()
     if isinstance(template, list):
         template = next((t["template"] for t in template if t["name"] == "default"), None)
     special = {}

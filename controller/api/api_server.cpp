@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "controller/api/log_tail.h"
+#include "controller/local/log_tail.h"
 #include "controller/recipe/recipe_scale.h"
 #include "controller/recipe/recipe_set.h"
 #include "controller/recipe/relative_model_path.h"
@@ -160,13 +160,13 @@ void ApiServer::logs(const httplib::Request& req, httplib::Response& res) {
     for (const EngineStatus& e : st->engines) current.emplace_back(e.log_file);
     const auto previous = config_.logs_dir.empty()
                               ? std::nullopt
-                              : previous_replica_log(config_.logs_dir, name, current);
+                              : local::previous_replica_log(config_.logs_dir, name, current);
     if (!previous) {
       send_error(res, 404, "NotFound",
                  "modelrecipe \"" + name + "\" has no log of a previous replica");
       return;
     }
-    append(previous->stem().string(), tail_lines(*previous, lines));
+    append(previous->stem().string(), local::tail_lines(*previous, lines));
     res.set_content(text, "text/plain; charset=utf-8");
     return;
   }
@@ -188,9 +188,9 @@ void ApiServer::logs(const httplib::Request& req, httplib::Response& res) {
     if (follow) {
       const auto known = offsets.find(e.id);
       if (known != offsets.end()) offset = known->second;  // else a new replica: from its start
-      append(e.id, lines_since(e.log_file, offset));
+      append(e.id, local::lines_since(e.log_file, offset));
     } else {
-      append(e.id, tail_lines(e.log_file, lines, &offset));
+      append(e.id, local::tail_lines(e.log_file, lines, &offset));
     }
     next += (next.empty() ? "" : ",") + e.id + ":" + std::to_string(offset);
   }
@@ -318,6 +318,8 @@ void ApiServer::apply(const httplib::Request& req, httplib::Response& res) {
     results.push_back({{"name", r.parsed.recipe.name}, {"result", change_name(r.change)}});
     if (r.change != store::Change::kUnchanged)
       spdlog::info("api: modelrecipe {} {}", r.parsed.recipe.name, change_name(r.change));
+    // Routed before the answer: a request sent when apply returns is held, not a 404.
+    if (r.parsed.ok()) loop_.expect_recipe(r.parsed.recipe);
   }
   if (!dry_run) loop_.wake();
   send_json(res, 200, {{"items", results}});

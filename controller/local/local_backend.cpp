@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "controller/local/log_tail.h"
 #include "controller/reconcile/engine_command.h"
 #include "http/api_keys.h"
 
@@ -18,6 +19,9 @@ namespace {
 
 using reconcile::ReplicaPhase;
 namespace fs = std::filesystem;
+
+// Log lines kept with an exit: enough for the error an engine prints before it stops.
+constexpr int kExitLogLines = 5;
 
 std::string new_replica_id(const std::string& recipe) {
   static std::mt19937_64 rng(std::random_device{}());
@@ -121,7 +125,7 @@ void LocalBackend::record_exit(Replica& r, int status) {
   r.last_error = describe_exit(status);
   reconcile::ReplicaExit exit{
       r.id, "replica " + r.id + " " + r.last_error + " (log: " + r.log_file.string() + ")",
-      std::chrono::system_clock::now()};
+      std::chrono::system_clock::now(), tail_lines(r.log_file, kExitLogLines)};
   spdlog::warn("{}", exit.description);
   std::deque<reconcile::ReplicaExit>& exits = exits_by_recipe_[r.recipe];
   exits.push_back(std::move(exit));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "controller/loop/engine_load.h"
+#include "controller/loop/engine_model_card.h"
 
 namespace nibble::controller {
 namespace {
@@ -53,6 +54,34 @@ reconcile::ModelAvailability availability(ResolvedModel::State state) {
       return reconcile::ModelAvailability::kFailed;
   }
   return reconcile::ModelAvailability::kFailed;
+}
+
+// Why a recipe with no ready replica cannot get one soon, for the router's 503; "" when one
+// may come (starting, downloading, scaled to zero).
+std::string unavailable_reason(const ResolvedModel& model,
+                               const reconcile::RecipeObservation& observed,
+                               const reconcile::RecipeFacts& facts) {
+  if (facts.ready > 0) return "";
+  if (model.state == ResolvedModel::State::kFailed)
+    return "its weights cannot be fetched: " + model.message;
+  if (!observed.crash_loop) return "";
+  std::string reason = "its replicas are in CrashLoopBackOff (none ready; next restart in " +
+                       std::to_string(facts.retry_in.count()) + " s)";
+  if (observed.exits.empty()) return reason;
+  const reconcile::ReplicaExit& last = observed.exits.back();
+  reason += ": " + last.description;
+  // The engine's last words, one line each, cut so that a long line cannot swamp the message.
+  constexpr std::size_t kLineChars = 300;
+  std::string lines;
+  for (std::size_t at = 0; at < last.last_log_lines.size();) {
+    std::size_t nl = last.last_log_lines.find('\n', at);
+    if (nl == std::string::npos) nl = last.last_log_lines.size();
+    const std::string line = last.last_log_lines.substr(at, std::min(nl - at, kLineChars));
+    if (!line.empty()) lines += (lines.empty() ? "" : " | ") + line;
+    at = nl + 1;
+  }
+  if (!lines.empty()) reason += "; its last log lines: " + lines;
+  return reason;
 }
 
 }  // namespace
@@ -125,6 +154,7 @@ void ControllerLoop::reconcile_once() {
     if (it == running_.end()) {
       st.name = s.name;
       facts.has_valid_spec = false;
+      routes_.remove(s.name);  // a route expect_recipe() published for it, if any
     } else {
       try {
         st = reconcile_recipe(it->second, facts, now);
@@ -157,6 +187,10 @@ void ControllerLoop::reconcile_once() {
   for (const std::string& name : backend_.recipes()) gone.insert(name);
   for (const auto& [name, r] : running_) gone.insert(name);
   for (const RecipeStatus& st : statuses()) gone.insert(st.name);
+  // A route expect_recipe() published for a recipe stored after this pass read the store stays;
+  // one whose recipe is gone (deleted meanwhile) goes.
+  for (const router::RouteEntry& e : routes_.entries())
+    if (names.count(e.recipe) == 0 && store_.read(e.recipe).empty()) gone.insert(e.recipe);
   for (const std::string& name : gone) {
     if (names.count(name) != 0) continue;
     // A failed drain (an API server refusing the scale-down) is retried on the next pass; it
@@ -275,10 +309,16 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
   }
   facts.desired = decision.desired;
   count_replicas(observed.replicas, running.spec_hash, facts);
-  // Requests wait for a replica that is coming; they fail fast when none can come.
+  facts.crash_loop = observed.crash_loop;
+  facts.retry_in =
+      std::max(std::chrono::seconds(0),
+               std::chrono::duration_cast<std::chrono::seconds>(observed.retry_at - now));
+  // Requests wait for a replica that is coming; they fail fast, saying why, when none can come.
   route.scale_from_zero =
       model.state != ResolvedModel::State::kFailed && (r.replicas.min == 0 || decision.desired > 0);
   route.starting = facts.replicas > facts.ready;
+  route.unavailable = unavailable_reason(model, observed, facts);
+  route.card = model_card(r, running.spec_hash, observed.replicas);
   routes_.publish(std::move(route));
 
   st.engines = engine_statuses(observed.replicas, running.spec_hash);
@@ -289,16 +329,44 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
 
   facts.model = availability(model.state);
   facts.model_message = model.message;
-  facts.crash_loop = observed.crash_loop;
-  facts.retry_in =
-      std::max(std::chrono::seconds(0),
-               std::chrono::duration_cast<std::chrono::seconds>(observed.retry_at - now));
   if (!observed.exits.empty()) facts.last_exit = observed.exits.back().description;
   return st;
 }
 
+router::ModelCard ControllerLoop::model_card(const recipe::ModelRecipe& r,
+                                             const std::string& revision,
+                                             const std::vector<reconcile::ReplicaView>& replicas) {
+  KnownCard& known = cards_[r.name];
+  if (known.revision != revision) {
+    for (const reconcile::ReplicaView& v : replicas) {
+      // Each ready replica of this revision is asked once: one that cannot answer is not
+      // asked again every pass.
+      if (v.phase != ReplicaPhase::kReady || v.revision != revision || known.asked.count(v.id))
+        continue;
+      known.asked.insert(v.id);
+      if (auto card = fetch_model_card(v.endpoint.host, v.endpoint.port, v.endpoint.api_key,
+                                       r.served_name)) {
+        known = {revision, *card, {}};
+        break;
+      }
+    }
+  }
+  if (!known.revision.empty()) return known.card;
+  // No engine has answered yet (scaled to zero since the controller started): what the recipe
+  // says, as the engine would say it (its root is the served name).
+  return {r.served_name, r.engine.max_model_len.value_or(0)};
+}
+
+void ControllerLoop::expect_recipe(const recipe::ModelRecipe& recipe) {
+  router::RouteEntry route{recipe.name, recipe.served_name, {}, true};
+  route.starting = true;
+  route.card = {recipe.served_name, recipe.engine.max_model_len.value_or(0)};
+  if (routes_.publish_if_absent(std::move(route))) wake();
+}
+
 void ControllerLoop::drain_deleted(const std::string& name, Clock::time_point now) {
   running_.erase(name);
+  cards_.erase(name);
   scale_.erase(name);
   published_.erase(name);
   routes_.remove(name);

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ class ControllerLoop {
   // Passes until stop is set (checked at every wake-up).
   void run(const std::atomic<bool>& stop);
   void wake();
+  // Called once a recipe is stored (an apply) and before the apply is answered: a recipe the
+  // router does not know yet is routed at once as starting, so that a request sent the moment
+  // apply returns is held as at a cold start instead of refused with 404; a pass is woken to
+  // route it for real (or to remove the route, should the pass find the recipe invalid).
+  void expect_recipe(const recipe::ModelRecipe& recipe);
 
   std::vector<RecipeStatus> statuses() const;
   std::optional<RecipeStatus> status(const std::string& name) const;
@@ -88,6 +94,10 @@ class ControllerLoop {
   RecipeStatus reconcile_recipe(const Running& running, reconcile::RecipeFacts& facts,
                                 reconcile::Clock::time_point now);
   void drain_deleted(const std::string& name, reconcile::Clock::time_point now);
+  // What /v1/models shows of the recipe's model: the engine's own answer once a ready replica
+  // of this revision gave it, else the last one known, else what the recipe says.
+  router::ModelCard model_card(const recipe::ModelRecipe& recipe, const std::string& revision,
+                               const std::vector<reconcile::ReplicaView>& replicas);
   autoscaler::Load measure_load(const recipe::ModelRecipe& recipe);
   void publish_status(const RecipeStatus& status);
   void forget_status(const std::string& name);
@@ -108,6 +118,12 @@ class ControllerLoop {
     reconcile::Clock::time_point at;
   };
   std::map<std::string, Published> published_;
+  struct KnownCard {
+    std::string revision;  // of the replica that answered; "" until one did
+    router::ModelCard card;
+    std::set<std::string> asked;  // replicas asked for this revision's card
+  };
+  std::map<std::string, KnownCard> cards_;           // by recipe name
   std::map<std::string, std::string> last_written_;  // status JSON as written, by name
 
   mutable std::mutex mutex_;  // guards statuses_ and wake_

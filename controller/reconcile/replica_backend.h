@@ -59,6 +59,9 @@ struct ReplicaExit {
   std::string replica_id;
   std::string description;  // "exited with code 1 (log: ...)", "OOMKilled", ...
   std::chrono::system_clock::time_point at{};
+  // The engine's last log lines before it exited, '\n'-separated (a few: what the router's
+  // 503 for a crash-looping recipe quotes); "" where the backend has none.
+  std::string last_log_lines;
 };
 
 struct ReplicaView {

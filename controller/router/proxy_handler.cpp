@@ -32,9 +32,17 @@ constexpr auto kFailoverSlice = 100ms;
 // that left cancels the upstream call and the engine aborts the generation.
 constexpr auto kClientCheckSlice = 100ms;
 
+// The models /v1/models lists: those a request is answered for, now or after a hold.
+std::vector<RouteEntry> servable(const RouteTable& routes) {
+  std::vector<RouteEntry> out;
+  for (RouteEntry& e : routes.entries())
+    if (e.can_serve()) out.push_back(std::move(e));
+  return out;
+}
+
 std::string served_names(const RouteTable& routes) {
   std::vector<std::string> names;
-  for (const RouteEntry& e : routes.entries()) names.push_back(e.served_model_name);
+  for (const RouteEntry& e : servable(routes)) names.push_back(e.served_model_name);
   std::sort(names.begin(), names.end());
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -130,16 +138,25 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
     return;
   }
   const auto model_field = body.find("model");
-  if (model_field == body.end() || !model_field->is_string()) {
+  std::optional<RouteEntry> entry;
+  std::string missing = "\"model\" must be a string naming one";
+  if (model_field == body.end()) {
+    // As an engine does with its one model: a request without "model" goes to the only model
+    // served (the body is forwarded as it is, and the engine fills it in).
+    std::vector<RouteEntry> models = servable(routes_);
+    if (models.size() == 1) entry = std::move(models.front());
+    missing = models.empty() ? "the request has no \"model\" and no model can serve now; name one"
+                             : "the request has no \"model\" and the router serves more than "
+                               "one; name one";
+  }
+  if (!entry && (model_field == body.end() || !model_field->is_string())) {
     metrics_.requests.labels({"", "400"}).inc();
     send_error(res, 400, "invalid_request_error",
-               "the request needs \"model\", a string naming one of the served models: " +
-                   served_names(routes_),
-               "", "model");
+               missing + " of the served models: " + served_names(routes_), "", "model");
     return;
   }
-  const std::string model = model_field->get<std::string>();
-  std::optional<RouteEntry> entry = routes_.find_by_model(model);
+  const std::string model = entry ? entry->served_model_name : model_field->get<std::string>();
+  if (!entry) entry = routes_.find_by_model(model);
   if (!entry) {
     // Unknown names are counted without their name, so clients cannot grow the label set.
     metrics_.requests.labels({"", "404"}).inc();
@@ -162,7 +179,15 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
     }
   };
 
+  // No replica can come (the controller says why): fail now rather than hold.
+  auto unavailable = [&](const RouteEntry& e) {
+    if (!e.ready.empty() || e.unavailable.empty()) return false;
+    fail(503, "service_unavailable", "model '" + model + "' cannot serve: " + e.unavailable,
+         kNoReplicaRetryAfterS);
+    return true;
+  };
   if (entry->ready.empty()) {
+    if (unavailable(*entry)) return;
     if (!entry->scale_from_zero && !entry->starting) {
       fail(503, "service_unavailable", "model '" + model + "' has no ready replica",
            kNoReplicaRetryAfterS);
@@ -180,6 +205,7 @@ void ProxyHandler::handle(const httplib::Request& req, httplib::Response& res) {
            kNoReplicaRetryAfterS);
       return;
     }
+    if (unavailable(*entry)) return;  // its replicas failed while the request was held
   }
 
   std::set<std::string> tried;

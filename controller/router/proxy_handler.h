@@ -1,8 +1,12 @@
 #pragma once
 // The router's handler for every model request (chat/completions, completions, embeddings,
-// tokenize, detokenize): read "model" from the JSON body, find its recipe, hold the request
-// while a scaled-to-zero or starting recipe gets a ready replica, send it to the least loaded
-// replica, retry on another while nothing has reached the client yet, then relay the answer.
+// tokenize, detokenize): read "model" from the JSON body (absent: the one model served, as an
+// engine does; 400 naming the served models when there are several), find its recipe, hold
+// the request while a scaled-to-zero or starting recipe gets a ready replica, send it to the
+// least loaded replica, retry on another while nothing has reached the client yet, then relay
+// the answer. A recipe whose replicas cannot come (RouteEntry::unavailable: weights that
+// cannot be fetched, replicas crash-looping) fails its requests at once, held ones included,
+// with 503 and the controller's reason.
 // When every ready replica fails to connect (an engine died and the controller has not yet
 // replaced it), the request waits up to RouterConfig::failover_timeout for a replica that
 // answers instead of failing with 502.
@@ -52,8 +56,8 @@ class ProxyHandler {
   void stop() { stopping_ = true; }
 
  private:
-  // The recipe's entry once it has a ready replica, or nullopt at the hold timeout, when the
-  // recipe is removed, or when the router stops.
+  // The recipe's entry once it has a ready replica or cannot get one (unavailable), or nullopt
+  // at the hold timeout, when the recipe is removed, or when the router stops.
   std::optional<RouteEntry> hold(const RouteEntry& entry);
   void notify_demand(const std::string& recipe);
   void notify_failure(const ReplicaFailure& failure);

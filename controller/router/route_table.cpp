@@ -11,6 +11,16 @@ void RouteTable::publish(RouteEntry entry) {
   changed_.notify_all();
 }
 
+bool RouteTable::publish_if_absent(RouteEntry entry) {
+  {
+    std::lock_guard lock(mutex_);
+    std::string key = entry.recipe;
+    if (!by_recipe_.emplace(std::move(key), std::move(entry)).second) return false;
+  }
+  changed_.notify_all();
+  return true;
+}
+
 void RouteTable::remove(const std::string& recipe) {
   {
     std::lock_guard lock(mutex_);
@@ -48,7 +58,7 @@ std::optional<RouteEntry> RouteTable::wait_for_ready(
   changed_.wait_until(lock, deadline, [&] {
     auto it = by_recipe_.find(recipe);
     if (it == by_recipe_.end()) return true;  // removed: stop holding
-    if (it->second.ready.empty()) return false;
+    if (it->second.ready.empty() && it->second.unavailable.empty()) return false;
     found = it->second;
     return true;
   });

@@ -96,11 +96,18 @@ void Router::route() {
   http::serve_metrics(routes, registry_);
   routes.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json data = nlohmann::json::array();
+    // The engine's entry (root, max_model_len) for each model a request can reach now or
+    // after a hold; a model whose replicas cannot come is left out, as it cannot serve.
     for (const RouteEntry& entry : routes_.entries()) {
-      data.push_back({{"id", entry.served_model_name},
-                      {"object", "model"},
-                      {"created", created_},
-                      {"owned_by", "nibble"}});
+      if (!entry.can_serve()) continue;
+      nlohmann::json model = {
+          {"id", entry.served_model_name},
+          {"object", "model"},
+          {"created", created_},
+          {"owned_by", "nibble"},
+          {"root", entry.card.root.empty() ? entry.served_model_name : entry.card.root}};
+      if (entry.card.max_model_len > 0) model["max_model_len"] = entry.card.max_model_len;
+      data.push_back(std::move(model));
     }
     res.set_content(nlohmann::json{{"object", "list"}, {"data", data}}.dump(), "application/json");
   });

@@ -1,6 +1,7 @@
 #pragma once
 // One OpenAI-compatible endpoint in front of every recipe's ready replicas (docs/controller.md):
-//   GET  /v1/models   every served name in the RouteTable, ready or not
+//   GET  /v1/models   every served name in the RouteTable that can serve (a ready replica, or
+//                     one coming), with the engine's root and max_model_len (RouteEntry::card)
 //   GET  /health      200 "OK" from the router itself
 //   GET  /metrics     the registry (nibble_controller_router_* among it)
 // With API keys every path but /health (and /metrics unless metrics_require_key) needs one;

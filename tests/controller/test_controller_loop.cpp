@@ -2,10 +2,14 @@
 // it each recipe's desired state, routes the replicas it reports, derives status from what it
 // observes and drains recipes that are gone.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "controller/loop/controller_loop.h"
+#include "controller/loop/engine_model_card.h"
 #include "controller/store/recipe_file_store.h"
 #include "metrics/registry.h"
 #include "tests/support/temp_dir.h"
@@ -198,6 +202,111 @@ TEST(ControllerLoop, ARemovedRecipeIsDrainedThenForgotten) {
   f.loop.reconcile_once();
   EXPECT_FALSE(f.loop.status("demo"));
   EXPECT_FALSE(std::filesystem::exists(f.state.path() / "status" / "demo.json"));
+}
+
+TEST(ControllerLoop, TheRouteSaysWhyNoReplicaCanCome) {
+  Fixture f;
+  const auto applied = f.apply(f.model.path().string(), 1);
+  const std::string revision = store::spec_hash(applied.parsed.recipe);
+  f.backend.next.replicas = {replica("demo-a", revision, ReplicaPhase::kExited)};
+  f.backend.next.crash_loop = true;
+  f.backend.next.retry_at = reconcile::Clock::now() + 4500ms;
+  reconcile::ReplicaExit exit{"demo-a", "replica demo-a exited with code 3 (log: x.log)", {}};
+  exit.last_log_lines = "loading weights\n" + std::string(400, 'e') + "\n";
+  f.backend.next.exits = {exit};
+  f.loop.reconcile_once();
+  auto route = f.routes.find_by_recipe("demo");
+  ASSERT_TRUE(route);
+  EXPECT_EQ(route->unavailable,
+            "its replicas are in CrashLoopBackOff (none ready; next restart in 4 s): replica "
+            "demo-a exited with code 3 (log: x.log); its last log lines: loading weights | " +
+                std::string(300, 'e'));
+  EXPECT_FALSE(route->can_serve());
+
+  // A ready replica serves: its requests go there whatever the others do.
+  f.backend.next.replicas.push_back(replica("demo-b", revision, ReplicaPhase::kReady));
+  f.loop.reconcile_once();
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->unavailable, "");
+
+  Fixture missing;
+  missing.apply("/nonexistent/model", 1);
+  missing.loop.reconcile_once();
+  EXPECT_EQ(missing.routes.find_by_recipe("demo")->unavailable,
+            "its weights cannot be fetched: model directory /nonexistent/model has no "
+            "config.json (does it exist?)");
+}
+
+TEST(ControllerLoop, TheRouteCarriesTheEnginesModelCardAskedOncePerRevision) {
+  httplib::Server engine;
+  std::atomic<int> asked{0};
+  engine.Get("/v1/models", [&](const httplib::Request& req, httplib::Response& res) {
+    ++asked;
+    if (req.get_header_value("Authorization") != "Bearer replica-key") {
+      res.status = 401;
+      return;
+    }
+    res.set_content(R"({"object":"list","data":[{"id":"demo","object":"model","root":"demo",)"
+                    R"("max_model_len":1536,"owned_by":"nibble","created":1}]})",
+                    "application/json");
+  });
+  const int port = engine.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { engine.listen_after_bind(); });
+  while (!engine.is_running()) std::this_thread::sleep_for(1ms);
+
+  Fixture f;
+  const auto applied = f.apply(f.model.path().string(), 1);
+  const std::string revision = store::spec_hash(applied.parsed.recipe);
+  f.backend.next.replicas = {replica("demo-a", revision, ReplicaPhase::kStarting)};
+  f.loop.reconcile_once();
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->card.root, "demo");  // the recipe's: no engine yet
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->card.max_model_len, 0);
+
+  f.backend.next.replicas[0].phase = ReplicaPhase::kReady;
+  f.backend.next.replicas[0].endpoint = {"127.0.0.1", port, "replica-key"};
+  for (int i = 0; i < 3; ++i) f.loop.reconcile_once();
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->card.root, "demo");
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->card.max_model_len, 1536);
+  EXPECT_EQ(asked, 1);
+  engine.stop();
+  serving.join();
+
+  EXPECT_EQ(parse_model_card("not json", "x"), std::nullopt);
+  EXPECT_EQ(parse_model_card(R"({"data":[]})", "x"), std::nullopt);
+  EXPECT_EQ(parse_model_card(R"({"data":[{"id":"a","root":"/a"},{"id":"b","root":"/b",)"
+                             R"("max_model_len":8}]})",
+                             "b")
+                ->root,
+            "/b");
+}
+
+TEST(ControllerLoop, AnAppliedRecipeIsRoutedAsStartingUntilAPassRoutesIt) {
+  Fixture f;
+  recipe::ModelRecipe fresh;
+  fresh.name = "fresh";
+  fresh.served_name = "fresh-model";
+  fresh.engine.max_model_len = 1024;
+  f.loop.expect_recipe(fresh);
+  auto route = f.routes.find_by_model("fresh-model");
+  ASSERT_TRUE(route);
+  EXPECT_EQ(route->recipe, "fresh");
+  EXPECT_TRUE(route->ready.empty());
+  EXPECT_TRUE(route->starting);  // a request for it is held, as at a cold start
+  EXPECT_TRUE(route->can_serve());
+  EXPECT_EQ(route->card.max_model_len, 1024);
+
+  // A recipe already routed keeps its route (and its ready replicas).
+  router::RouteEntry serving{"demo", "demo", {{"demo-a", 9000}}, false};
+  f.routes.publish(serving);
+  recipe::ModelRecipe demo;
+  demo.name = "demo";
+  demo.served_name = "demo";
+  f.loop.expect_recipe(demo);
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->ready.size(), 1u);
+
+  // A pass that finds no such recipe stored (deleted meanwhile) takes the route away.
+  f.loop.reconcile_once();
+  EXPECT_FALSE(f.routes.find_by_recipe("fresh"));
+  EXPECT_FALSE(f.routes.find_by_recipe("demo"));
 }
 
 }  // namespace

@@ -7,13 +7,17 @@
 #include <fstream>
 #include <optional>
 
-#include "controller/api/log_tail.h"
 #include "controller/daemon/controller_options.h"
+#include "controller/local/log_tail.h"
 #include "controller/loop/engine_load.h"
 #include "tests/support/temp_dir.h"
 
 namespace nibble::controller {
 namespace {
+
+using local::lines_since;
+using local::previous_replica_log;
+using local::tail_lines;
 
 TEST(EngineLoad, SumsRunningAndWaitingTakesTheLargestKvUsage) {
   const std::string page =

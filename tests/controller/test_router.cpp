@@ -283,8 +283,9 @@ TEST_F(RouterTest, UnknownModelIs404InOpenAiShapeNamingServedModels) {
 }
 
 TEST_F(RouterTest, BodyThatIsNotJsonOrHasNoModelIs400) {
-  FakeUpstream a("a-0");
+  FakeUpstream a("a-0"), b("b-0");
   routes_.publish(entry("recipe-a", "model-a", {a.endpoint()}));
+  routes_.publish(entry("recipe-b", "model-b", {b.endpoint()}));
   start();
 
   auto bad = client().Post("/v1/chat/completions", "{not json", "application/json");
@@ -292,17 +293,68 @@ TEST_F(RouterTest, BodyThatIsNotJsonOrHasNoModelIs400) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(json::parse(bad->body)["error"]["type"], "invalid_request_error");
 
+  // Two models served: which one is meant cannot be guessed.
   auto no_model = client().Post("/v1/completions", R"({"prompt":"hi"})", "application/json");
   ASSERT_TRUE(no_model);
   EXPECT_EQ(no_model->status, 400);
   const json error = json::parse(no_model->body)["error"];
   EXPECT_EQ(error["param"], "model");
-  EXPECT_NE(error["message"].get<std::string>().find("model-a"), std::string::npos);
+  EXPECT_EQ(error["message"],
+            "the request has no \"model\" and the router serves more than one; name one of the "
+            "served models: model-a, model-b");
 
   auto not_string = client().Post("/tokenize", R"({"model":7,"prompt":"hi"})", "application/json");
   ASSERT_TRUE(not_string);
   EXPECT_EQ(not_string->status, 400);
-  EXPECT_EQ(a.hits, 0);
+  EXPECT_EQ(a.hits + b.hits, 0);
+}
+
+TEST_F(RouterTest, ARequestWithoutModelGoesToTheOneModelServedAsOnAnEngine) {
+  FakeUpstream a("a-0");
+  routes_.publish(entry("recipe-a", "model-a", {a.endpoint()}));
+  RouteEntry broken = entry("recipe-b", "model-b", {});  // cannot serve: not counted
+  broken.scale_from_zero = true;
+  broken.unavailable = "its weights cannot be fetched: no such repository";
+  routes_.publish(broken);
+  start();
+
+  const std::string body = R"({"prompt":"hi","max_tokens":3})";
+  auto res = client().Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["body"], body);  // passed on as it is: the engine fills it in
+  EXPECT_EQ(a.hits, 1);
+  EXPECT_TRUE(eventually([&] {
+    return sample(R"(nibble_controller_router_requests_total{model_name="model-a",code="200"})") ==
+           1;
+  }));
+}
+
+TEST_F(RouterTest, ModelsListsWhatCanServeWithTheEnginesRootAndMaxModelLen) {
+  FakeUpstream a("a-0");
+  RouteEntry ready = entry("recipe-a", "model-a", {a.endpoint()});
+  ready.card = {"/models/a", 4096};
+  routes_.publish(ready);
+  RouteEntry cold = entry("recipe-b", "model-b", {});  // scaled to zero: a request wakes it
+  cold.scale_from_zero = true;
+  routes_.publish(cold);
+  routes_.publish(entry("recipe-c", "model-c", {}));  // no replica and none coming
+  RouteEntry crashing = entry("recipe-d", "model-d", {});
+  crashing.starting = true;
+  crashing.unavailable = "its replicas are in CrashLoopBackOff";
+  routes_.publish(crashing);
+  start();
+
+  auto res = client().Get("/v1/models");
+  ASSERT_TRUE(res);
+  const json data = json::parse(res->body)["data"];
+  ASSERT_EQ(data.size(), 2u) << data.dump(2);
+  EXPECT_EQ(data[0]["id"], "model-a");
+  EXPECT_EQ(data[0]["root"], "/models/a");
+  EXPECT_EQ(data[0]["max_model_len"], 4096);
+  EXPECT_EQ(data[1]["id"], "model-b");
+  EXPECT_EQ(data[1]["root"], "model-b");  // not known yet: the served name, as engines say it
+  EXPECT_FALSE(data[1].contains("max_model_len"));
 }
 
 TEST_F(RouterTest, OversizedBodyAndUnknownRouteAnswerInOpenAiShape) {
@@ -650,6 +702,50 @@ TEST_F(RouterTest, HoldEndsIn503WithRetryAfterWhenNoReplicaComes) {
   EXPECT_EQ(res->status, 503);
   EXPECT_FALSE(res->get_header_value("Retry-After").empty());
   EXPECT_LT(took, 500ms) << "a recipe that cannot start a replica must not hold requests";
+}
+
+TEST_F(RouterTest, ARecipeWhoseReplicasCannotComeFailsHeldAndNewRequestsSayingWhy) {
+  RouteEntry cold = entry("r", "m", {});
+  cold.scale_from_zero = true;
+  routes_.publish(cold);
+  RouterConfig config = test_config();
+  config.hold_timeout = 30s;
+  start(config);
+
+  const std::string reason =
+      "its replicas are in CrashLoopBackOff (none ready; next restart in 2 s): replica r-x "
+      "exited with code 3 (log: /tmp/r-x.log); its last log lines: cannot load the model";
+  std::thread publisher;
+  router_->set_demand_callback([&](const std::string&) {
+    publisher = std::thread([&] {  // the replica started for it exits a little later
+      std::this_thread::sleep_for(300ms);
+      RouteEntry failing = entry("r", "m", {});
+      failing.scale_from_zero = true;
+      failing.starting = true;
+      failing.unavailable = reason;
+      routes_.publish(failing);
+    });
+  });
+
+  auto started = Clock::now();
+  auto res = chat("m");
+  auto took = Clock::now() - started;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(json::parse(res->body)["error"]["message"], "model 'm' cannot serve: " + reason);
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 2s) << "held until the hold timeout instead of failing when the replica did";
+  EXPECT_EQ(router_->held("r"), 0);
+  publisher.join();
+
+  started = Clock::now();  // now known: refused at once
+  res = chat("m");
+  took = Clock::now() - started;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(json::parse(res->body)["error"]["message"], "model 'm' cannot serve: " + reason);
+  EXPECT_LT(took, 500ms);
 }
 
 TEST_F(RouterTest, StopEndsRequestsWaitingOnASilentReplica) {

@@ -45,6 +45,22 @@ TEST(SparkVllmImport, ExampleRecipeMapsFlagsAndListsTheRest) {
   EXPECT_EQ(r.dropped.size(), 4u);
 }
 
+// docs/recipes.md shows `nibble import` on the example (pasted from a run; the CLI prints each
+// dropped flag as "nibble import: dropped FLAG (REASON)"): the sample must be what import does.
+TEST(SparkVllmImport, TheSampleInRecipesMdIsWhatImportDrops) {
+  const ImportResult r =
+      import_spark_vllm_recipe(read("examples/recipes/spark-vllm/qwen3-30b-a3b-nvfp4.yaml"));
+  std::string expected;
+  for (const DroppedFlag& d : r.dropped)
+    expected += "nibble import: dropped " + d.flag + " (" + d.reason + ")\n";
+  std::istringstream doc(read("docs/recipes.md"));
+  std::string line, documented;
+  while (std::getline(doc, line))
+    if (line.rfind("nibble import: ", 0) == 0) documented += line + "\n";
+  EXPECT_FALSE(documented.empty()) << "docs/recipes.md shows no `nibble import` output";
+  EXPECT_EQ(documented, expected);
+}
+
 // Issue 45 item 4: the flags nibble-engine serve shares with vLLM reach the engine through
 // extraArgs, so an imported Qwen3 recipe serves tool_choice "auto" and returns reasoning.
 TEST(SparkVllmImport, EngineFlagsGoToExtraArgs) {

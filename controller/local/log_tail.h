@@ -1,14 +1,15 @@
 #pragma once
-// Reading engines' log files for `nibble logs`: the last lines (reading at most the final 1 MiB,
-// so a long-running engine's large log costs the same as a short one), the lines appended since
-// an offset (`logs -f`), and the log of a recipe's previous replica (`logs --previous`).
+// Reading engines' log files for `nibble logs` and for the message of an engine's exit: the last
+// lines (reading at most the final 1 MiB, so a long-running engine's large log costs the same as
+// a short one), the lines appended since an offset (`logs -f`), and the log of a recipe's
+// previous replica (`logs --previous`).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace nibble::controller {
+namespace nibble::local {
 
 // Up to `lines` final lines of the file (each ending in '\n'); "" when it cannot be read. `end`,
 // when given, receives the offset just past what was read, from which lines_since follows.
@@ -26,4 +27,4 @@ std::optional<std::filesystem::path> previous_replica_log(
     const std::filesystem::path& logs_dir, const std::string& recipe,
     const std::vector<std::filesystem::path>& current);
 
-}  // namespace nibble::controller
+}  // namespace nibble::local

@@ -1,11 +1,11 @@
-#include "controller/api/log_tail.h"
+#include "controller/local/log_tail.h"
 
 #include <algorithm>
 #include <fstream>
 #include <string_view>
 #include <vector>
 
-namespace nibble::controller {
+namespace nibble::local {
 
 std::string tail_lines(const std::filesystem::path& file, int lines, std::uintmax_t* end) {
   constexpr std::streamoff kWindow = 1 << 20;
@@ -85,4 +85,4 @@ std::optional<std::filesystem::path> previous_replica_log(
   return newest;
 }
 
-}  // namespace nibble::controller
+}  // namespace nibble::local

@@ -21,19 +21,23 @@
 namespace nibble {
 namespace {
 
-const std::filesystem::path kGoldenDir = NIBBLE_MODEL_GOLDEN_DIR;  // set by CMake
+// A function, not a global: the test list is built during static initialization.
+std::filesystem::path golden_dir() {
+  return NIBBLE_MODEL_GOLDEN_DIR;  // set by CMake
+}
 
 std::vector<std::string> recipe_names() {
-  std::ifstream in(kGoldenDir.parent_path() / "recipes.json");
+  std::ifstream in(golden_dir().parent_path() / "recipes.json");
+  const auto recipes = nlohmann::json::parse(in);
   std::vector<std::string> names;
-  for (const auto& m : nlohmann::json::parse(in)["models"]) names.push_back(m["name"]);
+  for (const auto& m : recipes["models"]) names.push_back(m["name"]);
   return names;
 }
 
 class ModelOracle : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelOracle, CpuBackendMatchesTransformers) {
-  const auto golden_file = kGoldenDir / (GetParam() + ".json");
+  const auto golden_file = golden_dir() / (GetParam() + ".json");
   if (!std::filesystem::exists(golden_file))
     GTEST_SKIP() << "no golden for " << GetParam() << " (" << golden_file.string()
                  << "); make it on a machine with torch and transformers: "

@@ -8,21 +8,28 @@
 namespace nibble::backend {
 
 MoeRouting route_tokens(std::span<float> router_logits, std::int64_t tokens, int experts, int k,
-                        bool norm_topk_prob) {
+                        bool norm_topk_prob, model::MoeRouting routing) {
   const auto E = std::size_t(experts), K = std::size_t(k), T = std::size_t(tokens);
   std::vector<std::int32_t> choice(T * K);  // expert of token t's j-th pick
   std::vector<float> prob(T * K);
   std::vector<std::size_t> order(E);
   for (std::size_t t = 0; t < T; ++t) {
     std::span<float> p = router_logits.subspan(t * E, E);
-    cpu::softmax(p);
+    const bool softmax_first = routing == model::MoeRouting::kSoftmaxTopK;
+    if (softmax_first) cpu::softmax(p);
     std::iota(order.begin(), order.end(), std::size_t(0));
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return p[a] > p[b]; });
-    float sum = 0.0f;
-    for (std::size_t j = 0; j < K; ++j) sum += p[order[j]];
     for (std::size_t j = 0; j < K; ++j) {
       choice[t * K + j] = std::int32_t(order[j]);
-      prob[t * K + j] = norm_topk_prob ? p[order[j]] / sum : p[order[j]];
+      prob[t * K + j] = p[order[j]];
+    }
+    std::span<float> picked = std::span(prob).subspan(t * K, K);
+    if (!softmax_first) {
+      cpu::softmax(picked);
+    } else if (norm_topk_prob) {
+      float sum = 0.0f;
+      for (float v : picked) sum += v;
+      for (float& v : picked) v /= sum;
     }
   }
   MoeRouting r;

@@ -1,10 +1,13 @@
 #pragma once
-// Mixture-of-experts routing, shared by every backend: softmax over all experts, keep the top k
-// per token (ties to the lower expert id), renormalise when norm_topk_prob. The routed rows are
-// grouped by expert so that each expert runs once over a contiguous slice of them.
+// Mixture-of-experts routing, shared by every backend (model::MoeRouting): softmax over all
+// experts, keep the top k per token, renormalise when norm_topk_prob (kSoftmaxTopK); or keep the
+// top k logits and softmax over those (kTopKSoftmax, gpt-oss). Ties go to the lower expert id.
+// The routed rows are grouped by expert so that each expert runs once over a contiguous slice.
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "engine/model/model_description.h"
 
 namespace nibble::backend {
 
@@ -16,8 +19,9 @@ struct MoeRouting {
   std::vector<std::int32_t> source;  // [tokens, k]: token t's j-th routed row
 };
 
-// router_logits: [tokens, experts], turned into probabilities in place.
+// router_logits: [tokens, experts]; kSoftmaxTopK turns them into probabilities in place.
 MoeRouting route_tokens(std::span<float> router_logits, std::int64_t tokens, int experts, int k,
-                        bool norm_topk_prob);
+                        bool norm_topk_prob,
+                        model::MoeRouting routing = model::MoeRouting::kSoftmaxTopK);
 
 }  // namespace nibble::backend

@@ -65,6 +65,11 @@ void load_fp4(const Checkpoint& ck, const TensorView& packed, const std::string&
 
 }  // namespace
 
+void expect_tensor(const TensorView& t, DType dtype, const std::vector<std::int64_t>& shape) {
+  expect_dtype(t, dtype);
+  expect_shape(t, shape);
+}
+
 float half_to_float(std::uint16_t h) {
   std::uint32_t sign = std::uint32_t(h & 0x8000) << 16;
   int exp = (h >> 10) & 0x1f;

@@ -1,6 +1,7 @@
 #include "engine/model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,38 @@ const Architecture& parse_arch(const Reader& r, std::string& name) {
   r.fail("architectures", "'" + name + "' is not supported (supported: " + supported + ")");
 }
 
+// YaRN's attention factor when config.json gives none: transformers' get_mscale.
+double yarn_mscale(double factor, double mscale) {
+  return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+}
+
+// transformers 4.5x falls back to max_position_embeddings for a missing
+// original_max_position_embeddings (`max_positions`).
+RopeConfig parse_yarn(const Reader& s, const std::string& field, int max_positions,
+                      RopeConfig rope) {
+  rope.yarn = true;
+  if (!s.has("factor")) s.fail(field + ".factor", "required for yarn, missing");
+  rope.factor = s.number_or("factor", 1.0);
+  rope.original_max_position_embeddings =
+      s.integer_or("original_max_position_embeddings", max_positions);
+  // transformers reads `x or default`, so a 0 means the default too.
+  rope.beta_fast = s.number_or("beta_fast", 0.0);
+  rope.beta_slow = s.number_or("beta_slow", 0.0);
+  if (rope.beta_fast == 0.0) rope.beta_fast = 32.0;
+  if (rope.beta_slow == 0.0) rope.beta_slow = 1.0;
+  rope.truncate = s.boolean_or("truncate", true);
+  if (rope.factor <= 0 || rope.beta_fast <= 0 || rope.beta_slow <= 0)
+    s.fail(field, "yarn needs factor, beta_fast and beta_slow > 0");
+  const double mscale = s.number_or("mscale", 0.0), all_dim = s.number_or("mscale_all_dim", 0.0);
+  if (s.has("attention_factor"))
+    rope.attention_factor = s.number_or("attention_factor", 1.0);
+  else if (mscale != 0.0 && all_dim != 0.0)
+    rope.attention_factor = yarn_mscale(rope.factor, mscale) / yarn_mscale(rope.factor, all_dim);
+  else
+    rope.attention_factor = yarn_mscale(rope.factor, 1.0);
+  return rope;
+}
+
 // Reads rope settings from either the legacy rope_theta + rope_scaling fields or the
 // transformers v5 rope_parameters object.
 RopeConfig parse_rope(const Reader& r) {
@@ -46,8 +79,11 @@ RopeConfig parse_rope(const Reader& r) {
   rope.theta = s.number_or("rope_theta", rope.theta);
   std::string type = s.string_or("rope_type", s.string_or("type", "default"));
   if (type == "default") return rope;
+  if (type == "yarn")
+    return parse_yarn(s, field, r.integer_or("max_position_embeddings", 4096), rope);
   if (type != "llama3")
-    r.fail(field + ".rope_type", "'" + type + "' is not implemented (supported: default, llama3)");
+    r.fail(field + ".rope_type",
+           "'" + type + "' is not implemented (supported: default, llama3, yarn)");
   rope.llama3 = true;
   rope.factor = s.number_or("factor", 8.0);
   rope.low_freq_factor = s.number_or("low_freq_factor", 1.0);

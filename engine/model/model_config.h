@@ -12,7 +12,7 @@
 
 namespace nibble::model {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, GptOss };
 
 struct RopeConfig {
   double theta = 10000.0;
@@ -21,6 +21,15 @@ struct RopeConfig {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int original_max_position_embeddings = 8192;
+  // YaRN (rope_type "yarn", as transformers' _compute_yarn_parameters): frequencies blended
+  // between `factor`-interpolated and original over the dimensions whose rotations at
+  // original_max_position_embeddings fall between beta_fast and beta_slow (bounds floored and
+  // ceiled when `truncate`), and q and k scaled by attention_factor after rotation.
+  bool yarn = false;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 1.0;  // 1 unless yarn
 };
 
 struct ModelConfig {
@@ -46,6 +55,12 @@ struct ModelConfig {
   bool norm_topk_prob = false;
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers;
+  // gpt-oss: biases on q, k, v and o; per-layer attention windows (layer_types): 0 is full
+  // attention, else the query sees its latest `window` positions, itself included; the experts'
+  // clamped SwiGLU limit.
+  bool attention_bias = false;
+  std::vector<int> layer_windows;
+  double swiglu_limit = 7.0;
 };
 
 // Throws ModelError naming `source` (the config path) and the offending field.

@@ -18,8 +18,15 @@ enum class NormKind { kRms };
 
 // Softmax attention over the KV cache: grouped-query heads, RoPE (ModelConfig::rope) on q and k.
 struct AttentionSpec {
-  bool qkv_bias = false;  // q, k and v projections add a bias (Qwen2)
+  bool qkv_bias = false;  // q, k and v projections add a bias (Qwen2, gpt-oss)
+  bool o_bias = false;    // the output projection adds a bias (gpt-oss)
   bool qk_norm = false;   // an RMSNorm over each head of q and of k before RoPE (Qwen3)
+  // One learned logit per query head (self_attn.sinks) joins each softmax's denominator and
+  // weighs no value: weights exp(s_p) / (sum_p exp(s_p) + exp(sink)) (gpt-oss).
+  bool sinks = false;
+  // 0: the query at position p sees [0, p]; else only [p - window + 1, p] (gpt-oss's
+  // sliding_attention layers; transformers' kv_idx > q_idx - sliding_window).
+  int sliding_window = 0;
 };
 
 // SwiGLU: down(silu(gate(h)) * up(h)).
@@ -27,14 +34,42 @@ struct MlpSpec {
   int intermediate_size = 0;
 };
 
-// A sparse mixture of SwiGLU experts: a linear router scores every expert, the top_k run, and
-// their outputs add up weighted by the softmax of the scores (renormalised over the top_k when
-// norm_topk_prob).
+// How router scores become the top_k experts' weights.
+enum class MoeRouting {
+  kSoftmaxTopK,  // softmax over every expert, keep the top_k (renormalised: norm_topk_prob)
+  kTopKSoftmax,  // keep the top_k scores, softmax over those k (gpt-oss)
+};
+
+// What an expert computes between its gate/up and down projections.
+enum class ExpertActivation {
+  kSwiGlu,         // silu(gate) * up
+  kClampedSwiGlu,  // gate <= limit, up in [-limit, limit], (up + 1) * gate * sigmoid(alpha * gate)
+};
+
+// How a checkpoint stores the experts (the loader and the model tools read this).
+enum class ExpertLayout {
+  // mlp.gate (router), mlp.experts.E.{gate,up,down}_proj (Qwen3-MoE)
+  kPerExpert,
+  // mlp.router, mlp.experts.{gate_up_proj, down_proj} for all experts in one tensor each, with
+  // biases; gate_up's outputs interleave gate and up (row 2j gate j, row 2j+1 up j); BF16
+  // as transformers' [E, in, out] or MXFP4 *_blocks/*_scales as [E, out, in] (gpt-oss)
+  kFusedInterleaved,
+};
+
+// A sparse mixture of gated experts: a linear router scores every expert, the top_k run, and
+// their outputs add up weighted as `routing` says.
 struct MoeSpec {
   int experts = 0;
   int top_k = 0;
   int intermediate_size = 0;  // each expert's
   bool norm_topk_prob = false;
+  MoeRouting routing = MoeRouting::kSoftmaxTopK;
+  bool router_bias = false;  // the router adds a bias (gpt-oss)
+  bool expert_bias = false;  // each expert's gate/up and down add biases (gpt-oss)
+  ExpertActivation activation = ExpertActivation::kSwiGlu;
+  float swiglu_alpha = 1.702f;  // kClampedSwiGlu
+  float swiglu_limit = 7.0f;    // kClampedSwiGlu
+  ExpertLayout layout = ExpertLayout::kPerExpert;
 };
 
 enum class FfnKind { kMlp, kMoe };

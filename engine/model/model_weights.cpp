@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/model/fused_experts.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
 #include "engine/model/safetensors.h"
@@ -36,6 +37,10 @@ ModelWeights load_model(const std::filesystem::path& dir) {
     if (spec.attention.qkv_bias && (w.q.bias.empty() || w.k.bias.empty() || w.v.bias.empty()))
       throw ModelError(dir.string() + ": " + c.architecture + " needs q/k/v biases; missing in " +
                        p + "self_attn");
+    if (spec.attention.o_bias && w.o.bias.empty())
+      throw ModelError(dir.string() + ": " + c.architecture + " needs an o_proj bias; missing in " +
+                       p + "self_attn");
+    if (spec.attention.sinks) w.sinks = load_floats(ck, p + "self_attn.sinks", c.num_heads);
     if (spec.attention.qk_norm) {
       w.q_norm = load_floats(ck, p + "self_attn.q_norm.weight", D);
       w.k_norm = load_floats(ck, p + "self_attn.k_norm.weight", D);
@@ -43,13 +48,27 @@ ModelWeights load_model(const std::filesystem::path& dir) {
     w.moe = spec.ffn.kind == FfnKind::kMoe;
     if (w.moe) {
       const MoeSpec& moe = spec.ffn.moe;
-      w.router = linear(p + "mlp.gate", moe.experts, H);
-      for (int e = 0; e < moe.experts; ++e) {
-        const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
-        w.experts.push_back({linear(ep + "gate_proj", moe.intermediate_size, H),
-                             linear(ep + "up_proj", moe.intermediate_size, H),
-                             linear(ep + "down_proj", H, moe.intermediate_size)});
+      switch (moe.layout) {
+        case ExpertLayout::kPerExpert:
+          w.router = linear(p + "mlp.gate", moe.experts, H);
+          for (int e = 0; e < moe.experts; ++e) {
+            const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
+            ExpertWeights ex;
+            ex.gate = linear(ep + "gate_proj", moe.intermediate_size, H);
+            ex.up = linear(ep + "up_proj", moe.intermediate_size, H);
+            ex.down = linear(ep + "down_proj", H, moe.intermediate_size);
+            w.experts.push_back(std::move(ex));
+          }
+          break;
+        case ExpertLayout::kFusedInterleaved:
+          w.router = linear(p + "mlp.router", moe.experts, H);
+          w.experts = load_fused_experts(ck, m.quant.format, p + "mlp.experts", moe.experts,
+                                         moe.intermediate_size, H);
+          break;
       }
+      if (moe.router_bias && w.router.bias.empty())
+        throw ModelError(dir.string() + ": " + c.architecture +
+                         " needs a router bias; missing in " + p + "mlp");
     } else {
       const std::int64_t I = spec.ffn.mlp.intermediate_size;
       w.gate = linear(p + "mlp.gate_proj", I, H);

@@ -12,8 +12,9 @@
 namespace nibble::model {
 
 struct ExpertWeights {
-  Linear gate, up;  // [moe_I, H]
+  Linear gate, up;  // [moe_I, H] (ExpertLayout::kPerExpert)
   Linear down;      // [H, moe_I]
+  Linear gate_up;   // [2 * moe_I, H], rows interleaved gate, up (ExpertLayout::kFusedInterleaved)
 };
 
 struct LayerWeights {
@@ -22,9 +23,10 @@ struct LayerWeights {
   Linear q, k, v;                          // [Hq*D, H], [Hkv*D, H], [Hkv*D, H]
   Linear o;                                // [H, Hq*D]
   std::vector<float> q_norm, k_norm;       // [D] when the layer has a q/k norm
+  std::vector<float> sinks;                // [Hq] when the layer has attention sinks
   bool moe = false;
   Linear gate, up, down;  // dense MLP: [I, H], [I, H], [H, I]
-  Linear router;          // MoE: [num_experts, H]
+  Linear router;          // MoE: [num_experts, H] (+ bias [num_experts] when router_bias)
   std::vector<ExpertWeights> experts;
 };
 

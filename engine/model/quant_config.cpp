@@ -72,6 +72,8 @@ std::string quant_format_name(QuantFormat format) {
       return "modelopt";
     case QuantFormat::CompressedTensors:
       return "compressed-tensors";
+    case QuantFormat::Mxfp4:
+      return "mxfp4";
     default:
       return "none";
   }
@@ -107,9 +109,13 @@ QuantConfig load_quant_config(const std::filesystem::path& dir) {
                        format + "'");
     qc.format = QuantFormat::CompressedTensors;
     append_strings(q, "ignore", source, qc.excluded);
+  } else if (method == "mxfp4") {
+    qc.format = QuantFormat::Mxfp4;
+    append_strings(q, "modules_to_not_convert", source, qc.excluded);
   } else {
     throw ModelError(source + ": field 'quant_method': '" + method +
-                     "' is not supported (supported: modelopt, compressed-tensors with NVFP4)");
+                     "' is not supported (supported: modelopt, compressed-tensors with NVFP4, "
+                     "mxfp4)");
   }
   return qc;
 }

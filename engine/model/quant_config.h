@@ -4,6 +4,8 @@
 //                       config.json quantization_config.quant_method == "modelopt"
 //   compressed-tensors: config.json quantization_config.quant_method == "compressed-tensors"
 //                       with format "nvfp4-pack-quantized"
+//   MXFP4 (gpt-oss):    config.json quantization_config.quant_method == "mxfp4", listing
+//                       modules_to_not_convert; only the fused experts are MXFP4 (mxfp4.h)
 // Other quantization methods are refused (ModelError) rather than misread.
 #include <filesystem>
 #include <string>
@@ -11,7 +13,7 @@
 
 namespace nibble::model {
 
-enum class QuantFormat { None, ModelOpt, CompressedTensors };
+enum class QuantFormat { None, ModelOpt, CompressedTensors, Mxfp4 };
 
 struct QuantConfig {
   QuantFormat format = QuantFormat::None;

@@ -19,7 +19,7 @@ int quantize_weights_nvfp4(ModelWeights& weights) {
     for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
       count += quantize(*l);
     for (auto& e : layer.experts)
-      for (Linear* l : {&e.gate, &e.up, &e.down}) count += quantize(*l);
+      for (Linear* l : {&e.gate, &e.up, &e.down, &e.gate_up}) count += quantize(*l);
   }
   return count;
 }

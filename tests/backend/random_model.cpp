@@ -38,18 +38,28 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
     w.q = rng.linear(c.num_heads * D, H, bias);
     w.k = rng.linear(c.num_kv_heads * D, H, bias);
     w.v = rng.linear(c.num_kv_heads * D, H, bias);
-    w.o = rng.linear(H, c.num_heads * D);
+    w.o = rng.linear(H, c.num_heads * D, spec.attention.o_bias);
+    if (spec.attention.sinks) w.sinks = rng.values(c.num_heads, 1.0f);
     if (spec.attention.qk_norm) {
       w.q_norm = rng.values(D, 0.2f, 1.0f);
       w.k_norm = rng.values(D, 0.2f, 1.0f);
     }
     w.moe = spec.ffn.kind == model::FfnKind::kMoe;
     if (w.moe) {
-      w.router = rng.linear(c.num_experts, H);
-      for (int e = 0; e < c.num_experts; ++e)
-        w.experts.push_back({rng.linear(c.moe_intermediate_size, H),
-                             rng.linear(c.moe_intermediate_size, H),
-                             rng.linear(H, c.moe_intermediate_size)});
+      const model::MoeSpec& moe = spec.ffn.moe;
+      w.router = rng.linear(c.num_experts, H, moe.router_bias);
+      for (int e = 0; e < c.num_experts; ++e) {
+        model::ExpertWeights ex;
+        if (moe.layout == model::ExpertLayout::kFusedInterleaved) {  // gpt-oss
+          ex.gate_up = rng.linear(2 * c.moe_intermediate_size, H, moe.expert_bias);
+          ex.down = rng.linear(H, c.moe_intermediate_size, moe.expert_bias);
+        } else {
+          ex.gate = rng.linear(c.moe_intermediate_size, H);
+          ex.up = rng.linear(c.moe_intermediate_size, H);
+          ex.down = rng.linear(H, c.moe_intermediate_size);
+        }
+        w.experts.push_back(std::move(ex));
+      }
     } else {
       w.gate = rng.linear(c.intermediate_size, H);
       w.up = rng.linear(c.intermediate_size, H);

@@ -39,6 +39,70 @@ TEST(CpuOps, Llama3RopeScalingKeepsShortScalesLongAndBlendsTheBand) {
   EXPECT_NEAR(scaled[3], 6.6478698712e-06, 1e-16);  // 118142 > 8192: divided by 8
 }
 
+// gpt-oss's YaRN (theta 150000, factor 32, original 4096, beta 32 and 1) at head_dim 16: the
+// correction range is dimensions 2.02 to 4.35 (floored and ceiled to 2 to 5 under truncate), so
+// frequencies 0-2 keep their value, 5-7 are divided by 32 and 3-4 blend (values: transformers'
+// formula evaluated in Python).
+TEST(CpuOps, YarnKeepsFastFrequenciesSlowsSlowOnesAndBlendsTheRamp) {
+  model::RopeConfig rope;
+  rope.theta = 150000.0;
+  rope.yarn = true;
+  rope.factor = 32.0;
+  rope.original_max_position_embeddings = 4096;
+  rope.truncate = false;
+  const std::vector<double> want = {1.0,
+                                    2.2541800020e-01,
+                                    5.0813274815e-02,
+                                    6.7949594897e-03,
+                                    4.5648391922e-04,
+                                    1.8188336682e-05,
+                                    4.0999784818e-06,
+                                    9.2420895024e-07};
+  const auto got = rope_inverse_frequencies(rope, 16);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i] / want[i], 1.0, 1e-9) << i;
+  rope.truncate = true;
+  const auto truncated = rope_inverse_frequencies(rope, 16);
+  EXPECT_NEAR(truncated[3] / 7.7554660575e-03, 1.0, 1e-9);
+  EXPECT_NEAR(truncated[4] / 9.1445440119e-04, 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(truncated[5], got[5]);
+}
+
+TEST(CpuOps, RopeScaleMultipliesTheRotatedHead) {
+  std::vector<double> inv = {1.0, 0.5};
+  std::vector<float> plain = {1.0f, 2.0f, 3.0f, 4.0f}, scaled = plain;
+  apply_rope(plain, inv, 3);
+  apply_rope(scaled, inv, 3, 1.3465735902799727);  // YaRN's 0.1 ln(32) + 1
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    EXPECT_NEAR(scaled[i], plain[i] * 1.3465735902799727, 1e-5);
+}
+
+// Scores (1, 2) with a sink of 0: exp(s) / (e + e^2 + 1); the weights no longer sum to 1.
+TEST(CpuOps, SinkJoinsTheDenominatorOnly) {
+  std::vector<float> x = {1.0f, 2.0f};
+  softmax_with_sink(x, 0.0f);
+  const double den = std::exp(1.0) + std::exp(2.0) + 1.0;
+  EXPECT_NEAR(x[0], std::exp(1.0) / den, 1e-7);
+  EXPECT_NEAR(x[1], std::exp(2.0) / den, 1e-7);
+  // A sink far above the scores takes nearly all the weight; far below, none of it.
+  std::vector<float> high = {0.0f, 0.0f}, low = {0.0f, 0.0f};
+  softmax_with_sink(high, 30.0f);
+  softmax_with_sink(low, -30.0f);
+  EXPECT_LT(high[0], 1e-12);
+  EXPECT_NEAR(low[0], 0.5f, 1e-7);
+}
+
+// (up + 1) * g * sigmoid(alpha g), g = min(gate, limit), up clamped to [-limit, limit].
+TEST(CpuOps, ClampedSwigluClampsGateAboveAndUpBothWays) {
+  const float a = 1.702f, lim = 7.0f;
+  const auto glu = [&](double g) { return g / (1.0 + std::exp(-a * g)); };
+  EXPECT_NEAR(clamped_swiglu_value(1.0f, 0.5f, a, lim), 1.5 * glu(1.0), 1e-6);
+  EXPECT_NEAR(clamped_swiglu_value(9.0f, 0.0f, a, lim), glu(7.0), 1e-5);           // gate capped
+  EXPECT_NEAR(clamped_swiglu_value(-9.0f, 0.0f, a, lim), glu(-9.0), 1e-7);         // not below
+  EXPECT_NEAR(clamped_swiglu_value(2.0f, 12.0f, a, lim), 8.0 * glu(2.0), 1e-5);    // up <= 7
+  EXPECT_NEAR(clamped_swiglu_value(2.0f, -12.0f, a, lim), -6.0 * glu(2.0), 1e-5);  // up >= -7
+}
+
 TEST(CpuOps, RopeRotatesHalfPairs) {
   std::vector<double> inv = {1.0, 0.5};
   std::vector<float> head = {1.0f, 2.0f, 3.0f, 4.0f};

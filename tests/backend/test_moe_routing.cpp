@@ -40,5 +40,18 @@ TEST(MoeRouting, WithoutRenormalisationWeightsAreTheSoftmax) {
   EXPECT_EQ(r.offsets, (std::vector<std::int64_t>{0, 1, 1, 1}));
 }
 
+// gpt-oss: the top k logits, then a softmax over those k only.
+TEST(MoeRouting, TopKThenSoftmaxWeighsOnlyThePicked) {
+  std::vector<float> logits = {0.5f, 3.0f, -1.0f, 2.0f};
+  const MoeRouting r =
+      route_tokens(logits, 1, 4, 2, /*norm_topk_prob=*/false, model::MoeRouting::kTopKSoftmax);
+  EXPECT_EQ(r.offsets, (std::vector<std::int64_t>{0, 0, 1, 1, 2}));
+  const double den = std::exp(3.0) + std::exp(2.0);
+  EXPECT_NEAR(r.weight[std::size_t(r.source[0])], std::exp(3.0) / den, 1e-6);
+  EXPECT_NEAR(r.weight[std::size_t(r.source[1])], std::exp(2.0) / den, 1e-6);
+  // The logits are left as they were (no softmax over all experts).
+  EXPECT_EQ(logits, (std::vector<float>{0.5f, 3.0f, -1.0f, 2.0f}));
+}
+
 }  // namespace
 }  // namespace nibble::backend

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "engine/model/model_description.h"
@@ -114,9 +115,9 @@ TEST(ModelConfig, MathChangingFieldsAreRefusedByName) {
   json j = base("GPT2LMHeadModel");
   EXPECT_THAT(refusal(j), HasSubstr("'GPT2LMHeadModel' is not supported"));
   j = base("LlamaForCausalLM");
-  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4.0}};
   EXPECT_THAT(refusal(j), AllOf(HasSubstr("cfg.json"), HasSubstr("rope_scaling.rope_type"),
-                                HasSubstr("'yarn'")));
+                                HasSubstr("'dynamic'")));
   j = base("Qwen2ForCausalLM");
   j["use_sliding_window"] = true;
   EXPECT_THAT(refusal(j), HasSubstr("use_sliding_window"));
@@ -174,6 +175,90 @@ TEST(ModelConfigAliases, OnlyForTheArchitectureThatDeclaresThem) {
   json j = base("Qwen3ForCausalLM");
   j["num_local_experts"] = 6;
   EXPECT_EQ(parse_model_config(j, "cfg.json").num_experts, 0);
+}
+
+// openai/gpt-oss-20b's config.json as published (layer_types shortened to its 24 entries).
+json gpt_oss_20b() {
+  json layer_types = json::array();
+  for (int l = 0; l < 24; ++l)
+    layer_types.push_back(l % 2 ? "full_attention" : "sliding_attention");
+  json j = json::parse(R"({
+    "architectures": ["GptOssForCausalLM"], "attention_bias": true, "attention_dropout": 0.0,
+    "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 2880, "initial_context_length": 4096, "initializer_range": 0.02,
+    "intermediate_size": 2880, "max_position_embeddings": 131072, "model_type": "gpt_oss",
+    "num_attention_heads": 64, "num_experts_per_tok": 4, "num_hidden_layers": 24,
+    "num_key_value_heads": 8, "num_local_experts": 32, "output_router_logits": false,
+    "pad_token_id": 199999,
+    "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn",
+      "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"},
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+      "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false},
+    "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128,
+    "swiglu_limit": 7.0, "tie_word_embeddings": false, "use_cache": true, "vocab_size": 201088
+  })");
+  j["layer_types"] = layer_types;
+  return j;
+}
+
+TEST(ModelConfigGptOss, PublicTwentyBConfig) {
+  const ModelConfig c = parse_model_config(gpt_oss_20b(), "cfg.json");
+  EXPECT_EQ(c.arch, Arch::GptOss);
+  EXPECT_EQ(c.num_experts, 32);
+  EXPECT_EQ(c.num_experts_per_tok, 4);
+  EXPECT_EQ(c.moe_intermediate_size, 2880);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.max_context, 131072);
+  EXPECT_TRUE(c.rope.yarn);
+  EXPECT_FALSE(c.rope.truncate);
+  EXPECT_EQ(c.rope.factor, 32.0);
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 4096);
+  EXPECT_EQ(c.rope.theta, 150000.0);
+  EXPECT_NEAR(c.rope.attention_factor, 0.1 * std::log(32.0) + 1.0, 1e-15);
+
+  const ModelDescription d = describe_model(c);
+  ASSERT_EQ(d.layers.size(), 24u);
+  for (int l = 0; l < 24; ++l) {
+    const LayerSpec& s = d.layers[std::size_t(l)];
+    EXPECT_EQ(s.attention.sliding_window, l % 2 ? 0 : 128) << l;
+    EXPECT_TRUE(s.attention.sinks && s.attention.qkv_bias && s.attention.o_bias);
+    ASSERT_EQ(s.ffn.kind, FfnKind::kMoe);
+    EXPECT_EQ(s.ffn.moe.routing, MoeRouting::kTopKSoftmax);
+    EXPECT_EQ(s.ffn.moe.activation, ExpertActivation::kClampedSwiGlu);
+    EXPECT_EQ(s.ffn.moe.layout, ExpertLayout::kFusedInterleaved);
+    EXPECT_FLOAT_EQ(s.ffn.moe.swiglu_limit, 7.0f);
+    EXPECT_FLOAT_EQ(s.ffn.moe.swiglu_alpha, 1.702f);
+    EXPECT_TRUE(s.ffn.moe.router_bias && s.ffn.moe.expert_bias);
+  }
+}
+
+TEST(ModelConfigGptOss, LayerTypesDefaultToAlternatingAndMustBeKnown) {
+  json j = gpt_oss_20b();
+  j.erase("layer_types");
+  const ModelConfig c = parse_model_config(j, "cfg.json");
+  EXPECT_EQ(c.layer_windows[0], 128);
+  EXPECT_EQ(c.layer_windows[1], 0);
+  j["layer_types"] = json::array({"sliding_attention"});
+  EXPECT_THAT(refusal(j), HasSubstr("num_hidden_layers (24)"));
+  j = gpt_oss_20b();
+  j["layer_types"][3] = "chunked_attention";
+  EXPECT_THAT(refusal(j), AllOf(HasSubstr("layer 3"), HasSubstr("chunked_attention")));
+  j = gpt_oss_20b();
+  j["experts_per_token"] = 2;  // the second spelling of num_experts_per_tok must agree
+  EXPECT_THAT(refusal(j), HasSubstr("differ"));
+}
+
+TEST(ModelConfigRope, YarnNeedsItsFactorAndTakesExplicitAttentionFactor) {
+  json j = gpt_oss_20b();
+  j["rope_scaling"].erase("factor");
+  EXPECT_THAT(refusal(j), HasSubstr("rope_scaling.factor"));
+  j = gpt_oss_20b();
+  j["rope_scaling"]["attention_factor"] = 1.25;
+  EXPECT_EQ(parse_model_config(j, "cfg.json").rope.attention_factor, 1.25);
+  j["rope_scaling"].erase("attention_factor");
+  j["rope_scaling"].erase("truncate");
+  EXPECT_TRUE(parse_model_config(j, "cfg.json").rope.truncate);  // transformers' default
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -154,11 +155,41 @@ TEST(Generate, PrintsOneJsonLinePerStepAndASummary) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.output, HasSubstr("config.json"));
   // Device sampling on the CPU backend: a clear refusal, not a crash.
-  bad = run_command(std::string(NIBBLE_ENGINE) + " generate --model " +
-                    (dir.path() / "m").string() +
-                    " --prompt-ids 5 --device cpu --threads 1 --sample-on-device");
+  bad =
+      run_command(std::string(NIBBLE_ENGINE) + " generate --model " + (dir.path() / "m").string() +
+                  " --prompt-ids 5 --device cpu --threads 1 --sample-on-device");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.output, HasSubstr("does not sample on the device"));
+}
+
+// gpt-oss's tiny preset in the public layout (MXFP4 by default, as shipped) through the engine:
+// a prompt of 10 tokens and 12 generated, past the sliding window of 8, the same greedy tokens
+// as the library path; nibble-quantize refuses to misread its MXFP4 as NVFP4.
+TEST(Generate, GptOssTinyThroughTheEngine) {
+  nibble::testing::TempDir dir;
+  make("--arch gpt_oss --preset tiny --seed 9", dir.path() / "m");
+  const auto config = nlohmann::json::parse(std::ifstream(dir.path() / "m/config.json"));
+  EXPECT_EQ(config["quantization_config"]["quant_method"], "mxfp4");
+  EXPECT_EQ(config["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(config["layer_types"][0], "sliding_attention");
+  auto r =
+      run_command(std::string(NIBBLE_ENGINE) + " generate --model " + (dir.path() / "m").string() +
+                  " --prompt-ids 1,2,3,4,5,6,7,8,9,10 --max-tokens 12 --device cpu "
+                  "--threads 1 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 13u);
+  auto backend = backend::make_cpu_backend(model::load_model(dir.path() / "m"), 1);
+  auto trace = backend::greedy_decode(*backend, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 12, 1);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token) << i;
+  auto bad = run_command(kQuantize + " --threads 1 --dequantize --input " +
+                         (dir.path() / "m").string() + " --output " + (dir.path() / "d").string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("MXFP4"));
 }
 
 TEST(Tools, HelpAndBadArguments) {

@@ -18,6 +18,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
+#include "engine/model/mxfp4.h"
 #include "engine/model/nvfp4_checkpoint.h"
 #include "engine/model/safetensors_writer.h"
 #include "kernels/nvfp4/bf16.h"
@@ -38,11 +39,14 @@ constexpr const char* kUsage =
 
 Writes a Hugging Face-layout model with deterministic random weights (same seed, same bytes).
 
-  --arch       llama | qwen3 | qwen3_moe
-  --preset     tiny | small | llama-3.1-8b | qwen3-8b | qwen3-30b-a3b
+  --arch       llama | qwen3 | qwen3_moe | gpt_oss
+  --preset     tiny | small | llama-3.1-8b | qwen3-8b | qwen3-30b-a3b (gpt_oss: tiny |
+               gpt-oss-20b | gpt-oss-120b)
   --seed N     random seed (default 0)
-  --dtype      bf16 | nvfp4 (default bf16); nvfp4 quantizes every attention/MLP/expert
-               projection and keeps embeddings, lm_head, norms and MoE routers in BF16
+  --dtype      bf16 | nvfp4 | mxfp4 (default bf16; gpt_oss: mxfp4, as shipped); nvfp4
+               quantizes every attention/MLP/expert projection and keeps embeddings, lm_head,
+               norms and MoE routers in BF16; mxfp4 (gpt_oss only) stores the experts as
+               *_blocks/*_scales and everything else in BF16, as openai/gpt-oss-* do
   --format     modelopt | compressed-tensors (NVFP4 layout, default modelopt)
   --shared-global-scales  NVFP4 global factors from each projection's value bound, which
                depends only on its input width, so q/k/v and gate/up share one as in ModelOpt
@@ -65,7 +69,7 @@ constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.j
                                            "special_tokens_map.json", "vocab.json", "merges.txt"};
 
 struct Options {
-  std::string arch, preset, dtype = "bf16", format = "modelopt", tokenizer, output;
+  std::string arch, preset, dtype, format = "modelopt", tokenizer, output;  // dtype: by arch
   std::uint64_t seed = 0;
   bool shared_global_scales = false;
   bool no_tokenizer = false, force = false, version = false;
@@ -73,41 +77,74 @@ struct Options {
   std::size_t max_shard_bytes = std::size_t(5000) << 20;
 };
 
-enum class Init { Embedding, Norm, Linear };
+enum class Init { Embedding, Norm, Linear, Bias, Sink };
 
-// One weight of the model: its module name (without .weight), shape [out, in] or [n], how it is
-// initialized and whether it is stored as NVFP4.
+// How a weight is stored: BF16, NVFP4 (a Linear's module.weight and its scales), or MXFP4
+// (gpt-oss's fused experts: NAME_blocks and NAME_scales of the [E, out, in] values).
+enum class Storage { Bf16, Nvfp4, Mxfp4 };
+
+// One weight of the model: its tensor name (for MXFP4 the name before _blocks/_scales), shape
+// ([out, in], [n], gpt-oss's BF16 experts [E, in, out], MXFP4 experts [E, out, in]), how it is
+// initialized (linears by their fan-in) and how it is stored.
 struct Weight {
-  std::string module;
+  std::string name;
   std::vector<std::int64_t> shape;
   Init init;
-  bool quantize;
+  Storage storage = Storage::Bf16;
+  std::int64_t fan_in = 0;  // Init::Linear
 };
 
-std::vector<Weight> list_weights(const model::ModelConfig& c, bool nvfp4) {
+// gpt-oss's experts (model::ExpertLayout::kFusedInterleaved): as shipped in MXFP4 or as
+// transformers writes them in BF16, with their biases (engine/model/fused_experts.h).
+void fused_experts(std::vector<Weight>& w, const std::string& p, const model::MoeSpec& moe,
+                   std::int64_t H, bool mxfp4) {
+  const std::int64_t E = moe.experts, I = moe.intermediate_size;
+  const auto projection = [&](const std::string& name, std::int64_t out, std::int64_t in) {
+    if (mxfp4)
+      w.push_back({name, {E, out, in}, Init::Linear, Storage::Mxfp4, in});
+    else
+      w.push_back({name, {E, in, out}, Init::Linear, Storage::Bf16, in});
+    w.push_back({name + "_bias", {E, out}, Init::Bias});
+  };
+  projection(p + "mlp.experts.gate_up_proj", 2 * I, H);
+  projection(p + "mlp.experts.down_proj", H, I);
+}
+
+std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string& dtype) {
   const std::int64_t H = c.hidden_size, D = c.head_dim;
   const std::int64_t q = std::int64_t(c.num_heads) * D, kv = std::int64_t(c.num_kv_heads) * D;
+  const Storage linears = dtype == "nvfp4" ? Storage::Nvfp4 : Storage::Bf16;
   std::vector<Weight> w;
-  w.push_back({"model.embed_tokens", {c.vocab_size, H}, Init::Embedding, false});
-  auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in) {
-    w.push_back({name, {out, in}, Init::Linear, nvfp4});
+  w.push_back({"model.embed_tokens.weight", {c.vocab_size, H}, Init::Embedding});
+  auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in, bool bias = false) {
+    w.push_back({name + ".weight", {out, in}, Init::Linear, linears, in});
+    if (bias) w.push_back({name + ".bias", {out}, Init::Bias});
   };
   const model::ModelDescription description = model::describe_model(c);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const model::LayerSpec& spec = description.layers[std::size_t(l)];
-    w.push_back({p + "input_layernorm", {H}, Init::Norm, false});
-    linear(p + "self_attn.q_proj", q, H);
-    linear(p + "self_attn.k_proj", kv, H);
-    linear(p + "self_attn.v_proj", kv, H);
-    linear(p + "self_attn.o_proj", H, q);
-    if (spec.attention.qk_norm) {
-      w.push_back({p + "self_attn.q_norm", {D}, Init::Norm, false});
-      w.push_back({p + "self_attn.k_norm", {D}, Init::Norm, false});
+    const model::AttentionSpec& a = spec.attention;
+    w.push_back({p + "input_layernorm.weight", {H}, Init::Norm});
+    linear(p + "self_attn.q_proj", q, H, a.qkv_bias);
+    linear(p + "self_attn.k_proj", kv, H, a.qkv_bias);
+    linear(p + "self_attn.v_proj", kv, H, a.qkv_bias);
+    linear(p + "self_attn.o_proj", H, q, a.o_bias);
+    if (a.qk_norm) {
+      w.push_back({p + "self_attn.q_norm.weight", {D}, Init::Norm});
+      w.push_back({p + "self_attn.k_norm.weight", {D}, Init::Norm});
     }
-    w.push_back({p + "post_attention_layernorm", {H}, Init::Norm, false});
+    if (a.sinks) w.push_back({p + "self_attn.sinks", {c.num_heads}, Init::Sink});
+    w.push_back({p + "post_attention_layernorm.weight", {H}, Init::Norm});
     if (spec.ffn.kind == model::FfnKind::kMoe) {
-      w.push_back({p + "mlp.gate", {c.num_experts, H}, Init::Linear, false});  // router
+      const model::MoeSpec& moe = spec.ffn.moe;
+      if (moe.layout == model::ExpertLayout::kFusedInterleaved) {
+        w.push_back({p + "mlp.router.weight", {c.num_experts, H}, Init::Linear, Storage::Bf16, H});
+        w.push_back({p + "mlp.router.bias", {c.num_experts}, Init::Bias});
+        fused_experts(w, p, moe, H, dtype == "mxfp4");
+        continue;
+      }
+      w.push_back({p + "mlp.gate.weight", {c.num_experts, H}, Init::Linear, Storage::Bf16, H});
       for (int e = 0; e < c.num_experts; ++e) {
         const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
         linear(ep + "gate_proj", c.moe_intermediate_size, H);
@@ -120,32 +157,61 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, bool nvfp4) {
       linear(p + "mlp.down_proj", H, c.intermediate_size);
     }
   }
-  w.push_back({"model.norm", {H}, Init::Norm, false});
-  if (!c.tie_word_embeddings) w.push_back({"lm_head", {c.vocab_size, H}, Init::Linear, false});
+  w.push_back({"model.norm.weight", {H}, Init::Norm});
+  if (!c.tie_word_embeddings)
+    w.push_back({"lm_head.weight", {c.vocab_size, H}, Init::Linear, Storage::Bf16, H});
   return w;
 }
 
 // Values: embeddings U(-1, 1); norms 1 + U(-0.2, 0.2) (so a wrong norm shows); linears
-// U(-a, a) with std 1/sqrt(in_features), so activations keep their scale through the layers.
+// U(-a, a) with std 1/sqrt(fan_in), so activations keep their scale through the layers; biases
+// U(-0.5, 0.5) and sinks U(-1, 1), on the scale of what they add to.
 float init_value(const Weight& w, std::uint64_t stream, std::uint64_t i) {
   const float u = tools::uniform_at(stream, i);
   switch (w.init) {
     case Init::Embedding:
+    case Init::Sink:
       return u;
     case Init::Norm:
       return 1.0f + 0.2f * u;
     case Init::Linear:
-      return u * std::sqrt(3.0f / float(w.shape.back()));
+      return u * std::sqrt(3.0f / float(w.fan_in));
+    case Init::Bias:
+      return 0.5f * u;
   }
   return 0.0f;
+}
+
+// NAME_blocks U8 [E, out, in/32, 16] and NAME_scales U8 [E, out, in/32] of the [E, out, in]
+// values, each block of 32 quantized on its own (engine/model/mxfp4.h).
+WeightJob mxfp4_job(const Weight& w, std::uint64_t stream) {
+  const std::int64_t E = w.shape[0], out = w.shape[1], in = w.shape[2];
+  const std::int64_t groups = in / model::mxfp4::kBlockSize;
+  return {{{w.name + "_blocks", DType::U8, {E, out, groups, model::mxfp4::kBlockSize / 2}},
+           {w.name + "_scales", DType::U8, {E, out, groups}}},
+          [w, stream, groups](std::vector<std::span<std::byte>>& dst) {
+            const std::int64_t blocks = w.shape[0] * w.shape[1] * groups;
+            std::vector<float> values(std::size_t(model::mxfp4::kBlockSize));
+            for (std::int64_t b = 0; b < blocks; ++b) {
+              for (std::int64_t i = 0; i < model::mxfp4::kBlockSize; ++i)
+                values[std::size_t(i)] =
+                    init_value(w, stream, std::uint64_t(b * model::mxfp4::kBlockSize + i));
+              auto* packed =
+                  reinterpret_cast<std::uint8_t*>(dst[0].data()) + b * model::mxfp4::kBlockSize / 2;
+              model::mxfp4::quantize_block(
+                  values, std::span(packed, std::size_t(model::mxfp4::kBlockSize / 2)),
+                  reinterpret_cast<std::uint8_t*>(dst[1].data())[b]);
+            }
+          }};
 }
 
 WeightJob make_job(const Weight& w, std::uint64_t seed, QuantFormat format, bool shared_scales) {
   std::int64_t numel = 1;
   for (auto d : w.shape) numel *= d;
-  const std::uint64_t stream = tools::tensor_stream(seed, w.module + ".weight");
-  if (!w.quantize) {
-    return {{{w.module + ".weight", DType::BF16, w.shape}},
+  const std::uint64_t stream = tools::tensor_stream(seed, w.name);
+  if (w.storage == Storage::Mxfp4) return mxfp4_job(w, stream);
+  if (w.storage == Storage::Bf16) {
+    return {{{w.name, DType::BF16, w.shape}},
             [w, stream, numel](std::vector<std::span<std::byte>>& out) {
               auto* dst = out[0].data();
               for (std::int64_t i = 0; i < numel; ++i) {
@@ -154,16 +220,18 @@ WeightJob make_job(const Weight& w, std::uint64_t seed, QuantFormat format, bool
               }
             }};
   }
-  return {model::nvfp4_linear_specs(format, w.module, w.shape[0], w.shape[1]),
+  const std::string module = w.name.substr(0, w.name.size() - std::string(".weight").size());
+  return {model::nvfp4_linear_specs(format, module, w.shape[0], w.shape[1]),
           [w, stream, numel, format, shared_scales](std::vector<std::span<std::byte>>& out) {
             std::vector<float> values(static_cast<std::size_t>(numel));
             for (std::int64_t i = 0; i < numel; ++i)
               values[std::size_t(i)] = init_value(w, stream, std::uint64_t(i));
             // The linear init's bound sqrt(3 / in) (init_value) is >= every value.
-            auto q = shared_scales ? nvfp4::quantize_matrix(values, w.shape[0], w.shape[1],
-                                                            nvfp4::global_factor_for_amax(std::sqrt(
-                                                                3.0f / float(w.shape.back()))))
-                                   : nvfp4::quantize_matrix(values, w.shape[0], w.shape[1]);
+            auto q = shared_scales
+                         ? nvfp4::quantize_matrix(
+                               values, w.shape[0], w.shape[1],
+                               nvfp4::global_factor_for_amax(std::sqrt(3.0f / float(w.fan_in))))
+                         : nvfp4::quantize_matrix(values, w.shape[0], w.shape[1]);
             // Static activation scale for inputs of magnitude up to ~8 (W4A4 engines use it).
             model::fill_nvfp4_linear(format, q, nvfp4::global_factor_for_amax(8.0f), out);
           }};
@@ -211,9 +279,17 @@ bool parse_args(int argc, char** argv, Options& o) {
                  kUsage);
     return false;
   }
-  if (o.dtype != "bf16" && o.dtype != "nvfp4") {
-    std::fprintf(stderr, "nibble-make-model: --dtype must be bf16 or nvfp4, got %s\n",
+  if (o.dtype.empty()) o.dtype = o.arch == "gpt_oss" ? "mxfp4" : "bf16";
+  if (o.dtype != "bf16" && o.dtype != "nvfp4" && o.dtype != "mxfp4") {
+    std::fprintf(stderr, "nibble-make-model: --dtype must be bf16, nvfp4 or mxfp4, got %s\n",
                  o.dtype.c_str());
+    return false;
+  }
+  if ((o.dtype == "mxfp4") != (o.arch == "gpt_oss") && o.dtype != "bf16") {
+    std::fprintf(stderr, "nibble-make-model: --dtype %s is not available for --arch %s (%s)\n",
+                 o.dtype.c_str(), o.arch.c_str(),
+                 o.arch == "gpt_oss" ? "gpt_oss ships mxfp4 experts; bf16 or mxfp4"
+                                     : "mxfp4 is gpt_oss's format");
     return false;
   }
   if (o.format != "modelopt" && o.format != "compressed-tensors") {
@@ -298,6 +374,12 @@ int main(int argc, char** argv) {
       excluded.push_back(format == QuantFormat::ModelOpt ? "model.layers.*.mlp.gate"
                                                          : "re:.*mlp\\.gate$");
     if (nvfp4) config["quantization_config"] = model::quantization_config_json(format, excluded);
+    if (o.dtype == "mxfp4") {  // openai/gpt-oss-*'s quantization_config, key for key
+      config["quantization_config"] = {{"modules_to_not_convert",
+                                        {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                         "model.embed_tokens", "lm_head"}},
+                                       {"quant_method", "mxfp4"}};
+    }
     // Our own parser checks what we are about to write.
     const auto parsed = model::parse_model_config(config, "generated config.json");
 
@@ -306,16 +388,14 @@ int main(int argc, char** argv) {
       throw model::ModelError(o.tokenizer + ": no tokenizer.json in the --tokenizer directory");
     prepare_output(out, o.force);
     std::vector<WeightJob> jobs;
-    for (const auto& w : list_weights(parsed, nvfp4))
+    for (const auto& w : list_weights(parsed, o.dtype))
       jobs.push_back(make_job(w, o.seed, format, o.shared_global_scales));
     spdlog::info("writing {} {} ({}{}, seed {}) to {} with {} threads", o.arch, o.preset, o.dtype,
                  nvfp4 ? " " + o.format : "", o.seed, out.string(), o.threads);
     model::write_checkpoint(out, jobs, o.max_shard_bytes, o.threads);
 
     write_json(out / "config.json", config);
-    write_json(out / "generation_config.json", {{"bos_token_id", config["bos_token_id"]},
-                                                {"eos_token_id", config["eos_token_id"]},
-                                                {"do_sample", false}});
+    write_json(out / "generation_config.json", tools::make_generation_config(config));
     if (nvfp4 && format == QuantFormat::ModelOpt)
       write_json(out / "hf_quant_config.json", model::hf_quant_config_json(excluded));
     if (!o.tokenizer.empty()) copy_tokenizer(o.tokenizer, out);

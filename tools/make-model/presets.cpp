@@ -82,11 +82,80 @@ ordered_json qwen3_config(const Shape& s, bool moe) {
   return c;
 }
 
+// openai/gpt-oss-20b's and -120b's config.json, key for key (quantization_config is added for
+// --dtype mxfp4, as shipped). tiny keeps the real vocabulary, RoPE and YaRN but a window of 8.
+ordered_json gpt_oss_config(const Shape& s, int sliding_window) {
+  ordered_json layer_types = ordered_json::array();
+  for (int l = 0; l < s.layers; ++l)
+    layer_types.push_back(l % 2 == 0 ? "sliding_attention" : "full_attention");
+  return {{"architectures", {"GptOssForCausalLM"}},
+          {"attention_bias", true},
+          {"attention_dropout", 0.0},
+          {"eos_token_id", 200002},
+          {"experts_per_token", s.experts_per_tok},
+          {"head_dim", s.head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", s.hidden},
+          {"initial_context_length", 4096},
+          {"initializer_range", 0.02},
+          {"intermediate_size", s.intermediate},
+          {"layer_types", layer_types},
+          {"max_position_embeddings", 131072},
+          {"model_type", "gpt_oss"},
+          {"num_attention_heads", s.heads},
+          {"num_experts_per_tok", s.experts_per_tok},
+          {"num_hidden_layers", s.layers},
+          {"num_key_value_heads", s.kv_heads},
+          {"num_local_experts", s.experts},
+          {"output_router_logits", false},
+          {"pad_token_id", 199999},
+          {"rms_norm_eps", 1e-05},
+          {"rope_scaling",
+           {{"beta_fast", 32.0},
+            {"beta_slow", 1.0},
+            {"factor", 32.0},
+            {"original_max_position_embeddings", 4096},
+            {"rope_type", "yarn"},
+            {"truncate", false}}},
+          {"rope_theta", 150000},
+          {"router_aux_loss_coef", 0.9},
+          {"sliding_window", sliding_window},
+          {"swiglu_limit", 7.0},
+          {"tie_word_embeddings", false},
+          {"use_cache", true},
+          {"vocab_size", 201088}};
+}
+
+ordered_json gpt_oss_preset(const std::string& preset) {
+  if (preset == "tiny") return gpt_oss_config({32, 64, 2, 4, 2, 16, false, 8, 4}, 8);
+  if (preset == "gpt-oss-20b")
+    return gpt_oss_config({2880, 2880, 24, 64, 8, 64, false, 32, 4}, 128);
+  if (preset == "gpt-oss-120b")
+    return gpt_oss_config({2880, 2880, 36, 64, 8, 64, false, 128, 4}, 128);
+  throw PresetError("--arch gpt_oss takes --preset tiny, gpt-oss-20b or gpt-oss-120b, got '" +
+                    preset + "'");
+}
+
 }  // namespace
 
+ordered_json make_generation_config(const ordered_json& config) {
+  if (config.value("model_type", "") ==
+      "gpt_oss")  // openai/gpt-oss-*'s: <|return|>, <|endoftext|>, <|call|>
+    return {{"bos_token_id", 199998},
+            {"eos_token_id", {200002, 199999, 200012}},
+            {"pad_token_id", 199999},
+            {"do_sample", false}};
+  return {{"bos_token_id", config["bos_token_id"]},
+          {"eos_token_id", config["eos_token_id"]},
+          {"do_sample", false}};
+}
+
 ordered_json make_preset_config(const std::string& arch, const std::string& preset) {
+  if (arch == "gpt_oss") return gpt_oss_preset(preset);
+  if (preset == "gpt-oss-20b" || preset == "gpt-oss-120b")
+    throw PresetError("preset " + preset + " needs --arch gpt_oss");
   if (arch != "llama" && arch != "qwen3" && arch != "qwen3_moe")
-    throw PresetError("--arch must be llama, qwen3 or qwen3_moe, got '" + arch + "'");
+    throw PresetError("--arch must be llama, qwen3, qwen3_moe or gpt_oss, got '" + arch + "'");
   const bool moe = arch == "qwen3_moe";
   Shape s{};
   if (preset == "tiny") {

@@ -159,6 +159,9 @@ int dequantize(const Options& o) {
   const auto qc = model::load_quant_config(o.input);
   if (qc.format == QuantFormat::None)
     throw model::ModelError(o.input + ": not an NVFP4 checkpoint (no quantization config)");
+  if (qc.format == QuantFormat::Mxfp4)
+    throw model::ModelError(o.input +
+                            ": an MXFP4 (gpt-oss) checkpoint; --dequantize reads NVFP4 only");
   auto ck = model::Checkpoint::open(o.input);
   const DType out_dtype = o.dtype == "f32" ? DType::F32 : DType::BF16;
   // A module is quantized when its scale tensor exists; its other tensors are consumed.

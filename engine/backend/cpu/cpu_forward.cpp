@@ -55,21 +55,23 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
   }
   auto& kc = cache_.k[std::size_t(l)];
   auto& vc = cache_.v[std::size_t(l)];
+  const double rope_scale = c.rope.attention_factor;  // YaRN's; 1 otherwise
   for (std::int64_t t = 0; t < T; ++t) {
     const Row& row = rows_[std::size_t(t)];
     for (std::int64_t hd = 0; hd < Hq; ++hd)
       apply_rope(std::span(q).subspan(std::size_t((t * Hq + hd) * D), std::size_t(D)), inv_freq_,
-                 row.position);
+                 row.position, rope_scale);
     for (std::int64_t hd = 0; hd < Hkv; ++hd)
       apply_rope(std::span(k).subspan(std::size_t((t * Hkv + hd) * D), std::size_t(D)), inv_freq_,
-                 row.position);
+                 row.position, rope_scale);
     const std::int64_t s = cache_.slot(row.item->block_table, row.position);
     std::copy_n(k.begin() + t * Hkv * D, Hkv * D, kc.begin() + s * Hkv * D);
     std::copy_n(v.begin() + t * Hkv * D, Hkv * D, vc.begin() + s * Hkv * D);
   }
 
-  // Causal attention: the token at position p sees positions [0, p] of its own sequence;
-  // query head hd reads kv head hd / (Hq / Hkv) (grouped-query attention).
+  // Causal attention: the token at position p sees positions [first, p] of its own sequence,
+  // first = 0 or, in a sliding window, p - window + 1; query head hd reads kv head
+  // hd / (Hq / Hkv) (grouped-query attention). A sink adds its head's logit to the softmax.
   std::vector<float> attn(std::size_t(T * Hq * D));
   const float scale = 1.0f / std::sqrt(float(D));
   pool_.parallel_for(T * Hq, [&](std::int64_t begin, std::int64_t end) {
@@ -77,19 +79,28 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
     for (std::int64_t i = begin; i < end; ++i) {
       const std::int64_t t = i / Hq, hd = i % Hq, kvh = hd / (Hq / Hkv);
       const Row& row = rows_[std::size_t(t)];
-      const std::int64_t n = row.position + 1;
+      const std::int64_t first =
+          spec.sliding_window > 0
+              ? std::max<std::int64_t>(0, row.position - spec.sliding_window + 1)
+              : 0;
+      const std::int64_t n = row.position + 1 - first;
       const float* qv = q.data() + (t * Hq + hd) * D;
       scores.assign(std::size_t(n), 0.0f);
       for (std::int64_t p = 0; p < n; ++p) {
-        const float* kv = kc.data() + (cache_.slot(row.item->block_table, int(p)) * Hkv + kvh) * D;
+        const float* kv =
+            kc.data() + (cache_.slot(row.item->block_table, int(first + p)) * Hkv + kvh) * D;
         float s = 0.0f;
         for (std::int64_t d = 0; d < D; ++d) s += qv[d] * kv[d];
         scores[std::size_t(p)] = s * scale;
       }
-      softmax(scores);
+      if (spec.sinks)
+        softmax_with_sink(scores, w.sinks[std::size_t(hd)]);
+      else
+        softmax(scores);
       float* out = attn.data() + (t * Hq + hd) * D;
       for (std::int64_t p = 0; p < n; ++p) {
-        const float* vv = vc.data() + (cache_.slot(row.item->block_table, int(p)) * Hkv + kvh) * D;
+        const float* vv =
+            vc.data() + (cache_.slot(row.item->block_table, int(first + p)) * Hkv + kvh) * D;
         for (std::int64_t d = 0; d < D; ++d) out[d] += scores[std::size_t(p)] * vv[d];
       }
     }
@@ -97,6 +108,24 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
   std::vector<float> o(std::size_t(T * H));
   linear_forward(w.o, attn, T, o, pool_);
   for (std::size_t i = 0; i < x_.size(); ++i) x_[i] += o[i];
+}
+
+// gpt-oss's expert: gate_up's rows alternate gate and up (ExpertLayout::kFusedInterleaved);
+// down((up + 1) * gate * sigmoid(alpha * gate)) with gate clamped above and up both ways.
+std::vector<float> CpuForward::clamped_swiglu(const model::Linear& gate_up,
+                                              const model::Linear& down, const model::MoeSpec& spec,
+                                              std::span<const float> x, std::int64_t rows) {
+  const std::int64_t I = gate_up.out_features / 2;
+  std::vector<float> gu(std::size_t(rows * 2 * I)), act(std::size_t(rows * I)),
+      out(std::size_t(rows * down.out_features));
+  linear_forward(gate_up, x, rows, gu, pool_);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < I; ++j)
+      act[std::size_t(r * I + j)] = clamped_swiglu_value(gu[std::size_t(r * 2 * I + 2 * j)],
+                                                         gu[std::size_t(r * 2 * I + 2 * j + 1)],
+                                                         spec.swiglu_alpha, spec.swiglu_limit);
+  linear_forward(down, act, rows, out, pool_);
+  return out;
 }
 
 std::vector<float> CpuForward::swiglu(const model::Linear& gate, const model::Linear& up,
@@ -127,7 +156,8 @@ void CpuForward::moe(int l, model::NormKind norm, const model::MoeSpec& spec) {
   const std::int64_t E = spec.experts;
   std::vector<float> router(std::size_t(T * E));
   linear_forward(w.router, h, T, router, pool_);
-  const MoeRouting routing = route_tokens(router, T, spec.experts, spec.top_k, spec.norm_topk_prob);
+  const MoeRouting routing =
+      route_tokens(router, T, spec.experts, spec.top_k, spec.norm_topk_prob, spec.routing);
   for (std::int64_t e = 0; e < E; ++e) {
     const std::int64_t first = routing.offsets[std::size_t(e)];
     const std::int64_t n = routing.offsets[std::size_t(e) + 1] - first;
@@ -136,7 +166,9 @@ void CpuForward::moe(int l, model::NormKind norm, const model::MoeSpec& spec) {
     for (std::int64_t i = 0; i < n; ++i)
       std::copy_n(h.begin() + routing.token[std::size_t(first + i)] * H, H, xs.begin() + i * H);
     const auto& ex = w.experts[std::size_t(e)];
-    auto out = swiglu(ex.gate, ex.up, ex.down, xs, n);
+    auto out = spec.activation == model::ExpertActivation::kClampedSwiGlu
+                   ? clamped_swiglu(ex.gate_up, ex.down, spec, xs, n)
+                   : swiglu(ex.gate, ex.up, ex.down, xs, n);
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t t = routing.token[std::size_t(first + i)];
       const float weight = routing.weight[std::size_t(first + i)];

@@ -35,6 +35,10 @@ class CpuForward : public DecoderOps {
   // down(silu(gate(x)) * up(x)) for the rows of x.
   std::vector<float> swiglu(const model::Linear& gate, const model::Linear& up,
                             const model::Linear& down, std::span<const float> x, std::int64_t rows);
+  // down(clamped_swiglu_value(gate, up)) for the rows of x, gate and up interleaved in gate_up.
+  std::vector<float> clamped_swiglu(const model::Linear& gate_up, const model::Linear& down,
+                                    const model::MoeSpec& spec, std::span<const float> x,
+                                    std::int64_t rows);
 
   const model::ModelWeights& w_;
   std::span<const double> inv_freq_;

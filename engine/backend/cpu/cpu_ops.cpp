@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "engine/model/mxfp4.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 
 namespace nibble::backend::cpu {
@@ -49,17 +50,46 @@ void dequantize_row_fast(const nvfp4::QuantizedMatrix& q, std::int64_t row, floa
   }
 }
 
+// YaRN (transformers' _compute_yarn_parameters): each frequency blends its original value
+// (extrapolation) with it divided by `factor` (interpolation), by a ramp over the dimensions
+// between those that turn beta_fast and beta_slow times over original_max_position_embeddings.
+std::vector<double> yarn_frequencies(const model::RopeConfig& rope, std::vector<double> inv) {
+  const double dim = double(inv.size() * 2);
+  const auto correction_dim = [&](double rotations) {
+    return dim *
+           std::log(double(rope.original_max_position_embeddings) /
+                    (rotations * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(rope.theta));
+  };
+  double low = correction_dim(rope.beta_fast), high = correction_dim(rope.beta_slow);
+  if (rope.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1);
+  if (low == high) high += 0.001;  // as transformers: no division by zero
+  for (std::size_t i = 0; i < inv.size(); ++i) {
+    const double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+    inv[i] = inv[i] / rope.factor * ramp + inv[i] * (1.0 - ramp);
+  }
+  return inv;
+}
+
 }  // namespace
 
 void linear_forward(const model::Linear& w, std::span<const float> x, std::int64_t tokens,
                     std::span<float> y, ThreadPool& pool) {
   const std::int64_t in = w.in_features, out = w.out_features;
   pool.parallel_for(out, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> row(w.quantized ? std::size_t(in) : 0);
+    std::vector<float> row(w.quantized || w.is_mxfp4() ? std::size_t(in) : 0);
     for (std::int64_t n = begin; n < end; ++n) {
       const float* wrow;
       if (w.quantized) {
         dequantize_row_fast(w.fp4, n, row.data());
+        wrow = row.data();
+      } else if (w.is_mxfp4()) {
+        model::mxfp4::dequantize_row(w.mxfp4, n, row);
         wrow = row.data();
       } else {
         wrow = w.dense.data() + n * in;
@@ -85,6 +115,7 @@ std::vector<double> rope_inverse_frequencies(const model::RopeConfig& rope, int 
   std::vector<double> inv(std::size_t(head_dim / 2));
   for (int i = 0; i < head_dim / 2; ++i)
     inv[std::size_t(i)] = 1.0 / std::pow(rope.theta, double(2 * i) / double(head_dim));
+  if (rope.yarn) return yarn_frequencies(rope, inv);
   if (!rope.llama3) return inv;
   // Llama 3.1: long wavelengths slowed by `factor`, short ones kept, the band between blended.
   const double old_len = rope.original_max_position_embeddings;
@@ -103,11 +134,12 @@ std::vector<double> rope_inverse_frequencies(const model::RopeConfig& rope, int 
   return inv;
 }
 
-void apply_rope(std::span<float> head, std::span<const double> inv_freq, int position) {
+void apply_rope(std::span<float> head, std::span<const double> inv_freq, int position,
+                double scale) {
   const std::size_t half = inv_freq.size();
   for (std::size_t i = 0; i < half; ++i) {
     const double angle = double(position) * inv_freq[i];
-    const float c = float(std::cos(angle)), s = float(std::sin(angle));
+    const float c = float(std::cos(angle) * scale), s = float(std::sin(angle) * scale);
     const float a = head[i], b = head[i + half];
     head[i] = a * c - b * s;
     head[i + half] = b * c + a * s;
@@ -116,6 +148,22 @@ void apply_rope(std::span<float> head, std::span<const double> inv_freq, int pos
 
 float silu(float x) {
   return x / (1.0f + std::exp(-x));
+}
+
+void softmax_with_sink(std::span<float> x, float sink) {
+  float m = sink;
+  for (float v : x) m = std::max(m, v);
+  double sum = std::exp(double(sink) - m);
+  for (auto& v : x) {
+    v = std::exp(v - m);
+    sum += v;
+  }
+  for (auto& v : x) v = float(v / sum);
+}
+
+float clamped_swiglu_value(float gate, float up, float alpha, float limit) {
+  const float g = std::min(gate, limit), u = std::clamp(up, -limit, limit);
+  return (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
 }
 
 void softmax(std::span<float> x) {

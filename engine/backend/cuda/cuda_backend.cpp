@@ -16,6 +16,7 @@
 #include "engine/backend/cuda/step_buffers.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
+#include "engine/backend/model_features.h"
 #include "kernels/attention/paged_attention.h"
 
 namespace nibble::backend {
@@ -65,6 +66,7 @@ int sm_count() {
 class CudaBackend : public Backend {
  public:
   CudaBackend(model::ModelWeights weights, const CudaOptions& options) : options_(options) {
+    refuse_features_beyond_baseline(weights, "cuda");  // before anything reads the weights
     const auto& wc = weights.config;
     if (wc.head_dim % 8 != 0 || wc.head_dim > 256 || wc.num_heads % wc.num_kv_heads != 0)
       throw BackendError(

@@ -6,9 +6,9 @@
 namespace nibble::model {
 namespace {
 
-const std::array<const Architecture*, 5> kAll = {&architectures::kLlama, &architectures::kMistral,
-                                                 &architectures::kQwen2, &architectures::kQwen3,
-                                                 &architectures::kQwen3Moe};
+const std::array<const Architecture*, 6> kAll = {
+    &architectures::kLlama, &architectures::kMistral,  &architectures::kQwen2,
+    &architectures::kQwen3, &architectures::kQwen3Moe, &architectures::kGptOss};
 
 }  // namespace
 
@@ -30,7 +30,8 @@ const Architecture& architecture_of(Arch arch) {
 
 void refuse_attention_bias(const ConfigReader& r) {
   if (r.boolean_or("attention_bias", false))
-    r.fail("attention_bias", "attention biases are only implemented for Qwen2 (q, k, v)");
+    r.fail("attention_bias",
+           "attention biases are only implemented for Qwen2 (q, k, v) and gpt-oss");
 }
 
 FfnSpec dense_mlp(const ModelConfig& c) {

@@ -44,7 +44,10 @@ LayerSpec layer(const ModelConfig& c, int l) {
   LayerSpec s = kQwen3.layer(c, l);
   if (!routed(c, l)) return s;
   s.ffn.kind = FfnKind::kMoe;
-  s.ffn.moe = {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size, c.norm_topk_prob};
+  s.ffn.moe.experts = c.num_experts;
+  s.ffn.moe.top_k = c.num_experts_per_tok;
+  s.ffn.moe.intermediate_size = c.moe_intermediate_size;
+  s.ffn.moe.norm_topk_prob = c.norm_topk_prob;
   return s;
 }
 

@@ -4,7 +4,8 @@
 usage: make_models.py BUILD_DIR OUT_DIR
 Writes OUT_DIR/<name> (what our engine loads) and, for NVFP4, OUT_DIR/<name>-dense
 (nibble-quantize --dequantize --dtype f32: exactly the values our engine computes with),
-which is what transformers loads in make_goldens.py.
+which is what transformers loads in make_goldens.py. MXFP4 models (gpt_oss) are dequantized by
+make_goldens.py itself, independently of our code.
 """
 import json
 import pathlib

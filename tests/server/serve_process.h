@@ -56,7 +56,8 @@ inline std::string tiny_model_dir(std::string& why) {
 class ServeProcess {
  public:
   ServeProcess(const std::string& model_dir, std::vector<std::string> extra_args)
-      : ServeProcess({"--model", model_dir, "--served-model-name", "tiny"}, extra_args) {}
+      : ServeProcess(std::vector<std::string>{"--model", model_dir, "--served-model-name", "tiny"},
+                     extra_args) {}
 
   // `nibble-engine serve MODEL ...`, the model as the positional argument (vLLM's form), served
   // under the name serve picks unless extra_args give one.
@@ -64,7 +65,7 @@ class ServeProcess {
     std::string model;
   };
   ServeProcess(const Positional& model, std::vector<std::string> extra_args)
-      : ServeProcess({model.model}, extra_args) {}
+      : ServeProcess(std::vector<std::string>{model.model}, extra_args) {}
 
   // The server's log so far (stdout and stderr).
   std::string log() const { return process->log(); }

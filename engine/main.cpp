@@ -1,6 +1,7 @@
 // nibble-engine: serves NVFP4 language models. One subcommand per job; see --help.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "--version")) return nibble::engine::cli::run_version({});
   Args args(argv + 1, argv + argc);
+  // --help anywhere after the command shows its usage, whatever else is on the line (kubectl's
+  // habit): `serve --port x --help` is help, not an error about the port.
+  if (std::find_if(args.begin() + 1, args.end(),
+                   [](const std::string& a) { return a == "--help" || a == "-h"; }) != args.end()) {
+    args = {args[0], "--help"};
+  }
   for (const auto& c : kSubcommands) {
     if (args[0] == c.name) {
       try {

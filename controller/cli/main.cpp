@@ -74,11 +74,7 @@ int run_pull(const std::string& source_text, std::string cache_dir) {
                  source_text.c_str());
     return 2;
   }
-  if (cache_dir.empty()) {
-    const char* env = std::getenv("NIBBLE_CACHE");
-    const char* home = std::getenv("HOME");
-    cache_dir = env ? env : std::string(home ? home : ".") + "/.cache/nibble";
-  }
+  if (cache_dir.empty()) cache_dir = nibble::source::default_model_cache_dir().string();
   nibble::source::DownloadOptions options = nibble::source::download_options_from_env();
   nibble::source::TerminalProgressBar bar;
   options.on_progress = [&bar](const nibble::source::DownloadProgress& p) { bar.update(p); };

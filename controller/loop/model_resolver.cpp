@@ -2,13 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-
 namespace nibble::controller {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr const char* kCompleteMarker = ".nibble-download-complete";
 
 std::string describe(const source::DownloadProgress& p) {
   if (p.overall_total == 0) return "listing files";
@@ -33,9 +30,8 @@ ResolvedModel ModelResolver::resolve(const recipe::ModelSource& source) {
     // Relative paths are relative to the controller's working directory; engines get it absolute.
     return {ResolvedModel::State::kReady, fs::absolute(source.path, ec), ""};
   }
-  const fs::path dir = source::model_cache_dir(source, cache_dir_);
-  std::error_code ec;
-  if (fs::exists(dir / kCompleteMarker, ec)) return {ResolvedModel::State::kReady, dir, ""};
+  if (auto dir = source::cached_model_dir(source, cache_dir_))
+    return {ResolvedModel::State::kReady, *dir, ""};
 
   std::shared_ptr<Download> d;
   {
@@ -68,7 +64,6 @@ void ModelResolver::start_download(const recipe::ModelSource& source,
     try {
       spdlog::info("downloading {} into {}", source.original, this_cache.string());
       const fs::path dir = source::ModelDownloader(options).download(source, this_cache);
-      std::ofstream(dir / kCompleteMarker) << source.original << "\n";
       result = {ResolvedModel::State::kReady, dir, ""};
       spdlog::info("downloaded {} to {}", source.original, dir.string());
     } catch (const std::exception& e) {

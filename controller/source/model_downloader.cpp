@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <vector>
@@ -254,6 +255,20 @@ fs::path model_cache_dir(const recipe::ModelSource& source, const fs::path& cach
   return cache_dir / repo_dir / revision;
 }
 
+fs::path default_model_cache_dir() {
+  if (const char* cache = std::getenv("NIBBLE_CACHE"); cache && *cache) return cache;
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : ".") / ".cache" / "nibble";
+}
+
+std::optional<fs::path> cached_model_dir(const recipe::ModelSource& source,
+                                         const fs::path& cache_dir) {
+  const fs::path dir = model_cache_dir(source, cache_dir);
+  std::error_code error;
+  if (fs::exists(dir / kDownloadCompleteMarker, error)) return dir;
+  return std::nullopt;
+}
+
 ModelDownloader::ModelDownloader(DownloadOptions options) : options_(std::move(options)) {
   while (!options_.endpoint.empty() && options_.endpoint.back() == '/')
     options_.endpoint.pop_back();
@@ -280,6 +295,7 @@ fs::path ModelDownloader::download(const recipe::ModelSource& source, const fs::
     fs::create_directories(dir);
     RepoDownload download(options_, resolved, dir);
     download.run(download.list_files());
+    std::ofstream(dir / kDownloadCompleteMarker) << source.original << "\n";
   } catch (const fs::filesystem_error& error) {
     throw SourceError("model cache " + dir.string() + ": " + error.what());
   }

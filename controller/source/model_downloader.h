@@ -7,12 +7,15 @@
 // Each is written to <file>.incomplete, resumed with a Range request after an interruption,
 // checked against Content-Length / Content-Range and renamed into place when complete, so a
 // file without the suffix is always whole and is skipped next time. Every failure throws
-// SourceError with a message that says what to do; nothing aborts.
+// SourceError with a message that says what to do; nothing aborts. A finished download leaves
+// kDownloadCompleteMarker in its directory: `nibble pull`, the controller and `nibble-engine
+// serve org/name` all read the same cache through cached_model_dir().
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -43,10 +46,20 @@ DownloadOptions download_options_from_env();
 std::filesystem::path model_cache_dir(const recipe::ModelSource& source,
                                       const std::filesystem::path& cache_dir);
 
+// The model cache when none is named: $NIBBLE_CACHE, else $HOME/.cache/nibble.
+std::filesystem::path default_model_cache_dir();
+
+// Written into a model's cache directory once every file of it is in place.
+inline constexpr const char* kDownloadCompleteMarker = ".nibble-download-complete";
+
+// model_cache_dir(source, cache_dir) when a download of `source` completed there, else nullopt.
+std::optional<std::filesystem::path> cached_model_dir(const recipe::ModelSource& source,
+                                                      const std::filesystem::path& cache_dir);
+
 class ModelDownloader {
  public:
   explicit ModelDownloader(DownloadOptions options);
-  // Returns the local model directory; throws SourceError.
+  // Returns the local model directory, marked complete; throws SourceError.
   std::filesystem::path download(const recipe::ModelSource& source,
                                  const std::filesystem::path& cache_dir);
 

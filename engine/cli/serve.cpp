@@ -13,10 +13,12 @@
 #include "engine/backend/select_backend.h"
 #include "engine/chat/chat_template.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/model_argument.h"
 #include "engine/cli/serve_options.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/quantize_on_load.h"
 #include "engine/runtime/engine_loop.h"
+#include "engine/server/engine_stats_log.h"
 #include "engine/server/openai_server.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tool_calls/harmony_parser.h"
@@ -117,11 +119,21 @@ int run_serve(const Args& args) {
     spdlog::error("serve: {}", e.what());
     return 2;
   }
-  const fs::path model_dir = o.model;
+  LocalModel local;
+  try {
+    const fs::path cache =
+        o.download_dir.empty() ? source::default_model_cache_dir() : fs::path(o.download_dir);
+    local = resolve_model_argument(o.model, {cache, source::download_options_from_env()});
+  } catch (const std::exception& e) {
+    spdlog::error("serve: {}", e.what());
+    return 1;
+  }
+  const fs::path model_dir = local.dir;
+  if (o.served_model_name.empty()) o.served_model_name = local.hub_id;  // as vLLM names it
   if (o.served_model_name.empty())
-    o.served_model_name = fs::path(o.model).lexically_normal().filename().string();
+    o.served_model_name = model_dir.lexically_normal().filename().string();
   if (o.served_model_name.empty())
-    o.served_model_name = fs::absolute(o.model).parent_path().filename().string();
+    o.served_model_name = fs::absolute(model_dir).parent_path().filename().string();
 
   const auto load_start = std::chrono::steady_clock::now();
   spdlog::info("loading {} ...", model_dir.string());
@@ -178,6 +190,19 @@ int run_serve(const Args& args) {
   if (kv_bytes == 0 && !on_gpu) kv_bytes = std::size_t(1) << 30;
   const int num_blocks =
       backend::kv_blocks_for_budget(*backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs);
+  // The budget is a ceiling: no more blocks than max-num-seqs full-length sequences can hold.
+  if (const std::size_t budget_blocks = kv_bytes / backend->kv_block_bytes(kBlockSize);
+      budget_blocks > std::size_t(num_blocks)) {
+    const char* budget = o.kv_cache_memory_bytes > 0 ? "--kv-cache-memory-bytes"
+                         : on_gpu                    ? "--gpu-memory-utilization's budget"
+                                                     : "the CPU budget";
+    spdlog::info(
+        "KV cache: {} of {} MiB holds {} blocks; using {} blocks ({} MiB), as many as "
+        "--max-num-seqs {} sequences of --max-model-len {} tokens can fill",
+        budget, kv_bytes >> 20, budget_blocks, num_blocks,
+        (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20, o.max_num_seqs,
+        max_model_len);
+  }
   spdlog::info("KV cache: {} blocks of {} tokens ({} tokens, {} MiB, {})", num_blocks, kBlockSize,
                num_blocks * kBlockSize,
                (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20,
@@ -204,8 +229,8 @@ int run_serve(const Args& args) {
   metrics::Registry& registry = metrics::default_registry();
   registry
       .gauge("nibble_build_info", "Build information; the value is always 1.",
-             {"version", "backend"})
-      .labels({NIBBLE_VERSION, backend->name()})
+             {"version", "backend", "model_name"})
+      .labels({NIBBLE_VERSION, backend->name(), o.served_model_name})
       .set(1);
   runtime::EngineLoop engine(engine_config, runner, registry);
 
@@ -229,10 +254,14 @@ int run_serve(const Args& args) {
   server_config.limits.max_json_depth = o.max_json_depth;
   server_config.limits.max_prompt_bytes_per_token = o.max_prompt_bytes_per_token;
   server_config.chat_output = chat_output_config(o, chat_template.get());
+  server_config.access_log = o.access_log;
   server::OpenAiServer server(server_config, engine, tokenizer, chat_template.get(), registry);
   const int port = server.bind();
   server.prepare_structured_outputs_in_background();
   engine.start();
+  server::EngineStatsLog stats_log(
+      registry, o.served_model_name, max_model_len,
+      std::chrono::milliseconds(std::int64_t(o.log_stats_interval * 1000)));
   server.set_ready(true);
   spdlog::info("serving '{}' on http://{}:{}/v1 (backend {}, max model len {})",
                o.served_model_name, o.host, port, backend->name(), max_model_len);

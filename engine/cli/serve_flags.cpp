@@ -12,6 +12,7 @@ using enum FlagOwner;
 // test_serve_flags checks that every flag here parses and every flag the parser sets is here.
 constexpr std::array kFlags = {
     ServeFlag{"model", kRequired, kController, ""},
+    ServeFlag{"download-dir", kRequired, kController, ""},  // a directory: the controller's
     ServeFlag{"config", kRequired, kController, ""},
     ServeFlag{"host", kRequired, kController, ""},
     ServeFlag{"port", kRequired, kController, ""},
@@ -43,6 +44,10 @@ constexpr std::array kFlags = {
     ServeFlag{"http-read-timeout", kRequired, kRecipe, ""},
     ServeFlag{"max-pending-connections-per-client", kRequired, kRecipe, ""},
     ServeFlag{"log-level", kRequired, kRecipe, ""},
+    ServeFlag{"access-log", kOptional, kRecipe, ""},
+    ServeFlag{"no-access-log", kNone, kRecipe, ""},
+    ServeFlag{"log-stats-interval", kRequired, kRecipe, ""},
+    ServeFlag{"disable-log-stats", kNone, kRecipe, ""},  // vLLM's name for interval 0
     ServeFlag{"tool-call-parser", kRequired, kRecipe, ""},
     ServeFlag{"enable-auto-tool-choice", kOptional, kRecipe, ""},
     ServeFlag{"exclude-tools-when-tool-choice-none", kOptional, kRecipe, ""},

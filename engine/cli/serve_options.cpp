@@ -16,12 +16,19 @@ namespace nibble::engine::cli {
 
 namespace {
 
-const char* const kServeFlagsUsage = R"(usage: nibble-engine serve --model DIR [options]
+const char* const kServeFlagsUsage = R"(usage: nibble-engine serve MODEL [options]
+       nibble-engine serve --model MODEL [options]
 
 Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
 /v1/models, /tokenize, /detokenize, /health, /metrics, /version).
 
-  --model DIR                      Hugging Face-layout model directory (BF16 or NVFP4)
+MODEL is a Hugging Face-layout model directory (BF16 or NVFP4), or a Hub id (org/name or
+hf://org/name[@revision]): taken from the model cache, else downloaded into it when the Hub
+answers ($HF_ENDPOINT, $HF_TOKEN). `nibble pull hf://org/name` fills the cache beforehand.
+
+  --model MODEL                    the model, instead of the positional argument
+  --download-dir DIR               the model cache (default $NIBBLE_CACHE or ~/.cache/nibble,
+                                   the one nibble pull and the controller fill)
   --config FILE                    YAML file of these options (keys: long names); flags win
   --host ADDR                      listen address (default 127.0.0.1)
   --port N                         listen port (default 8000)
@@ -64,6 +71,15 @@ Serves the model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/c
                                    address may hold before its longest waiting one is closed
                                    (default: a quarter of --http-threads)
   --log-level trace|debug|info|warn|error
+  --access-log                     a line per request at info: method, path, status, model,
+                                   tokens, time to first token, duration; never prompt text
+                                   (default on; /health and /metrics at debug)
+  --no-access-log                  turn it off
+  --log-stats-interval SECONDS     every SECONDS, a line of prompt and generation throughput,
+                                   running and waiting requests, KV cache usage and prefix
+                                   cache hit rate, at info while there is work (default 10;
+                                   0: none)
+  --disable-log-stats              no stats lines (vLLM's name for --log-stats-interval 0)
   --tool-call-parser hermes|llama3_json|mistral|openai
                                    how tool calls look in the model's output (default: the
                                    format the chat template shows, if any; openai: gpt-oss's
@@ -144,6 +160,7 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
   constexpr long long kMax = std::numeric_limits<int>::max();
   return {
       {"model", [&](auto&, auto& v) { o.model = v; }},
+      {"download-dir", [&](auto&, auto& v) { o.download_dir = v; }},
       {"host", [&](auto&, auto& v) { o.host = v; }},
       {"port", [&](auto& f, auto& v) { o.port = int(to_integer(f, v, 0, 65535)); }},
       {"served-model-name", [&](auto&, auto& v) { o.served_model_name = v; }},
@@ -210,6 +227,9 @@ std::map<std::string, Setter> value_flags(ServeOptions& o) {
          o.log_level = one_of(f, v, {"trace", "debug", "info", "warn", "error"});
        }},
       {"token-mask-overlap", [&](auto& f, auto& v) { o.token_mask_overlap = to_bool(f, v); }},
+      {"access-log", [&](auto& f, auto& v) { o.access_log = to_bool(f, v); }},
+      {"log-stats-interval",
+       [&](auto& f, auto& v) { o.log_stats_interval = to_number(f, v, 0, 86400); }},
       {"token-mask-threads",
        [&](auto& f, auto& v) { o.token_mask_threads = int(to_integer(f, v, 1, 64)); }},
       {"speculative-config",
@@ -261,14 +281,19 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     if (args[i].starts_with("--config=")) apply_yaml(args[i].substr(9), o);
   }
   auto setters = value_flags(o);
+  std::string positional_model;
   for (std::size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(serve_usage().c_str(), stdout);
       return false;
     }
-    if (!arg.starts_with("--"))
-      throw std::invalid_argument("unexpected argument '" + arg + "' (see --help)");
+    if (!arg.starts_with("--")) {  // `serve MODEL`, as vLLM users write it
+      if (!positional_model.empty() || arg.empty())
+        throw std::invalid_argument("unexpected argument '" + arg + "' (see --help)");
+      positional_model = arg;
+      continue;
+    }
     std::string name = arg.substr(2), value;
     bool has_value = false;
     if (auto eq = name.find('='); eq != std::string::npos) {
@@ -298,6 +323,14 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
       o.enable_prefix_caching = true;
       continue;
     }
+    if (name == "no-access-log") {
+      o.access_log = false;
+      continue;
+    }
+    if (name == "disable-log-stats") {
+      o.log_stats_interval = 0;
+      continue;
+    }
     if (name == "enforce-eager" && !has_value) {
       o.enforce_eager = true;
       continue;
@@ -306,7 +339,15 @@ bool parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) 
     if (flag->value == FlagValue::kOptional && !has_value) value = "true";
     set_value(setters, o, name, value);
   }
-  if (o.model.empty()) throw std::invalid_argument("--model is required (see --help)");
+  if (!positional_model.empty()) {
+    if (!o.model.empty() && o.model != positional_model) {
+      throw std::invalid_argument("the model is given twice, as '" + positional_model +
+                                  "' and --model '" + o.model + "': give one");
+    }
+    o.model = positional_model;
+  }
+  if (o.model.empty())
+    throw std::invalid_argument("no model: pass `serve MODEL` or --model MODEL (see --help)");
   return true;
 }
 

@@ -19,7 +19,11 @@ inline constexpr int kGpuStepTokens = 4096;
 inline constexpr int kCpuStepTokens = 2048;
 
 struct ServeOptions {
-  std::string model;  // model directory (Hugging Face layout)
+  // A model directory (Hugging Face layout), or a Hub id (org/name, hf://org/name[@revision])
+  // found in the model cache or downloaded into it (engine/cli/model_argument.h). Either
+  // --model or `serve MODEL`, the positional argument vLLM users pass.
+  std::string model;
+  std::string download_dir;  // the model cache; "" = nibble pull's ($NIBBLE_CACHE, ~/.cache/nibble)
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string served_model_name;  // default: the model directory's name
@@ -50,6 +54,8 @@ struct ServeOptions {
   // cross-origin; http::parse_origin_list splits it. Empty: none.
   std::string allowed_origins;
   std::string log_level = "info";
+  bool access_log = true;          // a line per request (engine/server/access_log.h)
+  double log_stats_interval = 10;  // seconds between stats lines; 0 = none (engine_stats_log.h)
   // Chat output parsing (vLLM's flags): "" = detect the tool-call format from the chat template.
   std::string tool_call_parser;
   bool enable_auto_tool_choice = false;

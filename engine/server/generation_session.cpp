@@ -70,6 +70,7 @@ std::vector<ChoiceDelta> GenerationSession::poll(std::chrono::milliseconds timeo
     ChoiceDelta& delta = deltas[std::size_t(e.choice)];
     touched[std::size_t(e.choice)] = true;
     if (e.token >= 0) {
+      if (!first_token_time_) first_token_time_ = std::chrono::steady_clock::now();
       ++choice.num_tokens;
       if (!e.stop_token) {
         if (logprobs_ >= 0) {

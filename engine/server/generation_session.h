@@ -39,6 +39,10 @@ class GenerationSession {
   // An engine-side failure (device error), if one ended the request.
   const std::optional<std::string>& error() const { return error_; }
   nlohmann::json usage() const;
+  // When the first generated token reached this session (any choice); unset before it.
+  const std::optional<std::chrono::steady_clock::time_point>& first_token_time() const {
+    return first_token_time_;
+  }
   // The client is gone: abort the request in the engine.
   void cancel() { channel_->cancel(); }
 
@@ -60,6 +64,7 @@ class GenerationSession {
   std::vector<std::size_t> text_length_;  // per choice, in characters: logprobs' text_offset
   int finished_choices_ = 0;
   std::optional<std::string> error_;
+  std::optional<std::chrono::steady_clock::time_point> first_token_time_;
 };
 
 }  // namespace nibble::server

@@ -145,7 +145,7 @@ json format_logprobs(Endpoint endpoint, const json& entries) {
 struct StreamState {
   PreparedRequest request;
   std::int64_t created = 0;
-  std::unique_ptr<GenerationSession> session;
+  std::shared_ptr<GenerationSession> session;  // shared with the access log's facts
   std::vector<ChatChoiceOutput> chat_outputs;  // chat: one per choice
   bool started = false;
   bool finished = false;
@@ -177,6 +177,7 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
       chat_template_(chat_template),
       registry_(registry),
       http_(http_config(config_)),
+      access_log_(config_.access_log),
       created_(std::time(nullptr)),
       tool_metrics_(std::make_shared<ToolCallMetrics>(registry, config_.served_model_name)),
       structured_requests_(registry.counter("nibble_structured_output_requests_total",
@@ -192,6 +193,7 @@ OpenAiServer::OpenAiServer(ServerConfig config, runtime::EngineLoop& engine,
               .labels({config_.served_model_name})) {
   config_.structured.json.max_depth = config_.limits.max_json_depth;
   route();
+  access_log_.install(http_.routes());
 }
 
 structured::GrammarCache& OpenAiServer::grammar_cache() {
@@ -260,16 +262,19 @@ void OpenAiServer::listen() {
 
 void OpenAiServer::route() {
   httplib::Server& routes = http_.routes();
-  routes.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  routes.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+    access_log_.begin(req);
     const bool healthy = ready_ && engine_.accepting();
     res.status = healthy ? 200 : 503;
     res.set_content(healthy ? "ok" : (ready_ ? "draining" : "loading"), "text/plain");
   });
   http::serve_metrics(routes, registry_);
-  routes.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+  routes.Get("/version", [this](const httplib::Request& req, httplib::Response& res) {
+    access_log_.begin(req);
     send_json(res, 200, {{"version", NIBBLE_VERSION}});
   });
-  routes.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  routes.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    access_log_.begin(req);
     json model = {{"id", config_.served_model_name},
                   {"object", "model"},
                   {"created", created_},
@@ -279,12 +284,13 @@ void OpenAiServer::route() {
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
   });
   routes.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    completions(req, res);
+    completions(req, res, *access_log_.begin(req));
   });
   routes.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    chat_completions(req, res);
+    chat_completions(req, res, *access_log_.begin(req));
   });
   routes.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    access_log_.begin(req);
     try {
       const json body = parse_body(req, config_.limits);
       const int limit = engine_.max_tokens_per_sequence();
@@ -327,6 +333,7 @@ void OpenAiServer::route() {
     }
   });
   routes.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    access_log_.begin(req);
     try {
       const json body = parse_body(req, config_.limits);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
@@ -419,9 +426,10 @@ bool write_stream_events(StreamState& state, httplib::DataSink& sink) {
 // Checks lengths, submits to the engine and answers: a JSON body, or an SSE stream.
 void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
                     const tokenizer::Tokenizer& tokenizer, httplib::Response& res,
-                    http::ResponsesInFlight& streams) {
+                    http::ResponsesInFlight& streams, RequestFacts& facts) {
   const int limit = engine.max_tokens_per_sequence();
   const int prompt_len = int(request.prompt.size());
+  facts.prompt_tokens = prompt_len;
   if (prompt_len == 0) throw invalid_request("the prompt is empty", "prompt");
   check_prompt_length(request.prompt.size(), limit,
                       request.endpoint == Endpoint::kChat ? "messages" : "prompt");
@@ -455,9 +463,10 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
     case runtime::SubmitStatus::kInvalid:
       throw invalid_request(submitted.message, "prompt");
   }
-  auto session = std::make_unique<GenerationSession>(
+  auto session = std::make_shared<GenerationSession>(
       tokenizer, request.endpoint, params, prompt_len, channel,
       !request.chat_output || request.chat_output->skip_special_tokens);
+  facts.session = session;
   const std::int64_t created = std::time(nullptr);
   std::vector<ChatChoiceOutput> chat_outputs;
   for (int i = 0; request.chat_output && i < std::max(1, params.n); ++i) {
@@ -545,7 +554,9 @@ void run_generation(PreparedRequest request, runtime::EngineLoop& engine,
 // What both endpoints' requests carry, checked against the served model; the id follows
 // OpenAI's prefixes (cmpl-, chatcmpl-).
 template <typename Parsed>
-PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
+PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed,
+                                      RequestFacts& facts) {
+  facts.model = parsed.model.empty() ? config_.served_model_name : parsed.model;
   if (!parsed.model.empty() && parsed.model != config_.served_model_name) {
     throw model_not_found(parsed.model);
   }
@@ -553,6 +564,7 @@ PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
   r.endpoint = endpoint;
   r.id = new_response_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
   r.model = config_.served_model_name;
+  facts.id = r.id;
   r.params = parsed.params;
   r.max_tokens_given = parsed.max_tokens_given;
   r.stream = parsed.stream;
@@ -560,11 +572,12 @@ PreparedRequest OpenAiServer::prepare(Endpoint endpoint, const Parsed& parsed) {
   return r;
 }
 
-void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res) {
+void OpenAiServer::completions(const httplib::Request& req, httplib::Response& res,
+                               RequestFacts& facts) {
   try {
     const json body = parse_body(req, config_.limits);
     CompletionRequest parsed = parse_completion_request(body, config_.limits);
-    PreparedRequest r = prepare(Endpoint::kCompletions, parsed);
+    PreparedRequest r = prepare(Endpoint::kCompletions, parsed, facts);
     r.constraint = output_constraint(req, body, false);
     if (parsed.prompt_text) {
       check_prompt_bytes(parsed.prompt_text->size(), config_.limits,
@@ -576,17 +589,18 @@ void OpenAiServer::completions(const httplib::Request& req, httplib::Response& r
     }
     if (parsed.echo)
       r.echo_text = parsed.prompt_text ? *parsed.prompt_text : tokenizer_.decode(r.prompt);
-    run_generation(std::move(r), engine_, tokenizer_, res, streams_);
+    run_generation(std::move(r), engine_, tokenizer_, res, streams_, facts);
   } catch (const ApiError& e) {
     send_error(res, e);
   }
 }
 
-void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res) {
+void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Response& res,
+                                    RequestFacts& facts) {
   try {
     const json body = parse_body(req, config_.limits);
     ChatCompletionRequest parsed = parse_chat_request(body, config_.limits);
-    PreparedRequest r = prepare(Endpoint::kChat, parsed);
+    PreparedRequest r = prepare(Endpoint::kChat, parsed, facts);
     if (!chat_template_) {
       throw invalid_request("this model has no chat template; use /v1/completions", "messages");
     }
@@ -608,7 +622,7 @@ void OpenAiServer::chat_completions(const httplib::Request& req, httplib::Respon
     r.chat_output = std::make_shared<const ChatOutputPlan>(
         plan_chat_output(config_.chat_output, parsed.tool_use, prompt, tool_metrics_));
     if (r.chat_output->harmony) add_harmony_stop_tokens(tokenizer_, r.params.stop_token_ids);
-    run_generation(std::move(r), engine_, tokenizer_, res, streams_);
+    run_generation(std::move(r), engine_, tokenizer_, res, streams_, facts);
   } catch (const ApiError& e) {
     send_error(res, e);
   }

@@ -16,6 +16,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/runtime/engine_loop.h"
+#include "engine/server/access_log.h"
 #include "engine/server/chat_output.h"
 #include "engine/server/openai_request.h"
 #include "engine/structured/grammar_cache.h"
@@ -43,6 +44,7 @@ struct ServerConfig {
   RequestLimits limits;
   ChatOutputConfig chat_output;              // tool-call and reasoning parsing
   structured::StructuredOptions structured;  // grammar limits and caches (structured outputs)
+  bool access_log = true;                    // a line per request (access_log.h)
 };
 
 class OpenAiServer {
@@ -72,10 +74,10 @@ class OpenAiServer {
 
  private:
   void route();
-  void completions(const httplib::Request& req, httplib::Response& res);
-  void chat_completions(const httplib::Request& req, httplib::Response& res);
+  void completions(const httplib::Request& req, httplib::Response& res, RequestFacts& facts);
+  void chat_completions(const httplib::Request& req, httplib::Response& res, RequestFacts& facts);
   template <typename Parsed>
-  PreparedRequest prepare(Endpoint endpoint, const Parsed& parsed);
+  PreparedRequest prepare(Endpoint endpoint, const Parsed& parsed, RequestFacts& facts);
   // The compiled grammar for the request's structured output fields, or null without them.
   std::shared_ptr<const structured::TokenConstraintFactory> output_constraint(
       const httplib::Request& req, const nlohmann::json& body, bool chat);
@@ -87,6 +89,7 @@ class OpenAiServer {
   const chat::ChatTemplate* chat_template_;
   metrics::Registry& registry_;
   http::Server http_;
+  AccessLog access_log_;
   http::ResponsesInFlight streams_;  // streamed responses still being written
   std::atomic<bool> ready_{false};
   std::int64_t created_ = 0;

@@ -237,6 +237,19 @@ TEST_F(FakeHub, GivesUpAfterMaxAttemptsKeepingThePartialFileForTheNextRun) {
   EXPECT_EQ(requests_.back().range, "bytes=" + std::to_string(weights_.size() / 2) + "-");
 }
 
+// `nibble pull`, the controller and `nibble-engine serve org/name` share the cache: only a
+// finished download is found there (issue 45 item 8).
+TEST_F(FakeHub, OnlyAFinishedDownloadIsFoundInTheCache) {
+  drops_left_ = 1;
+  DownloadOptions one_try = options();
+  one_try.max_attempts = 1;
+  EXPECT_NE(error_of("org/tiny", one_try), "no error");
+  EXPECT_EQ(cached_model_dir(source("org/tiny"), cache_.path()), std::nullopt);
+  const fs::path dir = ModelDownloader(options()).download(source("org/tiny"), cache_.path());
+  EXPECT_EQ(cached_model_dir(source("org/tiny"), cache_.path()), dir);
+  EXPECT_EQ(read_file(dir / kDownloadCompleteMarker), "hf://org/tiny\n");
+}
+
 TEST_F(FakeHub, ErrorsSayWhatToDo) {
   EXPECT_NE(error_of("org/gated", options()).find("set HF_TOKEN"), std::string::npos);
   EXPECT_NE(error_of("org/missing", options()).find("no such repo or revision"), std::string::npos);

@@ -55,16 +55,20 @@ inline std::string tiny_model_dir(std::string& why) {
 
 class ServeProcess {
  public:
-  ServeProcess(const std::string& model_dir, std::vector<std::string> extra_args) {
-    port = nibble::testing::pick_free_port();
-    std::vector<std::string> argv = {
-        NIBBLE_ENGINE,         "serve", "--model",         model_dir,
-        "--served-model-name", "tiny",  "--port",          std::to_string(port),
-        "--threads",           "2",     "--max-model-len", "2048"};
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    process = std::make_unique<nibble::testing::ChildProcess>(
-        argv, (log_dir.path() / "serve.log").string());
-  }
+  ServeProcess(const std::string& model_dir, std::vector<std::string> extra_args)
+      : ServeProcess(std::vector<std::string>{"--model", model_dir, "--served-model-name", "tiny"},
+                     extra_args) {}
+
+  // `nibble-engine serve MODEL ...`, the model as the positional argument (vLLM's form), served
+  // under the name serve picks unless extra_args give one.
+  struct Positional {
+    std::string model;
+  };
+  ServeProcess(const Positional& model, std::vector<std::string> extra_args)
+      : ServeProcess(std::vector<std::string>{model.model}, extra_args) {}
+
+  // The server's log so far (stdout and stderr).
+  std::string log() const { return process->log(); }
 
   // Waits for /health to answer 200 (model loaded); false after `limit`.
   bool wait_ready(std::chrono::seconds limit = std::chrono::seconds(60)) {
@@ -102,6 +106,21 @@ class ServeProcess {
   nibble::testing::TempDir log_dir;
   int port = 0;
   std::unique_ptr<nibble::testing::ChildProcess> process;
+
+ private:
+  ServeProcess(std::vector<std::string> model_args, const std::vector<std::string>& extra_args) {
+    port = nibble::testing::pick_free_port();
+    std::vector<std::string> argv = {NIBBLE_ENGINE, "serve"};
+    argv.insert(argv.end(), model_args.begin(), model_args.end());
+    for (const std::string& arg :
+         {std::string("--port"), std::to_string(port), std::string("--threads"), std::string("2"),
+          std::string("--max-model-len"), std::string("2048")}) {
+      argv.push_back(arg);
+    }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    process = std::make_unique<nibble::testing::ChildProcess>(
+        argv, (log_dir.path() / "serve.log").string());
+  }
 };
 
 }  // namespace nibble::server::testing

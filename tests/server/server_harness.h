@@ -37,6 +37,7 @@ struct HarnessOptions {
   std::chrono::microseconds step_delay{0};
   std::string scripted_output;
   ChatOutputConfig chat_output;
+  bool access_log = true;
 };
 
 class ServerHarness {
@@ -66,6 +67,7 @@ class ServerHarness {
     server_config.max_body_bytes = o.max_body_bytes;
     server_config.http_threads = o.http_threads;
     server_config.chat_output = o.chat_output;
+    server_config.access_log = o.access_log;
     server =
         std::make_unique<OpenAiServer>(server_config, *engine, tokenizer, &chat_template, registry);
     port = server->bind();

@@ -455,5 +455,27 @@ TEST(OpenAiServer, HugeMaxTokensIsReportedAsSent) {
             "'max_tokens' must be between 1 and 2147483647, got 1e+20");
 }
 
+// docs/structured-outputs.md quotes these two refusals; they must read as the docs show them.
+TEST(OpenAiServer, StructuredOutputRefusalsReadAsTheDocsQuoteThem) {
+  ServerHarness h;
+  auto refusal = [&](const json& schema) {
+    const json answer =
+        post(h, "/v1/chat/completions",
+             {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+              {"response_format",
+               {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}}}},
+             400);
+    return answer["error"]["message"].get<std::string>();
+  };
+  EXPECT_EQ(refusal(json::parse(
+                R"({"type": "object", "properties": {"age": {"oneOf": [{"type": "integer"}]}}})")),
+            "JSON Schema keyword 'oneOf' is not supported for structured outputs (at "
+            "/properties/age)");
+  EXPECT_EQ(refusal(json::parse(R"({"anyOf": [{"$ref": "#"}, {"type": "string"}]})")),
+            "the grammar is left-recursive: it can come back to the same rule without consuming "
+            "input ('ref #' -> 'anyOf' -> 'ref #'); a '$ref' or 'anyOf' option that refers back "
+            "to its own schema must sit inside an object property or an array item");
+}
+
 }  // namespace
 }  // namespace nibble::server

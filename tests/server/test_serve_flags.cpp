@@ -85,6 +85,52 @@ TEST(ServeFlags, ParserFollowsTheTable) {
   EXPECT_EQ(o.allowed_origins, "http://a.example,https://b.example:8443");
 }
 
+// Issue 45 item 8: the model as vLLM users pass it, `serve MODEL`, beside --model.
+TEST(ServeFlags, ModelIsPositionalOrAFlag) {
+  ServeOptions positional;
+  ASSERT_TRUE(parse_serve_options({"serve", "/models/qwen3", "--port", "9000"}, positional));
+  EXPECT_EQ(positional.model, "/models/qwen3");
+  EXPECT_EQ(positional.port, 9000);
+  ServeOptions after_flags;
+  ASSERT_TRUE(parse_serve_options({"serve", "--port", "9000", "Qwen/Qwen3-8B"}, after_flags));
+  EXPECT_EQ(after_flags.model, "Qwen/Qwen3-8B");
+  ServeOptions same;
+  ASSERT_TRUE(parse_serve_options({"serve", "/m", "--model", "/m"}, same));
+  EXPECT_EQ(same.model, "/m");
+  ServeOptions o;
+  EXPECT_THROW(parse_serve_options({"serve", "/a", "--model", "/b"}, o), std::invalid_argument);
+  EXPECT_THROW(parse_serve_options({"serve", "/a", "/b"}, o), std::invalid_argument);
+  try {
+    ServeOptions none;
+    parse_serve_options({"serve", "--port", "9000"}, none);
+    ADD_FAILURE() << "no model was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "no model: pass `serve MODEL` or --model MODEL (see --help)");
+  }
+}
+
+// Issue 45 item 6: the access log (default on) and the stats line's interval (default 10 s).
+TEST(ServeFlags, AccessLogAndStatsIntervalSwitches) {
+  ServeOptions defaults;
+  ASSERT_TRUE(parse_serve_options({"serve", "/m"}, defaults));
+  EXPECT_TRUE(defaults.access_log);
+  EXPECT_EQ(defaults.log_stats_interval, 10);
+  ServeOptions off;
+  ASSERT_TRUE(parse_serve_options({"serve", "/m", "--no-access-log", "--disable-log-stats"}, off));
+  EXPECT_FALSE(off.access_log);
+  EXPECT_EQ(off.log_stats_interval, 0);
+  ServeOptions set;
+  ASSERT_TRUE(parse_serve_options(
+      {"serve", "/m", "--access-log=false", "--log-stats-interval", "2.5"}, set));
+  EXPECT_FALSE(set.access_log);
+  EXPECT_EQ(set.log_stats_interval, 2.5);
+  ServeOptions on;
+  ASSERT_TRUE(parse_serve_options({"serve", "/m", "--access-log"}, on));
+  EXPECT_TRUE(on.access_log);
+  EXPECT_NE(parse_error({"--log-stats-interval", "-1"}).find("--log-stats-interval"),
+            std::string::npos);
+}
+
 // Issue 44: the request nesting limit and the prompt's byte bound, with their defaults.
 TEST(ServeFlags, JsonDepthAndPromptBytesPerTokenHaveDefaultsAndRanges) {
   ServeOptions defaults;
@@ -102,8 +148,8 @@ TEST(ServeFlags, JsonDepthAndPromptBytesPerTokenHaveDefaultsAndRanges) {
 }
 
 TEST(ServeFlags, FlagsThatListenServeOrReadFilesBelongToTheController) {
-  for (const char* name :
-       {"model", "config", "host", "port", "served-model-name", "api-key", "allowed-origins"}) {
+  for (const char* name : {"model", "download-dir", "config", "host", "port", "served-model-name",
+                           "api-key", "allowed-origins"}) {
     const ServeFlag* f = find_serve_flag(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f->owner, FlagOwner::kController) << name;

@@ -94,9 +94,34 @@ std::int64_t dense_min_rows() {
   return env != nullptr ? std::atoll(env) : nibble::kernels::kNvfp4DenseMinRows;
 }
 
+const char* const kUsage =
+    "usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b]\n"
+    "                           [--ms 1,16] [--profile] [--tiles-overlap] [--moe]\n"
+    "                           [--no-wgmma] [--no-wgmma-cluster] [--no-short-k]\n"
+    "\n"
+    "NVFP4 linear kernels against the device's copy bandwidth and cuBLAS BF16, on the first CUDA\n"
+    "device (exit 77 without one). The comment at the top of tools/kernel-bench/kernel_bench.cpp\n"
+    "explains each column and flag.\n"
+    "  --reps N             timed repetitions per measurement (default 15)\n"
+    "  --csv FILE           also write the results as CSV\n"
+    "  --sweep-splits       time each split-K count of the tiles the planner picks from\n"
+    "  --layers a,b         only these layers (names as printed)\n"
+    "  --ms 1,16            only these M values\n"
+    "  --profile            launch each variant once, eagerly, timing nothing (Nsight Compute)\n"
+    "  --tiles-overlap      time forced tiles with programmatic dependent launch\n"
+    "  --moe                only the grouped MoE expert GEMMs and the device MoE layer\n"
+    "  --no-wgmma, --no-wgmma-cluster, --no-short-k\n"
+    "                       turn the planner's LinearOptions off, for A/B runs\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
   nibble::kernels::w4a16_enable_dev_tiles();  // the forced kGemv columns
   int reps = 15;
   const char* csv_path = nullptr;

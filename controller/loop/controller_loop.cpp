@@ -289,6 +289,10 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
 
   facts.model = availability(model.state);
   facts.model_message = model.message;
+  if (observed.downloading && facts.model == reconcile::ModelAvailability::kReady) {
+    facts.model = reconcile::ModelAvailability::kDownloading;  // the pods fetch it (Kubernetes)
+    facts.model_message = observed.downloading_message;
+  }
   facts.crash_loop = observed.crash_loop;
   facts.retry_in =
       std::max(std::chrono::seconds(0),

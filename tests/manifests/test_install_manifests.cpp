@@ -279,9 +279,11 @@ TEST(HelmChart, NotesApplyRecipesInTheReleaseNamespace) {
         "kubectl -n team-a port-forward svc/nibble-controller"})
     EXPECT_NE(notes.find(expected), std::string::npos) << expected << "\n" << notes;
   std::istringstream lines(notes);
-  for (std::string line; std::getline(lines, line);)
-    if (line.find("kubectl ") != std::string::npos)
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("kubectl ") != std::string::npos) {
       EXPECT_NE(line.find("kubectl -n team-a "), std::string::npos) << line;
+    }
+  }
 }
 
 // Every repository file docs/kubernetes.md and the chart's NOTES name exists (the docs once sent

@@ -60,7 +60,7 @@ TEST(InstallManifests, KustomizeInstallValidatesObjectForObject) {
   auto v = tools.script("validate_k8s.mjs", out);
   EXPECT_EQ(v.exit_code, 0) << v.output;
   EXPECT_EQ(valid_objects(v.output), kFullInstall) << v.output;
-  EXPECT_NE(v.output.find("15 valid, 0 invalid"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("16 valid, 0 invalid"), std::string::npos) << v.output;
 }
 
 TEST(InstallManifests, NoMonitoringOverlayLeavesOutEveryMonitoringObject) {
@@ -347,7 +347,7 @@ TEST(HelmChart, NetworkPolicyIngressTestHookAndEnginePodValues) {
   const auto pods = objects_of_kind(text, "Pod");
   ASSERT_EQ(pods.size(), 1u);
   EXPECT_EQ(pods[0]["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(), "test");
-  EXPECT_NE(pods[0]["spec"]["containers"][0]["command"][3].as<std::string>().find(
+  EXPECT_NE(pods[0]["spec"]["containers"][0]["command"][4].as<std::string>().find(
                 "http://nibble-controller:8000/health"),
             std::string::npos);
 

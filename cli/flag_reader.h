@@ -25,6 +25,8 @@ class FlagReader {
   std::string value();
   long long integer(long long lo, long long hi);
   [[noreturn]] void unknown() const;
+  // Arguments consumed so far (the flag and its value, if it took one from the next argument).
+  std::size_t consumed() const { return next_; }
 
  private:
   std::string program_;

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "cli/flag_reader.h"
+#include "controller/kube/render_flags.h"
 #include "http/cors.h"
 
 namespace nibble::controller {
@@ -60,6 +62,19 @@ bool to_switch(const std::string& flag, bool has_value, const std::string& v) {
   throw std::invalid_argument(flag + ": expected true or false, got '" + v + "'");
 }
 
+// One of `nibble render`'s flags (kube/render_flags.h) at args[i]: the arguments it took (the
+// flag and maybe its value), 0 when it is not one of them.
+std::size_t take_render_flag(const std::vector<std::string>& args, std::size_t i,
+                             kube::RenderOptions& render) {
+  std::vector<std::string> window = {"nibble-controller", args[i]};
+  if (i + 1 < args.size()) window.push_back(args[i + 1]);
+  std::vector<char*> argv;
+  for (std::string& a : window) argv.push_back(a.data());
+  cli::FlagReader flags("nibble-controller", int(argv.size()), argv.data());
+  flags.next();
+  return kube::take_render_flag(flags, render) ? flags.consumed() : 0;
+}
+
 }  // namespace
 
 const char* const kControllerUsage = R"(usage: nibble-controller [options]
@@ -75,6 +90,8 @@ OpenAI-compatible endpoint for all of them.
   --host, --router-host HOST OpenAI endpoint (router) address (default 127.0.0.1; use
                              0.0.0.0 to expose it, with --api-key: see docs/security.md)
   --port PORT                OpenAI endpoint port (default 8000)
+  --endpoint URL             the endpoint as clients reach it, shown in recipes' status
+                             (default http://HOST:PORT/v1; on Kubernetes the Service's URL)
   --api-key KEY              require 'Authorization: Bearer KEY' at the router on every path
                              but /health and /metrics (repeatable; or $NIBBLE_API_KEY)
   --api-key-file FILE        router API keys from a file, one per line (repeatable)
@@ -112,6 +129,7 @@ OpenAI-compatible endpoint for all of them.
   --namespace NS             kubernetes: the namespace watched (default the context's/pod's)
   --leader-elect             kubernetes: only the holder of a Lease reconciles
   --engine-image IMAGE       kubernetes: the engine image of the Deployments
+  (kubernetes: the engine pods' flags of `nibble render` below also apply)
   --check-options            parse and validate these options, then exit 0 (nothing starts)
   -h, --help                 this text
   --version                  print the version
@@ -140,6 +158,7 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
     };
     if (flag == "-h" || flag == "--help") {
       std::fputs(kControllerUsage, stdout);
+      std::printf("\nEngine pods (kubernetes):\n%s", kube::render_flags_usage());
       return false;
     } else if (flag == "--version") {
       std::printf("nibble-controller %s\n", NIBBLE_VERSION);
@@ -152,6 +171,10 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.cache_dir = next();
     } else if (flag == "--host" || flag == "--router-host") {
       o.host = next();
+    } else if (flag == "--endpoint") {
+      o.endpoint = next();
+      if (o.endpoint.rfind("http://", 0) != 0 && o.endpoint.rfind("https://", 0) != 0)
+        throw std::invalid_argument(flag + ": expected an http:// or https:// URL");
     } else if (flag == "--port") {
       o.port = to_int(flag, next(), 0, 65535);
     } else if (flag == "--api-host") {
@@ -222,6 +245,8 @@ bool parse_controller_options(const std::vector<std::string>& args, ControllerOp
       o.engine_image = next();
     } else if (flag == "--check-options") {
       o.check_options = to_switch(flag, has_value, value);
+    } else if (const std::size_t used = take_render_flag(args, i, o.render); used > 0) {
+      i += used - 1;
     } else {
       throw std::invalid_argument("unknown option '" + args[i] + "' (see --help)");
     }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/kube/recipe_objects.h"
 #include "controller/store/recipe_admission.h"
 
 namespace nibble::controller {
@@ -13,6 +14,9 @@ struct ControllerOptions {
   std::string state_dir;           // recipes/, replicas/, logs/, status/
   std::string cache_dir;           // hf:// downloads
   std::string host = "127.0.0.1";  // the router's OpenAI endpoint (--host, --router-host)
+  // --endpoint: the router's URL as clients reach it, shown in status (Kubernetes: the Service's
+  // DNS name); "" for http://HOST:PORT/v1.
+  std::string endpoint;
   int port = 8000;
   std::string api_host = "127.0.0.1";
   int api_port = 8001;
@@ -43,7 +47,11 @@ struct ControllerOptions {
   std::string kubeconfig;         // "" : $KUBECONFIG, in-cluster, ~/.kube/config
   std::string namespace_name;     // "" : the kubeconfig context's or the pod's namespace
   bool leader_elect = false;
-  std::string engine_image;    // "" : recipe_objects' default
+  std::string engine_image;  // "" : recipe_objects' default
+  // kubernetes: how engine pods look (kube/render_flags.h: --hf-token-secret,
+  // --model-cache-pvc, --model-cache-host-path, --engine-cpu, ...), the flags `nibble render`
+  // takes.
+  kube::RenderOptions render;
   bool check_options = false;  // --check-options: parse and validate, start nothing
 };
 

@@ -27,7 +27,7 @@ std::string own_namespace(const std::string& watched) {
 
 }  // namespace
 
-KubeMode::KubeMode(const ControllerOptions& o) {
+KubeMode::KubeMode(const ControllerOptions& o) : render_(o.render) {
   kube::KubeConfig config = kube::resolve_kube_config(o.kubeconfig, kube::process_environment());
   if (!o.namespace_name.empty()) config.namespace_name = o.namespace_name;
   render_.namespace_name = config.namespace_name;

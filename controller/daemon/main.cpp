@@ -174,7 +174,9 @@ int run(const controller::ControllerOptions& o) {
   router::Router router(routes, registry, router_config);
   if (!router.start()) return 1;
   const std::string shown_host = o.host == "0.0.0.0" || o.host == "::" ? "localhost" : o.host;
-  const std::string endpoint = "http://" + shown_host + ":" + std::to_string(router.port()) + "/v1";
+  const std::string endpoint =
+      !o.endpoint.empty() ? o.endpoint
+                          : "http://" + shown_host + ":" + std::to_string(router.port()) + "/v1";
 
   controller::ControllerLoopConfig loop_config{o.state_dir, o.resync, endpoint};
   if (kube) {
@@ -257,6 +259,12 @@ int main(int argc, char** argv) {
         options.backend.c_str(), options.leader_elect ? "true" : "false",
         options.engine_image.c_str(), options.host.c_str(), options.port, options.state_dir.c_str(),
         options.log_level.c_str());
+    if (options.backend == "kubernetes") {
+      const nibble::kube::RenderOptions& r = options.render;
+      std::printf("nibble-controller: endpoint=%s engine pods: hf-token-secret=%s model-cache=%s\n",
+                  options.endpoint.c_str(), r.hf_token_secret.c_str(),
+                  nibble::kube::describe(r.model_cache).c_str());
+    }
     return 0;
   }
   spdlog::set_level(spdlog::level::from_str(options.log_level));

@@ -17,7 +17,7 @@ namespace {
 const ResourceType& type_of(const Json& object) {
   const std::string api_version = object.value("apiVersion", "");
   const std::string kind = object.value("kind", "");
-  for (const ResourceType* t : {&kDeployments, &kServices, &kPodMonitors}) {
+  for (const ResourceType* t : {&kDeployments, &kServices, &kPodDisruptionBudgets, &kPodMonitors}) {
     if (t->api_version() == api_version && t->kind == kind) return *t;
   }
   throw KubeError(0, "UnknownKind", "cannot apply " + api_version + " " + kind);
@@ -73,8 +73,30 @@ std::vector<Json> KubeReplicaBackend::pods_of(const std::string& recipe) const {
   return out;
 }
 
-reconcile::RecipeObservation KubeReplicaBackend::observe(const std::string& recipe) {
-  reconcile::RecipeObservation observation = observe_pods(pods_of(recipe), config_.pods);
+reconcile::RecipeObservation KubeReplicaBackend::observe(const std::string& recipe,
+                                                         const RecipeOwner* owner) {
+  const std::vector<Json> pods = pods_of(recipe);
+  reconcile::RecipeObservation observation = observe_pods(pods, config_.pods);
+  // Rebuilt from the pods present, so pods that are gone are forgotten.
+  std::map<std::string, int>& counts_before = restart_counts_[recipe];
+  std::map<std::string, std::string>& reported_before = failures_reported_[recipe];
+  std::map<std::string, int> counts;
+  std::map<std::string, std::string> reported;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const reconcile::ReplicaView& view = observation.replicas[i];
+    // A pod seen for the first time (or by a restarted controller) sets the baseline.
+    const auto before = counts_before.find(view.id);
+    if (before != counts_before.end() && view.restarts > before->second)
+      observation.restarted += view.restarts - before->second;
+    counts[view.id] = view.restarts;
+    const PodFailure failure = pod_failure(pods[i]);
+    if (!failure.reason.empty() && failure.reason != reported_before[view.id] && owner &&
+        config_.event)
+      config_.event(*owner, "Warning", failure.reason, failure.message);
+    reported[view.id] = failure.reason;
+  }
+  counts_before = std::move(counts);
+  reported_before = std::move(reported);
   std::lock_guard<std::mutex> lock(mutex_);
   const auto key = keys_.find(recipe);
   if (key != keys_.end()) {
@@ -153,7 +175,7 @@ reconcile::RecipeObservation KubeReplicaBackend::sync(const reconcile::DesiredSt
     }
     replicas_applied_[name] = desired.replicas;
   }
-  return observe(name);
+  return observe(name, &*owner);
 }
 
 reconcile::RecipeObservation KubeReplicaBackend::drain(const std::string& recipe,
@@ -177,8 +199,10 @@ reconcile::RecipeObservation KubeReplicaBackend::drain(const std::string& recipe
       if (!e.not_found()) throw;  // already gone: garbage-collected with its recipe
     }
   }
-  reconcile::RecipeObservation observation = observe(recipe);
+  reconcile::RecipeObservation observation = observe(recipe, nullptr);
   if (observation.replicas.empty()) {
+    restart_counts_.erase(recipe);
+    failures_reported_.erase(recipe);
     std::lock_guard<std::mutex> lock(mutex_);
     observed_.erase(recipe);
     keys_.erase(recipe);

@@ -7,6 +7,10 @@
 // controller and the kubelet do the rolling, restarting and back-off the local backend does by
 // hand, so a recipe's observation is what the Pods say (pod_replicas.h).
 //
+// Pods are read every pass: an increase of the engine's restartCount is reported as
+// `restarted` (the restarts metric and its alert), a pod that starts failing (pod_replicas.h:
+// CrashLoopBackOff, ImagePullBackOff, OOMKilled, ...) gets one Warning Event on the ModelRecipe.
+//
 // Applies are skipped while the rendered objects equal the last ones applied and the
 // Deployment is in the cache (a deleted Deployment is applied again on the next pass). A 409 or
 // a transient failure (no answer, 429, 5xx) is retried `retries` times with a doubling pause;
@@ -84,7 +88,8 @@ class KubeReplicaBackend : public reconcile::ReplicaBackend {
   void apply_object(const nlohmann::json& object);
   void ensure_key_secret(const reconcile::DesiredState& desired, const RecipeOwner& owner,
                          const std::string& key, reconcile::Clock::time_point now);
-  reconcile::RecipeObservation observe(const std::string& recipe);
+  // `owner`: where Events about failing pods go (none while draining).
+  reconcile::RecipeObservation observe(const std::string& recipe, const RecipeOwner* owner);
 
   const KubeClient& client_;
   const Informer& deployments_;
@@ -93,6 +98,10 @@ class KubeReplicaBackend : public reconcile::ReplicaBackend {
   std::map<std::string, std::string> applied_;  // recipe → rendered objects last applied
   std::map<std::string, int> replicas_applied_;
   std::map<std::string, reconcile::Clock::time_point> key_secret_ensured_;
+  // By recipe, then pod name: the engine's restartCount last read (restarts since are counted
+  // as `restarted`) and the failure last reported in an Event (one Event per new failure).
+  std::map<std::string, std::map<std::string, int>> restart_counts_;
+  std::map<std::string, std::map<std::string, std::string>> failures_reported_;
   mutable std::mutex mutex_;  // guards observed_ and keys_ (replicas() may come from an API thread)
   std::map<std::string, std::string> keys_;  // recipe → engine key
   std::map<std::string, std::vector<reconcile::ReplicaView>> observed_;

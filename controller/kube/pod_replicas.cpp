@@ -25,6 +25,16 @@ bool condition_true(const Json& pod, const std::string& type) {
   return false;
 }
 
+// Waiting reasons after which the kubelet only backs off: the pod will not serve by itself.
+bool failing_waiting_reason(const std::string& reason) {
+  return reason == "CrashLoopBackOff" || reason == "ImagePullBackOff" || reason == "ErrImagePull" ||
+         reason == "CreateContainerConfigError" || reason == "InvalidImageName";
+}
+
+Json pod_status_list(const Json& pod, const char* field) {
+  return pod.value("status", Json::object()).value(field, Json::array());
+}
+
 std::string termination_text(const Json& terminated) {
   std::string text = terminated.value("reason", "Terminated");
   if (terminated.contains("exitCode")) {
@@ -74,17 +84,53 @@ reconcile::ReplicaView replica_from_pod(const Json& pod, const PodReading& readi
   return view;
 }
 
+PodFailure pod_failure(const Json& pod) {
+  for (const char* field : {"initContainerStatuses", "containerStatuses"}) {
+    for (const Json& c : pod_status_list(pod, field)) {
+      const Json waiting = c.value("state", Json::object()).value("waiting", Json());
+      if (!waiting.is_object()) continue;
+      const std::string reason = waiting.value("reason", "");
+      if (!failing_waiting_reason(reason)) continue;
+      PodFailure f{reason, "container " + c.value("name", "") + " of pod " +
+                               pod["metadata"].value("name", "") + ": " + reason};
+      const Json last = c.value("lastState", Json::object()).value("terminated", Json());
+      if (last.is_object()) {
+        // The cause of a crash loop is the last exit: OOMKilled is the one users act on.
+        if (last.value("reason", "") == "OOMKilled") f.reason = "OOMKilled";
+        f.message += " after " + termination_text(last);
+      } else if (!waiting.value("message", "").empty()) {
+        f.message += ": " + waiting.value("message", "");
+      }
+      return f;
+    }
+  }
+  return {};
+}
+
+bool pod_downloading(const Json& pod, const PodReading& reading) {
+  if (pod.value("metadata", Json::object()).contains("deletionTimestamp")) return false;
+  for (const Json& c : pod_status_list(pod, "initContainerStatuses")) {
+    if (c.value("name", "") != reading.download_container) continue;
+    const Json state = c.value("state", Json::object());
+    if (state.contains("running")) return true;
+    if (state.contains("waiting")) {
+      return !failing_waiting_reason(state["waiting"].value("reason", ""));
+    }
+    return false;  // terminated: done (exit 0), or failed and about to be restarted
+  }
+  return false;
+}
+
 reconcile::RecipeObservation observe_pods(const std::vector<Json>& pods,
                                           const PodReading& reading) {
   reconcile::RecipeObservation observation;
   std::vector<std::pair<std::string, reconcile::ReplicaExit>> exits;  // by finishedAt
+  std::vector<reconcile::ReplicaExit> failures;
+  std::vector<std::string> downloading;
+  bool any_ready = false;
   for (const Json& pod : pods) {
     reconcile::ReplicaView view = replica_from_pod(pod, reading);
     const Json engine = engine_container(pod);
-    const Json waiting = engine.value("state", Json::object()).value("waiting", Json());
-    if (waiting.is_object() && waiting.value("reason", "") == "CrashLoopBackOff") {
-      observation.crash_loop = true;
-    }
     const Json terminated = engine.value("lastState", Json::object()).value("terminated", Json());
     if (terminated.is_object()) {
       reconcile::ReplicaExit exit;
@@ -92,11 +138,25 @@ reconcile::RecipeObservation observe_pods(const std::vector<Json>& pods,
       exit.description = termination_text(terminated);
       exits.emplace_back(terminated.value("finishedAt", ""), exit);
     }
+    if (PodFailure failure = pod_failure(pod); !failure.reason.empty()) {
+      observation.crash_loop = true;
+      failures.push_back({view.id, failure.message, {}});
+    }
+    if (view.phase == reconcile::ReplicaPhase::kReady) any_ready = true;
+    if (pod_downloading(pod, reading)) downloading.push_back(view.id);
     observation.replicas.push_back(std::move(view));
   }
   std::stable_sort(exits.begin(), exits.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [at, exit] : exits) observation.exits.push_back(std::move(exit));
+  for (auto& failure : failures) observation.exits.push_back(std::move(failure));
+  if (!any_ready && !downloading.empty()) {
+    observation.downloading = true;
+    observation.downloading_message = "pod " + downloading.front() + " downloads the model";
+    if (downloading.size() > 1)
+      observation.downloading_message +=
+          " (and " + std::to_string(downloading.size() - 1) + " more)";
+  }
   return observation;
 }
 

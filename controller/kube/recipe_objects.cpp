@@ -102,16 +102,36 @@ json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json
       {"livenessProbe", health_probe(10, 5, 6)},
       {"securityContext", container_security()},
       {"volumeMounts", std::move(mounts)}};
+  json requests = {{"cpu", o.requests.cpu},
+                   {"memory", o.requests.memory},
+                   {"ephemeral-storage", o.requests.ephemeral_storage}};
+  c["resources"] = {{"requests", requests}};
   if (r.engine.device != "cpu") {
-    c["resources"] = {{"limits", {{"nvidia.com/gpu", "1"}}},
-                      {"requests", {{"nvidia.com/gpu", "1"}}}};
+    c["resources"]["requests"]["nvidia.com/gpu"] = "1";
+    c["resources"]["limits"] = {{"nvidia.com/gpu", "1"}};
   }
   return c;
 }
 
+// The values the API server takes (the CRD's enums); anything else would be refused with the
+// whole Deployment, so it is refused here with the field's name.
+void check_toleration(const std::map<std::string, std::string>& t, std::size_t index) {
+  const std::string field = "spec.placement.tolerations[" + std::to_string(index) + "].";
+  const auto op = t.find("operator");
+  if (op != t.end() && op->second != "Exists" && op->second != "Equal")
+    throw RenderError(field + "operator: '" + op->second + "' is not Exists or Equal");
+  const auto effect = t.find("effect");
+  if (effect != t.end() && effect->second != "NoSchedule" && effect->second != "PreferNoSchedule" &&
+      effect->second != "NoExecute")
+    throw RenderError(field + "effect: '" + effect->second +
+                      "' is not NoSchedule, PreferNoSchedule or NoExecute");
+}
+
 json tolerations(const recipe::Placement& p) {
   json out = json::array();
-  for (const auto& t : p.tolerations) {
+  for (std::size_t i = 0; i < p.tolerations.size(); ++i) {
+    const auto& t = p.tolerations[i];
+    check_toleration(t, i);
     json entry = json::object();
     for (const auto& [key, value] : t) {
       if (key == "tolerationSeconds") {
@@ -174,6 +194,12 @@ json pod_spec(const recipe::ModelRecipe& r, const RenderOptions& o) {
                {"containers", json::array({engine_container(r, o, std::move(mounts))})},
                {"volumes", volumes}};
   if (!init.empty()) spec["initContainers"] = init;
+  if (!o.runtime_class.empty()) spec["runtimeClassName"] = o.runtime_class;
+  if (!o.image_pull_secrets.empty()) {
+    spec["imagePullSecrets"] = json::array();
+    for (const std::string& name : o.image_pull_secrets)
+      spec["imagePullSecrets"].push_back({{"name", name}});
+  }
   if (!r.placement.node_selector.empty()) spec["nodeSelector"] = r.placement.node_selector;
   if (!r.placement.tolerations.empty()) spec["tolerations"] = tolerations(r.placement);
   if (r.placement.solo_only) spec["affinity"] = solo_affinity();
@@ -213,6 +239,18 @@ json engine_key_secret(const recipe::ModelRecipe& r, const std::string& key, con
           {"stringData", {{kEngineKeyField, key}}}};
 }
 
+std::string describe(const ModelCache& cache) {
+  switch (cache.kind) {
+    case ModelCache::Kind::kPersistentVolumeClaim:
+      return "pvc/" + cache.claim_name;
+    case ModelCache::Kind::kHostPath:
+      return "hostPath " + cache.host_path;
+    case ModelCache::Kind::kEmptyDir:
+      break;
+  }
+  return cache.size_limit.empty() ? "emptyDir" : "emptyDir sizeLimit=" + cache.size_limit;
+}
+
 std::string model_dir_in_pod(const recipe::ModelSource& source) {
   switch (source.kind) {
     case recipe::ModelSource::Kind::kHuggingFace:
@@ -229,7 +267,7 @@ std::string model_dir_in_pod(const recipe::ModelSource& source) {
 }
 
 std::vector<json> RecipeObjects::all() const {
-  std::vector<json> out = {deployment, service};
+  std::vector<json> out = {deployment, service, disruption_budget};
   if (!pod_monitor.is_null()) out.push_back(pod_monitor);
   return out;
 }
@@ -267,6 +305,11 @@ RecipeObjects recipe_objects(const recipe::ModelRecipe& r, const std::string& re
                                            {"port", kEnginePort},
                                            {"targetPort", "http"},
                                            {"protocol", "TCP"}}})}}}};
+  out.disruption_budget = {
+      {"apiVersion", "policy/v1"},
+      {"kind", "PodDisruptionBudget"},
+      {"metadata", metadata(r.name, r, owner, o)},
+      {"spec", {{"selector", {{"matchLabels", selector_labels(r.name)}}}, {"maxUnavailable", 1}}}};
   if (o.pod_monitor) {
     out.pod_monitor = {
         {"apiVersion", "monitoring.coreos.com/v1"},

@@ -1,11 +1,12 @@
 #pragma once
 // The pure function recipe → the Kubernetes objects that run it: a Deployment of engine pods,
-// a Service in front of them and, optionally, a PodMonitor. The Kubernetes backend applies
-// exactly these (server-side apply); `nibble render` prints them. No I/O, no clock: the same
-// recipe, revision and options always give the same objects.
+// a Service in front of them, a PodDisruptionBudget and, optionally, a PodMonitor. The Kubernetes
+// backend applies exactly these (server-side apply); `nibble render` prints them. No I/O, no clock:
+// the same recipe, revision and options always give the same objects.
 //
 // The Deployment's pods run `nibble-engine` with the flags local mode passes
-// (reconcile::engine_serve_args), request one `nvidia.com/gpu` (none for device: cpu), keep to
+// (reconcile::engine_serve_args), request one `nvidia.com/gpu` (none for device: cpu) and the
+// CPU, memory and ephemeral storage of RenderOptions::requests, keep to
 // the recipe's nodeSelector and tolerations, and with soloOnly carry a required pod
 // anti-affinity on the node's hostname against every other nibble engine (in every
 // namespace). Weights live on a model cache volume mounted at /models (emptyDir by default, a
@@ -48,6 +49,19 @@ struct ModelCache {
   std::string size_limit;  // kEmptyDir: e.g. "200Gi"; "" for none
 };
 
+// "emptyDir", "emptyDir sizeLimit=200Gi", "pvc/NAME" or "hostPath DIR", for logs and
+// --check-options.
+std::string describe(const ModelCache& cache);
+
+// What every engine pod requests beyond its GPU, so it is scheduled with room for the engine
+// (Burstable QoS, not BestEffort, which is evicted first). No limits: a memory limit would
+// OOM-kill an engine whose weights pass through host memory while loading.
+struct EngineRequests {
+  std::string cpu = "2";
+  std::string memory = "16Gi";
+  std::string ephemeral_storage = "1Gi";  // logs and /tmp; an emptyDir model cache counts too
+};
+
 // Controller settings that shape every recipe's objects.
 struct RenderOptions {
   std::string namespace_name = "default";
@@ -60,7 +74,10 @@ struct RenderOptions {
   int startup_timeout_seconds = 1800;  // model loading may take this long
   int drain_seconds = 120;             // in-flight requests get this long after SIGTERM
   bool pod_monitor = false;            // one PodMonitor per recipe (the install has a shared one)
-  std::vector<std::string> extra_engine_args;  // after the recipe's own flags
+  EngineRequests requests;
+  std::string runtime_class;                    // runtimeClassName (e.g. nvidia); "" for none
+  std::vector<std::string> image_pull_secrets;  // Secrets for a private engine image
+  std::vector<std::string> extra_engine_args;   // after the recipe's own flags
 };
 
 // The ModelRecipe the objects belong to. Without a uid (a recipe read from a file, not from
@@ -72,11 +89,14 @@ struct Owner {
 struct RecipeObjects {
   nlohmann::json deployment;
   nlohmann::json service;
+  // At most one engine pod of the recipe evicted at a time (node drains, upgrades).
+  nlohmann::json disruption_budget;
   nlohmann::json pod_monitor;               // null unless RenderOptions::pod_monitor
   std::vector<nlohmann::json> all() const;  // in apply order
 };
 
-// Thrown for a recipe that cannot run on Kubernetes (a relative model path).
+// Thrown for a recipe that cannot run on Kubernetes (a relative model path, a toleration
+// operator or effect the API server refuses): what the CRD's validation rejects.
 class RenderError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

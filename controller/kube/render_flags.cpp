@@ -46,6 +46,18 @@ bool take_render_flag(cli::FlagReader& flags, RenderOptions& o) {
     o.startup_timeout_seconds = int(flags.integer(10, 24 * 3600));
   } else if (flags.is("--engine-drain-seconds")) {
     o.drain_seconds = int(flags.integer(0, 3600));
+  } else if (flags.is("--engine-cpu-request")) {
+    o.requests.cpu = need(flags);
+  } else if (flags.is("--engine-memory-request")) {
+    o.requests.memory = need(flags);
+  } else if (flags.is("--engine-ephemeral-storage-request")) {
+    o.requests.ephemeral_storage = need(flags);
+  } else if (flags.is("--engine-runtime-class")) {
+    o.runtime_class = need(flags);
+    if (!recipe::is_dns1123_label(o.runtime_class))
+      throw std::invalid_argument(flag + ": '" + o.runtime_class + "' is not a DNS-1123 label");
+  } else if (flags.is("--engine-image-pull-secret")) {
+    o.image_pull_secrets.push_back(need(flags));
   } else if (flags.is("--pod-monitor")) {
     o.pod_monitor = true;
   } else {
@@ -65,6 +77,11 @@ const char* render_flags_usage() {
   --hf-endpoint URL              Hugging Face mirror for model downloads
   --engine-startup-timeout SECS  time allowed for model loading (default 1800)
   --engine-drain-seconds SECS    grace period for in-flight requests (default 120)
+  --engine-cpu-request QTY       CPU each engine pod requests (default 2)
+  --engine-memory-request QTY    memory each engine pod requests (default 16Gi)
+  --engine-ephemeral-storage-request QTY  ephemeral storage each requests (default 1Gi)
+  --engine-runtime-class NAME    runtimeClassName of engine pods (e.g. nvidia)
+  --engine-image-pull-secret NAME  pull the engine image with this Secret (repeatable)
   --pod-monitor                  also a PodMonitor per recipe
 )";
 }

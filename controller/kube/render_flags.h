@@ -11,6 +11,10 @@
 //   --hf-endpoint URL              a Hugging Face mirror
 //   --engine-startup-timeout SECS  how long model loading may take (startup probe)
 //   --engine-drain-seconds SECS    termination grace period for in-flight requests
+//   --engine-cpu-request QTY, --engine-memory-request QTY, --engine-ephemeral-storage-request QTY
+//                                  what each engine pod requests besides its GPU
+//   --engine-runtime-class NAME    runtimeClassName of engine pods
+//   --engine-image-pull-secret NAME  imagePullSecrets of engine pods (repeatable)
 //   --pod-monitor                  a PodMonitor per recipe
 #include "cli/flag_reader.h"
 #include "controller/kube/recipe_objects.h"

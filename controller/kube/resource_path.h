@@ -21,6 +21,8 @@ inline const ResourceType kModelRecipes{"nibble.dev", "v1alpha1", "modelrecipes"
 inline const ResourceType kDeployments{"apps", "v1", "deployments", "Deployment"};
 inline const ResourceType kServices{"", "v1", "services", "Service"};
 inline const ResourceType kPods{"", "v1", "pods", "Pod"};
+inline const ResourceType kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets",
+                                                "PodDisruptionBudget"};
 inline const ResourceType kPodMonitors{"monitoring.coreos.com", "v1", "podmonitors", "PodMonitor"};
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", "Lease"};
 inline const ResourceType kEvents{"", "v1", "events", "Event"};

@@ -329,6 +329,10 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
 
   facts.model = availability(model.state);
   facts.model_message = model.message;
+  if (observed.downloading && facts.model == reconcile::ModelAvailability::kReady) {
+    facts.model = reconcile::ModelAvailability::kDownloading;  // the pods fetch it (Kubernetes)
+    facts.model_message = observed.downloading_message;
+  }
   if (!observed.exits.empty()) facts.last_exit = observed.exits.back().description;
   return st;
 }

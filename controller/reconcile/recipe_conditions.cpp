@@ -57,7 +57,10 @@ void derive_running(Builder& b, const RecipeFacts& f) {
     b.ready_if_serving(Reason::kCrashLoopBackOff);
     b.progressing(true, Reason::kCrashLoopBackOff);
     b.degraded(Reason::kCrashLoopBackOff,
-               f.last_exit + "; restarting in " + std::to_string(f.retry_in.count()) + " s");
+               // Kubernetes: the kubelet's back-off, of which the pod says nothing.
+               f.retry_in.count() > 0
+                   ? f.last_exit + "; restarting in " + std::to_string(f.retry_in.count()) + " s"
+                   : f.last_exit);
     return;
   }
   if (f.desired == 0 && f.replicas == 0) {

@@ -82,6 +82,10 @@ struct RecipeObservation {
   Clock::time_point retry_at{};       // when the next restart is due (with crash_loop)
   int restarted = 0;                  // replicas restarted by this call (for metrics)
   std::vector<ReplicaExit> exits;     // recent exits, oldest first, bounded by the backend
+  // No replica is ready and some fetch the weights themselves (Kubernetes: the init container
+  // of their pods), so the recipe is Downloading, not failing to start.
+  bool downloading = false;
+  std::string downloading_message;
 };
 
 class ReplicaBackend {

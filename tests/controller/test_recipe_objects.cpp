@@ -104,7 +104,60 @@ TEST(RecipeObjects, OneGpuUnlessTheRecipeRunsOnCpu) {
   EXPECT_EQ(engine(gpu)["resources"]["limits"]["nvidia.com/gpu"], "1");
   EXPECT_EQ(engine(gpu)["resources"]["requests"]["nvidia.com/gpu"], "1");
   const RecipeObjects cpu = recipe_objects(parse("  engine:\n    device: cpu\n"), "h", 1, {}, {});
-  EXPECT_FALSE(engine(cpu).contains("resources"));
+  EXPECT_FALSE(engine(cpu)["resources"]["requests"].contains("nvidia.com/gpu"));
+  EXPECT_FALSE(engine(cpu)["resources"].contains("limits"));
+}
+
+// Engine pods are not BestEffort (evicted first, scheduled anywhere): they request CPU, memory
+// and ephemeral storage (defaults, or the controller's flags), and carry the runtime class and
+// pull secrets a cluster may need; a PodDisruptionBudget lets drains evict one at a time.
+TEST(RecipeObjects, RequestsRuntimeClassPullSecretsAndDisruptionBudget) {
+  const RecipeObjects defaults = recipe_objects(parse(""), "h", 1, {"uid-1"}, {});
+  const json& requests = engine(defaults)["resources"]["requests"];
+  EXPECT_EQ(requests["cpu"], "2");
+  EXPECT_EQ(requests["memory"], "16Gi");
+  EXPECT_EQ(requests["ephemeral-storage"], "1Gi");
+  EXPECT_FALSE(engine(defaults)["resources"]["limits"].contains("memory"));
+  EXPECT_FALSE(pod_spec(defaults).contains("runtimeClassName"));
+  EXPECT_FALSE(pod_spec(defaults).contains("imagePullSecrets"));
+  const json& pdb = defaults.disruption_budget;
+  EXPECT_EQ(pdb["apiVersion"], "policy/v1");
+  EXPECT_EQ(pdb["kind"], "PodDisruptionBudget");
+  EXPECT_EQ(pdb["spec"]["maxUnavailable"], 1);
+  EXPECT_EQ(pdb["spec"]["selector"]["matchLabels"],
+            defaults.deployment["spec"]["selector"]["matchLabels"]);
+  EXPECT_EQ(pdb["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  ASSERT_EQ(defaults.all().size(), 3u);
+  EXPECT_EQ(defaults.all()[2]["kind"], "PodDisruptionBudget");
+
+  const RenderOptions o = options_from(
+      {"--engine-cpu-request", "8", "--engine-memory-request=100Gi",
+       "--engine-ephemeral-storage-request", "20Gi", "--engine-runtime-class", "nvidia",
+       "--engine-image-pull-secret", "regcred", "--engine-image-pull-secret=mirror"});
+  const RecipeObjects set = recipe_objects(parse(""), "h", 1, {}, o);
+  EXPECT_EQ(engine(set)["resources"]["requests"], json({{"cpu", "8"},
+                                                        {"memory", "100Gi"},
+                                                        {"ephemeral-storage", "20Gi"},
+                                                        {"nvidia.com/gpu", "1"}}));
+  EXPECT_EQ(pod_spec(set)["runtimeClassName"], "nvidia");
+  EXPECT_EQ(pod_spec(set)["imagePullSecrets"],
+            json::parse(R"([{"name": "regcred"}, {"name": "mirror"}])"));
+  EXPECT_THROW(options_from({"--engine-runtime-class", "Not_A_Label"}), std::invalid_argument);
+}
+
+// Tolerations the API server would refuse are refused here, naming the field (the CRD's enums).
+TEST(RecipeObjects, TolerationOperatorsAndEffectsOutsideTheApisEnumsAreRefused) {
+  EXPECT_THROW(recipe_objects(parse("  placement:\n    tolerations: [{key: gpu, operator: "
+                                    "Sometimes}]\n"),
+                              "h", 1, {}, {}),
+               RenderError);
+  EXPECT_THROW(recipe_objects(parse("  placement:\n    tolerations: [{key: gpu, operator: "
+                                    "Exists, effect: NoRun}]\n"),
+                              "h", 1, {}, {}),
+               RenderError);
+  EXPECT_NO_THROW(recipe_objects(parse("  placement:\n    tolerations: [{key: gpu, operator: "
+                                       "Equal, value: a, effect: NoExecute}]\n"),
+                                 "h", 1, {}, {}));
 }
 
 TEST(RecipeObjects, PlacementSoloOnlyNodeSelectorAndTolerations) {
@@ -198,7 +251,7 @@ TEST(RecipeObjects, OwnedByTheRecipeSoDeletingItCollectsThem) {
   with_monitor.pod_monitor = true;
   const RecipeObjects owned = recipe_objects(parse(""), "h", 1, {"5f1c-uid"}, with_monitor);
   const std::vector<json> all = owned.all();
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 4u);  // Deployment, Service, PodDisruptionBudget, PodMonitor
   for (const json& obj : all) {
     const json& ref = obj["metadata"]["ownerReferences"][0];
     EXPECT_EQ(ref["apiVersion"], "nibble.dev/v1alpha1") << obj["kind"];
@@ -210,7 +263,7 @@ TEST(RecipeObjects, OwnedByTheRecipeSoDeletingItCollectsThem) {
   const RecipeObjects unowned = recipe_objects(parse(""), "h", 1, {}, {});
   EXPECT_FALSE(unowned.deployment["metadata"].contains("ownerReferences"));
   EXPECT_TRUE(unowned.pod_monitor.is_null());
-  EXPECT_EQ(unowned.all().size(), 2u);
+  EXPECT_EQ(unowned.all().size(), 3u);
 }
 
 // The engine's API needs the recipe's key, read from its Secret: mounted read-only, readable by

@@ -38,8 +38,14 @@ if (!helmFile) {
   console.log("usage: compare_installs.mjs KUSTOMIZE_OUTPUT HELM_OUTPUT");
   process.exit(2);
 }
+// Helm hooks (the `helm test` pod) are not installed objects: kustomize has no counterpart.
+const isHook = (o) => Boolean(o.metadata?.annotations?.["helm.sh/hook"]);
 const index = (file) =>
-  new Map(parseObjects(readFileSync(file, "utf8"), file).map((o) => [describe(o), normalise(o)]));
+  new Map(
+    parseObjects(readFileSync(file, "utf8"), file)
+      .filter((o) => !isHook(o))
+      .map((o) => [describe(o), normalise(o)]),
+  );
 const kustomize = index(kustomizeFile);
 const helm = index(helmFile);
 

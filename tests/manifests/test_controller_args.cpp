@@ -56,6 +56,23 @@ TEST(ControllerArgs, KustomizeDeploymentArgsParse) {
       << r.output;
 }
 
+// The ENDPOINT column of docs/kubernetes.md §4 is what this install writes into status.endpoint
+// (the controller's --endpoint: the router Service's URL), not a made-up value.
+TEST(ControllerArgs, StatusEndpointIsTheRouterServiceAndTheDocsShowIt) {
+  NIBBLE_REQUIRE_K8S_TOOLS(tools);
+  nibble::testing::TempDir dir;
+  const std::string out = (dir.path() / "install.yaml").string();
+  ASSERT_EQ(tools.kustomize("manifests", out).exit_code, 0) << read_text(out + ".err");
+  const auto r = check_options(controller_args(read_text(out)));
+  const std::string endpoint = "http://nibble-controller.nibble-system.svc:8000/v1";
+  EXPECT_NE(r.output.find("endpoint=" + endpoint + " "), std::string::npos) << r.output;
+  const std::string docs = read_text(testing::source_dir() + "/docs/kubernetes.md");
+  const auto sample = docs.find("# qwen3-30b-a3b   qwen3-30b   1       1         Ready");
+  ASSERT_NE(sample, std::string::npos) << "docs/kubernetes.md §4 has no Ready sample line";
+  const std::string line = docs.substr(sample, docs.find('\n', sample) - sample);
+  EXPECT_NE(line.find(" " + endpoint + " "), std::string::npos) << line;
+}
+
 TEST(ControllerArgs, HelmDeploymentArgsParseAndCarryTheValues) {
   NIBBLE_REQUIRE_K8S_TOOLS(tools);
   nibble::testing::TempDir dir;
@@ -72,6 +89,38 @@ TEST(ControllerArgs, HelmDeploymentArgsParseAndCarryTheValues) {
   // --leader-elect=false must switch it off, not on.
   EXPECT_NE(r.output.find("backend=kubernetes leader-elect=false "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("log-level=debug"), std::string::npos) << r.output;
+}
+
+// Gated models and the model cache (issue 43): the overlay's and the chart's engine flags are
+// flags the controller takes, and they reach its render options.
+TEST(ControllerArgs, GatedModelsAndModelCacheFlagsParse) {
+  NIBBLE_REQUIRE_K8S_TOOLS(tools);
+  nibble::testing::TempDir dir;
+  const std::string kustomized = (dir.path() / "install.yaml").string();
+  ASSERT_EQ(tools.kustomize("manifests/overlays/gated-models", kustomized).exit_code, 0)
+      << read_text(kustomized + ".err");
+  const char* expected = "engine pods: hf-token-secret=hf-token model-cache=pvc/nibble-models";
+  auto r = check_options(controller_args(read_text(kustomized)));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+
+  const std::string helm = (dir.path() / "helm.yaml").string();
+  ASSERT_EQ(tools
+                .helm_template("--set engine.hfTokenSecret=hf-token "
+                               "--set engine.modelCache.hostPath=/var/lib/nibble-models",
+                               helm)
+                .exit_code,
+            0)
+      << read_text(helm + ".err");
+  r = check_options(controller_args(read_text(helm)));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hf-token-secret=hf-token model-cache=hostPath /var/lib/nibble-models"),
+            std::string::npos)
+      << r.output;
+  r = check_options({"--backend=kubernetes", "--model-cache-host-path", "relative/dir"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--model-cache-host-path: must be an absolute path"), std::string::npos)
+      << r.output;
 }
 
 TEST(ControllerArgs, ParserRejectsBadSwitchValuesAndUnknownFlags) {

@@ -1,5 +1,5 @@
 #pragma once
-// The accesses the install's RBAC grants nibble-controller (manifests/rbac/: the ClusterRole, the
+// The accesses the install's RBAC grants nibble-controller (manifests/rbac/: the controller's Role, the
 // leader-election Role and the engine key seed Role; charts/nibble renders the same rules from
 // links to these files), as FakeApiServer::Access (one per resourceName where a rule names some),
 // so the API-server double can authorize the backend's requests exactly as a cluster with that
@@ -19,7 +19,7 @@ namespace nibble::kube::testing {
 inline std::set<FakeApiServer::Access> install_rbac_grants() {
   std::set<FakeApiServer::Access> grants;
   for (const char* file :
-       {"cluster_role.yaml", "leader_election_role.yaml", "engine_key_seed_role.yaml"}) {
+       {"role.yaml", "leader_election_role.yaml", "engine_key_seed_role.yaml"}) {
     const YAML::Node role =
         YAML::LoadFile(std::string(NIBBLE_SOURCE_DIR) + "/manifests/rbac/" + file);
     for (const YAML::Node& rule : role["rules"]) {

@@ -3,6 +3,7 @@
 // The tests play the Deployment controller and the kubelet by writing Pods themselves.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "tests/controller/kube/controller_replica.h"
@@ -105,6 +106,86 @@ TEST(KubeBackend, RecipeBecomesOwnedObjectsStatusFollowsPodsAndSpecChangesReappl
   EXPECT_FALSE(get(server, kDeploymentsPath, "qwen").has_value());
   EXPECT_FALSE(get(server, kServicesPath, "qwen").has_value());
   EXPECT_FALSE(server.object("/api/v1/secrets", "ns", "qwen-engine-key").has_value());
+}
+
+// A pod the kubelet reports: its engine restarted `restarts` times, waiting as `waiting`
+// (reason "" for running) after an exit `last_exit` ("" for none); `downloading` while its
+// model-download init container runs.
+Json pod_in_state(const std::string& name, const std::string& revision, int restarts,
+                  const std::string& waiting, const std::string& last_exit, bool downloading) {
+  Json pod = ready_pod(name, "qwen", revision, "10.1.2.4");
+  pod["status"]["conditions"][0]["status"] = "False";
+  Json engine = {{"name", "engine"}, {"ready", false}, {"restartCount", restarts}};
+  if (!waiting.empty()) engine["state"] = {{"waiting", {{"reason", waiting}}}};
+  if (!last_exit.empty())
+    engine["lastState"] = {{"terminated", {{"reason", last_exit}, {"exitCode", 137}}}};
+  pod["status"]["containerStatuses"] = Json::array({engine});
+  if (downloading) {
+    pod["status"]["phase"] = "Pending";
+    pod["status"]["initContainerStatuses"] = Json::array(
+        {{{"name", "model-download"}, {"state", {{"running", {{"startedAt", "now"}}}}}}});
+    engine["state"] = {{"waiting", {{"reason", "PodInitializing"}}}};
+    pod["status"]["containerStatuses"] = Json::array({engine});
+  }
+  return pod;
+}
+
+// The facts the alerts read, from the pods (issue 43): Downloading while the init container
+// fetches the weights (NibbleModelNoReadyReplica excludes it), restarts from restartCount
+// (NibbleEngineCrashLooping), and CrashLoopBackOff / OOMKilled / ImagePullBackOff in the
+// Degraded condition and as Warning Events.
+TEST(KubeBackend, DownloadsRestartsAndCrashLoopsComeFromThePods) {
+  testing::FakeApiServer server;
+  testing::enforce_install_rbac(server, "ctl");
+  testing::serve_install_crd_scale(server);
+  server.start();
+  const Json created = server.put_object(kRecipesPath, recipe("qwen"));
+  const std::string uid = created["metadata"]["uid"];
+  ControllerReplica c(server.url(), "ctl", false);
+  c.start();
+  ASSERT_TRUE(eventually([&] { return get(server, kDeploymentsPath, "qwen").has_value(); }));
+  const std::string revision =
+      (*get(server, kDeploymentsPath,
+            "qwen"))["spec"]["template"]["metadata"]["labels"]["nibble.dev/revision"];
+  const auto phase = [&] {
+    return (*get(server, kRecipesPath, "qwen"))
+        .value("status", Json::object())
+        .value("phase", std::string());
+  };
+  const auto restarts_metric = [&] {
+    const std::string page = c.registry.render();
+    const std::string series = "nibble_controller_replica_restarts_total{recipe=\"qwen\"} ";
+    const auto at = page.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(page.substr(at + series.size()));
+  };
+  const auto event_reasons = [&] {
+    std::set<std::string> reasons;
+    for (const Json& e : server.objects("/api/v1/events", "ns"))
+      if (e["involvedObject"]["uid"] == uid && e["type"] == "Warning") reasons.insert(e["reason"]);
+    return reasons;
+  };
+
+  server.put_object(kPodsPath, pod_in_state("qwen-1", revision, 0, "", "", true));
+  ASSERT_TRUE(eventually([&] { return phase() == "Downloading"; })) << phase();
+  EXPECT_EQ(condition(*get(server, kRecipesPath, "qwen"), "Progressing"), "True/Downloading");
+
+  // Downloaded; the engine then runs out of memory three times.
+  server.put_object(kPodsPath, pod_in_state("qwen-1", revision, 0, "", "", false));
+  ASSERT_TRUE(eventually([&] { return phase() == "Progressing"; })) << phase();
+  server.put_object(kPodsPath,
+                    pod_in_state("qwen-1", revision, 3, "CrashLoopBackOff", "OOMKilled", false));
+  ASSERT_TRUE(eventually([&] { return phase() == "Degraded"; })) << phase();
+  const Json r = *get(server, kRecipesPath, "qwen");
+  EXPECT_EQ(condition(r, "Degraded"), "True/CrashLoopBackOff");
+  EXPECT_NE(r["status"].value("lastError", "").find("OOMKilled (exit code 137)"), std::string::npos)
+      << r["status"].dump();
+  EXPECT_TRUE(eventually([&] { return restarts_metric() == 3.0; })) << restarts_metric();
+  EXPECT_TRUE(eventually([&] { return event_reasons().count("OOMKilled") == 1; }));
+
+  // A new pod whose image cannot be pulled.
+  server.put_object(kPodsPath, pod_in_state("qwen-2", revision, 0, "ImagePullBackOff", "", false));
+  EXPECT_TRUE(eventually([&] { return event_reasons().count("ImagePullBackOff") == 1; }));
+  EXPECT_EQ(restarts_metric(), 3.0);  // a new pod's count is a baseline, not restarts
 }
 
 TEST(KubeBackend, DroppedWatchGoneAndFailedWritesLoseNothing) {

@@ -66,10 +66,93 @@ TEST(PodReplicas, PhaseFromConditionsDeletionAndContainerState) {
   const reconcile::RecipeObservation o = observe_pods({ready, crashing, oom}, reading);
   EXPECT_EQ(o.replicas.size(), 3u);
   EXPECT_TRUE(o.crash_loop);
-  ASSERT_EQ(o.exits.size(), 2u);
+  ASSERT_EQ(o.exits.size(), 3u);
   EXPECT_EQ(o.exits[0].replica_id, "e");  // oldest first
   EXPECT_EQ(o.exits[1].description, "Error (exit code 1)");
+  // Then the failing pod's reason, so status names why it does not come back.
+  EXPECT_EQ(o.exits[2].description,
+            "container engine of pod d: CrashLoopBackOff after Error (exit code 1)");
   EXPECT_FALSE(observe_pods({ready}, reading).crash_loop);
+}
+
+Json with_container(Json pod, const char* list, const Json& container) {
+  pod["status"][list].push_back(container);
+  return pod;
+}
+
+// Waiting reasons after which the kubelet only backs off fail the pod, in the engine or in the
+// model download; a crash loop after an OOM kill is reported as OOMKilled.
+TEST(PodReplicas, FailuresFromWaitingReasonsAndTheLastExit) {
+  const Json running = pod("p", {{"phase", "Running"}});
+  EXPECT_EQ(pod_failure(running).reason, "");
+  const Json pull = with_container(
+      running, "containerStatuses",
+      {{"name", "engine"},
+       {"state", {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "no such image"}}}}}});
+  EXPECT_EQ(pod_failure(pull).reason, "ImagePullBackOff");
+  EXPECT_EQ(pod_failure(pull).message,
+            "container engine of pod p: ImagePullBackOff: no such image");
+  const Json oom = with_container(
+      running, "containerStatuses",
+      {{"name", "engine"},
+       {"restartCount", 5},
+       {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+       {"lastState", {{"terminated", {{"reason", "OOMKilled"}, {"exitCode", 137}}}}}});
+  EXPECT_EQ(pod_failure(oom).reason, "OOMKilled");
+  EXPECT_EQ(pod_failure(oom).message,
+            "container engine of pod p: CrashLoopBackOff after OOMKilled (exit code 137)");
+  const Json download =
+      with_container(pod("q", {{"phase", "Pending"}}), "initContainerStatuses",
+                     {{"name", "model-download"},
+                      {"restartCount", 2},
+                      {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+                      {"lastState", {{"terminated", {{"reason", "Error"}, {"exitCode", 1}}}}}});
+  EXPECT_EQ(pod_failure(download).reason, "CrashLoopBackOff");
+  const Json starting = with_container(
+      running, "containerStatuses",
+      {{"name", "engine"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}});
+  EXPECT_EQ(pod_failure(starting).reason, "");
+  EXPECT_TRUE(observe_pods({oom}, PodReading{}).crash_loop);
+  EXPECT_TRUE(observe_pods({pull}, PodReading{}).crash_loop);
+  EXPECT_TRUE(observe_pods({download}, PodReading{}).crash_loop);
+  EXPECT_FALSE(observe_pods({starting}, PodReading{}).crash_loop);
+}
+
+// Downloading: some pod's model-download init container has not finished and no pod is ready.
+TEST(PodReplicas, DownloadingWhileTheInitContainerRunsAndNoneIsReady) {
+  const PodReading reading;
+  const Json fetching =
+      with_container(pod("a", {{"phase", "Pending"}}), "initContainerStatuses",
+                     {{"name", "model-download"}, {"state", {{"running", {{"startedAt", "t"}}}}}});
+  EXPECT_TRUE(pod_downloading(fetching, reading));
+  const reconcile::RecipeObservation o = observe_pods({fetching}, reading);
+  EXPECT_TRUE(o.downloading);
+  EXPECT_EQ(o.downloading_message, "pod a downloads the model");
+  EXPECT_FALSE(o.crash_loop);
+
+  const Json queued = with_container(
+      pod("b", {{"phase", "Pending"}}), "initContainerStatuses",
+      {{"name", "model-download"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}});
+  EXPECT_TRUE(pod_downloading(queued, reading));
+  const Json done =
+      with_container(pod("c", {{"phase", "Running"}}), "initContainerStatuses",
+                     {{"name", "model-download"},
+                      {"state", {{"terminated", {{"reason", "Completed"}, {"exitCode", 0}}}}}});
+  EXPECT_FALSE(pod_downloading(done, reading));
+  const Json failing = with_container(
+      pod("d", {{"phase", "Pending"}}), "initContainerStatuses",
+      {{"name", "model-download"}, {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}}});
+  EXPECT_FALSE(pod_downloading(failing, reading));
+  const Json deleted =
+      pod("e", fetching["status"], {{"deletionTimestamp", "2026-12-06T00:00:00Z"}});
+  EXPECT_FALSE(pod_downloading(deleted, reading));
+
+  EXPECT_EQ(observe_pods({fetching, queued}, reading).downloading_message,
+            "pod a downloads the model (and 1 more)");
+  const Json ready =
+      pod("r", {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}});
+  EXPECT_FALSE(observe_pods({fetching, ready}, reading).downloading);  // a scale-up, not a download
+  EXPECT_FALSE(observe_pods({done}, reading).downloading);
 }
 
 }  // namespace

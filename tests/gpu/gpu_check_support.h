@@ -3,9 +3,14 @@
 // calls checked one by one, results counted. Exit codes: 0 pass, 1 fail, 77 skipped (no GPU).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace nibble::gpu_test {
 
@@ -58,6 +63,43 @@ int run_reporting_failures(Run run, int argc, char** argv) {
     return 1;
   }
 }
+
+// The run's random seed: NIBBLE_TEST_SEED when set (to rerun a failure), else the clock; printed.
+inline std::uint64_t test_seed() {
+  const char* fixed = std::getenv("NIBBLE_TEST_SEED");
+  const std::uint64_t seed =
+      fixed ? std::strtoull(fixed, nullptr, 10)
+            : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::printf("seed %llu (NIBBLE_TEST_SEED=%llu reruns it)\n", (unsigned long long)seed,
+              (unsigned long long)seed);
+  return seed;
+}
+
+// A device array of n elements (at least one), freed with its owner.
+template <typename T>
+struct DeviceArray {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  explicit DeviceArray(std::size_t count) : n(std::max<std::size_t>(count, 1)) {
+    check_cuda(cudaMalloc(&ptr, n * sizeof(T)), "cudaMalloc", __FILE__, __LINE__);
+  }
+  ~DeviceArray() { (void)cudaFree(ptr); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  void upload(const std::vector<T>& host) {
+    if (!host.empty())
+      check_cuda(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+                 "cudaMemcpy", __FILE__, __LINE__);
+  }
+  std::vector<T> download(std::size_t count) const {
+    std::vector<T> host(count);
+    if (count > 0)
+      check_cuda(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost),
+                 "cudaMemcpy", __FILE__, __LINE__);
+    return host;
+  }
+  std::vector<T> download() const { return download(n); }
+};
 
 }  // namespace nibble::gpu_test
 

@@ -398,12 +398,7 @@ int main(int argc, char** argv) {
     return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run_decode_bench, argc, argv);
   // --decode: the decode attention checks alone.
   const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode";
-  const char* fixed = std::getenv("NIBBLE_TEST_SEED");
-  const std::uint64_t seed =
-      fixed ? std::strtoull(fixed, nullptr, 10)
-            : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::printf("seed %llu (NIBBLE_TEST_SEED reruns it)\n", (unsigned long long)seed);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(nibble::gpu_test::test_seed());
   nibble::gpu_test::Results results;
   try {
     if (!decode_only) {

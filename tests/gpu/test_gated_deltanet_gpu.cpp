@@ -35,25 +35,7 @@ using nvfp4::bf16_to_float;
 using nvfp4::float_to_bf16;
 
 template <typename T>
-struct Device {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit Device(std::size_t count) : n(std::max<std::size_t>(count, 1)) {
-    NIBBLE_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T)));
-  }
-  ~Device() { (void)cudaFree(ptr); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  void upload(const std::vector<T>& host) {
-    NIBBLE_CUDA_CHECK(
-        cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download() const {
-    std::vector<T> host(n);
-    NIBBLE_CUDA_CHECK(cudaMemcpy(host.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-};
+using Device = gpu_test::DeviceArray<T>;
 
 double relative_l2(const std::vector<float>& want, const std::vector<float>& got) {
   double diff = 0.0, norm = 0.0;
@@ -417,13 +399,7 @@ int main(int argc, char** argv) {
       nibble::bench();
       return 0;
     }
-    const char* fixed = std::getenv("NIBBLE_TEST_SEED");
-    const std::uint64_t seed =
-        fixed ? std::strtoull(fixed, nullptr, 10)
-              : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::printf("seed %llu (NIBBLE_TEST_SEED=%llu reruns it)\n", (unsigned long long)seed,
-                (unsigned long long)seed);
-    std::mt19937_64 rng(seed);
+    std::mt19937_64 rng(nibble::gpu_test::test_seed());
     nibble::gpu_test::Results results;
     const nibble::Case cases[] = {
         {"tiny 1/1 64x64", 1, 1, 64, 64, 4, 1},

@@ -40,27 +40,7 @@ using kernels::SamplingRow;
 using kernels::TopLogprob;
 
 template <typename T>
-struct Device {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit Device(std::size_t count) : n(std::max<std::size_t>(count, 1)) {
-    NIBBLE_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T)));
-  }
-  ~Device() { (void)cudaFree(ptr); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  void upload(const std::vector<T>& host) {
-    if (!host.empty())
-      NIBBLE_CUDA_CHECK(
-          cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download(std::size_t count) const {
-    std::vector<T> host(count);
-    if (count > 0)
-      NIBBLE_CUDA_CHECK(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-};
+using Device = gpu_test::DeviceArray<T>;
 
 // One step's inputs: logits, rows' parameters, penalty lists, bitmasks.
 struct Step {
@@ -504,13 +484,7 @@ int main(int argc, char** argv) {
       nibble::bench();
       return 0;
     }
-    const char* fixed = std::getenv("NIBBLE_TEST_SEED");
-    const std::uint64_t seed =
-        fixed ? std::strtoull(fixed, nullptr, 10)
-              : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::printf("seed %llu (NIBBLE_TEST_SEED=%llu reruns it)\n", (unsigned long long)seed,
-                (unsigned long long)seed);
-    std::mt19937_64 gen(seed);
+    std::mt19937_64 gen(nibble::gpu_test::test_seed());
     nibble::gpu_test::Results results;
     // --quick: fewer, smaller steps (for compute-sanitizer), no graphs or distribution test.
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;

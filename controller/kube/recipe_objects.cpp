@@ -102,9 +102,14 @@ json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json
       {"livenessProbe", health_probe(10, 5, 6)},
       {"securityContext", container_security()},
       {"volumeMounts", std::move(mounts)}};
-  json requests = {{"cpu", o.requests.cpu},
-                   {"memory", o.requests.memory},
-                   {"ephemeral-storage", o.requests.ephemeral_storage}};
+  // The recipe's own requests win over the controller's defaults.
+  auto pick = [](const std::string& mine, const std::string& fallback) {
+    return mine.empty() ? fallback : mine;
+  };
+  json requests = {
+      {"cpu", pick(r.resources.cpu, o.requests.cpu)},
+      {"memory", pick(r.resources.memory, o.requests.memory)},
+      {"ephemeral-storage", pick(r.resources.ephemeral_storage, o.requests.ephemeral_storage)}};
   c["resources"] = {{"requests", requests}};
   if (r.engine.device != "cpu") {
     c["resources"]["requests"]["nvidia.com/gpu"] = "1";

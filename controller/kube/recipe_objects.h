@@ -53,9 +53,10 @@ struct ModelCache {
 // --check-options.
 std::string describe(const ModelCache& cache);
 
-// What every engine pod requests beyond its GPU, so it is scheduled with room for the engine
-// (Burstable QoS, not BestEffort, which is evicted first). No limits: a memory limit would
-// OOM-kill an engine whose weights pass through host memory while loading.
+// What every engine pod requests beyond its GPU unless its recipe says (spec.resources), so it is
+// scheduled with room for the engine (Burstable QoS, not BestEffort, which is evicted first). No
+// limits: a memory limit would OOM-kill an engine whose weights pass through host memory while
+// loading.
 struct EngineRequests {
   std::string cpu = "2";
   std::string memory = "16Gi";

@@ -61,6 +61,15 @@ struct Placement {
   std::vector<std::map<std::string, std::string>> tolerations;
 };
 
+// What each engine pod requests beyond its GPU (Kubernetes quantities, e.g. "4", "500m", "32Gi");
+// "" takes the controller's default (--engine-cpu-request and its siblings). Local mode ignores
+// them.
+struct Resources {
+  std::string cpu;
+  std::string memory;
+  std::string ephemeral_storage;
+};
+
 struct ModelRecipe {
   std::string name;  // metadata.name, a DNS-1123 label
   std::map<std::string, std::string> labels;
@@ -71,6 +80,7 @@ struct ModelRecipe {
   Replicas replicas;
   Autoscaling autoscaling;
   Placement placement;
+  Resources resources;
 };
 
 }  // namespace nibble::recipe

@@ -12,6 +12,31 @@
 namespace nibble::recipe {
 namespace {
 
+// A Kubernetes resource quantity as requests take it: digits, an optional fraction, an optional
+// decimal exponent or suffix (m, k, M, G, T, P, E, Ki .. Ei). No sign: a request is not negative.
+bool is_kube_quantity(const std::string& q) {
+  std::size_t i = 0;
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < q.size() && q[i] >= '0' && q[i] <= '9') ++i;
+    return i > start;
+  };
+  if (!digits()) return false;
+  if (i < q.size() && q[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  const std::string suffix = q.substr(i);
+  static const std::set<std::string> suffixes = {"",  "m",  "k",  "M",  "G",  "T",  "P",
+                                                 "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  if (suffixes.count(suffix) > 0) return true;
+  if (suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {  // 5e3
+    i += 1;
+    return digits() && i == q.size();
+  }
+  return false;
+}
+
 // Reads one YAML mapping: typed getters record errors under `path`, and finish() reports
 // every key that no getter asked for.
 class MappingReader {
@@ -337,6 +362,19 @@ ParseResult parse_checked(const std::string& text) {
       }
     }
     pl.finish();
+  }
+  {
+    MappingReader res(spec.child("resources"), "spec.resources", errors);
+    auto quantity = [&](const char* key) {
+      const std::string q = res.string(key, "");
+      if (!q.empty() && !is_kube_quantity(q))
+        res.error(key, "must be a Kubernetes quantity such as 4, 500m or 32Gi (got '" + q + "')");
+      return q;
+    };
+    r.resources.cpu = quantity("cpu");
+    r.resources.memory = quantity("memory");
+    r.resources.ephemeral_storage = quantity("ephemeralStorage");
+    res.finish();
   }
   spec.child("status");
   spec.finish();

@@ -62,6 +62,15 @@ std::string to_yaml(const ModelRecipe& r) {
     out << YAML::Key << "tolerations" << YAML::Value << r.placement.tolerations;
   }
   out << YAML::EndMap;
+  const recipe::Resources& res = r.resources;
+  if (!res.cpu.empty() || !res.memory.empty() || !res.ephemeral_storage.empty()) {
+    out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
+    if (!res.cpu.empty()) out << YAML::Key << "cpu" << YAML::Value << res.cpu;
+    if (!res.memory.empty()) out << YAML::Key << "memory" << YAML::Value << res.memory;
+    if (!res.ephemeral_storage.empty())
+      out << YAML::Key << "ephemeralStorage" << YAML::Value << res.ephemeral_storage;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;  // spec
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

@@ -145,6 +145,17 @@ TEST(RecipeObjects, RequestsRuntimeClassPullSecretsAndDisruptionBudget) {
   EXPECT_THROW(options_from({"--engine-runtime-class", "Not_A_Label"}), std::invalid_argument);
 }
 
+// A recipe's own requests (spec.resources) win over the controller's defaults, field by field.
+TEST(RecipeObjects, TheRecipesRequestsWinOverTheControllersDefaults) {
+  const RenderOptions o = options_from({"--engine-cpu-request", "8"});
+  const RecipeObjects set =
+      recipe_objects(parse("  resources: {cpu: 500m, memory: 64Gi}\n"), "h", 1, {}, o);
+  EXPECT_EQ(engine(set)["resources"]["requests"], json({{"cpu", "500m"},
+                                                        {"memory", "64Gi"},
+                                                        {"ephemeral-storage", "1Gi"},
+                                                        {"nvidia.com/gpu", "1"}}));
+}
+
 // Tolerations the API server would refuse are refused here, naming the field (the CRD's enums).
 TEST(RecipeObjects, TolerationOperatorsAndEffectsOutsideTheApisEnumsAreRefused) {
   EXPECT_THROW(recipe_objects(parse("  placement:\n    tolerations: [{key: gpu, operator: "

@@ -129,6 +129,32 @@ TEST(RecipeParse, ReplicasDesiredFromTheScaleSubresource) {
   EXPECT_EQ(to_yaml(r.recipe).find("desired"), std::string::npos);
 }
 
+// spec.resources: Kubernetes quantities the engine pods request, written back out; anything else
+// is refused naming the field.
+TEST(RecipeParse, ResourcesAreKubernetesQuantities) {
+  const std::string head =
+      "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n"
+      "  model: {source: /m}\n";
+  ParseResult r = parse_model_recipe(
+      head + "  resources: {cpu: 4, memory: 64Gi, ephemeralStorage: '12e9'}\n");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.recipe.resources.cpu, "4");  // an integer, as kubectl users write it
+  EXPECT_EQ(r.recipe.resources.memory, "64Gi");
+  EXPECT_EQ(r.recipe.resources.ephemeral_storage, "12e9");
+  ParseResult again = parse_model_recipe(to_yaml(r.recipe));
+  ASSERT_TRUE(again.ok()) << again.error_text();
+  EXPECT_EQ(again.recipe.resources.memory, "64Gi");
+  EXPECT_EQ(again.recipe.resources.ephemeral_storage, "12e9");
+  EXPECT_EQ(to_yaml(parse_model_recipe(head).recipe).find("resources"), std::string::npos);
+  for (const char* bad : {"32 GB", "-1", "4x", "Gi", "1.", "1e", "0.5Kb", "1.5e3Mi"}) {
+    r = parse_model_recipe(head + "  resources: {memory: '" + bad + "'}\n");
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error_text().find("spec.resources.memory"), std::string::npos) << bad;
+  }
+  r = parse_model_recipe(head + "  resources: {gpu: 2}\n");
+  EXPECT_NE(r.error_text().find("spec.resources.gpu"), std::string::npos) << r.error_text();
+}
+
 // spec.engine.speculativeConfig: vLLM's JSON, checked by the engine's own parser, passed to the
 // engine as --speculative-config and written back out.
 TEST(RecipeParse, SpeculativeConfigReachesTheEngine) {

@@ -102,7 +102,8 @@ TEST(RenderCommand, YamlReadsBackAsTheSameObjectsAsJson) {
       render({"-f", file, "--namespace=ml", "--owner-uid=u-1", "--pod-monitor", "-o", "json"});
   ASSERT_EQ(list.code, 0) << list.err;
   const json items = json::parse(list.out)["items"];
-  ASSERT_EQ(items.size(), 6u);  // Deployment, Service, PodMonitor per recipe
+  // Deployment, Service, PodDisruptionBudget and PodMonitor per recipe.
+  ASSERT_EQ(items.size(), 8u);
 
   const std::vector<YAML::Node> docs = YAML::LoadAll(yaml.out);
   ASSERT_EQ(docs.size(), items.size());
@@ -115,8 +116,9 @@ TEST(RenderCommand, YamlReadsBackAsTheSameObjectsAsJson) {
   EXPECT_EQ(items[0]["spec"]["template"]["spec"]["nodeSelector"]["feature.node.kubernetes.io/gpu"],
             "true");
   EXPECT_NE(yaml.out.find("feature.node.kubernetes.io/gpu: \"true\""), std::string::npos);
-  EXPECT_EQ(items[3]["metadata"]["name"], "tiny");
-  EXPECT_EQ(items[3]["spec"]["replicas"], 0);
+  EXPECT_EQ(items[4]["kind"], "Deployment");
+  EXPECT_EQ(items[4]["metadata"]["name"], "tiny");
+  EXPECT_EQ(items[4]["spec"]["replicas"], 0);
   EXPECT_EQ(yaml.out.rfind("---\n", 0), 0u);
   // The engine key: the Deployment names its Secret; no Secret and no key is printed.
   EXPECT_NE(yaml.out.find("secretName: " + items[0]["metadata"]["name"].get<std::string>() +

@@ -13,6 +13,7 @@
 
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/sampled_decode.h"
+#include "tests/backend/chunk_logits.h"
 #include "tests/backend/random_model.h"
 
 namespace nibble::backend {
@@ -53,20 +54,9 @@ ModelWeights random_model(const ModelConfig& c) {
 }
 
 std::vector<float> run(Backend& b, const std::vector<std::vector<std::int32_t>>& chunks) {
-  auto seq = b.new_sequence(32);
-  std::vector<float> logits(std::size_t(b.config().vocab_size));
-  for (const auto& chunk : chunks) b.forward(*seq, chunk, logits);
-  return logits;
+  return nibble::testing::logits_after_chunks(b, chunks, 32);
 }
-
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, double(std::abs(a[i] - b[i])));
-    ref = std::max(ref, double(std::abs(b[i])));
-  }
-  return diff / ref;
-}
+using nibble::testing::max_relative_difference;
 
 class CpuBackendArch : public ::testing::TestWithParam<model::Arch> {};
 

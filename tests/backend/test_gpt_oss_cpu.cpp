@@ -14,6 +14,7 @@
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/model_features.h"
 #include "engine/model/model_weights.h"
+#include "tests/backend/chunk_logits.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -46,20 +47,9 @@ class GptOssCpu : public ::testing::Test {
 nibble::testing::TempDir* GptOssCpu::dir_ = nullptr;
 
 std::vector<float> run(Backend& b, const std::vector<std::vector<std::int32_t>>& chunks) {
-  auto seq = b.new_sequence(64);
-  std::vector<float> logits(std::size_t(b.config().vocab_size));
-  for (const auto& chunk : chunks) b.forward(*seq, chunk, logits);
-  return logits;
+  return nibble::testing::logits_after_chunks(b, chunks, 64);
 }
-
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, double(std::abs(a[i] - b[i])));
-    ref = std::max(ref, double(std::abs(b[i])));
-  }
-  return diff / ref;
-}
+using nibble::testing::max_relative_difference;
 
 const std::vector<std::int32_t> kPrompt = {17,    7936,  15855, 23774, 31693, 39612, 47531,
                                            55450, 63369, 71288, 79207, 87126, 95045, 2964,

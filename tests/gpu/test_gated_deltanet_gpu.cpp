@@ -394,26 +394,28 @@ int main(int argc, char** argv) {
     std::printf("skipped: %s\n", no_gpu.c_str());
     return nibble::gpu_test::kSkipExitCode;
   }
-  try {
-    if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) {
-      nibble::bench();
-      return 0;
-    }
-    std::mt19937_64 rng(nibble::gpu_test::test_seed());
-    nibble::gpu_test::Results results;
-    const nibble::Case cases[] = {
-        {"tiny 1/1 64x64", 1, 1, 64, 64, 4, 1},
-        {"2/4 32x32, 3 rows", 2, 4, 32, 32, 4, 3},
-        {"4/8 128x64, conv 2", 4, 8, 128, 64, 2, 5},
-        {"2/4 128x128, 8 rows", 2, 4, 128, 128, 4, 8},
-        {"Qwen3-Next-80B 16/32 128x128", 16, 32, 128, 128, 4, 1},
-        {"Qwen3-Next-80B 16/32 128x128, 4 rows", 16, 32, 128, 128, 4, 4},
-    };
-    for (const auto& c : cases) nibble::check_case(results, rng, c);
-    nibble::check_refusals(results);
-    return results.exit_code();
-  } catch (const std::exception& e) {
-    std::printf("FAILED: %s\n", e.what());
-    return 1;
-  }
+  if (argc > 1 && std::strcmp(argv[1], "--bench") == 0)
+    return nibble::gpu_test::run_reporting_failures(
+        [](int, char**) {
+          nibble::bench();
+          return 0;
+        },
+        argc, argv);
+  return nibble::gpu_test::run_reporting_failures(
+      [](int, char**) {
+        std::mt19937_64 rng(nibble::gpu_test::test_seed());
+        nibble::gpu_test::Results results;
+        const nibble::Case cases[] = {
+            {"tiny 1/1 64x64", 1, 1, 64, 64, 4, 1},
+            {"2/4 32x32, 3 rows", 2, 4, 32, 32, 4, 3},
+            {"4/8 128x64, conv 2", 4, 8, 128, 64, 2, 5},
+            {"2/4 128x128, 8 rows", 2, 4, 128, 128, 4, 8},
+            {"Qwen3-Next-80B 16/32 128x128", 16, 32, 128, 128, 4, 1},
+            {"Qwen3-Next-80B 16/32 128x128, 4 rows", 16, 32, 128, 128, 4, 4},
+        };
+        for (const auto& c : cases) nibble::check_case(results, rng, c);
+        nibble::check_refusals(results);
+        return results.exit_code();
+      },
+      argc, argv);
 }

@@ -427,7 +427,9 @@ class SchemaCompiler {
       const Json& m = schema["multipleOf"];
       const double k = m.get<double>();
       if (!(k > 0)) fail("'multipleOf' must be greater than 0", path, "multipleOf");
-      if (k != double(std::int64_t(k)) || k > double(kMaxMultipleOf)) {
+      // The range first: casting a double beyond int64 to it is undefined (fuzz_json_schema
+      // found multipleOf 1.1e61).
+      if (k > double(kMaxMultipleOf) || k != double(std::int64_t(k))) {
         // 0.29 is 29 x 0.01 in decimal but not in binary floating point (0.29 / 0.01 =
         // 28.999999999999996), so validators disagree: refuse rather than guess.
         fail("'multipleOf' must be an integer from 1 to " + std::to_string(kMaxMultipleOf) +

@@ -8,6 +8,8 @@ using Json = nlohmann::json;
 
 namespace {
 
+constexpr int kExitLogLines = 5;  // of a failed container's log tail, quoted by the router
+
 // The engine container's status: the one named "engine", else the first.
 Json engine_container(const Json& pod) {
   const Json status = pod.value("status", Json::object());
@@ -35,14 +37,32 @@ Json pod_status_list(const Json& pod, const char* field) {
   return pod.value("status", Json::object()).value(field, Json::array());
 }
 
+// The reason and exit code. The message is left out: with FallbackToLogsOnError it is up to
+// 80 lines of the container's log, which go to the exit's last_log_lines instead.
 std::string termination_text(const Json& terminated) {
   std::string text = terminated.value("reason", "Terminated");
   if (terminated.contains("exitCode")) {
     text += " (exit code " + std::to_string(terminated.value("exitCode", 0)) + ")";
   }
-  const std::string message = terminated.value("message", "");
-  if (!message.empty()) text += ": " + message;
   return text;
+}
+
+// The last lines of a termination message (the container's log tail, at most a few KB),
+// '\n'-separated, blank lines left out.
+std::string last_lines(const std::string& text, int count) {
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    if (nl > at) lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  std::string out;
+  for (std::size_t i = lines.size() > std::size_t(count) ? lines.size() - count : 0;
+       i < lines.size(); ++i) {
+    out += lines[i] + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -132,15 +152,18 @@ reconcile::RecipeObservation observe_pods(const std::vector<Json>& pods,
     reconcile::ReplicaView view = replica_from_pod(pod, reading);
     const Json engine = engine_container(pod);
     const Json terminated = engine.value("lastState", Json::object()).value("terminated", Json());
+    std::string log_lines;
     if (terminated.is_object()) {
       reconcile::ReplicaExit exit;
       exit.replica_id = view.id;
       exit.description = termination_text(terminated);
+      log_lines = last_lines(terminated.value("message", ""), kExitLogLines);
+      exit.last_log_lines = log_lines;
       exits.emplace_back(terminated.value("finishedAt", ""), exit);
     }
     if (PodFailure failure = pod_failure(pod); !failure.reason.empty()) {
       observation.crash_loop = true;
-      failures.push_back({view.id, failure.message, {}});
+      failures.push_back({view.id, failure.message, {}, log_lines});
     }
     if (view.phase == reconcile::ReplicaPhase::kReady) any_ready = true;
     if (pod_downloading(pod, reading)) downloading.push_back(view.id);

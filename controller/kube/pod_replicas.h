@@ -41,7 +41,9 @@ bool pod_downloading(const nlohmann::json& pod, const PodReading& reading);
 reconcile::ReplicaView replica_from_pod(const nlohmann::json& pod, const PodReading& reading);
 // Every pod's view; crash_loop when any pod fails (pod_failure), downloading when none is ready
 // and some pod still downloads; the pods' last terminations as exits (oldest first), then each
-// failing pod's reason, so status names the latest.
+// failing pod's reason, so status names the latest. Each exit's last_log_lines are the last
+// lines of the engine container's termination message (its log tail: the containers run with
+// terminationMessagePolicy FallbackToLogsOnError).
 reconcile::RecipeObservation observe_pods(const std::vector<nlohmann::json>& pods,
                                           const PodReading& reading);
 

@@ -59,6 +59,10 @@ json cache_volume(const ModelCache& cache) {
   return {{"name", "models"}, {"emptyDir", empty}};
 }
 
+// A container that fails leaves the tail of its log as its termination message, which the
+// controller reads off the pod (no log API call) to say why a replica crash-loops.
+constexpr const char* kLogsOnError = "FallbackToLogsOnError";
+
 // An init container that fetches an hf:// model into the cache volume (resuming a partial
 // download, skipping a complete one), so the engine starts on local files.
 json download_container(const recipe::ModelRecipe& r, const RenderOptions& o) {
@@ -74,6 +78,7 @@ json download_container(const recipe::ModelRecipe& r, const RenderOptions& o) {
             {"image", o.image},
             {"imagePullPolicy", o.image_pull_policy},
             {"command", json::array({"nibble", "pull", r.source.original, kModelMountPath})},
+            {"terminationMessagePolicy", kLogsOnError},
             {"securityContext", container_security()},
             {"volumeMounts", json::array({{{"name", "models"}, {"mountPath", kModelMountPath}},
                                           {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
@@ -100,6 +105,7 @@ json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json
       {"startupProbe", health_probe(10, 2, (o.startup_timeout_seconds + 9) / 10)},
       {"readinessProbe", health_probe(5, 2, 2)},
       {"livenessProbe", health_probe(10, 5, 6)},
+      {"terminationMessagePolicy", kLogsOnError},
       {"securityContext", container_security()},
       {"volumeMounts", std::move(mounts)}};
   // The recipe's own requests win over the controller's defaults.

@@ -150,6 +150,10 @@ std::vector<reconcile::ObservedReplica> LocalBackend::refresh(const std::string&
           it = replicas_.erase(it);
           continue;
         }
+        if (r.terminate_at && now >= *r.terminate_at) {
+          r.process->terminate();
+          r.terminate_at.reset();
+        }
         if (now >= r.drain_deadline) {
           spdlog::warn("replica {} did not drain within {} s: SIGKILL", r.id,
                        config_.drain_timeout.count());
@@ -221,9 +225,14 @@ int LocalBackend::carry_out(const reconcile::Plan& plan, const reconcile::Desire
       case reconcile::ActionKind::kDrain: {
         auto it = replicas_.find(action.replica_id);
         if (it == replicas_.end()) break;
-        it->second.phase = ReplicaPhase::kDraining;
-        it->second.drain_deadline = now + config_.drain_timeout;
-        it->second.process->terminate();
+        Replica& r = it->second;
+        r.phase = ReplicaPhase::kDraining;
+        r.drain_deadline = now + config_.deregistration_delay + config_.drain_timeout;
+        if (config_.deregistration_delay.count() > 0) {
+          r.terminate_at = now + config_.deregistration_delay;
+        } else {
+          r.process->terminate();
+        }
         spdlog::info("draining replica {}: {}", action.replica_id, action.reason);
         break;
       }

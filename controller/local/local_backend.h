@@ -32,6 +32,10 @@ struct LocalBackendConfig {
   std::vector<std::string> extra_engine_args;  // e.g. --threads 2 for tests
   std::optional<EngineUser> engine_user;       // --engine-user: engines run as this user
   std::size_t exits_kept = 10;                 // exit history per recipe
+  // A drained replica gets SIGTERM only this long after it leaves the router's table: requests
+  // the router sent it just before still find it accepting (as a Kubernetes preStop sleep does
+  // while endpoints update), rather than a 503 with no other replica yet in the table.
+  std::chrono::milliseconds deregistration_delay{1000};
 };
 
 class LocalBackend final : public reconcile::ReplicaBackend {
@@ -60,6 +64,7 @@ class LocalBackend final : public reconcile::ReplicaBackend {
     std::unique_ptr<EngineProcess> process;
     reconcile::ReplicaPhase phase = reconcile::ReplicaPhase::kStarting;
     reconcile::Clock::time_point since{}, drain_deadline{};
+    std::optional<reconcile::Clock::time_point> terminate_at;  // draining, SIGTERM not sent yet
     int consecutive_failures = 0;
     std::string last_error;
   };

@@ -56,6 +56,22 @@ reconcile::ModelAvailability availability(ResolvedModel::State state) {
   return reconcile::ModelAvailability::kFailed;
 }
 
+// While every live replica is a restart after two or more failures in a row, the recipe is
+// still crash-looping: between a restart and its next exit it would otherwise look as if a
+// replica were coming (requests held for nothing, the model listed, then not). One failure is
+// given its restart (an OOM kill, a lost node). The fewest failures among them; 0 when some
+// replica starts afresh or after one failure, or none is live.
+int failures_of_restarted(const std::vector<reconcile::ReplicaView>& replicas) {
+  constexpr int kCrashLoopFailures = 2;
+  int fewest = 0;
+  for (const reconcile::ReplicaView& r : replicas) {
+    if (r.phase == ReplicaPhase::kDraining || r.phase == ReplicaPhase::kExited) continue;
+    if (r.restarts < kCrashLoopFailures) return 0;
+    fewest = fewest == 0 ? r.restarts : std::min(fewest, r.restarts);
+  }
+  return fewest;
+}
+
 // Why a recipe with no ready replica cannot get one soon, for the router's 503; "" when one
 // may come (starting, downloading, scaled to zero).
 std::string unavailable_reason(const ResolvedModel& model,
@@ -64,9 +80,16 @@ std::string unavailable_reason(const ResolvedModel& model,
   if (facts.ready > 0) return "";
   if (model.state == ResolvedModel::State::kFailed)
     return "its weights cannot be fetched: " + model.message;
-  if (!observed.crash_loop) return "";
-  std::string reason = "its replicas are in CrashLoopBackOff (none ready; next restart in " +
-                       std::to_string(facts.retry_in.count()) + " s)";
+  std::string reason;
+  if (observed.crash_loop) {
+    reason = "its replicas are in CrashLoopBackOff (none ready; next restart in " +
+             std::to_string(facts.retry_in.count()) + " s)";
+  } else if (const int failures = failures_of_restarted(observed.replicas)) {
+    reason = "its replicas are in CrashLoopBackOff (none ready; restarted after " +
+             std::to_string(failures) + " failures, not ready yet)";
+  } else {
+    return "";
+  }
   if (observed.exits.empty()) return reason;
   const reconcile::ReplicaExit& last = observed.exits.back();
   reason += ": " + last.description;

@@ -223,6 +223,28 @@ TEST(ControllerLoop, TheRouteSaysWhyNoReplicaCanCome) {
                 std::string(300, 'e'));
   EXPECT_FALSE(route->can_serve());
 
+  // Restarted after one failure: given its chance, requests wait for it. After two failures in
+  // a row it is still crash-looping between its restart and its next exit.
+  f.backend.next.crash_loop = false;
+  f.backend.next.replicas = {replica("demo-a", revision, ReplicaPhase::kStarting)};
+  f.backend.next.replicas[0].restarts = 1;
+  f.loop.reconcile_once();
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->unavailable, "");
+  EXPECT_TRUE(f.routes.find_by_recipe("demo")->can_serve());
+  f.backend.next.replicas[0].restarts = 3;
+  f.loop.reconcile_once();
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->unavailable.rfind(
+                "its replicas are in CrashLoopBackOff (none ready; restarted after 3 failures, "
+                "not ready yet): replica demo-a exited with code 3",
+                0),
+            0u)
+      << f.routes.find_by_recipe("demo")->unavailable;
+  EXPECT_FALSE(f.routes.find_by_recipe("demo")->can_serve());
+  // A replica starting afresh beside it may serve: requests wait.
+  f.backend.next.replicas.push_back(replica("demo-c", revision, ReplicaPhase::kStarting));
+  f.loop.reconcile_once();
+  EXPECT_EQ(f.routes.find_by_recipe("demo")->unavailable, "");
+
   // A ready replica serves: its requests go there whatever the others do.
   f.backend.next.replicas.push_back(replica("demo-b", revision, ReplicaPhase::kReady));
   f.loop.reconcile_once();

@@ -203,6 +203,8 @@ TEST(RecipeObjects, HubModelsAreDownloadedIntoTheCacheVolume) {
   const json& init = pod_spec(o)["initContainers"][0];
   EXPECT_EQ(init["command"],
             json::array({"nibble", "pull", "hf://nvidia/Qwen3-30B-A3B-NVFP4@v2", "/models"}));
+  // Why a download failed (a gated model without a token) stays on the pod for the status.
+  EXPECT_EQ(init["terminationMessagePolicy"], "FallbackToLogsOnError");
   EXPECT_FALSE(init.contains("env"));
   bool read_only_mount = false;
   for (const json& m : engine(o)["volumeMounts"])
@@ -250,6 +252,8 @@ TEST(RecipeObjects, ProbesGracePeriodAndNonRootSecurity) {
   const json& startup = engine(o)["startupProbe"];
   EXPECT_GE(startup["periodSeconds"].get<int>() * startup["failureThreshold"].get<int>(), 1205);
   EXPECT_EQ(pod_spec(o)["terminationGracePeriodSeconds"], 90);
+  // A crashing engine's log tail stays on the pod, for the status and the router's 503.
+  EXPECT_EQ(engine(o)["terminationMessagePolicy"], "FallbackToLogsOnError");
   EXPECT_EQ(pod_spec(o)["securityContext"]["runAsNonRoot"], true);
   EXPECT_EQ(pod_spec(o)["securityContext"]["runAsUser"], 65532);
   EXPECT_EQ(pod_spec(o)["automountServiceAccountToken"], false);

@@ -80,6 +80,40 @@ Json with_container(Json pod, const char* list, const Json& container) {
   return pod;
 }
 
+// The engine's last log lines come off the pod: FallbackToLogsOnError leaves the log's tail as
+// the termination message, of which the exits keep the last five lines (the description stays
+// one line).
+TEST(PodReplicas, ExitsCarryTheLastLinesOfTheTerminationMessage) {
+  std::string log;
+  for (int i = 1; i <= 80; ++i) log += "line " + std::to_string(i) + "\n";
+  log += "\n";
+  const Json crashing = pod(
+      "d", {{"phase", "Running"},
+            {"containerStatuses",
+             {{{"name", "engine"},
+               {"restartCount", 3},
+               {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+               {"lastState",
+                {{"terminated", {{"reason", "Error"}, {"exitCode", 1}, {"message", log}}}}}}}}});
+  EXPECT_EQ(replica_from_pod(crashing, PodReading{}).last_error, "CrashLoopBackOff");
+  const reconcile::RecipeObservation o = observe_pods({crashing}, PodReading{});
+  ASSERT_EQ(o.exits.size(), 2u);
+  EXPECT_EQ(o.exits[0].description, "Error (exit code 1)");
+  const std::string tail = "line 76\nline 77\nline 78\nline 79\nline 80\n";
+  EXPECT_EQ(o.exits[0].last_log_lines, tail);
+  // The failing pod's entry, which the router quotes, carries them too.
+  EXPECT_EQ(o.exits[1].description,
+            "container engine of pod d: CrashLoopBackOff after Error (exit code 1)");
+  EXPECT_EQ(o.exits[1].last_log_lines, tail);
+  // A short message is kept whole; none gives none.
+  Json short_log = crashing;
+  short_log["status"]["containerStatuses"][0]["lastState"]["terminated"]["message"] = "oops";
+  EXPECT_EQ(observe_pods({short_log}, PodReading{}).exits[0].last_log_lines, "oops\n");
+  Json no_log = crashing;
+  no_log["status"]["containerStatuses"][0]["lastState"]["terminated"].erase("message");
+  EXPECT_EQ(observe_pods({no_log}, PodReading{}).exits[0].last_log_lines, "");
+}
+
 // Waiting reasons after which the kubelet only backs off fail the pod, in the engine or in the
 // model download; a crash loop after an OOM kill is reported as OOMKilled.
 TEST(PodReplicas, FailuresFromWaitingReasonsAndTheLastExit) {

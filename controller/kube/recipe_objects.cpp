@@ -59,6 +59,11 @@ json cache_volume(const ModelCache& cache) {
   return {{"name", "models"}, {"emptyDir", empty}};
 }
 
+// A deleted engine pod keeps accepting this long before its SIGTERM (a preStop sleep, counted
+// into the grace period): the router drops it when the watch shows the deletion, so a request
+// it picked just before still finds the engine accepting (local mode waits as long).
+constexpr int kDeregistrationSeconds = 2;
+
 // A container that fails leaves the tail of its log as its termination message, which the
 // controller reads off the pod (no log API call) to say why a replica crash-loops.
 constexpr const char* kLogsOnError = "FallbackToLogsOnError";
@@ -106,6 +111,8 @@ json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json
       {"readinessProbe", health_probe(5, 2, 2)},
       {"livenessProbe", health_probe(10, 5, 6)},
       {"terminationMessagePolicy", kLogsOnError},
+      // SIGTERM only after the router has seen the pod deleted and stopped picking it.
+      {"lifecycle", {{"preStop", {{"sleep", {{"seconds", kDeregistrationSeconds}}}}}}},
       {"securityContext", container_security()},
       {"volumeMounts", std::move(mounts)}};
   // The recipe's own requests win over the controller's defaults.
@@ -201,7 +208,7 @@ json pod_spec(const recipe::ModelRecipe& r, const RenderOptions& o) {
                  {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
                {"automountServiceAccountToken", false},  // engines never call the API server
                {"enableServiceLinks", false},
-               {"terminationGracePeriodSeconds", o.drain_seconds},
+               {"terminationGracePeriodSeconds", o.drain_seconds + kDeregistrationSeconds},
                {"containers", json::array({engine_container(r, o, std::move(mounts))})},
                {"volumes", volumes}};
   if (!init.empty()) spec["initContainers"] = init;

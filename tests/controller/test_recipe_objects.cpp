@@ -251,7 +251,9 @@ TEST(RecipeObjects, ProbesGracePeriodAndNonRootSecurity) {
   }
   const json& startup = engine(o)["startupProbe"];
   EXPECT_GE(startup["periodSeconds"].get<int>() * startup["failureThreshold"].get<int>(), 1205);
-  EXPECT_EQ(pod_spec(o)["terminationGracePeriodSeconds"], 90);
+  // The engine drains for 90 s after a 2 s preStop sleep that lets the router drop the pod.
+  EXPECT_EQ(engine(o)["lifecycle"]["preStop"], json({{"sleep", {{"seconds", 2}}}}));
+  EXPECT_EQ(pod_spec(o)["terminationGracePeriodSeconds"], 92);
   // A crashing engine's log tail stays on the pod, for the status and the router's 503.
   EXPECT_EQ(engine(o)["terminationMessagePolicy"], "FallbackToLogsOnError");
   EXPECT_EQ(pod_spec(o)["securityContext"]["runAsNonRoot"], true);

@@ -207,7 +207,20 @@ int run_serve(const Args& args) {
                num_blocks * kBlockSize,
                (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20,
                backend->kv_cache_dtype());
-  backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize);
+  // A hybrid model's recurrent state: one slot per running sequence, beside the KV blocks.
+  const int state_slots = backend->state_slot_bytes() > 0 ? o.max_num_seqs : 0;
+  if (state_slots > 0) {
+    if (o.speculative) {
+      spdlog::error(
+          "serve: --speculative-config: {} keeps a recurrent state per sequence (linear "
+          "attention), out of which rejected drafts cannot be rolled back",
+          config.architecture);
+      return 2;
+    }
+    spdlog::info("recurrent state: {} slots of {:.2f} MiB (one per --max-num-seqs sequence)",
+                 state_slots, double(backend->state_slot_bytes()) / double(1 << 20));
+  }
+  backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize, state_slots);
 
   runtime::EngineConfig engine_config;
   engine_config.model_name = o.served_model_name;

@@ -141,7 +141,7 @@ TEST_F(Qwen3NextCpu, ABatchOfSequencesEqualsEachAlone) {
   std::iota(ta.begin(), ta.end(), 0);
   std::iota(tb.begin(), tb.end(), 8);
   std::iota(tc.begin(), tc.end(), 16);
-  std::vector<float> la(std::size_t(V)), lb(la.size()), lc(la.size());
+  std::vector<float> la(static_cast<std::size_t>(V)), lb(la.size()), lc(la.size());
   // Step 1: b's first 50 tokens, c's first 8 (slot 2), a not yet.
   BatchItem b1{std::span(b).first(50), 0, tb, {}};
   b1.state_slot = 0;
@@ -172,7 +172,7 @@ TEST_F(Qwen3NextCpu, ASlotReusedFromPositionZeroStartsFresh) {
   auto cache = backend->new_kv_cache_with_state(8, 16, 1);
   std::vector<int> table(8);
   std::iota(table.begin(), table.end(), 0);
-  std::vector<float> logits(std::size_t(V));
+  std::vector<float> logits(static_cast<std::size_t>(V));
   BatchItem item{first, 0, table, {}};
   item.state_slot = 0;
   backend->forward_batch(*cache, std::span(&item, 1));

@@ -49,7 +49,7 @@ nibble::testing::TempDir* Qwen3NextCpu::dir_ = nullptr;
 
 // 70 tokens: longer than one 64-token chunk of the chunked delta rule.
 std::vector<std::int32_t> prompt(int n = 70) {
-  std::vector<std::int32_t> p(std::size_t(n));
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) p[std::size_t(i)] = (7919 * i + 17) % 151936;
   return p;
 }

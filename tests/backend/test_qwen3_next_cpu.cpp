@@ -4,18 +4,22 @@
 // in one chunk, in chunks at any boundary (across the delta rule's 64-token chunks) or token by
 // token; a batch of sequences in one step equals each alone; a state slot reused from position 0
 // (a preempted sequence recomputed) starts fresh; the state slots are checked; and the CUDA
-// backend's refusal names what it lacks.
+// backend's refusal names what it lacks; and the engine loop serves several requests through a
+// small cache (chunked prefills, preemptions) with each one's tokens as when it runs alone.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_model_runner.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/greedy_decode.h"
 #include "engine/backend/model_features.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/quantize_on_load.h"
+#include "engine/runtime/engine_loop.h"
 #include "tests/backend/chunk_logits.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
@@ -201,6 +205,60 @@ TEST_F(Qwen3NextCpu, StateSlotsAreChecked) {
               ::testing::ThrowsMessage<BackendError>(HasSubstr("share a state slot")));
   x.state_slot = 2;
   EXPECT_THROW(backend->forward_batch(*cache, std::span(&x, 1)), BackendError);
+}
+
+// The serving path (engine loop, scheduler, state slots, BackendModelRunner) with chunked
+// prefill under a 16-token budget and a KV cache of 14 four-token blocks that cannot hold the
+// six requests at once, so sequences are preempted and recomputed from their prompts: every
+// request's greedy tokens equal its greedy decode alone.
+TEST_F(Qwen3NextCpu, TheEngineServesABatchWithPreemptionsAsEachAlone) {
+  auto backend = make_cpu_backend(load("bf16"), 2);
+  constexpr int kMaxSeqs = 6, kNewTokens = 8;
+  BackendModelRunner runner(*backend, 14, 4, kMaxSeqs);
+  ASSERT_EQ(runner.num_state_slots(), kMaxSeqs);
+  metrics::Registry registry;
+  runtime::EngineConfig config;
+  config.model_name = "tiny-next";
+  config.max_model_len = 56;
+  config.scheduler = {.max_num_seqs = kMaxSeqs, .max_num_batched_tokens = 16};
+  runtime::EngineLoop engine(config, runner, registry);
+  engine.start();
+  std::vector<std::vector<std::int32_t>> prompts;
+  std::vector<std::shared_ptr<runtime::OutputChannel>> channels;
+  for (int n : {10, 31, 5, 22, 17, 40}) {
+    prompts.push_back(prompt(n));
+    runtime::GenerationRequest r;
+    r.id = "r" + std::to_string(n);
+    r.prompt.assign(prompts.back().begin(), prompts.back().end());
+    r.params.max_tokens = kNewTokens;
+    r.params.temperature = 0;
+    r.params.ignore_eos = true;
+    r.channel = std::make_shared<runtime::OutputChannel>();
+    channels.push_back(r.channel);
+    ASSERT_EQ(engine.submit(std::move(r)).status, runtime::SubmitStatus::kAccepted);
+  }
+  std::vector<std::vector<int>> got(prompts.size());
+  std::size_t finished = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finished < prompts.size() && std::chrono::steady_clock::now() < deadline)
+    for (std::size_t i = 0; i < channels.size(); ++i)
+      for (const runtime::TokenEvent& e : channels[i]->pop(std::chrono::milliseconds(1))) {
+        if (e.token >= 0) got[i].push_back(e.token);
+        finished += e.finish != runtime::FinishReason::kNone;
+      }
+  engine.drain_and_stop(std::chrono::seconds(5));
+  ASSERT_EQ(finished, prompts.size());
+  EXPECT_NE(registry.render().find("nibble_preemptions_total{model_name=\"tiny-next\"} "),
+            std::string::npos);
+  EXPECT_EQ(registry.render().find("nibble_preemptions_total{model_name=\"tiny-next\"} 0\n"),
+            std::string::npos)
+      << "the cache was meant to force preemptions";
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const GreedyTrace alone = greedy_decode(*backend, prompts[i], kNewTokens, 1);
+    std::vector<int> want;
+    for (const auto& s : alone.steps) want.push_back(s.token);
+    EXPECT_EQ(got[i], want) << "prompt of " << prompts[i].size() << " tokens";
+  }
 }
 
 TEST_F(Qwen3NextCpu, TheCudaBackendWouldRefuse) {

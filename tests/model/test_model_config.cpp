@@ -404,5 +404,49 @@ TEST(ModelConfigQwen3Next, BadConfigsAreRefusedByName) {
   EXPECT_THAT(refusal(j), HasSubstr("shared_expert_intermediate_size"));
 }
 
+// Every field of the 80B config replaced by each of a set of wrong or odd values: the parser
+// either accepts the config (and it describes) or refuses it with a ModelError, never anything
+// else.
+TEST(ModelConfigQwen3Next, EveryFieldSetToOddValuesParsesOrIsRefused) {
+  const json values[] = {-1,
+                         0,
+                         1,
+                         3,
+                         2.5,
+                         "x",
+                         nullptr,
+                         json::array(),
+                         json::object(),
+                         true,
+                         json::array({"full_attention"}),
+                         1 << 20};
+  int accepted = 0, refused = 0;
+  const json config = qwen3_next_80b();  // kept alive: the loop walks its items
+  for (const auto& [key, ignored] : config.items()) {
+    for (const json& v : values) {
+      json j = qwen3_next_80b();
+      j[key] = v;
+      SCOPED_TRACE(key + " = " + v.dump());
+      try {
+        const ModelConfig c = parse_model_config(j, "cfg.json");
+        ++accepted;
+        if (c.num_layers <= 64) {
+          EXPECT_EQ(int(describe_model(c).layers.size()), c.num_layers);
+        }
+      } catch (const ModelError&) {
+        ++refused;
+      }
+    }
+    json j = qwen3_next_80b();
+    j.erase(key);  // absent: a default or "required, missing"
+    try {
+      parse_model_config(j, "cfg.json");
+    } catch (const ModelError&) {
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(refused, 0);
+}
+
 }  // namespace
 }  // namespace nibble::model

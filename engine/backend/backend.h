@@ -39,6 +39,9 @@ class KvCache {
   virtual ~KvCache() = default;
   virtual int num_blocks() const = 0;
   virtual int block_size() const = 0;
+  // Recurrent-state slots it holds beside the blocks (hybrid models: Backend::state_slot_bytes
+  // each, BatchItem::state_slot indexing them); 0 for a plain KV cache.
+  virtual int num_state_slots() const { return 0; }
 };
 
 // Sampling the next token on the device (Backend::samples_on_device()) instead of returning its
@@ -65,6 +68,11 @@ struct BatchItem {
   // returns logits at several positions (Backend::logits_at_several_positions): speculative
   // decoding verifies a decode row with k drafts as a k+1-token chunk, num_logits k + 1.
   int num_logits = 1;
+  // Hybrid models (Backend::state_slot_bytes() > 0): the cache's recurrent-state slot holding
+  // this sequence's state (conv windows, delta-rule states), read and advanced by the step; an
+  // item with start 0 begins it from zeros, a later chunk continues it. No two items of a step
+  // share a slot. -1 (none) for models without recurrent state.
+  int state_slot = -1;
 };
 
 // Host work a step runs while its forward pass computes (Backend::forward_batch_overlapping).
@@ -98,6 +106,14 @@ class Backend {
   // Bytes one cache block of block_size positions takes across all layers (for sizing).
   virtual std::size_t kv_block_bytes(int block_size) const = 0;
   virtual std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) = 0;
+  // Hybrid models (Qwen3-Next's linear-attention layers): bytes one sequence's recurrent state
+  // takes across all layers; 0 for models without one.
+  virtual std::size_t state_slot_bytes() const { return 0; }
+  // new_kv_cache's cache that also holds `state_slots` recurrent-state slots (0..: BatchItem::
+  // state_slot), for models with recurrent state. The default serves backends without any:
+  // state_slots must be 0.
+  virtual std::unique_ptr<KvCache> new_kv_cache_with_state(int num_blocks, int block_size,
+                                                           int state_slots);
   // Bytes of device memory left for the KV cache when `utilization` of the device may be used,
   // after the weights and the activations of steps of up to max_tokens tokens and max_sequences
   // sampled sequences (which this call allocates). 0: the backend has no device memory of its

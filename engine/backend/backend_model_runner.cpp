@@ -5,8 +5,10 @@
 
 namespace nibble::backend {
 
-BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int block_size)
-    : backend_(backend), cache_(backend.new_kv_cache(num_blocks, block_size)) {
+BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int block_size,
+                                       int state_slots)
+    : backend_(backend),
+      cache_(backend.new_kv_cache_with_state(num_blocks, block_size, state_slots)) {
   backend_.prepare_decode(*cache_);
 }
 
@@ -64,6 +66,7 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
     }
     item.start = seq.num_computed_tokens;
     item.block_table = seq.block_table;
+    item.state_slot = seq.state_slot;
     if (s.samples_next_token) {
       if (!logits.empty()) {
         item.num_logits = s.num_logits();

@@ -10,12 +10,14 @@ namespace nibble::backend {
 
 class BackendModelRunner : public runtime::ModelRunner {
  public:
-  // The backend must outlive the runner.
-  BackendModelRunner(Backend& backend, int num_blocks, int block_size);
+  // The backend must outlive the runner. state_slots: recurrent-state slots for a hybrid model
+  // (one per running sequence: max_num_seqs), 0 for a model without recurrent state.
+  BackendModelRunner(Backend& backend, int num_blocks, int block_size, int state_slots = 0);
 
   int vocab_size() const override { return backend_.config().vocab_size; }
   int num_kv_blocks() const override { return cache_->num_blocks(); }
   int kv_block_size() const override { return cache_->block_size(); }
+  int num_state_slots() const override { return cache_->num_state_slots(); }
   void execute(const runtime::SchedulerOutput& batch, std::vector<float>& logits) override;
   bool verifies_drafts() const override { return backend_.logits_at_several_positions(); }
   bool samples_on_device() const override { return backend_.samples_on_device(); }

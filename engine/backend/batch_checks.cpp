@@ -1,5 +1,8 @@
 #include "engine/backend/batch_checks.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace nibble::backend {
 
 void check_forward_args(const model::ModelConfig& c, const std::string& backend, int length,
@@ -83,6 +86,30 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
     total += std::int64_t(item.tokens.size());
   }
   return total;
+}
+
+void check_state_slots(const std::string& backend, const KvCache& cache,
+                       std::span<const BatchItem> items, bool needs_state) {
+  const std::string who = backend + " backend: ";
+  std::vector<int> slots;
+  for (const BatchItem& item : items) {
+    if (!needs_state) {
+      if (item.state_slot != -1)
+        throw BackendError(who +
+                           "the model keeps no recurrent state; a batch item names state "
+                           "slot " +
+                           std::to_string(item.state_slot));
+      continue;
+    }
+    if (item.state_slot < 0 || item.state_slot >= cache.num_state_slots())
+      throw BackendError(who + "the model keeps a recurrent state per sequence; state slot " +
+                         std::to_string(item.state_slot) + " is outside the cache's " +
+                         std::to_string(cache.num_state_slots()) + " slots");
+    slots.push_back(item.state_slot);
+  }
+  std::sort(slots.begin(), slots.end());
+  if (std::adjacent_find(slots.begin(), slots.end()) != slots.end())
+    throw BackendError(who + "two batch items share a state slot");
 }
 
 }  // namespace nibble::backend

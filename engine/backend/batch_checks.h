@@ -23,4 +23,9 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
                          const KvCache& cache, std::span<const BatchItem> items,
                          bool device_sampling = false, bool several_logits = false);
 
+// forward_batch() of a model with recurrent state (needs_state) or without: with, every item
+// names a state slot of the cache and no two the same; without, none names one.
+void check_state_slots(const std::string& backend, const KvCache& cache,
+                       std::span<const BatchItem> items, bool needs_state);
+
 }  // namespace nibble::backend

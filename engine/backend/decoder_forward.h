@@ -8,10 +8,14 @@
 //   embed()                          x = embedding rows of the step's tokens          [T, H]
 //   attention(l, norm, spec)         x += o(attention(rope(q, k), v)) of norm(x), keys and values
 //                                    stored in the KV cache at the step's positions
+//   or gated_deltanet(l, norm, spec) x += out_proj(Gated DeltaNet mixing of norm(x)), each
+//                                    sequence's recurrent state read and advanced in its slot
 //   mlp(l, norm, spec)               x += down(silu(gate(h)) * up(h)), h = norm(x)
 //   moe(l, norm, spec)               x += sum over the top-k experts of h = norm(x), weighted
 //   logits(norm)                     the rows that want a next token: lm_head(norm(x))
 // Each op reads the layer's weights by index; the specs say what the layer computes.
+#include <stdexcept>
+
 #include "engine/model/model_description.h"
 
 namespace nibble::backend {
@@ -21,6 +25,13 @@ class DecoderOps {
   virtual ~DecoderOps() = default;
   virtual void embed() = 0;
   virtual void attention(int layer, model::NormKind norm, const model::AttentionSpec& spec) = 0;
+  // Not pure while only the CPU backend implements it: a backend without it refuses hybrid
+  // models at load (model_features.h), so the default is never reached there.
+  virtual void gated_deltanet(int layer, model::NormKind norm,
+                              const model::LinearAttentionSpec& spec) {
+    (void)layer, (void)norm, (void)spec;
+    throw std::logic_error("this backend has no Gated DeltaNet op");
+  }
   virtual void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) = 0;
   virtual void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) = 0;
   virtual void logits(model::NormKind norm) = 0;
@@ -30,7 +41,14 @@ inline void run_decoder(const model::ModelDescription& model, DecoderOps& ops) {
   ops.embed();
   for (int l = 0; l < int(model.layers.size()); ++l) {
     const model::LayerSpec& layer = model.layers[std::size_t(l)];
-    ops.attention(l, layer.norm, layer.attention);
+    switch (layer.mixer) {
+      case model::MixerKind::kAttention:
+        ops.attention(l, layer.norm, layer.attention);
+        break;
+      case model::MixerKind::kGatedDeltaNet:
+        ops.gated_deltanet(l, layer.norm, layer.linear_attention);
+        break;
+    }
     switch (layer.ffn.kind) {
       case model::FfnKind::kMlp:
         ops.mlp(l, layer.norm, layer.ffn.mlp);

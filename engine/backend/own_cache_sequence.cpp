@@ -16,7 +16,9 @@ class OwnCacheSequence : public SequenceState {
   OwnCacheSequence(Backend& backend, int capacity)
       : owner(&backend),
         capacity_(capacity),
-        cache(backend.new_kv_cache((capacity + kBlockSize - 1) / kBlockSize, kBlockSize)),
+        // A hybrid model's sequence keeps its recurrent state in the cache's one slot.
+        cache(backend.new_kv_cache_with_state((capacity + kBlockSize - 1) / kBlockSize, kBlockSize,
+                                              backend.state_slot_bytes() > 0 ? 1 : 0)),
         table(std::size_t(cache->num_blocks())) {
     std::iota(table.begin(), table.end(), 0);
   }
@@ -47,9 +49,19 @@ void forward_own_cache_sequence(Backend& backend, SequenceState& state,
     throw BackendError(backend.name() + " backend: sequence state belongs to another backend");
   check_forward_args(backend.config(), backend.name(), seq->length_, seq->capacity_, tokens,
                      logits);
-  const BatchItem item{tokens, seq->length_, seq->table, logits};
+  BatchItem item{tokens, seq->length_, seq->table, logits};
+  if (seq->cache->num_state_slots() > 0) item.state_slot = 0;
   backend.forward_batch(*seq->cache, std::span(&item, 1));
   seq->length_ += int(tokens.size());
+}
+
+std::unique_ptr<KvCache> Backend::new_kv_cache_with_state(int num_blocks, int block_size,
+                                                          int state_slots) {
+  if (state_slots != 0)
+    throw BackendError(name() + " backend: " + config().architecture +
+                       " keeps no recurrent state; a cache for it takes 0 state slots, not " +
+                       std::to_string(state_slots));
+  return new_kv_cache(num_blocks, block_size);
 }
 
 std::unique_ptr<SequenceState> Backend::new_sequence(int max_tokens) {

@@ -188,6 +188,32 @@ int run_serve(const Args& args) {
     kv_bytes = backend->device_memory_for_kv(o.gpu_memory_utilization, o.max_num_batched_tokens,
                                              o.max_num_seqs);
   if (kv_bytes == 0 && !on_gpu) kv_bytes = std::size_t(1) << 30;
+  // A hybrid model's recurrent state: one slot per running sequence, out of the same budget.
+  const int state_slots = backend->state_slot_bytes() > 0 ? o.max_num_seqs : 0;
+  const std::size_t state_bytes = std::size_t(state_slots) * backend->state_slot_bytes();
+  if (state_slots > 0) {
+    if (o.speculative) {
+      spdlog::error(
+          "serve: --speculative-config: {} keeps a recurrent state per sequence (linear "
+          "attention), out of which rejected drafts cannot be rolled back",
+          config.architecture);
+      return 2;
+    }
+    if (state_bytes >= kv_bytes) {
+      spdlog::error(
+          "serve: {} recurrent-state slots of {:.2f} MiB (one per --max-num-seqs sequence) "
+          "need {} MiB, more than the KV cache budget of {} MiB; lower --max-num-seqs or raise "
+          "--kv-cache-memory-bytes",
+          state_slots, double(backend->state_slot_bytes()) / double(1 << 20), state_bytes >> 20,
+          kv_bytes >> 20);
+      return 2;
+    }
+    spdlog::info(
+        "recurrent state: {} slots of {:.2f} MiB (one per --max-num-seqs sequence), {} "
+        "MiB of the KV cache budget",
+        state_slots, double(backend->state_slot_bytes()) / double(1 << 20), state_bytes >> 20);
+    kv_bytes -= state_bytes;
+  }
   const int num_blocks =
       backend::kv_blocks_for_budget(*backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs);
   // The budget is a ceiling: no more blocks than max-num-seqs full-length sequences can hold.
@@ -207,7 +233,7 @@ int run_serve(const Args& args) {
                num_blocks * kBlockSize,
                (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20,
                backend->kv_cache_dtype());
-  backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize);
+  backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize, state_slots);
 
   runtime::EngineConfig engine_config;
   engine_config.model_name = o.served_model_name;

@@ -44,4 +44,8 @@ struct ConfigReader {
   }
 };
 
+// The dimensions of each head RoPE rotates: head_dim * partial_rotary_factor (read at the top
+// level or in rope_parameters; default_factor when absent), refused unless even and >= 2.
+int read_rotary_dim(const ConfigReader& reader, int head_dim, double default_factor);
+
 }  // namespace nibble::model

@@ -114,6 +114,27 @@ json resolve_aliases(const json& config, const Architecture& arch, const std::st
 
 }  // namespace
 
+int read_rotary_dim(const ConfigReader& r, int head_dim, double default_factor) {
+  // transformers 5 moves the factor into rope_parameters; older configs carry it at the top.
+  std::string field = "partial_rotary_factor";
+  double factor = r.number_or(field, default_factor);
+  if (r.has("rope_parameters") && r.j["rope_parameters"].is_object() &&
+      r.j["rope_parameters"].contains("partial_rotary_factor")) {
+    field = "rope_parameters.partial_rotary_factor";
+    factor =
+        ConfigReader{r.j["rope_parameters"], r.source}.number_or("partial_rotary_factor", factor);
+  }
+  if (!(factor > 0.0 && factor <= 1.0))
+    r.fail(field, "expected a number in (0, 1], got " + std::to_string(factor));
+  // transformers: dim = int(head_dim * partial_rotary_factor), rotated in pairs.
+  const int dim = int(double(head_dim) * factor);
+  if (dim < 2 || dim % 2 != 0)
+    r.fail(field, "head_dim " + std::to_string(head_dim) + " times " + std::to_string(factor) +
+                      " gives " + std::to_string(dim) +
+                      " rotary dimensions; expected an even number");
+  return dim;
+}
+
 ModelConfig parse_model_config(const json& config, const std::string& source) {
   if (!config.is_object()) throw ModelError(source + ": expected a JSON object");
   ModelConfig c;
@@ -142,8 +163,7 @@ ModelConfig parse_model_config(const json& config, const std::string& source) {
   std::string act = r.string_or("hidden_act", "silu");
   if (act != "silu") r.fail("hidden_act", "only 'silu' is implemented, got '" + act + "'");
   if (r.boolean_or("mlp_bias", false)) r.fail("mlp_bias", "MLP biases are not implemented");
-  if (r.has("partial_rotary_factor") && r.number_or("partial_rotary_factor", 1.0) != 1.0)
-    r.fail("partial_rotary_factor", "partial rotary embeddings are not implemented");
+  c.rotary_dim = read_rotary_dim(r, c.head_dim, 1.0);
 
   // Sliding windows: Qwen turns them on with use_sliding_window (Mistral's caps the context,
   // architectures/mistral.cpp).

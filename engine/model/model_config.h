@@ -12,7 +12,7 @@
 
 namespace nibble::model {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, GptOss };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, GptOss, Qwen3Next };
 
 struct RopeConfig {
   double theta = 10000.0;
@@ -42,6 +42,10 @@ struct ModelConfig {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
+  // RoPE rotates the first rotary_dim dimensions of each head (head_dim * partial_rotary_factor;
+  // Qwen3-Next's 0.25) and passes the rest through; 0 (a config built in code): all of them.
+  int rotary_dim = 0;
+  int rope_dim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   float rms_norm_eps = 1e-6f;
   RopeConfig rope;
   int max_position_embeddings = 0;
@@ -61,6 +65,14 @@ struct ModelConfig {
   bool attention_bias = false;
   std::vector<int> layer_windows;
   double swiglu_limit = 7.0;
+  // Qwen3-Next: which layers mix tokens by Gated DeltaNet (layer_types "linear_attention")
+  // instead of attention, and those layers' heads and causal conv; the shared expert beside the
+  // routed ones (0: none).
+  std::vector<bool> linear_attention_layers;
+  int linear_num_key_heads = 0, linear_num_value_heads = 0;
+  int linear_key_head_dim = 0, linear_value_head_dim = 0;
+  int linear_conv_kernel_dim = 0;
+  int shared_expert_intermediate_size = 0;
 };
 
 // Throws ModelError naming `source` (the config path) and the offending field.

@@ -12,9 +12,11 @@
 
 namespace nibble::model {
 
-// How a norm scales its normalised input: x / rms(x) * w (Llama's RMSNorm, every architecture
-// so far).
-enum class NormKind { kRms };
+// How a norm scales its normalised input.
+enum class NormKind {
+  kRms,             // x / rms(x) * w (Llama's RMSNorm)
+  kRmsZeroCentred,  // x / rms(x) * (1 + w): weights stored around 0 (Qwen3-Next, Gemma 3)
+};
 
 // Softmax attention over the KV cache: grouped-query heads, RoPE (ModelConfig::rope) on q and k.
 struct AttentionSpec {
@@ -27,6 +29,26 @@ struct AttentionSpec {
   // 0: the query at position p sees [0, p]; else only [p - window + 1, p] (gpt-oss's
   // sliding_attention layers; transformers' kv_idx > q_idx - sliding_window).
   int sliding_window = 0;
+  // q_proj's output holds, per head, the query then as many gate values: the attention output
+  // is multiplied by sigmoid(gate) before o_proj (Qwen3-Next's gated attention).
+  bool output_gate = false;
+};
+
+// Gated DeltaNet linear attention (Qwen3-Next's "linear_attention" layers): in_proj_qkvz and
+// in_proj_ba grouped per key head, a causal depthwise conv1d + SiLU over q, k, v, the gated
+// delta rule over a per-sequence recurrent state, a gated RMSNorm with z, out_proj
+// (kernels/linear_attention/gated_deltanet_ref.h computes everything between the projections).
+// Its state lives in the sequence's state slot, not in the KV cache.
+struct LinearAttentionSpec {
+  int key_heads = 0, value_heads = 0;  // value_heads % key_heads == 0
+  int key_head_dim = 0, value_head_dim = 0;
+  int conv_kernel = 0;
+};
+
+// Which block mixes tokens in a layer.
+enum class MixerKind {
+  kAttention,      // AttentionSpec over the paged KV cache
+  kGatedDeltaNet,  // LinearAttentionSpec over the sequence's recurrent state
 };
 
 // SwiGLU: down(silu(gate(h)) * up(h)).
@@ -70,6 +92,10 @@ struct MoeSpec {
   float swiglu_alpha = 1.702f;  // kClampedSwiGlu
   float swiglu_limit = 7.0f;    // kClampedSwiGlu
   ExpertLayout layout = ExpertLayout::kPerExpert;
+  // A shared expert every token runs beside the routed ones (0: none): a SwiGLU of this width
+  // (mlp.shared_expert.{gate,up,down}_proj) whose output is scaled by
+  // sigmoid(mlp.shared_expert_gate(h)), one scalar per token (Qwen2-MoE, Qwen3-Next).
+  int shared_expert_intermediate_size = 0;
 };
 
 enum class FfnKind { kMlp, kMoe };
@@ -81,8 +107,10 @@ struct FfnSpec {
 };
 
 struct LayerSpec {
-  NormKind norm = NormKind::kRms;  // the input and post-attention norms
-  AttentionSpec attention;
+  NormKind norm = NormKind::kRms;  // the input and post-attention norms, and q/k norms
+  MixerKind mixer = MixerKind::kAttention;
+  AttentionSpec attention;               // kAttention
+  LinearAttentionSpec linear_attention;  // kGatedDeltaNet
   FfnSpec ffn;
 };
 
@@ -90,6 +118,13 @@ struct ModelDescription {
   std::vector<LayerSpec> layers;  // in order, one per decoder layer
   NormKind final_norm = NormKind::kRms;
   bool tied_embeddings = false;  // lm_head is the embedding matrix
+  // Whether any layer keeps a recurrent state per sequence (a hybrid model): such a model runs
+  // each sequence in a state slot and cannot reuse a cached KV prefix (it has no state for it).
+  bool has_recurrent_state() const {
+    for (const LayerSpec& l : layers)
+      if (l.mixer == MixerKind::kGatedDeltaNet) return true;
+    return false;
+  }
 };
 
 // The description of `config`'s architecture at its sizes; throws ModelError for an

@@ -8,6 +8,27 @@
 #include "engine/model/safetensors.h"
 
 namespace nibble::model {
+namespace {
+
+// model.layers.N.linear_attn.* (`p` ends in "linear_attn.").
+LinearAttentionWeights load_linear_attention(const Checkpoint& ck, QuantFormat format,
+                                             const std::string& p, const LinearAttentionSpec& s,
+                                             std::int64_t H) {
+  const std::int64_t Kh = s.key_heads, Vh = s.value_heads, Dk = s.key_head_dim,
+                     Dv = s.value_head_dim, G = Vh / Kh;
+  const std::int64_t conv_dim = 2 * Kh * Dk + Vh * Dv;
+  LinearAttentionWeights w;
+  w.in_proj_qkvz = load_linear(ck, format, p + "in_proj_qkvz", Kh * (2 * Dk + 2 * G * Dv), H);
+  w.in_proj_ba = load_linear(ck, format, p + "in_proj_ba", 2 * Vh, H);
+  w.conv_weight = load_floats(ck, p + "conv1d.weight", conv_dim * s.conv_kernel);
+  w.A_log = load_floats(ck, p + "A_log", Vh);
+  w.dt_bias = load_floats(ck, p + "dt_bias", Vh);
+  w.norm = load_floats(ck, p + "norm.weight", Dv);
+  w.out_proj = load_linear(ck, format, p + "out_proj", H, Vh * Dv);
+  return w;
+}
+
+}  // namespace
 
 ModelWeights load_model(const std::filesystem::path& dir) {
   ModelWeights m;
@@ -30,10 +51,15 @@ ModelWeights load_model(const std::filesystem::path& dir) {
     LayerWeights w;
     w.input_norm = load_floats(ck, p + "input_layernorm.weight", H);
     w.post_attention_norm = load_floats(ck, p + "post_attention_layernorm.weight", H);
-    w.q = linear(p + "self_attn.q_proj", q_out, H);
-    w.k = linear(p + "self_attn.k_proj", kv_out, H);
-    w.v = linear(p + "self_attn.v_proj", kv_out, H);
-    w.o = linear(p + "self_attn.o_proj", H, q_out);
+    if (spec.mixer == MixerKind::kGatedDeltaNet) {
+      w.linear_attention =
+          load_linear_attention(ck, m.quant.format, p + "linear_attn.", spec.linear_attention, H);
+    } else {
+      w.q = linear(p + "self_attn.q_proj", spec.attention.output_gate ? 2 * q_out : q_out, H);
+      w.k = linear(p + "self_attn.k_proj", kv_out, H);
+      w.v = linear(p + "self_attn.v_proj", kv_out, H);
+      w.o = linear(p + "self_attn.o_proj", H, q_out);
+    }
     if (spec.attention.qkv_bias && (w.q.bias.empty() || w.k.bias.empty() || w.v.bias.empty()))
       throw ModelError(dir.string() + ": " + c.architecture + " needs q/k/v biases; missing in " +
                        p + "self_attn");
@@ -58,6 +84,12 @@ ModelWeights load_model(const std::filesystem::path& dir) {
             ex.up = linear(ep + "up_proj", moe.intermediate_size, H);
             ex.down = linear(ep + "down_proj", H, moe.intermediate_size);
             w.experts.push_back(std::move(ex));
+          }
+          if (const std::int64_t Is = moe.shared_expert_intermediate_size; Is > 0) {
+            w.shared_gate = linear(p + "mlp.shared_expert.gate_proj", Is, H);
+            w.shared_up = linear(p + "mlp.shared_expert.up_proj", Is, H);
+            w.shared_down = linear(p + "mlp.shared_expert.down_proj", H, Is);
+            w.shared_expert_gate = linear(p + "mlp.shared_expert_gate", 1, H);
           }
           break;
         case ExpertLayout::kFusedInterleaved:

@@ -17,17 +17,34 @@ struct ExpertWeights {
   Linear gate_up;   // [2 * moe_I, H], rows interleaved gate, up (ExpertLayout::kFusedInterleaved)
 };
 
+// A Gated DeltaNet layer's weights (model.layers.N.linear_attn.*; shapes by
+// kernels/linear_attention/gated_deltanet_shape.h: Kh/Vh key/value heads of Dk/Dv dims, group
+// G = Vh / Kh, conv_dim = 2 Kh Dk + Vh Dv, kernel K).
+struct LinearAttentionWeights {
+  Linear in_proj_qkvz;             // [Kh (2 Dk + 2 G Dv), H], grouped per key head
+  Linear in_proj_ba;               // [2 Vh, H], grouped per key head: b (G), a (G)
+  std::vector<float> conv_weight;  // [conv_dim, K] (conv1d.weight [conv_dim, 1, K])
+  std::vector<float> A_log;        // [Vh]
+  std::vector<float> dt_bias;      // [Vh]
+  std::vector<float> norm;         // [Dv], the gated RMSNorm's plain weight
+  Linear out_proj;                 // [H, Vh Dv]
+};
+
 struct LayerWeights {
-  std::vector<float> input_norm;           // [H]
-  std::vector<float> post_attention_norm;  // [H]
-  Linear q, k, v;                          // [Hq*D, H], [Hkv*D, H], [Hkv*D, H]
-  Linear o;                                // [H, Hq*D]
-  std::vector<float> q_norm, k_norm;       // [D] when the layer has a q/k norm
-  std::vector<float> sinks;                // [Hq] when the layer has attention sinks
+  std::vector<float> input_norm;            // [H]
+  std::vector<float> post_attention_norm;   // [H]
+  Linear q, k, v;                           // [Hq*D, H] ([Hq*2D, H]: per head query then gate,
+                                            // with an output gate), [Hkv*D, H], [Hkv*D, H]
+  Linear o;                                 // [H, Hq*D]
+  std::vector<float> q_norm, k_norm;        // [D] when the layer has a q/k norm
+  std::vector<float> sinks;                 // [Hq] when the layer has attention sinks
+  LinearAttentionWeights linear_attention;  // MixerKind::kGatedDeltaNet (no q, k, v, o then)
   bool moe = false;
   Linear gate, up, down;  // dense MLP: [I, H], [I, H], [H, I]
   Linear router;          // MoE: [num_experts, H] (+ bias [num_experts] when router_bias)
   std::vector<ExpertWeights> experts;
+  // MoE with a shared expert: its SwiGLU ([Is, H], [Is, H], [H, Is]) and its gate [1, H].
+  Linear shared_gate, shared_up, shared_down, shared_expert_gate;
 };
 
 struct ModelWeights {

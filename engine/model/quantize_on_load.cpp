@@ -16,7 +16,10 @@ bool quantize(Linear& l) {
 int quantize_weights_nvfp4(ModelWeights& weights) {
   int count = 0;
   for (auto& layer : weights.layers) {
-    for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+    LinearAttentionWeights& la = layer.linear_attention;
+    for (Linear* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down,
+                      &la.in_proj_qkvz, &la.in_proj_ba, &la.out_proj, &layer.shared_gate,
+                      &layer.shared_up, &layer.shared_down})
       count += quantize(*l);
     for (auto& e : layer.experts)
       for (Linear* l : {&e.gate, &e.up, &e.down, &e.gate_up}) count += quantize(*l);

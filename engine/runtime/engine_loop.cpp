@@ -40,16 +40,42 @@ double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// A hybrid model's recurrent state covers the whole sequence so far, so a KV prefix found in
+// the cache would come without the state after it: prefix caching is off for such models.
+bool prefix_caching(const EngineConfig& config, const ModelRunner& runner) {
+  if (!config.enable_prefix_caching) return false;
+  if (runner.num_state_slots() == 0) return true;
+  spdlog::info(
+      "prefix caching off: the model keeps a recurrent state per sequence (linear attention), "
+      "which a cached KV prefix does not carry");
+  return false;
+}
+
+std::unique_ptr<StateSlotPool> state_slots(const ModelRunner& runner) {
+  if (runner.num_state_slots() == 0) return nullptr;
+  return std::make_unique<StateSlotPool>(runner.num_state_slots());
+}
+
 }  // namespace
 
 EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Registry& registry)
     : config_(std::move(config)),
       runner_(runner),
       metrics_(registry, config_.model_name, std::max(config_.max_model_len, 1)),
-      pool_(runner.num_kv_blocks(), runner.kv_block_size(), config_.enable_prefix_caching),
-      scheduler_(config_.scheduler, pool_) {
+      pool_(runner.num_kv_blocks(), runner.kv_block_size(), prefix_caching(config_, runner)),
+      slots_(state_slots(runner)),
+      scheduler_(config_.scheduler, pool_, slots_.get()) {
   config_.token_mask_threads = std::clamp(config_.token_mask_threads, 1, 64);
+  if (slots_ && slots_->num_slots() < config_.scheduler.max_num_seqs)
+    throw std::invalid_argument("the model runner has " + std::to_string(slots_->num_slots()) +
+                                " recurrent-state slots for max_num_seqs " +
+                                std::to_string(config_.scheduler.max_num_seqs));
   if (config_.drafter) {
+    // A rejected draft would stay in the recurrent state, which cannot be rolled back.
+    if (slots_)
+      throw std::invalid_argument(
+          "speculative decoding is not available for models with a recurrent state (linear "
+          "attention): rejected drafts cannot be rolled back out of it");
     if (config_.num_speculative_tokens < 1)
       throw std::invalid_argument("speculative decoding needs num_speculative_tokens >= 1");
     if (!runner_.verifies_drafts())

@@ -125,6 +125,7 @@ class EngineLoop {
   EngineMetrics metrics_;
   std::unique_ptr<SpecDecodeMetrics> spec_metrics_;  // with a drafter only
   KvBlockPool pool_;
+  std::unique_ptr<StateSlotPool> slots_;  // hybrid models only (ModelRunner::num_state_slots)
   Scheduler scheduler_;
   std::unique_ptr<ThreadPool> token_mask_pool_;  // made at the first constrained step
 

@@ -20,6 +20,9 @@ class ModelRunner {
   // Blocks of kv_block_size tokens the runner allocated room for.
   virtual int num_kv_blocks() const = 0;
   virtual int kv_block_size() const = 0;
+  // Recurrent-state slots the runner allocated room for (hybrid models, e.g. Qwen3-Next: one per
+  // running sequence, Sequence::state_slot indexing them); 0: the model keeps no such state.
+  virtual int num_state_slots() const { return 0; }
 
   // Computes tokens [num_computed_tokens, + num_new_tokens) of every scheduled sequence
   // (Sequence::token_at: its tokens, then its draft tokens), writing their keys and values into

@@ -5,7 +5,8 @@
 
 namespace nibble::runtime {
 
-Scheduler::Scheduler(SchedulerConfig config, KvBlockPool& pool) : config_(config), pool_(pool) {
+Scheduler::Scheduler(SchedulerConfig config, KvBlockPool& pool, StateSlotPool* slots)
+    : config_(config), pool_(pool), slots_(slots) {
   if (config_.max_num_seqs < 1 || config_.max_num_batched_tokens < 1) {
     throw std::invalid_argument(
         "scheduler needs max_num_seqs >= 1 and max_num_batched_tokens >= 1");
@@ -18,7 +19,8 @@ void Scheduler::add(Sequence& seq) {
 }
 
 void Scheduler::preempt(Sequence& seq, SchedulerOutput& output) {
-  pool_.free(seq);  // recompute later: the tokens are kept, the KV is not
+  pool_.free(seq);                // recompute later: the tokens are kept, the KV is not
+  if (slots_) slots_->free(seq);  // nor the recurrent state: it restarts from position 0
   seq.draft_tokens.clear();
   seq.status = SequenceStatus::kWaiting;
   ++seq.num_preemptions;
@@ -73,7 +75,9 @@ SchedulerOutput Scheduler::schedule() {
     if (!config_.enable_chunked_prefill && remaining > budget) break;
     const int num_new = std::min(remaining, budget);
     if (!pool_.can_allocate(seq, num_new)) break;  // first come, first served: no skipping
+    if (slots_ && !slots_->can_allocate()) break;
     pool_.allocate(seq, num_new);
+    if (slots_) slots_->allocate(seq);
     waiting_.pop_front();
     running_.push_back(&seq);
     seq.status = SequenceStatus::kRunning;
@@ -119,6 +123,7 @@ void Scheduler::finish(Sequence& seq) {
     waiting_.erase(it);
   }
   pool_.free(seq);
+  if (slots_) slots_->free(seq);
   seq.status = SequenceStatus::kFinished;
 }
 

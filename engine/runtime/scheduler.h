@@ -6,13 +6,15 @@
 // never a reason to preempt). When the KV cache is full the newest running
 // sequence is preempted (its blocks freed, recomputed later from its tokens). Waiting
 // sequences are admitted in arrival order while the budget, the sequence limit and the KV
-// cache allow. The scheduler decides; KvBlockPool owns blocks; the engine owns sequences.
+// cache allow. The scheduler decides; KvBlockPool owns blocks; StateSlotPool (hybrid models
+// only) owns recurrent-state slots, one per running sequence; the engine owns sequences.
 #include <cstdint>
 #include <deque>
 #include <vector>
 
 #include "engine/runtime/kv_block_pool.h"
 #include "engine/runtime/sequence.h"
+#include "engine/runtime/state_slot_pool.h"
 #include "engine/structured/token_bitmask.h"
 
 namespace nibble::runtime {
@@ -49,7 +51,9 @@ struct SchedulerOutput {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig config, KvBlockPool& pool);
+  // slots: a hybrid model's state slots (taken at admission, freed at preemption and finish),
+  // nullptr for a model without recurrent state. Both pools must outlive the scheduler.
+  Scheduler(SchedulerConfig config, KvBlockPool& pool, StateSlotPool* slots = nullptr);
 
   void add(Sequence& seq);  // to the back of the waiting queue
   SchedulerOutput schedule();
@@ -63,7 +67,7 @@ class Scheduler {
   void complete_step(const SchedulerOutput& output, const std::vector<std::vector<int>>& emitted);
   // The same with at most one token each (-1: none).
   void complete_step(const SchedulerOutput& output, const std::vector<int>& sampled);
-  // Frees the sequence's blocks and forgets it, whether waiting or running.
+  // Frees the sequence's blocks and state slot and forgets it, whether waiting or running.
   void finish(Sequence& seq);
 
   std::size_t num_waiting() const { return waiting_.size(); }
@@ -77,6 +81,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvBlockPool& pool_;
+  StateSlotPool* slots_;
   std::deque<Sequence*> waiting_;
   std::deque<Sequence*> running_;  // admission order: front is oldest
   std::uint64_t preemptions_ = 0;

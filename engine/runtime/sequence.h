@@ -22,6 +22,9 @@ struct Sequence {
   std::vector<int> block_table;  // cache block ids, block i holds tokens [16i, 16i+16)
   // Chained hashes of the leading full blocks registered with the prefix cache.
   std::vector<std::uint64_t> block_hashes;
+  // Hybrid models: the recurrent-state slot the sequence holds while it runs (StateSlotPool),
+  // -1 while it holds none.
+  int state_slot = -1;
   int num_cached_prompt_tokens = 0;  // served from the prefix cache at the last admission
   int num_preemptions = 0;
   // Speculative decoding: tokens a drafter proposed to follow `tokens`, set before a step and

@@ -7,7 +7,9 @@
 // registers (the score accumulators are re-packed as the A operand of P.V), the softmax is online
 // in the exp2 domain, the causal mask applies only on chunks that reach the tile's first position.
 // Forms (chunk size, score block, softmax arithmetic, block-table lookup) follow the kFlash*
-// options of paged_attention.h, selectable per call for A/B measurements (PERF_NOTES.md v3).
+// options of paged_attention.h, selectable per call for A/B measurements (PERF_NOTES.md v3); the
+// production library holds the forms the device defaults pick, the dev library the rest
+// (flash_prefill_dev.h).
 // Shared memory: the query tile plus two K/V chunks, <= 96 KB (GB10 gives a block ~99 KB). Internal
 // to kernels/attention: paged_attention() dispatches here; the FP64 reference is
 // kernels/attention/attention_ref.h.
@@ -38,5 +40,11 @@ int block_shift(int block_size, int options);
 // args.workspace for merge_splits, as the other kernels do.
 cudaError_t flash_prefill(const PagedAttentionArgs& args, int splits, bool skip_single_rows,
                           cudaStream_t stream);
+
+// The forms outside the device defaults (the dev library's flash_enable_dev_forms sets the hook):
+// options, splits, skip_single_rows and stream as flash_prefill's.
+using FlashFormLaunch = cudaError_t (*)(const PagedAttentionArgs& args, int options, int splits,
+                                        bool skip_single_rows, cudaStream_t stream);
+void set_flash_dev_forms(FlashFormLaunch launch);
 
 }  // namespace nibble::kernels::detail

@@ -92,7 +92,9 @@ struct PagedAttentionArgs {
   const std::uint16_t* k_scale = nullptr;
   const std::uint16_t* v_scale = nullptr;
   // The flash kernel's form: a mask of the kFlash* options above; -1: the device's default
-  // (flash_prefill.h). For A/B measurements and tests.
+  // (flash_prefill.h). For A/B measurements and tests: a mask whose form the defaults do not pick
+  // needs the dev library's flash_enable_dev_forms (flash_prefill_dev.h), else
+  // cudaErrorNotSupported.
   int flash_options = -1;
   // Steps of decodes only: 1 runs the decode attention kernel (decode_attention.h: tensor cores,
   // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above

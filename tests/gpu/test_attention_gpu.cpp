@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/attention/attention_ref.h"
+#include "kernels/attention/flash_prefill_dev.h"
 #include "kernels/attention/kv_fp8_ref.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/layer/layer_ops.h"
@@ -392,6 +393,7 @@ int main(int argc, char** argv) {
     std::printf("skipped: %s\n", why.c_str());
     return nibble::gpu_test::kSkipExitCode;
   }
+  nibble::kernels::flash_enable_dev_forms();  // the forms the defaults do not pick, for the A/B
   if (argc > 1 && std::string(argv[1]) == "--bench")
     return nibble::gpu_test::run_reporting_failures(nibble::gpu_test::run_flash_bench, argc, argv);
   if (argc > 1 && std::string(argv[1]) == "--decode-bench")

@@ -261,5 +261,192 @@ TEST(ModelConfigRope, YarnNeedsItsFactorAndTakesExplicitAttentionFactor) {
   EXPECT_TRUE(parse_model_config(j, "cfg.json").rope.truncate);  // transformers' default
 }
 
+// Qwen/Qwen3-Next-80B-A3B-Instruct's config.json (the keys that matter), as it ships: the layer
+// mix by full_attention_interval, partial_rotary_factor at the top level.
+json qwen3_next_80b() {
+  return {{"architectures", {"Qwen3NextForCausalLM"}},
+          {"decoder_sparse_step", 1},
+          {"full_attention_interval", 4},
+          {"head_dim", 256},
+          {"hidden_act", "silu"},
+          {"hidden_size", 2048},
+          {"intermediate_size", 5120},
+          {"linear_conv_kernel_dim", 4},
+          {"linear_key_head_dim", 128},
+          {"linear_num_key_heads", 16},
+          {"linear_num_value_heads", 32},
+          {"linear_value_head_dim", 128},
+          {"max_position_embeddings", 262144},
+          {"mlp_only_layers", json::array()},
+          {"model_type", "qwen3_next"},
+          {"moe_intermediate_size", 512},
+          {"norm_topk_prob", true},
+          {"num_attention_heads", 16},
+          {"num_experts", 512},
+          {"num_experts_per_tok", 10},
+          {"num_hidden_layers", 48},
+          {"num_key_value_heads", 2},
+          {"partial_rotary_factor", 0.25},
+          {"rms_norm_eps", 1e-06},
+          {"rope_scaling", nullptr},
+          {"rope_theta", 10000000},
+          {"shared_expert_intermediate_size", 512},
+          {"tie_word_embeddings", false},
+          {"vocab_size", 151936}};
+}
+
+TEST(ModelConfigQwen3Next, PublicEightyBConfig) {
+  const ModelConfig c = parse_model_config(qwen3_next_80b(), "cfg.json");
+  EXPECT_EQ(c.arch, Arch::Qwen3Next);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.rotary_dim, 64);
+  EXPECT_EQ(c.rope.theta, 1e7);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 512);
+  EXPECT_TRUE(c.norm_topk_prob);
+  const ModelDescription d = describe_model(c);
+  ASSERT_EQ(d.layers.size(), 48u);
+  EXPECT_TRUE(d.has_recurrent_state());
+  EXPECT_EQ(d.final_norm, NormKind::kRmsZeroCentred);
+  for (int l = 0; l < 48; ++l) {
+    const LayerSpec& s = d.layers[std::size_t(l)];
+    EXPECT_EQ(s.norm, NormKind::kRmsZeroCentred);
+    ASSERT_EQ(s.ffn.kind, FfnKind::kMoe) << l;
+    EXPECT_EQ(s.ffn.moe.experts, 512);
+    EXPECT_EQ(s.ffn.moe.top_k, 10);
+    EXPECT_EQ(s.ffn.moe.routing, MoeRouting::kSoftmaxTopK);
+    EXPECT_EQ(s.ffn.moe.shared_expert_intermediate_size, 512);
+    if (l % 4 == 3) {  // every fourth layer attends
+      EXPECT_EQ(s.mixer, MixerKind::kAttention) << l;
+      EXPECT_TRUE(s.attention.output_gate && s.attention.qk_norm);
+    } else {
+      ASSERT_EQ(s.mixer, MixerKind::kGatedDeltaNet) << l;
+      EXPECT_EQ(s.linear_attention.key_heads, 16);
+      EXPECT_EQ(s.linear_attention.value_heads, 32);
+      EXPECT_EQ(s.linear_attention.key_head_dim, 128);
+      EXPECT_EQ(s.linear_attention.value_head_dim, 128);
+      EXPECT_EQ(s.linear_attention.conv_kernel, 4);
+    }
+  }
+}
+
+TEST(ModelConfigQwen3Next, LayerTypesRopeParametersAndDefaults) {
+  json j = qwen3_next_80b();
+  j["num_hidden_layers"] = 3;
+  j["layer_types"] = {"full_attention", "linear_attention", "full_attention"};
+  j.erase("partial_rotary_factor");  // Qwen3NextConfig's default: 0.25
+  j["mlp_only_layers"] = {2};
+  j["num_experts"] = 0;  // a dense model
+  ModelConfig c = parse_model_config(j, "cfg.json");
+  EXPECT_EQ(c.rotary_dim, 64);
+  ModelDescription d = describe_model(c);
+  EXPECT_EQ(d.layers[0].mixer, MixerKind::kAttention);
+  EXPECT_EQ(d.layers[1].mixer, MixerKind::kGatedDeltaNet);
+  EXPECT_EQ(d.layers[2].mixer, MixerKind::kAttention);
+  for (const LayerSpec& s : d.layers) EXPECT_EQ(s.ffn.kind, FfnKind::kMlp);
+  // transformers 5 writes the factor into rope_parameters.
+  j = qwen3_next_80b();
+  j.erase("partial_rotary_factor");
+  j["rope_parameters"] = {
+      {"rope_type", "default"}, {"rope_theta", 1e7}, {"partial_rotary_factor", 0.5}};
+  EXPECT_EQ(parse_model_config(j, "cfg.json").rotary_dim, 128);
+  j = qwen3_next_80b();
+  j.erase("full_attention_interval");  // default 4
+  j["num_hidden_layers"] = 8;
+  d = describe_model(parse_model_config(j, "cfg.json"));
+  EXPECT_EQ(d.layers[3].mixer, MixerKind::kAttention);
+  EXPECT_EQ(d.layers[6].mixer, MixerKind::kGatedDeltaNet);
+  EXPECT_EQ(d.layers[7].mixer, MixerKind::kAttention);
+  j["full_attention_interval"] = 2;
+  d = describe_model(parse_model_config(j, "cfg.json"));
+  EXPECT_EQ(d.layers[0].mixer, MixerKind::kGatedDeltaNet);
+  EXPECT_EQ(d.layers[1].mixer, MixerKind::kAttention);
+  // Partial rotary dims for other architectures too (transformers' default RoPE reads it).
+  j = base("LlamaForCausalLM");
+  j["partial_rotary_factor"] = 0.5;
+  EXPECT_EQ(parse_model_config(j, "cfg.json").rotary_dim, 4);
+}
+
+TEST(ModelConfigQwen3Next, BadConfigsAreRefusedByName) {
+  json j = qwen3_next_80b();
+  j["layer_types"] = json::array({"linear_attention"});
+  EXPECT_THAT(refusal(j), HasSubstr("num_hidden_layers (48)"));
+  j["layer_types"] = json::array();
+  for (int l = 0; l < 48; ++l) j["layer_types"].push_back(l == 5 ? "mamba" : "full_attention");
+  EXPECT_THAT(refusal(j), AllOf(HasSubstr("layer 5"), HasSubstr("mamba")));
+  j = qwen3_next_80b();
+  j["layer_types"] = "linear_attention";
+  EXPECT_THAT(refusal(j), HasSubstr("layer_types"));
+  j = qwen3_next_80b();
+  j["linear_num_value_heads"] = 24;
+  EXPECT_THAT(refusal(j), HasSubstr("linear_num_value_heads"));
+  j = qwen3_next_80b();
+  j["linear_key_head_dim"] = -1;
+  EXPECT_THAT(refusal(j), HasSubstr("linear_key_head_dim"));
+  j = qwen3_next_80b();
+  j["full_attention_interval"] = 0;
+  EXPECT_THAT(refusal(j), HasSubstr("full_attention_interval"));
+  j = qwen3_next_80b();
+  j["partial_rotary_factor"] = 1.5;
+  EXPECT_THAT(refusal(j), HasSubstr("partial_rotary_factor"));
+  j["partial_rotary_factor"] = 0.001;  // 0 rotary dimensions
+  EXPECT_THAT(refusal(j), HasSubstr("even"));
+  j = qwen3_next_80b();
+  j["num_experts_per_tok"] = 600;
+  EXPECT_THAT(refusal(j), HasSubstr("num_experts_per_tok"));
+  j = qwen3_next_80b();
+  j["mlp_only_layers"] = {48};
+  EXPECT_THAT(refusal(j), HasSubstr("mlp_only_layers"));
+  j = qwen3_next_80b();
+  j["attention_bias"] = true;
+  EXPECT_THAT(refusal(j), HasSubstr("attention_bias"));
+  j = qwen3_next_80b();
+  j["shared_expert_intermediate_size"] = "big";
+  EXPECT_THAT(refusal(j), HasSubstr("shared_expert_intermediate_size"));
+}
+
+// Every field of the 80B config replaced by each of a set of wrong or odd values: the parser
+// either accepts the config (and it describes) or refuses it with a ModelError, never anything
+// else.
+TEST(ModelConfigQwen3Next, EveryFieldSetToOddValuesParsesOrIsRefused) {
+  const json values[] = {-1,
+                         0,
+                         1,
+                         3,
+                         2.5,
+                         "x",
+                         nullptr,
+                         json::array(),
+                         json::object(),
+                         true,
+                         json::array({"full_attention"}),
+                         1 << 20};
+  int accepted = 0, refused = 0;
+  const json config = qwen3_next_80b();  // kept alive: the loop walks its items
+  for (const auto& [key, ignored] : config.items()) {
+    for (const json& v : values) {
+      json j = qwen3_next_80b();
+      j[key] = v;
+      SCOPED_TRACE(key + " = " + v.dump());
+      try {
+        const ModelConfig c = parse_model_config(j, "cfg.json");
+        ++accepted;
+        if (c.num_layers <= 64) {
+          EXPECT_EQ(int(describe_model(c).layers.size()), c.num_layers);
+        }
+      } catch (const ModelError&) {
+        ++refused;
+      }
+    }
+    json j = qwen3_next_80b();
+    j.erase(key);  // absent: a default or "required, missing"
+    try {
+      parse_model_config(j, "cfg.json");
+    } catch (const ModelError&) {
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(refused, 0);
+}
+
 }  // namespace
 }  // namespace nibble::model

@@ -112,6 +112,61 @@ TEST(Quantize, QuantizingWhileLoadingMatchesTheQuantizedCheckpoint) {
   EXPECT_EQ(on_load.layers[0].q.fp4.global_factor, from_file.layers[0].q.fp4.global_factor);
 }
 
+// Qwen3-Next: nibble-quantize and quantizing while loading convert the same projections
+// (linear attention's and the shared expert's too; the router and shared_expert_gate stay dense)
+// to the same bytes, and the NVFP4 model generates through the engine (its own sequence's state
+// slot) the tokens of the library path.
+TEST(Quantize, Qwen3NextQuantizesTheSameProjectionsOnLoadAndGenerates) {
+  nibble::testing::TempDir dir;
+  make("--arch qwen3_next --preset tiny --seed 9", dir.path() / "bf16");
+  quantize("--format modelopt", dir.path() / "bf16", dir.path() / "fp4");
+  auto on_load = model::load_model(dir.path() / "bf16");
+  model::quantize_weights_nvfp4(on_load);
+  const auto from_file = model::load_model(dir.path() / "fp4");
+  int quantized = 0;
+  for (std::size_t l = 0; l < on_load.layers.size(); ++l) {
+    model::LayerWeights& a = on_load.layers[l];
+    const model::LayerWeights& b = from_file.layers[l];
+    std::vector<std::pair<const model::Linear*, const model::Linear*>> pairs = {
+        {&a.q, &b.q},
+        {&a.o, &b.o},
+        {&a.linear_attention.in_proj_qkvz, &b.linear_attention.in_proj_qkvz},
+        {&a.linear_attention.in_proj_ba, &b.linear_attention.in_proj_ba},
+        {&a.linear_attention.out_proj, &b.linear_attention.out_proj},
+        {&a.gate, &b.gate},
+        {&a.shared_up, &b.shared_up},
+        {&a.shared_down, &b.shared_down},
+        {&a.shared_expert_gate, &b.shared_expert_gate},
+        {&a.router, &b.router}};
+    for (std::size_t e = 0; e < a.experts.size(); ++e)
+      pairs.push_back({&a.experts[e].down, &b.experts[e].down});
+    for (const auto& [x, y] : pairs) {
+      SCOPED_TRACE("layer " + std::to_string(l));
+      ASSERT_EQ(x->quantized, y->quantized);
+      if (!x->quantized) continue;
+      ++quantized;
+      EXPECT_EQ(x->fp4.packed, y->fp4.packed);
+      EXPECT_EQ(x->fp4.scales, y->fp4.scales);
+    }
+    EXPECT_FALSE(a.router.quantized || a.shared_expert_gate.quantized);
+  }
+  EXPECT_GT(quantized, 20);
+  auto r = run_command(std::string(NIBBLE_ENGINE) + " generate --model " +
+                       (dir.path() / "fp4").string() +
+                       " --prompt-ids 1,2,3,4,5,6,7,8,9,10 --max-tokens 6 --device cpu "
+                       "--threads 1 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 7u);
+  auto backend = backend::make_cpu_backend(model::load_model(dir.path() / "fp4"), 1);
+  auto trace = backend::greedy_decode(*backend, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 6, 1);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token) << i;
+}
+
 TEST(Quantize, DequantizeToF32ReproducesTheNvfp4ModelExactly) {
   nibble::testing::TempDir dir;
   make("--arch qwen3_moe --preset tiny --seed 7 --dtype nvfp4 --format compressed-tensors",

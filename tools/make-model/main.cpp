@@ -39,9 +39,10 @@ constexpr const char* kUsage =
 
 Writes a Hugging Face-layout model with deterministic random weights (same seed, same bytes).
 
-  --arch       llama | qwen3 | qwen3_moe | gpt_oss
+  --arch       llama | qwen3 | qwen3_moe | gpt_oss | qwen3_next
   --preset     tiny | small | llama-3.1-8b | qwen3-8b | qwen3-30b-a3b (gpt_oss: tiny |
-               gpt-oss-20b | gpt-oss-120b)
+               gpt-oss-20b | gpt-oss-120b; qwen3_next: tiny | tiny-interval2 |
+               qwen3-next-80b-a3b)
   --seed N     random seed (default 0)
   --dtype      bf16 | nvfp4 | mxfp4 (default bf16; gpt_oss: mxfp4, as shipped); nvfp4
                quantizes every attention/MLP/expert projection and keeps embeddings, lm_head,
@@ -77,7 +78,7 @@ struct Options {
   std::size_t max_shard_bytes = std::size_t(5000) << 20;
 };
 
-enum class Init { Embedding, Norm, Linear, Bias, Sink };
+enum class Init { Embedding, Norm, ZeroCentredNorm, Linear, Bias, Sink };
 
 // How a weight is stored: BF16, NVFP4 (a Linear's module.weight and its scales), or MXFP4
 // (gpt-oss's fused experts: NAME_blocks and NAME_scales of the [E, out, in] values).
@@ -110,6 +111,27 @@ void fused_experts(std::vector<Weight>& w, const std::string& p, const model::Mo
   projection(p + "mlp.experts.down_proj", H, I);
 }
 
+// Qwen3-Next's Gated DeltaNet layer (model::MixerKind::kGatedDeltaNet): its projections (NVFP4
+// with --dtype nvfp4), the depthwise conv [conv_dim, 1, K], the decay's A_log and dt_bias, and
+// the gated norm's plain weight.
+void linear_attention(std::vector<Weight>& w, const std::string& p,
+                      const model::LinearAttentionSpec& s, std::int64_t H, Storage linears) {
+  const std::int64_t Kh = s.key_heads, Vh = s.value_heads, Dk = s.key_head_dim,
+                     Dv = s.value_head_dim, G = Vh / Kh, conv_dim = 2 * Kh * Dk + Vh * Dv;
+  w.push_back(
+      {p + "in_proj_qkvz.weight", {Kh * (2 * Dk + 2 * G * Dv), H}, Init::Linear, linears, H});
+  w.push_back({p + "in_proj_ba.weight", {2 * Vh, H}, Init::Linear, linears, H});
+  w.push_back({p + "conv1d.weight",
+               {conv_dim, 1, s.conv_kernel},
+               Init::Linear,
+               Storage::Bf16,
+               s.conv_kernel});
+  w.push_back({p + "A_log", {Vh}, Init::Bias});
+  w.push_back({p + "dt_bias", {Vh}, Init::Bias});
+  w.push_back({p + "norm.weight", {Dv}, Init::Norm});
+  w.push_back({p + "out_proj.weight", {H, Vh * Dv}, Init::Linear, linears, Vh * Dv});
+}
+
 std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string& dtype) {
   const std::int64_t H = c.hidden_size, D = c.head_dim;
   const std::int64_t q = std::int64_t(c.num_heads) * D, kv = std::int64_t(c.num_kv_heads) * D;
@@ -121,21 +143,30 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string&
     if (bias) w.push_back({name + ".bias", {out}, Init::Bias});
   };
   const model::ModelDescription description = model::describe_model(c);
+  // Zero-centred norms store weights around 0 (the norm scales by 1 + w).
+  const auto norm_init = [](model::NormKind kind) {
+    return kind == model::NormKind::kRms ? Init::Norm : Init::ZeroCentredNorm;
+  };
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const model::LayerSpec& spec = description.layers[std::size_t(l)];
     const model::AttentionSpec& a = spec.attention;
-    w.push_back({p + "input_layernorm.weight", {H}, Init::Norm});
-    linear(p + "self_attn.q_proj", q, H, a.qkv_bias);
-    linear(p + "self_attn.k_proj", kv, H, a.qkv_bias);
-    linear(p + "self_attn.v_proj", kv, H, a.qkv_bias);
-    linear(p + "self_attn.o_proj", H, q, a.o_bias);
+    const Init norm = norm_init(spec.norm);
+    w.push_back({p + "input_layernorm.weight", {H}, norm});
+    if (spec.mixer == model::MixerKind::kGatedDeltaNet) {
+      linear_attention(w, p + "linear_attn.", spec.linear_attention, H, linears);
+    } else {
+      linear(p + "self_attn.q_proj", a.output_gate ? 2 * q : q, H, a.qkv_bias);
+      linear(p + "self_attn.k_proj", kv, H, a.qkv_bias);
+      linear(p + "self_attn.v_proj", kv, H, a.qkv_bias);
+      linear(p + "self_attn.o_proj", H, q, a.o_bias);
+    }
     if (a.qk_norm) {
-      w.push_back({p + "self_attn.q_norm.weight", {D}, Init::Norm});
-      w.push_back({p + "self_attn.k_norm.weight", {D}, Init::Norm});
+      w.push_back({p + "self_attn.q_norm.weight", {D}, norm});
+      w.push_back({p + "self_attn.k_norm.weight", {D}, norm});
     }
     if (a.sinks) w.push_back({p + "self_attn.sinks", {c.num_heads}, Init::Sink});
-    w.push_back({p + "post_attention_layernorm.weight", {H}, Init::Norm});
+    w.push_back({p + "post_attention_layernorm.weight", {H}, norm});
     if (spec.ffn.kind == model::FfnKind::kMoe) {
       const model::MoeSpec& moe = spec.ffn.moe;
       if (moe.layout == model::ExpertLayout::kFusedInterleaved) {
@@ -151,19 +182,27 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string&
         linear(ep + "up_proj", c.moe_intermediate_size, H);
         linear(ep + "down_proj", H, c.moe_intermediate_size);
       }
+      if (const std::int64_t Is = moe.shared_expert_intermediate_size; Is > 0) {
+        linear(p + "mlp.shared_expert.gate_proj", Is, H);
+        linear(p + "mlp.shared_expert.up_proj", Is, H);
+        linear(p + "mlp.shared_expert.down_proj", H, Is);
+        w.push_back({p + "mlp.shared_expert_gate.weight", {1, H}, Init::Linear, Storage::Bf16, H});
+      }
     } else {
       linear(p + "mlp.gate_proj", c.intermediate_size, H);
       linear(p + "mlp.up_proj", c.intermediate_size, H);
       linear(p + "mlp.down_proj", H, c.intermediate_size);
     }
   }
-  w.push_back({"model.norm.weight", {H}, Init::Norm});
+  w.push_back({"model.norm.weight", {H}, norm_init(description.final_norm)});
   if (!c.tie_word_embeddings)
     w.push_back({"lm_head.weight", {c.vocab_size, H}, Init::Linear, Storage::Bf16, H});
   return w;
 }
 
-// Values: embeddings U(-1, 1); norms 1 + U(-0.2, 0.2) (so a wrong norm shows); linears
+// Values: embeddings U(-1, 1); norms 1 + U(-0.2, 0.2) (so a wrong norm shows; zero-centred
+// ones U(-0.2, 0.2), the same scale as stored); Gated DeltaNet's A_log and dt_bias as biases;
+// linears
 // U(-a, a) with std 1/sqrt(fan_in), so activations keep their scale through the layers; biases
 // U(-0.5, 0.5) and sinks U(-1, 1), on the scale of what they add to.
 float init_value(const Weight& w, std::uint64_t stream, std::uint64_t i) {
@@ -174,6 +213,8 @@ float init_value(const Weight& w, std::uint64_t stream, std::uint64_t i) {
       return u;
     case Init::Norm:
       return 1.0f + 0.2f * u;
+    case Init::ZeroCentredNorm:
+      return 0.2f * u;
     case Init::Linear:
       return u * std::sqrt(3.0f / float(w.fan_in));
     case Init::Bias:
@@ -370,9 +411,12 @@ int main(int argc, char** argv) {
     const auto format =
         o.format == "modelopt" ? QuantFormat::ModelOpt : QuantFormat::CompressedTensors;
     std::vector<std::string> excluded = {"lm_head", "model.embed_tokens"};
-    if (o.arch == "qwen3_moe")
+    if (o.arch == "qwen3_moe" || o.arch == "qwen3_next")
       excluded.push_back(format == QuantFormat::ModelOpt ? "model.layers.*.mlp.gate"
                                                          : "re:.*mlp\\.gate$");
+    if (o.arch == "qwen3_next")  // the shared expert's scalar gate, as nibble-quantize keeps it
+      excluded.push_back(format == QuantFormat::ModelOpt ? "model.layers.*.mlp.shared_expert_gate"
+                                                         : "re:.*mlp\\.shared_expert_gate$");
     if (nvfp4) config["quantization_config"] = model::quantization_config_json(format, excluded);
     if (o.dtype == "mxfp4") {  // openai/gpt-oss-*'s quantization_config, key for key
       config["quantization_config"] = {{"modules_to_not_convert",

@@ -136,6 +136,80 @@ ordered_json gpt_oss_preset(const std::string& preset) {
                     preset + "'");
 }
 
+// Qwen/Qwen3-Next-80B-A3B-Instruct's config.json keys (layer mix by full_attention_interval, as
+// it ships). The sizes of the linear-attention heads, experts and shared expert come with it.
+struct NextShape {
+  Shape base;  // hidden, intermediate (dense layers), layers, heads, kv heads, head_dim, tied,
+               // experts, experts per token, moe intermediate
+  int shared_intermediate;
+  int linear_key_heads, linear_value_heads, linear_key_dim, linear_value_dim;
+  int full_attention_interval;
+};
+
+ordered_json qwen3_next_config(const NextShape& n, int max_positions) {
+  const Shape& s = n.base;
+  return {{"architectures", {"Qwen3NextForCausalLM"}},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"bos_token_id", 151643},
+          {"decoder_sparse_step", 1},
+          {"eos_token_id", 151645},
+          {"full_attention_interval", n.full_attention_interval},
+          {"head_dim", s.head_dim},
+          {"hidden_act", "silu"},
+          {"hidden_size", s.hidden},
+          {"initializer_range", 0.02},
+          {"intermediate_size", s.intermediate},
+          {"linear_conv_kernel_dim", 4},
+          {"linear_key_head_dim", n.linear_key_dim},
+          {"linear_num_key_heads", n.linear_key_heads},
+          {"linear_num_value_heads", n.linear_value_heads},
+          {"linear_value_head_dim", n.linear_value_dim},
+          {"max_position_embeddings", max_positions},
+          {"mlp_only_layers", ordered_json::array()},
+          {"model_type", "qwen3_next"},
+          {"moe_intermediate_size", s.moe_intermediate},
+          {"norm_topk_prob", true},
+          {"num_attention_heads", s.heads},
+          {"num_experts", s.experts},
+          {"num_experts_per_tok", s.experts_per_tok},
+          {"num_hidden_layers", s.layers},
+          {"num_key_value_heads", s.kv_heads},
+          {"output_router_logits", false},
+          {"partial_rotary_factor", 0.25},
+          {"rms_norm_eps", 1e-06},
+          {"rope_scaling", nullptr},
+          {"rope_theta", 10000000},
+          {"router_aux_loss_coef", 0.001},
+          {"shared_expert_intermediate_size", n.shared_intermediate},
+          {"tie_word_embeddings", s.tied},
+          {"torch_dtype", "bfloat16"},
+          {"use_cache", true},
+          {"use_sliding_window", false},
+          {"vocab_size", 151936}};
+}
+
+ordered_json qwen3_next_preset(const std::string& preset) {
+  // tiny: the real vocabulary, 4 layers (three Gated DeltaNet, then full attention), 2 key and
+  // 4 value heads in linear attention, a dense layer among the MoE ones.
+  if (preset == "tiny") {
+    ordered_json c =
+        qwen3_next_config({{32, 64, 4, 4, 2, 16, false, 8, 2, 32}, 32, 2, 4, 8, 8, 4}, 4096);
+    c["mlp_only_layers"] = {1};
+    return c;
+  }
+  // tiny-interval2: full attention every second layer, one key head per two value heads of
+  // different widths, no dense layer.
+  if (preset == "tiny-interval2")
+    return qwen3_next_config({{32, 64, 4, 4, 1, 32, false, 8, 3, 16}, 16, 1, 2, 16, 8, 2}, 4096);
+  if (preset == "qwen3-next-80b-a3b")
+    return qwen3_next_config(
+        {{2048, 5120, 48, 16, 2, 256, false, 512, 10, 512}, 512, 16, 32, 128, 128, 4}, 262144);
+  throw PresetError(
+      "--arch qwen3_next takes --preset tiny, tiny-interval2 or qwen3-next-80b-a3b, got '" +
+      preset + "'");
+}
+
 }  // namespace
 
 ordered_json make_generation_config(const ordered_json& config) {
@@ -152,10 +226,14 @@ ordered_json make_generation_config(const ordered_json& config) {
 
 ordered_json make_preset_config(const std::string& arch, const std::string& preset) {
   if (arch == "gpt_oss") return gpt_oss_preset(preset);
+  if (arch == "qwen3_next") return qwen3_next_preset(preset);
   if (preset == "gpt-oss-20b" || preset == "gpt-oss-120b")
     throw PresetError("preset " + preset + " needs --arch gpt_oss");
+  if (preset == "tiny-interval2" || preset == "qwen3-next-80b-a3b")
+    throw PresetError("preset " + preset + " needs --arch qwen3_next");
   if (arch != "llama" && arch != "qwen3" && arch != "qwen3_moe")
-    throw PresetError("--arch must be llama, qwen3, qwen3_moe or gpt_oss, got '" + arch + "'");
+    throw PresetError("--arch must be llama, qwen3, qwen3_moe, gpt_oss or qwen3_next, got '" +
+                      arch + "'");
   const bool moe = arch == "qwen3_moe";
   Shape s{};
   if (preset == "tiny") {

@@ -1,7 +1,7 @@
 #pragma once
 // Model shapes nibble-make-model can generate: the real architectures' config.json contents
-// (llama-3.1-8b, qwen3-8b, qwen3-30b-a3b, gpt-oss-20b, gpt-oss-120b) and small ones for tests
-// (tiny, small).
+// (llama-3.1-8b, qwen3-8b, qwen3-30b-a3b, gpt-oss-20b, gpt-oss-120b, qwen3-next-80b-a3b) and
+// small ones for tests (tiny, small; qwen3_next: tiny, tiny-interval2).
 #include <stdexcept>
 #include <string>
 
@@ -13,8 +13,8 @@ struct PresetError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// arch: llama | qwen3 | qwen3_moe | gpt_oss. Throws PresetError for unknown names or mismatches
-// (e.g. --arch qwen3 --preset llama-3.1-8b).
+// arch: llama | qwen3 | qwen3_moe | gpt_oss | qwen3_next. Throws PresetError for unknown names or
+// mismatches (e.g. --arch qwen3 --preset llama-3.1-8b).
 nlohmann::ordered_json make_preset_config(const std::string& arch, const std::string& preset);
 
 // generation_config.json for a preset's config.json.

@@ -22,23 +22,44 @@ class CpuBackend : public Backend {
       : w_(std::move(w)),
         description_(model::describe_model(w_.config)),
         pool_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
-        inv_freq_(cpu::rope_inverse_frequencies(w_.config.rope, w_.config.head_dim)) {}
+        inv_freq_(cpu::rope_inverse_frequencies(w_.config.rope, w_.config.rope_dim())) {}
 
   std::string name() const override { return "cpu"; }
   std::string kv_cache_dtype() const override { return "fp32"; }
   bool logits_at_several_positions() const override { return true; }
   const ModelConfig& config() const override { return w_.config; }
 
+  // Only attention layers keep keys and values.
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = w_.config;
-    return std::size_t(c.num_layers) * 2 * std::size_t(block_size) * std::size_t(c.num_kv_heads) *
+    std::size_t layers = 0;
+    for (const model::LayerSpec& l : description_.layers)
+      layers += l.mixer == model::MixerKind::kAttention;
+    return layers * 2 * std::size_t(block_size) * std::size_t(c.num_kv_heads) *
            std::size_t(c.head_dim) * sizeof(float);
   }
 
+  std::size_t state_slot_bytes() const override {
+    std::size_t floats = 0;
+    for (const model::LayerSpec& l : description_.layers)
+      if (l.mixer == model::MixerKind::kGatedDeltaNet)
+        floats += std::size_t(cpu::layer_state_floats(l.linear_attention));
+    return floats * sizeof(float);
+  }
+
   std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) override {
+    return new_kv_cache_with_state(num_blocks, block_size, 0);
+  }
+
+  std::unique_ptr<KvCache> new_kv_cache_with_state(int num_blocks, int block_size,
+                                                   int state_slots) override {
     if (num_blocks < 1 || block_size < 1)
       throw BackendError("cpu backend: a KV cache needs at least one block of one position");
-    return std::make_unique<CpuKvCache>(w_.config, num_blocks, block_size, this);
+    if (state_slots < 0 || (state_slots > 0 && !description_.has_recurrent_state()))
+      throw BackendError("cpu backend: " + w_.config.architecture + " keeps no recurrent state; " +
+                         std::to_string(state_slots) + " state slots asked for");
+    return std::make_unique<CpuKvCache>(w_.config, description_, num_blocks, block_size,
+                                        state_slots, this);
   }
 
   void forward_batch(KvCache& kv, std::span<const BatchItem> items) override {
@@ -47,6 +68,7 @@ class CpuBackend : public Backend {
       throw BackendError("cpu backend: KV cache belongs to another backend");
     // Validate everything before touching the cache, so a bad call changes nothing.
     if (check_batch(w_.config, "cpu", *cache, items, false, true) == 0) return;
+    check_state_slots("cpu", *cache, items, description_.has_recurrent_state());
     cpu::CpuForward step(w_, inv_freq_, *cache, items, pool_);
     run_decoder(description_, step);
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/backend/moe_routing.h"
+#include "kernels/linear_attention/gated_deltanet_ref.h"
 
 namespace nibble::backend::cpu {
 
@@ -26,13 +27,24 @@ void CpuForward::embed() {
       std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, x_.begin() + H * t++);
 }
 
-std::vector<float> CpuForward::normed(model::NormKind norm, std::span<const float> weight) const {
-  std::vector<float> h = x_;
+void CpuForward::norm_rows(model::NormKind norm, std::span<float> x, std::int64_t dim,
+                           std::span<const float> weight) const {
   switch (norm) {
     case model::NormKind::kRms:
-      rms_norm(h, w_.config.hidden_size, weight, w_.config.rms_norm_eps);
+      rms_norm(x, dim, weight, w_.config.rms_norm_eps);
       break;
+    case model::NormKind::kRmsZeroCentred: {
+      std::vector<float> scale(weight.begin(), weight.end());
+      for (float& s : scale) s += 1.0f;
+      rms_norm(x, dim, scale, w_.config.rms_norm_eps);
+      break;
+    }
   }
+}
+
+std::vector<float> CpuForward::normed(model::NormKind norm, std::span<const float> weight) const {
+  std::vector<float> h = x_;
+  norm_rows(norm, h, w_.config.hidden_size, weight);
   return h;
 }
 
@@ -43,15 +55,26 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
   const std::int64_t H = c.hidden_size, D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   std::vector<float> h = normed(norm, w.input_norm);
   std::vector<float> q(std::size_t(T * Hq * D)), k(std::size_t(T * Hkv * D)),
-      v(std::size_t(T * Hkv * D));
+      v(std::size_t(T * Hkv * D)), gate;
   // The projections carry their biases when the layer has them (spec.qkv_bias: the loader
   // checked they are there).
-  linear_forward(w.q, h, T, q, pool_);
+  if (spec.output_gate) {
+    // q_proj's rows per head: the query's D, then the gate's D.
+    std::vector<float> qg(std::size_t(T * Hq * 2 * D));
+    linear_forward(w.q, h, T, qg, pool_);
+    gate.resize(q.size());
+    for (std::int64_t i = 0; i < T * Hq; ++i) {
+      std::copy_n(qg.begin() + i * 2 * D, D, q.begin() + i * D);
+      std::copy_n(qg.begin() + i * 2 * D + D, D, gate.begin() + i * D);
+    }
+  } else {
+    linear_forward(w.q, h, T, q, pool_);
+  }
   linear_forward(w.k, h, T, k, pool_);
   linear_forward(w.v, h, T, v, pool_);
   if (spec.qk_norm) {
-    rms_norm(q, D, w.q_norm, c.rms_norm_eps);
-    rms_norm(k, D, w.k_norm, c.rms_norm_eps);
+    norm_rows(norm, q, D, w.q_norm);
+    norm_rows(norm, k, D, w.k_norm);
   }
   auto& kc = cache_.k[std::size_t(l)];
   auto& vc = cache_.v[std::size_t(l)];
@@ -105,9 +128,53 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
       }
     }
   });
+  if (spec.output_gate)
+    for (std::size_t i = 0; i < attn.size(); ++i) attn[i] *= sigmoid(gate[i]);
   std::vector<float> o(std::size_t(T * H));
   linear_forward(w.o, attn, T, o, pool_);
   for (std::size_t i = 0; i < x_.size(); ++i) x_[i] += o[i];
+}
+
+// Each sequence's rows run through the reference mixing (kernels/linear_attention) against its
+// own state slot: chunked for a prompt's chunk, recurrent for a single token, the two forms
+// agreeing to rounding. Sequences are independent, so they run in parallel.
+void CpuForward::gated_deltanet(int l, model::NormKind norm,
+                                const model::LinearAttentionSpec& spec) {
+  const model::LinearAttentionWeights& w = w_.layers[std::size_t(l)].linear_attention;
+  const kernels::GatedDeltaNetShape shape = deltanet_shape(spec);
+  const std::int64_t T = std::int64_t(rows_.size()), H = w_.config.hidden_size;
+  const std::int64_t QKVZ = shape.qkvz_width(), BA = shape.ba_width(), V = shape.value_dim();
+  const std::vector<float> h = normed(norm, w_.layers[std::size_t(l)].input_norm);
+  std::vector<float> qkvz(std::size_t(T * QKVZ)), ba(std::size_t(T * BA)),
+      mixed(std::size_t(T * V));
+  linear_forward(w.in_proj_qkvz, h, T, qkvz, pool_);
+  linear_forward(w.in_proj_ba, h, T, ba, pool_);
+  const kernels::GatedDeltaNetParams params{w.conv_weight, w.A_log, w.dt_bias, w.norm,
+                                            w_.config.rms_norm_eps};
+  std::vector<std::int64_t> first(items_.size() + 1, 0);
+  for (std::size_t i = 0; i < items_.size(); ++i)
+    first[i + 1] = first[i] + std::int64_t(items_[i].tokens.size());
+  pool_.parallel_for(std::int64_t(items_.size()), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const BatchItem& item = items_[std::size_t(i)];
+      const std::int64_t t0 = first[std::size_t(i)], n = std::int64_t(item.tokens.size());
+      std::span<float> conv = cache_.conv_state(l, item.state_slot);
+      std::span<float> state = cache_.delta_state(l, item.state_slot);
+      if (item.start == 0) {  // a new (or recomputed) sequence starts from zeros
+        std::fill(conv.begin(), conv.end(), 0.0f);
+        std::fill(state.begin(), state.end(), 0.0f);
+      }
+      kernels::gated_deltanet_mix_ref(
+          shape, n,
+          std::span<const float>(qkvz).subspan(std::size_t(t0 * QKVZ), std::size_t(n * QKVZ)),
+          std::span<const float>(ba).subspan(std::size_t(t0 * BA), std::size_t(n * BA)), params,
+          conv, state, std::span(mixed).subspan(std::size_t(t0 * V), std::size_t(n * V)),
+          /*chunked=*/n > 1);
+    }
+  });
+  std::vector<float> out(std::size_t(T * H));
+  linear_forward(w.out_proj, mixed, T, out, pool_);
+  for (std::size_t i = 0; i < x_.size(); ++i) x_[i] += out[i];
 }
 
 // gpt-oss's expert: gate_up's rows alternate gate and up (ExpertLayout::kFusedInterleaved);
@@ -176,6 +243,16 @@ void CpuForward::moe(int l, model::NormKind norm, const model::MoeSpec& spec) {
         x_[std::size_t(t * H + d)] += weight * out[std::size_t(i * H + d)];
     }
   }
+  if (spec.shared_expert_intermediate_size == 0) return;
+  // The shared expert runs on every token, scaled by sigmoid(shared_expert_gate(h)).
+  const auto shared = swiglu(w.shared_gate, w.shared_up, w.shared_down, h, T);
+  std::vector<float> scale(static_cast<std::size_t>(T));
+  linear_forward(w.shared_expert_gate, h, T, scale, pool_);
+  for (std::int64_t t = 0; t < T; ++t) {
+    const float s = sigmoid(scale[std::size_t(t)]);
+    for (std::int64_t d = 0; d < H; ++d)
+      x_[std::size_t(t * H + d)] += s * shared[std::size_t(t * H + d)];
+  }
 }
 
 // Logits for the last num_logits tokens of every item that wants them, in one lm_head pass.
@@ -191,11 +268,7 @@ void CpuForward::logits(model::NormKind norm) {
   }
   if (last.empty()) return;
   const std::int64_t R = std::int64_t(last.size()) / H;
-  switch (norm) {
-    case model::NormKind::kRms:
-      rms_norm(last, H, w_.final_norm, c.rms_norm_eps);
-      break;
-  }
+  norm_rows(norm, last, H, w_.final_norm);
   std::vector<float> out(std::size_t(R * c.vocab_size));
   linear_forward(w_.lm_head, last, R, out, pool_);
   auto from = out.begin();

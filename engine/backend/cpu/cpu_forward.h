@@ -21,6 +21,8 @@ class CpuForward : public DecoderOps {
 
   void embed() override;
   void attention(int layer, model::NormKind norm, const model::AttentionSpec& spec) override;
+  void gated_deltanet(int layer, model::NormKind norm,
+                      const model::LinearAttentionSpec& spec) override;
   void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) override;
   void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) override;
   void logits(model::NormKind norm) override;
@@ -32,6 +34,9 @@ class CpuForward : public DecoderOps {
   };
   // h = norm(x) with weight w, row by row.
   std::vector<float> normed(model::NormKind norm, std::span<const float> w) const;
+  // x[rows, dim] normalised in place by a norm of kind `norm` with weight w.
+  void norm_rows(model::NormKind norm, std::span<float> x, std::int64_t dim,
+                 std::span<const float> w) const;
   // down(silu(gate(x)) * up(x)) for the rows of x.
   std::vector<float> swiglu(const model::Linear& gate, const model::Linear& up,
                             const model::Linear& down, std::span<const float> x, std::int64_t rows);

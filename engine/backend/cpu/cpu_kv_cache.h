@@ -1,41 +1,86 @@
 #pragma once
-// The CPU backend's paged KV cache: FP32 rows, per layer [num_blocks * block_size, Hkv * D] for
-// keys and for values; block b holds positions [b * block_size, (b + 1) * block_size) of
-// whichever sequence's block table names it.
+// The CPU backend's paged KV cache: FP32 rows, per attention layer [num_blocks * block_size,
+// Hkv * D] for keys and for values; block b holds positions [b * block_size, (b + 1) *
+// block_size) of whichever sequence's block table names it. A hybrid model's linear-attention
+// layers keep no keys or values; their recurrent state lives in state slots instead, per layer
+// [slots, (K - 1) * conv_dim] conv windows and [slots, Vh * Dk * Dv] delta-rule states
+// (kernels/linear_attention/gated_deltanet_shape.h).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/model/model_description.h"
+#include "kernels/linear_attention/gated_deltanet_shape.h"
 
 namespace nibble::backend::cpu {
 
+// The reference's shape of a Gated DeltaNet layer.
+inline kernels::GatedDeltaNetShape deltanet_shape(const model::LinearAttentionSpec& s) {
+  return {{s.key_heads, s.value_heads, s.key_head_dim, s.value_head_dim}, s.conv_kernel};
+}
+
+// Floats of one sequence's state in one linear-attention layer: its conv window, its delta-rule
+// state.
+inline std::int64_t layer_state_floats(const model::LinearAttentionSpec& s) {
+  const kernels::GatedDeltaNetShape shape = deltanet_shape(s);
+  return shape.conv_state_floats() + shape.heads.state_floats();
+}
+
 class CpuKvCache : public KvCache {
  public:
-  CpuKvCache(const model::ModelConfig& c, int num_blocks, int block_size, const void* owner)
+  CpuKvCache(const model::ModelConfig& c, const model::ModelDescription& d, int num_blocks,
+             int block_size, int state_slots, const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
+        slots(state_slots),
         width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)) {
     const std::size_t rows = std::size_t(num_blocks) * std::size_t(block_size);
-    k.resize(std::size_t(c.num_layers));
-    v.resize(std::size_t(c.num_layers));
-    for (auto& layer : k) layer.resize(rows * width);
-    for (auto& layer : v) layer.resize(rows * width);
+    k.resize(d.layers.size());
+    v.resize(d.layers.size());
+    conv.resize(d.layers.size());
+    delta.resize(d.layers.size());
+    for (std::size_t l = 0; l < d.layers.size(); ++l) {
+      const model::LayerSpec& spec = d.layers[l];
+      if (spec.mixer == model::MixerKind::kAttention) {
+        k[l].resize(rows * width);
+        v[l].resize(rows * width);
+      } else {
+        const kernels::GatedDeltaNetShape s = deltanet_shape(spec.linear_attention);
+        conv[l].resize(std::size_t(state_slots) * std::size_t(s.conv_state_floats()));
+        delta[l].resize(std::size_t(state_slots) * std::size_t(s.heads.state_floats()));
+      }
+    }
   }
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
+  int num_state_slots() const override { return slots; }
 
   // The cache row holding `position` of the sequence whose block table is `table`.
   std::int64_t slot(std::span<const int> table, int position) const {
     return std::int64_t(table[std::size_t(position / block)]) * block + position % block;
   }
+  // A state slot's conv window and delta-rule state in linear-attention layer `layer`.
+  std::span<float> conv_state(int layer, int state_slot) {
+    return slice(conv[std::size_t(layer)], state_slot);
+  }
+  std::span<float> delta_state(int layer, int state_slot) {
+    return slice(delta[std::size_t(layer)], state_slot);
+  }
 
   const void* owner;  // the backend that made it
-  int blocks, block;
-  std::size_t width;  // Hkv * D floats a row
-  std::vector<std::vector<float>> k, v;
+  int blocks, block, slots;
+  std::size_t width;                            // Hkv * D floats a row
+  std::vector<std::vector<float>> k, v;         // attention layers (empty for linear ones)
+  std::vector<std::vector<float>> conv, delta;  // linear-attention layers (empty otherwise)
+
+ private:
+  std::span<float> slice(std::vector<float>& all, int state_slot) const {
+    const std::size_t n = all.size() / std::size_t(slots);
+    return std::span(all).subspan(std::size_t(state_slot) * n, n);
+  }
 };
 
 }  // namespace nibble::backend::cpu

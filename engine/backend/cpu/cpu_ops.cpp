@@ -150,6 +150,10 @@ float silu(float x) {
   return x / (1.0f + std::exp(-x));
 }
 
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
 void softmax_with_sink(std::span<float> x, float sink) {
   float m = sink;
   for (float v : x) m = std::max(m, v);

@@ -30,6 +30,7 @@ void apply_rope(std::span<float> head, std::span<const double> inv_freq, int pos
                 double scale = 1.0);
 
 float silu(float x);
+float sigmoid(float x);  // 1 / (1 + exp(-x))
 
 // In-place softmax over x.
 void softmax(std::span<float> x);

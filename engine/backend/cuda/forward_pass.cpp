@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/backend/backend.h"
 #include "engine/backend/cuda/swiglu_block.h"
 #include "engine/backend/decoder_forward.h"
 #include "kernels/layer/layer_ops.h"
@@ -112,6 +113,8 @@ class CudaStepOps : public DecoderOps {
                                      f_.layer_),
               "rms_norm_rows");
         break;
+      case model::NormKind::kRmsZeroCentred:  // refused at load (model_features.h)
+        throw BackendError("cuda backend: no zero-centred RMSNorm");
     }
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
@@ -131,6 +134,8 @@ class CudaStepOps : public DecoderOps {
                                 act_.h.get(), f_.stream_, f_.layer_),
               "rms_norm");
         break;
+      case model::NormKind::kRmsZeroCentred:  // refused at load (model_features.h)
+        throw BackendError("cuda backend: no zero-centred RMSNorm");
     }
   }
   void mark(const char* phase) {

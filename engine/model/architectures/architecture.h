@@ -39,7 +39,7 @@ void refuse_attention_bias(const ConfigReader& reader);
 FfnSpec dense_mlp(const ModelConfig& config);
 
 namespace architectures {
-extern const Architecture kLlama, kMistral, kQwen2, kQwen3, kQwen3Moe, kGptOss;
+extern const Architecture kLlama, kMistral, kQwen2, kQwen3, kQwen3Moe, kGptOss, kQwen3Next;
 }  // namespace architectures
 
 }  // namespace nibble::model

@@ -6,9 +6,10 @@
 namespace nibble::model {
 namespace {
 
-const std::array<const Architecture*, 6> kAll = {
-    &architectures::kLlama, &architectures::kMistral,  &architectures::kQwen2,
-    &architectures::kQwen3, &architectures::kQwen3Moe, &architectures::kGptOss};
+const std::array<const Architecture*, 7> kAll = {
+    &architectures::kLlama,    &architectures::kMistral,  &architectures::kQwen2,
+    &architectures::kQwen3,    &architectures::kQwen3Moe, &architectures::kGptOss,
+    &architectures::kQwen3Next};
 
 }  // namespace
 
@@ -47,6 +48,9 @@ ModelDescription describe_model(const ModelConfig& c) {
   d.tied_embeddings = c.tie_word_embeddings;
   d.layers.reserve(std::size_t(std::max(c.num_layers, 0)));
   for (int l = 0; l < c.num_layers; ++l) d.layers.push_back(a.layer(c, l));
+  // The final norm is of the layers' kind in every architecture described (zero-centred in
+  // Qwen3-Next, plain elsewhere).
+  if (!d.layers.empty()) d.final_norm = d.layers.front().norm;
   return d;
 }
 

@@ -20,7 +20,8 @@ def main():
     quantize = build / "tools/quantize/nibble-quantize"
     for m in recipes["models"]:
         target = out / m["name"]
-        cmd = [str(make), "--arch", m["arch"], "--preset", "tiny", "--seed", str(m["seed"]),
+        cmd = [str(make), "--arch", m["arch"], "--preset", m.get("preset", "tiny"),
+               "--seed", str(m["seed"]),
                "--dtype", m["dtype"], "--no-tokenizer", "--force", "--output", str(target)]
         if "format" in m:
             cmd += ["--format", m["format"]]

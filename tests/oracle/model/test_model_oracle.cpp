@@ -49,11 +49,11 @@ TEST_P(ModelOracle, CpuBackendMatchesTransformers) {
   const auto& recipe = golden["model"];
   nibble::testing::TempDir dir;
   const auto model_dir = dir.path() / "model";
-  std::string cmd = std::string(NIBBLE_MAKE_MODEL) + " --arch " +
-                    recipe["arch"].get<std::string>() + " --preset tiny --seed " +
-                    std::to_string(recipe["seed"].get<int>()) + " --dtype " +
-                    recipe["dtype"].get<std::string>() + " --threads 1 --no-tokenizer --output " +
-                    model_dir.string();
+  std::string cmd =
+      std::string(NIBBLE_MAKE_MODEL) + " --arch " + recipe["arch"].get<std::string>() +
+      " --preset " + recipe.value("preset", std::string("tiny")) + " --seed " +
+      std::to_string(recipe["seed"].get<int>()) + " --dtype " + recipe["dtype"].get<std::string>() +
+      " --threads 1 --no-tokenizer --output " + model_dir.string();
   if (recipe.contains("format")) cmd += " --format " + recipe["format"].get<std::string>();
   auto made = nibble::testing::run_command(cmd);
   ASSERT_EQ(made.exit_code, 0) << cmd << "\n" << made.output;

@@ -2,6 +2,7 @@
 // Typed reads of config.json fields with errors that name the file and the field: what the
 // common config parser and each architecture's own fields (architectures/) read through.
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,24 @@ struct ConfigReader {
     if (!has(key)) return fallback;
     if (!j[key].is_string()) fail(key, "expected a string, got " + j[key].dump());
     return j[key].get<std::string>();
+  }
+  // `layer_types` (present: check has() first), a list of num_layers entries each `marked` or
+  // "full_attention": true where a layer is `marked` ("sliding_attention", "linear_attention").
+  std::vector<bool> layer_types_marking(int num_layers, const std::string& marked) const {
+    const auto& types = j["layer_types"];
+    if (!types.is_array() || int(types.size()) != num_layers)
+      fail("layer_types",
+           "expected a list of num_hidden_layers (" + std::to_string(num_layers) + ") layer types");
+    std::vector<bool> out(std::size_t(num_layers), false);
+    for (int l = 0; l < num_layers; ++l) {
+      const auto& t = types[std::size_t(l)];
+      if (t == marked)
+        out[std::size_t(l)] = true;
+      else if (t != "full_attention")
+        fail("layer_types", "layer " + std::to_string(l) + ": expected \"" + marked +
+                                "\" or \"full_attention\", got " + t.dump());
+    }
+    return out;
   }
 };
 

@@ -15,6 +15,7 @@
 #include "engine/backend/model_features.h"
 #include "engine/model/model_weights.h"
 #include "tests/backend/chunk_logits.h"
+#include "tests/backend/tiny_models.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -28,14 +29,7 @@ class GptOssCpu : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new nibble::testing::TempDir();
-    for (const char* dtype : {"mxfp4", "bf16"}) {
-      const std::string cmd = std::string(NIBBLE_MAKE_MODEL) +
-                              " --arch gpt_oss --preset tiny --seed 40 --threads 2 --no-tokenizer "
-                              "--dtype " +
-                              dtype + " --output " + (dir_->path() / dtype).string();
-      const auto made = nibble::testing::run_command(cmd);
-      ASSERT_EQ(made.exit_code, 0) << cmd << "\n" << made.output;
-    }
+    nibble::testing::make_tiny_models(dir_->path(), "gpt_oss", 40, {"mxfp4", "bf16"});
   }
   static void TearDownTestSuite() { delete dir_; }
   static model::ModelWeights load(const char* dtype) {

@@ -21,6 +21,7 @@
 #include "engine/model/quantize_on_load.h"
 #include "engine/runtime/engine_loop.h"
 #include "tests/backend/chunk_logits.h"
+#include "tests/backend/tiny_models.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -34,14 +35,7 @@ class Qwen3NextCpu : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new nibble::testing::TempDir();
-    for (const char* dtype : {"bf16", "nvfp4"}) {
-      const std::string cmd = std::string(NIBBLE_MAKE_MODEL) +
-                              " --arch qwen3_next --preset tiny --seed 41 --threads 2 "
-                              "--no-tokenizer --dtype " +
-                              dtype + " --output " + (dir_->path() / dtype).string();
-      const auto made = nibble::testing::run_command(cmd);
-      ASSERT_EQ(made.exit_code, 0) << cmd << "\n" << made.output;
-    }
+    nibble::testing::make_tiny_models(dir_->path(), "qwen3_next", 41, {"bf16", "nvfp4"});
   }
   static void TearDownTestSuite() { delete dir_; }
   static model::ModelWeights load(const char* dtype) {

@@ -4,6 +4,7 @@
 
 #include "engine/runtime/engine_loop.h"
 #include "tests/runtime/fake_model_runner.h"
+#include "tests/runtime/test_sequences.h"
 
 namespace nibble::runtime {
 namespace {
@@ -38,16 +39,6 @@ Collected collect(OutputChannel& channel, int n) {
   return c;
 }
 
-GenerationRequest request(std::string id, std::vector<int> prompt, int max_tokens) {
-  GenerationRequest r;
-  r.id = std::move(id);
-  r.prompt = std::move(prompt);
-  r.params.max_tokens = max_tokens;
-  r.params.temperature = 0;
-  r.channel = std::make_shared<OutputChannel>();
-  return r;
-}
-
 EngineConfig config(int max_queue_len = 100) {
   EngineConfig c;
   c.model_name = "fake";
@@ -63,7 +54,7 @@ TEST(EngineLoop, GeneratesUntilMaxTokens) {
   metrics::Registry registry;
   EngineLoop engine(config(), runner, registry);
   engine.start();
-  auto r = request("a", {1, 2, 3}, 5);
+  auto r = greedy_request("a", {1, 2, 3}, 5);
   auto channel = r.channel;
   ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
   Collected c = collect(*channel, 1);
@@ -86,10 +77,10 @@ TEST(EngineLoop, StopsAtEosAndStopTokenIdsUnlessIgnored) {
   metrics::Registry registry;
   EngineLoop engine(config(), runner, registry);
   engine.start();
-  auto eos = request("eos", {28}, 10);  // 29, 30, 31 (eos)
-  auto stop_id = request("stop", {10}, 10);
+  auto eos = greedy_request("eos", {28}, 10);  // 29, 30, 31 (eos)
+  auto stop_id = greedy_request("stop", {10}, 10);
   stop_id.params.stop_token_ids = {12};
-  auto ignore = request("ignore", {29}, 4);
+  auto ignore = greedy_request("ignore", {29}, 4);
   ignore.params.ignore_eos = true;
   auto c1 = eos.channel, c2 = stop_id.channel, c3 = ignore.channel;
   engine.submit(std::move(eos));
@@ -116,7 +107,7 @@ TEST(EngineLoop, ManyConcurrentRequestsThroughASmallCacheAllComplete) {
     std::vector<int> prompt;
     for (int t = 0; t < 10 + i % 13; ++t) prompt.push_back((i + t) % 32);
     firsts.push_back((prompt.back() + 1) % 32);
-    auto r = request("r" + std::to_string(i), prompt, 12 + i % 7);
+    auto r = greedy_request("r" + std::to_string(i), prompt, 12 + i % 7);
     r.params.ignore_eos = true;
     channels.push_back(r.channel);
     ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
@@ -142,7 +133,7 @@ TEST(EngineLoop, CancelledRequestsAreAbortedAndFreeTheirBlocks) {
   EngineLoop engine(config(), runner, registry);
   engine.start();
   runner.step_delay = 2ms;  // 200 tokens take 0.4 s: still running when cancelled
-  auto r = request("long", {1}, 200);
+  auto r = greedy_request("long", {1}, 200);
   r.params.ignore_eos = true;
   auto channel = r.channel;
   engine.submit(std::move(r));
@@ -160,14 +151,14 @@ TEST(EngineLoop, RefusesWhenTheQueueIsFullOrThePromptCannotFit) {
   FakeModelRunner runner(32, 8, 4);  // 32 token slots
   metrics::Registry registry;
   EngineLoop engine(config(2), runner, registry);  // not started: nothing leaves the queue
-  EXPECT_EQ(engine.submit(request("a", {1}, 1)).status, SubmitStatus::kAccepted);
-  EXPECT_EQ(engine.submit(request("b", {1}, 1)).status, SubmitStatus::kAccepted);
-  SubmitResult full = engine.submit(request("c", {1}, 1));
+  EXPECT_EQ(engine.submit(greedy_request("a", {1}, 1)).status, SubmitStatus::kAccepted);
+  EXPECT_EQ(engine.submit(greedy_request("b", {1}, 1)).status, SubmitStatus::kAccepted);
+  SubmitResult full = engine.submit(greedy_request("c", {1}, 1));
   EXPECT_EQ(full.status, SubmitStatus::kQueueFull);
   EXPECT_NE(full.message.find("2 waiting"), std::string::npos);
-  EXPECT_EQ(engine.submit(request("big", std::vector<int>(32, 1), 1)).status,
+  EXPECT_EQ(engine.submit(greedy_request("big", std::vector<int>(32, 1), 1)).status,
             SubmitStatus::kInvalid);
-  EXPECT_EQ(engine.submit(request("empty", {}, 1)).status, SubmitStatus::kInvalid);
+  EXPECT_EQ(engine.submit(greedy_request("empty", {}, 1)).status, SubmitStatus::kInvalid);
 }
 
 TEST(EngineLoop, DrainAbortsWhatCannotFinishInTime) {
@@ -176,13 +167,13 @@ TEST(EngineLoop, DrainAbortsWhatCannotFinishInTime) {
   EngineLoop engine(config(), runner, registry);
   engine.start();
   runner.step_delay = 2ms;
-  auto r = request("long", {1}, 200);
+  auto r = greedy_request("long", {1}, 200);
   r.params.ignore_eos = true;
   auto channel = r.channel;
   engine.submit(std::move(r));
   engine.drain_and_stop(0ms);
   EXPECT_FALSE(engine.accepting());
-  EXPECT_EQ(engine.submit(request("late", {1}, 1)).status, SubmitStatus::kNotAccepting);
+  EXPECT_EQ(engine.submit(greedy_request("late", {1}, 1)).status, SubmitStatus::kNotAccepting);
   Collected c = collect(*channel, 1);
   EXPECT_EQ(c.finish[0], FinishReason::kAbort);
 }
@@ -193,11 +184,11 @@ TEST(EngineLoop, DeviceFailureFailsTheBatchAndTheEngineCarriesOn) {
   EngineLoop engine(config(), runner, registry);
   runner.fail_next = true;
   engine.start();
-  auto bad = request("bad", {1}, 3);
+  auto bad = greedy_request("bad", {1}, 3);
   auto c1 = bad.channel;
   engine.submit(std::move(bad));
   EXPECT_EQ(collect(*c1, 1).finish[0], FinishReason::kError);
-  auto good = request("good", {1}, 3);
+  auto good = greedy_request("good", {1}, 3);
   auto c2 = good.channel;
   engine.submit(std::move(good));
   EXPECT_EQ(collect(*c2, 1).tokens[0], (std::vector<int>{2, 3, 4}));
@@ -209,7 +200,7 @@ TEST(EngineLoop, NChoicesWithASeedAreReproducible) {
     metrics::Registry registry;
     EngineLoop engine(config(), runner, registry);
     engine.start();
-    auto r = request("n", {1, 2}, 6);
+    auto r = greedy_request("n", {1, 2}, 6);
     r.params.temperature = 30.0f;  // flattens the fake model's peak: real sampling
     r.params.seed = 1234;
     r.params.n = 3;

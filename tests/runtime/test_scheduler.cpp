@@ -6,19 +6,10 @@
 #include <set>
 
 #include "engine/runtime/scheduler.h"
+#include "tests/runtime/test_sequences.h"
 
 namespace nibble::runtime {
 namespace {
-
-std::unique_ptr<Sequence> make_seq(std::int64_t id, int prompt_len, int max_tokens, int first = 0) {
-  auto s = std::make_unique<Sequence>();
-  s->id = id;
-  s->tokens.resize(std::size_t(prompt_len));
-  std::iota(s->tokens.begin(), s->tokens.end(), first);
-  s->num_prompt_tokens = prompt_len;
-  s->params.max_tokens = max_tokens;
-  return s;
-}
 
 // Runs one step with a fake model that samples token 7, and finishes sequences that reached
 // max_tokens. Returns the step's schedule.

@@ -14,21 +14,12 @@
 #include "engine/runtime/state_slot_pool.h"
 #include "engine/spec/ngram_drafter.h"
 #include "tests/runtime/fake_model_runner.h"
+#include "tests/runtime/test_sequences.h"
 
 namespace nibble::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::unique_ptr<Sequence> make_seq(std::int64_t id, int prompt_len, int max_tokens, int first = 0) {
-  auto s = std::make_unique<Sequence>();
-  s->id = id;
-  s->tokens.resize(std::size_t(prompt_len));
-  std::iota(s->tokens.begin(), s->tokens.end(), first);
-  s->num_prompt_tokens = prompt_len;
-  s->params.max_tokens = max_tokens;
-  return s;
-}
 
 TEST(StateSlotPool, HandsOutEachSlotOnceAndTakesItBack) {
   StateSlotPool pool(3);
@@ -156,17 +147,6 @@ class FakeHybridRunner : public testing::FakeModelRunner {
   std::map<std::int64_t, bool> started_;
 };
 
-GenerationRequest request(std::string id, std::vector<int> prompt, int max_tokens) {
-  GenerationRequest r;
-  r.id = std::move(id);
-  r.prompt = std::move(prompt);
-  r.params.max_tokens = max_tokens;
-  r.params.temperature = 0;
-  r.params.ignore_eos = true;
-  r.channel = std::make_shared<OutputChannel>();
-  return r;
-}
-
 EngineConfig hybrid_config() {
   EngineConfig c;
   c.model_name = "fake-hybrid";
@@ -183,7 +163,8 @@ TEST(EngineLoopStateSlots, IdenticalPromptsAreComputedFromTheStartEachTime) {
   engine.start();
   const std::vector<int> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // three full blocks
   for (const char* id : {"first", "second", "third"}) {
-    auto r = request(id, prompt, 3);
+    auto r = greedy_request(id, prompt, 3);
+    r.params.ignore_eos = true;
     auto channel = r.channel;
     ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
     int finished = 0;

@@ -27,19 +27,9 @@ void read_layer_types(const ConfigReader& r, ModelConfig& c) {
     for (int l = 0; l < c.num_layers; l += 2) c.layer_windows[std::size_t(l)] = window;
     return;
   }
-  const auto& types = r.j["layer_types"];
-  if (!types.is_array() || int(types.size()) != c.num_layers)
-    r.fail("layer_types", "expected a list of num_hidden_layers (" + std::to_string(c.num_layers) +
-                              ") layer types");
-  for (int l = 0; l < c.num_layers; ++l) {
-    const auto& t = types[std::size_t(l)];
-    if (t == "sliding_attention")
-      c.layer_windows[std::size_t(l)] = window;
-    else if (t != "full_attention")
-      r.fail("layer_types", "layer " + std::to_string(l) +
-                                ": expected \"sliding_attention\" or \"full_attention\", got " +
-                                t.dump());
-  }
+  const std::vector<bool> sliding = r.layer_types_marking(c.num_layers, "sliding_attention");
+  for (int l = 0; l < c.num_layers; ++l)
+    if (sliding[std::size_t(l)]) c.layer_windows[std::size_t(l)] = window;
 }
 
 void read(const ConfigReader& r, ModelConfig& c) {

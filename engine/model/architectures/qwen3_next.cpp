@@ -28,19 +28,7 @@ void read_layer_types(const ConfigReader& r, ModelConfig& c) {
       c.linear_attention_layers[std::size_t(l)] = (l + 1) % interval != 0;
     return;
   }
-  const auto& types = r.j["layer_types"];
-  if (!types.is_array() || int(types.size()) != c.num_layers)
-    r.fail("layer_types", "expected a list of num_hidden_layers (" + std::to_string(c.num_layers) +
-                              ") layer types");
-  for (int l = 0; l < c.num_layers; ++l) {
-    const auto& t = types[std::size_t(l)];
-    if (t == "linear_attention")
-      c.linear_attention_layers[std::size_t(l)] = true;
-    else if (t != "full_attention")
-      r.fail("layer_types", "layer " + std::to_string(l) +
-                                ": expected \"linear_attention\" or \"full_attention\", got " +
-                                t.dump());
-  }
+  c.linear_attention_layers = r.layer_types_marking(c.num_layers, "linear_attention");
 }
 
 void read(const ConfigReader& r, ModelConfig& c) {

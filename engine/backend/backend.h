@@ -72,6 +72,10 @@ struct BatchItem {
   // this sequence's state (conv windows, delta-rule states), read and advanced by the step; an
   // item with start 0 begins it from zeros, a later chunk continues it. No two items of a step
   // share a slot. -1 (none) for models without recurrent state.
+  // Speculative decoding (backends with logits_at_several_positions): a verify item (several
+  // tokens, num_logits > 1) keeps the slot's state after each of its tokens, and the slot's next
+  // item may start at any of those positions (the accepted length; rejected drafts leave no
+  // trace). Any other start but 0 or the slot's current position throws std::logic_error.
   int state_slot = -1;
 };
 

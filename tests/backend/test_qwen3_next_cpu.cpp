@@ -3,9 +3,11 @@
 // the checkpoint's tensors load into the description's layout, a prompt gives the same logits
 // in one chunk, in chunks at any boundary (across the delta rule's 64-token chunks) or token by
 // token; a batch of sequences in one step equals each alone; a state slot reused from position 0
-// (a preempted sequence recomputed) starts fresh; the state slots are checked; and the CUDA
-// backend's refusal names what it lacks; and the engine loop serves several requests through a
-// small cache (chunked prefills, preemptions) with each one's tokens as when it runs alone.
+// (a preempted sequence recomputed) starts fresh; the state slots are checked; a verify step's
+// rejected drafts leave no trace (the state rolls back to the accepted length, and a start the
+// slot did not keep is refused); the CUDA backend's refusal names what it lacks; and the engine
+// loop serves several requests through a small cache (chunked prefills, preemptions) with each
+// one's tokens as when it runs alone.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +16,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_model_runner.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/cpu_kv_cache.h"
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/model_features.h"
 #include "engine/model/model_description.h"
@@ -199,6 +202,113 @@ TEST_F(Qwen3NextCpu, StateSlotsAreChecked) {
               ::testing::ThrowsMessage<BackendError>(HasSubstr("share a state slot")));
   x.state_slot = 2;
   EXPECT_THROW(backend->forward_batch(*cache, std::span(&x, 1)), BackendError);
+}
+
+// Speculative decoding's rollback (cpu_kv_cache.h): a verify step of a decode token and three
+// drafts, of which the engine accepts `accepted`; the next step starts at the accepted length
+// and its logits equal, bitwise, those of a sequence that never saw the rejected drafts (fed
+// one token at a time, as decoding without drafts does). The verify step's own logits rows
+// equal those of token-by-token decoding too. A second verify step from the restored state
+// rolls back as well.
+TEST_F(Qwen3NextCpu, ARejectedDraftLeavesNoTraceInTheState) {
+  auto backend = make_cpu_backend(load("bf16"), 2);
+  const std::size_t V = std::size_t(backend->config().vocab_size);
+  const auto p = prompt(20);
+  // The decode token, then three drafts; the rollback does not care whether they are right.
+  const std::vector<std::int32_t> verify = {11, 500, 1234, 77}, verify2 = {9, 4242, 31};
+  for (int accepted : {0, 1, 2, 3}) {
+    SCOPED_TRACE("accepted " + std::to_string(accepted));
+    auto cache = backend->new_kv_cache_with_state(8, 16, 2);
+    std::vector<int> table(8);
+    std::iota(table.begin(), table.end(), 0);
+    std::vector<float> rows(4 * V), next(V), rows2(3 * V), after(V);
+    BatchItem step{p, 0, table, {}};
+    step.state_slot = 1;
+    backend->forward_batch(*cache, std::span(&step, 1));
+    step = {verify, int(p.size()), table, rows};
+    step.state_slot = 1;
+    step.num_logits = 4;
+    backend->forward_batch(*cache, std::span(&step, 1));
+    // The target's token after the accepted drafts (any token: the test checks the state).
+    const std::int32_t target = 4000 + accepted;
+    const int resume = int(p.size()) + accepted + 1;
+    step = {std::span(&target, 1), resume, table, next};
+    step.state_slot = 1;
+    backend->forward_batch(*cache, std::span(&step, 1));
+
+    // The sequence that never saw the rejected drafts, token by token after its prompt.
+    std::vector<std::vector<std::int32_t>> seen = {p};
+    for (int j = 0; j <= accepted; ++j) {
+      seen.push_back({verify[std::size_t(j)]});
+      EXPECT_EQ(std::vector<float>(rows.begin() + std::ptrdiff_t(std::size_t(j) * V),
+                                   rows.begin() + std::ptrdiff_t(std::size_t(j + 1) * V)),
+                run(*backend, seen))
+          << "verify row " << j;
+    }
+    seen.push_back({target});
+    EXPECT_EQ(next, run(*backend, seen));
+
+    // A second verify step from there, its first draft rejected.
+    step = {verify2, resume + 1, table, rows2};
+    step.state_slot = 1;
+    step.num_logits = 3;
+    backend->forward_batch(*cache, std::span(&step, 1));
+    const std::int32_t target2 = 6000;
+    step = {std::span(&target2, 1), resume + 2, table, after};
+    step.state_slot = 1;
+    backend->forward_batch(*cache, std::span(&step, 1));
+    seen.push_back({verify2[0]});
+    seen.push_back({target2});
+    EXPECT_EQ(after, run(*backend, seen));
+  }
+}
+
+// A step may start a slot only at 0, at its live position, or at a position its last (verify)
+// step kept: anything else is the engine's logic error, named with the slot and positions, and
+// leaves the slot as it was.
+TEST_F(Qwen3NextCpu, AStartTheSlotDidNotKeepIsALogicError) {
+  auto backend = make_cpu_backend(load("bf16"), 1);
+  const std::size_t V = std::size_t(backend->config().vocab_size);
+  auto cache = backend->new_kv_cache_with_state(4, 16, 2);
+  std::vector<int> table = {0, 1, 2, 3};
+  const auto p = prompt(10);
+  const std::vector<std::int32_t> verify = {3, 5, 8};
+  std::vector<float> rows(3 * V), logits(V);
+  BatchItem step{p, 0, table, {}};
+  step.state_slot = 0;
+  backend->forward_batch(*cache, std::span(&step, 1));
+  step = {verify, 10, table, rows};
+  step.state_slot = 0;
+  step.num_logits = 3;
+  backend->forward_batch(*cache, std::span(&step, 1));  // keeps positions 11..13, live at 13
+  const std::int32_t token = 21;
+  for (int start : {10, 14, 5}) {
+    step = {std::span(&token, 1), start, table, logits};
+    step.state_slot = 0;
+    EXPECT_THAT([&] { backend->forward_batch(*cache, std::span(&step, 1)); },
+                ::testing::ThrowsMessage<std::logic_error>(
+                    HasSubstr("state slot 0 is at position 13 with states kept at positions "
+                              "11..13; a step cannot start it at position " +
+                              std::to_string(start))));
+  }
+  // A slot never run has no position to continue from.
+  step = {std::span(&token, 1), 4, table, logits};
+  step.state_slot = 1;
+  EXPECT_THAT([&] { backend->forward_batch(*cache, std::span(&step, 1)); },
+              ::testing::ThrowsMessage<std::logic_error>(
+                  HasSubstr("state slot 1 is at position -1 with states kept at positions none")));
+  // The refused steps changed nothing: slot 0 rolls back to 12 as if they never came.
+  step = {std::span(&token, 1), 12, table, logits};
+  step.state_slot = 0;
+  backend->forward_batch(*cache, std::span(&step, 1));
+  EXPECT_EQ(logits, run(*backend, {p, {3}, {5}, {token}}));
+  // A decode step keeps nothing: the slot cannot go back to 11 after it.
+  step = {std::span(&token, 1), 11, table, logits};
+  step.state_slot = 0;
+  EXPECT_THROW(backend->forward_batch(*cache, std::span(&step, 1)), std::logic_error);
+  // Kept states are allocated only by verify steps: slot 0's three, none for slot 1.
+  EXPECT_EQ(dynamic_cast<const cpu::CpuKvCache&>(*cache).kept_state_bytes(),
+            3 * backend->state_slot_bytes());
 }
 
 // The serving path (engine loop, scheduler, state slots, BackendModelRunner) with chunked

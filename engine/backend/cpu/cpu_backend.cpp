@@ -69,8 +69,10 @@ class CpuBackend : public Backend {
     // Validate everything before touching the cache, so a bad call changes nothing.
     if (check_batch(w_.config, "cpu", *cache, items, false, true) == 0) return;
     check_state_slots("cpu", *cache, items, description_.has_recurrent_state());
+    cache->prepare_state_slots(items);  // rolls back past rejected drafts
     cpu::CpuForward step(w_, inv_freq_, *cache, items, pool_);
     run_decoder(description_, step);
+    cache->advance_state_slots(items);
   }
 
  private:

@@ -137,7 +137,8 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
 
 // Each sequence's rows run through the reference mixing (kernels/linear_attention) against its
 // own state slot: chunked for a prompt's chunk, recurrent for a single token, the two forms
-// agreeing to rounding. Sequences are independent, so they run in parallel.
+// agreeing to rounding; a verify step's tokens one by one, keeping each one's state. Sequences are
+// independent, so they run in parallel.
 void CpuForward::gated_deltanet(int l, model::NormKind norm,
                                 const model::LinearAttentionSpec& spec) {
   const model::LinearAttentionWeights& w = w_.layers[std::size_t(l)].linear_attention;
@@ -164,12 +165,25 @@ void CpuForward::gated_deltanet(int l, model::NormKind norm,
         std::fill(conv.begin(), conv.end(), 0.0f);
         std::fill(state.begin(), state.end(), 0.0f);
       }
-      kernels::gated_deltanet_mix_ref(
-          shape, n,
-          std::span<const float>(qkvz).subspan(std::size_t(t0 * QKVZ), std::size_t(n * QKVZ)),
-          std::span<const float>(ba).subspan(std::size_t(t0 * BA), std::size_t(n * BA)), params,
-          conv, state, std::span(mixed).subspan(std::size_t(t0 * V), std::size_t(n * V)),
-          /*chunked=*/n > 1);
+      const auto mix = [&](std::int64_t t, std::int64_t count, bool chunked) {
+        kernels::gated_deltanet_mix_ref(
+            shape, count,
+            std::span<const float>(qkvz).subspan(std::size_t(t * QKVZ), std::size_t(count * QKVZ)),
+            std::span<const float>(ba).subspan(std::size_t(t * BA), std::size_t(count * BA)),
+            params, conv, state,
+            std::span(mixed).subspan(std::size_t(t * V), std::size_t(count * V)), chunked);
+      };
+      if (!CpuKvCache::keeps_states(item)) {
+        mix(t0, n, /*chunked=*/n > 1);
+        continue;
+      }
+      // A verify step: token by token (the recurrent form, as decoding without drafts computes
+      // them), keeping the state after each for the rollback (cpu_kv_cache.h).
+      for (std::int64_t j = 0; j < n; ++j) {
+        mix(t0 + j, 1, /*chunked=*/false);
+        std::ranges::copy(conv, cache_.kept_conv_state(l, item.state_slot, int(j)).begin());
+        std::ranges::copy(state, cache_.kept_delta_state(l, item.state_slot, int(j)).begin());
+      }
     }
   });
   std::vector<float> out(std::size_t(T * H));

@@ -5,6 +5,14 @@
 // layers keep no keys or values; their recurrent state lives in state slots instead, per layer
 // [slots, (K - 1) * conv_dim] conv windows and [slots, Vh * Dk * Dv] delta-rule states
 // (kernels/linear_attention/gated_deltanet_shape.h).
+//
+// Speculative decoding's rollback of those states: a verify step (an item of several tokens with
+// logits at several positions, BatchItem::num_logits > 1) keeps, per slot, the state after each
+// of its tokens; the slot's next step starts at the accepted length, and the state kept for that
+// position replaces the live one, so rejected drafts leave no trace. The backend sees the
+// accepted count in the next step's start, so the interface needs no call of its own. Kept states
+// are allocated at a slot's first verify step (never without speculation): at most
+// (k + 1) x Backend::state_slot_bytes() a slot.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -36,7 +44,9 @@ class CpuKvCache : public KvCache {
         blocks(num_blocks),
         block(block_size),
         slots(state_slots),
-        width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)) {
+        width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
+        positions_(std::size_t(state_slots)),
+        kept_(std::size_t(state_slots)) {
     const std::size_t rows = std::size_t(num_blocks) * std::size_t(block_size);
     k.resize(d.layers.size());
     v.resize(d.layers.size());
@@ -70,6 +80,25 @@ class CpuKvCache : public KvCache {
     return slice(delta[std::size_t(layer)], state_slot);
   }
 
+  // Whether `item` is a verify step whose states after each token are kept.
+  static bool keeps_states(const BatchItem& item) {
+    return item.tokens.size() > 1 && item.num_logits > 1;
+  }
+  // Before a step: checks that every item of a state slot starts at 0 (a fresh state), at the
+  // position the slot's live state is at, or at a position the slot's last step kept (its
+  // state then restored); sizes the kept states of verify items. Throws std::logic_error,
+  // naming the slot and the positions, before changing anything.
+  void prepare_state_slots(std::span<const BatchItem> items);
+  // After a step: each item's slot is at start + tokens; a verify item's kept states are those
+  // of positions start + 1 .. start + tokens, any other item's slot keeps none.
+  void advance_state_slots(std::span<const BatchItem> items);
+  // The kept conv window and delta-rule state after token j of the slot's verify item in
+  // linear-attention layer `layer` (written by the step, sized by prepare_state_slots).
+  std::span<float> kept_conv_state(int layer, int state_slot, int j);
+  std::span<float> kept_delta_state(int layer, int state_slot, int j);
+  // Bytes of kept states allocated so far, over all slots.
+  std::size_t kept_state_bytes() const;
+
   const void* owner;  // the backend that made it
   int blocks, block, slots;
   std::size_t width;                            // Hkv * D floats a row
@@ -77,6 +106,21 @@ class CpuKvCache : public KvCache {
   std::vector<std::vector<float>> conv, delta;  // linear-attention layers (empty otherwise)
 
  private:
+  // Where a slot's states stand: its live state covers positions [0, live) (-1: never run); kept
+  // state j covers [0, first_kept + j), j < num_kept.
+  struct SlotPositions {
+    int live = -1, first_kept = 0, num_kept = 0;
+  };
+  // A slot's kept states, per layer [tokens, floats of one state] (empty for attention layers).
+  struct KeptStates {
+    std::vector<std::vector<float>> conv, delta;
+  };
+  static std::span<float> kept(std::vector<float>& layer, std::size_t floats, int j) {
+    return std::span(layer).subspan(std::size_t(j) * floats, floats);
+  }
+  std::vector<SlotPositions> positions_;  // [slots]
+  std::vector<KeptStates> kept_;          // [slots], sized at a slot's first verify step
+
   std::span<float> slice(std::vector<float>& all, int state_slot) const {
     const std::size_t n = all.size() / std::size_t(slots);
     return std::span(all).subspan(std::size_t(state_slot) * n, n);

@@ -1,6 +1,7 @@
 // Hybrid models' recurrent-state slots (engine/runtime/state_slot_pool.h): the pool itself, the
 // scheduler taking a slot at admission and giving it back at preemption and finish, and the
-// engine loop running such a model with prefix caching off and no speculative decoding.
+// engine loop running such a model with prefix caching off, and speculating where the runner
+// verifies drafts.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -176,19 +177,35 @@ TEST(EngineLoopStateSlots, IdenticalPromptsAreComputedFromTheStartEachTime) {
   engine.drain_and_stop(1s);
 }
 
-TEST(EngineLoopStateSlots, RefusesTooFewSlotsAndSpeculativeDecoding) {
-  metrics::Registry registry, registry2;
+TEST(EngineLoopStateSlots, RefusesTooFewSlots) {
+  metrics::Registry registry;
   FakeHybridRunner few(32, 64, 4, 3);  // max_num_seqs is 4
-  EXPECT_THROW(EngineLoop(hybrid_config(), few, registry2), std::invalid_argument);
-  FakeHybridRunner runner(32, 64, 4, 4);
+  EXPECT_THROW(EngineLoop(hybrid_config(), few, registry), std::invalid_argument);
+}
+
+// A hybrid model speculates where its runner verifies drafts: the backend rolls the state slot
+// back past rejected drafts (tests/spec/test_spec_hybrid.cpp runs it end to end). A runner that
+// cannot verify is refused for that, as for any model, not for the recurrent state.
+TEST(EngineLoopStateSlots, SpeculatesWhereTheRunnerVerifiesDrafts) {
+  class VerifyingHybridRunner : public FakeHybridRunner {
+   public:
+    using FakeHybridRunner::FakeHybridRunner;
+    bool verifies_drafts() const override { return true; }
+  };
   EngineConfig c = hybrid_config();
   c.drafter = std::make_shared<spec::NgramDrafter>(1, 3);
   c.num_speculative_tokens = 2;
+  metrics::Registry registry, registry2;
+  VerifyingHybridRunner verifying(32, 64, 4, 4);
+  EXPECT_NO_THROW(EngineLoop(c, verifying, registry));
+  FakeHybridRunner plain(32, 64, 4, 4);
   try {
-    EngineLoop engine(c, runner, registry);
-    FAIL() << "a hybrid model with a drafter was accepted";
+    EngineLoop engine(c, plain, registry2);
+    FAIL() << "a runner that cannot verify drafts was given a drafter";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("recurrent state"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("logits at several positions"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("recurrent state"), std::string::npos) << e.what();
   }
 }
 

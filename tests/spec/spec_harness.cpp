@@ -1,0 +1,211 @@
+#include "tests/spec/spec_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "engine/backend/backend_model_runner.h"
+#include "engine/runtime/engine_loop.h"
+#include "engine/spec/ngram_drafter.h"
+#include "engine/spec/reference_drafter.h"
+
+namespace nibble::runtime::testing {
+
+using namespace std::chrono_literals;
+using spec::ReferenceDrafter;
+
+SpecRun generate(const SpecTarget& target, const std::vector<Request>& requests,
+                 std::shared_ptr<const spec::Drafter> drafter, int k) {
+  backend::BackendModelRunner runner(*target.backend, 640, 4, target.state_slots);
+  metrics::Registry registry;
+  EngineConfig config;
+  config.model_name = "tiny";
+  config.max_model_len = 256;
+  config.scheduler = {.max_num_seqs = 64, .max_num_batched_tokens = 256};
+  config.drafter = std::move(drafter);
+  config.num_speculative_tokens = k;
+  EngineLoop engine(config, runner, registry);
+  engine.start();
+  SpecRun run;
+  std::vector<std::shared_ptr<OutputChannel>> channels;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    GenerationRequest r;
+    r.id = "r" + std::to_string(i);
+    r.prompt = requests[i].prompt;
+    r.params = requests[i].params;
+    r.channel = std::make_shared<OutputChannel>();
+    channels.push_back(r.channel);
+    EXPECT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
+    run.outcomes.emplace_back(std::size_t(std::max(1, requests[i].params.n)));
+  }
+  std::size_t unfinished = 0;
+  for (const auto& o : run.outcomes) unfinished += o.size();
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (unfinished > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+      for (TokenEvent& e : channels[i]->pop(1ms)) {
+        Outcome& o = run.outcomes[i][std::size_t(e.choice)];
+        if (e.token >= 0) {
+          o.tokens.push_back(e.token);
+          o.samples.push_back(std::move(e.sample));
+        }
+        if (e.finish != FinishReason::kNone) {
+          o.finish = e.finish;
+          --unfinished;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(unfinished, 0u) << "requests did not finish in time";
+  engine.drain_and_stop(5s);
+  run.metrics = registry.render();
+  return run;
+}
+
+// The value of one series in a Prometheus text exposition, 0 when absent.
+double metric(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return 0;
+}
+
+double spec_metric(const std::string& text, const std::string& name) {
+  return metric(text, "nibble_spec_decode_" + name + "_total{model_name=\"tiny\"}");
+}
+
+std::vector<int> random_prompt(std::mt19937& gen, int length) {
+  // A random phrase repeated with noise, as documents repeat themselves: the ngram drafter
+  // finds matches in it.
+  std::uniform_int_distribution<int> token(0, kPromptVocab - 1);
+  std::vector<int> phrase(6);
+  for (int& t : phrase) t = token(gen);
+  std::vector<int> prompt;
+  for (int i = 0; i < length; ++i)
+    prompt.push_back(i % 9 == 8 ? token(gen) : phrase[std::size_t(i) % phrase.size()]);
+  return prompt;
+}
+
+// Mixed prompt lengths (3..40) and max_tokens (1..30), logprobs on a third of the requests.
+std::vector<Request> mixed_greedy_requests(int batch) {
+  std::mt19937 gen(42);
+  std::vector<Request> requests;
+  for (int i = 0; i < batch; ++i) {
+    Request r;
+    r.prompt = random_prompt(gen, 3 + (i * 7) % 38);
+    r.params.temperature = 0;
+    r.params.max_tokens = 1 + (i * 11 + 6) % 30;
+    r.params.logprobs = i % 3 == 0 ? 2 : -1;
+    requests.push_back(r);
+  }
+  return requests;
+}
+
+// Each request's prompt followed by its greedy continuation of 40 tokens, without speculation.
+std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
+                                                std::vector<Request> requests) {
+  for (Request& r : requests) {
+    r.params.max_tokens = 40;
+    r.params.stop_token_ids.clear();
+  }
+  const SpecRun run = generate(target, requests, nullptr, 0);
+  std::vector<std::vector<int>> refs;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    refs.push_back(requests[i].prompt);
+    const auto& out = run.outcomes[i][0].tokens;
+    refs.back().insert(refs.back().end(), out.begin(), out.end());
+  }
+  return refs;
+}
+
+void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what) {
+  ASSERT_EQ(expected.outcomes.size(), actual.outcomes.size());
+  for (std::size_t i = 0; i < expected.outcomes.size(); ++i) {
+    for (std::size_t c = 0; c < expected.outcomes[i].size(); ++c) {
+      const Outcome& e = expected.outcomes[i][c];
+      const Outcome& a = actual.outcomes[i][c];
+      ASSERT_EQ(e.tokens, a.tokens) << what << ": request " << i << " choice " << c;
+      EXPECT_EQ(e.finish, a.finish) << what << ": request " << i;
+      for (std::size_t j = 0; j < e.samples.size(); ++j) {
+        EXPECT_EQ(e.samples[j].logprob, a.samples[j].logprob) << what << ": request " << i;
+        ASSERT_EQ(e.samples[j].top_logprobs.size(), a.samples[j].top_logprobs.size());
+        for (std::size_t t = 0; t < e.samples[j].top_logprobs.size(); ++t) {
+          EXPECT_EQ(e.samples[j].top_logprobs[t].token, a.samples[j].top_logprobs[t].token);
+          EXPECT_EQ(e.samples[j].top_logprobs[t].logprob, a.samples[j].top_logprobs[t].logprob);
+        }
+      }
+    }
+  }
+}
+
+// The counters of one run: drafts verified, the per-position counts add up to the accepted
+// tokens, no position accepts more than the one before it, every KV block came back.
+void expect_counters_add_up(const SpecRun& run, int k) {
+  const double drafts = spec_metric(run.metrics, "num_drafts");
+  const double drafted = spec_metric(run.metrics, "num_draft_tokens");
+  const double accepted = spec_metric(run.metrics, "num_accepted_tokens");
+  EXPECT_LE(drafted, drafts * k);
+  EXPECT_LE(accepted, drafted);
+  double per_pos_sum = 0, previous = drafts;
+  for (int p = 0; p < k; ++p) {
+    const double at = metric(run.metrics,
+                             "nibble_spec_decode_num_accepted_tokens_per_pos_total{model_name="
+                             "\"tiny\",position=\"" +
+                                 std::to_string(p) + "\"}");
+    EXPECT_LE(at, previous) << "position " << p;
+    previous = at;
+    per_pos_sum += at;
+  }
+  EXPECT_EQ(per_pos_sum, accepted);
+  double generated = 0;
+  for (const auto& request : run.outcomes)
+    for (const Outcome& o : request) generated += double(o.tokens.size());
+  EXPECT_EQ(metric(run.metrics, "nibble_generation_tokens_total{model_name=\"tiny\"}"), generated);
+  EXPECT_EQ(metric(run.metrics, "nibble_kv_cache_usage_ratio{model_name=\"tiny\"}"), 0.0)
+      << "KV blocks still held after every request finished";
+}
+
+void expect_greedy_exactness(const SpecTarget& target, int batch, bool ngram_accepts) {
+  const int vocab = target.backend->config().vocab_size;
+  std::vector<Request> requests = mixed_greedy_requests(batch);
+  const auto refs = greedy_references(target, requests);
+  // Stop tokens that land inside a draft: a token of the continuation some steps in.
+  for (int i = 0; i < batch; ++i) {
+    const auto& ref = refs[std::size_t(i)];
+    const std::size_t at = requests[std::size_t(i)].prompt.size() + 2 + std::size_t(i % 5);
+    if (i % 4 == 1 && at < ref.size()) requests[std::size_t(i)].params.stop_token_ids = {ref[at]};
+  }
+  const SpecRun baseline = generate(target, requests, nullptr, 0);
+  EXPECT_EQ(baseline.metrics.find("nibble_spec_decode"), std::string::npos)
+      << "the counters exist only with a drafter";
+
+  const SpecRun ngram = generate(target, requests, std::make_shared<spec::NgramDrafter>(1, 3), 4);
+  expect_same(baseline, ngram, "ngram");
+  expect_counters_add_up(ngram, 4);
+  // The one request of batch 1 (a 3-token prompt, 7 tokens) gives prompt lookup nothing to find.
+  if (batch > 1 && ngram_accepts) {
+    EXPECT_GT(spec_metric(ngram.metrics, "num_accepted_tokens"), 0);
+  }
+
+  const SpecRun oracle =
+      generate(target, requests,
+               std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kOracle, refs, vocab), 4);
+  expect_same(baseline, oracle, "oracle");
+  expect_counters_add_up(oracle, 4);
+  EXPECT_GT(spec_metric(oracle.metrics, "num_drafts"), 0);
+  EXPECT_EQ(spec_metric(oracle.metrics, "num_accepted_tokens"),
+            spec_metric(oracle.metrics, "num_draft_tokens"))
+      << "the oracle proposes the target's own tokens: every one is accepted";
+
+  const SpecRun wrong =
+      generate(target, requests,
+               std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kWrong, refs, vocab), 3);
+  expect_same(baseline, wrong, "wrong");
+  expect_counters_add_up(wrong, 3);
+  EXPECT_GT(spec_metric(wrong.metrics, "num_draft_tokens"), 0);
+  EXPECT_EQ(spec_metric(wrong.metrics, "num_accepted_tokens"), 0);
+}
+
+}  // namespace nibble::runtime::testing

@@ -1,0 +1,72 @@
+#pragma once
+// The exactness harness of speculative decoding: requests run through an engine loop on a CPU
+// backend (a KV cache of 640 four-token blocks, so drafts cross block boundaries and a batch of
+// 64 preempts), with and without a drafter, and what the runs must share. Metrics are read
+// under model_name "tiny".
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/runtime/output_channel.h"
+#include "engine/runtime/sampler.h"
+#include "engine/runtime/sampling_params.h"
+#include "engine/spec/drafter.h"
+
+namespace nibble::runtime::testing {
+
+// Prompt tokens are drawn from [0, kPromptVocab): valid for every test model.
+constexpr int kPromptVocab = 97;
+
+// The model the requests run on. state_slots: one per sequence (64) for a hybrid model, else 0.
+struct SpecTarget {
+  backend::Backend* backend = nullptr;
+  int state_slots = 0;
+};
+
+struct Request {
+  std::vector<int> prompt;
+  SamplingParams params;
+};
+
+struct Outcome {
+  std::vector<int> tokens;
+  std::vector<SampledToken> samples;
+  FinishReason finish = FinishReason::kNone;
+};
+
+struct SpecRun {
+  std::vector<std::vector<Outcome>> outcomes;  // [request][choice]
+  std::string metrics;
+};
+
+// Runs every request through one engine and collects each choice's events; k drafts per step.
+SpecRun generate(const SpecTarget& target, const std::vector<Request>& requests,
+                 std::shared_ptr<const spec::Drafter> drafter, int k);
+
+// The value of one series in a Prometheus text exposition, 0 when absent.
+double metric(const std::string& text, const std::string& series);
+// nibble_spec_decode_<name>_total of model "tiny".
+double spec_metric(const std::string& text, const std::string& name);
+
+std::vector<int> random_prompt(std::mt19937& gen, int length);
+// Mixed prompt lengths (3..40) and max_tokens (1..30), logprobs on a third of the requests.
+std::vector<Request> mixed_greedy_requests(int batch);
+// Each request's prompt followed by its greedy continuation of 40 tokens, without speculation.
+std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
+                                                std::vector<Request> requests);
+
+// Tokens, finish reasons and logprobs identical.
+void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what);
+// The counters of one run add up (drafts, per-position acceptance, tokens) and every KV block
+// came back.
+void expect_counters_add_up(const SpecRun& run, int k);
+
+// mixed_greedy_requests(batch), stop tokens landing mid-draft, run without speculation and with
+// the ngram (k 4), oracle (k 4, every draft accepted) and always-wrong (k 3, none accepted)
+// drafters: the same tokens, finish reasons and logprobs. ngram_accepts: the ngram drafter
+// must have a draft accepted (at batch > 1; a model whose outputs repeat the prompt's phrases).
+void expect_greedy_exactness(const SpecTarget& target, int batch, bool ngram_accepts = true);
+
+}  // namespace nibble::runtime::testing

@@ -190,19 +190,24 @@ int run_serve(const Args& args) {
   if (kv_bytes == 0 && !on_gpu) kv_bytes = std::size_t(1) << 30;
   // A hybrid model's recurrent state: one slot per running sequence, out of the same budget.
   const int state_slots = backend->state_slot_bytes() > 0 ? o.max_num_seqs : 0;
-  const std::size_t state_bytes = std::size_t(state_slots) * backend->state_slot_bytes();
+  // With speculative decoding a slot also keeps its state after each of a verify step's k + 1
+  // tokens, to roll back past rejected drafts (engine/backend/cpu/cpu_kv_cache.h).
+  const int kept_per_slot = o.speculative ? o.speculative->num_speculative_tokens + 1 : 0;
+  const std::size_t kept_bytes =
+      std::size_t(state_slots) * std::size_t(kept_per_slot) * backend->state_slot_bytes();
+  const std::size_t state_bytes =
+      std::size_t(state_slots) * backend->state_slot_bytes() + kept_bytes;
   if (state_slots > 0) {
-    if (o.speculative) {
-      spdlog::error(
-          "serve: --speculative-config: {} keeps a recurrent state per sequence (linear "
-          "attention), out of which rejected drafts cannot be rolled back",
-          config.architecture);
-      return 2;
-    }
+    if (kept_bytes > 0)
+      spdlog::info(
+          "recurrent state rollback for speculative decoding: {} kept states per slot, {} MiB "
+          "at most",
+          kept_per_slot, kept_bytes >> 20);
     if (state_bytes >= kv_bytes) {
       spdlog::error(
-          "serve: {} recurrent-state slots of {:.2f} MiB (one per --max-num-seqs sequence) "
-          "need {} MiB, more than the KV cache budget of {} MiB; lower --max-num-seqs or raise "
+          "serve: {} recurrent-state slots of {:.2f} MiB (one per --max-num-seqs sequence, "
+          "with the states speculative decoding keeps) need {} MiB, more than the KV cache budget "
+          "of {} MiB; lower --max-num-seqs or raise "
           "--kv-cache-memory-bytes",
           state_slots, double(backend->state_slot_bytes()) / double(1 << 20), state_bytes >> 20,
           kv_bytes >> 20);
@@ -210,7 +215,7 @@ int run_serve(const Args& args) {
     }
     spdlog::info(
         "recurrent state: {} slots of {:.2f} MiB (one per --max-num-seqs sequence), {} "
-        "MiB of the KV cache budget",
+        "MiB of the KV cache budget with the kept states",
         state_slots, double(backend->state_slot_bytes()) / double(1 << 20), state_bytes >> 20);
     kv_bytes -= state_bytes;
   }

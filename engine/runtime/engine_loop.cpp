@@ -71,11 +71,8 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
                                 " recurrent-state slots for max_num_seqs " +
                                 std::to_string(config_.scheduler.max_num_seqs));
   if (config_.drafter) {
-    // A rejected draft would stay in the recurrent state, which cannot be rolled back.
-    if (slots_)
-      throw std::invalid_argument(
-          "speculative decoding is not available for models with a recurrent state (linear "
-          "attention): rejected drafts cannot be rolled back out of it");
+    // Hybrid models too: a backend that verifies drafts rolls a state slot back to the accepted
+    // length when the next step starts there (backend.h, BatchItem::state_slot).
     if (config_.num_speculative_tokens < 1)
       throw std::invalid_argument("speculative decoding needs num_speculative_tokens >= 1");
     if (!runner_.verifies_drafts())

@@ -70,6 +70,7 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
     throw std::invalid_argument("the model runner has " + std::to_string(slots_->num_slots()) +
                                 " recurrent-state slots for max_num_seqs " +
                                 std::to_string(config_.scheduler.max_num_seqs));
+  if (slots_) metrics_.add_state_slots(registry, slots_->num_slots());
   if (config_.drafter) {
     // Hybrid models too: a backend that verifies drafts rolls a state slot back to the accepted
     // length when the next step starts there (backend.h, BatchItem::state_slot).
@@ -599,6 +600,7 @@ void EngineLoop::update_gauges() {
   metrics_.requests_running.set(running);
   metrics_.requests_waiting.set(waiting);
   metrics_.kv_cache_usage_ratio.set(pool_.usage());
+  if (slots_) metrics_.state_slots_used->set(slots_->num_slots() - slots_->num_free());
   fold_counters();
 }
 

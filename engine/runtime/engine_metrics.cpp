@@ -109,4 +109,17 @@ void EngineMetrics::count_finished(const std::string& reason) {
   requests_by_reason.labels({model_name_, reason}).inc();
 }
 
+void EngineMetrics::add_state_slots(metrics::Registry& r, int num_slots) {
+  r.gauge("nibble_state_slots",
+          "Recurrent-state slots of a hybrid model (linear attention), one per --max-num-seqs "
+          "sequence.",
+          {"model_name"})
+      .labels({model_name_})
+      .set(num_slots);
+  state_slots_used =
+      &r.gauge("nibble_state_slots_used",
+               "Recurrent-state slots held by running sequences (hybrid models).", {"model_name"})
+           .labels({model_name_});
+}
+
 }  // namespace nibble::runtime

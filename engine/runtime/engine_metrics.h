@@ -32,6 +32,10 @@ struct EngineMetrics {
   metrics::Histogram& structured_mask_time;
 
   void count_finished(const std::string& reason);
+  // Hybrid models only: registers nibble_state_slots_used (recurrent-state slots held by running
+  // sequences) and nibble_state_slots (the pool's size), which then stay set.
+  void add_state_slots(metrics::Registry& registry, int num_slots);
+  metrics::Gauge* state_slots_used = nullptr;  // null until add_state_slots
 
  private:
   std::string model_name_;

@@ -177,6 +177,59 @@ TEST(EngineLoopStateSlots, IdenticalPromptsAreComputedFromTheStartEachTime) {
   engine.drain_and_stop(1s);
 }
 
+// The value of one series in a Prometheus text exposition, -1 when absent.
+double series_value(const std::string& text, const std::string& series) {
+  const std::size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
+// nibble_state_slots_used follows the running sequences: the runner reads it at each step (as
+// the last step left it), it peaks at the three running together and falls back to 0.
+TEST(EngineLoopStateSlots, ExportsTheSlotsInUse) {
+  metrics::Registry registry;
+  const std::string used = "nibble_state_slots_used{model_name=\"fake-hybrid\"}";
+  class ReadingRunner : public FakeHybridRunner {
+   public:
+    ReadingRunner(metrics::Registry& r, std::string series)
+        : FakeHybridRunner(32, 64, 4, 4), registry_(r), series_(std::move(series)) {}
+    void execute(const SchedulerOutput& batch, std::vector<float>& logits) override {
+      peak = std::max(peak, series_value(registry_.render(), series_));
+      FakeHybridRunner::execute(batch, logits);
+    }
+    double peak = -1;
+
+   private:
+    metrics::Registry& registry_;
+    std::string series_;
+  } runner(registry, used);
+  EngineLoop engine(hybrid_config(), runner, registry);
+  EXPECT_EQ(series_value(registry.render(), "nibble_state_slots{model_name=\"fake-hybrid\"}"), 4);
+  std::vector<std::shared_ptr<OutputChannel>> channels;
+  for (const char* id : {"a", "b", "c"}) {
+    auto r = greedy_request(id, {1, 2, 3}, 12);
+    r.params.ignore_eos = true;
+    channels.push_back(r.channel);
+    ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
+  }
+  engine.start();  // all three admitted in the first step
+  int finished = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (finished < 3 && std::chrono::steady_clock::now() < deadline)
+    for (auto& channel : channels)
+      for (const TokenEvent& e : channel->pop(10ms)) finished += e.finish != FinishReason::kNone;
+  engine.drain_and_stop(1s);
+  ASSERT_EQ(finished, 3);
+  EXPECT_EQ(runner.peak, 3);
+  EXPECT_EQ(series_value(registry.render(), used), 0);
+  // A model without recurrent state exports no such series.
+  metrics::Registry plain_registry;
+  testing::FakeModelRunner plain(32, 64, 4);
+  EngineConfig c = hybrid_config();
+  c.model_name = "plain";
+  EngineLoop plain_engine(c, plain, plain_registry);
+  EXPECT_EQ(plain_registry.render().find("nibble_state_slots"), std::string::npos);
+}
+
 TEST(EngineLoopStateSlots, RefusesTooFewSlots) {
   metrics::Registry registry;
   FakeHybridRunner few(32, 64, 4, 3);  // max_num_seqs is 4

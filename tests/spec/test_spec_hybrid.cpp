@@ -7,8 +7,8 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/model_weights.h"
+#include "tests/backend/tiny_models.h"
 #include "tests/spec/spec_harness.h"
-#include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace nibble::runtime {
@@ -18,13 +18,9 @@ class HybridSpecDecode : public ::testing::TestWithParam<int> {
  protected:
   static void SetUpTestSuite() {
     dir_ = new nibble::testing::TempDir();
-    const std::string cmd = std::string(NIBBLE_MAKE_MODEL) +
-                            " --arch qwen3_next --preset tiny --seed 43 --threads 2 "
-                            "--no-tokenizer --dtype bf16 --output " +
-                            dir_->path().string();
-    const auto made = nibble::testing::run_command(cmd);
-    ASSERT_EQ(made.exit_code, 0) << cmd << "\n" << made.output;
-    backend_ = backend::make_cpu_backend(model::load_model(dir_->path()), 2).release();
+    nibble::testing::make_tiny_models(dir_->path(), "qwen3_next", 43, {"bf16"});
+    if (::testing::Test::HasFatalFailure()) return;
+    backend_ = backend::make_cpu_backend(model::load_model(dir_->path() / "bf16"), 2).release();
   }
   static void TearDownTestSuite() {
     delete backend_;

@@ -34,6 +34,8 @@ class ModelRunner {
 
   // Whether execute returns logits at several positions of a sequence (num_draft_tokens > 0):
   // speculative decoding needs it. Device sampling (execute_sampled) never verifies drafts.
+  // With state slots, a runner that verifies also rolls a sequence's recurrent state back to
+  // its accepted length when its next step starts there (rejected drafts leave no trace).
   virtual bool verifies_drafts() const { return false; }
 
   // Whether execute_sampled can run: the model's device samples (Backend::samples_on_device).

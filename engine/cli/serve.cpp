@@ -200,9 +200,9 @@ int run_serve(const Args& args) {
   if (state_slots > 0) {
     if (kept_bytes > 0)
       spdlog::info(
-          "recurrent state rollback for speculative decoding: {} kept states per slot, {} MiB "
-          "at most",
-          kept_per_slot, kept_bytes >> 20);
+          "recurrent state rollback for speculative decoding: {} kept states per slot, {:.2f} "
+          "MiB at most",
+          kept_per_slot, double(kept_bytes) / double(1 << 20));
     if (state_bytes >= kv_bytes) {
       spdlog::error(
           "serve: {} recurrent-state slots of {:.2f} MiB (one per --max-num-seqs sequence, "

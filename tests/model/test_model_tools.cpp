@@ -37,6 +37,30 @@ void quantize(const std::string& args, const std::filesystem::path& in,
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The JSON lines `nibble-engine generate` prints on the CPU backend (one per step, then the
+// summary), for a greedy run of `prompt_ids` ("1,2,3") with `args` added.
+std::vector<nlohmann::json> generate_lines(const std::filesystem::path& model,
+                                           const std::string& prompt_ids, const std::string& args) {
+  auto r = run_command(std::string(NIBBLE_ENGINE) + " generate --model " + model.string() +
+                       " --prompt-ids " + prompt_ids + " --threads 1 " + args + " 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// generate's tokens (its first `steps` lines) are the library's greedy decode of the prompt.
+void expect_library_tokens(const std::filesystem::path& model, const std::vector<int>& prompt,
+                           const std::vector<nlohmann::json>& lines, int steps) {
+  ASSERT_GE(int(lines.size()), steps);
+  auto backend = backend::make_cpu_backend(model::load_model(model), 1);
+  auto trace = backend::greedy_decode(*backend, prompt, steps, 1);
+  for (int i = 0; i < steps; ++i)
+    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token) << i;
+}
+
 std::vector<float> logits_of(const std::filesystem::path& dir) {
   auto backend = backend::make_cpu_backend(model::load_model(dir), 2);
   auto seq = backend->new_sequence(8);
@@ -151,20 +175,10 @@ TEST(Quantize, Qwen3NextQuantizesTheSameProjectionsOnLoadAndGenerates) {
     EXPECT_FALSE(a.router.quantized || a.shared_expert_gate.quantized);
   }
   EXPECT_GT(quantized, 20);
-  auto r = run_command(std::string(NIBBLE_ENGINE) + " generate --model " +
-                       (dir.path() / "fp4").string() +
-                       " --prompt-ids 1,2,3,4,5,6,7,8,9,10 --max-tokens 6 --device cpu "
-                       "--threads 1 2>/dev/null");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(r.output);
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  const auto lines =
+      generate_lines(dir.path() / "fp4", "1,2,3,4,5,6,7,8,9,10", "--max-tokens 6 --device cpu");
   ASSERT_EQ(lines.size(), 7u);
-  auto backend = backend::make_cpu_backend(model::load_model(dir.path() / "fp4"), 1);
-  auto trace = backend::greedy_decode(*backend, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 6, 1);
-  for (int i = 0; i < 6; ++i)
-    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token) << i;
+  expect_library_tokens(dir.path() / "fp4", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, lines, 6);
 }
 
 TEST(Quantize, DequantizeToF32ReproducesTheNvfp4ModelExactly) {
@@ -181,14 +195,7 @@ TEST(Quantize, DequantizeToF32ReproducesTheNvfp4ModelExactly) {
 TEST(Generate, PrintsOneJsonLinePerStepAndASummary) {
   nibble::testing::TempDir dir;
   make("--arch llama --preset tiny --seed 8", dir.path() / "m");
-  auto r =
-      run_command(std::string(NIBBLE_ENGINE) + " generate --model " + (dir.path() / "m").string() +
-                  " --prompt-ids 5,6,7 --max-tokens 4 --top-k 2 --threads 1 2>/dev/null");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(r.output);
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  const auto lines = generate_lines(dir.path() / "m", "5,6,7", "--max-tokens 4 --top-k 2");
   ASSERT_EQ(lines.size(), 5u);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(lines[std::size_t(i)]["step"], i);
@@ -197,10 +204,7 @@ TEST(Generate, PrintsOneJsonLinePerStepAndASummary) {
     EXPECT_EQ(lines[4]["tokens"][std::size_t(i)], lines[std::size_t(i)]["token"]);
   }
   // The same greedy tokens as the library path.
-  auto backend = backend::make_cpu_backend(model::load_model(dir.path() / "m"), 1);
-  auto trace = backend::greedy_decode(*backend, {5, 6, 7}, 4, 1);
-  for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token);
+  expect_library_tokens(dir.path() / "m", {5, 6, 7}, lines, 4);
   auto bad = run_command(std::string(NIBBLE_ENGINE) + " generate --model " +
                          (dir.path() / "m").string() + " --prompt-ids 5,x");
   EXPECT_EQ(bad.exit_code, 1);
@@ -227,20 +231,10 @@ TEST(Generate, GptOssTinyThroughTheEngine) {
   EXPECT_EQ(config["quantization_config"]["quant_method"], "mxfp4");
   EXPECT_EQ(config["rope_scaling"]["rope_type"], "yarn");
   EXPECT_EQ(config["layer_types"][0], "sliding_attention");
-  auto r =
-      run_command(std::string(NIBBLE_ENGINE) + " generate --model " + (dir.path() / "m").string() +
-                  " --prompt-ids 1,2,3,4,5,6,7,8,9,10 --max-tokens 12 --device cpu "
-                  "--threads 1 2>/dev/null");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(r.output);
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("{")) lines.push_back(nlohmann::json::parse(line));
+  const auto lines =
+      generate_lines(dir.path() / "m", "1,2,3,4,5,6,7,8,9,10", "--max-tokens 12 --device cpu");
   ASSERT_EQ(lines.size(), 13u);
-  auto backend = backend::make_cpu_backend(model::load_model(dir.path() / "m"), 1);
-  auto trace = backend::greedy_decode(*backend, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 12, 1);
-  for (int i = 0; i < 12; ++i)
-    EXPECT_EQ(lines[std::size_t(i)]["token"], trace.steps[std::size_t(i)].token) << i;
+  expect_library_tokens(dir.path() / "m", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, lines, 12);
   auto bad = run_command(kQuantize + " --threads 1 --dequantize --input " +
                          (dir.path() / "m").string() + " --output " + (dir.path() / "d").string());
   EXPECT_EQ(bad.exit_code, 1);

@@ -1,5 +1,6 @@
 #include "engine/chat/template_parser.h"
 
+#include <cstdlib>
 #include <initializer_list>
 
 #include "engine/chat/template_error.h"
@@ -45,6 +46,19 @@ class Parser {
     return true;
   }
   [[noreturn]] void fail(const std::string& msg) const { throw TemplateError(msg, peek().line); }
+  // Jinja2's integers are unbounded, ours 64-bit: a literal beyond that is an error (wherever it
+  // stands: `x.99999999999999999999` too), never an escaped std::out_of_range.
+  std::int64_t integer_literal(const std::string& text) const {
+    try {
+      return std::stoll(text);
+    } catch (const std::out_of_range&) {
+      fail("integer literal out of range: " + text);
+    }
+  }
+  // As Python's float() reads it: overflow is inf, underflow 0 (strtod never throws; stod did).
+  static double float_literal(const std::string& text) {
+    return std::strtod(text.c_str(), nullptr);
+  }
   std::string describe(const Token& t) const {
     switch (t.type) {
       case T::End:
@@ -396,13 +410,9 @@ class Parser {
         return e;
       }
       case T::Int:
-        try {
-          return lit(Value::integer(std::stoll(t.text)));
-        } catch (const std::out_of_range&) {
-          fail("integer literal out of range: " + t.text);
-        }
+        return lit(Value::integer(integer_literal(t.text)));
       case T::Float:
-        return lit(Value::floating(std::stod(t.text)));
+        return lit(Value::floating(float_literal(t.text)));
       case T::Op:
         if (t.text == "(") return parse_paren();
         if (t.text == "[") return parse_list();
@@ -460,7 +470,7 @@ class Parser {
           a->kind = Expr::Kind::Subscript;
           a->items.push_back(std::move(e));
           auto idx = make(Expr::Kind::Literal, line);
-          idx->value = Value::integer(std::stoll(next().text));
+          idx->value = Value::integer(integer_literal(next().text));
           a->items.push_back(std::move(idx));
         } else {
           a->name = expect_name();

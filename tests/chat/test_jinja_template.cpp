@@ -121,6 +121,17 @@ TEST(TemplateErrors, RunawayNestingIsAnErrorNotACrash) {
   EXPECT_GT(error_line(ifs), 0);
 }
 
+// Literals beyond 64 bits anywhere, found by fuzz_jinja (an index after a dot escaped as
+// std::out_of_range and aborted the process): a template error; floats read as Python reads them.
+TEST(TemplateErrors, OutOfRangeLiteralsAreErrorsNotCrashes) {
+  std::string msg;
+  EXPECT_EQ(error_line("{{ n.444444444444444444444 }}", "{\"n\": [1]}", &msg), 1);
+  EXPECT_NE(msg.find("integer literal out of range"), std::string::npos) << msg;
+  EXPECT_EQ(error_line("\n{{ 99999999999999999999 }}", "{}", &msg), 2);
+  EXPECT_EQ(render("{{ 1e999 > 1e308 }} {{ 1e-999 == 0.0 }} {{ n.0 }}", "{\"n\": [7]}"),
+            "True True 7");
+}
+
 TEST(TemplateErrors, SyntaxErrors) {
   std::string msg;
   EXPECT_EQ(error_line("{% if true %}\nx", "{}", &msg), 2);

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "tests/controller/kube/controller_replica.h"
-#include "tests/controller/kube/install_crd.h"
 #include "tests/controller/kube/install_rbac.h"
+#include "tests/controller/kube/installed_api_server.h"
 
 namespace nibble::kube {
 namespace {
@@ -19,9 +19,7 @@ using std::chrono::milliseconds;
 
 TEST(KubeBackend, RecipeBecomesOwnedObjectsStatusFollowsPodsAndSpecChangesReapply) {
   testing::FakeApiServer server;
-  testing::enforce_install_rbac(server, "ctl");
-  testing::serve_install_crd_scale(server);
-  server.start();
+  testing::start_as_installed(server);
   const Json created = server.put_object(kRecipesPath, recipe("qwen"));
   const std::string uid = created["metadata"]["uid"];
   ControllerReplica c(server.url(), "ctl", false);
@@ -136,9 +134,7 @@ Json pod_in_state(const std::string& name, const std::string& revision, int rest
 // Degraded condition and as Warning Events.
 TEST(KubeBackend, DownloadsRestartsAndCrashLoopsComeFromThePods) {
   testing::FakeApiServer server;
-  testing::enforce_install_rbac(server, "ctl");
-  testing::serve_install_crd_scale(server);
-  server.start();
+  testing::start_as_installed(server);
   const Json created = server.put_object(kRecipesPath, recipe("qwen"));
   const std::string uid = created["metadata"]["uid"];
   ControllerReplica c(server.url(), "ctl", false);
@@ -190,9 +186,7 @@ TEST(KubeBackend, DownloadsRestartsAndCrashLoopsComeFromThePods) {
 
 TEST(KubeBackend, DroppedWatchGoneAndFailedWritesLoseNothing) {
   testing::FakeApiServer server;
-  testing::enforce_install_rbac(server, "ctl");
-  testing::serve_install_crd_scale(server);
-  server.start();
+  testing::start_as_installed(server);
   server.put_object(kRecipesPath, recipe("a"));
   ControllerReplica c(server.url(), "ctl", false);
   c.start();
@@ -231,9 +225,7 @@ TEST(KubeBackend, DroppedWatchGoneAndFailedWritesLoseNothing) {
 
 TEST(KubeBackend, TwoControllersOnlyTheLeaderReconcilesAndTheOtherTakesOverAfterExpiry) {
   testing::FakeApiServer server;
-  testing::enforce_install_rbac(server, "ctl");
-  testing::serve_install_crd_scale(server);
-  server.start();
+  testing::start_as_installed(server);
   server.put_object(kRecipesPath, recipe("m"));
   ControllerReplica first(server.url(), "ctl-first", true);
   first.start();
@@ -280,9 +272,7 @@ TEST(KubeBackend, TwoControllersOnlyTheLeaderReconcilesAndTheOtherTakesOverAfter
 // outage in a cluster, an extra one more privilege than needed.
 TEST(KubeBackend, InstallRbacGrantsExactlyWhatTheControllerCalls) {
   testing::FakeApiServer server;
-  testing::enforce_install_rbac(server, "ctl");
-  testing::serve_install_crd_scale(server);
-  server.start();
+  testing::start_as_installed(server);
   server.put_object(kRecipesPath, recipe("r"));
   // The autoscaler's first write of the scale subresource meets a conflict: it reads the Scale
   // again and writes once more (get, update).

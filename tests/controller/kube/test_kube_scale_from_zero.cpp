@@ -10,8 +10,7 @@
 #include "controller/router/router.h"
 #include "tests/controller/kube/controller_replica.h"
 #include "tests/controller/kube/fake_deployment_controller.h"
-#include "tests/controller/kube/install_crd.h"
-#include "tests/controller/kube/install_rbac.h"
+#include "tests/controller/kube/installed_api_server.h"
 
 namespace nibble::kube {
 namespace {
@@ -73,9 +72,7 @@ Json zero_recipe(const std::string& name) {
 // Deployment controller, wired as the daemon wires them (controller/daemon/main.cpp).
 struct Cluster {
   explicit Cluster(std::chrono::seconds hold_timeout) {
-    enforce_install_rbac(server, "ctl");
-    serve_install_crd_scale(server);
-    server.start();
+    start_as_installed(server);
     PodReading pods;
     pods.engine_port = engine.port;
     replica = std::make_unique<ControllerReplica>(server.url(), "ctl", false, render, pods);

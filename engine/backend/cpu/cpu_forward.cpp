@@ -33,12 +33,9 @@ void CpuForward::norm_rows(model::NormKind norm, std::span<float> x, std::int64_
     case model::NormKind::kRms:
       rms_norm(x, dim, weight, w_.config.rms_norm_eps);
       break;
-    case model::NormKind::kRmsZeroCentred: {
-      std::vector<float> scale(weight.begin(), weight.end());
-      for (float& s : scale) s += 1.0f;
-      rms_norm(x, dim, scale, w_.config.rms_norm_eps);
+    case model::NormKind::kRmsZeroCentred:
+      rms_norm(x, dim, weight, w_.config.rms_norm_eps, 1.0f);
       break;
-    }
   }
 }
 

@@ -101,13 +101,15 @@ void linear_forward(const model::Linear& w, std::span<const float> x, std::int64
   });
 }
 
-void rms_norm(std::span<float> x, std::int64_t dim, std::span<const float> weight, float eps) {
+void rms_norm(std::span<float> x, std::int64_t dim, std::span<const float> weight, float eps,
+              float weight_offset) {
   for (std::size_t r = 0; r < x.size() / std::size_t(dim); ++r) {
     float* v = x.data() + r * std::size_t(dim);
     double sum = 0.0;
     for (std::int64_t i = 0; i < dim; ++i) sum += double(v[i]) * v[i];
     const float scale = float(1.0 / std::sqrt(sum / double(dim) + double(eps)));
-    for (std::int64_t i = 0; i < dim; ++i) v[i] = v[i] * scale * weight[std::size_t(i)];
+    for (std::int64_t i = 0; i < dim; ++i)
+      v[i] = v[i] * scale * (weight[std::size_t(i)] + weight_offset);
   }
 }
 

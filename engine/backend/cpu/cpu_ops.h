@@ -18,7 +18,9 @@ void linear_forward(const model::Linear& w, std::span<const float> x, std::int64
                     std::span<float> y, ThreadPool& pool);
 
 // x[rows, dim] -> x / sqrt(mean(x^2) + eps) * weight, in place.
-void rms_norm(std::span<float> x, std::int64_t dim, std::span<const float> weight, float eps);
+// weight_offset 1: the zero-centred norm (Qwen3-Next), x * (1 + w) with w stored around 0.
+void rms_norm(std::span<float> x, std::int64_t dim, std::span<const float> weight, float eps,
+              float weight_offset = 0.0f);
 
 // Rotary frequencies for head_dim (dim / 2 values), with Llama-3 or YaRN scaling when
 // configured (YaRN's attention factor is RopeConfig::attention_factor, apply_rope's scale).

@@ -18,10 +18,21 @@ struct RefAttentionShape {
   int q_heads = 0, kv_heads = 0, head_dim = 0, block_size = 0;
 };
 
+// gpt-oss's attention features (transformers' GptOssAttention), both off by default.
+struct RefAttentionFeatures {
+  // [Hq] or empty: head h's logit, in the units of the scaled scores, joins each of its rows'
+  // softmax denominators and weighs no value: weights exp(x_j) / (exp(sink) + sum_i exp(x_i)).
+  std::span<const float> sinks;
+  // > 0: the query at position p sees keys [p - window + 1, p] only (transformers' sliding
+  // window: kv_idx > q_idx - sliding_window); 0: [0, p].
+  int window = 0;
+};
+
 // q: [T, Hq, D], T = the sequences' counts summed, rows in sequence order; k, v: [cache rows,
 // Hkv, D]. Returns [T, Hq, D].
 std::vector<double> paged_attention_ref(std::span<const float> q, std::span<const float> k,
                                         std::span<const float> v, const RefAttentionShape& shape,
-                                        std::span<const RefSequence> sequences, double scale);
+                                        std::span<const RefSequence> sequences, double scale,
+                                        const RefAttentionFeatures& features = {});
 
 }  // namespace nibble::kernels

@@ -78,4 +78,16 @@ NIBBLE_HOST_DEVICE inline KeyRange split_keys(int keys, int split, int splits, i
   return {int(begin < keys ? begin : keys), int(end < keys ? end : keys)};
 }
 
+// A range of a sliding window's keys: split_keys over the window's keys, moved to its first key
+// (the keys before it are never read: their cache blocks cost no bytes).
+NIBBLE_HOST_DEVICE inline KeyRange offset(KeyRange range, int first) {
+  return {range.begin + first, range.end + first};
+}
+
+// The first key a decode at `position` sees: 0, or with a sliding window (> 0) of `window` keys
+// position - window + 1.
+NIBBLE_HOST_DEVICE inline int first_key(int position, int window) {
+  return window > 0 && position - window + 1 > 0 ? position - window + 1 : 0;
+}
+
 }  // namespace nibble::kernels::decode_plan

@@ -31,13 +31,15 @@ void merge_into(Partial& into, const Partial& from) {
 std::vector<double> decode_attention_model(std::span<const float> q, std::span<const float> k,
                                            std::span<const float> v, const RefAttentionShape& s,
                                            std::span<const RefSequence> sequences, double scale,
-                                           int splits) {
+                                           int splits, const RefAttentionFeatures& features) {
   const int Hq = s.q_heads, Hkv = s.kv_heads, D = s.head_dim, bs = s.block_size;
   if (Hkv <= 0 || Hq % Hkv != 0 || D <= 0 || bs <= 0 || k.size() != v.size() || splits < 1 ||
       decode_plan::pow2_at_most(splits) != splits)
     throw std::invalid_argument("decode_attention_model: bad shape or split count");
   if (q.size() != sequences.size() * std::size_t(Hq * D))
     throw std::invalid_argument("decode_attention_model: q must hold one row per sequence");
+  if ((!features.sinks.empty() && features.sinks.size() != std::size_t(Hq)) || features.window < 0)
+    throw std::invalid_argument("decode_attention_model: bad sinks or window");
   const std::size_t cache_rows = k.size() / std::size_t(Hkv * D);
   const int chunk = decode_plan::chunk_keys(D), cluster = decode_plan::cluster_size(splits);
   const double to_exp2 = scale / std::log(2.0);
@@ -45,7 +47,9 @@ std::vector<double> decode_attention_model(std::span<const float> q, std::span<c
   for (std::size_t row = 0; row < sequences.size(); ++row) {
     const RefSequence& seq = sequences[row];
     if (seq.count != 1) throw std::invalid_argument("decode_attention_model: decodes only");
-    const int keys = seq.start + 1;
+    // The window's keys [first, first + keys), split as a context of `keys` keys would be.
+    const int first = decode_plan::first_key(seq.start, features.window);
+    const int keys = seq.start + 1 - first;
     auto slot = [&](int key) {
       const std::size_t block = std::size_t(key / bs);
       if (block >= seq.table.size())
@@ -62,7 +66,8 @@ std::vector<double> decode_attention_model(std::span<const float> q, std::span<c
       std::vector<Partial> clusters(std::size_t(decode_plan::partials(splits)));
       for (Partial& p : clusters) p.o.assign(std::size_t(D), 0.0);
       for (int split = 0; split < splits; ++split) {
-        const decode_plan::KeyRange range = decode_plan::split_keys(keys, split, splits, chunk);
+        const decode_plan::KeyRange range =
+            decode_plan::offset(decode_plan::split_keys(keys, split, splits, chunk), first);
         Partial block;
         block.o.assign(std::size_t(D), 0.0);
         for (int w = 0; w < decode_plan::kWarps; ++w) {
@@ -103,6 +108,13 @@ std::vector<double> decode_attention_model(std::span<const float> q, std::span<c
       Partial all;
       all.o.assign(std::size_t(D), 0.0);
       for (const Partial& p : clusters) merge_into(all, p);
+      if (!features.sinks.empty()) {  // one more logit, no value: sum 1 at its own max
+        Partial sink;
+        sink.m = double(features.sinks[std::size_t(h)]) / std::log(2.0);
+        sink.l = 1;
+        sink.o.assign(std::size_t(D), 0.0);
+        merge_into(all, sink);
+      }
       for (int d = 0; d < D; ++d)
         out[(row * std::size_t(Hq) + std::size_t(h)) * std::size_t(D) + std::size_t(d)] =
             all.o[std::size_t(d)] / all.l;

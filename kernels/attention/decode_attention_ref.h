@@ -4,9 +4,10 @@
 // (decode_attention_plan.h), each split's chunks dealt to its warps, each warp an online softmax
 // over 16-key steps with its maximum in exp2 units, the warps merged per block, the blocks of each
 // cluster merged, and the clusters' partials merged as paged_attention's merge kernel does (in
-// natural units). It equals paged_attention_ref (attention_ref.h) up to rounding exactly when the
-// partition covers every key once and every merge is right, for any split count: what the GPU
-// kernel relies on, checked here without a GPU.
+// natural units), the sinks joining last as partials with no value (attention_ref.h's features;
+// a sliding window's keys split as the whole context's would be). It equals paged_attention_ref
+// (attention_ref.h) up to rounding exactly when the partition covers every key once and every merge
+// is right, for any split count: what the GPU kernel relies on, checked here without a GPU.
 #include <span>
 #include <vector>
 
@@ -19,6 +20,6 @@ namespace nibble::kernels {
 std::vector<double> decode_attention_model(std::span<const float> q, std::span<const float> k,
                                            std::span<const float> v, const RefAttentionShape& shape,
                                            std::span<const RefSequence> sequences, double scale,
-                                           int splits);
+                                           int splits, const RefAttentionFeatures& features = {});
 
 }  // namespace nibble::kernels

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <span>
+#include <tuple>
 #include <vector>
 
 #include "kernels/attention/attention_ref.h"
@@ -130,6 +132,49 @@ TEST(DecodeAttentionModel, EverySplitCountGivesTheReferenceAttention) {
                               << splits;
     }
   }
+}
+
+TEST(DecodeAttentionModel, SinksAndWindowsGiveTheReferenceAttentionForEverySplitCount) {
+  // gpt-oss's shape (GQA 8, head_dim 64) and a head_dim 128 one; windows that cut inside a cache
+  // block, on a block boundary, of one key and past the context; the splits over the window's
+  // keys alone.
+  std::mt19937_64 rng(2026120601);
+  const std::vector<int> keys{1, 2, 16, 17, 100, 128, 129, 130, 144, 145, 600};
+  std::normal_distribution<float> normal;
+  for (const auto& [q_heads, kv_heads, D] : {std::tuple{64, 8, 64}, std::tuple{16, 2, 128}}) {
+    const Problem p = random_problem(q_heads, kv_heads, D, 16, keys, rng);
+    std::vector<float> sinks(static_cast<std::size_t>(q_heads));
+    for (float& x : sinks) x = 2.0f * normal(rng);
+    const double scale = 1.0 / std::sqrt(double(D));
+    for (const int window : {0, 1, 16, 128, 3000})
+      for (const bool with_sinks : {false, true}) {
+        const RefAttentionFeatures f{
+            with_sinks ? std::span<const float>(sinks) : std::span<const float>(), window};
+        const std::vector<double> want =
+            paged_attention_ref(p.q, p.k, p.v, p.shape, p.seqs, scale, f);
+        for (int splits = 1; splits <= 64; splits *= 2) {
+          const std::vector<double> got =
+              decode_attention_model(p.q, p.k, p.v, p.shape, p.seqs, scale, splits, f);
+          double worst = 0;
+          for (std::size_t i = 0; i < got.size(); ++i)
+            worst = std::max(worst, std::abs(got[i] - want[i]) / (1.0 + std::abs(want[i])));
+          EXPECT_LT(worst, 1e-12) << "D " << D << " window " << window << " sinks " << with_sinks
+                                  << " splits " << splits;
+        }
+      }
+  }
+}
+
+TEST(DecodePlan, AWindowsKeysStartAtItsFirstKey) {
+  EXPECT_EQ(decode_plan::first_key(0, 128), 0);
+  EXPECT_EQ(decode_plan::first_key(127, 128), 0);
+  EXPECT_EQ(decode_plan::first_key(128, 128), 1);
+  EXPECT_EQ(decode_plan::first_key(8191, 128), 8064);
+  EXPECT_EQ(decode_plan::first_key(8191, 1), 8191);
+  EXPECT_EQ(decode_plan::first_key(8191, 0), 0);
+  const decode_plan::KeyRange r = decode_plan::offset(decode_plan::split_keys(128, 1, 4, 32), 8064);
+  EXPECT_EQ(r.begin, 8096);
+  EXPECT_EQ(r.end, 8128);
 }
 
 TEST(DecodeAttentionModel, RejectsWhatTheKernelCannotRun) {

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/attention/attention_sink.cuh"
 #include "kernels/attention/cache_slot.cuh"
+#include "kernels/attention/decode_attention_plan.h"
 #include "kernels/attention/flash_prefill.h"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
@@ -303,9 +305,13 @@ __global__ void __launch_bounds__(kThreads)
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int last = tile.position0 + tile.rows - 1;
   const std::int32_t* table = a.block_tables + tile.table_offset;
-  const int splits = gridDim.z, chunks = last / KC + 1, per = (chunks + splits - 1) / splits;
-  const int c_begin = int(blockIdx.z) * per * KC,
-            c_end = min(chunks, int(blockIdx.z + 1) * per) * KC;
+  // The chunks of keys [first, last]: from the tile's first row's window start (a sliding window:
+  // the chunks before it are never loaded), else from 0; split over the blocks.
+  const int c_first = decode_plan::first_key(tile.position0, a.window) / KC;
+  const int splits = gridDim.z, chunks = last / KC + 1 - c_first,
+            per = (chunks + splits - 1) / splits;
+  const int c_begin = (c_first + int(blockIdx.z) * per) * KC,
+            c_end = (c_first + min(chunks, int(blockIdx.z + 1) * per)) * KC;
 
   auto q_row = [&](int r) {  // row of q / out for query row r (valid rows only)
     return (std::int64_t(tile.row0 + r / G) * a.shape.q_heads + kvh * G + r % G) * D;
@@ -338,12 +344,21 @@ __global__ void __launch_bounds__(kThreads)
       pos[t][h] = valid(lane_row(t, h)) ? tile.position0 + lane_row(t, h) / G : last;
   // The warp's last position: score blocks whose keys all lie past it are fully masked for every
   // row of the warp and are skipped (warp-uniform, so the mma.sync stay converged).
-  int warp_last = 0;
+  int warp_last = 0, warp_first = last;
 #pragma unroll
-  for (int t = 0; t < MT; ++t) warp_last = max(warp_last, max(pos[t][0], pos[t][1]));
+  for (int t = 0; t < MT; ++t) {
+    warp_last = max(warp_last, max(pos[t][0], pos[t][1]));
+    warp_first = min(warp_first, min(pos[t][0], pos[t][1]));
+  }
 #pragma unroll
-  for (int w = 16; w >= 1; w /= 2)
+  for (int w = 16; w >= 1; w /= 2) {
     warp_last = max(warp_last, __shfl_xor_sync(0xffffffffu, warp_last, w));
+    warp_first = min(warp_first, __shfl_xor_sync(0xffffffffu, warp_first, w));
+  }
+  // A sliding window (warp-uniform bounds; 0 without one, below every key): score blocks wholly
+  // before every row's window are skipped, those starting before some row's window masked.
+  const int warp_skip_below = a.window > 0 ? warp_first - a.window + 1 : 0,
+            warp_cut_below = a.window > 0 ? warp_last - a.window + 1 : 0;
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const FragmentAddresses<D> frag(q_s, row0, lane);
   // Run-time forms (no instantiation of their own): see kFlashOneBarrier and kFlashMaskFree.
@@ -418,9 +433,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int kb0 = 0; kb0 < KC; kb0 += KS) {  // score blocks: keys [c0 + kb0, c0 + kb0 + KS)
       const int k0 = c0 + kb0;
       if (k0 > warp_last) break;  // this and later blocks: every key masked for the warp
+      if (k0 + KS <= warp_skip_below) continue;  // every key before the warp's windows
 
-      // Blocks that reach the tile's first position have keys to mask.
-      const bool diagonal = k0 + KS - 1 > tile.position0;
+      // Blocks that reach the tile's first position have keys to mask, as do blocks that start
+      // before some row's window.
+      const bool diagonal = k0 + KS - 1 > tile.position0, cut = k0 < warp_cut_below;
       // One score block: S = QK^T, softmax, O += PV. kMasked false: no masking code at all, so
       // that (kFlashMaskFree) QK^T, the row max and its vote form one basic block.
       auto score_block = [&](auto masked) {
@@ -469,6 +486,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                   if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2])
+                    s[t][nt][e] = -INFINITY;
+          }
+          if (kMasked && cut) {
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+              for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                  if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) <= pos[t][e / 2] - a.window)
                     s[t][nt][e] = -INFINITY;
           }
           if constexpr (kLazy) {
@@ -559,6 +586,7 @@ __global__ void __launch_bounds__(kThreads)
                 const int key = k0 + nt * 8 + 2 * (lane % 4) + (e & 1);
                 float v = s[t][nt][e] * scale_log2;
                 if (kMasked && diagonal && key > pos[t][e / 2]) v = -INFINITY;
+                if (kMasked && cut && key <= pos[t][e / 2] - a.window) v = -INFINITY;
                 s[t][nt][e] = v;
                 mx[e / 2] = fmaxf(mx[e / 2], v);
               }
@@ -632,7 +660,7 @@ __global__ void __launch_bounds__(kThreads)
           }
         }
       };
-      if (kLazy && mask_free && !diagonal)
+      if (kLazy && mask_free && !diagonal && !cut)
         score_block(std::false_type{});
       else
         score_block(std::true_type{});
@@ -652,7 +680,9 @@ __global__ void __launch_bounds__(kThreads)
       const int r = lane_row(t, h);
       if (!valid(r)) continue;
       if (splits == 1) {
-        const float inv = 1.0f / sum;
+        // The row's reference in log2 units (kFast: m in raw-score units), the sink beside it.
+        const float inv = softmax_row_factor(sum, kFast ? __fmul_rn(m[t][h], scale_log2) : m[t][h],
+                                             a.sinks, kvh * G + r % G);
         auto* out = reinterpret_cast<std::uint32_t*>(a.out + q_row(r) + col);
 #pragma unroll
         for (int dt = 0; dt < D / 8; ++dt)

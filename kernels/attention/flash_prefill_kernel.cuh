@@ -96,11 +96,12 @@ __device__ __forceinline__ float quad_sum(float v) {
 }
 
 // Starts copying the keys and values [c0, c0 + KC) of KV head kvh into the chunk buffers; keys
-// past `last` are zero-filled (their scores are masked, their zero values add nothing).
+// outside [first, last] are zero-filled (their scores are masked, their zero values add nothing),
+// their block-table entries not read (a sliding window's cache may have freed them).
 template <int D, int KC, bool kUnrolled>
 __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table,
-                                           int bs_shift, int kvh, int c0, int last, unsigned k_s,
-                                           unsigned v_s) {
+                                           int bs_shift, int kvh, int c0, int first, int last,
+                                           unsigned k_s, unsigned v_s) {
   constexpr int kVecs = D / 8, kPerThread = KC * kVecs / kThreads;
   static_assert(KC * kVecs % kThreads == 0);
   // kUnrolled: the block-table loads of all the copies issue back to back (more registers live
@@ -108,7 +109,7 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
 #pragma unroll(kUnrolled ? kPerThread : 1)
   for (int i = 0; i < kPerThread; ++i) {
     const int e = int(threadIdx.x) + i * kThreads, j = e / kVecs, c = e % kVecs, key = c0 + j;
-    const bool live = key <= last;
+    const bool live = key <= last && key >= first;
     std::int64_t at = 0;
     if (live)
       at = (cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh) * D + c * 8;
@@ -127,12 +128,12 @@ constexpr int kPairsPerThread = KC*(D / 8) / kThreads / 2;
 
 template <int kPairs>
 __device__ __forceinline__ void load_chunk_entries(const std::int32_t* table, int bs_shift, int c0,
-                                                   int last, int (&entry)[kPairs]) {
+                                                   int first, int last, int (&entry)[kPairs]) {
   const int j0 = int(threadIdx.x) / 16;
 #pragma unroll
   for (int q = 0; q < kPairs; ++q) {
-    const int key = c0 + j0 + 16 * q;
-    entry[q] = key <= last ? table[key >> bs_shift] : 0;
+    const int key = c0 + j0 + 16 * q;  // and key + 8: the entry serves the pair if either is live
+    entry[q] = key <= last && key + 8 >= first ? table[key >> bs_shift] : 0;
   }
 }
 
@@ -142,7 +143,8 @@ __device__ __forceinline__ void load_chunk_entries(const std::int32_t* table, in
 template <int D, int kPairs>
 __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
                                                   const int (&entry)[kPairs], int bs_shift, int kvh,
-                                                  int c0, int last, unsigned k_s, unsigned v_s) {
+                                                  int c0, int first, int last, unsigned k_s,
+                                                  unsigned v_s) {
   static_assert(D == 128, "16 threads per key row");
   const int j0 = int(threadIdx.x) / 16, c = int(threadIdx.x) % 16, in_block = (1 << bs_shift) - 1;
   const std::int64_t row_elems = std::int64_t(a.shape.kv_heads) * D;  // one cache row (token)
@@ -156,7 +158,7 @@ __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
     const std::int64_t off = ((std::int64_t(entry[q]) << bs_shift) + (key & in_block)) * row_elems;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const bool live = key + 8 * h <= last;
+      const bool live = key + 8 * h <= last && key + 8 * h >= first;
       const unsigned at = dst + unsigned((16 * q + 8 * h) * D * 2);
       cp_async16(k_s + at, k_col + off + 8 * h * row_elems, live);
       cp_async16(v_s + at, v_col + off + 8 * h * row_elems, live);
@@ -164,18 +166,18 @@ __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
   }
 }
 
-// FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys past `last`
-// zero-filled) and loads their rows' scales into registers (0 past `last`).
+// FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys outside
+// [first, last] zero-filled) and loads their rows' scales into registers (0 outside).
 template <int D, int KC, int kPieces>
 __device__ __forceinline__ void stage_fp8_chunk(const PagedAttentionArgs& a,
                                                 const std::int32_t* table, int bs_shift, int kvh,
-                                                int c0, int last, unsigned k_stage,
+                                                int c0, int first, int last, unsigned k_stage,
                                                 unsigned v_stage, float (&k_scale)[kPieces],
                                                 float (&v_scale)[kPieces]) {
 #pragma unroll
   for (int p = 0; p < kPieces; ++p) {
     const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16), key = c0 + j;
-    const bool live = key <= last;
+    const bool live = key <= last && key >= first;
     std::int64_t row = 0;
     if (live) row = cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh;
     cp_async16(k_stage + unsigned(j * D + c * 16), a.k_cache8 + row * D + c * 16, live);
@@ -307,7 +309,7 @@ __global__ void __launch_bounds__(kThreads)
   const std::int32_t* table = a.block_tables + tile.table_offset;
   // The chunks of keys [first, last]: from the tile's first row's window start (a sliding window:
   // the chunks before it are never loaded), else from 0; split over the blocks.
-  const int c_first = decode_plan::first_key(tile.position0, a.window) / KC;
+  const int first = decode_plan::first_key(tile.position0, a.window), c_first = first / KC;
   const int splits = gridDim.z, chunks = last / KC + 1 - c_first,
             per = (chunks + splits - 1) / splits;
   const int c_begin = (c_first + int(blockIdx.z) * per) * KC,
@@ -324,10 +326,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (c_begin < c_end) {
     if constexpr (FP8)
-      stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c_begin, last, stage_s,
+      stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c_begin, first, last, stage_s,
                                       stage_s + KC * D, k_scale, v_scale);
     else
-      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c_begin, first, last, kv_s,
+                               kv_s + kTensorBytes);
   }
   cp_async_commit();
 
@@ -384,8 +387,8 @@ __global__ void __launch_bounds__(kThreads)
       const unsigned stage = stage_s + unsigned(buf) * 2 * KC * D;
       if (c0 + KC < c_end) {
         const unsigned next = stage_s + unsigned(buf ^ 1) * 2 * KC * D;
-        stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c0 + KC, last, next, next + KC * D,
-                                        k_next, v_next);
+        stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c0 + KC, first, last, next,
+                                        next + KC * D, k_next, v_next);
         cp_async_commit();
         cp_async_wait<1>();
       } else {
@@ -406,22 +409,24 @@ __global__ void __launch_bounds__(kThreads)
       const bool paired = kPairable && bs_shift >= 4;
       int entry[kPairable ? kPairsPerThread<D, KC> : 1] = {};
       if constexpr (kPairable)
-        if (paired && has_next) load_chunk_entries(table, bs_shift, c0 + KC, last, entry);
+        if (paired && has_next) load_chunk_entries(table, bs_shift, c0 + KC, first, last, entry);
       cp_async_wait<0>();
       __syncthreads();
       if (has_next) {
         const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
         if constexpr (kPairable)
           if (paired)
-            load_chunk_paired<D>(a, entry, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+            load_chunk_paired<D>(a, entry, bs_shift, kvh, c0 + KC, first, last, next,
+                                 next + kTensorBytes);
         if (!paired)
-          load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next,
+          load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, first, last, next,
                                    next + kTensorBytes);
         cp_async_commit();
       }
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
-      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, first, last, next,
+                               next + kTensorBytes);
       cp_async_commit();
       cp_async_wait<1>();
     } else {

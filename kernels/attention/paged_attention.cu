@@ -45,14 +45,15 @@ __host__ __device__ constexpr int row_stride(int head_dim) {
   return head_dim / 2 + 4;
 }
 
-// Starts copying chunk c0's keys and values into buffer (k_s, v_s); keys past `last` are zero-
-// filled. One thread per 16-byte vector: kKeys * D/8 per tensor.
+// Starts copying chunk c0's keys and values into buffer (k_s, v_s); keys outside [first, last] are
+// zero-filled, their block-table entries not read. One thread per 16-byte vector: kKeys * D/8 per
+// tensor.
 __device__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table, int kvh, int c0,
-                           int last, std::uint32_t* k_s, std::uint32_t* v_s) {
+                           int first, int last, std::uint32_t* k_s, std::uint32_t* v_s) {
   const int D = a.shape.head_dim, vecs = D / 8, stride = row_stride(D);
   for (int e = threadIdx.x; e < kKeys * vecs; e += kThreads) {
     const int j = e / vecs, v = e % vecs, key = c0 + j;
-    const bool live = key <= last;
+    const bool live = key <= last && key >= first;
     std::int64_t at = 0;
     if (live) {
       const std::int64_t slot =
@@ -99,12 +100,12 @@ __global__ void __launch_bounds__(kThreads)
   const std::int32_t* table = a.block_tables + tile.table_offset;
   // This block's share of the chunks covering keys [first, last] (all of them unless split; first:
   // the tile's first row's window start, else 0).
-  const int c_first = decode_plan::first_key(tile.position0, a.window) / kKeys;
+  const int first = decode_plan::first_key(tile.position0, a.window), c_first = first / kKeys;
   const int splits = gridDim.z, chunks = last / kKeys + 1 - c_first,
             per = (chunks + splits - 1) / splits;
   const int c_begin = (c_first + int(blockIdx.z) * per) * kKeys,
             c_end = (c_first + min(chunks, int(blockIdx.z + 1) * per)) * kKeys;
-  if (c_begin < c_end) load_chunk(a, table, kvh, c_begin, last, kv_s, kv_s + kKeys * stride);
+  if (c_begin < c_end) load_chunk(a, table, kvh, c_begin, first, last, kv_s, kv_s + kKeys * stride);
 
   // Query qv = r * HB + hh: row row0 + r, head kvh * group + part * HB + hh.
   auto valid = [&](int qv) { return qv / HB < tile.rows && part * HB + qv % HB < group; };
@@ -131,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint32_t* v_s = k_s + kKeys * stride;
     if (c0 + kKeys < c_end) {  // the next chunk into the other buffer, then wait for this one
       std::uint32_t* next = kv_s + (buf ^ 1) * buffer_words;
-      load_chunk(a, table, kvh, c0 + kKeys, last, next, next + kKeys * stride);
+      load_chunk(a, table, kvh, c0 + kKeys, first, last, next, next + kKeys * stride);
       asm volatile("cp.async.wait_group 1;\n" ::);
     } else {
       asm volatile("cp.async.wait_group 0;\n" ::);

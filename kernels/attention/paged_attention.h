@@ -107,8 +107,9 @@ struct PagedAttentionArgs {
   // query head, each joining its head's softmax denominators and weighing no value; nullptr: none.
   const float* sinks = nullptr;
   // Sliding window: > 0, a query at position p sees keys [p - window + 1, p] only (transformers'
-  // kv_idx > q_idx - sliding_window); 0, keys [0, p]. Keys (and whole cache blocks) before a
-  // tile's window are not read.
+  // kv_idx > q_idx - sliding_window); 0, keys [0, p]. Keys before a tile's window (its first
+  // row's: position0 - window + 1) are not read, nor their block-table entries: a sliding-window
+  // cache may return the blocks wholly before it to the pool.
   int window = 0;
   // The process's switches (the per-call fields above override three of them).
   AttentionOptions options;

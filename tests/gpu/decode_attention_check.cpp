@@ -18,6 +18,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/relative_error.h"
+#include "tests/gpu/window_tables.h"
 
 namespace nibble::gpu_test {
 namespace {
@@ -111,6 +112,7 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
     const int need = (s.start + 1 + bs - 1) / bs;
     s.table.assign(pool.begin() + used, pool.begin() + used + need);
     used += need;
+    free_blocks_before_window(s, bs, c.window);
     tiles.push_back({std::int32_t(i), 1, s.start, std::int32_t(tables.size())});
     tables.insert(tables.end(), s.table.begin(), s.table.end());
     max_position = std::max(max_position, s.start);

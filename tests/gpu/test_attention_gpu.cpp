@@ -42,6 +42,7 @@
 #include "tests/gpu/flash_bench.h"
 #include "tests/gpu/gpu_check_support.h"
 #include "tests/gpu/relative_error.h"
+#include "tests/gpu/window_tables.h"
 
 namespace nibble {
 namespace {
@@ -119,6 +120,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
     const int need = (s.start + s.count + block - 1) / block;
     s.table.assign(pool.begin() + used, pool.begin() + used + need);
     used += need;
+    gpu_test::free_blocks_before_window(s, block, c.window);
   }
   const std::int64_t cache_rows = std::int64_t(blocks) * block;
   std::vector<std::uint16_t> kc(std::size_t(cache_rows * Hkv * D)), vc(kc.size());

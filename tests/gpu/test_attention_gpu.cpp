@@ -326,6 +326,10 @@ std::vector<Case> cases() {
                                    AttentionShape{16, 2, 256}, AttentionShape{12, 2, 96}})
       for (const bool fp8 : {false, true}) {
         if (fp8 && !kernels::paged_attention_fp8_supported(s)) continue;
+        // Every feature on gpt-oss's shape; both together and the window cutting inside blocks
+        // and chunks on the others.
+        const bool gpt_oss = s.q_heads == 64 && s.head_dim == 64;
+        if (!gpt_oss && f.window != 37 && !(f.sinks && f.window == 128)) continue;
         for (const auto& seqs : {windowed, decodes, prefill}) {
           Case c{f.name, s, seqs, fp8};
           c.sinks = f.sinks;
@@ -340,6 +344,13 @@ std::vector<Case> cases() {
   out.push_back(long_window);
   long_window.fp8 = true;
   out.push_back(long_window);
+  // Cache blocks of 12 (the division lookups; the window's first key inside a block).
+  for (const bool fp8 : {false, true}) {
+    Case c{"sinks + window block 12", AttentionShape{64, 8, 64}, windowed, fp8, 12};
+    c.sinks = true;
+    c.window = 128;
+    out.push_back(c);
+  }
   return out;
 }
 

@@ -11,19 +11,17 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <sstream>
 
-#include "engine/backend/backend_model_runner.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/runtime/engine_loop.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/reference_drafter.h"
 #include "tests/backend/random_model.h"
+#include "tests/spec/spec_engine_run.h"
 
 namespace nibble::runtime {
 namespace {
 
-using namespace std::chrono_literals;
 using spec::ReferenceDrafter;
 
 constexpr int kVocab = 97;
@@ -49,95 +47,23 @@ backend::Backend& tiny_backend() {
   return *b;
 }
 
-struct Request {
-  std::vector<int> prompt;
-  SamplingParams params;
-};
+using testing::expect_counters_add_up;
+using testing::metric;
+using testing::Outcome;
+using testing::Request;
+using testing::SpecRun;
 
-struct Outcome {
-  std::vector<int> tokens;
-  std::vector<SampledToken> samples;
-  FinishReason finish = FinishReason::kNone;
-};
-
-struct SpecRun {
-  std::vector<std::vector<Outcome>> outcomes;  // [request][choice]
-  std::string metrics;
-};
-
-// Runs every request through one engine (a small KV cache of 4-token blocks, so drafts cross
-// block boundaries and a batch of 64 preempts) and collects each choice's events.
 SpecRun generate(const std::vector<Request>& requests, std::shared_ptr<const spec::Drafter> drafter,
                  int k) {
-  backend::BackendModelRunner runner(tiny_backend(), 640, 4);
-  metrics::Registry registry;
-  EngineConfig config;
-  config.model_name = "tiny";
-  config.max_model_len = 256;
-  config.scheduler = {.max_num_seqs = 64, .max_num_batched_tokens = 256};
-  config.drafter = std::move(drafter);
-  config.num_speculative_tokens = k;
-  EngineLoop engine(config, runner, registry);
-  engine.start();
-  SpecRun run;
-  std::vector<std::shared_ptr<OutputChannel>> channels;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    GenerationRequest r;
-    r.id = "r" + std::to_string(i);
-    r.prompt = requests[i].prompt;
-    r.params = requests[i].params;
-    r.channel = std::make_shared<OutputChannel>();
-    channels.push_back(r.channel);
-    EXPECT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
-    run.outcomes.emplace_back(std::size_t(std::max(1, requests[i].params.n)));
-  }
-  std::size_t unfinished = 0;
-  for (const auto& o : run.outcomes) unfinished += o.size();
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (unfinished > 0 && std::chrono::steady_clock::now() < deadline) {
-    for (std::size_t i = 0; i < channels.size(); ++i) {
-      for (TokenEvent& e : channels[i]->pop(1ms)) {
-        Outcome& o = run.outcomes[i][std::size_t(e.choice)];
-        if (e.token >= 0) {
-          o.tokens.push_back(e.token);
-          o.samples.push_back(std::move(e.sample));
-        }
-        if (e.finish != FinishReason::kNone) {
-          o.finish = e.finish;
-          --unfinished;
-        }
-      }
-    }
-  }
-  EXPECT_EQ(unfinished, 0u) << "requests did not finish in time";
-  engine.drain_and_stop(5s);
-  run.metrics = registry.render();
-  return run;
-}
-
-// The value of one series in a Prometheus text exposition, 0 when absent.
-double metric(const std::string& text, const std::string& series) {
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line))
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return 0;
+  return testing::run_engine(tiny_backend(), requests, std::move(drafter), k);
 }
 
 double spec_metric(const std::string& text, const std::string& name) {
-  return metric(text, "nibble_spec_decode_" + name + "_total{model_name=\"tiny\"}");
+  return testing::spec_metric(text, name);
 }
 
 std::vector<int> random_prompt(std::mt19937& gen, int length) {
-  // A random phrase repeated with noise, as documents repeat themselves: the ngram drafter
-  // finds matches in it.
-  std::uniform_int_distribution<int> token(0, kVocab - 1);
-  std::vector<int> phrase(6);
-  for (int& t : phrase) t = token(gen);
-  std::vector<int> prompt;
-  for (int i = 0; i < length; ++i)
-    prompt.push_back(i % 9 == 8 ? token(gen) : phrase[std::size_t(i) % phrase.size()]);
-  return prompt;
+  return testing::repeating_prompt(gen, length, kVocab);
 }
 
 // Mixed prompt lengths (3..40) and max_tokens (1..30), logprobs on a third of the requests.
@@ -189,33 +115,6 @@ void expect_same(const SpecRun& expected, const SpecRun& actual, const std::stri
       }
     }
   }
-}
-
-// The counters of one run: drafts verified, the per-position counts add up to the accepted
-// tokens, no position accepts more than the one before it, every KV block came back.
-void expect_counters_add_up(const SpecRun& run, int k) {
-  const double drafts = spec_metric(run.metrics, "num_drafts");
-  const double drafted = spec_metric(run.metrics, "num_draft_tokens");
-  const double accepted = spec_metric(run.metrics, "num_accepted_tokens");
-  EXPECT_LE(drafted, drafts * k);
-  EXPECT_LE(accepted, drafted);
-  double per_pos_sum = 0, previous = drafts;
-  for (int p = 0; p < k; ++p) {
-    const double at = metric(run.metrics,
-                             "nibble_spec_decode_num_accepted_tokens_per_pos_total{model_name="
-                             "\"tiny\",position=\"" +
-                                 std::to_string(p) + "\"}");
-    EXPECT_LE(at, previous) << "position " << p;
-    previous = at;
-    per_pos_sum += at;
-  }
-  EXPECT_EQ(per_pos_sum, accepted);
-  double generated = 0;
-  for (const auto& request : run.outcomes)
-    for (const Outcome& o : request) generated += double(o.tokens.size());
-  EXPECT_EQ(metric(run.metrics, "nibble_generation_tokens_total{model_name=\"tiny\"}"), generated);
-  EXPECT_EQ(metric(run.metrics, "nibble_kv_cache_usage_ratio{model_name=\"tiny\"}"), 0.0)
-      << "KV blocks still held after every request finished";
 }
 
 class GreedyExactness : public ::testing::TestWithParam<int> {};

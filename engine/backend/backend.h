@@ -120,10 +120,12 @@ class Backend {
                                                            int state_slots);
   // Bytes of device memory left for the KV cache when `utilization` of the device may be used,
   // after the weights and the activations of steps of up to max_tokens tokens and max_sequences
-  // sampled sequences (which this call allocates). 0: the backend has no device memory of its
-  // own (the CPU backend), the caller picks a budget.
-  virtual std::size_t device_memory_for_kv(double utilization, int max_tokens, int max_sequences) {
-    (void)utilization, (void)max_tokens, (void)max_sequences;
+  // sampled sequences, each with up to logits_per_sequence rows of logits (1; k + 1 where
+  // speculative decoding verifies k drafts), which this call allocates. 0: the backend has no
+  // device memory of its own (the CPU backend), the caller picks a budget.
+  virtual std::size_t device_memory_for_kv(double utilization, int max_tokens, int max_sequences,
+                                           int logits_per_sequence) {
+    (void)utilization, (void)max_tokens, (void)max_sequences, (void)logits_per_sequence;
     return 0;
   }
   // Runs every item's tokens in one step (weights are read once for the whole batch), writing
@@ -146,8 +148,8 @@ class Backend {
     forward_batch(cache, items);
   }
 
-  // Whether forward_batch takes BatchItem::num_logits > 1 (the CPU backend; the CUDA backend
-  // refuses such items, so speculative decoding is refused where it runs).
+  // Whether forward_batch takes BatchItem::num_logits > 1, which speculative decoding needs (the
+  // CPU and CUDA backends; a backend without it refuses such items).
   virtual bool logits_at_several_positions() const { return false; }
 
   // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0

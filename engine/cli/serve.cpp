@@ -150,8 +150,9 @@ int run_serve(const Args& args) {
   auto backend = backend::make_backend(backend_options, std::move(weights));
   if (o.speculative && !backend->logits_at_several_positions()) {
     spdlog::error(
-        "serve: --speculative-config: the {} backend does not verify drafts yet (it returns "
-        "logits at one position per sequence); speculative decoding runs on the CPU backend",
+        "serve: --speculative-config: the {} backend does not verify drafts (it returns "
+        "logits at one position per sequence); speculative decoding runs on the CPU and CUDA "
+        "backends",
         backend->name());
     return 2;
   }
@@ -185,8 +186,9 @@ int run_serve(const Args& args) {
   // the activations of the largest step; the CPU backend 1 GiB.
   std::size_t kv_bytes = std::size_t(o.kv_cache_memory_bytes);
   if (kv_bytes == 0)
-    kv_bytes = backend->device_memory_for_kv(o.gpu_memory_utilization, o.max_num_batched_tokens,
-                                             o.max_num_seqs);
+    kv_bytes = backend->device_memory_for_kv(
+        o.gpu_memory_utilization, o.max_num_batched_tokens, o.max_num_seqs,
+        o.speculative ? o.speculative->num_speculative_tokens + 1 : 1);
   if (kv_bytes == 0 && !on_gpu) kv_bytes = std::size_t(1) << 30;
   // A hybrid model's recurrent state: one slot per running sequence, out of the same budget.
   const int state_slots = backend->state_slot_bytes() > 0 ? o.max_num_seqs : 0;

@@ -79,7 +79,7 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
     if (!runner_.verifies_drafts())
       throw std::invalid_argument(
           "speculative decoding needs a backend that returns logits at several positions of a "
-          "sequence; this one does not (the CUDA backend does not verify drafts yet)");
+          "sequence (ModelRunner::verifies_drafts); this one does not");
     spec_metrics_ = std::make_unique<SpecDecodeMetrics>(registry, config_.model_name,
                                                         config_.num_speculative_tokens);
   }

@@ -1,7 +1,9 @@
 #include "tests/backend/random_model.h"
 
 #include "engine/model/model_description.h"
+#include "kernels/nvfp4/nvfp4_ref.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace nibble::backend::testing {
@@ -70,6 +72,26 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
   m.final_norm = rng.values(H, 0.2f, 1.0f);
   m.lm_head = rng.linear(c.vocab_size, H);
   return m;
+}
+
+void quantize_group(std::initializer_list<model::Linear*> group) {
+  float amax = 0.0f;
+  for (model::Linear* l : group)
+    for (float v : l->dense) amax = std::max(amax, std::fabs(v));
+  const float global = nvfp4::global_factor_for_amax(amax);
+  for (model::Linear* l : group) {
+    l->fp4 = nvfp4::quantize_matrix(l->dense, l->out_features, l->in_features, global);
+    l->quantized = true;
+    l->dense = {};
+  }
+}
+
+void quantize_experts(model::ModelWeights& weights) {
+  for (auto& layer : weights.layers)
+    for (auto& e : layer.experts) {
+      quantize_group({&e.gate, &e.up});
+      quantize_group({&e.down});
+    }
 }
 
 }  // namespace nibble::backend::testing

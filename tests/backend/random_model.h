@@ -1,7 +1,8 @@
 #pragma once
 // Random in-memory models for backend tests: every weight uniform from a seeded generator, linear
-// layers scaled to keep activations near unit variance, norms near 1.
+// layers scaled to keep activations near unit variance, norms near 1; and their NVFP4 forms.
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -17,5 +18,12 @@ struct Rng {
 };
 
 model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed);
+
+// NVFP4 with one global factor per projection group (q/k/v, gate/up), as ModelOpt exports them:
+// the CUDA backend then runs each group as one fused matrix.
+void quantize_group(std::initializer_list<model::Linear*> group);
+// A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the CUDA
+// backend's device routing needs them so; the rest stays as it is.
+void quantize_experts(model::ModelWeights& weights);
 
 }  // namespace nibble::backend::testing

@@ -75,19 +75,8 @@ ModelConfig gpu_config(Arch arch, int head_dim, int top_k = 0) {
   return c;
 }
 
-// NVFP4 with one global factor per projection group (q/k/v, gate/up), as ModelOpt exports them:
-// the CUDA backend then runs each group as one fused matrix.
-void quantize_group(std::initializer_list<model::Linear*> group) {
-  float amax = 0.0f;
-  for (model::Linear* l : group)
-    for (float v : l->dense) amax = std::max(amax, std::fabs(v));
-  const float global = nvfp4::global_factor_for_amax(amax);
-  for (model::Linear* l : group) {
-    l->fp4 = nvfp4::quantize_matrix(l->dense, l->out_features, l->in_features, global);
-    l->quantized = true;
-    l->dense = {};
-  }
-}
+using testing::quantize_experts;
+using testing::quantize_group;
 
 struct Pair {
   std::unique_ptr<Backend> cpu, gpu;
@@ -582,16 +571,6 @@ struct GraphCase {
   // NVFP4 with one global factor per q/k/v and gate/up group: the fused projections.
   bool grouped = false;
 };
-
-// A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the device
-// routing's grouped kernels need them so; the rest stays as it is.
-void quantize_experts(model::ModelWeights& weights) {
-  for (auto& layer : weights.layers)
-    for (auto& e : layer.experts) {
-      quantize_group({&e.gate, &e.up});
-      quantize_group({&e.down});
-    }
-}
 
 class DecodeGraphs : public ::testing::TestWithParam<GraphCase> {};
 

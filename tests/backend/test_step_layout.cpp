@@ -1,10 +1,12 @@
 // The host side of a CUDA step: rows, positions and cache rows through the block tables,
-// attention tiles that never cross a sequence, logits rows, and the packed blob's alignment.
+// attention tiles that never cross a sequence, logits rows (several per item verifying drafts),
+// the logits buffer's rows, and the packed blob's alignment.
 #include "engine/backend/cuda/step_layout.h"
 
 #include <gtest/gtest.h>
 
 #include "engine/backend/cuda/decode_graphs.h"
+#include "engine/backend/cuda/step_buffers.h"
 
 #include <cstring>
 
@@ -39,6 +41,46 @@ TEST(StepLayout, RowsTilesAndSlotsFollowTheBlockTables) {
   AttentionTile tile;
   std::memcpy(&tile, p.bytes.data() + p.tiles + 3 * sizeof(tile), sizeof(tile));
   EXPECT_EQ(tile.position0, 9);
+}
+
+// Speculative decoding's verify rows: an item with num_logits n wants the logits of its last n
+// rows, in position order, after the rows of the items before it; an item without logits (a
+// prefill chunk) wants none.
+TEST(StepLayout, VerifyItemsWantTheirLastNumLogitsRows) {
+  const std::vector<std::int32_t> verify_tokens = {4, 70, 71, 72, 73}, chunk = {1, 2, 3},
+                                  decode = {9}, whole = {5, 6};
+  const std::vector<int> table = {0, 1, 2};
+  std::vector<float> v_logits(4 * 10), d_logits(10), w_logits(2 * 10);
+  BatchItem verify{verify_tokens, 6, table, v_logits};
+  verify.num_logits = 4;  // the last token and 3 drafts of 4: rows 1..4
+  BatchItem whole_chunk{whole, 0, table, w_logits};
+  whole_chunk.num_logits = 2;  // every row of the item
+  const BatchItem items[] = {
+      verify, {chunk, 0, table, {}}, {decode, 3, table, d_logits}, whole_chunk};
+  const StepLayout s = layout_step(items, /*block_size=*/4, /*rows_per_tile=*/8);
+  EXPECT_EQ(s.logit_rows, (std::vector<std::int32_t>{1, 2, 3, 4, 8, 9, 10}));
+  // The verify chunk is one tile of consecutive positions: its query at position 6 + i sees keys
+  // [0, 6 + i] only, so keys a rejected draft left past the accepted length are never read.
+  ASSERT_EQ(s.tiles.size(), 4u);
+  EXPECT_EQ(s.tiles[0].rows, 5);
+  EXPECT_EQ(s.tiles[0].position0, 6);
+  EXPECT_EQ(s.positions[4], 10);
+  EXPECT_EQ(s.slots[4], 2 * 4 + 2);  // position 10: block 2, row 2
+
+  const PackedStep p = pack_step(s);
+  std::vector<std::int32_t> rows(s.logit_rows.size());
+  std::memcpy(rows.data(), p.bytes.data() + p.logit_rows, rows.size() * 4);
+  EXPECT_EQ(rows, s.logit_rows);
+}
+
+// Room for the logits of a step: a row per sequence for decode graphs and device sampling, k + 1
+// per sequence verifying k drafts, capped by the step's tokens.
+TEST(StepBuffers, LogitRowsCoverVerifyStepsWithinTheTokenBudget) {
+  EXPECT_EQ(max_logit_rows(/*max_tokens=*/8192, /*max_sequences=*/256, 1), 256);
+  EXPECT_EQ(max_logit_rows(8192, 256, 5), 1280);
+  EXPECT_EQ(max_logit_rows(1024, 256, 5), 1024);  // no more rows than the step has tokens
+  EXPECT_EQ(max_logit_rows(128, 256, 5), 256);    // but always a row per decode graph row
+  EXPECT_EQ(max_logit_rows(8192, 1, 33), 33);
 }
 
 // A graph's inputs: the same offsets for every step up to the largest bucket, the real rows as

@@ -15,14 +15,16 @@ namespace nibble::runtime::testing {
 using namespace std::chrono_literals;
 using spec::ReferenceDrafter;
 
-SpecRun generate(const SpecTarget& target, const std::vector<Request>& requests,
-                 std::shared_ptr<const spec::Drafter> drafter, int k) {
-  backend::BackendModelRunner runner(*target.backend, 640, 4, target.state_slots);
+SpecRun run_engine(const SpecTarget& target, const std::vector<Request>& requests,
+                   std::shared_ptr<const spec::Drafter> drafter, int k, const EngineShape& shape) {
+  backend::BackendModelRunner runner(*target.backend, shape.num_blocks, shape.block_size,
+                                     target.state_slots);
   metrics::Registry registry;
   EngineConfig config;
-  config.model_name = "tiny";
-  config.max_model_len = 256;
-  config.scheduler = {.max_num_seqs = 64, .max_num_batched_tokens = 256};
+  config.model_name = shape.model_name;
+  config.max_model_len = shape.max_model_len;
+  config.scheduler = {.max_num_seqs = shape.max_num_seqs,
+                      .max_num_batched_tokens = shape.max_num_batched_tokens};
   config.drafter = std::move(drafter);
   config.num_speculative_tokens = k;
   EngineLoop engine(config, runner, registry);
@@ -63,6 +65,11 @@ SpecRun generate(const SpecTarget& target, const std::vector<Request>& requests,
   return run;
 }
 
+SpecRun generate(const SpecTarget& target, const std::vector<Request>& requests,
+                 std::shared_ptr<const spec::Drafter> drafter, int k) {
+  return run_engine(target, requests, std::move(drafter), k, EngineShape{});
+}
+
 // The value of one series in a Prometheus text exposition, 0 when absent.
 double metric(const std::string& text, const std::string& series) {
   std::istringstream lines(text);
@@ -72,14 +79,13 @@ double metric(const std::string& text, const std::string& series) {
   return 0;
 }
 
-double spec_metric(const std::string& text, const std::string& name) {
-  return metric(text, "nibble_spec_decode_" + name + "_total{model_name=\"tiny\"}");
+double spec_metric(const std::string& text, const std::string& name,
+                   const std::string& model_name) {
+  return metric(text, "nibble_spec_decode_" + name + "_total{model_name=\"" + model_name + "\"}");
 }
 
-std::vector<int> random_prompt(std::mt19937& gen, int length) {
-  // A random phrase repeated with noise, as documents repeat themselves: the ngram drafter
-  // finds matches in it.
-  std::uniform_int_distribution<int> token(0, kPromptVocab - 1);
+std::vector<int> repeating_prompt(std::mt19937& gen, int length, int vocab) {
+  std::uniform_int_distribution<int> token(0, vocab - 1);
   std::vector<int> phrase(6);
   for (int& t : phrase) t = token(gen);
   std::vector<int> prompt;
@@ -94,7 +100,7 @@ std::vector<Request> mixed_greedy_requests(int batch) {
   std::vector<Request> requests;
   for (int i = 0; i < batch; ++i) {
     Request r;
-    r.prompt = random_prompt(gen, 3 + (i * 7) % 38);
+    r.prompt = repeating_prompt(gen, 3 + (i * 7) % 38);
     r.params.temperature = 0;
     r.params.max_tokens = 1 + (i * 11 + 6) % 30;
     r.params.logprobs = i % 3 == 0 ? 2 : -1;
@@ -142,18 +148,17 @@ void expect_same(const SpecRun& expected, const SpecRun& actual, const std::stri
 
 // The counters of one run: drafts verified, the per-position counts add up to the accepted
 // tokens, no position accepts more than the one before it, every KV block came back.
-void expect_counters_add_up(const SpecRun& run, int k) {
-  const double drafts = spec_metric(run.metrics, "num_drafts");
-  const double drafted = spec_metric(run.metrics, "num_draft_tokens");
-  const double accepted = spec_metric(run.metrics, "num_accepted_tokens");
+void expect_counters_add_up(const SpecRun& run, int k, const std::string& model_name) {
+  const double drafts = spec_metric(run.metrics, "num_drafts", model_name);
+  const double drafted = spec_metric(run.metrics, "num_draft_tokens", model_name);
+  const double accepted = spec_metric(run.metrics, "num_accepted_tokens", model_name);
   EXPECT_LE(drafted, drafts * k);
   EXPECT_LE(accepted, drafted);
+  const std::string model = "model_name=\"" + model_name + "\"";
   double per_pos_sum = 0, previous = drafts;
   for (int p = 0; p < k; ++p) {
-    const double at = metric(run.metrics,
-                             "nibble_spec_decode_num_accepted_tokens_per_pos_total{model_name="
-                             "\"tiny\",position=\"" +
-                                 std::to_string(p) + "\"}");
+    const double at = metric(run.metrics, "nibble_spec_decode_num_accepted_tokens_per_pos_total{" +
+                                              model + ",position=\"" + std::to_string(p) + "\"}");
     EXPECT_LE(at, previous) << "position " << p;
     previous = at;
     per_pos_sum += at;
@@ -162,8 +167,8 @@ void expect_counters_add_up(const SpecRun& run, int k) {
   double generated = 0;
   for (const auto& request : run.outcomes)
     for (const Outcome& o : request) generated += double(o.tokens.size());
-  EXPECT_EQ(metric(run.metrics, "nibble_generation_tokens_total{model_name=\"tiny\"}"), generated);
-  EXPECT_EQ(metric(run.metrics, "nibble_kv_cache_usage_ratio{model_name=\"tiny\"}"), 0.0)
+  EXPECT_EQ(metric(run.metrics, "nibble_generation_tokens_total{" + model + "}"), generated);
+  EXPECT_EQ(metric(run.metrics, "nibble_kv_cache_usage_ratio{" + model + "}"), 0.0)
       << "KV blocks still held after every request finished";
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// The exactness harness of speculative decoding: requests run through an engine loop on a CPU
-// backend (a KV cache of 640 four-token blocks, so drafts cross block boundaries and a batch of
-// 64 preempts), with and without a drafter, and what the runs must share. Metrics are read
-// under model_name "tiny".
+// The exactness harness of speculative decoding: requests run through an engine loop on any
+// backend (by default a KV cache of 640 four-token blocks, so drafts cross block boundaries and a
+// batch of 64 preempts), with and without a drafter, and what the runs must share. The CPU
+// backend's suites (tests/spec) and the CUDA backend's (tests/backend/test_cuda_spec_decode.cpp)
+// share it. Metrics are read under model_name "tiny" unless told otherwise.
 #include <memory>
 #include <random>
 #include <string>
@@ -41,16 +42,32 @@ struct SpecRun {
   std::string metrics;
 };
 
-// Runs every request through one engine and collects each choice's events; k drafts per step.
+// The engine's shape.
+struct EngineShape {
+  std::string model_name = "tiny";
+  int num_blocks = 640, block_size = 4;
+  int max_model_len = 256;
+  int max_num_seqs = 64, max_num_batched_tokens = 256;
+};
+
+// Submits every request to one engine (drafter null: no speculation; k drafts per step), waits
+// up to two minutes for every choice to finish (a gtest failure if one does not), and returns
+// the choices' events and the registry's exposition.
+SpecRun run_engine(const SpecTarget& target, const std::vector<Request>& requests,
+                   std::shared_ptr<const spec::Drafter> drafter, int k, const EngineShape& shape);
+// run_engine with the default shape.
 SpecRun generate(const SpecTarget& target, const std::vector<Request>& requests,
                  std::shared_ptr<const spec::Drafter> drafter, int k);
 
 // The value of one series in a Prometheus text exposition, 0 when absent.
 double metric(const std::string& text, const std::string& series);
-// nibble_spec_decode_<name>_total of model "tiny".
-double spec_metric(const std::string& text, const std::string& name);
+// nibble_spec_decode_<name>_total of the model.
+double spec_metric(const std::string& text, const std::string& name,
+                   const std::string& model_name = "tiny");
 
-std::vector<int> random_prompt(std::mt19937& gen, int length);
+// A random phrase of 6 tokens from [0, vocab) repeated with noise (every 9th token random), as
+// documents repeat themselves: the ngram drafter finds matches in it.
+std::vector<int> repeating_prompt(std::mt19937& gen, int length, int vocab = kPromptVocab);
 // Mixed prompt lengths (3..40) and max_tokens (1..30), logprobs on a third of the requests.
 std::vector<Request> mixed_greedy_requests(int batch);
 // Each request's prompt followed by its greedy continuation of 40 tokens, without speculation.
@@ -61,7 +78,7 @@ std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
 void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what);
 // The counters of one run add up (drafts, per-position acceptance, tokens) and every KV block
 // came back.
-void expect_counters_add_up(const SpecRun& run, int k);
+void expect_counters_add_up(const SpecRun& run, int k, const std::string& model_name = "tiny");
 
 // mixed_greedy_requests(batch), stop tokens landing mid-draft, run without speculation and with
 // the ngram (k 4), oracle (k 4, every draft accepted) and always-wrong (k 3, none accepted)

@@ -151,8 +151,10 @@ class CudaBackend : public Backend {
   // (weights, activations, KV cache), so that engines sharing a GPU can split it; never more than
   // is free now, less a margin for cuBLAS and the allocator. The decode graphs' buffers are
   // taken here too, before the KV cache is sized.
-  std::size_t device_memory_for_kv(double utilization, int max_tokens, int max_sequences) override {
-    buffers_.reserve(m_.config, max_tokens, max_sequences, 0);
+  std::size_t device_memory_for_kv(double utilization, int max_tokens, int max_sequences,
+                                   int logits_per_sequence) override {
+    buffers_.reserve(m_.config, max_tokens,
+                     cuda::max_logit_rows(max_tokens, max_sequences, logits_per_sequence), 0);
     graphs_->size_for(max_sequences);
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
@@ -167,6 +169,11 @@ class CudaBackend : public Backend {
     return budget > 0 ? std::size_t(budget) : 0;
   }
 
+  // A verify step (a decode row and its k drafts as one chunk, BatchItem::num_logits k + 1) runs
+  // eagerly, as a prefill chunk does, and hands its k + 1 rows of logits to the host, where the
+  // engine loop samples and verifies them (engine/spec/verify.h): device sampling and decode
+  // graphs serve the steps without drafts.
+  bool logits_at_several_positions() const override { return true; }
   bool samples_on_device() const override { return options_.device_sampling; }
   void set_decode_graphs(bool enabled) override { graphs_->set_enabled(enabled); }
   std::uint64_t decode_graph_replays() const override { return graphs_->replays(); }
@@ -190,7 +197,8 @@ class CudaBackend : public Backend {
   void run_step(KvCache& kv, std::span<const BatchItem> items, const HostWork* host_work) {
     DeviceKvCache& cache = own_cache(kv);
     const auto& c = m_.config;
-    const std::int64_t T = check_batch(c, "cuda", cache, items, options_.device_sampling);
+    const std::int64_t T = check_batch(c, "cuda", cache, items, options_.device_sampling,
+                                       /*several_logits=*/true);
     if (T == 0) {
       if (host_work != nullptr) (*host_work)();
       return;
@@ -268,12 +276,12 @@ class CudaBackend : public Backend {
     timer_->end_step(long(tokens));
   }
 
-  // Copies the logits of the step's sampled rows (the first of act.logits, in item order) into
-  // the items' buffers; synchronises the stream.
+  // Copies the logits of the step's sampled rows (the first R of act.logits: each item's
+  // num_logits rows in turn, step_layout.h) into the items' buffers; synchronises the stream.
   void logits_to_host(std::span<const BatchItem> items) {
     const std::size_t V = std::size_t(m_.config.vocab_size);
     std::size_t R = 0;
-    for (const BatchItem& item : items) R += item.logits.empty() ? 0 : 1;
+    for (const BatchItem& item : items) R += item.logits.empty() ? 0 : std::size_t(item.num_logits);
     logits_host_.ensure(R * V);
     check(cudaMemcpyAsync(logits_host_.get(), buffers_.act.logits.get(), R * V * 4,
                           cudaMemcpyDeviceToHost, stream_),
@@ -283,7 +291,8 @@ class CudaBackend : public Backend {
     std::size_t r = 0;
     for (const BatchItem& item : items) {
       if (item.logits.empty()) continue;
-      std::copy_n(logits_host_.get() + r++ * V, V, item.logits.begin());
+      std::copy_n(logits_host_.get() + r * V, item.logits.size(), item.logits.begin());
+      r += std::size_t(item.num_logits);
     }
   }
 

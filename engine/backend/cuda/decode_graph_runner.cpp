@@ -192,6 +192,13 @@ void DecodeGraphRunner::prepare(DeviceKvCache& cache) {
 // bucket's graph. With host work that writes bitmasks (structured outputs, overlapped) the
 // replay is of the forward-only graph and the sampling pass comes after the host work: a
 // sampled graph would read the bitmasks before they are written.
+// Speculative decoding's verify steps (a sequence's last token and its k drafts, k + 1 rows and
+// k + 1 rows of logits) are declined here and run eagerly, like a prefill chunk: correctness
+// first, through the path every prefill already takes. Graphs per (batch, k + 1) would need their
+// own attention tiles and split counts (the flash kernel, not the decode kernel), n (k + 1)
+// logits rows, and a capture per k a sequence may draft (a draft can be cut short by the
+// context, max_tokens or the drafter), multiplying the captures; they wait for a measurement of
+// the eager verify step's launch overhead (issue 42).
 std::optional<DecodeGraphRunner::Sampling> DecodeGraphRunner::launch(
     DeviceKvCache& cache, std::span<const BatchItem> items, bool bitmasks_after) {
   if (!active()) return std::nullopt;

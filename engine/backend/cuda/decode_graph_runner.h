@@ -45,8 +45,9 @@ class DecodeGraphRunner {
   // (logits).
   enum class Sampling { kInGraph, kAfterHostWork, kNone };
   // Launches a decode step (every item one token, wanting a next token) as its bucket's replay;
-  // nullopt, with nothing launched, when the step must run eagerly. bitmasks_after: the step's
-  // host work writes the items' bitmasks.
+  // nullopt, with nothing launched, when the step must run eagerly (a prefill chunk, a
+  // speculative verify step's k + 1 tokens). bitmasks_after: the step's host work writes the
+  // items' bitmasks.
   std::optional<Sampling> launch(DeviceKvCache& cache, std::span<const BatchItem> items,
                                  bool bitmasks_after);
   // Enqueues the device sampling of a kAfterHostWork replay's real rows.

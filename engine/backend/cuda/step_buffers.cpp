@@ -47,6 +47,11 @@ bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64
   return grew;
 }
 
+std::int64_t max_logit_rows(int max_tokens, int max_sequences, int logits_per_sequence) {
+  const std::int64_t verified = std::int64_t(max_sequences) * std::max(logits_per_sequence, 1);
+  return std::max<std::int64_t>(max_sequences, std::min<std::int64_t>(verified, max_tokens));
+}
+
 void StepBuffers::reserve(const model::ModelConfig& c, std::int64_t T, std::int64_t R,
                           std::size_t attention_floats) {
   bool grew = act.ensure(c, T, R);

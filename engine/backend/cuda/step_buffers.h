@@ -28,6 +28,11 @@ struct Activations {
   bool ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R);
 };
 
+// The most rows of logits a step can ask for: one per sequence (a decode graph's bucket), or
+// logits_per_sequence (k + 1 verifying k drafts) per sequence, but never more than the step's
+// max_tokens rows hold.
+std::int64_t max_logit_rows(int max_tokens, int max_sequences, int logits_per_sequence);
+
 struct StepBuffers {
   Activations act;
   DeviceBuffer<float> attention_work;  // split-key partial softmaxes (decode steps)

@@ -21,7 +21,8 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
       s.slots.push_back(std::int64_t(item.block_table[std::size_t(p / block_size)]) * block_size +
                         p % block_size);
     }
-    if (wants_next_token(item)) s.logit_rows.push_back(row0 + n - 1);
+    if (wants_next_token(item))
+      for (std::int32_t i = n - item.num_logits; i < n; ++i) s.logit_rows.push_back(row0 + i);
   }
   return s;
 }

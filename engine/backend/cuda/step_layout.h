@@ -1,7 +1,8 @@
 #pragma once
 // What the GPU needs to know about one forward_batch step, built on the host and copied over in
 // one transfer: each row's token, position and KV cache row, the attention tiles (runs of rows of
-// one sequence), the sequences' block tables, and the rows whose logits are wanted.
+// one sequence), the sequences' block tables, and the rows whose logits are wanted (one per item
+// that wants a next token, or its last num_logits rows where it verifies drafts).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -21,7 +22,10 @@ struct StepLayout {
   std::vector<std::int64_t> slots;      // [T] cache row: block_table[p / bs] * bs + p % bs
   std::vector<AttentionTile> tiles;
   std::vector<std::int32_t> block_tables;  // the items' tables, concatenated
-  std::vector<std::int32_t> logit_rows;    // last row of each item that wants logits
+  // [R] the rows whose next-token logits the step computes, in item order: each item that wants
+  // a next token its last num_logits rows (1, or k + 1 verifying k drafts), in position order.
+  // act.logits row r holds row logit_rows[r]'s logits.
+  std::vector<std::int32_t> logit_rows;
 };
 
 StepLayout layout_step(std::span<const BatchItem> items, int block_size, int rows_per_tile);

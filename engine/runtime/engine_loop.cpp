@@ -42,13 +42,24 @@ double seconds(std::chrono::steady_clock::duration d) {
 
 // A hybrid model's recurrent state covers the whole sequence so far, so a KV prefix found in
 // the cache would come without the state after it: prefix caching is off for such models.
+// Likewise with a sliding window: the blocks a prefix hit would need have left the window and
+// gone back to the pool.
 bool prefix_caching(const EngineConfig& config, const ModelRunner& runner) {
   if (!config.enable_prefix_caching) return false;
-  if (runner.num_state_slots() == 0) return true;
-  spdlog::info(
-      "prefix caching off: the model keeps a recurrent state per sequence (linear attention), "
-      "which a cached KV prefix does not carry");
-  return false;
+  if (runner.num_state_slots() > 0) {
+    spdlog::info(
+        "prefix caching off: the model keeps a recurrent state per sequence (linear attention), "
+        "which a cached KV prefix does not carry");
+    return false;
+  }
+  if (runner.kv_sliding_window() > 0) {
+    spdlog::info(
+        "prefix caching off: the sliding-window layers (window {}) free the KV blocks that leave "
+        "their window, which a cached prefix would need",
+        runner.kv_sliding_window());
+    return false;
+  }
+  return true;
 }
 
 std::unique_ptr<StateSlotPool> state_slots(const ModelRunner& runner) {
@@ -62,7 +73,8 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
     : config_(std::move(config)),
       runner_(runner),
       metrics_(registry, config_.model_name, std::max(config_.max_model_len, 1)),
-      pool_(runner.num_kv_blocks(), runner.kv_block_size(), prefix_caching(config_, runner)),
+      pool_(runner.num_kv_blocks(), runner.kv_block_size(), prefix_caching(config_, runner),
+            runner.kv_sliding_window()),
       slots_(state_slots(runner)),
       scheduler_(config_.scheduler, pool_, slots_.get()) {
   config_.token_mask_threads = std::clamp(config_.token_mask_threads, 1, 64);
@@ -94,7 +106,8 @@ void EngineLoop::start() {
 }
 
 int EngineLoop::max_tokens_per_sequence() const {
-  return std::min(config_.max_model_len, pool_.num_blocks() * pool_.block_size());
+  return std::min(config_.max_model_len,
+                  pool_.max_tokens_per_sequence(config_.scheduler.max_num_batched_tokens));
 }
 
 SubmitResult EngineLoop::submit(GenerationRequest request) {
@@ -139,6 +152,9 @@ void EngineLoop::run() {
       "engine loop started: {} KV blocks of {} tokens, max {} sequences, {} tokens per step",
       pool_.num_blocks(), pool_.block_size(), config_.scheduler.max_num_seqs,
       config_.scheduler.max_num_batched_tokens);
+  if (pool_.sliding_window() > 0)
+    spdlog::info("sliding-window KV: blocks leaving the window of {} tokens return to the pool",
+                 pool_.sliding_window());
   while (true) {
     admit_inbox();
     drop_cancelled();

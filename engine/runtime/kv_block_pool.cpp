@@ -8,17 +8,46 @@
 namespace nibble::runtime {
 namespace {
 constexpr std::uint64_t kRootHash = 0x9e3779b97f4a7c15ull;
+
+// Sliding blocks a step of up to max_chunk tokens can see: the window before its first row, the
+// chunk, and one block straddling the window's start.
+int window_blocks_cap(int block_size, int sliding_window, int max_chunk) {
+  return int((std::int64_t(sliding_window) - 1 + max_chunk + block_size - 1) / block_size) + 1;
+}
+}  // namespace
+
+int kv_blocks_per_sequence(int num_tokens, int block_size, int sliding_window, int max_chunk) {
+  const int full = (num_tokens + block_size - 1) / block_size;
+  if (sliding_window <= 0) return full;
+  return full + std::min(full, window_blocks_cap(block_size, sliding_window, max_chunk));
 }
 
-KvBlockPool::KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching)
+KvCapacity kv_capacity(std::size_t block_bytes, int block_size, int sliding_window, int num_blocks,
+                       int max_model_len, int max_chunk) {
+  const int per_sequence =
+      kv_blocks_per_sequence(max_model_len, block_size, sliding_window, max_chunk);
+  KvCapacity c;
+  c.tokens_per_gib = double(max_model_len) * double(std::size_t(1) << 30) /
+                     (double(per_sequence) * double(block_bytes));
+  c.max_full_length_sequences = num_blocks / per_sequence;
+  return c;
+}
+
+KvBlockPool::KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching,
+                         int sliding_window)
     : block_size_(block_size),
       prefix_caching_(enable_prefix_caching),
-      blocks_(std::size_t(num_blocks)) {
+      sliding_window_(sliding_window),
+      blocks_(std::size_t(std::max(num_blocks, 0))) {
   if (num_blocks <= 0 || block_size <= 0) {
     throw std::invalid_argument("KV cache needs at least one block of at least one token, got " +
                                 std::to_string(num_blocks) + " blocks of " +
                                 std::to_string(block_size));
   }
+  if (sliding_window < 0 || (sliding_window > 0 && enable_prefix_caching))
+    throw std::invalid_argument(
+        "KV cache: a sliding window of " + std::to_string(sliding_window) +
+        " needs a window >= 0 and no prefix caching (the window's blocks are freed)");
   for (int id = 0; id < num_blocks; ++id) {
     blocks_[std::size_t(id)].free_pos = free_list_.insert(free_list_.end(), id);
     blocks_[std::size_t(id)].in_free_list = true;
@@ -52,6 +81,46 @@ std::vector<int> KvBlockPool::match_prefix(const Sequence& seq, int max_blocks) 
   return matched;
 }
 
+int KvBlockPool::num_held_blocks(const Sequence& seq) const {
+  return int(seq.block_table.size()) +
+         int(std::count_if(seq.window_block_table.begin(), seq.window_block_table.end(),
+                           [](int id) { return id != kFreedBlock; }));
+}
+
+int KvBlockPool::max_tokens_per_sequence(int max_chunk) const {
+  const int blocks = num_blocks();
+  if (sliding_window_ == 0) return blocks * block_size_;
+  // Up to `cap` blocks a sequence holds as many sliding blocks as full ones, beyond that `cap`
+  // sliding blocks at most.
+  const int cap = window_blocks_cap(block_size_, sliding_window_, max_chunk);
+  const int full = blocks - cap > cap ? blocks - cap : std::min(cap, blocks / 2);
+  return full * block_size_;
+}
+
+int KvBlockPool::window_blocks_to_free(const Sequence& seq, int start) const {
+  const int end = std::min(first_window_block(start), int(seq.window_block_table.size()));
+  int n = 0;
+  for (int i = 0; i < end; ++i) n += seq.window_block_table[std::size_t(i)] != kFreedBlock;
+  return n;
+}
+
+void KvBlockPool::grow_tables(Sequence& seq, int total) {
+  if (sliding_window_ > 0) {
+    const int end =
+        std::min(first_window_block(seq.num_computed_tokens), int(seq.window_block_table.size()));
+    for (int i = 0; i < end; ++i) {
+      int& id = seq.window_block_table[std::size_t(i)];
+      if (id == kFreedBlock) continue;
+      release(id);
+      id = kFreedBlock;
+    }
+  }
+  while (int(seq.block_table.size()) < total) seq.block_table.push_back(take_free_block());
+  if (sliding_window_ > 0)
+    while (int(seq.window_block_table.size()) < total)
+      seq.window_block_table.push_back(take_free_block());
+}
+
 int KvBlockPool::cached_prefix_tokens(const Sequence& seq) const {
   if (!seq.block_table.empty()) return 0;
   // The last token is always computed: its logits pick the next token.
@@ -64,6 +133,7 @@ bool KvBlockPool::can_allocate(const Sequence& seq, int num_new_tokens) const {
   const std::vector<int> matched = match_prefix(seq, max_blocks);
   const int cached_tokens = int(matched.size()) * block_size_;
   int free_needed = blocks_for_tokens(cached_tokens + num_new_tokens) - int(matched.size());
+  if (sliding_window_ > 0) free_needed += blocks_for_tokens(num_new_tokens);  // nothing cached
   for (int id : matched) free_needed += blocks_[std::size_t(id)].ref_count == 0 ? 1 : 0;
   return free_needed <= num_free_blocks();
 }
@@ -92,7 +162,7 @@ int KvBlockPool::take_free_block() {
 }
 
 void KvBlockPool::allocate(Sequence& seq, int num_new_tokens) {
-  assert(seq.block_table.empty());
+  assert(seq.block_table.empty() && seq.window_block_table.empty());
   const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
   const std::vector<int> matched = match_prefix(seq, max_blocks);
   std::uint64_t parent = kRootHash;
@@ -109,19 +179,20 @@ void KvBlockPool::allocate(Sequence& seq, int num_new_tokens) {
     stats_.queried_tokens += std::uint64_t(seq.num_tokens());
     stats_.hit_tokens += std::uint64_t(cached_tokens);
   }
-  const int total = blocks_for_tokens(cached_tokens + num_new_tokens);
-  while (int(seq.block_table.size()) < total) seq.block_table.push_back(take_free_block());
+  grow_tables(seq, blocks_for_tokens(cached_tokens + num_new_tokens));
 }
 
 bool KvBlockPool::can_append(const Sequence& seq, int num_new_tokens) const {
-  const int needed =
-      blocks_for_tokens(seq.num_computed_tokens + num_new_tokens) - int(seq.block_table.size());
+  const int total = blocks_for_tokens(seq.num_computed_tokens + num_new_tokens);
+  int needed = total - int(seq.block_table.size());
+  if (sliding_window_ > 0)
+    needed += total - int(seq.window_block_table.size()) -
+              window_blocks_to_free(seq, seq.num_computed_tokens);
   return needed <= num_free_blocks();
 }
 
 void KvBlockPool::append_slots(Sequence& seq, int num_new_tokens) {
-  const int total = blocks_for_tokens(seq.num_computed_tokens + num_new_tokens);
-  while (int(seq.block_table.size()) < total) seq.block_table.push_back(take_free_block());
+  grow_tables(seq, blocks_for_tokens(seq.num_computed_tokens + num_new_tokens));
 }
 
 void KvBlockPool::commit_computed(Sequence& seq) {
@@ -158,11 +229,18 @@ void KvBlockPool::release_unused_blocks(Sequence& seq) {
     release(seq.block_table.back());
     seq.block_table.pop_back();
   }
+  while (seq.window_block_table.size() > keep) {
+    if (seq.window_block_table.back() != kFreedBlock) release(seq.window_block_table.back());
+    seq.window_block_table.pop_back();
+  }
 }
 
 void KvBlockPool::free(Sequence& seq) {
+  for (auto it = seq.window_block_table.rbegin(); it != seq.window_block_table.rend(); ++it)
+    if (*it != kFreedBlock) release(*it);
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
   seq.block_table.clear();
+  seq.window_block_table.clear();
   seq.block_hashes.clear();
   seq.num_computed_tokens = 0;
 }

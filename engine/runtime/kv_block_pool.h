@@ -6,6 +6,17 @@
 // Freed blocks keep their contents and key and are reused least-recently-freed first.
 // Check, then act: callers ask can_allocate/can_append before allocate/append_slots, so a step
 // never half-applies.
+//
+// Sliding-window models (sliding_window > 0, ModelRunner::kv_sliding_window): every block holds
+// one group's layers, the full-attention group's (Sequence::block_table) or the sliding group's
+// (Sequence::window_block_table). Both tables cover the same positions, but the sliding table
+// keeps only the blocks a step's rows can still see: a row at position p reads keys from
+// p - window + 1, so before a step starting at position s every sliding block wholly before
+// s - window + 1 goes back to the pool and its entry becomes kFreedBlock. Prefix caching is
+// not offered with a window (the constructor refuses it): a prefix hit would need the sliding
+// blocks before it, which are gone.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <unordered_map>
@@ -20,19 +31,53 @@ struct PrefixCacheStats {
   std::uint64_t hit_tokens = 0;      // of those, found in the cache
 };
 
+// A sliding table's entry for a block that left the window (never read by a backend).
+constexpr int kFreedBlock = -1;
+
+// Blocks one sequence of num_tokens holds at most, over both groups: its full-attention blocks
+// and, with a window, the sliding blocks a step of up to max_chunk tokens can see (the window
+// before the step's first row, the chunk, and one block straddling the window's start).
+int kv_blocks_per_sequence(int num_tokens, int block_size, int sliding_window, int max_chunk);
+
+// What a KV cache of num_blocks blocks of block_bytes holds: tokens of context per GiB when it
+// is filled with sequences of max_model_len tokens (each kv_blocks_per_sequence blocks), and how
+// many such sequences fit at once. A window shrinks a block to one group's layers and bounds
+// the sliding group's blocks, so a long sequence costs about its full-attention layers' bytes.
+struct KvCapacity {
+  double tokens_per_gib = 0;
+  int max_full_length_sequences = 0;
+};
+KvCapacity kv_capacity(std::size_t block_bytes, int block_size, int sliding_window, int num_blocks,
+                       int max_model_len, int max_chunk);
+
 class KvBlockPool {
  public:
-  KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching);
+  // sliding_window: 0 for one group of blocks (every layer keeps every position); > 0 for a
+  // second, sliding group that frees blocks leaving the window. Throws std::invalid_argument for
+  // a window with prefix caching.
+  KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching, int sliding_window = 0);
 
   int block_size() const { return block_size_; }
   int num_blocks() const { return int(blocks_.size()); }
   int num_free_blocks() const { return int(free_list_.size()); }
-  // Fraction of blocks referenced by some sequence (cached-but-free blocks count as free).
-  double usage() const { return 1.0 - double(num_free_blocks()) / double(num_blocks()); }
+  // Fraction of blocks referenced by some sequence, in either group (cached-but-free blocks count
+  // as free): held blocks over the pool, divided once so that it is exactly that ratio.
+  double usage() const {
+    return double(num_blocks() - num_free_blocks()) / double(num_blocks());
+  }
   const PrefixCacheStats& prefix_stats() const { return stats_; }
   int blocks_for_tokens(int num_tokens) const {
     return (num_tokens + block_size_ - 1) / block_size_;
   }
+  int sliding_window() const { return sliding_window_; }
+  // The sliding table's first block a step starting at position `start` reads.
+  int first_window_block(int start) const {
+    return sliding_window_ > 0 ? std::max(0, start - sliding_window_ + 1) / block_size_ : 0;
+  }
+  // Blocks the sequence holds in both groups (its sliding table's freed entries excluded).
+  int num_held_blocks(const Sequence& seq) const;
+  // Longest sequence (prompt and output) the pool can ever hold, with steps of up to max_chunk.
+  int max_tokens_per_sequence(int max_chunk) const;
 
   // Admission of a sequence with no blocks: reuse its cached prefix (leaving at least one
   // token to compute, whose logits are needed) and allocate blocks for num_new_tokens more.
@@ -50,11 +95,12 @@ class KvBlockPool {
   void commit_computed(Sequence& seq);
 
   // Speculative decoding: releases the blocks past the ones holding the sequence's tokens (they
-  // held only rejected drafts' slots). They were never hashed, so they are reused first.
+  // held only rejected drafts' slots), in both groups. They were never hashed, so they are reused
+  // first.
   void release_unused_blocks(Sequence& seq);
 
   // Releases the sequence's blocks (tail first, so shared prefixes stay cached longest) and
-  // clears its block table.
+  // clears its block tables.
   void free(Sequence& seq);
 
  private:
@@ -73,9 +119,14 @@ class KvBlockPool {
   void reference(int block_id);
   void release(int block_id);  // drops one reference; the last one frees the block
   static std::uint64_t chain_hash(std::uint64_t parent, const int* tokens, int count);
+  // Sliding blocks of seq that a step starting at position `start` no longer reads.
+  int window_blocks_to_free(const Sequence& seq, int start) const;
+  // Returns those blocks to the pool, then grows both tables to `total` blocks.
+  void grow_tables(Sequence& seq, int total);
 
   int block_size_;
   bool prefix_caching_;
+  int sliding_window_;
   std::vector<Block> blocks_;
   std::list<int> free_list_;                       // front: evicted first
   std::unordered_map<std::uint64_t, int> cached_;  // chained hash -> block id

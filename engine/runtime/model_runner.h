@@ -23,6 +23,10 @@ class ModelRunner {
   // Recurrent-state slots the runner allocated room for (hybrid models, e.g. Qwen3-Next: one per
   // running sequence, Sequence::state_slot indexing them); 0: the model keeps no such state.
   virtual int num_state_slots() const { return 0; }
+  // Sliding-window models whose cache keeps the sliding layers in their own blocks: the window,
+  // and the KV block pool then frees those blocks as they leave it (kv_block_pool.h; the runner
+  // reads Sequence::window_block_table). 0: one group of blocks for every layer.
+  virtual int kv_sliding_window() const { return 0; }
 
   // Computes tokens [num_computed_tokens, + num_new_tokens) of every scheduled sequence
   // (Sequence::token_at: its tokens, then its draft tokens), writing their keys and values into

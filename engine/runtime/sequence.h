@@ -20,6 +20,9 @@ struct Sequence {
   // KV state. Tokens [0, num_computed_tokens) have their keys and values in the cache.
   int num_computed_tokens = 0;
   std::vector<int> block_table;  // cache block ids, block i holds tokens [16i, 16i+16)
+  // Sliding-window models: the sliding layers' blocks, block i for the same tokens; entries of
+  // blocks that left the window are kFreedBlock (kv_block_pool.h). Empty for other models.
+  std::vector<int> window_block_table;
   // Chained hashes of the leading full blocks registered with the prefix cache.
   std::vector<std::uint64_t> block_hashes;
   // Hybrid models: the recurrent-state slot the sequence holds while it runs (StateSlotPool),

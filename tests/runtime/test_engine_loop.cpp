@@ -127,6 +127,41 @@ TEST(EngineLoop, ManyConcurrentRequestsThroughASmallCacheAllComplete) {
       << "a cache this small must force preemptions";
 }
 
+// A model with sliding-window layers (window 8): the fake runner checks at every step that the
+// sliding blocks before the window went back to the pool and the window is intact, through
+// chunked prefills and preemptions; the usage gauge ends at 0 with every block back.
+TEST(EngineLoop, SlidingWindowBlocksLeaveAndEveryRequestCompletes) {
+  FakeModelRunner runner(32, 40, 4, /*sliding_window=*/8);
+  metrics::Registry registry;
+  EngineConfig c = config();
+  c.scheduler.max_num_batched_tokens = 16;  // prompts of 20..40 tokens take several chunks
+  EngineLoop engine(c, runner, registry);
+  engine.start();
+  std::vector<std::shared_ptr<OutputChannel>> channels;
+  std::vector<int> firsts;
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int> prompt;
+    for (int t = 0; t < 20 + 2 * i; ++t) prompt.push_back((i + t) % 32);
+    firsts.push_back((prompt.back() + 1) % 32);
+    auto r = greedy_request("r" + std::to_string(i), prompt, 40);
+    r.params.ignore_eos = true;
+    channels.push_back(r.channel);
+    ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
+  }
+  for (int i = 0; i < 12; ++i) {
+    Collected got = collect(*channels[std::size_t(i)], 1);
+    ASSERT_EQ(got.tokens[0].size(), 40u) << i;
+    for (std::size_t k = 0; k < got.tokens[0].size(); ++k)
+      EXPECT_EQ(got.tokens[0][k], (firsts[std::size_t(i)] + int(k)) % 32) << i;
+  }
+  engine.drain_and_stop(1s);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("nibble_kv_cache_usage_ratio{model_name=\"fake\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("nibble_preemptions_total{model_name=\"fake\"} 0\n"), std::string::npos)
+      << "a cache this small must force preemptions";
+}
+
 TEST(EngineLoop, CancelledRequestsAreAbortedAndFreeTheirBlocks) {
   FakeModelRunner runner(32, 64, 4);
   metrics::Registry registry;

@@ -42,6 +42,9 @@ class KvCache {
   // Recurrent-state slots it holds beside the blocks (hybrid models: Backend::state_slot_bytes
   // each, BatchItem::state_slot indexing them); 0 for a plain KV cache.
   virtual int num_state_slots() const { return 0; }
+  // Backend::kv_sliding_window of the backend that made it: > 0 where its sliding-window layers
+  // keep blocks of their own (BatchItem::window_block_table).
+  virtual int sliding_window() const { return 0; }
 };
 
 // Sampling the next token on the device (Backend::samples_on_device()) instead of returning its
@@ -77,6 +80,12 @@ struct BatchItem {
   // item may start at any of those positions (the accepted length; rejected drafts leave no
   // trace). Any other start but 0 or the slot's current position throws std::logic_error.
   int state_slot = -1;
+  // Backends with a sliding group (Backend::kv_sliding_window() > 0): the sliding-window layers'
+  // own blocks, block i for the same positions. Entries of blocks wholly before the window of the
+  // item's first token (i < max(0, start - window + 1) / block_size) may be anything (the engine
+  // writes -1 there: those blocks went back to the pool): the backend reads neither them nor any
+  // key before a row's window. Empty for backends with one group.
+  std::span<const int> window_block_table;
 };
 
 // Host work a step runs while its forward pass computes (Backend::forward_batch_overlapping).
@@ -107,8 +116,13 @@ class Backend {
   virtual bool set_kv_cache_dtype(KvCacheDtype dtype) { return dtype == KvCacheDtype::kAuto; }
   virtual std::string kv_cache_dtype() const = 0;  // what it stores: "fp32", "bf16", "fp8"
 
-  // Bytes one cache block of block_size positions takes across all layers (for sizing).
+  // Bytes one cache block of block_size positions takes (for sizing): across all attention
+  // layers, or with a sliding group across one group's layers (the larger group's).
   virtual std::size_t kv_block_bytes(int block_size) const = 0;
+  // The window of the sliding group where the backend's caches keep the sliding-window layers in
+  // blocks of their own (BatchItem::window_block_table; kv_layer_groups.h), so that the engine
+  // can free them as they leave the window. 0: one group, every block for every layer.
+  virtual int kv_sliding_window() const { return 0; }
   virtual std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) = 0;
   // Hybrid models (Qwen3-Next's linear-attention layers): bytes one sequence's recurrent state
   // takes across all layers; 0 for models without one.

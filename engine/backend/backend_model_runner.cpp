@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/runtime/kv_block_pool.h"
+
 namespace nibble::backend {
 
 BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int block_size,
@@ -66,6 +68,7 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
     }
     item.start = seq.num_computed_tokens;
     item.block_table = seq.block_table;
+    item.window_block_table = seq.window_block_table;
     item.state_slot = seq.state_slot;
     if (s.samples_next_token) {
       if (!logits.empty()) {
@@ -92,16 +95,18 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
 }
 
 int kv_blocks_for_budget(const Backend& backend, std::size_t memory_bytes, int block_size,
-                         int max_model_len, int max_num_seqs) {
+                         int max_model_len, int max_num_seqs, int max_chunk) {
   const std::size_t block_bytes = backend.kv_block_bytes(block_size);
-  const std::size_t per_sequence = std::size_t((max_model_len + block_size - 1) / block_size);
+  const std::size_t per_sequence = std::size_t(runtime::kv_blocks_per_sequence(
+      max_model_len, block_size, backend.kv_sliding_window(), max_chunk));
   const std::size_t fit = memory_bytes / block_bytes;
   if (fit < per_sequence) {
     throw BackendError("the KV cache budget of " + std::to_string(memory_bytes >> 20) +
-                       " MiB holds " + std::to_string(fit * std::size_t(block_size)) +
-                       " tokens, fewer than one sequence of --max-model-len " +
-                       std::to_string(max_model_len) +
-                       "; raise --kv-cache-memory-bytes or lower --max-model-len");
+                       " MiB holds " + std::to_string(fit) + " blocks of " +
+                       std::to_string(block_size) + " tokens, fewer than one sequence of " +
+                       "--max-model-len " + std::to_string(max_model_len) + " needs (" +
+                       std::to_string(per_sequence) +
+                       "); raise --kv-cache-memory-bytes or lower --max-model-len");
   }
   return int(std::min(fit, per_sequence * std::size_t(max_num_seqs)));
 }

@@ -18,6 +18,7 @@ class BackendModelRunner : public runtime::ModelRunner {
   int num_kv_blocks() const override { return cache_->num_blocks(); }
   int kv_block_size() const override { return cache_->block_size(); }
   int num_state_slots() const override { return cache_->num_state_slots(); }
+  int kv_sliding_window() const override { return backend_.kv_sliding_window(); }
   void execute(const runtime::SchedulerOutput& batch, std::vector<float>& logits) override;
   bool verifies_drafts() const override { return backend_.logits_at_several_positions(); }
   bool samples_on_device() const override { return backend_.samples_on_device(); }
@@ -44,8 +45,10 @@ class BackendModelRunner : public runtime::ModelRunner {
 };
 
 // How many blocks of block_size fit in memory_bytes, but no more than max_num_seqs sequences
-// of max_model_len need. Throws BackendError if not even one max_model_len sequence fits.
+// of max_model_len need (with a sliding group, each its full-attention blocks and the sliding
+// blocks steps of up to max_chunk tokens see: runtime::kv_blocks_per_sequence). Throws
+// BackendError if not even one max_model_len sequence fits.
 int kv_blocks_for_budget(const Backend& backend, std::size_t memory_bytes, int block_size,
-                         int max_model_len, int max_num_seqs);
+                         int max_model_len, int max_num_seqs, int max_chunk);
 
 }  // namespace nibble::backend

@@ -35,6 +35,31 @@ void check_sample(const model::ModelConfig& c, const std::string& who, const Dev
     throw BackendError(who + "a penalty list longer than 2^31 entries");
 }
 
+// The sliding table: as long as the full one, valid ids from the first row's window on; the
+// entries before it are never read, so they are not checked.
+void check_window_table(const std::string& who, const KvCache& cache, const BatchItem& item,
+                        std::int64_t end) {
+  const int window = cache.sliding_window();
+  if (window == 0) {
+    if (!item.window_block_table.empty())
+      throw BackendError(who + "a sliding-window block table for a cache of one block group");
+    return;
+  }
+  if (std::int64_t(item.window_block_table.size()) * cache.block_size() < end)
+    throw BackendError(who + "a sliding-window block table of " +
+                       std::to_string(item.window_block_table.size()) + " blocks cannot hold " +
+                       std::to_string(end) + " positions");
+  const std::size_t first = std::size_t(std::max(0, item.start - window + 1) / cache.block_size());
+  for (std::size_t i = first; i < item.window_block_table.size(); ++i) {
+    const int b = item.window_block_table[i];
+    if (b < 0 || b >= cache.num_blocks())
+      throw BackendError(who + "sliding-window block " + std::to_string(i) + " (id " +
+                         std::to_string(b) + ") inside the window of position " +
+                         std::to_string(item.start) + " is outside the cache's " +
+                         std::to_string(cache.num_blocks()) + " blocks");
+  }
+}
+
 }  // namespace
 
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
@@ -56,6 +81,7 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
       if (b < 0 || b >= cache.num_blocks())
         throw BackendError(who + "block id " + std::to_string(b) + " outside the cache's " +
                            std::to_string(cache.num_blocks()) + " blocks");
+    check_window_table(who, cache, item, end);
     if (item.num_logits != 1 && !several_logits)
       throw BackendError(who + "returns logits at one position per sequence, not " +
                          std::to_string(item.num_logits) + " (no speculative decoding)");

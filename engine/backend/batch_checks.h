@@ -14,11 +14,12 @@ void check_forward_args(const model::ModelConfig& c, const std::string& backend,
                         int capacity, std::span<const std::int32_t> tokens,
                         std::span<const float> logits);
 
-// forward_batch(): positions within the context, block tables long enough and in range,
-// logits buffers empty or num_logits * vocab_size, num_logits 1 unless the backend returns
-// several (then 1..tokens), tokens in the vocabulary; device sampling requests only where the
-// backend samples on the device, complete, for one position, and not mixed with logits in one
-// step. Returns the batch's token count.
+// forward_batch(): positions within the context, block tables long enough and in range (a
+// sliding-window table only where the cache has a sliding group, in range from the window of
+// the item's first position on: KvCache::sliding_window), logits buffers empty or num_logits *
+// vocab_size, num_logits 1 unless the backend returns several (then 1..tokens), tokens in the
+// vocabulary; device sampling requests only where the backend samples on the device, complete, for
+// one position, and not mixed with logits in one step. Returns the batch's token count.
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
                          const KvCache& cache, std::span<const BatchItem> items,
                          bool device_sampling = false, bool several_logits = false);

@@ -13,14 +13,20 @@ constexpr int kBlockSize = 16;
 
 class OwnCacheSequence : public SequenceState {
  public:
+  // A hybrid model's sequence keeps its recurrent state in the cache's one slot; a sliding group
+  // gets blocks of its own, all kept (this path never frees).
   OwnCacheSequence(Backend& backend, int capacity)
       : owner(&backend),
         capacity_(capacity),
-        // A hybrid model's sequence keeps its recurrent state in the cache's one slot.
-        cache(backend.new_kv_cache_with_state((capacity + kBlockSize - 1) / kBlockSize, kBlockSize,
-                                              backend.state_slot_bytes() > 0 ? 1 : 0)),
-        table(std::size_t(cache->num_blocks())) {
+        cache(backend.new_kv_cache_with_state(
+            (capacity + kBlockSize - 1) / kBlockSize * (backend.kv_sliding_window() > 0 ? 2 : 1),
+            kBlockSize, backend.state_slot_bytes() > 0 ? 1 : 0)),
+        table(std::size_t((capacity + kBlockSize - 1) / kBlockSize)) {
     std::iota(table.begin(), table.end(), 0);
+    if (backend.kv_sliding_window() > 0) {
+      window_table.resize(table.size());
+      std::iota(window_table.begin(), window_table.end(), int(table.size()));
+    }
   }
   int length() const override { return length_; }
   int capacity() const override { return capacity_; }
@@ -29,7 +35,7 @@ class OwnCacheSequence : public SequenceState {
   int capacity_;
   int length_ = 0;
   std::unique_ptr<KvCache> cache;
-  std::vector<int> table;
+  std::vector<int> table, window_table;
 };
 
 }  // namespace
@@ -50,6 +56,7 @@ void forward_own_cache_sequence(Backend& backend, SequenceState& state,
   check_forward_args(backend.config(), backend.name(), seq->length_, seq->capacity_, tokens,
                      logits);
   BatchItem item{tokens, seq->length_, seq->table, logits};
+  item.window_block_table = seq->window_table;
   if (seq->cache->num_state_slots() > 0) item.state_slot = 0;
   backend.forward_batch(*seq->cache, std::span(&item, 1));
   seq->length_ += int(tokens.size());

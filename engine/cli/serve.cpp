@@ -98,6 +98,21 @@ sigset_t shutdown_signals() {
   return set;
 }
 
+// The KV cache's capacity at start-up: tokens of context per GiB and full-length sequences at
+// once, counted with the sliding group's bounded blocks where the model has windows.
+void log_kv_capacity(const backend::Backend& backend, int num_blocks, int max_model_len,
+                     int max_chunk) {
+  const int window = backend.kv_sliding_window();
+  const runtime::KvCapacity c = runtime::kv_capacity(backend.kv_block_bytes(kBlockSize), kBlockSize,
+                                                     window, num_blocks, max_model_len, max_chunk);
+  spdlog::info(
+      "KV capacity: {:.0f} tokens of context per GiB, {} concurrent sequences of --max-model-len "
+      "{} tokens{}",
+      c.tokens_per_gib, c.max_full_length_sequences, max_model_len,
+      window > 0 ? fmt::format(" (sliding layers keep their last {} tokens' blocks only)", window)
+                 : std::string());
+}
+
 }  // namespace
 
 int run_serve(const Args& args) {
@@ -221,8 +236,8 @@ int run_serve(const Args& args) {
         state_slots, double(backend->state_slot_bytes()) / double(1 << 20), state_bytes >> 20);
     kv_bytes -= state_bytes;
   }
-  const int num_blocks =
-      backend::kv_blocks_for_budget(*backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs);
+  const int num_blocks = backend::kv_blocks_for_budget(
+      *backend, kv_bytes, kBlockSize, max_model_len, o.max_num_seqs, o.max_num_batched_tokens);
   // The budget is a ceiling: no more blocks than max-num-seqs full-length sequences can hold.
   if (const std::size_t budget_blocks = kv_bytes / backend->kv_block_bytes(kBlockSize);
       budget_blocks > std::size_t(num_blocks)) {
@@ -240,6 +255,7 @@ int run_serve(const Args& args) {
                num_blocks * kBlockSize,
                (std::size_t(num_blocks) * backend->kv_block_bytes(kBlockSize)) >> 20,
                backend->kv_cache_dtype());
+  log_kv_capacity(*backend, num_blocks, max_model_len, o.max_num_batched_tokens);
   backend::BackendModelRunner runner(*backend, num_blocks, kBlockSize, state_slots);
 
   runtime::EngineConfig engine_config;

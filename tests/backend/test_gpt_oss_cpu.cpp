@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/cpu_kv_cache.h"
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/model_features.h"
 #include "engine/model/model_weights.h"
@@ -138,6 +140,55 @@ TEST_F(GptOssCpu, ASlidingLayerSeesExactlyItsWindow) {
   const auto full_base = run(*full, {kPrompt});
   EXPECT_GT(max_relative_difference(run(*full, {changed_at(p - 8)}), full_base), 1e-4);
   EXPECT_GT(max_relative_difference(full_base, base), 1e-4);
+}
+
+// The sliding layer keeps blocks of its own (a second block group): its table's entries before a
+// step's window point at a poisoned block (every key and value NaN), as a pool that reused the
+// freed block would leave them, through a chunked prefill and 25 decodes past the window. Were
+// any of them read, a NaN would reach the logits; they match, bit for bit, a run whose tables
+// stay whole. A bad entry inside the window is refused before anything runs.
+TEST_F(GptOssCpu, EntriesBeforeTheWindowAreNeverRead) {
+  auto backend = make_cpu_backend(load("bf16"), 2);
+  ASSERT_EQ(backend->kv_sliding_window(), 8);
+  constexpr int kBlock = 4, kPoison = 31;
+  auto poisoned = backend->new_kv_cache(32, kBlock);
+  auto whole = backend->new_kv_cache(32, kBlock);
+  EXPECT_EQ(poisoned->sliding_window(), 8);
+  auto& cache = dynamic_cast<cpu::CpuKvCache&>(*poisoned);
+  for (auto* group : {&cache.k, &cache.v})
+    for (auto& layer : *group) std::fill(layer.begin(), layer.end(), std::nanf(""));
+  std::vector<int> full(12), window(12);  // 48 positions
+  std::iota(full.begin(), full.end(), 0);
+  std::iota(window.begin(), window.end(), 12);
+  const int vocab = backend->config().vocab_size;
+  std::vector<float> a(static_cast<std::size_t>(vocab)), b(a.size());
+  std::vector<std::int32_t> tokens(kPrompt.begin(), kPrompt.begin() + 12);
+  int start = 0;
+  for (int step = 0; step < 27; ++step) {
+    std::vector<int> cut = window;
+    for (int i = 0; i < std::max(0, start - 8 + 1) / kBlock; ++i) cut[std::size_t(i)] = kPoison;
+    BatchItem item{tokens, start, full, a};
+    item.window_block_table = cut;
+    backend->forward_batch(*poisoned, std::span(&item, 1));
+    BatchItem reference{tokens, start, full, b};
+    reference.window_block_table = window;
+    backend->forward_batch(*whole, std::span(&reference, 1));
+    ASSERT_EQ(a, b) << "step " << step << " from position " << start;
+    ASSERT_TRUE(std::none_of(a.begin(), a.end(), [](float x) { return std::isnan(x); }));
+    start += int(tokens.size());
+    if (step == 0) {  // the prompt's second chunk, its first query's window before it
+      tokens.assign(kPrompt.begin() + 12, kPrompt.end());
+    } else {
+      tokens = {std::int32_t(std::max_element(a.begin(), a.end()) - a.begin())};
+    }
+  }
+  EXPECT_EQ(start, 45);  // 12 + 8 prompt tokens, 25 decodes
+  // An entry the window needs is checked.
+  std::vector<int> bad = window;
+  bad[std::size_t((start - 8 + 1) / kBlock)] = -1;
+  BatchItem item{tokens, start, full, a};
+  item.window_block_table = bad;
+  EXPECT_THROW(backend->forward_batch(*poisoned, std::span(&item, 1)), BackendError);
 }
 
 // The sinks take part: a sink far below every score is no sink at all (the model then differs

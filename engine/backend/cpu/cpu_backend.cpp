@@ -7,6 +7,7 @@
 #include "engine/backend/cpu/cpu_forward.h"
 #include "engine/backend/cpu/cpu_kv_cache.h"
 #include "engine/backend/decoder_forward.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/runtime/thread_pool.h"
 
 namespace nibble::backend {
@@ -21,6 +22,7 @@ class CpuBackend : public Backend {
   CpuBackend(model::ModelWeights w, int threads)
       : w_(std::move(w)),
         description_(model::describe_model(w_.config)),
+        groups_(kv_layer_groups(description_)),
         pool_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         inv_freq_(cpu::rope_inverse_frequencies(w_.config.rope, w_.config.rope_dim())) {}
 
@@ -29,15 +31,13 @@ class CpuBackend : public Backend {
   bool logits_at_several_positions() const override { return true; }
   const ModelConfig& config() const override { return w_.config; }
 
-  // Only attention layers keep keys and values.
+  // Only attention layers keep keys and values; a block holds one group's.
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = w_.config;
-    std::size_t layers = 0;
-    for (const model::LayerSpec& l : description_.layers)
-      layers += l.mixer == model::MixerKind::kAttention;
-    return layers * 2 * std::size_t(block_size) * std::size_t(c.num_kv_heads) *
-           std::size_t(c.head_dim) * sizeof(float);
+    return std::size_t(groups_.layers_per_block) * 2 * std::size_t(block_size) *
+           std::size_t(c.num_kv_heads) * std::size_t(c.head_dim) * sizeof(float);
   }
+  int kv_sliding_window() const override { return groups_.sliding_window; }
 
   std::size_t state_slot_bytes() const override {
     std::size_t floats = 0;
@@ -58,7 +58,7 @@ class CpuBackend : public Backend {
     if (state_slots < 0 || (state_slots > 0 && !description_.has_recurrent_state()))
       throw BackendError("cpu backend: " + w_.config.architecture + " keeps no recurrent state; " +
                          std::to_string(state_slots) + " state slots asked for");
-    return std::make_unique<CpuKvCache>(w_.config, description_, num_blocks, block_size,
+    return std::make_unique<CpuKvCache>(w_.config, description_, groups_, num_blocks, block_size,
                                         state_slots, this);
   }
 
@@ -78,6 +78,7 @@ class CpuBackend : public Backend {
  private:
   model::ModelWeights w_;
   model::ModelDescription description_;
+  KvLayerGroups groups_;
   ThreadPool pool_;
   std::vector<double> inv_freq_;
 };

@@ -73,8 +73,8 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
     norm_rows(norm, q, D, w.q_norm);
     norm_rows(norm, k, D, w.k_norm);
   }
-  auto& kc = cache_.k[std::size_t(l)];
-  auto& vc = cache_.v[std::size_t(l)];
+  auto& kc = cache_.keys(l);
+  auto& vc = cache_.values(l);
   const double rope_scale = c.rope.attention_factor;  // YaRN's; 1 otherwise
   for (std::int64_t t = 0; t < T; ++t) {
     const Row& row = rows_[std::size_t(t)];
@@ -84,7 +84,7 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
     for (std::int64_t hd = 0; hd < Hkv; ++hd)
       apply_rope(std::span(k).subspan(std::size_t((t * Hkv + hd) * D), std::size_t(D)), inv_freq_,
                  row.position, rope_scale);
-    const std::int64_t s = cache_.slot(row.item->block_table, row.position);
+    const std::int64_t s = cache_.slot(cache_.table(*row.item, l), row.position);
     std::copy_n(k.begin() + t * Hkv * D, Hkv * D, kc.begin() + s * Hkv * D);
     std::copy_n(v.begin() + t * Hkv * D, Hkv * D, vc.begin() + s * Hkv * D);
   }
@@ -92,6 +92,8 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
   // Causal attention: the token at position p sees positions [first, p] of its own sequence,
   // first = 0 or, in a sliding window, p - window + 1; query head hd reads kv head
   // hd / (Hq / Hkv) (grouped-query attention). A sink adds its head's logit to the softmax.
+  // A sliding layer reads its group's table (BatchItem::window_block_table) and nothing of it
+  // before `first`: those blocks may have gone back to the pool.
   std::vector<float> attn(std::size_t(T * Hq * D));
   const float scale = 1.0f / std::sqrt(float(D));
   pool_.parallel_for(T * Hq, [&](std::int64_t begin, std::int64_t end) {
@@ -99,6 +101,7 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
     for (std::int64_t i = begin; i < end; ++i) {
       const std::int64_t t = i / Hq, hd = i % Hq, kvh = hd / (Hq / Hkv);
       const Row& row = rows_[std::size_t(t)];
+      const std::span<const int> table = cache_.table(*row.item, l);
       const std::int64_t first =
           spec.sliding_window > 0
               ? std::max<std::int64_t>(0, row.position - spec.sliding_window + 1)
@@ -107,8 +110,7 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
       const float* qv = q.data() + (t * Hq + hd) * D;
       scores.assign(std::size_t(n), 0.0f);
       for (std::int64_t p = 0; p < n; ++p) {
-        const float* kv =
-            kc.data() + (cache_.slot(row.item->block_table, int(first + p)) * Hkv + kvh) * D;
+        const float* kv = kc.data() + (cache_.slot(table, int(first + p)) * Hkv + kvh) * D;
         float s = 0.0f;
         for (std::int64_t d = 0; d < D; ++d) s += qv[d] * kv[d];
         scores[std::size_t(p)] = s * scale;
@@ -119,8 +121,7 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
         softmax(scores);
       float* out = attn.data() + (t * Hq + hd) * D;
       for (std::int64_t p = 0; p < n; ++p) {
-        const float* vv =
-            vc.data() + (cache_.slot(row.item->block_table, int(first + p)) * Hkv + kvh) * D;
+        const float* vv = vc.data() + (cache_.slot(table, int(first + p)) * Hkv + kvh) * D;
         for (std::int64_t d = 0; d < D; ++d) out[d] += scores[std::size_t(p)] * vv[d];
       }
     }

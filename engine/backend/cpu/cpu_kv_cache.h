@@ -1,10 +1,13 @@
 #pragma once
-// The CPU backend's paged KV cache: FP32 rows, per attention layer [num_blocks * block_size,
-// Hkv * D] for keys and for values; block b holds positions [b * block_size, (b + 1) *
-// block_size) of whichever sequence's block table names it. A hybrid model's linear-attention
-// layers keep no keys or values; their recurrent state lives in state slots instead, per layer
-// [slots, (K - 1) * conv_dim] conv windows and [slots, Vh * Dk * Dv] delta-rule states
-// (kernels/linear_attention/gated_deltanet_shape.h).
+// The CPU backend's paged KV cache: FP32 rows, per attention layer of a block group
+// (kv_layer_groups.h) [num_blocks * block_size, Hkv * D] for keys and for values; block b holds
+// positions [b * block_size, (b + 1) * block_size) of whichever sequence's block table names it.
+// With two groups (gpt-oss's full and sliding layers) the i-th layer of each group shares the
+// i-th array: a block belongs to one group at a time, so a block id is one group's block, and
+// the cache takes num_blocks blocks of one group's layers, as kv_block_bytes counts. A hybrid
+// model's linear-attention layers keep no keys or values; their recurrent state lives in state
+// slots instead, per layer [slots, (K - 1) * conv_dim] conv windows and [slots, Vh * Dk * Dv]
+// delta-rule states (kernels/linear_attention/gated_deltanet_shape.h).
 //
 // Speculative decoding's rollback of those states: a verify step (an item of several tokens with
 // logits at several positions, BatchItem::num_logits > 1) keeps, per slot, the state after each
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/model/model_description.h"
 #include "kernels/linear_attention/gated_deltanet_shape.h"
 
@@ -38,26 +42,27 @@ inline std::int64_t layer_state_floats(const model::LinearAttentionSpec& s) {
 
 class CpuKvCache : public KvCache {
  public:
-  CpuKvCache(const model::ModelConfig& c, const model::ModelDescription& d, int num_blocks,
-             int block_size, int state_slots, const void* owner)
+  CpuKvCache(const model::ModelConfig& c, const model::ModelDescription& d,
+             const KvLayerGroups& groups, int num_blocks, int block_size, int state_slots,
+             const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
         slots(state_slots),
         width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
+        groups(groups),
         positions_(std::size_t(state_slots)),
         kept_(std::size_t(state_slots)) {
     const std::size_t rows = std::size_t(num_blocks) * std::size_t(block_size);
-    k.resize(d.layers.size());
-    v.resize(d.layers.size());
+    k.resize(std::size_t(groups.layers_per_block));
+    v.resize(std::size_t(groups.layers_per_block));
+    for (auto& layer : k) layer.resize(rows * width);
+    for (auto& layer : v) layer.resize(rows * width);
     conv.resize(d.layers.size());
     delta.resize(d.layers.size());
     for (std::size_t l = 0; l < d.layers.size(); ++l) {
       const model::LayerSpec& spec = d.layers[l];
-      if (spec.mixer == model::MixerKind::kAttention) {
-        k[l].resize(rows * width);
-        v[l].resize(rows * width);
-      } else {
+      if (spec.mixer != model::MixerKind::kAttention) {
         const kernels::GatedDeltaNetShape s = deltanet_shape(spec.linear_attention);
         conv[l].resize(std::size_t(state_slots) * std::size_t(s.conv_state_floats()));
         delta[l].resize(std::size_t(state_slots) * std::size_t(s.heads.state_floats()));
@@ -67,6 +72,14 @@ class CpuKvCache : public KvCache {
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
   int num_state_slots() const override { return slots; }
+  int sliding_window() const override { return groups.sliding_window; }
+
+  // Attention layer `layer`'s keys and values, and the block table of its group in `item`.
+  std::vector<float>& keys(int layer) { return k[std::size_t(groups.index[std::size_t(layer)])]; }
+  std::vector<float>& values(int layer) { return v[std::size_t(groups.index[std::size_t(layer)])]; }
+  std::span<const int> table(const BatchItem& item, int layer) const {
+    return groups.sliding[std::size_t(layer)] ? item.window_block_table : item.block_table;
+  }
 
   // The cache row holding `position` of the sequence whose block table is `table`.
   std::int64_t slot(std::span<const int> table, int position) const {
@@ -101,8 +114,9 @@ class CpuKvCache : public KvCache {
 
   const void* owner;  // the backend that made it
   int blocks, block, slots;
-  std::size_t width;                            // Hkv * D floats a row
-  std::vector<std::vector<float>> k, v;         // attention layers (empty for linear ones)
+  std::size_t width;  // Hkv * D floats a row
+  KvLayerGroups groups;
+  std::vector<std::vector<float>> k, v;         // [layers_per_block]: a group's i-th layer
   std::vector<std::vector<float>> conv, delta;  // linear-attention layers (empty otherwise)
 
  private:

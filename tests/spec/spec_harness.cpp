@@ -15,10 +15,36 @@ namespace nibble::runtime::testing {
 using namespace std::chrono_literals;
 using spec::ReferenceDrafter;
 
+namespace {
+
+// The runner with its sliding window reported as longer than any sequence: the block pool then
+// keeps both tables whole, freeing nothing (EngineShape::free_window_blocks false).
+class KeepWindowBlocks : public ModelRunner {
+ public:
+  explicit KeepWindowBlocks(ModelRunner& runner) : r_(runner) {}
+  int vocab_size() const override { return r_.vocab_size(); }
+  int num_kv_blocks() const override { return r_.num_kv_blocks(); }
+  int kv_block_size() const override { return r_.kv_block_size(); }
+  int num_state_slots() const override { return r_.num_state_slots(); }
+  int kv_sliding_window() const override { return r_.kv_sliding_window() > 0 ? 1 << 24 : 0; }
+  void execute(const SchedulerOutput& batch, std::vector<float>& logits) override {
+    r_.execute(batch, logits);
+  }
+  bool verifies_drafts() const override { return r_.verifies_drafts(); }
+
+ private:
+  ModelRunner& r_;
+};
+
+}  // namespace
+
 SpecRun run_engine(const SpecTarget& target, const std::vector<Request>& requests,
                    std::shared_ptr<const spec::Drafter> drafter, int k, const EngineShape& shape) {
-  backend::BackendModelRunner runner(*target.backend, shape.num_blocks, shape.block_size,
-                                     target.state_slots);
+  backend::BackendModelRunner backend_runner(*target.backend, shape.num_blocks, shape.block_size,
+                                             target.state_slots);
+  KeepWindowBlocks keeping(backend_runner);
+  ModelRunner& runner =
+      shape.free_window_blocks ? static_cast<ModelRunner&>(backend_runner) : keeping;
   metrics::Registry registry;
   EngineConfig config;
   config.model_name = shape.model_name;

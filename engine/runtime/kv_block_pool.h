@@ -62,9 +62,7 @@ class KvBlockPool {
   int num_free_blocks() const { return int(free_list_.size()); }
   // Fraction of blocks referenced by some sequence, in either group (cached-but-free blocks count
   // as free): held blocks over the pool, divided once so that it is exactly that ratio.
-  double usage() const {
-    return double(num_blocks() - num_free_blocks()) / double(num_blocks());
-  }
+  double usage() const { return double(num_blocks() - num_free_blocks()) / double(num_blocks()); }
   const PrefixCacheStats& prefix_stats() const { return stats_; }
   int blocks_for_tokens(int num_tokens) const {
     return (num_tokens + block_size_ - 1) / block_size_;

@@ -196,7 +196,14 @@ void parse_engine(const YAML::Node& node, EngineSettings& e, std::vector<FieldEr
   e.speculative_config = r.string("speculativeConfig", "");
   if (!e.speculative_config.empty()) {
     try {
-      spec::parse_speculative_config(e.speculative_config);
+      // The controller decides which files an engine may read (spec.model under the model
+      // root); a draft model's path is not checked so yet, so recipes cannot name one.
+      if (spec::parse_speculative_config(e.speculative_config).method ==
+          spec::SpecMethod::kDraftModel)
+        r.error("speculativeConfig",
+                "method draft_model is not available in recipes yet (its model path is not "
+                "checked against the model root as spec.model is); use nibble-engine serve "
+                "--speculative-config");
     } catch (const spec::SpeculativeConfigError& err) {
       r.error("speculativeConfig", err.what());
     }

@@ -20,6 +20,7 @@
 #include "engine/runtime/engine_loop.h"
 #include "engine/server/engine_stats_log.h"
 #include "engine/server/openai_server.h"
+#include "engine/spec/draft_model_drafter.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tool_calls/harmony_parser.h"
 #include "http/cors.h"
@@ -30,6 +31,10 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr int kBlockSize = 16;
+// draft_model: the draft KV cache keeps up to this many sequences (fewer with --max-num-seqs) of
+// --max-model-len tokens; more running sequences still get drafts, recomputing their prefix
+// when their slot was evicted (engine/spec/draft_model_drafter.h).
+constexpr int kDraftModelSequences = 16;
 
 // The chat output parsers: the flags, or the tool-call format the chat template shows.
 server::ChatOutputConfig chat_output_config(const ServeOptions& o,
@@ -134,11 +139,15 @@ int run_serve(const Args& args) {
     spdlog::error("serve: {}", e.what());
     return 2;
   }
-  LocalModel local;
-  try {
+  // The model, and a draft model, as a directory or a Hub id in the model cache.
+  const auto resolve = [&o](const std::string& argument) {
     const fs::path cache =
         o.download_dir.empty() ? source::default_model_cache_dir() : fs::path(o.download_dir);
-    local = resolve_model_argument(o.model, {cache, source::download_options_from_env()});
+    return resolve_model_argument(argument, {cache, source::download_options_from_env()});
+  };
+  LocalModel local;
+  try {
+    local = resolve(o.model);
   } catch (const std::exception& e) {
     spdlog::error("serve: {}", e.what());
     return 1;
@@ -171,6 +180,34 @@ int run_serve(const Args& args) {
         backend->name());
     return 2;
   }
+  const int max_model_len = o.max_model_len > 0 ? o.max_model_len : model_context;
+  // draft_model: loaded now, before the target's KV cache is sized, so that on a GPU its weights
+  // and KV cache count against --gpu-memory-utilization's budget.
+  std::shared_ptr<const spec::Drafter> draft_model;
+  if (o.speculative && o.speculative->method == spec::SpecMethod::kDraftModel) {
+    try {
+      const fs::path draft_dir = resolve(o.speculative->model).dir;
+      spdlog::info("loading the draft model {} ...", draft_dir.string());
+      backend::BackendOptions draft_options = backend_options;
+      draft_options.cuda.graphs = false;  // the draft runs one sequence per step, eagerly
+      const spec::DraftModelOptions draft_shape{
+          .max_sequences = std::min(o.max_num_seqs, kDraftModelSequences),
+          .max_tokens_per_sequence = max_model_len,
+          .block_size = kBlockSize};
+      auto drafter = std::make_shared<spec::DraftModelDrafter>(
+          backend::make_backend(draft_options, model::load_model(draft_dir)),
+          backend->config().vocab_size, draft_shape);
+      spdlog::info(
+          "draft model: {} layers, vocab {}; its KV cache keeps {} sequences of {} tokens "
+          "({:.2f} MiB, least recently used evicted)",
+          drafter->config().num_layers, drafter->config().vocab_size, drafter->max_sequences(),
+          drafter->max_tokens_per_sequence(), double(drafter->kv_bytes()) / double(1 << 20));
+      draft_model = std::move(drafter);
+    } catch (const std::exception& e) {
+      spdlog::error("serve: {}", e.what());
+      return 2;
+    }
+  }
   if (o.max_num_batched_tokens == 0)
     o.max_num_batched_tokens = on_gpu ? kGpuStepTokens : kCpuStepTokens;
   if (o.kv_cache_dtype != "auto" &&
@@ -191,7 +228,6 @@ int run_serve(const Args& args) {
       "loaded {} layers, vocab {}, in {:.1f} s", config.num_layers, config.vocab_size,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
 
-  const int max_model_len = o.max_model_len > 0 ? o.max_model_len : model_context;
   if (max_model_len > model_context) {
     spdlog::error("serve: --max-model-len {} exceeds the model's context of {}", max_model_len,
                   model_context);
@@ -269,11 +305,15 @@ int run_serve(const Args& args) {
   engine_config.overlap_token_masks = o.token_mask_overlap;
   engine_config.token_mask_threads = o.token_mask_threads;
   if (o.speculative) {
-    engine_config.drafter = spec::make_drafter(*o.speculative);
+    engine_config.drafter = draft_model ? draft_model : spec::make_drafter(*o.speculative);
     engine_config.num_speculative_tokens = o.speculative->num_speculative_tokens;
-    spdlog::info("speculative decoding: {} drafts of up to {} tokens (prompt lookup {}..{})",
-                 spec::method_name(o.speculative->method), o.speculative->num_speculative_tokens,
-                 o.speculative->prompt_lookup_min, o.speculative->prompt_lookup_max);
+    if (draft_model)
+      spdlog::info("speculative decoding: draft_model drafts of up to {} tokens from {}",
+                   o.speculative->num_speculative_tokens, o.speculative->model);
+    else
+      spdlog::info("speculative decoding: {} drafts of up to {} tokens (prompt lookup {}..{})",
+                   spec::method_name(o.speculative->method), o.speculative->num_speculative_tokens,
+                   o.speculative->prompt_lookup_min, o.speculative->prompt_lookup_max);
   }
   metrics::Registry& registry = metrics::default_registry();
   registry

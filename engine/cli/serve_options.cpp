@@ -95,8 +95,10 @@ answers ($HF_ENDPOINT, $HF_TOKEN). `nibble pull hf://org/name` fills the cache b
   --token-mask-threads N           threads computing one step's token masks (default 4)
   --speculative-config JSON        speculative decoding, vLLM's keys: {"method": "ngram",
                                    "num_speculative_tokens": K, "prompt_lookup_min": N,
-                                   "prompt_lookup_max": M} (eagle3, mtp and draft_model
-                                   are not built yet)
+                                   "prompt_lookup_max": M}, or {"method": "draft_model",
+                                   "model": DIR, "num_speculative_tokens": K} (a small
+                                   model of the same vocabulary); eagle3 and mtp are not
+                                   built yet
 
 Tuning (A/B switches and fallbacks; the defaults are the forms that measured fastest,
 docs/performance.md):

@@ -34,6 +34,8 @@ const char* method_name(SpecMethod method) {
   switch (method) {
     case SpecMethod::kNgram:
       return "ngram";
+    case SpecMethod::kDraftModel:
+      return "draft_model";
   }
   return "?";
 }
@@ -42,6 +44,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config) {
   switch (config.method) {
     case SpecMethod::kNgram:
       return std::make_unique<NgramDrafter>(config.prompt_lookup_min, config.prompt_lookup_max);
+    case SpecMethod::kDraftModel:
+      fail("draft_model loads its model onto a backend: it is built by serve, not make_drafter");
   }
   return nullptr;
 }
@@ -66,20 +70,30 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
   }
   auto method = j.find("method");
   if (method == j.end() || !method->is_string())
-    fail("method must be a string: ngram (eagle3, mtp and draft_model are not built yet)");
+    fail("method must be a string: ngram or draft_model (eagle3 and mtp are not built yet)");
   const std::string m = method->get<std::string>();
-  if (m == "eagle3" || m == "mtp" || m == "draft_model" || m == "eagle")
-    fail("method \"" + m + "\" is not built yet in nibble-engine; only \"ngram\" is");
-  if (m != "ngram") fail("unknown method \"" + m + "\" (ngram, eagle3, mtp, draft_model)");
-  if (j.contains("model") && !j["model"].is_null())
-    fail("model is for draft-model methods; ngram takes none");
+  if (m == "eagle3" || m == "mtp" || m == "eagle")
+    fail("method \"" + m + "\" is not built yet in nibble-engine; ngram and draft_model are");
+  if (m != "ngram" && m != "draft_model")
+    fail("unknown method \"" + m + "\" (ngram, draft_model, eagle3, mtp)");
 
   SpeculativeConfig c;
-  c.method = SpecMethod::kNgram;
   const auto k = integer(j, "num_speculative_tokens", 1, kMaxSpeculativeTokens);
   if (!k)
     fail("num_speculative_tokens is required (1.." + std::to_string(kMaxSpeculativeTokens) + ")");
   c.num_speculative_tokens = *k;
+  const bool has_model = j.contains("model") && !j["model"].is_null();
+  if (m == "draft_model") {
+    c.method = SpecMethod::kDraftModel;
+    if (!has_model || !j["model"].is_string() || j["model"].get<std::string>().empty())
+      fail("draft_model needs model: the draft model's directory or Hub id, a string");
+    c.model = j["model"].get<std::string>();
+    for (const char* key : {"prompt_lookup_min", "prompt_lookup_max"})
+      if (j.contains(key)) fail(std::string(key) + " is ngram's; draft_model takes none");
+    return c;
+  }
+  if (has_model) fail("model is for draft-model methods; ngram takes none");
+  c.method = SpecMethod::kNgram;
   const auto lo = integer(j, "prompt_lookup_min", 1, kMaxPromptLookup);
   const auto hi = integer(j, "prompt_lookup_max", 1, kMaxPromptLookup);
   c.prompt_lookup_min = lo.value_or(hi.value_or(kDefaultPromptLookup));

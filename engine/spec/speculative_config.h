@@ -1,9 +1,10 @@
 #pragma once
 // `--speculative-config`: which drafter proposes tokens and how many, as vLLM's JSON spells it
 // ({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
-// "prompt_lookup_max": 5}). Parsed and checked once at startup; every refusal names the key and
-// what it expected. Methods vLLM knows that this engine has not built yet (eagle3, mtp,
-// draft_model) are refused with a message that says so, not ignored.
+// "prompt_lookup_max": 5}, or {"method": "draft_model", "model": "/models/Qwen3-0.6B",
+// "num_speculative_tokens": 4}). Parsed and checked once at startup; every refusal names the key
+// and what it expected. Methods vLLM knows that this engine has not built yet (eagle3, mtp) are
+// refused with a message that says so, not ignored.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,7 +18,7 @@ struct SpeculativeConfigError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-enum class SpecMethod { kNgram };
+enum class SpecMethod { kNgram, kDraftModel };
 
 struct SpeculativeConfig {
   SpecMethod method = SpecMethod::kNgram;
@@ -26,18 +27,24 @@ struct SpeculativeConfig {
   // (prompt_lookup_max) down to the shortest (prompt_lookup_min) length tried.
   int prompt_lookup_min = 0;
   int prompt_lookup_max = 0;
+  // draft_model: the draft model's directory or Hub id, as serve's model argument takes it
+  // (engine/cli/model_argument.h); it must share the target's vocabulary.
+  std::string model;
 };
 
 inline constexpr int kMaxSpeculativeTokens = 32;
 
 // Throws SpeculativeConfigError: not a JSON object, an unknown key, a value of the wrong type or
-// range, a missing method or num_speculative_tokens, a method not built. When only one of
+// range, a missing method or num_speculative_tokens, a method not built, draft_model without a
+// model or with ngram's prompt_lookup keys, ngram with a model. ngram: when only one of
 // prompt_lookup_min/max is given the other takes its value; neither: both 5.
 SpeculativeConfig parse_speculative_config(std::string_view json);
 
-const char* method_name(SpecMethod method);  // "ngram"
+const char* method_name(SpecMethod method);  // "ngram", "draft_model"
 
-// The drafter the configuration names.
+// The drafter the configuration names, for methods without weights (ngram). draft_model loads a
+// model onto a backend: serve builds its DraftModelDrafter (draft_model_drafter.h); here it
+// throws SpeculativeConfigError.
 std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config);
 
 }  // namespace nibble::spec

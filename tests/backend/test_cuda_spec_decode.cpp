@@ -5,7 +5,8 @@
 //   rollback give bit-for-bit the logits of a cache that held other rejected drafts;
 // - in the engine loop, greedy generation with the ngram drafter and the test-only oracle and
 //   always-wrong drafters (engine/spec/reference_drafter.h) gives the tokens of generation
-//   without speculation, and the spec_decode counters show accepted and rejected drafts.
+//   without speculation, and the spec_decode counters show accepted and rejected drafts; so does
+//   the draft_model drafter on a second CUDA backend.
 // Exactness on the GPU: a verify step computes a position in a chunk of k + 1 rows (the flash
 // attention kernel, GEMMs of more rows, BF16 logits), a plain decode step in a graph of one row
 // per sequence, so their logits differ by rounding (bounded below: kPathTolerance). Greedy tokens
@@ -23,6 +24,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/spec/draft_model_drafter.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/reference_drafter.h"
 #include "tests/backend/random_model.h"
@@ -432,6 +434,39 @@ INSTANTIATE_TEST_SUITE_P(Models, SpecEngine, ::testing::Values(Arch::Llama, Arch
                            return info.param == Arch::Llama ? std::string("LlamaBf16")
                                                             : std::string("Qwen3MoeNvfp4Experts");
                          });
+
+// The draft_model drafter (engine/spec/draft_model_drafter.h) on the GPU: the target drafting
+// for itself from a second CUDA backend of the same weights, its draft KV cache kept across steps
+// and cut back past rejected drafts. Greedy tokens as without speculation (up to near ties), and
+// drafts accepted: the draft's greedy tokens are the target's except where the draft's single-row
+// steps and the target's verify chunks round a near tie apart.
+TEST(CudaSpecDecode, DraftModelDrafterOnTheGpu) {
+  const ModelConfig c = spec_config(Arch::Llama);
+  auto gpu = make_cuda_backend(spec_model(Arch::Llama, 0x656eu));
+  const runtime::testing::EngineShape shape = gpu_shape();
+  gpu->device_memory_for_kv(0.5, shape.max_num_batched_tokens, kMaxSeqs, 5);
+  const double near_tie = kNearTie * logit_rms(*gpu, c.vocab_size);
+  for (const int batch : {1, 8}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    const std::vector<Request> requests = greedy_requests(batch, c.vocab_size);
+    const SpecRun baseline = runtime::testing::run_engine({gpu.get()}, requests, nullptr, 0, shape);
+    auto drafter = std::make_shared<spec::DraftModelDrafter>(
+        make_cuda_backend(spec_model(Arch::Llama, 0x656eu)), c.vocab_size,
+        spec::DraftModelOptions{.max_sequences = kMaxSeqs,
+                                .max_tokens_per_sequence = shape.max_model_len,
+                                .block_size = 16});
+    const SpecRun run = runtime::testing::run_engine({gpu.get()}, requests, drafter, 4, shape);
+    expect_greedy_tokens_match(baseline, run, near_tie, "draft_model");
+    runtime::testing::expect_counters_add_up(run, 4, shape.model_name);
+    const double drafted = spec_metric(run.metrics, "num_draft_tokens", shape.model_name);
+    const double accepted = spec_metric(run.metrics, "num_accepted_tokens", shape.model_name);
+    std::printf("  draft_model: %.0f of %.0f draft tokens accepted, %llu positions reused\n",
+                accepted, drafted, (unsigned long long)drafter->stats().reused_tokens);
+    EXPECT_GT(drafted, 0);
+    EXPECT_GT(accepted, 0.9 * drafted) << "the target drafting for itself";
+    EXPECT_GT(drafter->stats().reused_tokens, 0u) << "the draft KV is kept across steps";
+  }
+}
 
 }  // namespace
 }  // namespace nibble::backend

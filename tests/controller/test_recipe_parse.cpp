@@ -206,6 +206,9 @@ TEST(RecipeParse, EveryErrorNamesItsField) {
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"mtp\", "
        "\"num_speculative_tokens\": 1}'}",
        "spec.engine.speculativeConfig", "not built yet"},
+      {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"draft_model\", "
+       "\"model\": \"/etc\", \"num_speculative_tokens\": 2}'}",
+       "spec.engine.speculativeConfig", "not available in recipes yet"},
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"ngram\"}'}",
        "spec.engine.speculativeConfig", "num_speculative_tokens is required"},
       {"model: {source: /m}\nengine: {maxModelLenn: 4096}", "spec.engine.maxModelLenn",

@@ -50,8 +50,14 @@ TEST(ServeFlags, SpeculativeConfigIsCheckedWhenParsed) {
   EXPECT_EQ(o.speculative->prompt_lookup_min, 4);
   EXPECT_EQ(
       parse_error({"--speculative-config", R"({"method":"eagle3","num_speculative_tokens":3})"}),
-      "--speculative-config: method \"eagle3\" is not built yet in nibble-engine; only "
-      "\"ngram\" is");
+      "--speculative-config: method \"eagle3\" is not built yet in nibble-engine; ngram and "
+      "draft_model are");
+  ASSERT_TRUE(parse_serve_options({"serve", "--model", "/m", "--speculative-config",
+                                   R"({"method":"draft_model","model":"/d",)"
+                                   R"("num_speculative_tokens":2})"},
+                                  o));
+  EXPECT_EQ(o.speculative->method, spec::SpecMethod::kDraftModel);
+  EXPECT_EQ(o.speculative->model, "/d");
 }
 
 TEST(ServeFlags, UsageShowsExactlyTheTable) {

@@ -374,5 +374,44 @@ TEST(ServeProcess, PrometheusScrapesTheEngineDuringABenchmark) {
   EXPECT_GT(rate, 0.0) << "generated tokens per second over the benchmark\n" << prom.log();
 }
 
+// Issue 42: the draft_model method, the tiny model drafting for itself (same vocabulary): serve
+// loads it, answers, and the speculative decoding counters move; a draft model that cannot be
+// loaded stops serve at start-up.
+TEST(ServeProcess, DraftModelSpeculationServesACompletion) {
+  REQUIRE_TINY_MODEL(model);
+  const std::string config =
+      json{{"method", "draft_model"}, {"model", model}, {"num_speculative_tokens", 3}}.dump();
+  ServeProcess serve(model, {"--speculative-config", config, "--max-num-seqs", "4"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.process->log();
+  EXPECT_NE(serve.log().find("draft model: "), std::string::npos) << serve.log();
+  auto res =
+      serve.client().Post("/v1/completions",
+                          json{{"prompt", "Once upon a time"},
+                               {"max_tokens", 24},
+                               {"ignore_eos", true},
+                               {"temperature", 0}}  // greedy: the draft's tokens are the target's
+                              .dump(),
+                          "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["usage"]["completion_tokens"], 24);
+  const double drafted =
+      serve.metric("nibble_spec_decode_num_draft_tokens_total{model_name=\"tiny\"}");
+  const double accepted =
+      serve.metric("nibble_spec_decode_num_accepted_tokens_total{model_name=\"tiny\"}");
+  EXPECT_GT(drafted, 0);
+  EXPECT_GT(accepted, 0) << "the target drafting for itself";
+
+  ServeProcess missing(model, {"--speculative-config",
+                               json{{"method", "draft_model"},
+                                    {"model", (serve.log_dir.path() / "no-such-model").string()},
+                                    {"num_speculative_tokens", 3}}
+                                   .dump()});
+  EXPECT_FALSE(missing.wait_ready(30s));
+  const int status = missing.process->stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status << missing.log();
+  EXPECT_NE(missing.log().find("no-such-model"), std::string::npos) << missing.log();
+}
+
 }  // namespace
 }  // namespace nibble::server

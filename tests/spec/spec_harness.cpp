@@ -198,16 +198,20 @@ void expect_counters_add_up(const SpecRun& run, int k, const std::string& model_
       << "KV blocks still held after every request finished";
 }
 
+void add_mid_draft_stops(std::vector<Request>& requests,
+                         const std::vector<std::vector<int>>& refs) {
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& ref = refs[i];
+    const std::size_t at = requests[i].prompt.size() + 2 + i % 5;
+    if (i % 4 == 1 && at < ref.size()) requests[i].params.stop_token_ids = {ref[at]};
+  }
+}
+
 void expect_greedy_exactness(const SpecTarget& target, int batch, bool ngram_accepts) {
   const int vocab = target.backend->config().vocab_size;
   std::vector<Request> requests = mixed_greedy_requests(batch);
   const auto refs = greedy_references(target, requests);
-  // Stop tokens that land inside a draft: a token of the continuation some steps in.
-  for (int i = 0; i < batch; ++i) {
-    const auto& ref = refs[std::size_t(i)];
-    const std::size_t at = requests[std::size_t(i)].prompt.size() + 2 + std::size_t(i % 5);
-    if (i % 4 == 1 && at < ref.size()) requests[std::size_t(i)].params.stop_token_ids = {ref[at]};
-  }
+  add_mid_draft_stops(requests, refs);
   const SpecRun baseline = generate(target, requests, nullptr, 0);
   EXPECT_EQ(baseline.metrics.find("nibble_spec_decode"), std::string::npos)
       << "the counters exist only with a drafter";

@@ -77,6 +77,10 @@ std::vector<Request> mixed_greedy_requests(int batch);
 std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
                                                 std::vector<Request> requests);
 
+// Stop tokens that land inside a draft: every fourth request (1, 5, ...) stops at a token of its
+// greedy continuation (refs: greedy_references of the same requests) some steps in.
+void add_mid_draft_stops(std::vector<Request>& requests, const std::vector<std::vector<int>>& refs);
+
 // Tokens, finish reasons and logprobs identical.
 void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what);
 // The counters of one run add up (drafts, per-position acceptance, tokens) and every KV block

@@ -70,12 +70,55 @@ TEST(SpeculativeConfig, RefusesWithTheKeyAndWhatItExpected) {
             std::string::npos);
 }
 
+TEST(SpeculativeConfig, ParsesVllmsDraftModelKeys) {
+  const SpeculativeConfig c = parse_speculative_config(
+      R"({"method": "draft_model", "model": "/models/Qwen3-0.6B", "num_speculative_tokens": 5})");
+  EXPECT_EQ(c.method, SpecMethod::kDraftModel);
+  EXPECT_STREQ(method_name(c.method), "draft_model");
+  EXPECT_EQ(c.model, "/models/Qwen3-0.6B");
+  EXPECT_EQ(c.num_speculative_tokens, 5);
+  // Its drafter needs a loaded model: serve builds it (draft_model_drafter.h).
+  EXPECT_THROW(make_drafter(c), SpeculativeConfigError);
+}
+
+TEST(SpeculativeConfig, DraftModelRefusals) {
+  const std::string needs_model =
+      "draft_model needs model: the draft model's directory or Hub id, a string";
+  EXPECT_NE(refusal(R"({"method":"draft_model","num_speculative_tokens":2})").find(needs_model),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method":"draft_model","num_speculative_tokens":2,"model":""})")
+                .find(needs_model),
+            std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"method":"draft_model","num_speculative_tokens":2,"model":3})").find(needs_model),
+      std::string::npos);
+  EXPECT_NE(refusal(R"({"method":"draft_model","model":"/d"})")
+                .find("num_speculative_tokens is required"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method":"draft_model","model":"/d","num_speculative_tokens":33})")
+                .find("num_speculative_tokens must be in 1..32, got 33"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method":"draft_model","model":"/d","num_speculative_tokens":2,)"
+                    R"("prompt_lookup_max":3})")
+                .find("prompt_lookup_max is ngram's; draft_model takes none"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method":"draft_model","model":"/d","num_speculative_tokens":2,"x":1})")
+                .find("unknown key \"x\""),
+            std::string::npos);
+}
+
 TEST(SpeculativeConfig, MethodsNotBuiltAreRefusedAsSuch) {
-  for (const char* m : {"eagle3", "mtp", "draft_model"}) {
+  for (const char* m : {"eagle3", "mtp"}) {
     const std::string json =
         std::string(R"({"method":")") + m + R"(","num_speculative_tokens":2,"model":"org/head"})";
-    EXPECT_NE(refusal(json).find("is not built yet"), std::string::npos) << m;
+    EXPECT_EQ(refusal(json), std::string("--speculative-config: method \"") + m +
+                                 "\" is not built yet in nibble-engine; ngram and draft_model are")
+        << m;
   }
+  EXPECT_NE(refusal(R"({"num_speculative_tokens":2})")
+                .find("method must be a string: ngram or draft_model (eagle3 and mtp are not "
+                      "built yet)"),
+            std::string::npos);
   // The test-only drafters are no user method.
   EXPECT_NE(refusal(R"({"method":"oracle","num_speculative_tokens":2})").find("unknown method"),
             std::string::npos);

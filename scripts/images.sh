@@ -60,15 +60,38 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 3. The Debian 12 base, once per host: from the apt mirror this machine uses.
+# 3. The Debian 12 base, once per host, from the Debian suites this host's apt uses (bookworm,
+# -updates, -security): the build stage then installs the host's package versions, the same
+# compiler and headers, so its compiles are the ones the host's build left in ccache.
+debian_sources() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -E 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && $2 ~ /\/debian(-security)?\/?$/'
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk 'function flush(  u, s) {
+           if (types ~ /(^| )deb( |$)/ && enabled != "no")
+             for (u in uris) if (uris[u] ~ /\/debian(-security)?\/?$/)
+               for (s in suites) print "deb " uris[u] " " suites[s] " " comps
+           delete uris; delete suites; types = ""; comps = ""; enabled = ""
+         }
+         /^[[:space:]]*$/ { flush(); next }
+         $1 == "Types:" { types = $0 }
+         $1 == "Enabled:" { enabled = $2 }
+         $1 == "URIs:" { for (i = 2; i <= NF; i++) uris[i] = $i }
+         $1 == "Suites:" { for (i = 2; i <= NF; i++) suites[i] = $i }
+         $1 == "Components:" { comps = substr($0, index($0, $2)) }
+         END { flush() }' "$f"
+  done
+}
 if ! "${podman[@]}" image exists "$base"; then
-  mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-    | head -1)
-  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-  mirror=${mirror:-http://deb.debian.org/debian}
-  log "making $base with mmdebstrap (minbase bookworm, $mirror)"
-  mmdebstrap --quiet --variant=minbase bookworm "$work/base.tar" "$mirror"
-  "${podman[@]}" import "$work/base.tar" "$base" >/dev/null
+  mapfile -t sources < <(debian_sources | sort -u)
+  [ ${#sources[@]} -gt 0 ] || sources=("deb http://deb.debian.org/debian bookworm main")
+  log "making $base with mmdebstrap (minbase bookworm; ${sources[*]})"
+  mmdebstrap --quiet --variant=minbase bookworm "$work/base.tar" "${sources[@]}"
+  "${podman[@]}" import --quiet "$work/base.tar" "$base" >/dev/null
   rm -f "$work/base.tar"
 fi
 
@@ -89,9 +112,11 @@ build_args=(--build-arg "BUILD_BASE=$base" --build-arg "ENGINE_BASE=$base"
   --build-arg "CONTROLLER_BASE=$base" --build-arg NIBBLE_CUDA=OFF
   --build-arg BUILD_TYPE=RelWithDebInfo --build-arg "NIBBLE_WERROR=$werror"
   --build-arg EXTRA_TARGETS=nibble-make-model)
+locale=()
 for var in LANG LC_ALL LC_CTYPE LC_MESSAGES; do
-  if [ -n "${!var+set}" ]; then build_args+=(--build-arg "$var=${!var}"); fi
+  if [ -n "${!var+set}" ]; then locale+=("$var=${!var}"); fi
 done
+build_args+=(--build-arg "CCACHE_LOCALE=${locale[*]}")
 for target in build engine controller; do
   image_var=${target}_image
   log "building ${!image_var}"

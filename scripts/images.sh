@@ -123,7 +123,7 @@ for target in build engine controller; do
   "${podman[@]}" build --quiet "${ulimits[@]}" -v "$ccache_dir:/ccache" -f "$containerfile" \
     "${build_args[@]}" --target "$target" -t "${!image_var}" "$work/context" >/dev/null
 done
-hits=$("${podman[@]}" run --rm --network none -e CCACHE_STATSLOG=/src/build/ccache-stats.log \
+hits=$("${podman[@]}" run --rm "${ulimits[@]}" --network none -e CCACHE_STATSLOG=/src/build/ccache-stats.log \
   "$build_image" ccache --show-log-stats 2>/dev/null | sed -n 's/^ *Hits: *\(.*\)$/\1/p' | head -1)
 log "built $engine_image and $controller_image (ccache hits in the build stage: ${hits:-none})"
 

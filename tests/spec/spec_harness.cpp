@@ -38,6 +38,21 @@ class KeepWindowBlocks : public ModelRunner {
 
 }  // namespace
 
+model::ModelConfig tiny_llama_config(int layers, int vocab) {
+  model::ModelConfig c;
+  c.arch = model::Arch::Llama;
+  c.vocab_size = vocab;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_layers = layers;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 8;
+  c.max_position_embeddings = c.max_context = 256;
+  c.rope.theta = 10000.0;
+  return c;
+}
+
 SpecRun run_engine(const SpecTarget& target, const std::vector<Request>& requests,
                    std::shared_ptr<const spec::Drafter> drafter, int k, const EngineShape& shape) {
   backend::BackendModelRunner backend_runner(*target.backend, shape.num_blocks, shape.block_size,

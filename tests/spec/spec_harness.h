@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/model/model_config.h"
 #include "engine/runtime/output_channel.h"
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/sampling_params.h"
@@ -19,6 +20,9 @@ namespace nibble::runtime::testing {
 
 // Prompt tokens are drawn from [0, kPromptVocab): valid for every test model.
 constexpr int kPromptVocab = 97;
+
+// The suites' tiny Llama (hidden 32, 4 query and 2 KV heads of 8, 256 positions).
+model::ModelConfig tiny_llama_config(int layers, int vocab = kPromptVocab);
 
 // The model the requests run on. state_slots: one per sequence (64) for a hybrid model, else 0.
 struct SpecTarget {

@@ -26,18 +26,7 @@ constexpr int kVocab = 97;
 constexpr int kBlockSize = 4;
 
 model::ModelConfig target_config(int vocab = kVocab) {
-  model::ModelConfig c;
-  c.arch = model::Arch::Llama;
-  c.vocab_size = vocab;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_layers = 3;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = c.max_context = 256;
-  c.rope.theta = 10000.0;
-  return c;
+  return runtime::testing::tiny_llama_config(3, vocab);
 }
 
 model::ModelWeights target_weights() {

@@ -30,24 +30,9 @@ using namespace testing;
 
 constexpr int kVocab = 97;
 
-model::ModelConfig tiny_config() {
-  model::ModelConfig c;
-  c.arch = model::Arch::Llama;
-  c.vocab_size = kVocab;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = c.max_context = 256;
-  c.rope.theta = 10000.0;
-  return c;
-}
-
 backend::Backend& tiny_backend() {
-  static const std::unique_ptr<backend::Backend> b =
-      backend::make_cpu_backend(backend::testing::random_model(tiny_config(), 20261206), 1);
+  static const std::unique_ptr<backend::Backend> b = backend::make_cpu_backend(
+      backend::testing::random_model(testing::tiny_llama_config(2), 20261206), 1);
   return *b;
 }
 

@@ -26,6 +26,7 @@
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 #include "kernels/sampling/sampling_ref.h"
+#include "tests/backend/cuda_test_main.h"
 #include "tests/backend/random_model.h"
 
 namespace nibble::backend {
@@ -813,18 +814,8 @@ TEST(CudaBackendRefusals, GptOssNamesWhatItLacks) {
 }  // namespace nibble::backend
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  std::string why;
-  if (!nibble::backend::cuda_device_available(&why)) {
-    std::printf("skipped: %s\n", why.c_str());
-    return 77;
-  }
-  const char* fixed = std::getenv("NIBBLE_TEST_SEED");
-  nibble::backend::g_seed =
-      fixed ? std::strtoull(fixed, nullptr, 10)
-            : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::printf("seed %llu (NIBBLE_TEST_SEED=%llu reruns it)\n",
-              (unsigned long long)nibble::backend::g_seed,
-              (unsigned long long)nibble::backend::g_seed);
-  return RUN_ALL_TESTS();
+  // A fresh seed each run unless NIBBLE_TEST_SEED fixes one.
+  return nibble::backend::testing::run_cuda_tests(
+      argc, argv, nibble::backend::g_seed,
+      std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
 }

@@ -27,6 +27,7 @@
 #include "engine/spec/draft_model_drafter.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/reference_drafter.h"
+#include "tests/backend/cuda_test_main.h"
 #include "tests/backend/random_model.h"
 #include "tests/spec/spec_harness.h"
 
@@ -41,7 +42,7 @@ using runtime::testing::spec_metric;
 using runtime::testing::SpecRun;
 using spec::ReferenceDrafter;
 
-std::uint64_t g_seed = 20261207;  // NIBBLE_TEST_SEED overrides it
+std::uint64_t g_seed = 0;  // main: 20261207 unless NIBBLE_TEST_SEED says otherwise
 
 // The CUDA-vs-CPU tolerance of tests/backend/test_cuda_backend.cpp: BF16 activations through a
 // few layers land near 1e-2 of the FP32 logits (relative L2).
@@ -472,15 +473,5 @@ TEST(CudaSpecDecode, DraftModelDrafterOnTheGpu) {
 }  // namespace nibble::backend
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  std::string why;
-  if (!nibble::backend::cuda_device_available(&why)) {
-    std::printf("skipped: %s\n", why.c_str());
-    return 77;
-  }
-  if (const char* fixed = std::getenv("NIBBLE_TEST_SEED"))
-    nibble::backend::g_seed = std::strtoull(fixed, nullptr, 10);
-  std::printf("seed %llu (NIBBLE_TEST_SEED reruns another)\n",
-              (unsigned long long)nibble::backend::g_seed);
-  return RUN_ALL_TESTS();
+  return nibble::backend::testing::run_cuda_tests(argc, argv, nibble::backend::g_seed, 20261207);
 }

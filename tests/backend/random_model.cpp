@@ -94,4 +94,32 @@ void quantize_experts(model::ModelWeights& weights) {
     }
 }
 
+model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k) {
+  model::ModelConfig c;
+  c.arch = arch;
+  c.vocab_size = 1000;
+  c.hidden_size = 256;
+  c.intermediate_size = 512;
+  c.num_layers = 3;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.head_dim = head_dim;
+  c.max_position_embeddings = c.max_context = 1024;
+  c.rms_norm_eps = 1e-6f;
+  c.rope.theta = 500000.0;
+  if (arch == model::Arch::Llama) {
+    c.rope.llama3 = true;
+    c.rope.factor = 8.0;
+    c.rope.original_max_position_embeddings = 256;
+  }
+  if (arch == model::Arch::Qwen3Moe) {
+    c.num_experts = 8;
+    c.num_experts_per_tok = top_k > 0 ? top_k : 8;
+    c.moe_intermediate_size = 128;
+    c.norm_topk_prob = true;
+    c.mlp_only_layers = {0};
+  }
+  return c;
+}
+
 }  // namespace nibble::backend::testing

@@ -19,6 +19,12 @@ struct Rng {
 
 model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed);
 
+// The GPU tests' small model (vocabulary 1,000, hidden 256, 3 layers, 8 query and 2 KV heads of
+// head_dim, 1,024 positions; Llama with llama3 RoPE scaling). Qwen3-MoE: 8 experts of 128, top_k
+// of them per token (0: all 8, so that a near tie of two BF16 router scores picks nothing and two
+// paths differ by rounding only), the first layer dense.
+model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k = 0);
+
 // NVFP4 with one global factor per projection group (q/k/v, gate/up), as ModelOpt exports them:
 // the CUDA backend then runs each group as one fused matrix.
 void quantize_group(std::initializer_list<model::Linear*> group);

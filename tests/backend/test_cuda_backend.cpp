@@ -49,31 +49,7 @@ double relative_l2(std::span<const float> got, std::span<const float> want) {
 
 // MoE models route each token to top_k of 8 experts; top_k 0 means all 8 (see Errors below).
 ModelConfig gpu_config(Arch arch, int head_dim, int top_k = 0) {
-  ModelConfig c;
-  c.arch = arch;
-  c.vocab_size = 1000;
-  c.hidden_size = 256;
-  c.intermediate_size = 512;
-  c.num_layers = 3;
-  c.num_heads = 8;
-  c.num_kv_heads = 2;
-  c.head_dim = head_dim;
-  c.max_position_embeddings = c.max_context = 1024;
-  c.rms_norm_eps = 1e-6f;
-  c.rope.theta = 500000.0;
-  if (arch == Arch::Llama) {
-    c.rope.llama3 = true;
-    c.rope.factor = 8.0;
-    c.rope.original_max_position_embeddings = 256;
-  }
-  if (arch == Arch::Qwen3Moe) {
-    c.num_experts = 8;
-    c.num_experts_per_tok = top_k > 0 ? top_k : 8;
-    c.moe_intermediate_size = 128;
-    c.norm_topk_prob = true;
-    c.mlp_only_layers = {0};
-  }
-  return c;
+  return testing::gpu_test_config(arch, head_dim, top_k);
 }
 
 using testing::quantize_experts;

@@ -56,29 +56,9 @@ constexpr double kPathTolerance = 0.1;
 // two paths: each logit moves by at most kPathTolerance.
 constexpr double kNearTie = 2 * kPathTolerance;
 
+// Every expert active (top_k 0): see gpu_test_config.
 ModelConfig spec_config(Arch arch) {
-  ModelConfig c;
-  c.arch = arch;
-  c.vocab_size = 1000;
-  c.hidden_size = 256;
-  c.intermediate_size = 512;
-  c.num_layers = 3;
-  c.num_heads = 8;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.max_position_embeddings = c.max_context = 1024;
-  c.rms_norm_eps = 1e-6f;
-  c.rope.theta = 500000.0;
-  if (arch == Arch::Qwen3Moe) {
-    // Every expert active: a near tie of two experts' BF16 router scores picks nothing, so the
-    // two paths differ by rounding only.
-    c.num_experts = 8;
-    c.num_experts_per_tok = 8;
-    c.moe_intermediate_size = 128;
-    c.norm_topk_prob = true;
-    c.mlp_only_layers = {0};
-  }
-  return c;
+  return testing::gpu_test_config(arch, 64);
 }
 
 // Llama: BF16 weights (cuBLAS linears, bitwise reproducible). Qwen3-MoE: NVFP4 experts grouped

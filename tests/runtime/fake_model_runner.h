@@ -1,19 +1,23 @@
 #pragma once
 // A stand-in model for engine-loop tests: the next token is always (last token + 1) mod vocab,
-// or, when `script` is set, script[i] for the i-th generated token (its last entry repeats).
-// It also keeps a fake KV cache (the token stored in every slot it was asked to write) and
-// checks, every step, that each sequence's earlier tokens are where its block table says:
-// a scheduler or prefix-cache bug shows up as a wrong slot here. With a sliding window it plays a
-// model whose sliding layers keep blocks of their own (ModelRunner::kv_sliding_window): the
-// sliding table's blocks share the one fake cache with the full table's (so a block given to both
-// groups, or to two sequences, shows up as a wrong slot too), the window before each step's first
-// row must be intact, and every block before that window must have gone back (kFreedBlock).
+// or, when `script` is set, script[i] for the i-th generated token (its last entry repeats);
+// `replies` pick the script by the prompt: the first reply whose `prompt_contains` strings all
+// occur in the prompt's bytes (tokens below 256) answers, so a scripted conversation can depend on
+// what the chat template rendered. It also keeps a fake KV cache (the token stored in every slot it
+// was asked to write) and checks, every step, that each sequence's earlier tokens are where its
+// block table says: a scheduler or prefix-cache bug shows up as a wrong slot here. With a sliding
+// window it plays a model whose sliding layers keep blocks of their own
+// (ModelRunner::kv_sliding_window): the sliding table's blocks share the one fake cache with the
+// full table's (so a block given to both groups, or to two sequences, shows up as a wrong slot
+// too), the window before each step's first row must be intact, and every block before that window
+// must have gone back (kFreedBlock).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -57,8 +61,8 @@ class FakeModelRunner : public ModelRunner {
       if (s.samples_next_token) {
         std::vector<float> row(std::size_t(vocab_), 0.0f);
         int next = (seq.tokens[std::size_t(end - 1)] + 1) % vocab_;
-        if (!script.empty()) {
-          next = script[std::min(std::size_t(seq.num_output_tokens()), script.size() - 1)];
+        if (const std::vector<int>& lines = script_for(seq); !lines.empty()) {
+          next = lines[std::min(std::size_t(seq.num_output_tokens()), lines.size() - 1)];
         }
         row[std::size_t(next)] = 100.0f;  // certain even at temperature 1
         logits.insert(logits.end(), row.begin(), row.end());
@@ -70,8 +74,27 @@ class FakeModelRunner : public ModelRunner {
   std::atomic<bool> fail_next{false};
   std::chrono::microseconds step_delay{0};  // makes a step take as long as a real one
   std::vector<int> script;                  // set before the engine starts
+  struct Reply {
+    std::vector<std::string> prompt_contains;
+    std::vector<int> script;
+  };
+  std::vector<Reply> replies;  // set before the engine starts; tried before `script`
 
  private:
+  const std::vector<int>& script_for(const Sequence& seq) const {
+    if (replies.empty()) return script;
+    std::string prompt;
+    for (int i = 0; i < seq.num_prompt_tokens; ++i) {
+      const int t = seq.tokens[std::size_t(i)];
+      if (t < 256) prompt.push_back(char(t));
+    }
+    for (const Reply& r : replies) {
+      if (std::all_of(r.prompt_contains.begin(), r.prompt_contains.end(),
+                      [&](const std::string& s) { return prompt.find(s) != std::string::npos; }))
+        return r.script;
+    }
+    return script;
+  }
   std::size_t slot(const Sequence& seq, int pos) const {
     return std::size_t(seq.block_table[std::size_t(pos / block_size_)] * block_size_ +
                        pos % block_size_);

@@ -1,7 +1,9 @@
 #pragma once
 // An OpenAiServer on a loopback port over the fake model (next token = last + 1, so with the
 // byte-level fixture tokenizer the text after "a" is "bcd..."), for in-process API tests.
-// With `scripted_output`, every answer is exactly that text (one byte per token), then EOS.
+// With `scripted_output`, every answer is exactly that text (one byte per token), then EOS;
+// `replies` answer by prompt (FakeModelRunner::replies). `chat_template_dir` (a directory with a
+// tokenizer_config.json) renders prompts with another template over the same byte tokenizer.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -11,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "engine/chat/chat_template.h"
 #include "engine/runtime/engine_loop.h"
@@ -36,6 +40,9 @@ struct HarnessOptions {
   std::size_t max_body_bytes = 1 << 20;
   std::chrono::microseconds step_delay{0};
   std::string scripted_output;
+  // (what the prompt must contain, the answer's text)
+  std::vector<std::pair<std::vector<std::string>, std::string>> replies;
+  std::string chat_template_dir;  // empty: the byte model's
   ChatOutputConfig chat_output;
   bool access_log = true;
 };
@@ -45,11 +52,12 @@ class ServerHarness {
   explicit ServerHarness(HarnessOptions o = {})
       : runner(259, o.kv_blocks, 16),
         tokenizer(tokenizer::Tokenizer::from_directory(byte_model_dir())),
-        chat_template(chat::load_tokenizer_config(byte_model_dir())) {
+        chat_template(chat::load_tokenizer_config(
+            o.chat_template_dir.empty() ? byte_model_dir() : o.chat_template_dir)) {
     runner.step_delay = o.step_delay;
-    if (!o.scripted_output.empty()) {
-      for (unsigned char c : o.scripted_output) runner.script.push_back(int(c));
-      runner.script.push_back(258);  // <|im_end|>, the EOS
+    if (!o.scripted_output.empty()) runner.script = scripted_tokens(o.scripted_output);
+    for (const auto& [prompt_contains, answer] : o.replies) {
+      runner.replies.push_back({prompt_contains, scripted_tokens(answer)});
     }
     runtime::EngineConfig engine_config;
     engine_config.model_name = "byte-model";
@@ -85,6 +93,14 @@ class ServerHarness {
     httplib::Client c("127.0.0.1", port);
     c.set_read_timeout(30, 0);
     return c;
+  }
+
+  // One byte per token, then <|im_end|> (the EOS).
+  static std::vector<int> scripted_tokens(const std::string& text) {
+    std::vector<int> tokens;
+    for (unsigned char c : text) tokens.push_back(int(c));
+    tokens.push_back(258);
+    return tokens;
   }
 
   runtime::testing::FakeModelRunner runner;

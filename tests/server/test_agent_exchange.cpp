@@ -1,81 +1,45 @@
-// A whole agent exchange in the harmony format (gpt-oss's), driven by the official OpenAI client's
-// own tool runner through nibble-controller's router: the model reasons, calls a tool, gets the
-// result rendered back in harmony form, then answers on the final channel. The model is scripted
-// by prompt (FakeModelRunner::replies): it answers the second turn only when the template wrote
-// the tool call and its result as harmony messages, and the first only with the tools' namespace
-// and the requested reasoning effort in the prompt, so a wrong rendering fails the exchange.
+// Issue 24's "done when": an agent-style exchange through the router with the official client.
+// nibble-controller in local mode starts an engine for the tiny random-weight Qwen3 model
+// (real tokenizer and chat template, tool calls detected from it); agent_exchange_check.mjs
+// then offers tools, forces a streamed tool call, sends the tool's result back and reads the
+// streamed answer, all through the router (see the script for the checks).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <string>
+#include <fstream>
 
-#include "controller/router/route_table.h"
-#include "controller/router/router.h"
-#include "metrics/registry.h"
-#include "tests/server/npm_oracles.h"
-#include "tests/server/server_harness.h"
+#include "tests/controller/controller_process.h"
+#include "tests/server/serve_process.h"
 
 namespace nibble::server {
 namespace {
 
-const char* const kCall =
-    "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>"
-    "{\"city\": \"Paris\"}<|call|>";
+using namespace std::chrono_literals;
 
-// The harmony template the test renders with: the checkpoint's own where one is given
-// (NIBBLE_GPTOSS_MODEL_DIR, as tests/chat/test_chat_oracle.cpp reads it), else the fixture
-// written from the format's description.
-std::string harmony_template_dir() {
-  if (const char* dir = std::getenv("NIBBLE_GPTOSS_MODEL_DIR"); dir && *dir) return dir;
-  return std::string(NIBBLE_SOURCE_DIR) + "/tests/server/fixtures/harmony-template";
-}
-
-testing::HarnessOptions harmony_model() {
-  testing::HarnessOptions o;
-  o.chat_template_dir = harmony_template_dir();
-  // As `serve --enable-auto-tool-choice --tool-call-parser openai`.
-  o.chat_output.harmony = true;
-  o.chat_output.enable_auto_tool_choice = true;
-  o.max_model_len = 2048;
-  o.replies = {
-      {{kCall,
-        "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
-        "{\"temperature_c\":21}<|end|>"},
-       "<|channel|>analysis<|message|>The tool says 21.<|end|><|start|>assistant<|channel|>final"
-       "<|message|>It is 21 C in Paris.<|return|>"},
-      {{"Reasoning: low", "type get_weather", "<|start|>user<|message|>Weather in Paris?<|end|>"},
-       "<|channel|>analysis<|message|>Ask the weather tool.<|end|>" + std::string(kCall)},
-  };
-  o.scripted_output = "no scripted reply matched the prompt";
-  return o;
-}
-
-TEST(AgentExchange, OfficialToolRunnerThroughTheRouterInHarmony) {
+TEST(AgentExchange, ToolCallToolResultAnswerStreamedThroughTheRouter) {
+  REQUIRE_TINY_MODEL(model);
   NIBBLE_REQUIRE_TOOL(node, "node");
-  NIBBLE_REQUIRE_NPM_ORACLES();
-  testing::ServerHarness engine(harmony_model());
-  router::RouteTable routes;
-  routes.publish({.recipe = "gpt-oss",
-                  .served_model_name = "byte-model",
-                  .ready = {{.id = "gpt-oss-0", .port = engine.port}}});
-  metrics::Registry registry;
-  router::RouterConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
-  router::Router front(routes, registry, config);
-  ASSERT_TRUE(front.start());
-  testing::expect_node_check(node, "agent_exchange_check.mjs", front.port(),
-                             {{"name", "get_weather"},
-                              {"arguments", {{"city", "Paris"}}},
-                              {"result", {{"temperature_c", 21}}},
-                              {"reasoning", {"Ask the weather tool.", "The tool says 21."}},
-                              {"answer", "It is 21 C in Paris."}});
-  // Both turns of both runs (whole and streamed) went through the router.
-  EXPECT_NE(
-      registry.render().find(
-          "nibble_controller_router_requests_total{model_name=\"byte-model\",code=\"200\"} 4"),
-      std::string::npos)
-      << registry.render();
+  controller::testing::ControllerProcess c;
+  ASSERT_TRUE(c.wait_api()) << c.log();
+  const auto file = c.state_dir.path() / "agent.yaml";
+  std::ofstream(file) << "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata:\n"
+                         "  name: agent\nspec:\n  model:\n    source: "
+                      << model
+                      << "\n    servedName: agent-chat\n  engine:\n    maxModelLen: 1024\n";
+  const auto applied = c.nibble("apply -f " + file.string());
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(controller::testing::eventually(
+      [&] {
+        const auto st = c.status("agent");
+        return st.is_object() && st.value("phase", "") == "Ready";
+      },
+      90s))
+      << c.status("agent").dump(2) << c.log();
+
+  const auto r = nibble::testing::run_command(node + " " + std::string(NIBBLE_SOURCE_DIR) +
+                                              "/tests/server/agent_exchange_check.mjs " +
+                                              c.base_url() + "/v1 agent-chat 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" passed, 0 failed"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // A whole agent exchange driven by the official OpenAI client's tool runner (runTools): it sends
 // the question, runs the tool the model calls, sends the result back and reads the final answer;
 // once whole and once streamed, with reasoning_effort.
-// usage: node agent_exchange_check.mjs BASE_URL MODEL EXPECTATIONS_JSON
+// usage: node harmony_agent_check.mjs BASE_URL MODEL EXPECTATIONS_JSON
 //   EXPECTATIONS_JSON: {"name", "arguments", "result", "reasoning": [turn 1, turn 2], "answer"}
 import OpenAI from "../npm/node_modules/openai/index.mjs";
 import { check, summary } from "./check.mjs";

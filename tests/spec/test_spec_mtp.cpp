@@ -2,9 +2,10 @@
 // (which carries an MTP module, mtp.*): the module loads beside the model and a checkpoint
 // without one still loads; greedy tokens, finish reasons and logprobs are identical with and
 // without mtp drafts at batch 1, 8 and 64 (mixed lengths, stop tokens landing mid-draft,
-// max_tokens mid-draft), and seeded sampled requests too; the drafter reads the target's own
-// hidden states (against a direct forward pass); a module made to reproduce the target has
-// every draft accepted, so the drafts are the module's predictions at the right positions.
+// max_tokens mid-draft; at 64 logprobs to rounding), and seeded sampled requests too; the drafter
+// reads the target's own hidden states (against a direct forward pass); a module made to reproduce
+// the target has every draft accepted, so the drafts are the module's predictions at the right
+// positions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <mutex>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
 #include "engine/model/model_weights.h"
 #include "engine/spec/mtp_drafter.h"
@@ -108,9 +110,14 @@ TEST_P(MtpGreedy, TokensFinishReasonsAndLogprobsMatchWithoutSpeculation) {
   const auto refs = testing::greedy_references(target(), requests);
   testing::add_mid_draft_stops(requests, refs);
   const SpecRun baseline = testing::generate(target(), requests, nullptr, 0);
-  for (int k : {1, 3}) {
+  // At batch 64 the runs preempt and split prompts into other prefill chunks than each other,
+  // which moves a hybrid model's logprobs in the last bits (docs/models.md); tokens stay exact.
+  const float tolerance = GetParam() > 8 ? 1e-4f : 0.0f;
+  // k 1 and 3 (one draft: no chaining; three: chained on the module's own output); batch 64 with
+  // k 3 only, the slow one on a shared CPU.
+  for (int k : GetParam() > 8 ? std::vector<int>{3} : std::vector<int>{1, 3}) {
     const SpecRun mtp = testing::generate(target(), requests, drafter(), k);
-    testing::expect_same(baseline, mtp, "mtp k " + std::to_string(k));
+    testing::expect_same(baseline, mtp, "mtp k " + std::to_string(k), tolerance);
     testing::expect_counters_add_up(mtp, k);
     EXPECT_GT(testing::spec_metric(mtp.metrics, "num_draft_tokens"), 0) << "k " << k;
   }
@@ -179,7 +186,7 @@ class RecordingDrafter : public spec::Drafter {
 std::vector<float> direct_hidden_states(backend::Backend& b, std::span<const int> tokens) {
   const int block = 4, blocks = int(tokens.size() + block - 1) / block;
   auto cache = b.new_kv_cache_with_state(blocks, block, 1);
-  std::vector<int> table(std::size_t(blocks));
+  std::vector<int> table(static_cast<std::size_t>(blocks));
   for (int i = 0; i < blocks; ++i) table[std::size_t(i)] = i;
   std::vector<float> hidden(tokens.size() * std::size_t(b.config().hidden_size));
   backend::BatchItem item;

@@ -282,11 +282,11 @@ void EngineLoop::execute_step() {
     }
   }
 
-  // Masks depend only on the tokens sampled so far, so they can be computed while the forward
-  // pass runs: the runner calls fill_token_masks once the device has the step.
   // Where each sequence's positions began this step (hidden states handed to the drafter).
   std::vector<int> starts;
   for (const ScheduledSequence& s : out.scheduled) starts.push_back(s.seq->num_computed_tokens);
+  // Masks depend only on the tokens sampled so far, so they can be computed while the forward
+  // pass runs: the runner calls fill_token_masks once the device has the step.
   const bool masked = prepare_token_masks(out);
   const bool overlap = masked && config_.overlap_token_masks;
   if (masked && !overlap) fill_token_masks(out);

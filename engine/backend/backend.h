@@ -86,6 +86,15 @@ struct BatchItem {
   // writes -1 there: those blocks went back to the pool): the backend reads neither them nor any
   // key before a row's window. Empty for backends with one group.
   std::span<const int> window_block_table;
+  // Hidden states, for speculative decoding's mtp method (backends with returns_hidden_states;
+  // any other refuses items that carry them). hidden_out: tokens.size() rows of hidden_size
+  // floats the step writes, each token's last hidden state: the last layer's output before the
+  // final norm, or after it for a model whose input is ModelInput::kEmbeddingAndHidden (an MTP
+  // module, whose drafts chain on that). Empty: not wanted.
+  std::span<float> hidden_out;
+  // A model whose input is kEmbeddingAndHidden: tokens.size() rows of hidden_size floats, the
+  // hidden state each token's input combines with its embedding. Empty for other models.
+  std::span<const float> hidden_in;
 };
 
 // Host work a step runs while its forward pass computes (Backend::forward_batch_overlapping).
@@ -165,6 +174,10 @@ class Backend {
   // Whether forward_batch takes BatchItem::num_logits > 1, which speculative decoding needs (the
   // CPU and CUDA backends; a backend without it refuses such items).
   virtual bool logits_at_several_positions() const { return false; }
+
+  // Whether forward_batch takes BatchItem::hidden_out and hidden_in, which the mtp drafter needs
+  // (the CPU backend; the CUDA backend refuses them).
+  virtual bool returns_hidden_states() const { return false; }
 
   // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0
   // turns it off for an A/B against host sampling).

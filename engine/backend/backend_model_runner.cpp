@@ -14,6 +14,13 @@ BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int blo
   backend_.prepare_decode(*cache_);
 }
 
+void BackendModelRunner::keep_hidden_states() {
+  if (!backend_.returns_hidden_states())
+    throw std::logic_error("the " + backend_.name() +
+                           " backend does not return hidden states, which the mtp method needs");
+  keep_hidden_ = true;
+}
+
 void BackendModelRunner::execute(const runtime::SchedulerOutput& batch,
                                  std::vector<float>& logits) {
   run_to_logits(batch, logits, nullptr);
@@ -50,6 +57,14 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
   const std::size_t vocab = std::size_t(vocab_size());
   std::vector<BatchItem> items;
   items.reserve(batch.scheduled.size());
+  const std::size_t H = std::size_t(backend_.config().hidden_size);
+  std::size_t hidden_row = 0;
+  if (keep_hidden_) {
+    std::size_t tokens = 0;
+    for (const runtime::ScheduledSequence& s : batch.scheduled)
+      tokens += std::size_t(s.num_new_tokens);
+    hidden_.assign(tokens * H, 0.0f);
+  }
   // A decode row with drafts runs its last token and its drafts as one chunk.
   std::vector<std::vector<std::int32_t>> chunks;
   chunks.reserve(batch.scheduled.size());
@@ -70,6 +85,11 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
     item.block_table = seq.block_table;
     item.window_block_table = seq.window_block_table;
     item.state_slot = seq.state_slot;
+    if (keep_hidden_) {
+      item.hidden_out =
+          std::span(hidden_).subspan(hidden_row * H, std::size_t(s.num_new_tokens) * H);
+      hidden_row += std::size_t(s.num_new_tokens);
+    }
     if (s.samples_next_token) {
       if (!logits.empty()) {
         item.num_logits = s.num_logits();

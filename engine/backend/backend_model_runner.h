@@ -22,6 +22,9 @@ class BackendModelRunner : public runtime::ModelRunner {
   void execute(const runtime::SchedulerOutput& batch, std::vector<float>& logits) override;
   bool verifies_drafts() const override { return backend_.logits_at_several_positions(); }
   bool samples_on_device() const override { return backend_.samples_on_device(); }
+  void keep_hidden_states() override;
+  std::span<const float> hidden_states() const override { return hidden_; }
+  int hidden_size() const override { return backend_.config().hidden_size; }
   void execute_sampled(const runtime::SchedulerOutput& batch,
                        std::span<const kernels::SamplingRequest> requests) override;
   void execute_overlapping(const runtime::SchedulerOutput& batch, std::vector<float>& logits,
@@ -42,6 +45,8 @@ class BackendModelRunner : public runtime::ModelRunner {
 
   Backend& backend_;
   std::unique_ptr<KvCache> cache_;
+  bool keep_hidden_ = false;
+  std::vector<float> hidden_;  // the last step's rows (keep_hidden_states)
 };
 
 // How many blocks of block_size fit in memory_bytes, but no more than max_num_seqs sequences

@@ -64,8 +64,9 @@ void check_window_table(const std::string& who, const KvCache& cache, const Batc
 
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
                          const KvCache& cache, std::span<const BatchItem> items,
-                         bool device_sampling, bool several_logits) {
+                         bool device_sampling, bool several_logits, bool hidden_states) {
   const std::string who = backend + " backend: ";
+  const std::size_t H = std::size_t(c.hidden_size);
   std::int64_t total = 0;
   bool any_logits = false, any_sample = false;
   for (const BatchItem& item : items) {
@@ -101,6 +102,18 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
         throw BackendError(who + "a batch item asks for both logits and device sampling");
       check_sample(c, who, *item.sample);
     }
+    if ((!item.hidden_out.empty() || !item.hidden_in.empty()) && !hidden_states)
+      throw BackendError(who + "does not return or take hidden states (the mtp method)");
+    if (!item.hidden_out.empty() && item.hidden_out.size() != item.tokens.size() * H)
+      throw BackendError(who + "hidden_out holds " + std::to_string(item.hidden_out.size()) +
+                         " floats for " + std::to_string(item.tokens.size()) +
+                         " tokens of hidden_size " + std::to_string(H));
+    if (c.mtp_module ? item.hidden_in.size() != item.tokens.size() * H : !item.hidden_in.empty())
+      throw BackendError(who + "hidden_in holds " + std::to_string(item.hidden_in.size()) +
+                         " floats; the model takes " +
+                         (c.mtp_module ? std::to_string(item.tokens.size() * H) +
+                                             " (a hidden state per token, an MTP module)"
+                                       : std::string("none")));
     any_logits |= !item.logits.empty();
     any_sample |= item.sample != nullptr;
     if (any_logits && any_sample)

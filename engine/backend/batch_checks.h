@@ -19,10 +19,13 @@ void check_forward_args(const model::ModelConfig& c, const std::string& backend,
 // the item's first position on: KvCache::sliding_window), logits buffers empty or num_logits *
 // vocab_size, num_logits 1 unless the backend returns several (then 1..tokens), tokens in the
 // vocabulary; device sampling requests only where the backend samples on the device, complete, for
-// one position, and not mixed with logits in one step. Returns the batch's token count.
+// one position, and not mixed with logits in one step; hidden states only where the backend
+// returns them (hidden_states), tokens * hidden_size floats each, hidden_in exactly for a model
+// whose input takes it (ModelConfig::mtp_module). Returns the batch's token count.
 std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend,
                          const KvCache& cache, std::span<const BatchItem> items,
-                         bool device_sampling = false, bool several_logits = false);
+                         bool device_sampling = false, bool several_logits = false,
+                         bool hidden_states = false);
 
 // forward_batch() of a model with recurrent state (needs_state) or without: with, every item
 // names a state slot of the cache and no two the same; without, none names one.

@@ -6,6 +6,8 @@
 //
 // The ops of one step, in the order run_decoder calls them:
 //   embed()                          x = embedding rows of the step's tokens          [T, H]
+//   or embed_with_hidden(norm)       x = fc(concat(norm(embedding), norm(hidden_in))) (an MTP
+//                                    module: ModelInput::kEmbeddingAndHidden)
 //   attention(l, norm, spec)         x += o(attention(rope(q, k), v)) of norm(x), keys and values
 //                                    stored in the KV cache at the step's positions
 //   or gated_deltanet(l, norm, spec) x += out_proj(Gated DeltaNet mixing of norm(x)), each
@@ -32,13 +34,26 @@ class DecoderOps {
     (void)layer, (void)norm, (void)spec;
     throw std::logic_error("this backend has no Gated DeltaNet op");
   }
+  // Not pure while only the CPU backend implements it: a backend without it refuses MTP
+  // modules at load (model_features.h).
+  virtual void embed_with_hidden(model::NormKind norm) {
+    (void)norm;
+    throw std::logic_error("this backend has no multi-token-prediction input op");
+  }
   virtual void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) = 0;
   virtual void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) = 0;
   virtual void logits(model::NormKind norm) = 0;
 };
 
 inline void run_decoder(const model::ModelDescription& model, DecoderOps& ops) {
-  ops.embed();
+  switch (model.input) {
+    case model::ModelInput::kEmbedding:
+      ops.embed();
+      break;
+    case model::ModelInput::kEmbeddingAndHidden:
+      ops.embed_with_hidden(model.final_norm);
+      break;
+  }
   for (int l = 0; l < int(model.layers.size()); ++l) {
     const model::LayerSpec& layer = model.layers[std::size_t(l)];
     switch (layer.mixer) {

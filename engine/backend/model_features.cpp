@@ -34,6 +34,8 @@ std::vector<std::string> features_beyond_baseline(const model::ModelWeights& mod
   const auto note = [&](bool uses, const char* name) {
     if (uses) used.emplace_back(name);
   };
+  note(description.input != model::ModelInput::kEmbedding,
+       "a multi-token-prediction module's input (mtp)");
   note(deltanet, "Gated DeltaNet linear attention");
   note(output_gate, "gated attention output");
   note(zero_centred, "zero-centred RMSNorm");

@@ -21,6 +21,7 @@
 #include "engine/server/engine_stats_log.h"
 #include "engine/server/openai_server.h"
 #include "engine/spec/draft_model_drafter.h"
+#include "engine/spec/mtp_drafter.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tool_calls/harmony_parser.h"
 #include "http/cors.h"
@@ -166,6 +167,20 @@ int run_serve(const Args& args) {
     spdlog::info("quantized {} projections to NVFP4 while loading",
                  model::quantize_weights_nvfp4(weights));
   }
+  // mtp: the model's own multi-token-prediction module, taken out of its weights before they
+  // go to the backend.
+  std::optional<model::ModelWeights> mtp_module;
+  if (o.speculative && o.speculative->method == spec::SpecMethod::kMtp) {
+    if (!weights.mtp) {
+      spdlog::error(
+          "serve: --speculative-config: mtp: {} has no multi-token-prediction module (no mtp.* "
+          "weights in its checkpoint; Qwen3-Next checkpoints carry one); use ngram or "
+          "draft_model",
+          model_dir.string());
+      return 2;
+    }
+    mtp_module = model::take_mtp_module(weights);
+  }
   const int model_context = weights.config.max_context;
   backend::BackendOptions backend_options = o.backend;
   backend_options.device = on_gpu ? "cuda" : "cpu";
@@ -184,6 +199,26 @@ int run_serve(const Args& args) {
   // draft_model: loaded now, before the target's KV cache is sized, so that on a GPU its weights
   // and KV cache count against --gpu-memory-utilization's budget.
   std::shared_ptr<const spec::Drafter> draft_model;
+  if (mtp_module) {
+    try {
+      if (!backend->returns_hidden_states())
+        throw spec::SpeculativeConfigError(
+            "--speculative-config: mtp: the " + backend->name() +
+            " backend does not hand its hidden states to a drafter, which MTP drafts are made "
+            "from; mtp runs on the CPU backend (--device cpu) for now");
+      auto drafter = std::make_shared<spec::MtpDrafter>(
+          backend::make_backend(backend_options, std::move(*mtp_module)),
+          spec::MtpOptions{.max_sequences = o.max_num_seqs,
+                           .max_tokens_per_sequence = max_model_len,
+                           .block_size = kBlockSize});
+      spdlog::info("MTP module: its KV cache keeps {} sequences of {} tokens ({:.2f} MiB)",
+                   o.max_num_seqs, max_model_len, double(drafter->kv_bytes()) / double(1 << 20));
+      draft_model = std::move(drafter);
+    } catch (const std::exception& e) {
+      spdlog::error("serve: {}", e.what());
+      return 2;
+    }
+  }
   if (o.speculative && o.speculative->method == spec::SpecMethod::kDraftModel) {
     try {
       const fs::path draft_dir = resolve(o.speculative->model).dir;
@@ -307,7 +342,11 @@ int run_serve(const Args& args) {
   if (o.speculative) {
     engine_config.drafter = draft_model ? draft_model : spec::make_drafter(*o.speculative);
     engine_config.num_speculative_tokens = o.speculative->num_speculative_tokens;
-    if (draft_model)
+    if (o.speculative->method == spec::SpecMethod::kMtp)
+      spdlog::info(
+          "speculative decoding: mtp drafts of up to {} tokens from the model's MTP module",
+          o.speculative->num_speculative_tokens);
+    else if (draft_model)
       spdlog::info("speculative decoding: draft_model drafts of up to {} tokens from {}",
                    o.speculative->num_speculative_tokens, o.speculative->model);
     else

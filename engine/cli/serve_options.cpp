@@ -97,8 +97,9 @@ answers ($HF_ENDPOINT, $HF_TOKEN). `nibble pull hf://org/name` fills the cache b
                                    "num_speculative_tokens": K, "prompt_lookup_min": N,
                                    "prompt_lookup_max": M}, or {"method": "draft_model",
                                    "model": DIR, "num_speculative_tokens": K} (a small
-                                   model of the same vocabulary); eagle3 and mtp are not
-                                   built yet
+                                   model of the same vocabulary), or {"method": "mtp",
+                                   "num_speculative_tokens": K} (the model's own MTP module:
+                                   Qwen3-Next, CPU backend); eagle3 is not built yet
 
 Tuning (A/B switches and fallbacks; the defaults are the forms that measured fastest,
 docs/performance.md):

@@ -73,6 +73,14 @@ struct ModelConfig {
   int linear_key_head_dim = 0, linear_value_head_dim = 0;
   int linear_conv_kernel_dim = 0;
   int shared_expert_intermediate_size = 0;
+  // Multi-token prediction (Qwen3-Next's mtp.* module, speculative decoding's `mtp` method):
+  // the layers config.json's num_nextn_predict_layers declares (0 when absent; the module is
+  // loaded when the checkpoint has it, model_weights.h). mtp_module: this config describes such
+  // a module run as a model of its own (mtp_module_config): num_layers 1, a full-attention layer
+  // whose input combines each token's embedding with a hidden state (ModelInput in
+  // model_description.h).
+  int num_nextn_predict_layers = 0;
+  bool mtp_module = false;
 };
 
 // Throws ModelError naming `source` (the config path) and the offending field.

@@ -114,7 +114,18 @@ struct LayerSpec {
   FfnSpec ffn;
 };
 
+// What the first layer reads.
+enum class ModelInput {
+  kEmbedding,  // the embedding rows of the step's tokens
+  // A multi-token-prediction module (Qwen3-Next's mtp.*, as vLLM's Qwen3NextMultiTokenPredictor):
+  // fc(concat(norm_e(embedding), norm_h(hidden))), the hidden state another model handed the
+  // token (BatchItem::hidden_in), both norms of the layers' kind; its output hidden state is
+  // taken after the final norm (BatchItem::hidden_out), which is what vLLM chains drafts on.
+  kEmbeddingAndHidden,
+};
+
 struct ModelDescription {
+  ModelInput input = ModelInput::kEmbedding;
   std::vector<LayerSpec> layers;  // in order, one per decoder layer
   NormKind final_norm = NormKind::kRms;
   bool tied_embeddings = false;  // lm_head is the embedding matrix
@@ -130,5 +141,10 @@ struct ModelDescription {
 // The description of `config`'s architecture at its sizes; throws ModelError for an
 // architecture without one.
 ModelDescription describe_model(const ModelConfig& config);
+
+// The config of `config`'s multi-token-prediction module run as a model of its own
+// (ModelConfig::mtp_module): the same sizes, one layer, full attention, routed as the model's
+// layer 0 (vLLM builds the module's layer with layer index 0).
+ModelConfig mtp_module_config(const ModelConfig& config);
 
 }  // namespace nibble::model

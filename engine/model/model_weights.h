@@ -3,6 +3,7 @@
 // (model.embed_tokens, model.layers.N.{self_attn,mlp}..., model.norm, lm_head).
 // Shapes below: H = hidden_size, D = head_dim, Hq/Hkv = query/kv heads, I = intermediate size.
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "engine/model/linear.h"
@@ -47,6 +48,18 @@ struct LayerWeights {
   Linear shared_gate, shared_up, shared_down, shared_expert_gate;
 };
 
+// A multi-token-prediction module (Qwen3-Next's mtp.*, the layout vLLM's qwen3_next_mtp.py
+// loads): one more decoder layer that predicts the token after next from a token's embedding and
+// the model's hidden state at the position before it. It shares the model's embedding and
+// lm_head. Its norms are of the model's layers' kind (zero-centred in Qwen3-Next).
+struct MtpWeights {
+  std::vector<float> embedding_norm;  // [H] mtp.pre_fc_norm_embedding
+  std::vector<float> hidden_norm;     // [H] mtp.pre_fc_norm_hidden
+  Linear fc;                          // [H, 2H] mtp.fc: input concat(embedding, hidden), no bias
+  LayerWeights layer;                 // mtp.layers.0: full attention (gated) and its MoE
+  std::vector<float> norm;            // [H] mtp.norm
+};
+
 struct ModelWeights {
   ModelConfig config;
   QuantConfig quant;
@@ -54,9 +67,18 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;  // [H]
   Linear lm_head;                 // [vocab, H]; a copy of embed when tied
+  // The checkpoint's multi-token-prediction module, when it has one (mtp.fc.weight present); in
+  // a model made by take_mtp_module, only its input (fc and the two norms: `layer` is in
+  // layers[0] and `norm` is final_norm).
+  std::optional<MtpWeights> mtp;
 };
 
 // Loads config.json, the quantization config and every tensor; throws ModelError.
 ModelWeights load_model(const std::filesystem::path& dir);
+
+// The model's MTP module as a model of its own (ModelConfig::mtp_module): its layer as layers[0],
+// mtp.norm as the final norm, copies of the embedding and lm_head. Moves the module out of
+// `model` (model.mtp is empty after). Throws ModelError when model has none.
+ModelWeights take_mtp_module(ModelWeights& model);
 
 }  // namespace nibble::model

@@ -92,6 +92,14 @@ EngineLoop::EngineLoop(EngineConfig config, ModelRunner& runner, metrics::Regist
       throw std::invalid_argument(
           "speculative decoding needs a backend that returns logits at several positions of a "
           "sequence (ModelRunner::verifies_drafts); this one does not");
+    if (config_.drafter->reads_hidden_states()) {
+      try {
+        runner_.keep_hidden_states();
+      } catch (const std::logic_error& e) {
+        throw std::invalid_argument(std::string("speculative decoding (") +
+                                    std::string(config_.drafter->name()) + "): " + e.what());
+      }
+    }
     spec_metrics_ = std::make_unique<SpecDecodeMetrics>(registry, config_.model_name,
                                                         config_.num_speculative_tokens);
   }
@@ -239,7 +247,7 @@ void EngineLoop::propose_drafts() {
                        1;
       const int k = std::min(config_.num_speculative_tokens, room);
       if (k <= 0) continue;
-      config_.drafter->propose(seq->tokens, k, seq->draft_tokens);
+      config_.drafter->propose_for(seq->id, seq->tokens, k, seq->draft_tokens);
       if (int(seq->draft_tokens.size()) > k) seq->draft_tokens.resize(std::size_t(k));
       // A drafter's token outside the vocabulary ends the draft there (the model cannot run it).
       auto bad = std::find_if(seq->draft_tokens.begin(), seq->draft_tokens.end(),
@@ -274,6 +282,9 @@ void EngineLoop::execute_step() {
     }
   }
 
+  // Where each sequence's positions began this step (hidden states handed to the drafter).
+  std::vector<int> starts;
+  for (const ScheduledSequence& s : out.scheduled) starts.push_back(s.seq->num_computed_tokens);
   // Masks depend only on the tokens sampled so far, so they can be computed while the forward
   // pass runs: the runner calls fill_token_masks once the device has the step.
   const bool masked = prepare_token_masks(out);
@@ -387,6 +398,7 @@ void EngineLoop::execute_step() {
     }
   }
   scheduler_.complete_step(out, emitted);
+  if (config_.drafter && config_.drafter->reads_hidden_states()) observe_hidden_states(out, starts);
 
   const Clock::time_point now = Clock::now();
   for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
@@ -421,6 +433,23 @@ void EngineLoop::execute_step() {
     request->last_token_time[std::size_t(choice)] = now;
     request->last_token = now;
     if (reasons[i] != FinishReason::kNone) finish_sequence(seq, reasons[i]);
+  }
+}
+
+void EngineLoop::observe_hidden_states(const SchedulerOutput& out, const std::vector<int>& starts) {
+  const std::span<const float> hidden = runner_.hidden_states();
+  const std::size_t H = std::size_t(runner_.hidden_size());
+  std::size_t row = 0;
+  for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
+    const ScheduledSequence& s = out.scheduled[i];
+    const std::size_t first = row;
+    row += std::size_t(s.num_new_tokens);
+    // The rows whose tokens the sequence kept: all of a prompt chunk's, a verify step's
+    // accepted prefix (the KV the target keeps).
+    const int kept = s.seq->num_computed_tokens - starts[i];
+    if (s.seq->status != SequenceStatus::kRunning || kept <= 0) continue;
+    config_.drafter->observe(s.seq->id, s.seq->tokens, starts[i],
+                             hidden.subspan(first * H, std::size_t(kept) * H));
   }
 }
 
@@ -545,6 +574,7 @@ void EngineLoop::fill_token_masks(SchedulerOutput& out) {
 void EngineLoop::finish_sequence(Sequence& seq, FinishReason reason, const std::string& error) {
   auto [request, choice] = owner_.at(seq.id);
   scheduler_.finish(seq);
+  if (config_.drafter) config_.drafter->forget(seq.id);
   ++request->num_finished;
   if (reason == FinishReason::kAbort || reason == FinishReason::kError) {
     TokenEvent event;

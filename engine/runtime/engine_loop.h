@@ -44,7 +44,8 @@ struct EngineConfig {
   // step the drafter proposes up to num_speculative_tokens tokens for every decoding sequence,
   // and the step verifies them (engine/spec/verify.h). Needs a runner that verifies drafts
   // (ModelRunner::verifies_drafts). Sequences under a structured-output constraint get no
-  // drafts: their token masks are computed for one position per step.
+  // drafts: their token masks are computed for one position per step. A drafter that reads
+  // hidden states (mtp) needs a runner that keeps them (ModelRunner::keep_hidden_states).
   std::shared_ptr<const spec::Drafter> drafter;
   int num_speculative_tokens = 0;
 };
@@ -96,6 +97,9 @@ class EngineLoop {
   // Fills each decoding sequence's draft_tokens (speculative decoding), within what its
   // max_tokens and the context leave: every accepted draft and the target's token must fit.
   void propose_drafts();
+  // Hands a drafter that reads hidden states (mtp) the step's rows each sequence kept; starts:
+  // each scheduled sequence's num_computed_tokens before the step.
+  void observe_hidden_states(const SchedulerOutput& out, const std::vector<int>& starts);
   // Sizes out.token_bitmask for the sequences that sample this step (unconstrained rows all
   // ones, constrained rows all zeros until filled); false when none is constrained.
   bool prepare_token_masks(SchedulerOutput& out);

@@ -42,6 +42,17 @@ class ModelRunner {
   // its accepted length when its next step starts there (rejected drafts leave no trace).
   virtual bool verifies_drafts() const { return false; }
 
+  // Speculative decoding's mtp method reads the target's hidden states. After keep_hidden_states
+  // (called once, before the first step), every execute also fills hidden_states(): for each
+  // scheduled sequence in batch order, num_new_tokens rows of hidden_size() floats, each token's
+  // last hidden state before the final norm (Backend::returns_hidden_states). Throws
+  // std::logic_error where the runner cannot (the default).
+  virtual void keep_hidden_states() {
+    throw std::logic_error("this model runner does not return hidden states (the mtp method)");
+  }
+  virtual std::span<const float> hidden_states() const { return {}; }
+  virtual int hidden_size() const { return 0; }
+
   // Whether execute_sampled can run: the model's device samples (Backend::samples_on_device).
   virtual bool samples_on_device() const { return false; }
   // Like execute (for steps without drafts), but the next token of each sequence whose

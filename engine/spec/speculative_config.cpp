@@ -36,6 +36,8 @@ const char* method_name(SpecMethod method) {
       return "ngram";
     case SpecMethod::kDraftModel:
       return "draft_model";
+    case SpecMethod::kMtp:
+      return "mtp";
   }
   return "?";
 }
@@ -46,6 +48,10 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config) {
       return std::make_unique<NgramDrafter>(config.prompt_lookup_min, config.prompt_lookup_max);
     case SpecMethod::kDraftModel:
       fail("draft_model loads its model onto a backend: it is built by serve, not make_drafter");
+    case SpecMethod::kMtp:
+      fail(
+          "mtp runs the model's own MTP module on a backend: it is built by serve, not "
+          "make_drafter");
   }
   return nullptr;
 }
@@ -70,11 +76,11 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
   }
   auto method = j.find("method");
   if (method == j.end() || !method->is_string())
-    fail("method must be a string: ngram or draft_model (eagle3 and mtp are not built yet)");
+    fail("method must be a string: ngram, draft_model or mtp (eagle3 is not built yet)");
   const std::string m = method->get<std::string>();
-  if (m == "eagle3" || m == "mtp" || m == "eagle")
-    fail("method \"" + m + "\" is not built yet in nibble-engine; ngram and draft_model are");
-  if (m != "ngram" && m != "draft_model")
+  if (m == "eagle3" || m == "eagle")
+    fail("method \"" + m + "\" is not built yet in nibble-engine; ngram, draft_model and mtp are");
+  if (m != "ngram" && m != "draft_model" && m != "mtp")
     fail("unknown method \"" + m + "\" (ngram, draft_model, eagle3, mtp)");
 
   SpeculativeConfig c;
@@ -83,6 +89,13 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
     fail("num_speculative_tokens is required (1.." + std::to_string(kMaxSpeculativeTokens) + ")");
   c.num_speculative_tokens = *k;
   const bool has_model = j.contains("model") && !j["model"].is_null();
+  if (m == "mtp") {
+    c.method = SpecMethod::kMtp;
+    if (has_model) fail("mtp drafts with the served model's own MTP module; it takes no model");
+    for (const char* key : {"prompt_lookup_min", "prompt_lookup_max"})
+      if (j.contains(key)) fail(std::string(key) + " is ngram's; mtp takes none");
+    return c;
+  }
   if (m == "draft_model") {
     c.method = SpecMethod::kDraftModel;
     if (!has_model || !j["model"].is_string() || j["model"].get<std::string>().empty())

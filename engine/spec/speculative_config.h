@@ -2,9 +2,10 @@
 // `--speculative-config`: which drafter proposes tokens and how many, as vLLM's JSON spells it
 // ({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
 // "prompt_lookup_max": 5}, or {"method": "draft_model", "model": "/models/Qwen3-0.6B",
-// "num_speculative_tokens": 4}). Parsed and checked once at startup; every refusal names the key
-// and what it expected. Methods vLLM knows that this engine has not built yet (eagle3, mtp) are
-// refused with a message that says so, not ignored.
+// "num_speculative_tokens": 4}, or {"method": "mtp", "num_speculative_tokens": 2}: the served
+// model's own multi-token-prediction module). Parsed and checked once at startup; every refusal
+// names the key and what it expected. Methods vLLM knows that this engine has not built yet
+// (eagle3) are refused with a message that says so, not ignored.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -18,7 +19,7 @@ struct SpeculativeConfigError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-enum class SpecMethod { kNgram, kDraftModel };
+enum class SpecMethod { kNgram, kDraftModel, kMtp };
 
 struct SpeculativeConfig {
   SpecMethod method = SpecMethod::kNgram;
@@ -36,15 +37,16 @@ inline constexpr int kMaxSpeculativeTokens = 32;
 
 // Throws SpeculativeConfigError: not a JSON object, an unknown key, a value of the wrong type or
 // range, a missing method or num_speculative_tokens, a method not built, draft_model without a
-// model or with ngram's prompt_lookup keys, ngram with a model. ngram: when only one of
+// model or with ngram's prompt_lookup keys, ngram or mtp with a model, mtp with prompt_lookup
+// keys. ngram: when only one of
 // prompt_lookup_min/max is given the other takes its value; neither: both 5.
 SpeculativeConfig parse_speculative_config(std::string_view json);
 
-const char* method_name(SpecMethod method);  // "ngram", "draft_model"
+const char* method_name(SpecMethod method);  // "ngram", "draft_model", "mtp"
 
 // The drafter the configuration names, for methods without weights (ngram). draft_model loads a
-// model onto a backend: serve builds its DraftModelDrafter (draft_model_drafter.h); here it
-// throws SpeculativeConfigError.
+// model onto a backend: serve builds its DraftModelDrafter (draft_model_drafter.h), and mtp's
+// MtpDrafter (mtp_drafter.h); here they throw SpeculativeConfigError.
 std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config);
 
 }  // namespace nibble::spec

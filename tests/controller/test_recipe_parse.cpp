@@ -135,8 +135,8 @@ TEST(RecipeParse, ResourcesAreKubernetesQuantities) {
   const std::string head =
       "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n"
       "  model: {source: /m}\n";
-  ParseResult r = parse_model_recipe(
-      head + "  resources: {cpu: 4, memory: 64Gi, ephemeralStorage: '12e9'}\n");
+  ParseResult r =
+      parse_model_recipe(head + "  resources: {cpu: 4, memory: 64Gi, ephemeralStorage: '12e9'}\n");
   ASSERT_TRUE(r.ok()) << r.error_text();
   EXPECT_EQ(r.recipe.resources.cpu, "4");  // an integer, as kubectl users write it
   EXPECT_EQ(r.recipe.resources.memory, "64Gi");
@@ -203,7 +203,7 @@ TEST(RecipeParse, EveryErrorNamesItsField) {
       {"model: {source: /m}\nengine: {enablePrefixCaching: maybe}",
        "spec.engine.enablePrefixCaching", "true or false"},
       {"model: {source: /m}\nengine: {extraArgs: --x}", "spec.engine.extraArgs", "list of strings"},
-      {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"mtp\", "
+      {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"eagle3\", "
        "\"num_speculative_tokens\": 1}'}",
        "spec.engine.speculativeConfig", "not built yet"},
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"draft_model\", "

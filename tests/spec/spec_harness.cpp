@@ -167,7 +167,14 @@ std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
   return refs;
 }
 
-void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what) {
+void expect_same(const SpecRun& expected, const SpecRun& actual, const std::string& what,
+                 float logprob_tolerance) {
+  const auto same_logprob = [&](float e, float a) {
+    if (logprob_tolerance > 0.0f)
+      EXPECT_NEAR(e, a, logprob_tolerance) << what;
+    else
+      EXPECT_EQ(e, a) << what;
+  };
   ASSERT_EQ(expected.outcomes.size(), actual.outcomes.size());
   for (std::size_t i = 0; i < expected.outcomes.size(); ++i) {
     for (std::size_t c = 0; c < expected.outcomes[i].size(); ++c) {
@@ -176,11 +183,12 @@ void expect_same(const SpecRun& expected, const SpecRun& actual, const std::stri
       ASSERT_EQ(e.tokens, a.tokens) << what << ": request " << i << " choice " << c;
       EXPECT_EQ(e.finish, a.finish) << what << ": request " << i;
       for (std::size_t j = 0; j < e.samples.size(); ++j) {
-        EXPECT_EQ(e.samples[j].logprob, a.samples[j].logprob) << what << ": request " << i;
+        SCOPED_TRACE(what + ": request " + std::to_string(i));
+        same_logprob(e.samples[j].logprob, a.samples[j].logprob);
         ASSERT_EQ(e.samples[j].top_logprobs.size(), a.samples[j].top_logprobs.size());
         for (std::size_t t = 0; t < e.samples[j].top_logprobs.size(); ++t) {
           EXPECT_EQ(e.samples[j].top_logprobs[t].token, a.samples[j].top_logprobs[t].token);
-          EXPECT_EQ(e.samples[j].top_logprobs[t].logprob, a.samples[j].top_logprobs[t].logprob);
+          same_logprob(e.samples[j].top_logprobs[t].logprob, a.samples[j].top_logprobs[t].logprob);
         }
       }
     }

@@ -108,20 +108,33 @@ TEST(SpeculativeConfig, DraftModelRefusals) {
 }
 
 TEST(SpeculativeConfig, MethodsNotBuiltAreRefusedAsSuch) {
-  for (const char* m : {"eagle3", "mtp"}) {
-    const std::string json =
-        std::string(R"({"method":")") + m + R"(","num_speculative_tokens":2,"model":"org/head"})";
-    EXPECT_EQ(refusal(json), std::string("--speculative-config: method \"") + m +
-                                 "\" is not built yet in nibble-engine; ngram and draft_model are")
-        << m;
-  }
+  EXPECT_EQ(refusal(R"({"method":"eagle3","num_speculative_tokens":2,"model":"org/head"})"),
+            "--speculative-config: method \"eagle3\" is not built yet in nibble-engine; ngram, "
+            "draft_model and mtp are");
   EXPECT_NE(refusal(R"({"num_speculative_tokens":2})")
-                .find("method must be a string: ngram or draft_model (eagle3 and mtp are not "
-                      "built yet)"),
+                .find("method must be a string: ngram, draft_model or mtp (eagle3 is not built "
+                      "yet)"),
             std::string::npos);
   // The test-only drafters are no user method.
   EXPECT_NE(refusal(R"({"method":"oracle","num_speculative_tokens":2})").find("unknown method"),
             std::string::npos);
+}
+
+// mtp drafts with the served model's own module: k only, no model, no prompt lookup.
+TEST(SpeculativeConfig, MtpTakesOnlyItsDraftCount) {
+  const SpeculativeConfig c =
+      parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":3})");
+  EXPECT_EQ(c.method, SpecMethod::kMtp);
+  EXPECT_EQ(c.num_speculative_tokens, 3);
+  EXPECT_STREQ(method_name(c.method), "mtp");
+  EXPECT_EQ(refusal(R"({"method":"mtp","num_speculative_tokens":2,"model":"org/head"})"),
+            "--speculative-config: mtp drafts with the served model's own MTP module; it takes "
+            "no model");
+  EXPECT_EQ(refusal(R"({"method":"mtp","num_speculative_tokens":2,"prompt_lookup_min":2})"),
+            "--speculative-config: prompt_lookup_min is ngram's; mtp takes none");
+  EXPECT_NE(refusal(R"({"method":"mtp"})").find("num_speculative_tokens is required"),
+            std::string::npos);
+  EXPECT_THROW(make_drafter(c), SpeculativeConfigError);
 }
 
 }  // namespace

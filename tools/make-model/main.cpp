@@ -147,9 +147,8 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string&
   const auto norm_init = [](model::NormKind kind) {
     return kind == model::NormKind::kRms ? Init::Norm : Init::ZeroCentredNorm;
   };
-  for (int l = 0; l < c.num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    const model::LayerSpec& spec = description.layers[std::size_t(l)];
+  // One decoder layer under prefix p ("model.layers.N." or "mtp.layers.0.").
+  const auto add_layer = [&](const std::string& p, const model::LayerSpec& spec) {
     const model::AttentionSpec& a = spec.attention;
     const Init norm = norm_init(spec.norm);
     w.push_back({p + "input_layernorm.weight", {H}, norm});
@@ -173,7 +172,7 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string&
         w.push_back({p + "mlp.router.weight", {c.num_experts, H}, Init::Linear, Storage::Bf16, H});
         w.push_back({p + "mlp.router.bias", {c.num_experts}, Init::Bias});
         fused_experts(w, p, moe, H, dtype == "mxfp4");
-        continue;
+        return;
       }
       w.push_back({p + "mlp.gate.weight", {c.num_experts, H}, Init::Linear, Storage::Bf16, H});
       for (int e = 0; e < c.num_experts; ++e) {
@@ -193,8 +192,22 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string&
       linear(p + "mlp.up_proj", c.intermediate_size, H);
       linear(p + "mlp.down_proj", H, c.intermediate_size);
     }
-  }
+  };
+  for (int l = 0; l < c.num_layers; ++l)
+    add_layer("model.layers." + std::to_string(l) + ".", description.layers[std::size_t(l)]);
   w.push_back({"model.norm.weight", {H}, norm_init(description.final_norm)});
+  // The multi-token-prediction module (Qwen3-Next's mtp.*, the layout vLLM's qwen3_next_mtp.py
+  // loads) when the config declares one: its norms, fc (BF16 whatever --dtype, as vLLM finds it
+  // in NVFP4 exports), one full-attention layer as the model's, its norm.
+  if (c.num_nextn_predict_layers > 0) {
+    const model::ModelDescription mtp = model::describe_model(model::mtp_module_config(c));
+    const Init norm = norm_init(mtp.final_norm);
+    w.push_back({"mtp.pre_fc_norm_embedding.weight", {H}, norm});
+    w.push_back({"mtp.pre_fc_norm_hidden.weight", {H}, norm});
+    w.push_back({"mtp.fc.weight", {H, 2 * H}, Init::Linear, Storage::Bf16, 2 * H});
+    add_layer("mtp.layers.0.", mtp.layers[0]);
+    w.push_back({"mtp.norm.weight", {H}, norm});
+  }
   if (!c.tie_word_embeddings)
     w.push_back({"lm_head.weight", {c.vocab_size, H}, Init::Linear, Storage::Bf16, H});
   return w;
@@ -417,6 +430,12 @@ int main(int argc, char** argv) {
     if (o.arch == "qwen3_next")  // the shared expert's scalar gate, as nibble-quantize keeps it
       excluded.push_back(format == QuantFormat::ModelOpt ? "model.layers.*.mlp.shared_expert_gate"
                                                          : "re:.*mlp\\.shared_expert_gate$");
+    if (o.arch == "qwen3_next" && format == QuantFormat::ModelOpt) {
+      // The MTP layer's router and shared-expert gate (the patterns above name model.layers
+      // only); mtp.fc stays unlisted though BF16, as vLLM reports of the public exports.
+      excluded.push_back("mtp.layers.*.mlp.gate");
+      excluded.push_back("mtp.layers.*.mlp.shared_expert_gate");
+    }
     if (nvfp4) config["quantization_config"] = model::quantization_config_json(format, excluded);
     if (o.dtype == "mxfp4") {  // openai/gpt-oss-*'s quantization_config, key for key
       config["quantization_config"] = {{"modules_to_not_convert",

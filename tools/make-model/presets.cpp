@@ -175,6 +175,7 @@ ordered_json qwen3_next_config(const NextShape& n, int max_positions) {
           {"num_experts_per_tok", s.experts_per_tok},
           {"num_hidden_layers", s.layers},
           {"num_key_value_heads", s.kv_heads},
+          {"num_nextn_predict_layers", 1},
           {"output_router_logits", false},
           {"partial_rotary_factor", 0.25},
           {"rms_norm_eps", 1e-06},
@@ -191,7 +192,7 @@ ordered_json qwen3_next_config(const NextShape& n, int max_positions) {
 
 ordered_json qwen3_next_preset(const std::string& preset) {
   // tiny: the real vocabulary, 4 layers (three Gated DeltaNet, then full attention), 2 key and
-  // 4 value heads in linear attention, a dense layer among the MoE ones.
+  // 4 value heads in linear attention, a dense layer among the MoE ones, an MTP module.
   if (preset == "tiny") {
     ordered_json c =
         qwen3_next_config({{32, 64, 4, 4, 2, 16, false, 8, 2, 32}, 32, 2, 4, 8, 8, 4}, 4096);
@@ -199,9 +200,13 @@ ordered_json qwen3_next_preset(const std::string& preset) {
     return c;
   }
   // tiny-interval2: full attention every second layer, one key head per two value heads of
-  // different widths, no dense layer.
-  if (preset == "tiny-interval2")
-    return qwen3_next_config({{32, 64, 4, 4, 1, 32, false, 8, 3, 16}, 16, 1, 2, 16, 8, 2}, 4096);
+  // different widths, no dense layer, and no MTP module (a checkpoint without one).
+  if (preset == "tiny-interval2") {
+    ordered_json c =
+        qwen3_next_config({{32, 64, 4, 4, 1, 32, false, 8, 3, 16}, 16, 1, 2, 16, 8, 2}, 4096);
+    c.erase("num_nextn_predict_layers");
+    return c;
+  }
   if (preset == "qwen3-next-80b-a3b")
     return qwen3_next_config(
         {{2048, 5120, 48, 16, 2, 256, false, 512, 10, 512}, 512, 16, 32, 128, 128, 4}, 262144);

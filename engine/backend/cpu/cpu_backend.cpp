@@ -24,11 +24,17 @@ class CpuBackend : public Backend {
         description_(model::describe_model(w_.config)),
         groups_(kv_layer_groups(description_)),
         pool_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
-        inv_freq_(cpu::rope_inverse_frequencies(w_.config.rope, w_.config.rope_dim())) {}
+        inv_freq_(cpu::rope_inverse_frequencies(w_.config.rope, w_.config.rope_dim())) {
+    if (w_.config.mtp_module && !w_.mtp)
+      throw BackendError(
+          "cpu backend: an MTP module's model without its input weights (fc, "
+          "norms): make it with model::take_mtp_module");
+  }
 
   std::string name() const override { return "cpu"; }
   std::string kv_cache_dtype() const override { return "fp32"; }
   bool logits_at_several_positions() const override { return true; }
+  bool returns_hidden_states() const override { return true; }
   const ModelConfig& config() const override { return w_.config; }
 
   // Only attention layers keep keys and values; a block holds one group's.
@@ -67,7 +73,7 @@ class CpuBackend : public Backend {
     if (!cache || cache->owner != this)
       throw BackendError("cpu backend: KV cache belongs to another backend");
     // Validate everything before touching the cache, so a bad call changes nothing.
-    if (check_batch(w_.config, "cpu", *cache, items, false, true) == 0) return;
+    if (check_batch(w_.config, "cpu", *cache, items, false, true, true) == 0) return;
     check_state_slots("cpu", *cache, items, description_.has_recurrent_state());
     cache->prepare_state_slots(items);  // rolls back past rejected drafts
     cpu::CpuForward step(w_, inv_freq_, *cache, items, pool_);

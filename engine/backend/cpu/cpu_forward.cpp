@@ -27,6 +27,28 @@ void CpuForward::embed() {
       std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, x_.begin() + H * t++);
 }
 
+// An MTP module's input: each row's embedding and the hidden state its item brings, each
+// normed, side by side through fc (the embedding first, as vLLM's concatenation).
+void CpuForward::embed_with_hidden(model::NormKind norm) {
+  const std::int64_t H = w_.config.hidden_size, T = std::int64_t(rows_.size());
+  const model::MtpWeights& mtp = *w_.mtp;
+  std::vector<float> e(std::size_t(T * H)), h(std::size_t(T * H)), both(std::size_t(T * 2 * H));
+  std::int64_t t = 0;
+  for (const BatchItem& item : items_) {
+    std::copy(item.hidden_in.begin(), item.hidden_in.end(), h.begin() + t * H);
+    for (auto token : item.tokens)
+      std::copy_n(w_.embed.begin() + std::int64_t(token) * H, H, e.begin() + H * t++);
+  }
+  norm_rows(norm, e, H, mtp.embedding_norm);
+  norm_rows(norm, h, H, mtp.hidden_norm);
+  for (std::int64_t r = 0; r < T; ++r) {
+    std::copy_n(e.begin() + r * H, H, both.begin() + r * 2 * H);
+    std::copy_n(h.begin() + r * H, H, both.begin() + r * 2 * H + H);
+  }
+  x_.assign(std::size_t(T * H), 0.0f);
+  linear_forward(mtp.fc, both, T, x_, pool_);
+}
+
 void CpuForward::norm_rows(model::NormKind norm, std::span<float> x, std::int64_t dim,
                            std::span<const float> weight) const {
   switch (norm) {
@@ -271,6 +293,15 @@ void CpuForward::moe(int l, model::NormKind norm, const model::MoeSpec& spec) {
 void CpuForward::logits(model::NormKind norm) {
   const auto& c = w_.config;
   const std::int64_t H = c.hidden_size;
+  std::int64_t first_row = 0;
+  for (const BatchItem& item : items_) {
+    const std::int64_t n = std::int64_t(item.tokens.size());
+    if (!item.hidden_out.empty()) {
+      std::copy_n(x_.begin() + first_row * H, n * H, item.hidden_out.begin());
+      if (c.mtp_module) norm_rows(norm, item.hidden_out, H, w_.final_norm);
+    }
+    first_row += n;
+  }
   std::vector<float> last;
   std::int64_t end_row = 0;
   for (const BatchItem& item : items_) {

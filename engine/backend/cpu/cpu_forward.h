@@ -20,11 +20,13 @@ class CpuForward : public DecoderOps {
              CpuKvCache& cache, std::span<const BatchItem> items, ThreadPool& pool);
 
   void embed() override;
+  void embed_with_hidden(model::NormKind norm) override;
   void attention(int layer, model::NormKind norm, const model::AttentionSpec& spec) override;
   void gated_deltanet(int layer, model::NormKind norm,
                       const model::LinearAttentionSpec& spec) override;
   void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) override;
   void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) override;
+  // Also writes the items' hidden_out rows (backend.h).
   void logits(model::NormKind norm) override;
 
  private:

@@ -51,7 +51,17 @@ ModelDescription describe_model(const ModelConfig& c) {
   // The final norm is of the layers' kind in every architecture described (zero-centred in
   // Qwen3-Next, plain elsewhere).
   if (!d.layers.empty()) d.final_norm = d.layers.front().norm;
+  if (c.mtp_module) d.input = ModelInput::kEmbeddingAndHidden;
   return d;
+}
+
+ModelConfig mtp_module_config(const ModelConfig& c) {
+  ModelConfig m = c;
+  m.num_layers = 1;
+  m.mtp_module = true;
+  if (!m.linear_attention_layers.empty()) m.linear_attention_layers.assign(1, false);
+  if (!m.layer_windows.empty()) m.layer_windows.assign(1, 0);
+  return m;
 }
 
 }  // namespace nibble::model

@@ -61,6 +61,9 @@ void read(const ConfigReader& r, ModelConfig& c) {
   c.decoder_sparse_step = r.integer_or("decoder_sparse_step", 1);
   if (c.num_experts > 0 && c.num_experts_per_tok > c.num_experts)
     r.fail("num_experts_per_tok", "larger than num_experts");
+  // vLLM reads it with a default of 1 for its mtp method; here the checkpoint's mtp.* tensors
+  // decide whether the module loads (model_weights.h), and this count only checks them.
+  c.num_nextn_predict_layers = count_or(r, "num_nextn_predict_layers", 0);
   if (r.has("mlp_only_layers")) {
     if (!r.j["mlp_only_layers"].is_array()) r.fail("mlp_only_layers", "expected a list of layers");
     for (const auto& l : r.j["mlp_only_layers"]) {

@@ -1,0 +1,166 @@
+#include "engine/spec/mtp_drafter.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/spec/speculative_config.h"
+
+namespace nibble::spec {
+namespace {
+
+[[noreturn]] void refuse(const std::string& message) {
+  throw SpeculativeConfigError("--speculative-config: mtp: " + message);
+}
+
+}  // namespace
+
+MtpDrafter::MtpDrafter(std::unique_ptr<backend::Backend> module, const MtpOptions& options)
+    : backend_(std::move(module)), max_chunk_(options.max_chunk_tokens) {
+  const model::ModelConfig& c = backend_->config();
+  if (!c.mtp_module)
+    refuse("the drafter's model is not a multi-token-prediction module (model::take_mtp_module)");
+  if (!backend_->returns_hidden_states())
+    refuse("the " + backend_->name() +
+           " backend does not hand over hidden states, which MTP drafts are made from; run the "
+           "model with --device cpu");
+  if (options.max_sequences < 1 || options.max_tokens_per_sequence < 1 || options.block_size < 1 ||
+      options.max_chunk_tokens < 1)
+    refuse(
+        "max_sequences, max_tokens_per_sequence, block_size and max_chunk_tokens must be at "
+        "least 1");
+  hidden_size_ = std::size_t(c.hidden_size);
+  capacity_ = std::min(options.max_tokens_per_sequence, c.max_context);
+  const int blocks_per_slot = (capacity_ + options.block_size - 1) / options.block_size;
+  cache_ = backend_->new_kv_cache(blocks_per_slot * options.max_sequences, options.block_size);
+  kv_bytes_ = backend_->kv_block_bytes(options.block_size) * std::size_t(blocks_per_slot) *
+              std::size_t(options.max_sequences);
+  slots_.resize(std::size_t(options.max_sequences));
+  for (std::size_t s = 0; s < slots_.size(); ++s)
+    for (int b = 0; b < blocks_per_slot; ++b)
+      slots_[s].block_table.push_back(int(s) * blocks_per_slot + b);
+  logits_.resize(std::size_t(c.vocab_size));
+}
+
+MtpDrafter::Stats MtpDrafter::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+MtpDrafter::Slot* MtpDrafter::find(std::int64_t sequence) const {
+  auto it = by_sequence_.find(sequence);
+  return it == by_sequence_.end() ? nullptr : &slots_[it->second];
+}
+
+void MtpDrafter::observe(std::int64_t sequence, std::span<const int> tokens, int start,
+                         std::span<const float> hidden_states) const {
+  (void)tokens;
+  const int rows = int(hidden_states.size() / hidden_size_);
+  std::lock_guard lock(mutex_);
+  Slot* slot = find(sequence);
+  if (start == 0) {
+    if (slot == nullptr) {
+      // A free slot, else the least recently used one.
+      auto it = std::min_element(slots_.begin(), slots_.end(), [](const Slot& a, const Slot& b) {
+        return (a.sequence >= 0) != (b.sequence >= 0) ? a.sequence < 0 : a.last_use < b.last_use;
+      });
+      if (it->sequence >= 0) {
+        by_sequence_.erase(it->sequence);
+        ++stats_.evictions;
+      }
+      it->sequence = sequence;
+      by_sequence_[sequence] = std::size_t(it - slots_.begin());
+      slot = &*it;
+    }
+    slot->usable = true;
+    slot->observed = slot->ran = 0;
+    slot->pending.clear();
+    slot->last_row.clear();
+  }
+  if (slot == nullptr || !slot->usable) return;
+  slot->last_use = ++clock_;
+  // Positions the module never saw (a start past what it was handed), or more than it holds.
+  if (start != slot->observed || slot->observed + rows > capacity_) {
+    slot->usable = false;
+    slot->pending.clear();
+    return;
+  }
+  slot->pending.insert(slot->pending.end(), hidden_states.begin(), hidden_states.end());
+  slot->observed += rows;
+}
+
+void MtpDrafter::forget(std::int64_t sequence) const {
+  std::lock_guard lock(mutex_);
+  auto it = by_sequence_.find(sequence);
+  if (it == by_sequence_.end()) return;
+  Slot& slot = slots_[it->second];
+  slot.sequence = -1;
+  slot.usable = false;
+  slot.pending.clear();
+  by_sequence_.erase(it);
+}
+
+int MtpDrafter::run(Slot& slot, std::span<const int> tokens, int start,
+                    std::span<const float> hidden) const {
+  hidden_out_.resize(tokens.size() * hidden_size_);
+  backend::BatchItem item;
+  item.tokens = tokens;
+  item.start = start;
+  item.block_table = slot.block_table;
+  item.logits = logits_;
+  item.hidden_in = hidden;
+  item.hidden_out = hidden_out_;
+  backend_->forward_batch(*cache_, std::span(&item, 1));
+  last_hidden_.assign(hidden_out_.end() - std::ptrdiff_t(hidden_size_), hidden_out_.end());
+  return int(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
+}
+
+void MtpDrafter::propose_for(std::int64_t sequence, std::span<const int> tokens, int max_tokens,
+                             std::vector<int>& draft) const {
+  std::lock_guard lock(mutex_);
+  Slot* slot = find(sequence);
+  const int n = int(tokens.size());
+  // Hidden states of every position but the last token's, which the step verifying the drafts
+  // computes.
+  if (slot == nullptr || !slot->usable || slot->observed != n - 1 || n < 2) return;
+  slot->last_use = ++clock_;
+  // The module runs positions up to n - 2 on the target's hidden states, then k - 1 chained.
+  const int k = std::min(max_tokens, capacity_ - n + 2);
+  if (k <= 0) return;
+  const std::size_t H = hidden_size_;
+  // Position i reads token i + 1: positions [ran, n - 1) read tokens [ran + 1, n).
+  int next = -1;
+  const int first = slot->ran;
+  for (int at = first; at < n - 1; at += max_chunk_) {
+    const int count = std::min(n - 1 - at, max_chunk_);
+    next = run(*slot, tokens.subspan(std::size_t(at + 1), std::size_t(count)), at,
+               std::span<const float>(slot->pending)
+                   .subspan(std::size_t(at - first) * H, std::size_t(count) * H));
+    stats_.computed_tokens += std::uint64_t(count);
+  }
+  if (next < 0) {
+    // Nothing new since the last call (the sequence was not scheduled): the module's output at
+    // n - 2 again, from the hidden state kept for it.
+    next = run(*slot, tokens.subspan(std::size_t(n - 1), 1), n - 2, slot->last_row);
+    stats_.computed_tokens += 1;
+  } else {
+    slot->last_row.assign(slot->pending.end() - std::ptrdiff_t(H), slot->pending.end());
+    slot->pending.clear();
+    slot->ran = n - 1;
+  }
+  draft.push_back(next);
+  std::vector<float> hidden = last_hidden_;
+  for (int j = 1; j < k; ++j) {
+    const int fed = next;
+    next = run(*slot, std::span(&fed, 1), n - 2 + j, hidden);
+    hidden = last_hidden_;
+    ++stats_.chained_tokens;
+    draft.push_back(next);
+  }
+}
+
+void MtpDrafter::propose(std::span<const int>, int, std::vector<int>&) const {
+  throw std::logic_error("the mtp drafter drafts per sequence: call propose_for");
+}
+
+}  // namespace nibble::spec

@@ -71,9 +71,10 @@ constexpr const char* kLogsOnError = "FallbackToLogsOnError";
 
 // An init container that fetches an hf:// model into the cache volume (resuming a partial
 // download, skipping a complete one), so the engine starts on local files. `name`: the model's
-// is model-download, a draft model's model-download-draft (pod_replicas.h reads both).
+// is model-download, a draft model's model-download-draft (pod_replicas.h reads both); `cache`:
+// the cache volume's name.
 json download_container(const std::string& name, const recipe::ModelSource& source,
-                        const RenderOptions& o) {
+                        const std::string& cache, const RenderOptions& o) {
   json env = json::array();
   if (!o.hf_token_secret.empty()) {
     env.push_back({{"name", "HF_TOKEN"},
@@ -88,7 +89,7 @@ json download_container(const std::string& name, const recipe::ModelSource& sour
             {"command", json::array({"nibble", "pull", source.original, kModelMountPath})},
             {"terminationMessagePolicy", kLogsOnError},
             {"securityContext", container_security()},
-            {"volumeMounts", json::array({{{"name", "models"}, {"mountPath", kModelMountPath}},
+            {"volumeMounts", json::array({{{"name", cache}, {"mountPath", kModelMountPath}},
                                           {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
   if (!env.empty()) c["env"] = env;
   return c;
@@ -211,7 +212,7 @@ void place_models(const recipe::ModelRecipe& r, const RenderOptions& o, json& vo
   switch (r.source.kind) {
     case Kind::kHuggingFace:
       mount(cache("models"), kModelMountPath, false);
-      init.push_back(download_container("model-download", r.source, o));
+      init.push_back(download_container("model-download", r.source, "models", o));
       break;
     case Kind::kFile:
       // The weights are staged on the node; the engine reads them where the recipe says.
@@ -221,11 +222,13 @@ void place_models(const recipe::ModelRecipe& r, const RenderOptions& o, json& vo
   if (!r.engine.draft_model) return;
   const recipe::ModelSource& draft = *r.engine.draft_model;
   switch (draft.kind) {
-    case Kind::kHuggingFace:
-      if (r.source.kind != Kind::kHuggingFace) mount(cache("model-cache"), kModelMountPath, true);
+    case Kind::kHuggingFace: {
+      const char* volume = r.source.kind == Kind::kHuggingFace ? "models" : "model-cache";
+      if (r.source.kind != Kind::kHuggingFace) mount(cache(volume), kModelMountPath, true);
       // Its own init container: the model's may be done (or cached) while the draft's is not.
-      init.push_back(download_container("model-download-draft", draft, o));
+      init.push_back(download_container("model-download-draft", draft, volume, o));
       break;
+    }
     case Kind::kFile:
       if (r.source.kind == Kind::kFile && draft.path == r.source.path) break;  // mounted already
       mount(host_path("draft-model", draft.path), draft.path, true);

@@ -62,7 +62,11 @@ TEST(ServeSlidingWindow, LogsTheCapacityWithTheWindow) {
   httplib::Client c("127.0.0.1", serve.port);
   c.set_read_timeout(120, 0);
   const json body = {{"model", "tiny"},
-                     {"prompt", "one two three four five six seven"},
+                     // Past two 16-token blocks, so that a second request has blocks to hit.
+                     {"prompt",
+                      "one two three four five six seven eight nine ten eleven twelve "
+                      "one two three four five six seven eight nine ten eleven twelve "
+                      "one two three four five six seven eight nine ten eleven twelve"},
                      {"max_tokens", 40},
                      {"temperature", 0},
                      {"ignore_eos", true}};
@@ -77,7 +81,11 @@ TEST(ServeSlidingWindow, LogsTheCapacityWithTheWindow) {
   ASSERT_TRUE(again) << serve.log();
   ASSERT_EQ(again->status, 200) << again->body;
   const json second = json::parse(again->body);
-  EXPECT_GT(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0)
+  const int prompt_tokens = second["usage"]["prompt_tokens"];
+  ASSERT_GT(prompt_tokens, 32);
+  // Every whole block but the one holding the last prompt token (whose logits are needed).
+  EXPECT_EQ(second["usage"]["prompt_tokens_details"]["cached_tokens"],
+            (prompt_tokens - 1) / 16 * 16)
       << again->body;
   EXPECT_EQ(second["choices"][0]["text"], first["choices"][0]["text"]);
   // The gauge is set after the step that finished the request: wait for it.

@@ -170,9 +170,8 @@ TEST(RecipeParse, SpeculativeConfigReachesTheEngine) {
   ASSERT_NE(flag, args.end());
   ASSERT_NE(flag + 1, args.end());
   // Written again by the controller from the checked fields (test_speculative_recipe.cpp).
-  EXPECT_EQ(*(flag + 1),
-            R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":5,)"
-            R"("prompt_lookup_min":5})");
+  EXPECT_EQ(*(flag + 1), R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":5,)"
+                         R"("prompt_lookup_min":5})");
   ParseResult again = parse_model_recipe(to_yaml(r.recipe));
   ASSERT_TRUE(again.ok()) << again.error_text();
   EXPECT_EQ(again.recipe.engine.speculative_config, json);

@@ -130,13 +130,15 @@ PodFailure pod_failure(const Json& pod) {
 bool pod_downloading(const Json& pod, const PodReading& reading) {
   if (pod.value("metadata", Json::object()).contains("deletionTimestamp")) return false;
   for (const Json& c : pod_status_list(pod, "initContainerStatuses")) {
-    if (c.value("name", "") != reading.download_container) continue;
+    const std::string name = c.value("name", "");
+    if (name != reading.download_container && !name.starts_with(reading.download_container + "-"))
+      continue;
     const Json state = c.value("state", Json::object());
     if (state.contains("running")) return true;
     if (state.contains("waiting")) {
       return !failing_waiting_reason(state["waiting"].value("reason", ""));
     }
-    return false;  // terminated: done (exit 0), or failed and about to be restarted
+    // terminated: done (exit 0), or failed and about to be restarted; the next may download
   }
   return false;
 }

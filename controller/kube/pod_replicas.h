@@ -11,8 +11,9 @@
 //             model download) waits in CrashLoopBackOff, ImagePullBackOff, ErrImagePull,
 //             CreateContainerConfigError or InvalidImageName (reason OOMKilled when the
 //             container's last exit was one)
-//   downloading  the model-download init container has not finished (running, or waiting to
-//             start without an error)
+//   downloading  a model-download init container (the model's, or a draft model's
+//             model-download-draft) has not finished (running, or waiting to start without an
+//             error)
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -25,7 +26,8 @@ namespace nibble::kube {
 struct PodReading {
   std::string revision_label = "nibble.dev/revision";
   int engine_port = 8000;
-  std::string download_container = "model-download";  // the init container that fetches weights
+  // The init container that fetches weights, and the prefix (with '-') of those fetching more.
+  std::string download_container = "model-download";
 };
 
 // Why a pod fails (see above): the reason ("CrashLoopBackOff", "ImagePullBackOff", "OOMKilled",

@@ -1,5 +1,6 @@
 #include "controller/kube/recipe_objects.h"
 
+#include "controller/recipe/speculative_recipe.h"
 #include "controller/reconcile/engine_command.h"
 #include "controller/source/model_downloader.h"
 
@@ -69,8 +70,11 @@ constexpr int kDeregistrationSeconds = 2;
 constexpr const char* kLogsOnError = "FallbackToLogsOnError";
 
 // An init container that fetches an hf:// model into the cache volume (resuming a partial
-// download, skipping a complete one), so the engine starts on local files.
-json download_container(const recipe::ModelRecipe& r, const RenderOptions& o) {
+// download, skipping a complete one), so the engine starts on local files. `name`: the model's
+// is model-download, a draft model's model-download-draft (pod_replicas.h reads both); `cache`:
+// the cache volume's name.
+json download_container(const std::string& name, const recipe::ModelSource& source,
+                        const std::string& cache, const RenderOptions& o) {
   json env = json::array();
   if (!o.hf_token_secret.empty()) {
     env.push_back({{"name", "HF_TOKEN"},
@@ -79,21 +83,22 @@ json download_container(const recipe::ModelRecipe& r, const RenderOptions& o) {
                       {{"name", o.hf_token_secret}, {"key", "HF_TOKEN"}, {"optional", true}}}}}});
   }
   if (!o.hf_endpoint.empty()) env.push_back({{"name", "HF_ENDPOINT"}, {"value", o.hf_endpoint}});
-  json c = {{"name", "model-download"},
+  json c = {{"name", name},
             {"image", o.image},
             {"imagePullPolicy", o.image_pull_policy},
-            {"command", json::array({"nibble", "pull", r.source.original, kModelMountPath})},
+            {"command", json::array({"nibble", "pull", source.original, kModelMountPath})},
             {"terminationMessagePolicy", kLogsOnError},
             {"securityContext", container_security()},
-            {"volumeMounts", json::array({{{"name", "models"}, {"mountPath", kModelMountPath}},
+            {"volumeMounts", json::array({{{"name", cache}, {"mountPath", kModelMountPath}},
                                           {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
   if (!env.empty()) c["env"] = env;
   return c;
 }
 
 json engine_container(const recipe::ModelRecipe& r, const RenderOptions& o, json mounts) {
-  std::vector<std::string> args =
-      reconcile::engine_serve_args(r, {model_dir_in_pod(r.source), "0.0.0.0", kEnginePort});
+  const std::string draft_dir = r.engine.draft_model ? model_dir_in_pod(*r.engine.draft_model) : "";
+  std::vector<std::string> args = reconcile::engine_serve_args(
+      r, {model_dir_in_pod(r.source), "0.0.0.0", kEnginePort, draft_dir});
   args.insert(args.end(), o.extra_engine_args.begin(), o.extra_engine_args.end());
   args.insert(args.end(),
               {"--api-key-file", std::string(kEngineKeyMountPath) + "/" + kEngineKeyField});
@@ -174,6 +179,63 @@ json solo_affinity() {
                    {"topologyKey", "kubernetes.io/hostname"}}})}}}};
 }
 
+// The model's weights, and a draft model's, where the engine reads them: hf:// sources in the
+// cache volume ("models", at /models), fetched by an init container each; file paths mounted
+// read-only from the node where the recipe says (the model's volume "models", a draft's
+// "draft-model", or the model's own mount when both are the same directory). A recipe whose
+// model is a file and whose draft comes from the Hub gets the cache volume as "model-cache".
+void place_models(const recipe::ModelRecipe& r, const RenderOptions& o, json& volumes, json& mounts,
+                  json& init) {
+  // A volume and its read-only mount; a draft model's may not take a path mounted already.
+  const auto mount = [&](json volume, const std::string& path, bool for_draft) {
+    const std::string name = volume["name"];
+    for (const json& m : mounts) {
+      if (for_draft && m["mountPath"] == path) {
+        throw RenderError(std::string(recipe::kSpeculativeConfigField) +
+                          ": the draft model needs volume " + name + " at " + path +
+                          ", where the pod mounts " + m["name"].get<std::string>() +
+                          " already; stage the models in separate directories");
+      }
+    }
+    volumes.push_back(std::move(volume));
+    mounts.push_back({{"name", name}, {"mountPath", path}, {"readOnly", true}});
+  };
+  const auto cache = [&](const char* name) {
+    json volume = cache_volume(o.model_cache);
+    volume["name"] = name;
+    return volume;
+  };
+  const auto host_path = [](const char* name, const std::string& path) {
+    return json{{"name", name}, {"hostPath", {{"path", path}, {"type", "Directory"}}}};
+  };
+  using Kind = recipe::ModelSource::Kind;
+  switch (r.source.kind) {
+    case Kind::kHuggingFace:
+      mount(cache("models"), kModelMountPath, false);
+      init.push_back(download_container("model-download", r.source, "models", o));
+      break;
+    case Kind::kFile:
+      // The weights are staged on the node; the engine reads them where the recipe says.
+      mount(host_path("models", r.source.path), r.source.path, false);
+      break;
+  }
+  if (!r.engine.draft_model) return;
+  const recipe::ModelSource& draft = *r.engine.draft_model;
+  switch (draft.kind) {
+    case Kind::kHuggingFace: {
+      const char* volume = r.source.kind == Kind::kHuggingFace ? "models" : "model-cache";
+      if (r.source.kind != Kind::kHuggingFace) mount(cache(volume), kModelMountPath, true);
+      // Its own init container: the model's may be done (or cached) while the draft's is not.
+      init.push_back(download_container("model-download-draft", draft, volume, o));
+      break;
+    }
+    case Kind::kFile:
+      if (r.source.kind == Kind::kFile && draft.path == r.source.path) break;  // mounted already
+      mount(host_path("draft-model", draft.path), draft.path, true);
+      break;
+  }
+}
+
 json pod_spec(const recipe::ModelRecipe& r, const RenderOptions& o) {
   // The key file is readable by the engine's group (fsGroup) only.
   json volumes = json::array(
@@ -187,19 +249,7 @@ json pod_spec(const recipe::ModelRecipe& r, const RenderOptions& o) {
       {{{"name", "tmp"}, {"mountPath", "/tmp"}},
        {{"name", "engine-key"}, {"mountPath", kEngineKeyMountPath}, {"readOnly", true}}});
   json init = json::array();
-  switch (r.source.kind) {
-    case recipe::ModelSource::Kind::kHuggingFace:
-      volumes.push_back(cache_volume(o.model_cache));
-      mounts.push_back({{"name", "models"}, {"mountPath", kModelMountPath}, {"readOnly", true}});
-      init.push_back(download_container(r, o));
-      break;
-    case recipe::ModelSource::Kind::kFile:
-      // The weights are staged on the node; the engine reads them where the recipe says.
-      volumes.push_back(
-          {{"name", "models"}, {"hostPath", {{"path", r.source.path}, {"type", "Directory"}}}});
-      mounts.push_back({{"name", "models"}, {"mountPath", r.source.path}, {"readOnly", true}});
-      break;
-  }
+  place_models(r, o, volumes, mounts, init);
   json spec = {{"securityContext",
                 {{"runAsNonRoot", true},
                  {"runAsUser", o.run_as_user},

@@ -12,8 +12,10 @@
 // namespace). Weights live on a model cache volume mounted at /models (emptyDir by default, a
 // PVC or a hostPath by controller setting); hf:// models are fetched into it by an init
 // container (`nibble pull`, from the engine image); file paths are mounted read-only from the
-// node. Probes hit /health (503 while loading and draining): a generous startup probe for
-// model loading, then readiness and liveness; the grace period lets in-flight requests drain.
+// node. A draft model (speculativeConfig's draft_model) is placed the same way, with its own
+// init container or mount. Probes hit /health (503 while loading and draining): a generous
+// startup probe for model loading, then readiness and liveness; the grace period lets in-flight
+// requests drain.
 // The pod template carries the revision (spec hash) so a spec change rolls out, one surge pod
 // at a time, never below the ready pods there were. Every object is owned by the ModelRecipe
 // (ownerReferences with its uid), so deleting the recipe garbage-collects them. The engine

@@ -263,7 +263,8 @@ void LocalBackend::start(const reconcile::DesiredState& desired, const std::stri
   const int port = pick_free_port();
   EngineLaunch launch{
       config_.engine_binary,
-      reconcile::engine_serve_args(recipe, {desired.model_dir.string(), "127.0.0.1", port}),
+      reconcile::engine_serve_args(recipe, {desired.model_dir.string(), "127.0.0.1", port,
+                                            desired.draft_model_dir.string()}),
       r.log_file, config_.engine_user};
   for (const std::string& a : config_.extra_engine_args) launch.args.push_back(a);
   launch.args.insert(launch.args.end(), {"--api-key-file", r.key_file.string()});

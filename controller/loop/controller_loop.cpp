@@ -56,6 +56,19 @@ reconcile::ModelAvailability availability(ResolvedModel::State state) {
   return reconcile::ModelAvailability::kFailed;
 }
 
+// A recipe's weights are there when its model's and its draft model's are (a recipe without a
+// draft: `draft` ready); else the state of the one missing, a failure before a download, and
+// its message says which.
+ResolvedModel with_draft_model(ResolvedModel model, ResolvedModel draft) {
+  using State = ResolvedModel::State;
+  if (draft.state == State::kReady || model.state == State::kFailed) return model;
+  if (model.state == State::kReady || draft.state == State::kFailed) {
+    model.state = draft.state;
+    model.message = "draft model: " + draft.message;
+  }
+  return model;
+}
+
 // While every live replica is a restart after two or more failures in a row, the recipe is
 // still crash-looping: between a restart and its next exit it would otherwise look as if a
 // replica were coming (requests held for nothing, the model listed, then not). One failure is
@@ -266,7 +279,13 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
   facts.generation = running.generation;
 
   ResolvedModel model{ResolvedModel::State::kReady, {}, ""};
-  if (config_.resolve_models) model = models_.resolve(r.source);
+  ResolvedModel draft = model;
+  if (config_.resolve_models) {
+    model = models_.resolve(r.source);
+    if (r.engine.draft_model) draft = models_.resolve(*r.engine.draft_model);
+  }
+  const std::filesystem::path draft_dir = draft.dir;
+  model = with_draft_model(std::move(model), std::move(draft));
   autoscaler::ScaleState& scale = scale_[r.name];
   const int before = scale.desired;
   const autoscaler::Decision decision = autoscaler::decide(r, measure_load(r), scale, now);
@@ -321,7 +340,8 @@ RecipeStatus ControllerLoop::reconcile_recipe(const Running& running, reconcile:
 
   const bool model_ready = model.state == ResolvedModel::State::kReady;
   const reconcile::RecipeObservation observed = backend_.sync(
-      {r, running.spec_hash, running.generation, replicas, !model_ready, model.dir}, now);
+      {r, running.spec_hash, running.generation, replicas, !model_ready, model.dir, draft_dir},
+      now);
   if (observed.restarted > 0)
     metrics_.replica_restarts.labels({r.name}).inc(double(observed.restarted));
 

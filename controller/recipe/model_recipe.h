@@ -31,9 +31,11 @@ struct EngineSettings {  // each maps to one `nibble-engine serve` flag
   bool enable_prefix_caching = true;
   std::string quantization;     // "" | nvfp4
   std::string device = "auto";  // auto | cpu | cuda
-  // --speculative-config's JSON as the engine takes it (engine/spec/speculative_config.h,
-  // checked when parsed); "" for none.
+  // spec.engine.speculativeConfig as written: vLLM's --speculative-config JSON, checked when
+  // parsed (speculative_recipe.h); "" for none. The engine gets it rewritten by the controller.
   std::string speculative_config;
+  // Its draft_model's weights (method draft_model), placed as `source` is.
+  std::optional<ModelSource> draft_model;
   std::vector<std::string> extra_args;  // passed through as they are
 };
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "controller/recipe/extra_args.h"
-#include "engine/spec/speculative_config.h"
+#include "controller/recipe/speculative_recipe.h"
 
 namespace nibble::recipe {
 namespace {
@@ -194,20 +194,8 @@ void parse_engine(const YAML::Node& node, EngineSettings& e, std::vector<FieldEr
   e.quantization = r.one_of("quantization", e.quantization, {"", "nvfp4"});
   e.device = r.one_of("device", e.device, {"auto", "cpu", "cuda"});
   e.speculative_config = r.string("speculativeConfig", "");
-  if (!e.speculative_config.empty()) {
-    try {
-      // The controller decides which files an engine may read (spec.model under the model
-      // root); a draft model's path is not checked so yet, so recipes cannot name one.
-      if (spec::parse_speculative_config(e.speculative_config).method ==
-          spec::SpecMethod::kDraftModel)
-        r.error("speculativeConfig",
-                "method draft_model is not available in recipes yet (its model path is not "
-                "checked against the model root as spec.model is); use nibble-engine serve "
-                "--speculative-config");
-    } catch (const spec::SpeculativeConfigError& err) {
-      r.error("speculativeConfig", err.what());
-    }
-  }
+  if (!e.speculative_config.empty())
+    e.draft_model = parse_speculative_field(e.speculative_config, errors);
   e.extra_args = r.string_list("extraArgs");
   check_extra_args(e.extra_args, errors);
   r.finish();
@@ -225,10 +213,10 @@ bool is_dns1123_label(const std::string& name) {
   return true;
 }
 
-ModelSource parse_model_source(const std::string& source, std::vector<FieldError>& errors) {
+ModelSource parse_model_source(const std::string& source, std::vector<FieldError>& errors,
+                               const std::string& field) {
   ModelSource s;
   s.original = source;
-  const std::string field = "spec.model.source";
   if (source.empty()) {
     errors.push_back({field, "is required (hf://org/name[@revision], file:///path or a path)"});
   } else if (source.starts_with("hf://")) {
@@ -241,6 +229,14 @@ ModelSource parse_model_source(const std::string& source, std::vector<FieldError
     if (slash == std::string::npos || slash == 0 || slash + 1 == s.repo.size() ||
         s.repo.find('/', slash + 1) != std::string::npos || s.revision.empty()) {
       errors.push_back({field, "'" + source + "' is not hf://org/name or hf://org/name@revision"});
+    } else if (const std::string org = s.repo.substr(0, slash), name = s.repo.substr(slash + 1);
+               org == "." || org == ".." || name == "." || name == ".." || s.revision == "." ||
+               s.revision.find("..") != std::string::npos) {
+      // The cache directory is built from these (source/model_downloader.h): none may step
+      // out of it.
+      errors.push_back({field, "'" + source +
+                                   "': org, name and revision must not be '.' or "
+                                   "contain '..'"});
     }
   } else if (source.starts_with("file://")) {
     s.path = source.substr(7);
@@ -399,7 +395,7 @@ std::string ParseResult::error_text() const {
   return out;
 }
 
-std::vector<std::string> engine_args(const ModelRecipe& r) {
+std::vector<std::string> engine_args(const ModelRecipe& r, const std::string& draft_model_dir) {
   const EngineSettings& e = r.engine;
   std::vector<std::string> args = {"--served-model-name",
                                    r.served_name,
@@ -426,7 +422,7 @@ std::vector<std::string> engine_args(const ModelRecipe& r) {
   }
   if (!e.speculative_config.empty()) {
     args.push_back("--speculative-config");
-    args.push_back(e.speculative_config);
+    args.push_back(engine_speculative_config(e.speculative_config, draft_model_dir));
   }
   args.insert(args.end(), e.extra_args.begin(), e.extra_args.end());
   return args;

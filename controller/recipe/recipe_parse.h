@@ -22,11 +22,17 @@ struct ParseResult {
 };
 
 ParseResult parse_model_recipe(const std::string& text);
-ModelSource parse_model_source(const std::string& source, std::vector<FieldError>& errors);
+// hf://org/name[@revision], file:///abs/path or a path; errors are reported under `field`
+// (spec.model.source, or spec.engine.speculativeConfig for a draft model). A Hub org, name or
+// revision that would step out of its cache directory ("..", ".") is refused.
+ModelSource parse_model_source(const std::string& source, std::vector<FieldError>& errors,
+                               const std::string& field = "spec.model.source");
 bool is_dns1123_label(const std::string& name);
 
 // The `nibble-engine serve` arguments a replica of this recipe runs with (model path and
-// port are added by the backend that starts it).
-std::vector<std::string> engine_args(const ModelRecipe& recipe);
+// port are added by the backend that starts it). `draft_model_dir`: where whoever starts the
+// engine placed a draft_model's weights (engine.draft_model; unused without one), written into
+// --speculative-config (speculative_recipe.h).
+std::vector<std::string> engine_args(const ModelRecipe& recipe, const std::string& draft_model_dir);
 
 }  // namespace nibble::recipe

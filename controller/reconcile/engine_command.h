@@ -14,10 +14,13 @@ struct EngineListen {
   std::string model_dir;  // where the engine finds the weights
   std::string host;       // 127.0.0.1 locally, 0.0.0.0 in a pod
   int port = 0;
+  // Where it finds a draft_model's weights (the recipe's engine.draft_model); "" without one.
+  std::string draft_model_dir = "";
 };
 
 // "serve --model DIR --host H --port P" followed by the recipe's engine flags
-// (recipe::engine_args: served name, batch limits, KV cache, extra args).
+// (recipe::engine_args: served name, batch limits, KV cache, speculative decoding with the
+// draft model at draft_model_dir, extra args).
 std::vector<std::string> engine_serve_args(const recipe::ModelRecipe& recipe,
                                            const EngineListen& listen);
 

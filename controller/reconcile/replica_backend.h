@@ -37,12 +37,14 @@ struct DesiredState {
   std::string revision;        // the spec hash: replicas of another revision are rolled
   std::int64_t generation = 0;
   int replicas = 0;  // already clamped to [min, max] by the autoscaler
-  // The weights are not available yet (downloading, or the download failed): start no new
-  // replica, keep the running ones. A backend whose engines fetch the weights themselves
-  // (Kubernetes: an init container) may ignore it.
+  // The weights (or a draft model's) are not available yet (downloading, or the download
+  // failed): start no new replica, keep the running ones. A backend whose engines fetch the
+  // weights themselves (Kubernetes: an init container) may ignore it.
   bool hold_starts = false;
   // Where the weights are on this machine (local backend); others place the model themselves.
   std::filesystem::path model_dir;
+  // Where a draft_model's weights are on this machine (local backend), as model_dir.
+  std::filesystem::path draft_model_dir;
 };
 
 // Where a replica's engine serves HTTP (the OpenAI API and /health).

@@ -42,21 +42,13 @@ double seconds(std::chrono::steady_clock::duration d) {
 
 // A hybrid model's recurrent state covers the whole sequence so far, so a KV prefix found in
 // the cache would come without the state after it: prefix caching is off for such models.
-// Likewise with a sliding window: the blocks a prefix hit would need have left the window and
-// gone back to the pool.
+// (Sliding-window layers keep it: KvBlockPool takes a hit only as far as their window is cached.)
 bool prefix_caching(const EngineConfig& config, const ModelRunner& runner) {
   if (!config.enable_prefix_caching) return false;
   if (runner.num_state_slots() > 0) {
     spdlog::info(
         "prefix caching off: the model keeps a recurrent state per sequence (linear attention), "
         "which a cached KV prefix does not carry");
-    return false;
-  }
-  if (runner.kv_sliding_window() > 0) {
-    spdlog::info(
-        "prefix caching off: the sliding-window layers (window {}) free the KV blocks that leave "
-        "their window, which a cached prefix would need",
-        runner.kv_sliding_window());
     return false;
   }
   return true;

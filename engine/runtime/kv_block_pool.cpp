@@ -44,10 +44,9 @@ KvBlockPool::KvBlockPool(int num_blocks, int block_size, bool enable_prefix_cach
                                 std::to_string(num_blocks) + " blocks of " +
                                 std::to_string(block_size));
   }
-  if (sliding_window < 0 || (sliding_window > 0 && enable_prefix_caching))
-    throw std::invalid_argument(
-        "KV cache: a sliding window of " + std::to_string(sliding_window) +
-        " needs a window >= 0 and no prefix caching (the window's blocks are freed)");
+  if (sliding_window < 0)
+    throw std::invalid_argument("KV cache: a sliding window must be >= 0, got " +
+                                std::to_string(sliding_window));
   for (int id = 0; id < num_blocks; ++id) {
     blocks_[std::size_t(id)].free_pos = free_list_.insert(free_list_.end(), id);
     blocks_[std::size_t(id)].in_free_list = true;
@@ -64,21 +63,43 @@ std::uint64_t KvBlockPool::chain_hash(std::uint64_t parent, const int* tokens, i
   return h;
 }
 
-std::vector<int> KvBlockPool::match_prefix(const Sequence& seq, int max_blocks) const {
-  std::vector<int> matched;
-  if (!prefix_caching_) return matched;
+int KvBlockPool::cached_block(const std::unordered_map<std::uint64_t, int>& cache, std::uint64_t h,
+                              const int* block_tokens) const {
+  auto it = cache.find(h);
+  if (it == cache.end()) return -1;
+  const Block& block = blocks_[std::size_t(it->second)];
+  if (!std::equal(block.tokens.begin(), block.tokens.end(), block_tokens)) return -1;
+  return it->second;
+}
+
+KvBlockPool::PrefixHit KvBlockPool::match_prefix(const Sequence& seq) const {
+  PrefixHit hit;
+  if (!prefix_caching_) return hit;
+  // The last token is always computed: its logits pick the next token.
+  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
   std::uint64_t parent = kRootHash;
   for (int i = 0; i < max_blocks; ++i) {
     const int* block_tokens = seq.tokens.data() + std::ptrdiff_t(i) * block_size_;
     const std::uint64_t h = chain_hash(parent, block_tokens, block_size_);
-    auto it = cached_.find(h);
-    if (it == cached_.end()) break;
-    const Block& block = blocks_[std::size_t(it->second)];
-    if (!std::equal(block.tokens.begin(), block.tokens.end(), block_tokens)) break;
-    matched.push_back(it->second);
+    const int id = cached_block(cached_, h, block_tokens);
+    if (id < 0) break;
+    hit.full.push_back(id);
+    if (sliding_window_ > 0) hit.sliding.push_back(cached_block(sliding_cached_, h, block_tokens));
     parent = h;
   }
-  return matched;
+  if (sliding_window_ == 0) return hit;
+  // The longest n whose window, blocks first_window_block(n * size) .. n - 1, the sliding group
+  // still has: held[i] counts the cached sliding blocks in a row ending at block i.
+  std::vector<int> held(hit.sliding.size());
+  for (std::size_t i = 0; i < held.size(); ++i)
+    held[i] = hit.sliding[i] < 0 ? 0 : (i == 0 ? 0 : held[i - 1]) + 1;
+  int n = int(hit.full.size());
+  while (n > 0 && held[std::size_t(n - 1)] < n - first_window_block(n * block_size_)) --n;
+  hit.full.resize(std::size_t(n));
+  hit.sliding.resize(std::size_t(n));
+  for (int i = 0; i < first_window_block(n * block_size_); ++i)
+    hit.sliding[std::size_t(i)] = kFreedBlock;  // left the window: not taken, whether cached or not
+  return hit;
 }
 
 int KvBlockPool::num_held_blocks(const Sequence& seq) const {
@@ -100,7 +121,11 @@ int KvBlockPool::max_tokens_per_sequence(int max_chunk) const {
 int KvBlockPool::window_blocks_to_free(const Sequence& seq, int start) const {
   const int end = std::min(first_window_block(start), int(seq.window_block_table.size()));
   int n = 0;
-  for (int i = 0; i < end; ++i) n += seq.window_block_table[std::size_t(i)] != kFreedBlock;
+  for (int i = 0; i < end; ++i) {
+    const int id = seq.window_block_table[std::size_t(i)];
+    // A block a prefix hit shares stays with its other holders: only a last reference frees.
+    n += id != kFreedBlock && blocks_[std::size_t(id)].ref_count == 1;
+  }
   return n;
 }
 
@@ -123,18 +148,20 @@ void KvBlockPool::grow_tables(Sequence& seq, int total) {
 
 int KvBlockPool::cached_prefix_tokens(const Sequence& seq) const {
   if (!seq.block_table.empty()) return 0;
-  // The last token is always computed: its logits pick the next token.
-  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
-  return int(match_prefix(seq, max_blocks).size()) * block_size_;
+  return match_prefix(seq).tokens(block_size_);
 }
 
 bool KvBlockPool::can_allocate(const Sequence& seq, int num_new_tokens) const {
-  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
-  const std::vector<int> matched = match_prefix(seq, max_blocks);
-  const int cached_tokens = int(matched.size()) * block_size_;
-  int free_needed = blocks_for_tokens(cached_tokens + num_new_tokens) - int(matched.size());
-  if (sliding_window_ > 0) free_needed += blocks_for_tokens(num_new_tokens);  // nothing cached
-  for (int id : matched) free_needed += blocks_[std::size_t(id)].ref_count == 0 ? 1 : 0;
+  const PrefixHit hit = match_prefix(seq);
+  const int matched = int(hit.full.size());
+  const int total = blocks_for_tokens(hit.tokens(block_size_) + num_new_tokens);
+  int free_needed = total - matched;
+  for (int id : hit.full) free_needed += blocks_[std::size_t(id)].ref_count == 0 ? 1 : 0;
+  if (sliding_window_ > 0) {
+    free_needed += total - matched;
+    for (int id : hit.sliding)
+      if (id != kFreedBlock) free_needed += blocks_[std::size_t(id)].ref_count == 0 ? 1 : 0;
+  }
   return free_needed <= num_free_blocks();
 }
 
@@ -151,9 +178,10 @@ int KvBlockPool::take_free_block() {
   if (free_list_.empty()) throw std::logic_error("KV block pool: allocation without a free block");
   const int id = free_list_.front();
   Block& block = blocks_[std::size_t(id)];
-  if (block.hashed) {  // evict its cached contents
-    auto it = cached_.find(block.hash);
-    if (it != cached_.end() && it->second == id) cached_.erase(it);
+  if (block.hashed) {  // evict its cached contents: a later hit must not read what is written
+    auto& cache = block.sliding ? sliding_cached_ : cached_;
+    auto it = cache.find(block.hash);
+    if (it != cache.end() && it->second == id) cache.erase(it);
     block.hashed = false;
     block.tokens.clear();
   }
@@ -163,16 +191,17 @@ int KvBlockPool::take_free_block() {
 
 void KvBlockPool::allocate(Sequence& seq, int num_new_tokens) {
   assert(seq.block_table.empty() && seq.window_block_table.empty());
-  const int max_blocks = std::max(0, (seq.num_tokens() - 1) / block_size_);
-  const std::vector<int> matched = match_prefix(seq, max_blocks);
-  std::uint64_t parent = kRootHash;
-  for (std::size_t i = 0; i < matched.size(); ++i) {
-    reference(matched[i]);
-    seq.block_table.push_back(matched[i]);
-    parent = blocks_[std::size_t(matched[i])].hash;
-    seq.block_hashes.push_back(parent);
+  const PrefixHit hit = match_prefix(seq);
+  for (int id : hit.full) {
+    reference(id);
+    seq.block_table.push_back(id);
+    seq.block_hashes.push_back(blocks_[std::size_t(id)].hash);
   }
-  const int cached_tokens = int(matched.size()) * block_size_;
+  for (int id : hit.sliding) {
+    if (id != kFreedBlock) reference(id);
+    seq.window_block_table.push_back(id);
+  }
+  const int cached_tokens = hit.tokens(block_size_);
   seq.num_computed_tokens = cached_tokens;
   seq.num_cached_prompt_tokens = cached_tokens;
   if (prefix_caching_) {
@@ -195,6 +224,18 @@ void KvBlockPool::append_slots(Sequence& seq, int num_new_tokens) {
   grow_tables(seq, blocks_for_tokens(seq.num_computed_tokens + num_new_tokens));
 }
 
+void KvBlockPool::register_block(int id, std::uint64_t h, const int* block_tokens, bool sliding) {
+  Block& block = blocks_[std::size_t(id)];
+  auto& cache = sliding ? sliding_cached_ : cached_;
+  // If another block already holds this prefix, keep that one as the cached copy.
+  if (!block.hashed && cache.emplace(h, id).second) {
+    block.hashed = true;
+    block.sliding = sliding;
+    block.hash = h;
+    block.tokens.assign(block_tokens, block_tokens + block_size_);
+  }
+}
+
 void KvBlockPool::commit_computed(Sequence& seq) {
   if (!prefix_caching_) return;
   const int full_blocks = seq.num_computed_tokens / block_size_;
@@ -203,14 +244,11 @@ void KvBlockPool::commit_computed(Sequence& seq) {
     const int* block_tokens = seq.tokens.data() + std::ptrdiff_t(i) * block_size_;
     const std::uint64_t h = chain_hash(parent, block_tokens, block_size_);
     seq.block_hashes.push_back(h);
-    const int id = seq.block_table[std::size_t(i)];
-    Block& block = blocks_[std::size_t(id)];
-    // If another block already holds this prefix, keep that one as the cached copy.
-    if (!block.hashed && cached_.emplace(h, id).second) {
-      block.hashed = true;
-      block.hash = h;
-      block.tokens.assign(block_tokens, block_tokens + block_size_);
-    }
+    register_block(seq.block_table[std::size_t(i)], h, block_tokens, false);
+    // A sliding block that already left the window (kFreedBlock) is not there to cache.
+    if (i < int(seq.window_block_table.size()) &&
+        seq.window_block_table[std::size_t(i)] != kFreedBlock)
+      register_block(seq.window_block_table[std::size_t(i)], h, block_tokens, true);
   }
 }
 

@@ -12,9 +12,15 @@
 // (Sequence::window_block_table). Both tables cover the same positions, but the sliding table
 // keeps only the blocks a step's rows can still see: a row at position p reads keys from
 // p - window + 1, so before a step starting at position s every sliding block wholly before
-// s - window + 1 goes back to the pool and its entry becomes kFreedBlock. Prefix caching is
-// not offered with a window (the constructor refuses it): a prefix hit would need the sliding
-// blocks before it, which are gone.
+// s - window + 1 goes back to the pool and its entry becomes kFreedBlock.
+//
+// Prefix caching with a window (as vLLM's hybrid cache coordinator does it): each group caches
+// its own full blocks under the same chained hash, the sliding group's while they are still
+// held or freed but not yet taken again. A hit of n blocks (P = n * block_size tokens) is usable
+// only if the full group has all n blocks and the sliding group has those a step starting at P
+// reads, blocks first_window_block(P) .. n - 1; the blocks before them stay kFreedBlock. The hit
+// taken is the longest n for which both hold, so a sliding block that went back to the pool and
+// was taken by another sequence (its cache entry dropped then) is never read as this prefix.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -54,7 +60,7 @@ class KvBlockPool {
  public:
   // sliding_window: 0 for one group of blocks (every layer keeps every position); > 0 for a
   // second, sliding group that frees blocks leaving the window. Throws std::invalid_argument for
-  // a window with prefix caching.
+  // a negative window.
   KvBlockPool(int num_blocks, int block_size, bool enable_prefix_caching, int sliding_window = 0);
 
   int block_size() const { return block_size_; }
@@ -78,9 +84,9 @@ class KvBlockPool {
   int max_tokens_per_sequence(int max_chunk) const;
 
   // Admission of a sequence with no blocks: reuse its cached prefix (leaving at least one
-  // token to compute, whose logits are needed) and allocate blocks for num_new_tokens more.
-  // Returns the number of prefix tokens found in the cache, or -1 if there are not enough
-  // free blocks (nothing changes then).
+  // token to compute, whose logits are needed; with a window, only as far as the sliding group
+  // still has the window before it) and allocate blocks for num_new_tokens more.
+  // cached_prefix_tokens: the prefix tokens allocate would take from the cache.
   int cached_prefix_tokens(const Sequence& seq) const;
   bool can_allocate(const Sequence& seq, int num_new_tokens) const;
   void allocate(Sequence& seq, int num_new_tokens);
@@ -105,19 +111,33 @@ class KvBlockPool {
   struct Block {
     int ref_count = 0;
     bool hashed = false;
+    bool sliding = false;  // while hashed: cached in sliding_cached_, else in cached_
     std::uint64_t hash = 0;
     std::vector<int> tokens;  // the block's tokens, kept to verify a hash match
     std::list<int>::iterator free_pos;
     bool in_free_list = false;
   };
 
-  // Leading blocks of seq that the cache holds, by chained hash, up to max_blocks.
-  std::vector<int> match_prefix(const Sequence& seq, int max_blocks) const;
+  // A usable prefix hit: the full group's blocks 0 .. n - 1 and, with a window, the sliding
+  // group's blocks for the same positions (kFreedBlock before first_window_block(n * size)).
+  struct PrefixHit {
+    std::vector<int> full;
+    std::vector<int> sliding;  // empty without a window
+    int tokens(int block_size) const { return int(full.size()) * block_size; }
+  };
+  // The longest usable hit of seq's leading blocks, leaving its last token to compute.
+  PrefixHit match_prefix(const Sequence& seq) const;
+  // The block cached under hash h in one group whose tokens are block_tokens, or -1.
+  int cached_block(const std::unordered_map<std::uint64_t, int>& cache, std::uint64_t h,
+                   const int* block_tokens) const;
+  // Registers block `id` of one group under hash h unless it or another block holds it already.
+  void register_block(int id, std::uint64_t h, const int* block_tokens, bool sliding);
   int take_free_block();
   void reference(int block_id);
   void release(int block_id);  // drops one reference; the last one frees the block
   static std::uint64_t chain_hash(std::uint64_t parent, const int* tokens, int count);
-  // Sliding blocks of seq that a step starting at position `start` no longer reads.
+  // Sliding blocks of seq that a step starting at position `start` no longer reads and that go
+  // back to the pool when it lets them go (no other sequence holds them).
   int window_blocks_to_free(const Sequence& seq, int start) const;
   // Returns those blocks to the pool, then grows both tables to `total` blocks.
   void grow_tables(Sequence& seq, int total);
@@ -126,8 +146,9 @@ class KvBlockPool {
   bool prefix_caching_;
   int sliding_window_;
   std::vector<Block> blocks_;
-  std::list<int> free_list_;                       // front: evicted first
-  std::unordered_map<std::uint64_t, int> cached_;  // chained hash -> block id
+  std::list<int> free_list_;                               // front: evicted first
+  std::unordered_map<std::uint64_t, int> cached_;          // chained hash -> full-group block
+  std::unordered_map<std::uint64_t, int> sliding_cached_;  // chained hash -> sliding block
   PrefixCacheStats stats_;
 };
 

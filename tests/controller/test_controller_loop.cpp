@@ -181,6 +181,63 @@ TEST(ControllerLoop, MissingWeightsHoldStartsUnlessTheBackendPlacesThem) {
             "False/AsExpected");
 }
 
+// A draft model (speculativeConfig's draft_model) is resolved as the model is: the backend
+// gets its directory, and a missing draft holds starts with a status that names it.
+TEST(ControllerLoop, ADraftModelIsResolvedAsTheModelIs) {
+  Fixture f;
+  nibble::testing::TempDir draft;
+  std::ofstream(draft.path() / "config.json") << "{}";
+  const auto apply_with_draft = [&](const std::string& draft_dir) {
+    return f.store.apply(
+        "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: demo}\nspec:\n"
+        "  model: {source: " +
+        f.model.path().string() +
+        "}\n  engine:\n    speculativeConfig: '{\"method\": \"draft_model\", \"model\": \"" +
+        draft_dir + "\", \"num_speculative_tokens\": 2}'\n");
+  };
+  ASSERT_TRUE(apply_with_draft(draft.path().string()).parsed.ok());
+  f.loop.reconcile_once();
+  ASSERT_EQ(f.backend.synced.size(), 1u);
+  EXPECT_FALSE(f.backend.synced[0].hold_starts);
+  EXPECT_EQ(f.backend.synced[0].model_dir, f.model.path());
+  EXPECT_EQ(f.backend.synced[0].draft_model_dir, draft.path());
+
+  ASSERT_TRUE(apply_with_draft("/nonexistent/draft").parsed.ok());
+  f.loop.reconcile_once();
+  ASSERT_EQ(f.backend.synced.size(), 2u);
+  EXPECT_TRUE(f.backend.synced[1].hold_starts);
+  const RecipeStatus st = f.loop.status("demo").value();
+  EXPECT_EQ(condition(st, reconcile::ConditionType::kDegraded), "True/ModelUnavailable");
+  bool named = false;
+  for (const Condition& c : st.conditions)
+    named |= c.message.find("draft model: model directory /nonexistent/draft has no config.json") !=
+             std::string::npos;
+  EXPECT_TRUE(named) << "no condition names the draft model";
+}
+
+// A hand-written recipe whose draft path could reach other files runs nothing and says why.
+TEST(ControllerLoop, AnEscapingDraftPathIsAnInvalidSpec) {
+  Fixture f;
+  std::filesystem::create_directories(f.state.path() / "recipes");
+  std::ofstream(f.state.path() / "recipes" / "demo.yaml")
+      << "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: demo}\nspec:\n"
+         "  model: {source: "
+      << f.model.path().string()
+      << "}\n  engine:\n    speculativeConfig: '{\"method\": \"draft_model\", \"model\": "
+         "\"/models/../etc\", \"num_speculative_tokens\": 2}'\n";
+  f.loop.reconcile_once();
+  EXPECT_TRUE(f.backend.synced.empty());
+  const RecipeStatus st = f.loop.status("demo").value();
+  EXPECT_EQ(st.phase, reconcile::RecipePhase::kInvalid);
+  EXPECT_EQ(condition(st, reconcile::ConditionType::kDegraded), "True/InvalidSpec");
+  bool named = false;
+  for (const Condition& c : st.conditions)
+    named |= c.message.find(
+                 "spec.engine.speculativeConfig: draft_model's model: '/models/../etc' "
+                 "has a '..' part") != std::string::npos;
+  EXPECT_TRUE(named) << "no condition names the field";
+}
+
 TEST(ControllerLoop, ARemovedRecipeIsDrainedThenForgotten) {
   Fixture f;
   const auto applied = f.apply(f.model.path().string(), 1);

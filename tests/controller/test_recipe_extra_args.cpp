@@ -28,7 +28,7 @@ TEST(RecipeExtraArgs, TuningFlagsPass) {
   const ParseResult r = with_extra_args(
       R"(["--threads", "4", "--kv-cache-memory-bytes=536870912", "--log-level", "debug"])");
   ASSERT_TRUE(r.ok()) << r.error_text();
-  EXPECT_EQ(engine_args(r.recipe).back(), "debug");
+  EXPECT_EQ(engine_args(r.recipe, "").back(), "debug");
 }
 
 TEST(RecipeExtraArgs, ControllerFlagsAreRefusedByName) {

@@ -241,6 +241,93 @@ TEST(RecipeObjects, FileModelsAreMountedFromTheNodeAndRelativePathsRejected) {
   EXPECT_THROW(recipe_objects(r, "h", 1, {}, {}), RenderError);
 }
 
+// speculativeConfig's draft_model: the draft is placed as the model is (a Hub draft fetched
+// into the same cache by its own init container, with the same token; a file draft mounted
+// read-only from the node), and the engine's --speculative-config names where it was placed.
+recipe::ModelRecipe with_draft(const std::string& model_source, const std::string& draft) {
+  recipe::ModelRecipe r =
+      parse("  engine:\n    speculativeConfig: '{\"method\": \"draft_model\", \"model\": \"" +
+            draft + "\", \"num_speculative_tokens\": 4}'\n");
+  std::vector<recipe::FieldError> errors;
+  r.source = recipe::parse_model_source(model_source, errors);
+  EXPECT_TRUE(errors.empty());
+  return r;
+}
+
+json speculative_config(const RecipeObjects& o) {
+  const auto args = engine(o)["args"].get<std::vector<std::string>>();
+  const auto flag = std::find(args.begin(), args.end(), "--speculative-config");
+  if (flag == args.end() || flag + 1 == args.end()) return nullptr;
+  return json::parse(*(flag + 1));
+}
+
+TEST(RecipeObjects, AHubDraftModelIsDownloadedBesideTheModel) {
+  const RenderOptions o = options_from({"--hf-token-secret=hf"});
+  const recipe::ModelRecipe r =
+      with_draft("hf://nvidia/Qwen3-30B-A3B-NVFP4@v2", "hf://Qwen/Qwen3-0.6B");
+  const RecipeObjects objects = recipe_objects(r, "h", 1, {}, o);
+  const json& init = pod_spec(objects)["initContainers"];
+  ASSERT_EQ(init.size(), 2u) << init.dump();
+  EXPECT_EQ(init[0]["name"], "model-download");
+  EXPECT_EQ(init[1]["name"], "model-download-draft");
+  EXPECT_EQ(init[1]["command"], json::array({"nibble", "pull", "hf://Qwen/Qwen3-0.6B", "/models"}));
+  EXPECT_EQ(init[1]["volumeMounts"], init[0]["volumeMounts"]);  // the same cache
+  EXPECT_EQ(init[1]["env"], init[0]["env"]);                    // gated drafts: the same token
+  EXPECT_EQ(init[1]["env"][0]["valueFrom"]["secretKeyRef"]["name"], "hf");
+  EXPECT_EQ(pod_spec(objects)["volumes"].size(), 3u);  // tmp, engine-key, models: one cache
+  EXPECT_EQ(speculative_config(objects), json({{"method", "draft_model"},
+                                               {"model", "/models/models--Qwen--Qwen3-0.6B/main"},
+                                               {"num_speculative_tokens", 4}}));
+  // What local mode runs, with the draft where local mode placed it.
+  const std::vector<std::string> local =
+      reconcile::engine_serve_args(r, {"/models/models--nvidia--Qwen3-30B-A3B-NVFP4/v2", "0.0.0.0",
+                                       8000, "/models/models--Qwen--Qwen3-0.6B/main"});
+  const auto args = engine(objects)["args"].get<std::vector<std::string>>();
+  EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + long(local.size())), local);
+
+  // A model from the node with a draft from the Hub: the cache comes in for the draft alone.
+  const RecipeObjects mixed =
+      recipe_objects(with_draft("/srv/models/qwen3", "hf://Qwen/Qwen3-0.6B"), "h", 1, {}, o);
+  EXPECT_EQ(volume(mixed, "models")["hostPath"]["path"], "/srv/models/qwen3");
+  EXPECT_EQ(volume(mixed, "model-cache"),
+            json({{"name", "model-cache"}, {"emptyDir", json::object()}}));
+  ASSERT_EQ(pod_spec(mixed)["initContainers"].size(), 1u);
+  EXPECT_EQ(pod_spec(mixed)["initContainers"][0]["name"], "model-download-draft");
+  EXPECT_EQ(pod_spec(mixed)["initContainers"][0]["volumeMounts"][0]["name"], "model-cache");
+  EXPECT_EQ(speculative_config(mixed)["model"], "/models/models--Qwen--Qwen3-0.6B/main");
+}
+
+TEST(RecipeObjects, AFileDraftModelIsMountedFromTheNode) {
+  const RecipeObjects o =
+      recipe_objects(with_draft("/srv/models/qwen3", "/srv/models/qwen3-0.6b"), "h", 1, {}, {});
+  EXPECT_FALSE(pod_spec(o).contains("initContainers"));
+  EXPECT_EQ(volume(o, "draft-model")["hostPath"],
+            json({{"path", "/srv/models/qwen3-0.6b"}, {"type", "Directory"}}));
+  bool read_only = false;
+  for (const json& m : engine(o)["volumeMounts"])
+    read_only |= m["name"] == "draft-model" && m["mountPath"] == "/srv/models/qwen3-0.6b" &&
+                 m["readOnly"] == true;
+  EXPECT_TRUE(read_only) << engine(o)["volumeMounts"].dump();
+  EXPECT_EQ(speculative_config(o)["model"], "/srv/models/qwen3-0.6b");
+
+  // The model as its own draft: one mount.
+  const RecipeObjects same =
+      recipe_objects(with_draft("/srv/models/qwen3", "/srv/models/qwen3"), "h", 1, {}, {});
+  EXPECT_TRUE(volume(same, "draft-model").is_null());
+  EXPECT_EQ(speculative_config(same)["model"], "/srv/models/qwen3");
+
+  // Where the pod mounts something else already: the API server would refuse the Deployment.
+  for (const char* taken : {"/models", "/tmp"}) {
+    try {
+      recipe_objects(with_draft("hf://org/name", taken), "h", 1, {}, {});
+      ADD_FAILURE() << taken << " was mounted twice";
+    } catch (const RenderError& e) {
+      EXPECT_NE(std::string(e.what()).find("spec.engine.speculativeConfig"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(RecipeObjects, ProbesGracePeriodAndNonRootSecurity) {
   RenderOptions options;
   options.startup_timeout_seconds = 1205;

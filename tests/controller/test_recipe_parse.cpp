@@ -65,7 +65,7 @@ TEST(RecipeParse, FullRecipe) {
   EXPECT_TRUE(m.placement.solo_only);
   EXPECT_EQ(m.placement.node_selector.at("nvidia.com/gpu.product"), "GB10");
   EXPECT_EQ(m.placement.tolerations.at(0).at("operator"), "Exists");
-  const std::vector<std::string> args = engine_args(m);
+  const std::vector<std::string> args = engine_args(m, "");
   const std::vector<std::string> expected = {"--served-model-name",
                                              "qwen3-30b",
                                              "--max-num-seqs",
@@ -99,7 +99,7 @@ TEST(RecipeParse, MinimalRecipeGetsDefaults) {
   EXPECT_FALSE(r.recipe.engine.max_model_len.has_value());
   // Unset: the engine picks its device's default step (4,096 on a GPU, 2,048 on the CPU).
   EXPECT_FALSE(r.recipe.engine.max_num_batched_tokens.has_value());
-  const std::vector<std::string> args = engine_args(r.recipe);
+  const std::vector<std::string> args = engine_args(r.recipe, "");
   EXPECT_EQ(std::find(args.begin(), args.end(), "--max-num-batched-tokens"), args.end());
   EXPECT_EQ(r.recipe.autoscaling.metric, "inflight");
 }
@@ -156,7 +156,7 @@ TEST(RecipeParse, ResourcesAreKubernetesQuantities) {
 }
 
 // spec.engine.speculativeConfig: vLLM's JSON, checked by the engine's own parser, passed to the
-// engine as --speculative-config and written back out.
+// engine as --speculative-config and written back out as it was.
 TEST(RecipeParse, SpeculativeConfigReachesTheEngine) {
   const std::string head =
       "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n"
@@ -165,18 +165,20 @@ TEST(RecipeParse, SpeculativeConfigReachesTheEngine) {
   ParseResult r = parse_model_recipe(head + "  engine: {speculativeConfig: '" + json + "'}\n");
   ASSERT_TRUE(r.ok()) << r.error_text();
   EXPECT_EQ(r.recipe.engine.speculative_config, json);
-  const std::vector<std::string> args = engine_args(r.recipe);
+  const std::vector<std::string> args = engine_args(r.recipe, "");
   const auto flag = std::find(args.begin(), args.end(), "--speculative-config");
   ASSERT_NE(flag, args.end());
   ASSERT_NE(flag + 1, args.end());
-  EXPECT_EQ(*(flag + 1), json);
+  // Written again by the controller from the checked fields (test_speculative_recipe.cpp).
+  EXPECT_EQ(*(flag + 1), R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":5,)"
+                         R"("prompt_lookup_min":5})");
   ParseResult again = parse_model_recipe(to_yaml(r.recipe));
   ASSERT_TRUE(again.ok()) << again.error_text();
   EXPECT_EQ(again.recipe.engine.speculative_config, json);
 
   r = parse_model_recipe(head + "  engine: {}\n");
   ASSERT_TRUE(r.ok()) << r.error_text();
-  const std::vector<std::string> none = engine_args(r.recipe);
+  const std::vector<std::string> none = engine_args(r.recipe, "");
   EXPECT_EQ(std::find(none.begin(), none.end(), "--speculative-config"), none.end());
 }
 
@@ -207,8 +209,8 @@ TEST(RecipeParse, EveryErrorNamesItsField) {
        "\"num_speculative_tokens\": 1}'}",
        "spec.engine.speculativeConfig", "not built yet"},
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"draft_model\", "
-       "\"model\": \"/etc\", \"num_speculative_tokens\": 2}'}",
-       "spec.engine.speculativeConfig", "not available in recipes yet"},
+       "\"model\": \"etc\", \"num_speculative_tokens\": 2}'}",
+       "spec.engine.speculativeConfig", "relative path"},
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"ngram\"}'}",
        "spec.engine.speculativeConfig", "num_speculative_tokens is required"},
       {"model: {source: /m}\nengine: {maxModelLenn: 4096}", "spec.engine.maxModelLenn",

@@ -162,6 +162,42 @@ TEST(EngineLoop, SlidingWindowBlocksLeaveAndEveryRequestCompletes) {
   expect_blocks_back_after_preemptions(registry);
 }
 
+// Prefix caching with a window of 8: prompts sharing prefixes of 3..33 tokens (around the window
+// and the 4-token blocks), each sent twice, through a cache small enough to preempt and to take
+// freed blocks back. The fake runner checks every step that each group's blocks hold the
+// sequence's tokens, so a hit reading a sliding block that went back to the pool and was written
+// by another sequence fails here; hits are taken.
+TEST(EngineLoop, SlidingWindowPrefixHitsReadOnlyCachedWindows) {
+  FakeModelRunner runner(32, 48, 4, /*sliding_window=*/8);
+  metrics::Registry registry;
+  EngineConfig c = config();
+  c.scheduler.max_num_batched_tokens = 16;
+  EngineLoop engine(c, runner, registry);
+  engine.start();
+  std::vector<std::shared_ptr<OutputChannel>> channels;
+  std::vector<int> firsts;
+  int i = 0;
+  for (int shared : {3, 4, 5, 7, 8, 9, 11, 12, 13, 16, 17, 20, 24, 25, 32, 33}) {
+    std::vector<int> prompt;
+    for (int t = 0; t < shared; ++t) prompt.push_back(t % 32);
+    for (int t = 0; t < 1 + shared % 5; ++t) prompt.push_back((shared + 7 + 3 * t) % 32);
+    for (int copy = 0; copy < 2; ++copy, ++i) {
+      firsts.push_back((prompt.back() + 1) % 32);
+      auto r = greedy_request("r" + std::to_string(i), prompt, 10 + i % 5);
+      r.params.ignore_eos = true;
+      channels.push_back(r.channel);
+      ASSERT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
+    }
+  }
+  for (int k = 0; k < i; ++k)
+    expect_counting_on(*channels[std::size_t(k)], firsts[std::size_t(k)], 10 + k % 5);
+  engine.drain_and_stop(1s);
+  expect_blocks_back_after_preemptions(registry);
+  const std::string text = registry.render();
+  EXPECT_EQ(text.find("nibble_prefix_cache_hits_total{model_name=\"fake\"} 0\n"), std::string::npos)
+      << "no prefix hit taken";
+}
+
 TEST(EngineLoop, CancelledRequestsAreAbortedAndFreeTheirBlocks) {
   FakeModelRunner runner(32, 64, 4);
   metrics::Registry registry;

@@ -1,10 +1,12 @@
 // Sliding-window KV in the block pool and the scheduler: the sliding group's blocks go back to
 // the pool as they leave the window, so a long generation holds a bounded number of them; the
 // usage ratio counts both groups' blocks; no block serves two tables; admission and preemption
-// count both groups.
+// count both groups; prefix caching takes a hit only as far as the sliding group still has the
+// window before it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "engine/runtime/kv_block_pool.h"
@@ -112,8 +114,114 @@ TEST(SlidingWindowKv, TheLongestSequenceFits) {
   EXPECT_EQ(scheduler.num_preemptions(), 0u);
 }
 
-TEST(SlidingWindowKv, RefusesPrefixCachingWithAWindow) {
-  EXPECT_THROW(KvBlockPool(8, 4, true, 8), std::invalid_argument);
+// A sequence of `tokens`, admitted with room for all of them and computed in one step.
+std::unique_ptr<Sequence> computed_seq(KvBlockPool& pool, std::int64_t id,
+                                       std::vector<int> tokens) {
+  auto s = std::make_unique<Sequence>();
+  s->id = id;
+  s->tokens = std::move(tokens);
+  s->num_prompt_tokens = s->num_tokens();
+  pool.allocate(*s, s->num_tokens() - pool.cached_prefix_tokens(*s));
+  s->num_computed_tokens = s->num_tokens();
+  pool.commit_computed(*s);
+  return s;
+}
+
+std::unique_ptr<Sequence> prompt_of(std::vector<int> tokens) {
+  auto s = std::make_unique<Sequence>();
+  s->tokens = std::move(tokens);
+  s->num_prompt_tokens = s->num_tokens();
+  return s;
+}
+
+std::vector<int> counting(int from, int count) {
+  std::vector<int> out(static_cast<std::size_t>(count));
+  std::iota(out.begin(), out.end(), from);
+  return out;
+}
+
+std::vector<int> joined(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Window 8, blocks of 4: a hit of n blocks (P = 4n tokens) needs the full group's blocks 0..n-1
+// and the sliding group's blocks max(0, P - 7) / 4 .. n - 1. A's 40 tokens are cached in both
+// groups; its sliding blocks 0..7 leave the window (back to the pool, still cached); then blocks
+// are taken from the pool until A's sliding blocks 0 and 1 are reused by another sequence.
+// Prompts sharing 20 tokens with A still hit 20 (their window is blocks 3 and 4); prompts sharing
+// 8 do not hit at all (their window, blocks 0 and 1, was taken), though the full group has both
+// blocks: the hit counter counts only the usable hits.
+TEST(SlidingWindowKv, APrefixHitNeedsTheSlidingBlocksOfItsWindow) {
+  constexpr int kBlocks = 64;
+  KvBlockPool pool(kBlocks, 4, true, 8);
+  auto a = computed_seq(pool, 1, counting(0, 40));
+  ASSERT_EQ(pool.prefix_stats().hit_tokens, 0u);
+  const std::vector<int> a_sliding = a->window_block_table;
+  pool.append_slots(*a, 1);  // a decode at position 40: sliding blocks 0..7 leave
+  for (int b = 0; b < 8; ++b) EXPECT_EQ(a->window_block_table[std::size_t(b)], kFreedBlock);
+  EXPECT_EQ(pool.num_held_blocks(*a), 11 + 3);
+
+  // Everything still cached: the whole prompt but its last token.
+  EXPECT_EQ(pool.cached_prefix_tokens(*prompt_of(counting(0, 41))), 40);
+  EXPECT_EQ(pool.cached_prefix_tokens(*prompt_of(joined(counting(0, 8), {90, 91, 92}))), 8);
+
+  // Take the 50 free blocks but A's cached sliding blocks 2..7: the 42 never cached ones, then
+  // the two freed first (blocks 0 and 1), for another sequence's 88 tokens (22 blocks a group),
+  // admitted and not computed yet: its blocks hold nothing a hit could check.
+  ASSERT_EQ(pool.num_free_blocks(), kBlocks - 14);
+  auto other = prompt_of(counting(500, 88));
+  pool.allocate(*other, 88);
+  ASSERT_EQ(pool.num_free_blocks(), 6);
+
+  const std::uint64_t hits_before = pool.prefix_stats().hit_tokens;
+  auto twenty = computed_seq(pool, 3, joined(counting(0, 20), {90, 91, 92, 93, 94, 95}));
+  EXPECT_EQ(twenty->num_cached_prompt_tokens, 20);
+  // Blocks before the window of position 20 are not taken; its window's blocks are A's.
+  EXPECT_EQ(twenty->window_block_table[0], kFreedBlock);
+  EXPECT_EQ(twenty->window_block_table[2], kFreedBlock);
+  for (int b = 3; b < 5; ++b)
+    EXPECT_EQ(twenty->window_block_table[std::size_t(b)], a_sliding[std::size_t(b)]) << b;
+  for (int b = 0; b < 5; ++b)
+    EXPECT_EQ(twenty->block_table[std::size_t(b)], a->block_table[std::size_t(b)]) << b;
+  EXPECT_EQ(pool.prefix_stats().hit_tokens, hits_before + 20);
+
+  pool.free(*twenty);
+  auto eight = prompt_of(joined(counting(0, 8), {90, 91, 92}));
+  EXPECT_EQ(pool.cached_prefix_tokens(*eight), 0);  // blocks 0 and 1 of the full group are there
+  EXPECT_TRUE(pool.can_allocate(*eight, 11));
+  pool.allocate(*eight, 11);
+  EXPECT_EQ(eight->num_computed_tokens, 0);
+  EXPECT_EQ(pool.prefix_stats().hit_tokens, hits_before + 20);  // the unusable hit not counted
+  EXPECT_EQ(pool.prefix_stats().queried_tokens, 40u + 88u + 26u + 11u);
+}
+
+// Reuse in both groups through the scheduler: the second of two equal prompts starts at its
+// last block's end with the window's sliding blocks shared, and every block comes back.
+TEST(SlidingWindowKv, AHitSharesTheWindowsSlidingBlocks) {
+  KvBlockPool pool(40, 4, true, 8);
+  Scheduler scheduler({.max_num_seqs = 4, .max_num_batched_tokens = 64}, pool);
+  auto first = make_seq(1, 30, 1);
+  scheduler.add(*first);
+  complete(scheduler, scheduler.schedule(), 5);
+  auto second = make_seq(2, 30, 1);
+  scheduler.add(*second);
+  const SchedulerOutput out = scheduler.schedule();
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  EXPECT_EQ(second->num_cached_prompt_tokens, 28);  // 7 blocks; the 30th token is computed
+  EXPECT_EQ(out.scheduled[1].num_new_tokens, 2);
+  // Position 28's window starts at 21: blocks 5 and 6 shared, 0..4 never taken.
+  for (int b = 0; b < 5; ++b) EXPECT_EQ(second->window_block_table[std::size_t(b)], kFreedBlock);
+  for (int b = 5; b < 7; ++b)
+    EXPECT_EQ(second->window_block_table[std::size_t(b)],
+              first->window_block_table[std::size_t(b)]);
+  complete(scheduler, out, 1);
+  while (!scheduler.idle()) complete(scheduler, scheduler.schedule(), 1);
+  EXPECT_EQ(pool.num_free_blocks(), 40);
+}
+
+TEST(SlidingWindowKv, RefusesANegativeWindow) {
+  EXPECT_THROW(KvBlockPool(8, 4, true, -1), std::invalid_argument);
 }
 
 // gpt-oss-20b's shape: 24 layers, 8 KV heads of 64, BF16 (2,048 bytes of K and V a layer and

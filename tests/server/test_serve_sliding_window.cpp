@@ -1,7 +1,8 @@
 // `nibble-engine serve` on a tiny gpt_oss (a sliding layer of window 8 beside a full-attention
 // one, the real gpt-oss tokenizer): start-up logs the KV capacity counted with the window (tokens
-// of context per GiB, full-length sequences at once) and prefix caching turned off, and a
-// completion longer than the window runs with the usage gauge back at 0 after it.
+// of context per GiB, full-length sequences at once) with prefix caching left on, a completion
+// longer than the window runs, the same prompt again hits the prefix cache with the same text,
+// and the usage gauge is back at 0 after them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,20 +57,37 @@ TEST(ServeSlidingWindow, LogsTheCapacityWithTheWindow) {
       << log;
   EXPECT_NEAR(std::stod(m[1].str()), tokens_per_gib, 0.5);
   EXPECT_EQ(std::stoi(m[2].str()), blocks / int(per_sequence));
-  EXPECT_NE(log.find("prefix caching off: the sliding-window layers (window 8)"), std::string::npos)
-      << log;
+  EXPECT_EQ(log.find("prefix caching off"), std::string::npos) << log;  // windows keep it on
 
   httplib::Client c("127.0.0.1", serve.port);
   c.set_read_timeout(120, 0);
   const json body = {{"model", "tiny"},
-                     {"prompt", "one two three four five six seven"},
+                     // Past two 16-token blocks, so that a second request has blocks to hit.
+                     {"prompt",
+                      "one two three four five six seven eight nine ten eleven twelve "
+                      "one two three four five six seven eight nine ten eleven twelve "
+                      "one two three four five six seven eight nine ten eleven twelve"},
                      {"max_tokens", 40},
                      {"temperature", 0},
                      {"ignore_eos", true}};
   auto res = c.Post("/v1/completions", body.dump(), "application/json");
   ASSERT_TRUE(res) << serve.log();
   ASSERT_EQ(res->status, 200) << res->body;
-  EXPECT_EQ(json::parse(res->body)["usage"]["completion_tokens"], 40);
+  const json first = json::parse(res->body);
+  EXPECT_EQ(first["usage"]["completion_tokens"], 40);
+  // The same prompt again: its prefix comes from the cache (the window's sliding blocks still
+  // cached), and the greedy text is the same.
+  auto again = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(again) << serve.log();
+  ASSERT_EQ(again->status, 200) << again->body;
+  const json second = json::parse(again->body);
+  const int prompt_tokens = second["usage"]["prompt_tokens"];
+  ASSERT_GT(prompt_tokens, 32);
+  // Every whole block but the one holding the last prompt token (whose logits are needed).
+  EXPECT_EQ(second["usage"]["prompt_tokens_details"]["cached_tokens"],
+            (prompt_tokens - 1) / 16 * 16)
+      << again->body;
+  EXPECT_EQ(second["choices"][0]["text"], first["choices"][0]["text"]);
   // The gauge is set after the step that finished the request: wait for it.
   double usage = 1;
   for (int i = 0; i < 50 && usage != 0; ++i) {

@@ -64,6 +64,7 @@ SpecRun run_engine(const SpecTarget& target, const std::vector<Request>& request
   EngineConfig config;
   config.model_name = shape.model_name;
   config.max_model_len = shape.max_model_len;
+  config.enable_prefix_caching = shape.enable_prefix_caching;
   config.scheduler = {.max_num_seqs = shape.max_num_seqs,
                       .max_num_batched_tokens = shape.max_num_batched_tokens};
   config.drafter = std::move(drafter);

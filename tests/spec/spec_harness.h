@@ -55,6 +55,7 @@ struct EngineShape {
   // false: a sliding-window model's pool keeps every sliding block (the runner reports a window
   // longer than any sequence), the reference a run that frees them must match.
   bool free_window_blocks = true;
+  bool enable_prefix_caching = true;  // EngineConfig::enable_prefix_caching
 };
 
 // Submits every request to one engine (drafter null: no speculation; k drafts per step), waits

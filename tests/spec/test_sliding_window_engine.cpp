@@ -5,6 +5,7 @@
 // batch of 24 through a pool that preempts, with chunked prefill (steps of 16 tokens: chunks
 // start past the window) and with speculative decoding (ngram, oracle, always-wrong drafters).
 // A request longer than the pool could hold without freeing completes only because blocks leave.
+// With prefix caching on, hits reuse the sliding blocks still cached, bit for bit as with it off.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -105,6 +106,47 @@ TEST_F(SlidingWindowEngine, ARequestLongerThanAKeepingPoolHoldsCompletes) {
   ASSERT_EQ(freed.outcomes[0][0].tokens.size(), 60u);
   testing::expect_same(reference, freed, "a long request in a small pool");
   EXPECT_EQ(testing::metric(freed.metrics, "nibble_preemptions_total{model_name=\"tiny\"}"), 0);
+}
+
+// Prefix caching with the window: prompts sharing prefixes of every length around the window
+// (8) and the block (4) boundaries, each prompt sent twice, through a pool that preempts with
+// 16-token chunks: tokens, finish reasons and logprobs bit for bit those of prefix caching off,
+// with prefix hits taken (only where the sliding group still had the window before the hit).
+TEST_F(SlidingWindowEngine, PrefixCachingMatchesPrefixCachingOff) {
+  std::mt19937 gen(11);
+  const std::vector<int> shared = testing::repeating_prompt(gen, 40);
+  std::vector<testing::Request> requests;
+  for (int length : {3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 20, 23, 24, 25, 31, 32, 33}) {
+    testing::Request r;
+    r.prompt.assign(shared.begin(), shared.begin() + length);
+    const int suffix = 1 + length % 7;
+    for (int t = 0; t < suffix; ++t) r.prompt.push_back(int(gen() % testing::kPromptVocab));
+    r.params.temperature = 0;
+    r.params.max_tokens = 6 + length % 9;
+    r.params.ignore_eos = true;
+    if (length % 3 == 0) r.params.logprobs = 2;
+    requests.push_back(r);
+    requests.push_back(r);  // the same prompt again: a hit up to its last block
+  }
+  testing::EngineShape off;  // 64 blocks of 4 for 38 requests of up to 56 tokens: preempts
+  off.num_blocks = 64;
+  off.max_num_batched_tokens = 16;
+  off.enable_prefix_caching = false;
+  testing::EngineShape on = off;
+  on.enable_prefix_caching = true;
+  const testing::SpecRun reference = testing::run_engine(target(), requests, nullptr, 0, off);
+  const testing::SpecRun cached = testing::run_engine(target(), requests, nullptr, 0, on);
+  testing::expect_same(reference, cached, "prefix caching on");
+  EXPECT_GT(testing::metric(cached.metrics, "nibble_preemptions_total{model_name=\"tiny\"}"), 0);
+  const double hits =
+      testing::metric(cached.metrics, "nibble_prefix_cache_hits_total{model_name=\"tiny\"}");
+  EXPECT_GT(hits, 0) << cached.metrics;
+  EXPECT_EQ(
+      testing::metric(reference.metrics, "nibble_prefix_cache_hits_total{model_name=\"tiny\"}"), 0);
+  // With drafts too (a verify step's rejected slots are never cached).
+  const testing::SpecRun ngram =
+      testing::run_engine(target(), requests, std::make_shared<spec::NgramDrafter>(1, 3), 4, on);
+  testing::expect_same(reference, ngram, "prefix caching on with ngram drafts");
 }
 
 }  // namespace

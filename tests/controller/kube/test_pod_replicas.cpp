@@ -187,6 +187,21 @@ TEST(PodReplicas, DownloadingWhileTheInitContainerRunsAndNoneIsReady) {
       pod("r", {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}});
   EXPECT_FALSE(observe_pods({fetching, ready}, reading).downloading);  // a scale-up, not a download
   EXPECT_FALSE(observe_pods({done}, reading).downloading);
+
+  // A draft model's init container (model-download-draft) downloads after the model's is done.
+  const Json drafting = with_container(
+      done, "initContainerStatuses",
+      {{"name", "model-download-draft"}, {"state", {{"running", {{"startedAt", "t"}}}}}});
+  EXPECT_TRUE(pod_downloading(drafting, reading));
+  const Json both_done =
+      with_container(done, "initContainerStatuses",
+                     {{"name", "model-download-draft"},
+                      {"state", {{"terminated", {{"reason", "Completed"}, {"exitCode", 0}}}}}});
+  EXPECT_FALSE(pod_downloading(both_done, reading));
+  const Json other = with_container(
+      done, "initContainerStatuses",
+      {{"name", "model-downloader"}, {"state", {{"running", {{"startedAt", "t"}}}}}});
+  EXPECT_FALSE(pod_downloading(other, reading));  // not a name of ours
 }
 
 }  // namespace

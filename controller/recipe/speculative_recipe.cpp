@@ -60,6 +60,8 @@ std::string engine_speculative_config(const std::string& json, const std::string
         throw std::invalid_argument("draft_model: no directory was given for the draft model");
       out["model"] = draft_model_dir;
       break;
+    case spec::SpecMethod::kMtp:  // the target's own module: no other field
+      break;
   }
   return out.dump();
 }

@@ -118,6 +118,12 @@ TEST(SpeculativeRecipe, TheEngineGetsJsonWrittenFromTheCheckedFields) {
       json::parse(
           R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":5,"prompt_lookup_max":5})"));
 
+  ParseResult mtp =
+      parse_model_recipe(recipe_with(R"({"method": "mtp", "num_speculative_tokens": 2})"));
+  ASSERT_TRUE(mtp.ok()) << mtp.error_text();
+  EXPECT_EQ(json::parse(speculative_arg(mtp.recipe, "")),
+            json::parse(R"({"method":"mtp","num_speculative_tokens":2})"));
+
   ParseResult draft = parse_draft("hf://Qwen/Qwen3-0.6B");
   ASSERT_TRUE(draft.ok()) << draft.error_text();
   const std::string placed = "/models/models--Qwen--Qwen3-0.6B/main";

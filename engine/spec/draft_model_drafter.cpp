@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/spec/draft_slots.h"
 #include "engine/spec/speculative_config.h"
 
 namespace nibble::spec {
@@ -32,24 +33,19 @@ DraftModelDrafter::DraftModelDrafter(std::unique_ptr<backend::Backend> draft, in
     refuse(
         "the draft model has recurrent state (a hybrid model), which a draft cannot roll "
         "back; use a transformer draft model");
-  if (options.max_sequences < 1 || options.max_tokens_per_sequence < 1 || options.block_size < 1 ||
-      options.max_chunk_tokens < 1)
-    refuse(
-        "max_sequences, max_tokens_per_sequence, block_size and max_chunk_tokens must be at "
-        "least 1");
+  DraftSlots draft_slots = make_draft_slots(*backend_, "draft_model", options.max_sequences,
+                                            options.max_tokens_per_sequence, options.block_size,
+                                            options.max_chunk_tokens);
   // Reserves the device buffers of the largest step (one sequence, one row of logits) now,
   // before the target sizes its KV cache from what is left; the budget it returns is the
   // target's business.
   (void)backend_->device_memory_for_kv(1.0, max_chunk_, 1, 1);
-  capacity_ = std::min(options.max_tokens_per_sequence, c.max_context);
-  const int blocks_per_slot = (capacity_ + options.block_size - 1) / options.block_size;
-  cache_ = backend_->new_kv_cache(blocks_per_slot * options.max_sequences, options.block_size);
-  kv_bytes_ = backend_->kv_block_bytes(options.block_size) * std::size_t(blocks_per_slot) *
-              std::size_t(options.max_sequences);
-  slots_.resize(std::size_t(options.max_sequences));
+  cache_ = std::move(draft_slots.cache);
+  capacity_ = draft_slots.capacity;
+  kv_bytes_ = draft_slots.bytes;
+  slots_.resize(draft_slots.block_tables.size());
   for (std::size_t s = 0; s < slots_.size(); ++s)
-    for (int b = 0; b < blocks_per_slot; ++b)
-      slots_[s].block_table.push_back(int(s) * blocks_per_slot + b);
+    slots_[s].block_table = std::move(draft_slots.block_tables[s]);
   logits_.resize(std::size_t(c.vocab_size));
 }
 

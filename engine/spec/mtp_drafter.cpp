@@ -25,16 +25,10 @@ MtpDrafter::MtpDrafter(std::unique_ptr<backend::Backend> module, const MtpOption
     refuse("the " + backend_->name() +
            " backend does not hand over hidden states, which MTP drafts are made from; run the "
            "model with --device cpu");
-  DraftSlots draft_slots =
-      make_draft_slots(*backend_, "mtp", options.max_sequences, options.max_tokens_per_sequence,
-                       options.block_size, options.max_chunk_tokens);
+  kv_ = make_draft_slots(*backend_, "mtp", options.max_sequences, options.max_tokens_per_sequence,
+                         options.block_size, options.max_chunk_tokens);
   hidden_size_ = std::size_t(c.hidden_size);
-  cache_ = std::move(draft_slots.cache);
-  capacity_ = draft_slots.capacity;
-  kv_bytes_ = draft_slots.bytes;
-  slots_.resize(draft_slots.block_tables.size());
-  for (std::size_t s = 0; s < slots_.size(); ++s)
-    slots_[s].block_table = std::move(draft_slots.block_tables[s]);
+  slots_ = slots_with_tables<Slot>(kv_);
   logits_.resize(std::size_t(c.vocab_size));
 }
 
@@ -76,7 +70,7 @@ void MtpDrafter::observe(std::int64_t sequence, std::span<const int> tokens, int
   if (slot == nullptr || !slot->usable) return;
   slot->last_use = ++clock_;
   // Positions the module never saw (a start past what it was handed), or more than it holds.
-  if (start != slot->observed || slot->observed + rows > capacity_) {
+  if (start != slot->observed || slot->observed + rows > kv_.capacity) {
     slot->usable = false;
     slot->pending.clear();
     return;
@@ -106,7 +100,7 @@ int MtpDrafter::run(Slot& slot, std::span<const int> tokens, int start,
   item.logits = logits_;
   item.hidden_in = hidden;
   item.hidden_out = hidden_out_;
-  backend_->forward_batch(*cache_, std::span(&item, 1));
+  backend_->forward_batch(*kv_.cache, std::span(&item, 1));
   last_hidden_.assign(hidden_out_.end() - std::ptrdiff_t(hidden_size_), hidden_out_.end());
   return int(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
 }
@@ -121,7 +115,7 @@ void MtpDrafter::propose_for(std::int64_t sequence, std::span<const int> tokens,
   if (slot == nullptr || !slot->usable || slot->observed != n - 1 || n < 2) return;
   slot->last_use = ++clock_;
   // The module runs positions up to n - 2 on the target's hidden states, then k - 1 chained.
-  const int k = std::min(max_tokens, capacity_ - n + 2);
+  const int k = std::min(max_tokens, kv_.capacity - n + 2);
   if (k <= 0) return;
   const std::size_t H = hidden_size_;
   // Position i reads token i + 1: positions [ran, n - 1) read tokens [ran + 1, n).

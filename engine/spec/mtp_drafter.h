@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/spec/draft_slots.h"
 #include "engine/spec/drafter.h"
 
 namespace nibble::spec {
@@ -60,7 +61,7 @@ class MtpDrafter : public Drafter {
     std::uint64_t evictions = 0;        // slots taken from another sequence
   };
   Stats stats() const;
-  std::size_t kv_bytes() const { return kv_bytes_; }
+  std::size_t kv_bytes() const { return kv_.bytes; }
   const model::ModelConfig& config() const { return backend_->config(); }
 
  private:
@@ -80,11 +81,9 @@ class MtpDrafter : public Drafter {
   int run(Slot& slot, std::span<const int> tokens, int start, std::span<const float> hidden) const;
 
   std::unique_ptr<backend::Backend> backend_;
-  std::unique_ptr<backend::KvCache> cache_;
-  int capacity_;
+  DraftSlots kv_;  // the draft's KV cache and each slot's blocks
   int max_chunk_;
   std::size_t hidden_size_;
-  std::size_t kv_bytes_;
   mutable std::mutex mutex_;
   mutable std::vector<Slot> slots_;
   mutable std::map<std::int64_t, std::size_t> by_sequence_;

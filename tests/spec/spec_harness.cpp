@@ -151,6 +151,22 @@ std::vector<Request> mixed_greedy_requests(int batch) {
   return requests;
 }
 
+std::vector<Request> seeded_sampled_requests(int batch, std::uint64_t first_seed) {
+  std::vector<Request> requests = mixed_greedy_requests(batch);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    SamplingParams& p = requests[i].params;
+    p.temperature = 0.8f;
+    p.top_p = 0.9f;
+    p.top_k = i % 2 == 0 ? 8 : 0;
+    p.repetition_penalty = 1.1f;
+    p.presence_penalty = 0.3f;
+    p.frequency_penalty = 0.2f;
+    p.seed = first_seed + i;
+    p.n = 2;
+  }
+  return requests;
+}
+
 // Each request's prompt followed by its greedy continuation of 40 tokens, without speculation.
 std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
                                                 std::vector<Request> requests) {

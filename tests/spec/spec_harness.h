@@ -78,6 +78,10 @@ double spec_metric(const std::string& text, const std::string& name,
 std::vector<int> repeating_prompt(std::mt19937& gen, int length, int vocab = kPromptVocab);
 // Mixed prompt lengths (3..40) and max_tokens (1..30), logprobs on a third of the requests.
 std::vector<Request> mixed_greedy_requests(int batch);
+// mixed_greedy_requests(batch) sampled instead: temperature 0.8, top-p 0.9, top-k 8 on every other
+// request, repetition/presence/frequency penalties, seeds first_seed + i, n = 2 (two sequences of
+// one prompt).
+std::vector<Request> seeded_sampled_requests(int batch, std::uint64_t first_seed);
 // Each request's prompt followed by its greedy continuation of 40 tokens, without speculation.
 std::vector<std::vector<int>> greedy_references(const SpecTarget& target,
                                                 std::vector<Request> requests);

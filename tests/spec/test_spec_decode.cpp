@@ -49,18 +49,7 @@ TEST_P(GreedyExactness, TokensFinishReasonsAndLogprobsMatchWithoutSpeculation) {
 INSTANTIATE_TEST_SUITE_P(Batch, GreedyExactness, ::testing::Values(1, 8, 64));
 
 TEST(SampledExactness, SeededRequestsGiveTheSameTokensWithSpeculation) {
-  std::vector<Request> requests = mixed_greedy_requests(16);
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    SamplingParams& p = requests[i].params;
-    p.temperature = 0.8f;
-    p.top_p = 0.9f;
-    p.top_k = i % 2 == 0 ? 8 : 0;
-    p.repetition_penalty = 1.1f;
-    p.presence_penalty = 0.3f;
-    p.frequency_penalty = 0.2f;
-    p.seed = 1000 + i;
-    p.n = 2;
-  }
+  const std::vector<Request> requests = seeded_sampled_requests(16, 1000);
   const auto refs = greedy_references(tiny(), mixed_greedy_requests(16));
   const SpecRun baseline = generate(tiny(), requests, nullptr, 0);
   expect_same(baseline, generate(tiny(), requests, std::make_shared<spec::NgramDrafter>(1, 4), 4),

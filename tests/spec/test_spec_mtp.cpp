@@ -126,16 +126,8 @@ TEST_P(MtpGreedy, TokensFinishReasonsAndLogprobsMatchWithoutSpeculation) {
 INSTANTIATE_TEST_SUITE_P(Batch, MtpGreedy, ::testing::Values(1, 8, 64));
 
 TEST_F(MtpSpecDecode, SeededSampledRequestsGiveTheSameTokens) {
-  std::vector<Request> requests = testing::mixed_greedy_requests(8);
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    SamplingParams& p = requests[i].params;
-    p.temperature = 0.8f;
-    p.top_p = 0.9f;
-    p.top_k = i % 2 == 0 ? 8 : 0;
-    p.repetition_penalty = 1.1f;
-    p.seed = 2000 + i;
-    p.n = 2;  // two sequences of one prompt: a module slot each
-  }
+  // n = 2: two sequences of one prompt, a module slot each.
+  const std::vector<Request> requests = testing::seeded_sampled_requests(8, 2000);
   const SpecRun baseline = testing::generate(target(), requests, nullptr, 0);
   const SpecRun mtp = testing::generate(target(), requests, drafter(), 2);
   testing::expect_same(baseline, mtp, "mtp sampled");

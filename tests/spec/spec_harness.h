@@ -4,6 +4,7 @@
 // batch of 64 preempts), with and without a drafter, and what the runs must share. The CPU
 // backend's suites (tests/spec) and the CUDA backend's (tests/backend/test_cuda_spec_decode.cpp)
 // share it. Metrics are read under model_name "tiny" unless told otherwise.
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>

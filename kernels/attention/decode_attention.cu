@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/attention/attention_sink.cuh"
 #include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/decode_attention_plan.h"
 #include "kernels/attention/kv_fp8.cuh"
@@ -134,8 +135,12 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int kvh = int(blockIdx.y), kv_heads = a.shape.kv_heads;
   const int G = a.shape.q_heads / kv_heads;
   const AttentionTile tile = a.tiles[blockIdx.z];
-  const decode_plan::KeyRange range =
-      decode_plan::split_keys(tile.position0 + 1, int(blockIdx.x), int(gridDim.x), kChunk);
+  // The keys [first, position0]: a sliding window's (first > 0: the blocks before it are never
+  // read) or all, split as a context of that many keys.
+  const int first = decode_plan::first_key(tile.position0, a.window);
+  const decode_plan::KeyRange range = decode_plan::offset(
+      decode_plan::split_keys(tile.position0 + 1 - first, int(blockIdx.x), int(gridDim.x), kChunk),
+      first);
   const std::int32_t* table = a.block_tables + tile.table_offset;
   // (row, head) pair of the KV head's first query head.
   const std::int64_t pair0 = std::int64_t(tile.row0) * a.shape.q_heads + std::int64_t(kvh) * G;
@@ -309,7 +314,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   // ([partial][row, head][D unnormalised sums, running max (natural units), running sum]).
   auto finish = [&](int g, int d, float num, float den, float mx) {
     if (partials == 1) {
-      a.out[(pair0 + g) * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num / den));
+      const float f = softmax_row_factor(den, mx, a.sinks, kvh * G + g);  // mx: exp2 units
+      a.out[(pair0 + g) * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num * f));
       return;
     }
     float* part =

@@ -12,9 +12,10 @@
 // before waiting for the kernel before (the RoPE + KV store) each block asks the L2 for the cache
 // rows of its older keys; q and every row are read after the wait (AttentionOptions::decode_overlap
 // = false: a plain launch, the A/B). Shapes: head_dim 64/128/256, 1..8 query heads per KV head,
-// BF16 or FP8 cache (kernels/attention/kv_fp8_ref.h), sm_90+ (clusters). Internal to
-// kernels/attention; the CPU model of its decomposition: decode_attention_ref.h; the FP64
-// reference: attention_ref.h.
+// BF16 or FP8 cache (kernels/attention/kv_fp8_ref.h), sm_90+ (clusters). Attention sinks join
+// the last merge; a sliding window's splits share its keys alone (blocks before it are not read).
+// Internal to kernels/attention; the CPU model of its decomposition: decode_attention_ref.h; the
+// FP64 reference: attention_ref.h.
 #include <cuda_runtime.h>
 
 #include "kernels/attention/paged_attention.h"

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/attention/attention_sink.cuh"
 #include "kernels/attention/cache_slot.cuh"
+#include "kernels/attention/decode_attention_plan.h"
 #include "kernels/attention/flash_prefill.h"
 #include "kernels/attention/kv_fp8.cuh"
 #include "kernels/dependent_launch.cuh"
@@ -94,11 +96,12 @@ __device__ __forceinline__ float quad_sum(float v) {
 }
 
 // Starts copying the keys and values [c0, c0 + KC) of KV head kvh into the chunk buffers; keys
-// past `last` are zero-filled (their scores are masked, their zero values add nothing).
+// outside [first, last] are zero-filled (their scores are masked, their zero values add nothing),
+// their block-table entries not read (a sliding window's cache may have freed them).
 template <int D, int KC, bool kUnrolled>
 __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table,
-                                           int bs_shift, int kvh, int c0, int last, unsigned k_s,
-                                           unsigned v_s) {
+                                           int bs_shift, int kvh, int c0, int first, int last,
+                                           unsigned k_s, unsigned v_s) {
   constexpr int kVecs = D / 8, kPerThread = KC * kVecs / kThreads;
   static_assert(KC * kVecs % kThreads == 0);
   // kUnrolled: the block-table loads of all the copies issue back to back (more registers live
@@ -106,7 +109,7 @@ __device__ __forceinline__ void load_chunk(const PagedAttentionArgs& a, const st
 #pragma unroll(kUnrolled ? kPerThread : 1)
   for (int i = 0; i < kPerThread; ++i) {
     const int e = int(threadIdx.x) + i * kThreads, j = e / kVecs, c = e % kVecs, key = c0 + j;
-    const bool live = key <= last;
+    const bool live = key <= last && key >= first;
     std::int64_t at = 0;
     if (live)
       at = (cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh) * D + c * 8;
@@ -125,12 +128,12 @@ constexpr int kPairsPerThread = KC*(D / 8) / kThreads / 2;
 
 template <int kPairs>
 __device__ __forceinline__ void load_chunk_entries(const std::int32_t* table, int bs_shift, int c0,
-                                                   int last, int (&entry)[kPairs]) {
+                                                   int first, int last, int (&entry)[kPairs]) {
   const int j0 = int(threadIdx.x) / 16;
 #pragma unroll
   for (int q = 0; q < kPairs; ++q) {
-    const int key = c0 + j0 + 16 * q;
-    entry[q] = key <= last ? table[key >> bs_shift] : 0;
+    const int key = c0 + j0 + 16 * q;  // and key + 8: the entry serves the pair if either is live
+    entry[q] = key <= last && key + 8 >= first ? table[key >> bs_shift] : 0;
   }
 }
 
@@ -140,7 +143,8 @@ __device__ __forceinline__ void load_chunk_entries(const std::int32_t* table, in
 template <int D, int kPairs>
 __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
                                                   const int (&entry)[kPairs], int bs_shift, int kvh,
-                                                  int c0, int last, unsigned k_s, unsigned v_s) {
+                                                  int c0, int first, int last, unsigned k_s,
+                                                  unsigned v_s) {
   static_assert(D == 128, "16 threads per key row");
   const int j0 = int(threadIdx.x) / 16, c = int(threadIdx.x) % 16, in_block = (1 << bs_shift) - 1;
   const std::int64_t row_elems = std::int64_t(a.shape.kv_heads) * D;  // one cache row (token)
@@ -154,7 +158,7 @@ __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
     const std::int64_t off = ((std::int64_t(entry[q]) << bs_shift) + (key & in_block)) * row_elems;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const bool live = key + 8 * h <= last;
+      const bool live = key + 8 * h <= last && key + 8 * h >= first;
       const unsigned at = dst + unsigned((16 * q + 8 * h) * D * 2);
       cp_async16(k_s + at, k_col + off + 8 * h * row_elems, live);
       cp_async16(v_s + at, v_col + off + 8 * h * row_elems, live);
@@ -162,18 +166,18 @@ __device__ __forceinline__ void load_chunk_paired(const PagedAttentionArgs& a,
   }
 }
 
-// FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys past `last`
-// zero-filled) and loads their rows' scales into registers (0 past `last`).
+// FP8: starts copying the codes of keys [c0, c0 + KC) into a staging buffer (keys outside
+// [first, last] zero-filled) and loads their rows' scales into registers (0 outside).
 template <int D, int KC, int kPieces>
 __device__ __forceinline__ void stage_fp8_chunk(const PagedAttentionArgs& a,
                                                 const std::int32_t* table, int bs_shift, int kvh,
-                                                int c0, int last, unsigned k_stage,
+                                                int c0, int first, int last, unsigned k_stage,
                                                 unsigned v_stage, float (&k_scale)[kPieces],
                                                 float (&v_scale)[kPieces]) {
 #pragma unroll
   for (int p = 0; p < kPieces; ++p) {
     const int e = threadIdx.x + p * kThreads, j = e / (D / 16), c = e % (D / 16), key = c0 + j;
-    const bool live = key <= last;
+    const bool live = key <= last && key >= first;
     std::int64_t row = 0;
     if (live) row = cache_slot(table, a.block_size, key, bs_shift) * a.shape.kv_heads + kvh;
     cp_async16(k_stage + unsigned(j * D + c * 16), a.k_cache8 + row * D + c * 16, live);
@@ -303,9 +307,13 @@ __global__ void __launch_bounds__(kThreads)
   const int kvh = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int last = tile.position0 + tile.rows - 1;
   const std::int32_t* table = a.block_tables + tile.table_offset;
-  const int splits = gridDim.z, chunks = last / KC + 1, per = (chunks + splits - 1) / splits;
-  const int c_begin = int(blockIdx.z) * per * KC,
-            c_end = min(chunks, int(blockIdx.z + 1) * per) * KC;
+  // The chunks of keys [first, last]: from the tile's first row's window start (a sliding window:
+  // the chunks before it are never loaded), else from 0; split over the blocks.
+  const int first = decode_plan::first_key(tile.position0, a.window), c_first = first / KC;
+  const int splits = gridDim.z, chunks = last / KC + 1 - c_first,
+            per = (chunks + splits - 1) / splits;
+  const int c_begin = (c_first + int(blockIdx.z) * per) * KC,
+            c_end = (c_first + min(chunks, int(blockIdx.z + 1) * per)) * KC;
 
   auto q_row = [&](int r) {  // row of q / out for query row r (valid rows only)
     return (std::int64_t(tile.row0 + r / G) * a.shape.q_heads + kvh * G + r % G) * D;
@@ -318,10 +326,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (c_begin < c_end) {
     if constexpr (FP8)
-      stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c_begin, last, stage_s,
+      stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c_begin, first, last, stage_s,
                                       stage_s + KC * D, k_scale, v_scale);
     else
-      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c_begin, last, kv_s, kv_s + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c_begin, first, last, kv_s,
+                               kv_s + kTensorBytes);
   }
   cp_async_commit();
 
@@ -338,12 +347,21 @@ __global__ void __launch_bounds__(kThreads)
       pos[t][h] = valid(lane_row(t, h)) ? tile.position0 + lane_row(t, h) / G : last;
   // The warp's last position: score blocks whose keys all lie past it are fully masked for every
   // row of the warp and are skipped (warp-uniform, so the mma.sync stay converged).
-  int warp_last = 0;
+  int warp_last = 0, warp_first = last;
 #pragma unroll
-  for (int t = 0; t < MT; ++t) warp_last = max(warp_last, max(pos[t][0], pos[t][1]));
+  for (int t = 0; t < MT; ++t) {
+    warp_last = max(warp_last, max(pos[t][0], pos[t][1]));
+    warp_first = min(warp_first, min(pos[t][0], pos[t][1]));
+  }
 #pragma unroll
-  for (int w = 16; w >= 1; w /= 2)
+  for (int w = 16; w >= 1; w /= 2) {
     warp_last = max(warp_last, __shfl_xor_sync(0xffffffffu, warp_last, w));
+    warp_first = min(warp_first, __shfl_xor_sync(0xffffffffu, warp_first, w));
+  }
+  // A sliding window (warp-uniform bounds; 0 without one, below every key): score blocks wholly
+  // before every row's window are skipped, those starting before some row's window masked.
+  const int warp_skip_below = a.window > 0 ? warp_first - a.window + 1 : 0,
+            warp_cut_below = a.window > 0 ? warp_last - a.window + 1 : 0;
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const FragmentAddresses<D> frag(q_s, row0, lane);
   // Run-time forms (no instantiation of their own): see kFlashOneBarrier and kFlashMaskFree.
@@ -369,8 +387,8 @@ __global__ void __launch_bounds__(kThreads)
       const unsigned stage = stage_s + unsigned(buf) * 2 * KC * D;
       if (c0 + KC < c_end) {
         const unsigned next = stage_s + unsigned(buf ^ 1) * 2 * KC * D;
-        stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c0 + KC, last, next, next + KC * D,
-                                        k_next, v_next);
+        stage_fp8_chunk<D, KC, kPieces>(a, table, bs_shift, kvh, c0 + KC, first, last, next,
+                                        next + KC * D, k_next, v_next);
         cp_async_commit();
         cp_async_wait<1>();
       } else {
@@ -391,22 +409,24 @@ __global__ void __launch_bounds__(kThreads)
       const bool paired = kPairable && bs_shift >= 4;
       int entry[kPairable ? kPairsPerThread<D, KC> : 1] = {};
       if constexpr (kPairable)
-        if (paired && has_next) load_chunk_entries(table, bs_shift, c0 + KC, last, entry);
+        if (paired && has_next) load_chunk_entries(table, bs_shift, c0 + KC, first, last, entry);
       cp_async_wait<0>();
       __syncthreads();
       if (has_next) {
         const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
         if constexpr (kPairable)
           if (paired)
-            load_chunk_paired<D>(a, entry, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+            load_chunk_paired<D>(a, entry, bs_shift, kvh, c0 + KC, first, last, next,
+                                 next + kTensorBytes);
         if (!paired)
-          load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next,
+          load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, first, last, next,
                                    next + kTensorBytes);
         cp_async_commit();
       }
     } else if (c0 + KC < c_end) {  // the next chunk into the other buffer, then wait for this one
       const unsigned next = kv_s + unsigned(buf ^ 1) * 2 * kTensorBytes;
-      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, last, next, next + kTensorBytes);
+      load_chunk<D, KC, kFast>(a, table, bs_shift, kvh, c0 + KC, first, last, next,
+                               next + kTensorBytes);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -418,9 +438,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int kb0 = 0; kb0 < KC; kb0 += KS) {  // score blocks: keys [c0 + kb0, c0 + kb0 + KS)
       const int k0 = c0 + kb0;
       if (k0 > warp_last) break;  // this and later blocks: every key masked for the warp
+      if (k0 + KS <= warp_skip_below) continue;  // every key before the warp's windows
 
-      // Blocks that reach the tile's first position have keys to mask.
-      const bool diagonal = k0 + KS - 1 > tile.position0;
+      // Blocks that reach the tile's first position have keys to mask, as do blocks that start
+      // before some row's window.
+      const bool diagonal = k0 + KS - 1 > tile.position0, cut = k0 < warp_cut_below;
       // One score block: S = QK^T, softmax, O += PV. kMasked false: no masking code at all, so
       // that (kFlashMaskFree) QK^T, the row max and its vote form one basic block.
       auto score_block = [&](auto masked) {
@@ -469,6 +491,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                   if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) > pos[t][e / 2])
+                    s[t][nt][e] = -INFINITY;
+          }
+          if (kMasked && cut) {
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+              for (int nt = 0; nt < KS / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                  if (k0 + nt * 8 + 2 * (lane % 4) + (e & 1) <= pos[t][e / 2] - a.window)
                     s[t][nt][e] = -INFINITY;
           }
           if constexpr (kLazy) {
@@ -559,6 +591,7 @@ __global__ void __launch_bounds__(kThreads)
                 const int key = k0 + nt * 8 + 2 * (lane % 4) + (e & 1);
                 float v = s[t][nt][e] * scale_log2;
                 if (kMasked && diagonal && key > pos[t][e / 2]) v = -INFINITY;
+                if (kMasked && cut && key <= pos[t][e / 2] - a.window) v = -INFINITY;
                 s[t][nt][e] = v;
                 mx[e / 2] = fmaxf(mx[e / 2], v);
               }
@@ -632,7 +665,7 @@ __global__ void __launch_bounds__(kThreads)
           }
         }
       };
-      if (kLazy && mask_free && !diagonal)
+      if (kLazy && mask_free && !diagonal && !cut)
         score_block(std::false_type{});
       else
         score_block(std::true_type{});
@@ -652,7 +685,9 @@ __global__ void __launch_bounds__(kThreads)
       const int r = lane_row(t, h);
       if (!valid(r)) continue;
       if (splits == 1) {
-        const float inv = 1.0f / sum;
+        // The row's reference in log2 units (kFast: m in raw-score units), the sink beside it.
+        const float inv = softmax_row_factor(sum, kFast ? __fmul_rn(m[t][h], scale_log2) : m[t][h],
+                                             a.sinks, kvh * G + r % G);
         auto* out = reinterpret_cast<std::uint32_t*>(a.out + q_row(r) + col);
 #pragma unroll
         for (int dt = 0; dt < D / 8; ++dt)

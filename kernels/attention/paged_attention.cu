@@ -5,6 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/attention/attention_sink.cuh"
 #include "kernels/attention/cache_slot.cuh"
 #include "kernels/attention/decode_attention.h"
 #include "kernels/attention/decode_attention_plan.h"
@@ -44,14 +45,15 @@ __host__ __device__ constexpr int row_stride(int head_dim) {
   return head_dim / 2 + 4;
 }
 
-// Starts copying chunk c0's keys and values into buffer (k_s, v_s); keys past `last` are zero-
-// filled. One thread per 16-byte vector: kKeys * D/8 per tensor.
+// Starts copying chunk c0's keys and values into buffer (k_s, v_s); keys outside [first, last] are
+// zero-filled, their block-table entries not read. One thread per 16-byte vector: kKeys * D/8 per
+// tensor.
 __device__ void load_chunk(const PagedAttentionArgs& a, const std::int32_t* table, int kvh, int c0,
-                           int last, std::uint32_t* k_s, std::uint32_t* v_s) {
+                           int first, int last, std::uint32_t* k_s, std::uint32_t* v_s) {
   const int D = a.shape.head_dim, vecs = D / 8, stride = row_stride(D);
   for (int e = threadIdx.x; e < kKeys * vecs; e += kThreads) {
     const int j = e / vecs, v = e % vecs, key = c0 + j;
-    const bool live = key <= last;
+    const bool live = key <= last && key >= first;
     std::int64_t at = 0;
     if (live) {
       const std::int64_t slot =
@@ -96,11 +98,14 @@ __global__ void __launch_bounds__(kThreads)
 
   const int last = tile.position0 + tile.rows - 1;
   const std::int32_t* table = a.block_tables + tile.table_offset;
-  // This block's share of the chunks covering keys [0, last] (all of them unless split).
-  const int splits = gridDim.z, chunks = last / kKeys + 1, per = (chunks + splits - 1) / splits;
-  const int c_begin = int(blockIdx.z) * per * kKeys,
-            c_end = min(chunks, int(blockIdx.z + 1) * per) * kKeys;
-  if (c_begin < c_end) load_chunk(a, table, kvh, c_begin, last, kv_s, kv_s + kKeys * stride);
+  // This block's share of the chunks covering keys [first, last] (all of them unless split; first:
+  // the tile's first row's window start, else 0).
+  const int first = decode_plan::first_key(tile.position0, a.window), c_first = first / kKeys;
+  const int splits = gridDim.z, chunks = last / kKeys + 1 - c_first,
+            per = (chunks + splits - 1) / splits;
+  const int c_begin = (c_first + int(blockIdx.z) * per) * kKeys,
+            c_end = (c_first + min(chunks, int(blockIdx.z + 1) * per)) * kKeys;
+  if (c_begin < c_end) load_chunk(a, table, kvh, c_begin, first, last, kv_s, kv_s + kKeys * stride);
 
   // Query qv = r * HB + hh: row row0 + r, head kvh * group + part * HB + hh.
   auto valid = [&](int qv) { return qv / HB < tile.rows && part * HB + qv % HB < group; };
@@ -127,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint32_t* v_s = k_s + kKeys * stride;
     if (c0 + kKeys < c_end) {  // the next chunk into the other buffer, then wait for this one
       std::uint32_t* next = kv_s + (buf ^ 1) * buffer_words;
-      load_chunk(a, table, kvh, c0 + kKeys, last, next, next + kKeys * stride);
+      load_chunk(a, table, kvh, c0 + kKeys, first, last, next, next + kKeys * stride);
       asm volatile("cp.async.wait_group 1;\n" ::);
     } else {
       asm volatile("cp.async.wait_group 0;\n" ::);
@@ -136,7 +141,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = threadIdx.x; e < live * kKeys; e += kThreads) {
       const int qv = e / kKeys, j = e % kKeys, key = c0 + j;
       float s = -INFINITY;
-      if (valid(qv) && key <= tile.position0 + qv / HB) {
+      const int pos = tile.position0 + qv / HB;
+      if (valid(qv) && key <= pos && (a.window == 0 || key > pos - a.window)) {
         const float4* qr = reinterpret_cast<const float4*>(q_s + qv * D);
         const uint4* kr = reinterpret_cast<const uint4*>(k_s + j * stride);
         s = 0.0f;
@@ -200,7 +206,9 @@ __global__ void __launch_bounds__(kThreads)
       const int e = threadIdx.x + kThreads * i;
       if (e < live * D && valid(e / D)) {
         const int qv = e / D;
-        a.out[q_offset(qv) + e % D] = __bfloat16_as_ushort(__float2bfloat16_rn(acc[i] / l_s[qv]));
+        const float f = detail::softmax_row_factor(l_s[qv], m_s[qv] * 1.4426950408889634f, a.sinks,
+                                                   kvh * group + part * HB + qv % HB);
+        a.out[q_offset(qv) + e % D] = __bfloat16_as_ushort(__float2bfloat16_rn(acc[i] * f));
       }
     }
     return;
@@ -222,9 +230,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One block per (row, head): the splits' partial softmaxes rescaled to their common max, summed.
+// One block per (row, head): the splits' partial softmaxes rescaled to their common max, summed,
+// the head's sink (if any) joining the denominator.
 __global__ void merge_splits_kernel(const float* workspace, int splits, std::int64_t pairs, int D,
-                                    std::uint16_t* out) {
+                                    const float* sinks, int q_heads, std::uint16_t* out) {
   kernels::allow_next_grid();  // the o projection follows
   const std::int64_t pair = blockIdx.x;
   float m = -INFINITY;
@@ -237,7 +246,9 @@ __global__ void merge_splits_kernel(const float* workspace, int splits, std::int
       num += w * part[d];
       den += w * part[D + 1];
     }
-    out[pair * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num / den));
+    const float f =
+        detail::softmax_row_factor(den, m * 1.4426950408889634f, sinks, int(pair % q_heads));
+    out[pair * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num * f));
   }
 }
 
@@ -331,9 +342,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   const AttentionTile tile = a.tiles[blockIdx.x];
   if (only_single_rows && tile.rows != 1) return;
   const std::int32_t* table = a.block_tables + tile.table_offset;
-  const int keys = tile.position0 + 1, splits = gridDim.z;
+  // Keys [first, position0]: the window's (first > 0) or all, split over the blocks.
+  const int first = decode_plan::first_key(tile.position0, a.window);
+  const int keys = tile.position0 + 1 - first, splits = gridDim.z;
   const int per = (keys + splits - 1) / splits;
-  const int k_begin = int(blockIdx.z) * per, k_end = min(keys, k_begin + per);
+  const int k_begin = first + int(blockIdx.z) * per, k_end = min(first + keys, k_begin + per);
 
   float q[G][DL];
 #pragma unroll
@@ -441,7 +454,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     }
     const std::int64_t pair = std::int64_t(tile.row0) * a.shape.q_heads + kvh * G + g;
     if (splits == 1) {
-      a.out[pair * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num / den));
+      const float f =
+          detail::softmax_row_factor(den, mx * 1.4426950408889634f, a.sinks, kvh * G + g);
+      a.out[pair * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(num * f));
       continue;
     }
     // [split][row, head][D unnormalised sums, running max, running sum], as merge_splits reads.
@@ -600,21 +615,26 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   }
   if (a.num_tiles == 0) return cudaSuccess;
+  if (a.window < 0) return cudaErrorInvalidValue;
   const std::int64_t pairs = std::int64_t(a.rows) * s.q_heads;
+  // The split counts follow the keys a row sees: a decode's at most `window` of them.
+  const bool decode_only = a.num_tiles == a.rows;
+  const int max_position =
+      decode_only && a.window > 0 ? std::min(a.max_position, a.window - 1) : a.max_position;
   // A step of decodes only: the decode attention kernel, its clusters merging up to 8 splits, the
   // merge kernel any partials they leave.
-  if (a.num_tiles == a.rows && a.num_tiles <= 65535 &&
+  if (decode_only && a.num_tiles <= 65535 &&
       decode_attention_for(s, a.decode_attention, a.options)) {
     const int splits =
         a.splits > 0 ? a.splits
-                     : decode_plan::splits(s.kv_heads, s.head_dim, a.rows, a.max_position,
-                                           a.sm_count, decode_attention_blocks_per_sm(a.options));
+                     : decode_plan::splits(s.kv_heads, s.head_dim, a.rows, max_position, a.sm_count,
+                                           decode_attention_blocks_per_sm(a.options));
     int partials = 1;
     const cudaError_t err = detail::decode_attention(
         a, splits, detail::block_shift(a.block_size, detail::flash_options(a)), &partials, stream);
     if (err != cudaSuccess || partials == 1) return err;
     merge_splits_kernel<<<unsigned(pairs), std::min(s.head_dim, 128), 0, stream>>>(
-        a.workspace, partials, pairs, s.head_dim, a.out);
+        a.workspace, partials, pairs, s.head_dim, a.sinks, s.q_heads, a.out);
     return cudaGetLastError();
   }
   const Plan plan = plan_for(s);
@@ -628,7 +648,7 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
     opted_in.store(smem, std::memory_order_relaxed);
   }
   int splits =
-      a.splits > 0 ? a.splits : paged_attention_splits(s, a.num_tiles, a.max_position, a.sm_count);
+      a.splits > 0 ? a.splits : paged_attention_splits(s, a.num_tiles, max_position, a.sm_count);
   if (a.workspace == nullptr ||
       a.workspace_floats < paged_attention_workspace_floats(s, a.rows, splits))
     splits = 1;
@@ -640,7 +660,6 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   const DecodeKernel decode = decode_kernel_for(s, fp8);
   // The decode kernel's block-table lookups follow the flash kernel's kFlashShiftSlots switch.
   const int bs_shift = detail::block_shift(a.block_size, detail::flash_options(a));
-  const bool decode_only = a.num_tiles == a.rows;
   const dim3 decode_grid(unsigned(a.num_tiles), unsigned(s.kv_heads), unsigned(splits));
   if (decode_only && flash_decode_for(s, a.flash_decode, a.options)) {
     const cudaError_t err = detail::flash_prefill(a, splits, false, stream);
@@ -661,7 +680,7 @@ cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   merge_splits_kernel<<<unsigned(pairs), std::min(s.head_dim, 128), 0, stream>>>(
-      a.workspace, splits, pairs, s.head_dim, a.out);
+      a.workspace, splits, pairs, s.head_dim, a.sinks, s.q_heads, a.out);
   return cudaGetLastError();
 }
 

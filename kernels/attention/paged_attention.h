@@ -3,12 +3,13 @@
 // Rows of the batch are grouped into tiles: up to rows_per_tile consecutive rows of ONE sequence
 // (consecutive positions), so that every K/V chunk a block loads serves all of the tile's queries
 // and all the query heads that share a KV head. A query at position p sees keys [0, p] of its own
-// sequence, found through the sequence's block table. Kernels behind one call: steps of decodes
-// only take the decode attention kernel (decode_attention.h: tensor cores, keys split over
-// clusters of blocks; AttentionOptions::decode_attention = false: the flash kernel or the CUDA-core
-// decode kernel, keys split over blocks); prefill chunks and mixed steps the flash kernel on tensor
-// cores (flash_prefill.h) for head_dim 64/128/256, else a tile kernel in FP32. The CPU reference:
-// kernels/attention/attention_ref.h (FP64).
+// sequence, found through the sequence's block table (with a sliding window, its latest `window`
+// of them; attention sinks may join the softmax: PagedAttentionArgs::sinks, window). Kernels behind
+// one call: steps of decodes only take the decode attention kernel (decode_attention.h: tensor
+// cores, keys split over clusters of blocks; AttentionOptions::decode_attention = false: the flash
+// kernel or the CUDA-core decode kernel, keys split over blocks); prefill chunks and mixed steps
+// the flash kernel on tensor cores (flash_prefill.h) for head_dim 64/128/256, else a tile kernel in
+// FP32. The CPU reference: kernels/attention/attention_ref.h (FP64).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -100,6 +101,16 @@ struct PagedAttentionArgs {
   // keys split finely over clusters of blocks) where it serves the shape, 0 the choice above
   // (flash_decode), -1 the default (options.decode_attention).
   int decode_attention = -1;
+  // gpt-oss's attention features (the CPU reference: attention_ref.h's RefAttentionFeatures), off
+  // by default and free when off; every kernel behind paged_attention() takes them.
+  // Attention sinks: [Hq] FP32 logits in the units of the scaled scores (q.k * scale), one per
+  // query head, each joining its head's softmax denominators and weighing no value; nullptr: none.
+  const float* sinks = nullptr;
+  // Sliding window: > 0, a query at position p sees keys [p - window + 1, p] only (transformers'
+  // kv_idx > q_idx - sliding_window); 0, keys [0, p]. Keys before a tile's window (its first
+  // row's: position0 - window + 1) are not read, nor their block-table entries: a sliding-window
+  // cache may return the blocks wholly before it to the pool.
+  int window = 0;
   // The process's switches (the per-call fields above override three of them).
   AttentionOptions options;
 };

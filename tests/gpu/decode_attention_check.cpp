@@ -18,6 +18,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/relative_error.h"
+#include "tests/gpu/window_tables.h"
 
 namespace nibble::gpu_test {
 namespace {
@@ -53,6 +54,8 @@ struct Case {
   std::vector<int> contexts;  // keys of each sequence (its decode row is at position keys - 1)
   bool fp8 = false;
   int block = 16;
+  bool sinks = false;  // random sink logits per query head
+  int window = 0;      // sliding window (0: none)
 };
 
 // How a run picks its splits: the engine's rule on an H100-sized GPU, none, or a forced count as a
@@ -109,6 +112,7 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
     const int need = (s.start + 1 + bs - 1) / bs;
     s.table.assign(pool.begin() + used, pool.begin() + used + need);
     used += need;
+    free_blocks_before_window(s, bs, c.window);
     tiles.push_back({std::int32_t(i), 1, s.start, std::int32_t(tables.size())});
     tables.insert(tables.end(), s.table.begin(), s.table.end());
     max_position = std::max(max_position, s.start);
@@ -133,9 +137,12 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
     quantize(kf, D, k8, ks);
     quantize(vf, D, v8, vs);
   }
+  std::vector<float> sinks;
+  if (c.sinks)
+    for (int h = 0; h < Hq; ++h) sinks.push_back(1.0f + 2.0f * normal(rng));
   const double scale = 1.0 / std::sqrt(double(D));
   const std::vector<double> want =
-      kernels::paged_attention_ref(qf, kf, vf, {Hq, Hkv, D, bs}, seqs, scale);
+      kernels::paged_attention_ref(qf, kf, vf, {Hq, Hkv, D, bs}, seqs, scale, {sinks, c.window});
 
   Device<std::uint16_t> dq(q), dk(c.fp8 ? std::vector<std::uint16_t>{} : k),
       dv(c.fp8 ? std::vector<std::uint16_t>{} : v), dks(ks), dvs(vs), dout(q.size());
@@ -144,6 +151,7 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
   Device<std::int32_t> dtables(tables);
   const std::size_t work_floats = kernels::paged_attention_workspace_floats(c.shape, T, 128);
   Device<float> dwork(work_floats);
+  Device<float> dsinks(sinks);
 
   kernels::PagedAttentionArgs a;
   a.q = dq.get();
@@ -167,6 +175,8 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
   a.max_position = max_position;
   a.decode_tiles = T;
   a.decode_attention = 1;
+  a.sinks = c.sinks ? dsinks.get() : nullptr;
+  a.window = c.window;
 
   double worst = 0;
   std::string worst_run = "-";
@@ -178,8 +188,10 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
     a.workspace = run.workspace ? dwork.get() : nullptr;
     a.workspace_floats = run.workspace ? work_floats : 0;
     a.flash_options = run.flash_options;
-    if (run.splits == 0 && run.sm_count > 0)
-      rule_splits = kernels::paged_decode_splits(c.shape, T, max_position, run.sm_count, -1, 1);
+    if (run.splits == 0 && run.sm_count > 0)  // paged_attention's rule: the window's keys
+      rule_splits = kernels::paged_decode_splits(
+          c.shape, T, c.window > 0 ? std::min(max_position, c.window - 1) : max_position,
+          run.sm_count, -1, 1);
     NIBBLE_CUDA_CHECK(cudaMemset(dout.get(), 0xff, q.size() * 2));  // poison: NaN
     NIBBLE_CUDA_CHECK(kernels::paged_attention(a, nullptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
@@ -195,9 +207,9 @@ void run_case(const Case& c, std::mt19937_64& rng, Results& results) {
   const bool kernel = kernels::detail::decode_attention_supported(c.shape);
   char detail[300];
   std::snprintf(detail, sizeof detail,
-                "Hq %d Hkv %d D %d%s block %d, %d sequences, keys %d..%d, %s, rule splits %d: "
-                "worst relative L2 %.3g (%s), %zu not finite",
-                Hq, Hkv, D, c.fp8 ? " fp8" : "", bs, T,
+                "Hq %d Hkv %d D %d%s%s window %d block %d, %d sequences, keys %d..%d, %s, rule "
+                "splits %d: worst relative L2 %.3g (%s), %zu not finite",
+                Hq, Hkv, D, c.fp8 ? " fp8" : "", c.sinks ? " sinks" : "", c.window, bs, T,
                 *std::min_element(c.contexts.begin(), c.contexts.end()), max_position + 1,
                 kernel ? "decode attention kernel" : "fallback", rule_splits, worst,
                 worst_run.c_str(), bad_total);
@@ -236,6 +248,28 @@ std::vector<Case> cases(std::mt19937_64& rng) {
     out.push_back({"decode attention block 12", AttentionShape{32, 8, 128}, batch8, fp8, 12});
     out.push_back({"decode attention block 32", AttentionShape{16, 8, 64}, edges, fp8, 32});
   }
+  // gpt-oss's features on its shape (GQA 8, head_dim 64) and at head_dim 128: windows that start
+  // on a cache block's boundary (keys 144, 8192 with 128: first keys 16, 8064) and inside one (130,
+  // 145, 1000; every context with 37), of one key, and past every context; sinks alone and with
+  // them; 16-key blocks and 12 (division lookups); BF16 and FP8 caches.
+  const std::vector<int> window_edges{1, 2, 37, 127, 128, 129, 130, 144, 145, 1000, 8192};
+  struct Features {
+    const char* name;
+    bool sinks;
+    int window;
+  };
+  for (const Features f :
+       {Features{"decode sinks", true, 0}, Features{"decode window", false, 128},
+        Features{"decode sinks + window", true, 128}, Features{"decode window 37", true, 37},
+        Features{"decode window 1", true, 1}, Features{"decode window past context", true, 100000}})
+    for (const AttentionShape s : {AttentionShape{64, 8, 64}, AttentionShape{32, 8, 128}})
+      for (const bool fp8 : {false, true})
+        for (const int block : {16, 12}) {
+          Case c{f.name, s, window_edges, fp8, block};
+          c.sinks = f.sinks;
+          c.window = f.window;
+          out.push_back(c);
+        }
   return out;
 }
 

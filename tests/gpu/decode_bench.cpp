@@ -79,6 +79,8 @@ constexpr Method kMethods[] = {{"flash", 0, 1}, {"cuda-core", 0, 0}, {"new", 1, 
 struct Model {
   const char* name;
   kernels::AttentionShape shape;
+  int window = 0;      // sliding window (PagedAttentionArgs::window)
+  bool sinks = false;  // attention sinks
 };
 
 // Microseconds a call, and the output of the first layer's call.
@@ -125,9 +127,10 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
   const std::size_t row_values = std::size_t(Hkv) * std::size_t(D);
   const std::size_t layer_values = std::size_t(blocks) * kBlock * row_values;
   const std::size_t elem = fp8 ? 1 : 2;
-  // K/V bytes a call reads (FP8: the 2-byte scales of each row too).
+  // K/V bytes a call reads (FP8: the 2-byte scales of each row too): a window's keys only.
+  const int seen = model.window > 0 ? std::min(keys, model.window) : keys;
   const double call_bytes =
-      double(rows) * keys * Hkv * (2.0 * D * double(elem) + (fp8 ? 4.0 : 0.0));
+      double(rows) * seen * Hkv * (2.0 * D * double(elem) + (fp8 ? 4.0 : 0.0));
   const int layers = int(std::clamp<std::size_t>(
       kRotateBytes / std::max<std::size_t>(std::size_t(call_bytes), 1) + 1, 1, kMaxLayers));
 
@@ -162,6 +165,11 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
   NIBBLE_CUDA_CHECK(cudaMemcpy(d_q.get(), q.data(), q.size() * 2, cudaMemcpyHostToDevice));
   const std::size_t work_floats = kernels::paged_attention_workspace_floats(s, rows, 128);
   Buffer<float> work(work_floats);
+  std::vector<float> sinks(static_cast<std::size_t>(Hq));
+  for (float& x : sinks) x = 1.0f + normal(rng);
+  Buffer<float> d_sinks(sinks.size());
+  NIBBLE_CUDA_CHECK(
+      cudaMemcpy(d_sinks.get(), sinks.data(), sinks.size() * 4, cudaMemcpyHostToDevice));
 
   // us a call of one method at a split count, its output in `out`.
   auto run = [&](const Method& method, int splits, std::vector<std::uint16_t>& out) {
@@ -195,6 +203,8 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
       a.decode_tiles = rows;
       a.flash_decode = method.flash_decode;
       a.decode_attention = method.decode_attention;
+      a.window = model.window;
+      a.sinks = model.sinks ? d_sinks.get() : nullptr;
       calls.push_back(a);
     }
     return time_calls(calls, out, q.size());
@@ -203,7 +213,7 @@ bool bench(const Model& model, int keys, int rows, bool fp8, int sm_count, doubl
   int splits[3] = {0, 0, 0};
   std::vector<std::uint16_t> outs[3], other;
   for (int m = 0; m < 3; ++m) {
-    splits[m] = kernels::paged_decode_splits(s, rows, keys - 1, sm_count, kMethods[m].flash_decode,
+    splits[m] = kernels::paged_decode_splits(s, rows, seen - 1, sm_count, kMethods[m].flash_decode,
                                              kMethods[m].decode_attention);
     us[m] = run(kMethods[m], splits[m], outs[m]);
   }
@@ -248,7 +258,11 @@ int run_decode_bench(int, char**) {
                      : std::uint8_t(bits & 0xff);
     pattern[i + 1] = std::uint8_t(bits >> 8);
   }
-  const Model models[] = {{"Llama-8B", {32, 8, 128}}, {"Qwen3-MoE", {32, 4, 128}}};
+  // gpt-oss (64 query / 8 KV heads, head_dim 64, sinks): its full and its sliding (128) layers.
+  const Model models[] = {{"Llama-8B", {32, 8, 128}},
+                          {"Qwen3-MoE", {32, 4, 128}},
+                          {"oss-full", {64, 8, 64}, 0, true},
+                          {"oss-slide", {64, 8, 64}, 128, true}};
   bool ok = true;
   for (const Model& model : models)
     for (const int rows : {1, 8})

@@ -6,6 +6,9 @@
 // long contexts; the same with an FP8 cache (kernels/attention/kv_fp8_ref.h: the reference reads
 // the decoded values), and the FP8 store of rope_and_store_kv against the host quantiser, code
 // for code. Every step with prefill rows runs in each form of the flash kernel (kFlash* options).
+// gpt-oss's attention features (PagedAttentionArgs::sinks, window) on its shape (64 query heads, 8
+// KV heads, head_dim 64) and others, through every kernel: sinks alone, windows alone (1 key, 37,
+// 128, past the context), both, BF16 and FP8 caches.
 // The decode attention kernel's checks: tests/gpu/decode_attention_check.h (`--decode`: those
 // alone).
 // `--bench` times the flash kernel instead (tests/gpu/flash_bench.h), `--decode-bench` a step of
@@ -39,6 +42,7 @@
 #include "tests/gpu/flash_bench.h"
 #include "tests/gpu/gpu_check_support.h"
 #include "tests/gpu/relative_error.h"
+#include "tests/gpu/window_tables.h"
 
 namespace nibble {
 namespace {
@@ -57,6 +61,8 @@ struct Case {
   // Query values' standard deviation: > 1 spreads the scores so that a row's running max keeps
   // growing by more than the lazy rescale's headroom late in the keys (kFlashLazyRescale).
   float q_spread = 1.0f;
+  bool sinks = false;  // random sink logits per query head
+  int window = 0;      // sliding window (0: none)
 };
 
 // The flash kernel's forms under test (kernels/attention/paged_attention.h): v2, each option on
@@ -114,6 +120,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
     const int need = (s.start + s.count + block - 1) / block;
     s.table.assign(pool.begin() + used, pool.begin() + used + need);
     used += need;
+    gpu_test::free_blocks_before_window(s, block, c.window);
   }
   const std::int64_t cache_rows = std::int64_t(blocks) * block;
   std::vector<std::uint16_t> kc(std::size_t(cache_rows * Hkv * D)), vc(kc.size());
@@ -149,9 +156,13 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
     k8 = quantize_cache(kf, D);
     v8 = quantize_cache(vf, D);
   }
+  // Sinks around the scores' range: some heads give the sink most of the mass, some little.
+  std::vector<float> sinks;
+  if (c.sinks)
+    for (int h = 0; h < Hq; ++h) sinks.push_back(1.0f + 2.0f * normal(rng));
   const double scale = 1.0 / std::sqrt(double(D));
-  const std::vector<double> want =
-      kernels::paged_attention_ref(qf, kf, vf, {Hq, Hkv, D, block}, c.seqs, scale);
+  const std::vector<double> want = kernels::paged_attention_ref(qf, kf, vf, {Hq, Hkv, D, block},
+                                                                c.seqs, scale, {sinks, c.window});
 
   auto* dq = upload(q);
   auto* dk = upload(kc);
@@ -162,6 +173,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   auto* dvs = upload(v8.scales);
   auto* dt = upload(tiles);
   auto* db = upload(tables);
+  float* dsinks = c.sinks ? upload(sinks) : nullptr;
   std::uint16_t* dout = nullptr;
   float* dwork = nullptr;
   NIBBLE_CUDA_CHECK(cudaMalloc(&dout, q.size() * 2));
@@ -185,6 +197,8 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
   a.rows = int(T);
   a.max_position = max_position;
   a.decode_attention = 0;  // the kernels before it (decode_attention_check.h tests it)
+  a.sinks = dsinks;
+  a.window = c.window;
   // Keys in one block per tile, then split as far as the keys allow (a huge SM count), each with
   // the step's count of decode tiles known and unknown; steps with prefill tiles in every form of
   // the flash kernel. Steps of decodes only also run each decode kernel (the decode kernel, the
@@ -227,12 +241,13 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
         std::vector<std::uint16_t> got(q.size());
         NIBBLE_CUDA_CHECK(cudaMemcpy(got.data(), dout, q.size() * 2, cudaMemcpyDeviceToHost));
         const auto [err, bad] = gpu_test::relative_error(got, want);
-        char detail[260];
+        char detail[300];
         std::snprintf(
             detail, sizeof detail,
-            "Hq %d Hkv %d D %d%s block %d, %lld rows, %d tiles (%d decodes), splits %d%s%s, flash "
-            "options %d: relative L2 %.3g, %zu not finite",
-            Hq, Hkv, D, c.fp8 ? " fp8" : "", block, (long long)T, a.num_tiles, decode_tiles, splits,
+            "Hq %d Hkv %d D %d%s%s window %d block %d, %lld rows, %d tiles (%d decodes), splits "
+            "%d%s%s, flash options %d: relative L2 %.3g, %zu not finite",
+            Hq, Hkv, D, c.fp8 ? " fp8" : "", c.sinks ? " sinks" : "", c.window, block, (long long)T,
+            a.num_tiles, decode_tiles, splits,
             decode_rule ? (a.flash_decode ? " (decode rule, flash)" : " (decode rule)") : "",
             known ? "" : ", decode count unknown", form, err, bad);
         // Peaked scores: P's BF16 rounding (2^-9 near 1) no longer averages out over many keys;
@@ -246,7 +261,7 @@ void run_case(Case c, std::mt19937_64& rng, Results& results) {
     cudaFree(p);
   for (void* p : {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(dv),
                   static_cast<void*>(dt), static_cast<void*>(db), static_cast<void*>(dout),
-                  static_cast<void*>(dwork)})
+                  static_cast<void*>(dwork), static_cast<void*>(dsinks)})
     cudaFree(p);
 }
 
@@ -291,6 +306,51 @@ std::vector<Case> cases() {
   for (const bool fp8 : {false, true})
     out.push_back(
         {"peaked", AttentionShape{32, 8, 128}, {{0, 300, {}}, {2000, 150, {}}}, fp8, 16, 8.0f});
+  // gpt-oss's features on its shape (GQA 8, head_dim 64; window 128), the other head_dims' forms
+  // (head_dim 128's paired loads and lazy rescale, 256, and the tile kernel at 96): sinks alone,
+  // windows alone (of 128; of 37, cutting inside cache blocks and key chunks; of 1; past every
+  // context), both; chunks whose tiles start before and after the window's reach, decodes beside
+  // them, long prompts, BF16 and FP8 caches.
+  const std::vector<RefSequence> windowed{{300, 211, {}}, {700, 1, {}}, {0, 37, {}}, {90, 80, {}},
+                                          {2000, 1, {}},  {127, 1, {}}, {128, 1, {}}};
+  struct Features {
+    const char* name;
+    bool sinks;
+    int window;
+  };
+  for (const Features f :
+       {Features{"sinks", true, 0}, Features{"window", false, 128},
+        Features{"sinks + window", true, 128}, Features{"window 37", false, 37},
+        Features{"window 1", true, 1}, Features{"window past context", true, 100000}})
+    for (const AttentionShape s : {AttentionShape{64, 8, 64}, AttentionShape{32, 8, 128},
+                                   AttentionShape{16, 2, 256}, AttentionShape{12, 2, 96}})
+      for (const bool fp8 : {false, true}) {
+        if (fp8 && !kernels::paged_attention_fp8_supported(s)) continue;
+        // Every feature on gpt-oss's shape; both together and the window cutting inside blocks
+        // and chunks on the others.
+        const bool gpt_oss = s.q_heads == 64 && s.head_dim == 64;
+        if (!gpt_oss && f.window != 37 && !(f.sinks && f.window == 128)) continue;
+        for (const auto& seqs : {windowed, decodes, prefill}) {
+          Case c{f.name, s, seqs, fp8};
+          c.sinks = f.sinks;
+          c.window = f.window;
+          out.push_back(c);
+        }
+      }
+  Case long_window{
+      "sinks + window long", AttentionShape{64, 8, 64}, {{7000, 129, {}}, {8191, 1, {}}}};
+  long_window.sinks = true;
+  long_window.window = 128;
+  out.push_back(long_window);
+  long_window.fp8 = true;
+  out.push_back(long_window);
+  // Cache blocks of 12 (the division lookups; the window's first key inside a block).
+  for (const bool fp8 : {false, true}) {
+    Case c{"sinks + window block 12", AttentionShape{64, 8, 64}, windowed, fp8, 12};
+    c.sinks = true;
+    c.window = 128;
+    out.push_back(c);
+  }
   return out;
 }
 

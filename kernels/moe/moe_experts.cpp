@@ -42,8 +42,7 @@ bool shape_is(const W4A16GroupedWeights& w, std::int64_t n, std::int64_t k) {
 
 cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
                         const MoeGroupedPlan& plan, cudaStream_t stream) {
-  if (w.format != MoeWeightFormat::kNvfp4W4A16 || w.shared_expert != nullptr)
-    return cudaErrorInvalidValue;
+  if (w.shared_expert != nullptr) return cudaErrorInvalidValue;
   const std::int64_t T = a.tokens, H = a.hidden_size, I = w.intermediate();
   const bool shapes =
       w.fused ? shape_is(w.gate_up, 2 * I, H) : shape_is(w.gate, I, H) && shape_is(w.up, I, H);
@@ -67,12 +66,16 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       const W4A16GroupedRoute route{.logits = a.router_logits,
                                     .experts = a.experts,
                                     .k = a.k,
-                                    .norm_topk_prob = a.norm_topk_prob,
+                                    .scoring = a.scoring(),
                                     .out = r,
                                     .clear = counts,
                                     .clear_count = int(count_words)};
-      const W4A16GroupedCombine combine{
+      W4A16GroupedCombine combine{
           .residual = a.residual, .out = a.out, .arrivals = counts, .k = a.k, .route = route};
+      if (a.clamped_swiglu != nullptr) {
+        combine.clamped_swiglu = true;
+        combine.swiglu = *a.clamped_swiglu;
+      }
       if (plan.one_launch) {
         const cudaError_t err =
             w4a16_grouped_experts_routed(a.hidden, w.gate_up, w.down, combine, a.middle,
@@ -80,33 +83,41 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
         if (err != cudaErrorNotSupported) return err;  // else nothing ran: the two launches
       }
       cudaError_t err = w4a16_grouped_gate_up_silu_routed(a.hidden, w.gate_up, route, a.middle,
-                                                          stream, plan.overlap);
+                                                          stream, plan.overlap, a.clamped_swiglu);
       if (err != cudaSuccess) return err;
       return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream,
                                                plan.overlap);
     }
     cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
                           ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
-                                             a.norm_topk_prob, plan.block_rows, a.router_logits, r,
+                                             a.scoring(), plan.block_rows, a.router_logits, r,
                                              stream, counts, count_words, plan.overlap)
-                          : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
+                          : moe_route(a.router_logits, T, a.experts, a.k, a.scoring(),
                                       plan.block_rows, r, stream, counts, count_words);
     if (err != cudaSuccess) return err;
-    err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
-                                     plan.block_rows, a.middle, stream, plan.overlap);
+    err =
+        w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks, plan.block_rows,
+                                   a.middle, stream, plan.overlap, a.clamped_swiglu);
     if (err != cudaSuccess) return err;
-    const W4A16GroupedCombine combine{.token = r.token,
-                                      .source = r.source,
-                                      .weight = r.weight,
-                                      .residual = a.residual,
-                                      .out = a.out,
-                                      .arrivals = counts,
-                                      .k = a.k};
+    W4A16GroupedCombine combine{.token = r.token,
+                                .source = r.source,
+                                .weight = r.weight,
+                                .residual = a.residual,
+                                .out = a.out,
+                                .arrivals = counts,
+                                .k = a.k};
+    if (a.clamped_swiglu != nullptr) {
+      combine.clamped_swiglu = true;
+      combine.swiglu = *a.clamped_swiglu;
+    }
     return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
                                       a.expert_out, stream, plan.overlap);
   }
+  // The unfused path has no biases nor the clamped SwiGLU (gpt-oss): its SiLU * up and grouped
+  // GEMMs are the plain forms.
+  if (a.clamped_swiglu != nullptr) return cudaErrorNotSupported;
   cudaError_t err =
-      moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r, stream);
+      moe_route(a.router_logits, T, a.experts, a.k, a.scoring(), plan.block_rows, r, stream);
   if (err != cudaSuccess) return err;
   err = gather_rows(a.hidden, r.token, int(routed), int(H), a.routed, stream);
   if (err != cudaSuccess) return err;

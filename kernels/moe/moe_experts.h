@@ -16,14 +16,11 @@
 
 namespace nibble::kernels {
 
-// How the experts' weights are stored. Only NVFP4 (the W4A16 layout) runs today; MXFP4 (gpt-oss)
-// is the planned second format and is refused until its kernels exist.
-enum class MoeWeightFormat { kNvfp4W4A16, kMxfp4 };
-
-// One layer's experts, every one of the same shapes. fused: gate_up [2 I, H] (gate rows first);
-// otherwise gate [I, H] and up [I, H]. down: [H, I].
+// One layer's experts, every one of the same shapes, in the W4A16 layout: NVFP4 or MXFP4 (gpt-oss,
+// as shipped), the format each W4A16GroupedWeights' shape carries (nvfp4::W4A16Format). fused:
+// gate_up [2 I, H] (gate rows first; interleaved with MoeExpertsArgs::clamped_swiglu); otherwise
+// gate [I, H] and up [I, H]. down: [H, I].
 struct MoeExpertWeights {
-  MoeWeightFormat format = MoeWeightFormat::kNvfp4W4A16;
   bool fused = true;
   W4A16GroupedWeights gate_up;   // fused
   W4A16GroupedWeights gate, up;  // otherwise
@@ -85,6 +82,8 @@ struct MoeExpertsArgs {
   std::int64_t tokens = 0;
   int experts = 0, k = 0, hidden_size = 0;
   bool norm_topk_prob = true;
+  bool top_k_first = false;  // MoeScoring::top_k_first (gpt-oss: router logits with its bias)
+  MoeScoring scoring() const { return {norm_topk_prob, top_k_first}; }
   // Scratch, sized for T (the caller's buffers; fixed addresses keep a captured graph valid):
   void* routing_words = nullptr;    // moe_routing_words(T, E, k, 1) 4-byte words
   std::uint16_t* routed = nullptr;  // [T k, H] (unused when fused)
@@ -94,6 +93,11 @@ struct MoeExpertsArgs {
   std::uint16_t* projected = nullptr;   // [T k, 2 I] (unused when fused)
   std::uint16_t* middle = nullptr;      // [T k, I]
   std::uint16_t* expert_out = nullptr;  // [T k, H]
+  // gpt-oss's experts (non-null): gate_up's rows interleave gate and up, each expert adds its
+  // biases, and the activation is the clamped SwiGLU (w4a16_grouped.h W4A16ClampedSwiglu). The
+  // fused decode paths (moe_experts_fused) only: the unfused path answers cudaErrorNotSupported
+  // (its SiLU * up and grouped GEMMs have no biases).
+  const W4A16ClampedSwiglu* clamped_swiglu = nullptr;
 };
 
 // cudaErrorInvalidValue on shapes that disagree with the weights or a format/shared expert not

@@ -48,6 +48,8 @@
 #include <span>
 #include <vector>
 
+#include "kernels/nvfp4/w4a16_format.h"
+
 namespace nibble::nvfp4 {
 
 inline constexpr std::int64_t kW4A16TileN = 8;
@@ -57,7 +59,6 @@ inline constexpr std::int64_t kW4A16ScaleTileBytes = 32;
 inline constexpr std::int64_t kW4A16NAlign = 128;  // rows per tile group = block tile in n
 inline constexpr std::int64_t kW4A16KAlign = 64;
 
-enum class W4A16Format : std::uint8_t { kNvfp4, kMxfp4 };
 inline constexpr int kW4A16Mxfp4MinScale = 5;        // s below: the block is zeroed
 inline constexpr int kW4A16Mxfp4MaxScale = 138;      // s + 116 <= 254, a normal bf16 exponent
 inline constexpr std::int64_t kMxfp4BlockSize = 32;  // values per E8M0 scale

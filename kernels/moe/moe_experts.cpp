@@ -59,8 +59,9 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     if (T == 1 && plan.route_in_gemm) {
       // [router ->] gate_up and down, each block routing the token itself.
       if (moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)) {
-        const cudaError_t err = moe_router_logits(a.hidden, a.router_weight, T, int(H), a.experts,
-                                                  a.router_logits, stream, plan.overlap);
+        const cudaError_t err =
+            moe_router_logits(a.hidden, a.router_weight, T, int(H), a.experts, a.router_logits,
+                              stream, plan.overlap, a.router_bias);
         if (err != cudaSuccess) return err;
       }
       const W4A16GroupedRoute route{.logits = a.router_logits,
@@ -88,12 +89,13 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream,
                                                plan.overlap);
     }
-    cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
-                          ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
-                                             a.scoring(), plan.block_rows, a.router_logits, r,
-                                             stream, counts, count_words, plan.overlap)
-                          : moe_route(a.router_logits, T, a.experts, a.k, a.scoring(),
-                                      plan.block_rows, r, stream, counts, count_words);
+    cudaError_t err =
+        moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
+            ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k, a.scoring(),
+                               plan.block_rows, a.router_logits, r, stream, counts, count_words,
+                               plan.overlap, a.router_bias)
+            : moe_route(a.router_logits, T, a.experts, a.k, a.scoring(), plan.block_rows, r, stream,
+                        counts, count_words);
     if (err != cudaSuccess) return err;
     err =
         w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks, plan.block_rows,

@@ -76,6 +76,7 @@ struct MoeExpertsArgs {
   // [T, E] FP32: the router's scores; written here instead when the router is fused.
   float* router_logits = nullptr;
   const std::uint16_t* router_weight = nullptr;  // [E, H] BF16 or null (the fused router's)
+  const std::uint16_t* router_bias = nullptr;    // [E] BF16 or null (the fused router's: gpt-oss)
   const std::uint16_t* hidden = nullptr;         // [T, H]: the normed input of the layer
   const std::uint16_t* residual = nullptr;       // [T, H]
   std::uint16_t* out = nullptr;                  // [T, H]; may not alias hidden or residual

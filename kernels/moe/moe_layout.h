@@ -60,7 +60,8 @@ inline constexpr int kMoeMaxTopK = 16;
 // this order, which its CPU reference (moe_routing_ref.h) repeats bitwise: the row in 16-byte
 // pieces of 8 BF16 columns, piece p to thread p % kMoeRouterThreads of the block; a piece's 8
 // products as FP32 fmas into 0 in column order, added to the thread's running sum; the 32 lanes of
-// a warp by an xor butterfly (offsets 16, 8, 4, 2, 1); the warps' sums in warp order.
+// a warp by an xor butterfly (offsets 16, 8, 4, 2, 1); the warps' sums in warp order; then the
+// router's bias where it has one (gpt-oss: BF16 [E]), one FP32 add.
 inline constexpr int kMoeRouterThreads = 256;
 inline constexpr int kMoeRouterExpertsPerBlock = 2;  // logit columns per block
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <cuda_bf16.h>
+
 #include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_route_device.cuh"
 #include "kernels/moe/moe_routing.h"
@@ -302,7 +304,8 @@ __device__ inline float dot8_fma(uint4 a, uint4 b) {
 
 __global__ void __launch_bounds__(kMoeRouterThreads, 1)
     router_spread_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
-                         int tokens, int hidden, int experts, float* __restrict__ logits) {
+                         int tokens, int hidden, int experts,
+                         const std::uint16_t* __restrict__ bias, float* __restrict__ logits) {
   constexpr int kE = kMoeRouterExpertsPerBlock, kT = kMoeRouterMaxTokens;
   __shared__ float warp_sums[kE][kT][kSpreadWarps];
   // The next launch (fused gate_up, or the route) may be scheduled now: it waits for this
@@ -388,6 +391,8 @@ __global__ void __launch_bounds__(kMoeRouterThreads, 1)
       float sum = 0.0f;
 #pragma unroll
       for (int v = 0; v < kSpreadWarps; ++v) sum = __fadd_rn(sum, warp_sums[s][t][v]);
+      if (bias != nullptr)  // gpt-oss's router bias, after the sum (moe_layout.h)
+        sum = __fadd_rn(sum, __bfloat162float(__ushort_as_bfloat16(bias[e0 + s])));
       logits[std::int64_t(t) * experts + e0 + s] = sum;
     }
   }
@@ -491,7 +496,8 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              std::int64_t tokens, int hidden, int experts, int k,
                              MoeScoring scoring, int block_rows, float* logits,
                              const MoeRouting& out, cudaStream_t stream, std::int32_t* clear,
-                             std::int64_t clear_count, bool overlap) {
+                             std::int64_t clear_count, bool overlap,
+                             const std::uint16_t* router_bias) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
       clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
@@ -500,7 +506,8 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
       reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  cudaError_t err = moe_router_logits(x, router, tokens, hidden, experts, logits, stream, overlap);
+  cudaError_t err =
+      moe_router_logits(x, router, tokens, hidden, experts, logits, stream, overlap, router_bias);
   if (err != cudaSuccess) return err;
   // The one-block routing as a dependent launch (it waits for the logits).
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
@@ -515,7 +522,7 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
 
 cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
                               std::int64_t tokens, int hidden, int experts, float* logits,
-                              cudaStream_t stream, bool overlap) {
+                              cudaStream_t stream, bool overlap, const std::uint16_t* router_bias) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || x == nullptr || router == nullptr || logits == nullptr ||
       reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
@@ -525,8 +532,8 @@ cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* route
   const RouterLaunch launch(stream, overlap);
   const cudaLaunchConfig_t c = launch.config(
       (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
-  const cudaError_t err =
-      cudaLaunchKernelEx(&c, router_spread_kernel, x, router, int(tokens), hidden, experts, logits);
+  const cudaError_t err = cudaLaunchKernelEx(&c, router_spread_kernel, x, router, int(tokens),
+                                             hidden, experts, router_bias, logits);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 

@@ -48,7 +48,7 @@ inline cudaError_t moe_route(const float* logits, std::int64_t tokens, int exper
 // written to `logits` [T, E]), then the routing of moe_route from those logits as a dependent
 // launch (the same outputs as moe_route given them). Two launches, no block waits on another.
 // tokens <= kMoeRouterMaxTokens, hidden % 8 == 0, x and router 16-byte aligned; clear as
-// moe_route's. No router bias: a biased router (gpt-oss) runs its linear outside and moe_route.
+// moe_route's. router_bias (non-null, gpt-oss): [E] BF16 added to each logit after its sum.
 // Measured and removed (kernels/moe/PERF_NOTES.md, "Router forms removed"): the last block of the
 // linear routing itself ("spread", 25.4 us for the T = 1 MoE block against 23.0), a warp per expert
 // ("blocks", 30.6 us), and the spread form's L2 prefetch of the picked experts.
@@ -58,7 +58,7 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
                              MoeScoring scoring, int block_rows, float* logits,
                              const MoeRouting& out, cudaStream_t stream,
                              std::int32_t* clear = nullptr, std::int64_t clear_count = 0,
-                             bool overlap = true);
+                             bool overlap = true, const std::uint16_t* router_bias = nullptr);
 inline cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                                     std::int64_t tokens, int hidden, int experts, int k,
                                     bool norm_topk_prob, int block_rows, float* logits,
@@ -75,6 +75,7 @@ inline cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t*
 // argument rules as moe_router_route.
 cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
                               std::int64_t tokens, int hidden, int experts, float* logits,
-                              cudaStream_t stream, bool overlap = true);
+                              cudaStream_t stream, bool overlap = true,
+                              const std::uint16_t* router_bias = nullptr);
 
 }  // namespace nibble::kernels

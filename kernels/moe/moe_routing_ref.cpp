@@ -80,7 +80,8 @@ float bf16_value(std::uint16_t bits) {
 
 std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
                                          std::span<const std::uint16_t> router, std::int64_t tokens,
-                                         int hidden, int experts) {
+                                         int hidden, int experts,
+                                         std::span<const std::uint16_t> bias) {
   constexpr int kThreads = kMoeRouterThreads, kLanes = 32;
   const auto H = std::size_t(hidden), pieces = H / 8;
   std::vector<float> logits(std::size_t(tokens) * std::size_t(experts));
@@ -108,6 +109,7 @@ std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
         }
         sum += lane[0];
       }
+      if (!bias.empty()) sum += bf16_value(bias[e]);
       logits[t * std::size_t(experts) + e] = sum;
     }
   }

@@ -33,9 +33,10 @@ inline MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t t
 // The router linear as the device computes it (moe_router_logits, moe_router_route), bitwise:
 // logits [tokens, experts] FP32 with logits[t, e] = x[t, :] . router[e, :] summed in moe_layout.h's
 // order (kMoeRouterThreads). x: [tokens, hidden] BF16 bits, router: [experts, hidden]; hidden % 8
-// == 0.
+// == 0; bias: empty, or the router's [experts] BF16 bias, added last.
 std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
                                          std::span<const std::uint16_t> router, std::int64_t tokens,
-                                         int hidden, int experts);
+                                         int hidden, int experts,
+                                         std::span<const std::uint16_t> bias = {});
 
 }  // namespace nibble::kernels

@@ -164,9 +164,14 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
   const std::int64_t T = c.tokens, H = hidden;
   const auto x = random_bf16(rng, std::size_t(T * H));
   const auto w = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
-  DeviceBuffer<bf16_bits> d_x(x.size()), d_w(w.size());
+  // gpt-oss's order comes with its router's bias, added after the sum.
+  const auto bias =
+      c.top_k_first ? random_bf16(rng, std::size_t(c.experts)) : std::vector<bf16_bits>{};
+  DeviceBuffer<bf16_bits> d_x(x.size()), d_w(w.size()),
+      d_bias(std::max<std::size_t>(bias.size(), 1));
   d_x.upload(x);
   d_w.upload(w);
+  if (!bias.empty()) d_bias.upload(bias);
   DeviceBuffer<float> d_logits(std::size_t(T * c.experts));
   DeviceBuffer<std::int32_t> words(
       std::size_t(kernels::moe_routing_words(T, c.experts, c.k, c.block_rows))),
@@ -179,9 +184,9 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
     d_logits.poison();
     words.poison();
     clear.poison();
-    NIBBLE_CUDA_CHECK(kernels::moe_router_route(d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k,
-                                                c.scoring(), c.block_rows, d_logits.ptr, r, nullptr,
-                                                clear.ptr, 37));
+    NIBBLE_CUDA_CHECK(kernels::moe_router_route(
+        d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k, c.scoring(), c.block_rows, d_logits.ptr, r,
+        nullptr, clear.ptr, 37, true, bias.empty() ? nullptr : d_bias.ptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     logits.push_back(d_logits.download());
     const auto cleared = clear.download();
@@ -195,12 +200,14 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
       double sum = 0.0;
       for (std::int64_t h = 0; h < H; ++h)
         sum += double(xf[std::size_t(t * H + h)]) * wf[std::size_t(e * H + h)];
-      want[std::size_t(t * c.experts + e)] = sum;
+      want[std::size_t(t * c.experts + e)] =
+          sum + (bias.empty() ? 0.0 : double(nvfp4::bf16_to_float(bias[std::size_t(e)])));
       got[std::size_t(t * c.experts + e)] = logits[0][std::size_t(t * c.experts + e)];
     }
   const double err = relative_error(want, got);
   const bool same = logits[0] == logits[1];
-  const bool bitwise = logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts);
+  const bool bitwise =
+      logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts, bias);
   char detail[200];
   std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g%s, runs %s, clear %s",
                 (long long)H, err, bitwise ? ", = CPU order" : ", NOT the CPU order's bits",

@@ -133,6 +133,26 @@ TEST(MoeRowBlocks, BoundIsTheSmallerOfRowsAndBlocksPlusExperts) {
   EXPECT_EQ(moe_max_row_blocks(0, 128, 8), 0);
 }
 
+// The router's bias (gpt-oss) is one FP32 add after the sum: the logits without it, plus it.
+TEST(MoeRouterLogitsRef, BiasIsAddedAfterTheSum) {
+  std::mt19937 rng(40);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t tokens = 2;
+  const int hidden = 2880, experts = 32;
+  std::vector<std::uint16_t> x(std::size_t(tokens * hidden)), w(std::size_t(experts * hidden)),
+      bias(static_cast<std::size_t>(experts));
+  for (auto& v : x) v = nvfp4::float_to_bf16(normal(rng));
+  for (auto& v : w) v = nvfp4::float_to_bf16(normal(rng) / std::sqrt(float(hidden)));
+  for (auto& v : bias) v = nvfp4::float_to_bf16(normal(rng));
+  const std::vector<float> plain = moe_router_logits_ref(x, w, tokens, hidden, experts);
+  const std::vector<float> biased = moe_router_logits_ref(x, w, tokens, hidden, experts, bias);
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (int e = 0; e < experts; ++e) {
+      const std::size_t i = std::size_t(t * experts + e);
+      EXPECT_EQ(biased[i], plain[i] + nvfp4::bf16_to_float(bias[std::size_t(e)])) << i;
+    }
+}
+
 // moe_router_logits_ref: FP32 sums of BF16 products within 1e-5 of the double dot product, for
 // hidden sizes below, at and past one piece per thread (2048 = 256 pieces; 4104: a second round).
 TEST(MoeRouterLogitsRef, CloseToDoubleDotProducts) {

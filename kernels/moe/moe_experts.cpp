@@ -48,6 +48,18 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
       w.fused ? shape_is(w.gate_up, 2 * I, H) : shape_is(w.gate, I, H) && shape_is(w.up, I, H);
   if (!shapes || !shape_is(w.down, H, I) || T < 0) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
+  // gpt-oss's experts have no unfused form (its SiLU * up and grouped GEMMs have no biases):
+  // where the plan does not fuse (prefill), the decode fusions run with 16-row blocks, correct
+  // but reading each expert's weights once per 16 of its rows (kernels/nvfp4/PERF_NOTES.md v33).
+  if (a.clamped_swiglu != nullptr && !moe_experts_fused(w, plan)) {
+    MoeGroupedPlan slices = plan;
+    slices.tile = W4A16Tile::kSlice16;
+    slices.block_rows = 16;
+    slices.fuse = true;
+    slices.fuse_router = slices.route_in_gemm = slices.one_launch = false;
+    if (!moe_experts_fused(w, slices)) return cudaErrorNotSupported;
+    return moe_experts(w, a, slices, stream);
+  }
   const std::int64_t routed = T * a.k;
   const MoeRouting r = moe_routing_views(a.routing_words, T, a.experts, a.k, plan.block_rows);
   const std::int64_t blocks = moe_max_row_blocks(routed, a.experts, plan.block_rows);
@@ -115,9 +127,6 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
                                       a.expert_out, stream, plan.overlap);
   }
-  // The unfused path has no biases nor the clamped SwiGLU (gpt-oss): its SiLU * up and grouped
-  // GEMMs are the plain forms.
-  if (a.clamped_swiglu != nullptr) return cudaErrorNotSupported;
   cudaError_t err =
       moe_route(a.router_logits, T, a.experts, a.k, a.scoring(), plan.block_rows, r, stream);
   if (err != cudaSuccess) return err;

@@ -95,9 +95,11 @@ struct MoeExpertsArgs {
   std::uint16_t* middle = nullptr;      // [T k, I]
   std::uint16_t* expert_out = nullptr;  // [T k, H]
   // gpt-oss's experts (non-null): gate_up's rows interleave gate and up, each expert adds its
-  // biases, and the activation is the clamped SwiGLU (w4a16_grouped.h W4A16ClampedSwiglu). The
-  // fused decode paths (moe_experts_fused) only: the unfused path answers cudaErrorNotSupported
-  // (its SiLU * up and grouped GEMMs have no biases).
+  // biases, and the activation is the clamped SwiGLU (w4a16_grouped.h W4A16ClampedSwiglu). Only
+  // the decode fusions have it: where the plan does not fuse (prefill), they run with 16-row
+  // blocks anyway (correct, slow: each expert's weights read once per 16 of its rows), so
+  // `arrivals` is needed at every size; unfused gate and up (w.fused false) or I % 16 != 0:
+  // cudaErrorNotSupported.
   const W4A16ClampedSwiglu* clamped_swiglu = nullptr;
 };
 

@@ -734,6 +734,8 @@ int run(int argc, char** argv) {
       {3, 32, 4, 320, 96, true, false, K::kTied, true, W4A16Format::kMxfp4, true},
       {8, 8, 4, 256, 64, true, false, K::kRandom, true, W4A16Format::kMxfp4, true},
       {2, 8, 2, 256, 128, true, true, K::kRandom, false, W4A16Format::kNvfp4, true},
+      // and at a prefill size, whose kM64 plan does not fuse: the fusions with 16-row blocks
+      {300, 32, 4, 256, 128, true, false, K::kRandom, true, W4A16Format::kMxfp4, true},
   };
   if (!quick) {
     // Qwen3-30B-A3B's MoE layer at decode and small batches.

@@ -1,7 +1,7 @@
 #pragma once
 // Device pieces of the MoE routing (moe_routing.h) that other kernels run too: a token's
-// probabilities (one warp), the top-k picks by rank (one block), and a single token's whole
-// routing inside one block, which the grouped expert GEMMs compute for themselves at decode
+// scores (one warp), the top-k picks by rank and their weights (one block), and a single token's
+// whole routing inside one block, which the grouped expert GEMMs compute for themselves at decode
 // (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). All give moe_route's results bitwise.
 // CUDA only (included by .cu files).
 #include <cfloat>

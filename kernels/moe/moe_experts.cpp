@@ -42,13 +42,24 @@ bool shape_is(const W4A16GroupedWeights& w, std::int64_t n, std::int64_t k) {
 
 cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
                         const MoeGroupedPlan& plan, cudaStream_t stream) {
-  if (w.format != MoeWeightFormat::kNvfp4W4A16 || w.shared_expert != nullptr)
-    return cudaErrorInvalidValue;
+  if (w.shared_expert != nullptr) return cudaErrorInvalidValue;
   const std::int64_t T = a.tokens, H = a.hidden_size, I = w.intermediate();
   const bool shapes =
       w.fused ? shape_is(w.gate_up, 2 * I, H) : shape_is(w.gate, I, H) && shape_is(w.up, I, H);
   if (!shapes || !shape_is(w.down, H, I) || T < 0) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
+  // gpt-oss's experts have no unfused form (its SiLU * up and grouped GEMMs have no biases):
+  // where the plan does not fuse (prefill), the decode fusions run with 16-row blocks, correct
+  // but reading each expert's weights once per 16 of its rows (kernels/nvfp4/PERF_NOTES.md v33).
+  if (a.clamped_swiglu != nullptr && !moe_experts_fused(w, plan)) {
+    MoeGroupedPlan slices = plan;
+    slices.tile = W4A16Tile::kSlice16;
+    slices.block_rows = 16;
+    slices.fuse = true;
+    slices.fuse_router = slices.route_in_gemm = slices.one_launch = false;
+    if (!moe_experts_fused(w, slices)) return cudaErrorNotSupported;
+    return moe_experts(w, a, slices, stream);
+  }
   const std::int64_t routed = T * a.k;
   const MoeRouting r = moe_routing_views(a.routing_words, T, a.experts, a.k, plan.block_rows);
   const std::int64_t blocks = moe_max_row_blocks(routed, a.experts, plan.block_rows);
@@ -60,19 +71,24 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
     if (T == 1 && plan.route_in_gemm) {
       // [router ->] gate_up and down, each block routing the token itself.
       if (moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)) {
-        const cudaError_t err = moe_router_logits(a.hidden, a.router_weight, T, int(H), a.experts,
-                                                  a.router_logits, stream, plan.overlap);
+        const cudaError_t err =
+            moe_router_logits(a.hidden, a.router_weight, T, int(H), a.experts, a.router_logits,
+                              stream, plan.overlap, a.router_bias);
         if (err != cudaSuccess) return err;
       }
       const W4A16GroupedRoute route{.logits = a.router_logits,
                                     .experts = a.experts,
                                     .k = a.k,
-                                    .norm_topk_prob = a.norm_topk_prob,
+                                    .scoring = a.scoring(),
                                     .out = r,
                                     .clear = counts,
                                     .clear_count = int(count_words)};
-      const W4A16GroupedCombine combine{
+      W4A16GroupedCombine combine{
           .residual = a.residual, .out = a.out, .arrivals = counts, .k = a.k, .route = route};
+      if (a.clamped_swiglu != nullptr) {
+        combine.clamped_swiglu = true;
+        combine.swiglu = *a.clamped_swiglu;
+      }
       if (plan.one_launch) {
         const cudaError_t err =
             w4a16_grouped_experts_routed(a.hidden, w.gate_up, w.down, combine, a.middle,
@@ -80,33 +96,39 @@ cudaError_t moe_experts(const MoeExpertWeights& w, const MoeExpertsArgs& a,
         if (err != cudaErrorNotSupported) return err;  // else nothing ran: the two launches
       }
       cudaError_t err = w4a16_grouped_gate_up_silu_routed(a.hidden, w.gate_up, route, a.middle,
-                                                          stream, plan.overlap);
+                                                          stream, plan.overlap, a.clamped_swiglu);
       if (err != cudaSuccess) return err;
       return w4a16_grouped_down_combine_routed(a.middle, w.down, combine, a.expert_out, stream,
                                                plan.overlap);
     }
-    cudaError_t err = moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
-                          ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k,
-                                             a.norm_topk_prob, plan.block_rows, a.router_logits, r,
-                                             stream, counts, count_words, plan.overlap)
-                          : moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob,
-                                      plan.block_rows, r, stream, counts, count_words);
+    cudaError_t err =
+        moe_router_fused(w, plan, T, int(H), a.router_weight != nullptr)
+            ? moe_router_route(a.hidden, a.router_weight, T, int(H), a.experts, a.k, a.scoring(),
+                               plan.block_rows, a.router_logits, r, stream, counts, count_words,
+                               plan.overlap, a.router_bias)
+            : moe_route(a.router_logits, T, a.experts, a.k, a.scoring(), plan.block_rows, r, stream,
+                        counts, count_words);
     if (err != cudaSuccess) return err;
-    err = w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks,
-                                     plan.block_rows, a.middle, stream, plan.overlap);
+    err =
+        w4a16_grouped_gate_up_silu(a.hidden, r.token, w.gate_up, r.blocks, blocks, plan.block_rows,
+                                   a.middle, stream, plan.overlap, a.clamped_swiglu);
     if (err != cudaSuccess) return err;
-    const W4A16GroupedCombine combine{.token = r.token,
-                                      .source = r.source,
-                                      .weight = r.weight,
-                                      .residual = a.residual,
-                                      .out = a.out,
-                                      .arrivals = counts,
-                                      .k = a.k};
+    W4A16GroupedCombine combine{.token = r.token,
+                                .source = r.source,
+                                .weight = r.weight,
+                                .residual = a.residual,
+                                .out = a.out,
+                                .arrivals = counts,
+                                .k = a.k};
+    if (a.clamped_swiglu != nullptr) {
+      combine.clamped_swiglu = true;
+      combine.swiglu = *a.clamped_swiglu;
+    }
     return w4a16_grouped_down_combine(a.middle, w.down, r.blocks, blocks, plan.block_rows, combine,
                                       a.expert_out, stream, plan.overlap);
   }
   cudaError_t err =
-      moe_route(a.router_logits, T, a.experts, a.k, a.norm_topk_prob, plan.block_rows, r, stream);
+      moe_route(a.router_logits, T, a.experts, a.k, a.scoring(), plan.block_rows, r, stream);
   if (err != cudaSuccess) return err;
   err = gather_rows(a.hidden, r.token, int(routed), int(H), a.routed, stream);
   if (err != cudaSuccess) return err;

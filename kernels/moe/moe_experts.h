@@ -16,14 +16,11 @@
 
 namespace nibble::kernels {
 
-// How the experts' weights are stored. Only NVFP4 (the W4A16 layout) runs today; MXFP4 (gpt-oss)
-// is the planned second format and is refused until its kernels exist.
-enum class MoeWeightFormat { kNvfp4W4A16, kMxfp4 };
-
-// One layer's experts, every one of the same shapes. fused: gate_up [2 I, H] (gate rows first);
-// otherwise gate [I, H] and up [I, H]. down: [H, I].
+// One layer's experts, every one of the same shapes, in the W4A16 layout: NVFP4 or MXFP4 (gpt-oss,
+// as shipped), the format each W4A16GroupedWeights' shape carries (nvfp4::W4A16Format). fused:
+// gate_up [2 I, H] (gate rows first; interleaved with MoeExpertsArgs::clamped_swiglu); otherwise
+// gate [I, H] and up [I, H]. down: [H, I].
 struct MoeExpertWeights {
-  MoeWeightFormat format = MoeWeightFormat::kNvfp4W4A16;
   bool fused = true;
   W4A16GroupedWeights gate_up;   // fused
   W4A16GroupedWeights gate, up;  // otherwise
@@ -79,12 +76,15 @@ struct MoeExpertsArgs {
   // [T, E] FP32: the router's scores; written here instead when the router is fused.
   float* router_logits = nullptr;
   const std::uint16_t* router_weight = nullptr;  // [E, H] BF16 or null (the fused router's)
+  const std::uint16_t* router_bias = nullptr;    // [E] BF16 or null (the fused router's: gpt-oss)
   const std::uint16_t* hidden = nullptr;         // [T, H]: the normed input of the layer
   const std::uint16_t* residual = nullptr;       // [T, H]
   std::uint16_t* out = nullptr;                  // [T, H]; may not alias hidden or residual
   std::int64_t tokens = 0;
   int experts = 0, k = 0, hidden_size = 0;
   bool norm_topk_prob = true;
+  bool top_k_first = false;  // MoeScoring::top_k_first (gpt-oss: router logits with its bias)
+  MoeScoring scoring() const { return {norm_topk_prob, top_k_first}; }
   // Scratch, sized for T (the caller's buffers; fixed addresses keep a captured graph valid):
   void* routing_words = nullptr;    // moe_routing_words(T, E, k, 1) 4-byte words
   std::uint16_t* routed = nullptr;  // [T k, H] (unused when fused)
@@ -94,6 +94,13 @@ struct MoeExpertsArgs {
   std::uint16_t* projected = nullptr;   // [T k, 2 I] (unused when fused)
   std::uint16_t* middle = nullptr;      // [T k, I]
   std::uint16_t* expert_out = nullptr;  // [T k, H]
+  // gpt-oss's experts (non-null): gate_up's rows interleave gate and up, each expert adds its
+  // biases, and the activation is the clamped SwiGLU (w4a16_grouped.h W4A16ClampedSwiglu). Only
+  // the decode fusions have it: where the plan does not fuse (prefill), they run with 16-row
+  // blocks anyway (correct, slow: each expert's weights read once per 16 of its rows), so
+  // `arrivals` is needed at every size; unfused gate and up (w.fused false) or I % 16 != 0:
+  // cudaErrorNotSupported.
+  const W4A16ClampedSwiglu* clamped_swiglu = nullptr;
 };
 
 // cudaErrorInvalidValue on shapes that disagree with the weights or a format/shared expert not

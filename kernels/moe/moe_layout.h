@@ -42,6 +42,16 @@ inline std::int64_t moe_max_row_blocks(std::int64_t routed_rows, int experts, in
                                    std::min<std::int64_t>(experts, routed_rows));
 }
 
+// How router logits become a token's k picks and their mixing weights (the engine's
+// model::MoeRouting): by default a softmax over all experts, the k highest probabilities, divided
+// by their sum when norm_topk_prob (Qwen, Mixtral); with top_k_first the k highest logits, then a
+// softmax over those k alone (gpt-oss; norm_topk_prob does not apply: the weights sum to 1).
+// Ties go to the lower expert id either way.
+struct MoeScoring {
+  bool norm_topk_prob = false;
+  bool top_k_first = false;
+};
+
 // Limits of the device routing: one warp per token holds up to 16 logits per lane.
 inline constexpr int kMoeMaxExperts = 512;
 inline constexpr int kMoeMaxTopK = 16;
@@ -50,7 +60,8 @@ inline constexpr int kMoeMaxTopK = 16;
 // this order, which its CPU reference (moe_routing_ref.h) repeats bitwise: the row in 16-byte
 // pieces of 8 BF16 columns, piece p to thread p % kMoeRouterThreads of the block; a piece's 8
 // products as FP32 fmas into 0 in column order, added to the thread's running sum; the 32 lanes of
-// a warp by an xor butterfly (offsets 16, 8, 4, 2, 1); the warps' sums in warp order.
+// a warp by an xor butterfly (offsets 16, 8, 4, 2, 1); the warps' sums in warp order; then the
+// router's bias where it has one (gpt-oss: BF16 [E]), one FP32 add.
 inline constexpr int kMoeRouterThreads = 256;
 inline constexpr int kMoeRouterExpertsPerBlock = 2;  // logit columns per block
 

@@ -1,7 +1,7 @@
 #pragma once
 // Device pieces of the MoE routing (moe_routing.h) that other kernels run too: a token's
-// probabilities (one warp), the top-k picks by rank (one block), and a single token's whole
-// routing inside one block, which the grouped expert GEMMs compute for themselves at decode
+// scores (one warp), the top-k picks by rank and their weights (one block), and a single token's
+// whole routing inside one block, which the grouped expert GEMMs compute for themselves at decode
 // (kernels/nvfp4/w4a16_grouped.h W4A16GroupedRoute). All give moe_route's results bitwise.
 // CUDA only (included by .cu files).
 #include <cfloat>
@@ -14,15 +14,16 @@ namespace nibble::kernels::moe_device {
 
 inline constexpr int kPerLane = kMoeMaxExperts / 32;  // logits a lane holds
 
-// (v, e) ranks above (cv, ce): higher probability, then the lower expert id.
+// (v, e) ranks above (cv, ce): higher score (probability or logit), then the lower expert id.
 __device__ inline bool ranks_above(float v, int e, float cv, int ce) {
   return v > cv || (v == cv && e < ce);
 }
 
-// One warp: token t's probabilities, p[i] of expert lane + 32 i (entries past `experts` are not
-// probabilities). Every lane of the warp calls it.
-__device__ inline void token_probabilities(const float* __restrict__ logits, int t, int experts,
-                                           float (&p)[kPerLane]) {
+// One warp: token t's scores, p[i] of expert lane + 32 i (entries past `experts` are not scores):
+// its probabilities, or its logits as they are where the picks come first (MoeScoring::
+// top_k_first). Every lane of the warp calls it.
+__device__ inline void token_scores(const float* __restrict__ logits, int t, int experts,
+                                    bool softmax, float (&p)[kPerLane]) {
   const int lane = threadIdx.x % 32;
   const float* row = logits + std::int64_t(t) * experts;
   float max = -FLT_MAX;
@@ -32,6 +33,7 @@ __device__ inline void token_probabilities(const float* __restrict__ logits, int
     p[i] = e < experts ? __ldcg(row + e) : -FLT_MAX;  // L2: other blocks may have written it
     max = fmaxf(max, p[i]);
   }
+  if (!softmax) return;
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) max = fmaxf(max, __shfl_xor_sync(0xFFFFFFFFu, max, o));
   // As the CPU's softmax: exp in float, the sum in double, the quotient rounded to float.
@@ -51,9 +53,28 @@ __device__ inline void token_probabilities(const float* __restrict__ logits, int
   }
 }
 
+// Pick j's mixing weight from the k picked scores in pick order (value(j), j < k; v = value(j)),
+// as the CPU computes it (engine/backend/moe_routing.cpp): top_k_first, a softmax over the k
+// logits (the first pick is their maximum; exp in float, the sum in double in pick order, the
+// quotient rounded to float); else the probability, divided by the float sum of the k in pick
+// order when norm_topk_prob. Every lane of a warp calls it where value() shuffles.
+template <class Value>
+__device__ inline float pick_weight(MoeScoring scoring, int k, float v, const Value& value) {
+  if (scoring.top_k_first) {
+    const float max = value(0);
+    double sum = 0.0;
+    for (int j = 0; j < k; ++j) sum += double(expf(value(j) - max));
+    return float(double(expf(v - max)) / sum);
+  }
+  float picked = 0.0f;
+  for (int j = 0; j < k; ++j) picked += value(j);
+  return scoring.norm_topk_prob ? v / picked : v;
+}
+
 // Small steps: the picks by rank instead of k rounds of a warp arg-max (a chain of ~550 cycles a
 // round: k = 8 made the one-block route ~12 us at T = 1 on H200). A warp per token writes its
-// probabilities to shared memory (NaN as -1: below every probability, so the order stays total);
+// scores to shared memory (a NaN probability as -1, a NaN logit as -Inf: below every other score,
+// so the order stays total);
 // then each (token, expert) pair counts the experts that rank above it (ranks_above: the same
 // order as the arg-max rounds), and rank j < k is pick j; the weights then follow in pick order as
 // in route_token. Every thread of the block calls it; picks[t k + j] gets the ids.
@@ -65,7 +86,7 @@ struct NoPhaseMarks {
 };
 template <int MAX_ROUTED, int MAX_PAIRS, class PhaseMarks = NoPhaseMarks>
 __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int tokens,
-                                           int experts, int k, bool norm_topk_prob,
+                                           int experts, int k, MoeScoring scoring,
                                            std::int32_t* __restrict__ expert,
                                            float* __restrict__ weight, int* picks,
                                            const PhaseMarks& phase = {}) {
@@ -74,11 +95,12 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int t = warp; t < tokens; t += warps) {
     float p[kPerLane];
-    token_probabilities(logits, t, experts, p);
+    token_scores(logits, t, experts, !scoring.top_k_first, p);
+    const float nan_rank = scoring.top_k_first ? -INFINITY : -1.0f;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int e = lane + 32 * i;
-      if (e < experts) prob_s[t * experts + e] = isnan(p[i]) ? -1.0f : p[i];
+      if (e < experts) prob_s[t * experts + e] = isnan(p[i]) ? nan_rank : p[i];
     }
   }
   __syncthreads();
@@ -92,18 +114,19 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
     for (int f = 0; f < experts; ++f) rank += ranks_above(row[f], f, v, e) ? 1 : 0;
     if (rank < k) {
       picks[t * k + rank] = e;
-      pick_prob_s[t * k + rank] = v == -1.0f ? NAN : v;  // a NaN probability keeps its weight
+      // A NaN score keeps its weight: the logit read again, or the probability's -1 turned back.
+      pick_prob_s[t * k + rank] = scoring.top_k_first
+                                      ? __ldcg(logits + std::int64_t(t) * experts + e)
+                                  : v == -1.0f ? NAN
+                                               : v;
     }
   }
   __syncthreads();
   phase(1);
   for (int i = threadIdx.x; i < tokens * k; i += blockDim.x) {
-    const int t = i / k;
-    float picked = 0.0f;  // the renormalising sum in pick order, as the CPU adds it
-    for (int j = 0; j < k; ++j) picked += pick_prob_s[t * k + j];
-    const float v = pick_prob_s[i];
+    const float* picked = pick_prob_s + (i / k) * k;
     expert[i] = picks[i];
-    weight[i] = norm_topk_prob ? v / picked : v;
+    weight[i] = pick_weight(scoring, k, pick_prob_s[i], [&](int j) { return picked[j]; });
   }
 }
 
@@ -121,11 +144,11 @@ struct SingleTokenRoute {
 // Every thread of the block calls it (>= 32 threads); `route` in shared memory, complete on return.
 template <class PhaseMarks = NoPhaseMarks>
 __device__ __forceinline__ void route_single_token(const float* __restrict__ logits, int experts,
-                                                   int k, bool norm_topk_prob,
+                                                   int k, MoeScoring scoring,
                                                    SingleTokenRoute& route,
                                                    const PhaseMarks& phase = {}) {
   __shared__ int picks[kMoeMaxTopK];
-  rank_picks<kMoeMaxTopK, kMoeMaxExperts>(logits, 1, experts, k, norm_topk_prob, route.expert,
+  rank_picks<kMoeMaxTopK, kMoeMaxExperts>(logits, 1, experts, k, scoring, route.expert,
                                           route.weight, picks, phase);
   __syncthreads();
   const int j = int(threadIdx.x);
@@ -145,9 +168,8 @@ __device__ __forceinline__ void route_single_token(const float* __restrict__ log
 
 // The routing arrays moe_route would write for this token (MoeRouting of T = 1, its row-block
 // table k entries long), from one block.
-__device__ __forceinline__ void write_single_token_route(const SingleTokenRoute& route,
-                                                         int experts, int k,
-                                                         const MoeRouting& out) {
+__device__ __forceinline__ void write_single_token_route(const SingleTokenRoute& route, int experts,
+                                                         int k, const MoeRouting& out) {
   for (int e = int(threadIdx.x); e <= experts; e += int(blockDim.x)) {
     int below = 0, count = 0;
     for (int j = 0; j < k; ++j) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <cuda_bf16.h>
+
 #include "kernels/dependent_launch.cuh"
 #include "kernels/moe/moe_route_device.cuh"
 #include "kernels/moe/moe_routing.h"
@@ -21,11 +23,11 @@ constexpr int kPlaceThreads = 256;
 // One warp routes token t: its k picks and weights to expert / weight [t, :] (and to
 // shared_expert[t k + j] when given). Every lane of the warp calls it.
 __device__ inline void route_token(const float* __restrict__ logits, int t, int experts, int k,
-                                   bool norm_topk_prob, std::int32_t* __restrict__ expert,
+                                   MoeScoring scoring, std::int32_t* __restrict__ expert,
                                    float* __restrict__ weight, int* shared_expert) {
   const int lane = threadIdx.x % 32;
   float p[kPerLane];
-  token_probabilities(logits, t, experts, p);
+  token_scores(logits, t, experts, !scoring.top_k_first, p);
   // k rounds of a warp arg-max over the entries not yet taken; lane j keeps pick j. A lane's
   // candidate is always a real, untaken expert when it has one (even with NaN scores), so every
   // pick is a valid id and no expert is picked twice (k <= experts).
@@ -58,25 +60,25 @@ __device__ inline void route_token(const float* __restrict__ logits, int t, int 
       mine_e = ce;
     }
   }
-  // The renormalising sum in pick order, as the CPU adds it.
-  float picked = 0.0f;
-  for (int j = 0; j < k; ++j) picked += __shfl_sync(0xFFFFFFFFu, mine_v, j);
+  // Every lane computes (the shuffles need the whole warp); lane j < k keeps pick j's.
+  const float w =
+      pick_weight(scoring, k, mine_v, [&](int j) { return __shfl_sync(0xFFFFFFFFu, mine_v, j); });
   if (lane < k) {
     expert[std::int64_t(t) * k + lane] = mine_e;
-    weight[std::int64_t(t) * k + lane] = norm_topk_prob ? mine_v / picked : mine_v;
+    weight[std::int64_t(t) * k + lane] = w;
     if (shared_expert != nullptr) shared_expert[t * k + lane] = mine_e;
   }
 }
 
 __global__ void __launch_bounds__(32 * kRouteWarps)
     top_k_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                 bool norm_topk_prob, std::int32_t* __restrict__ expert, float* __restrict__ weight,
+                 MoeScoring scoring, std::int32_t* __restrict__ expert, float* __restrict__ weight,
                  std::int32_t* __restrict__ clear, int clear_count) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < clear_count; i += gridDim.x * blockDim.x)
     clear[i] = 0;
   const int t = blockIdx.x * kRouteWarps + threadIdx.x / 32;
   if (t >= tokens) return;  // whole warps: the shuffles in route_token see full warps
-  route_token(logits, t, experts, k, norm_topk_prob, expert, weight, nullptr);
+  route_token(logits, t, experts, k, scoring, expert, weight, nullptr);
 }
 
 // counts[e] = routed rows of expert e (block e).
@@ -184,7 +186,7 @@ constexpr int kRankMaxPairs =
 // experts <= MAX_PAIRS.
 template <int MAX_ROUTED = kOneBlockMaxRouted, int MAX_PAIRS = kRankMaxPairs>
 __device__ __forceinline__ void route_in_block(
-    const float* __restrict__ logits, int tokens, int experts, int k, bool norm_topk_prob,
+    const float* __restrict__ logits, int tokens, int experts, int k, MoeScoring scoring,
     int block_rows, int max_blocks, std::int32_t* __restrict__ expert, float* __restrict__ weight,
     std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
     std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
@@ -196,11 +198,10 @@ __device__ __forceinline__ void route_in_block(
   const int routed = tokens * k;
   for (int e = threadIdx.x; e < experts; e += blockDim.x) count_s[e] = 0;
   if (tokens * experts <= MAX_PAIRS) {
-    rank_picks<MAX_ROUTED, MAX_PAIRS>(logits, tokens, experts, k, norm_topk_prob, expert, weight,
-                                      picks);
+    rank_picks<MAX_ROUTED, MAX_PAIRS>(logits, tokens, experts, k, scoring, expert, weight, picks);
   } else {
     for (int t = warp; t < tokens; t += warps)
-      route_token(logits, t, experts, k, norm_topk_prob, expert, weight, picks);
+      route_token(logits, t, experts, k, scoring, expert, weight, picks);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < routed; i += blockDim.x) atomicAdd(&count_s[picks[i]], 1);
@@ -264,7 +265,7 @@ __device__ __forceinline__ void route_in_block(
 
 __global__ void __launch_bounds__(32 * kOneBlockWarps)
     route_one_block_kernel(const float* __restrict__ logits, int tokens, int experts, int k,
-                           bool norm_topk_prob, int block_rows, int max_blocks,
+                           MoeScoring scoring, int block_rows, int max_blocks,
                            std::int32_t* __restrict__ expert, float* __restrict__ weight,
                            std::int32_t* __restrict__ counts, std::int32_t* __restrict__ offsets,
                            std::int32_t* __restrict__ token, std::int32_t* __restrict__ source,
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(32 * kOneBlockWarps)
   // launched without the attribute, a no-op.
   wait_for_previous_grid();
   for (int i = threadIdx.x; i < clear_count; i += blockDim.x) clear[i] = 0;
-  route_in_block(logits, tokens, experts, k, norm_topk_prob, block_rows, max_blocks, expert, weight,
+  route_in_block(logits, tokens, experts, k, scoring, block_rows, max_blocks, expert, weight,
                  counts, offsets, token, source, blocks);
 }
 
@@ -303,7 +304,8 @@ __device__ inline float dot8_fma(uint4 a, uint4 b) {
 
 __global__ void __launch_bounds__(kMoeRouterThreads, 1)
     router_spread_kernel(const std::uint16_t* __restrict__ x, const std::uint16_t* __restrict__ w,
-                         int tokens, int hidden, int experts, float* __restrict__ logits) {
+                         int tokens, int hidden, int experts,
+                         const std::uint16_t* __restrict__ bias, float* __restrict__ logits) {
   constexpr int kE = kMoeRouterExpertsPerBlock, kT = kMoeRouterMaxTokens;
   __shared__ float warp_sums[kE][kT][kSpreadWarps];
   // The next launch (fused gate_up, or the route) may be scheduled now: it waits for this
@@ -389,6 +391,8 @@ __global__ void __launch_bounds__(kMoeRouterThreads, 1)
       float sum = 0.0f;
 #pragma unroll
       for (int v = 0; v < kSpreadWarps; ++v) sum = __fadd_rn(sum, warp_sums[s][t][v]);
+      if (bias != nullptr)  // gpt-oss's router bias, after the sum (moe_layout.h)
+        sum = __fadd_rn(sum, __bfloat162float(__ushort_as_bfloat16(bias[e0 + s])));
       logits[std::int64_t(t) * experts + e0 + s] = sum;
     }
   }
@@ -427,7 +431,7 @@ MoeRouting moe_routing_views(void* words, std::int64_t tokens, int experts, int 
 }
 
 cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int k,
-                      bool norm_topk_prob, int block_rows, const MoeRouting& out,
+                      MoeScoring scoring, int block_rows, const MoeRouting& out,
                       cudaStream_t stream, std::int32_t* clear, std::int64_t clear_count) {
   if (tokens < 0 || experts < 1 || experts > kMoeMaxExperts || k < 1 || k > experts ||
       k > kMoeMaxTopK || block_rows < 1 || tokens * k > INT_MAX || clear_count < 0 ||
@@ -438,14 +442,13 @@ cudaError_t moe_route(const float* logits, std::int64_t tokens, int experts, int
   const std::int64_t max_blocks = moe_max_row_blocks(routed, experts, block_rows);
   if (routed <= kOneBlockMaxRouted) {
     route_one_block_kernel<<<1, 32 * kOneBlockWarps, 0, stream>>>(
-        logits, int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks), out.expert,
+        logits, int(tokens), experts, k, scoring, block_rows, int(max_blocks), out.expert,
         out.weight, out.counts, out.offsets, out.token, out.source, out.blocks, clear,
         int(clear_count));
     return cudaGetLastError();
   }
   top_k_kernel<<<unsigned((tokens + kRouteWarps - 1) / kRouteWarps), 32 * kRouteWarps, 0, stream>>>(
-      logits, int(tokens), experts, k, norm_topk_prob, out.expert, out.weight, clear,
-      int(clear_count));
+      logits, int(tokens), experts, k, scoring, out.expert, out.weight, clear, int(clear_count));
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   count_kernel<<<unsigned(experts), kPlaceThreads, 0, stream>>>(out.expert, routed, out.counts);
@@ -491,9 +494,10 @@ struct RouterLaunch {
 
 cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router,
                              std::int64_t tokens, int hidden, int experts, int k,
-                             bool norm_topk_prob, int block_rows, float* logits,
+                             MoeScoring scoring, int block_rows, float* logits,
                              const MoeRouting& out, cudaStream_t stream, std::int32_t* clear,
-                             std::int64_t clear_count, bool overlap) {
+                             std::int64_t clear_count, bool overlap,
+                             const std::uint16_t* router_bias) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || k < 1 || k > experts || k > kMoeMaxTopK || block_rows < 1 ||
       clear_count < 0 || clear_count > INT_MAX || (clear_count > 0 && clear == nullptr) ||
@@ -502,14 +506,15 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
       reinterpret_cast<std::uintptr_t>(router) % 16 != 0)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  cudaError_t err = moe_router_logits(x, router, tokens, hidden, experts, logits, stream, overlap);
+  cudaError_t err =
+      moe_router_logits(x, router, tokens, hidden, experts, logits, stream, overlap, router_bias);
   if (err != cudaSuccess) return err;
   // The one-block routing as a dependent launch (it waits for the logits).
   const std::int64_t max_blocks = moe_max_row_blocks(tokens * k, experts, block_rows);
   const RouterLaunch launch(stream, overlap);
   const cudaLaunchConfig_t r = launch.config(1, 32 * kOneBlockWarps);
   err = cudaLaunchKernelEx(&r, route_one_block_kernel, static_cast<const float*>(logits),
-                           int(tokens), experts, k, norm_topk_prob, block_rows, int(max_blocks),
+                           int(tokens), experts, k, scoring, block_rows, int(max_blocks),
                            out.expert, out.weight, out.counts, out.offsets, out.token, out.source,
                            out.blocks, clear, int(clear_count));
   return err != cudaSuccess ? err : cudaGetLastError();
@@ -517,7 +522,7 @@ cudaError_t moe_router_route(const std::uint16_t* x, const std::uint16_t* router
 
 cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* router,
                               std::int64_t tokens, int hidden, int experts, float* logits,
-                              cudaStream_t stream, bool overlap) {
+                              cudaStream_t stream, bool overlap, const std::uint16_t* router_bias) {
   if (tokens < 0 || tokens > kMoeRouterMaxTokens || hidden < 8 || hidden % 8 != 0 || experts < 1 ||
       experts > kMoeMaxExperts || x == nullptr || router == nullptr || logits == nullptr ||
       reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
@@ -527,8 +532,8 @@ cudaError_t moe_router_logits(const std::uint16_t* x, const std::uint16_t* route
   const RouterLaunch launch(stream, overlap);
   const cudaLaunchConfig_t c = launch.config(
       (experts + kMoeRouterExpertsPerBlock - 1) / kMoeRouterExpertsPerBlock, kMoeRouterThreads);
-  const cudaError_t err =
-      cudaLaunchKernelEx(&c, router_spread_kernel, x, router, int(tokens), hidden, experts, logits);
+  const cudaError_t err = cudaLaunchKernelEx(&c, router_spread_kernel, x, router, int(tokens),
+                                             hidden, experts, router_bias, logits);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 

@@ -8,8 +8,23 @@
 
 namespace nibble::kernels {
 
+namespace {
+
+// The engine's softmax (engine/backend/cpu/cpu_ops.cpp): exp in float, the sum in double.
+void softmax(std::span<float> x) {
+  const float max = *std::max_element(x.begin(), x.end());
+  double sum = 0.0;
+  for (auto& v : x) {
+    v = std::exp(v - max);
+    sum += v;
+  }
+  for (auto& v : x) v = float(v / sum);
+}
+
+}  // namespace
+
 MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, int experts, int k,
-                            bool norm_topk_prob, int block_rows) {
+                            MoeScoring scoring, int block_rows) {
   const auto E = std::size_t(experts), K = std::size_t(k), T = std::size_t(tokens);
   MoeRoutingRef r;
   r.expert.resize(T * K);
@@ -18,20 +33,21 @@ MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, 
   std::vector<std::size_t> order(E);
   for (std::size_t t = 0; t < T; ++t) {
     const std::span<const float> row = logits.subspan(t * E, E);
-    const float max = *std::max_element(row.begin(), row.end());
-    double sum = 0.0;
-    for (std::size_t e = 0; e < E; ++e) {
-      p[e] = std::exp(row[e] - max);
-      sum += p[e];
-    }
-    for (auto& v : p) v = float(v / sum);
+    std::copy(row.begin(), row.end(), p.begin());
+    if (!scoring.top_k_first) softmax(p);
     std::iota(order.begin(), order.end(), std::size_t(0));
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return p[a] > p[b]; });
-    float picked = 0.0f;
-    for (std::size_t j = 0; j < K; ++j) picked += p[order[j]];
+    const std::span<float> picked = std::span(r.weight).subspan(t * K, K);
     for (std::size_t j = 0; j < K; ++j) {
       r.expert[t * K + j] = std::int32_t(order[j]);
-      r.weight[t * K + j] = norm_topk_prob ? p[order[j]] / picked : p[order[j]];
+      picked[j] = p[order[j]];
+    }
+    if (scoring.top_k_first) {
+      softmax(picked);
+    } else if (scoring.norm_topk_prob) {
+      float sum = 0.0f;
+      for (float v : picked) sum += v;
+      for (float& v : picked) v /= sum;
     }
   }
   r.offsets.assign(E + 1, 0);
@@ -64,7 +80,8 @@ float bf16_value(std::uint16_t bits) {
 
 std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
                                          std::span<const std::uint16_t> router, std::int64_t tokens,
-                                         int hidden, int experts) {
+                                         int hidden, int experts,
+                                         std::span<const std::uint16_t> bias) {
   constexpr int kThreads = kMoeRouterThreads, kLanes = 32;
   const auto H = std::size_t(hidden), pieces = H / 8;
   std::vector<float> logits(std::size_t(tokens) * std::size_t(experts));
@@ -92,6 +109,7 @@ std::vector<float> moe_router_logits_ref(std::span<const std::uint16_t> x,
         }
         sum += lane[0];
       }
+      if (!bias.empty()) sum += bf16_value(bias[e]);
       logits[t * std::size_t(experts) + e] = sum;
     }
   }

@@ -21,6 +21,7 @@ constexpr int kWords = kGroupRows / 8 * 32;  // lane words of a group step: 16 t
 constexpr int kRowStride = 72;
 constexpr std::uint32_t kBf16x2_1024 = 0x44804480u;  // the decode's 2^-10, undone exactly
 
+template <nvfp4::W4A16Format F>
 __global__ void __launch_bounds__(kThreads)
     dequantize_kernel(const std::uint8_t* __restrict__ tiles,
                       const std::uint8_t* __restrict__ scales, std::int64_t group_stride,
@@ -38,8 +39,8 @@ __global__ void __launch_bounds__(kThreads)
     const uint2 codes = *reinterpret_cast<const uint2*>(step_tiles + tile * 256 + lane * 8);
     const std::uint32_t sc =
         *reinterpret_cast<const std::uint32_t*>(step_scales + tile * 32 + (lane / 4) * 4);
-    const std::uint32_t scale01 = e4m3x2_to_scaled_bf16x2(sc);
-    const std::uint32_t scale23 = e4m3x2_to_scaled_bf16x2(sc >> 16);
+    const std::uint32_t scale01 = scales_to_bf16x2<F>(sc);
+    const std::uint32_t scale23 = scales_to_bf16x2<F>(sc >> 16);
     // The lane's row; columns 2t, 2t + 1 (lo) and 2t + 8, 2t + 9 (hi) of each k16 step.
     const int row = tile * 8 + lane / 4, t = lane % 4;
     std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(staged + row * kRowStride);
@@ -78,8 +79,11 @@ cudaError_t w4a16_dequantize(const W4A16DeviceWeight& w, std::int64_t row_begin,
   if (groups > 65535 || w.k_padded / kStepCols > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const W4A16Strides strides = w4a16_strides(w);
   const dim3 grid(unsigned(w.k_padded / kStepCols), unsigned(groups));
-  dequantize_kernel<<<grid, kThreads, 0, stream>>>(w.tiles, w.scales, strides.group, strides.kt,
-                                                   w.n, w.k, row_begin, row_end, out);
+  const auto kernel = w.format == nvfp4::W4A16Format::kMxfp4
+                          ? dequantize_kernel<nvfp4::W4A16Format::kMxfp4>
+                          : dequantize_kernel<nvfp4::W4A16Format::kNvfp4>;
+  kernel<<<grid, kThreads, 0, stream>>>(w.tiles, w.scales, strides.group, strides.kt, w.n, w.k,
+                                        row_begin, row_end, out);
   return cudaGetLastError();
 }
 

@@ -10,7 +10,8 @@
 
 namespace nibble::kernels {
 
-// out[r - row_begin, c] = BF16 of e2m1 * e4m3 of weight element (r, c) for r in [row_begin,
+// out[r - row_begin, c] = BF16 of e2m1 * scale of weight element (r, c) (e4m3, or 2^(s - 127) for
+// MXFP4: nvfp4::w4a16_scale_value) for r in [row_begin,
 // min(row_begin + rows, w.n)) and c in [0, w.k): exact (at most 6 significant bits), WITHOUT
 // the global factor (the GEMM applies it). Row stride w.k elements. row_begin must be a multiple
 // of 128 (a weight group), out 16-byte aligned; cudaErrorInvalidValue otherwise. CPU reference:

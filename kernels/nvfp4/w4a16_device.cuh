@@ -16,6 +16,7 @@
 
 #include "kernels/dependent_launch.cuh"
 #include "kernels/mma_sync.cuh"
+#include "kernels/nvfp4/w4a16_format.h"
 
 namespace nibble::kernels::w4a16_detail {
 
@@ -91,6 +92,27 @@ __device__ inline std::uint32_t e4m3x2_to_scaled_bf16x2(std::uint32_t two_codes)
       __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_codes & 0xFFFF), __NV_E4M3);
   const std::uint32_t bits = std::uint32_t(h.x) | (std::uint32_t(h.y) << 16);
   return (bits >> 3) + 0x72007200u;
+}
+
+// Two MXFP4 scale bytes s (w4a16_layout.h: 2^(s - 127); low byte first) -> bf16x2 of
+// 2^(s - 127) * 2^116, NVFP4's scaled form, so the decode's one multiply and the epilogue's
+// global_factor * 2^10 stay as they are. s + 116 is placed in each half's exponent field: a byte
+// permute, a shift and an add instead of the E4M3 conversion; exact for s in [5, 138], the range
+// the repack keeps (s = 0 gives 2^-11, harmless: its codes are zero).
+__device__ inline std::uint32_t e8m0x2_to_scaled_bf16x2(std::uint32_t two_codes) {
+  const std::uint32_t halves = __byte_perm(two_codes, 0u, 0x4140);  // s0 | s1 << 16
+  return (halves << 7) + 0x3A003A00u;                               // + (116 << 7) each half
+}
+
+// The scaled bf16x2 of two layout scale bytes, for the weight's format (template: no runtime
+// branch in either format's loop).
+template <nvfp4::W4A16Format F>
+__device__ inline std::uint32_t scales_to_bf16x2(std::uint32_t two_codes) {
+  if constexpr (F == nvfp4::W4A16Format::kMxfp4) {
+    return e8m0x2_to_scaled_bf16x2(two_codes);
+  } else {
+    return e4m3x2_to_scaled_bf16x2(two_codes);
+  }
 }
 
 // a * {pair.half[H], pair.half[H]}: written as a half broadcast so that ptxas can use the

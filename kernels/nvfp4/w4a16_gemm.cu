@@ -51,6 +51,8 @@ cudaError_t w4a16_linear(const std::uint16_t* x, std::int64_t m, const W4A16Devi
       w.k_padded % kBk != 0 || w.n_padded < w.n || w.k_padded < w.k) {
     return cudaErrorInvalidValue;
   }
+  // MXFP4 runs in the MoE's grouped kernels only (gpt-oss: its experts; the rest is BF16).
+  if (w.format != nvfp4::W4A16Format::kNvfp4) return cudaErrorNotSupported;
   if (m == 0) return cudaSuccess;
   if (w4a16_is_dev_tile(tile)) {  // nibble::kernels_dev (w4a16_dev_tiles.h)
     return w4a16_run_dev_linear(x, m, w, residual, out, tile, splits, workspace, stream, overlap);
@@ -82,13 +84,18 @@ cudaError_t w4a16_grouped_tile_linear(const std::uint16_t* x, std::int64_t rows,
                                       cudaStream_t stream) {
   // w4a16_grouped_linear sends the other row tiles to nibble::kernels_dev.
   if (tile != W4A16Tile::kM64) return cudaErrorInvalidValue;
+  if (w.shape.format == nvfp4::W4A16Format::kMxfp4)
+    return launch_grouped<TileMxfp4<ShapeM64>>(x, rows, w, blocks, max_blocks, out, stream);
   return launch_grouped<ShapeM64>(x, rows, w, blocks, max_blocks, out, stream);
 }
 
 cudaError_t w4a16_grouped_prepare() {
   // The production grouped forms (the dev ones set theirs at their first launch).
-  const cudaError_t err = w4a16_grouped_slice_prepare();
-  return err != cudaSuccess ? err : grouped_tile_attribute<ShapeM64>();
+  for (const cudaError_t err : {w4a16_grouped_slice_prepare(), grouped_tile_attribute<ShapeM64>(),
+                                grouped_tile_attribute<TileMxfp4<ShapeM64>>()}) {
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
@@ -107,8 +114,10 @@ cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
   if (!slice &&
       (tile == W4A16Tile::kGemv || w4a16_is_wgmma(tile) || block_rows > w4a16_tile_rows(tile)))
     return cudaErrorInvalidValue;
-  // The grouped forms the MoE planner takes (moe_experts.h); the others are nibble::kernels_dev's.
+  // The grouped forms the MoE planner takes (moe_experts.h); the others are nibble::kernels_dev's,
+  // NVFP4 only.
   if (tile != W4A16Tile::kSlice16 && tile != W4A16Tile::kM64) {
+    if (s.format != nvfp4::W4A16Format::kNvfp4) return cudaErrorNotSupported;
     return w4a16_run_dev_grouped_linear(x, rows, w, blocks, max_blocks, block_rows, tile, out,
                                         stream);
   }

@@ -7,15 +7,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/nvfp4/w4a16_format.h"
+
 namespace nibble::kernels {
 
 // Device copy of a repacked weight (see nvfp4::W4A16Weight for the layout and shapes).
 struct W4A16DeviceWeight {
   const std::uint8_t* tiles = nullptr;   // [group steps][16][256]
-  const std::uint8_t* scales = nullptr;  // [group steps][16][32], E4M3 codes
+  const std::uint8_t* scales = nullptr;  // [group steps][16][32], E4M3 codes or E8M0 exponents
   std::int64_t n = 0, k = 0, n_padded = 0, k_padded = 0;
   float global_factor = 1.0f;
   bool k_major = false;  // group-step order of tiles and scales (nvfp4::W4A16Weight::k_major)
+  // The scale bytes' format (nvfp4::W4A16Weight::format). MXFP4 runs in the MoE's grouped kernels
+  // (the slice, fused decode and 64-row tile forms: w4a16_grouped.h) and the dequantising kernel;
+  // the dense launches (w4a16_linear) answer cudaErrorNotSupported for it.
+  nvfp4::W4A16Format format = nvfp4::W4A16Format::kNvfp4;
 };
 
 // Where a group step lives: group g, k step kt is group step g * group + kt * kt (in units of

@@ -17,9 +17,11 @@ __device__ inline bool grouped_block(const MoeRowBlock* blocks, const W4A16Devic
                                      const std::uint8_t* __restrict__& tiles,
                                      const std::uint8_t* __restrict__& scales, float& out_scale,
                                      std::int32_t& row_begin, std::int32_t& row_end,
-                                     unsigned row_block = blockIdx.y) {
+                                     unsigned row_block = blockIdx.y,
+                                     std::int32_t* expert = nullptr) {
   const MoeRowBlock rb = blocks[row_block];
   if (rb.expert < 0) return false;
+  if (expert != nullptr) *expert = rb.expert;
   const W4A16DeviceWeight& w = table[rb.expert];
   tiles = w.tiles;
   scales = w.scales;

@@ -36,6 +36,13 @@ cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
                                  std::int64_t max_blocks, int block_rows, W4A16Tile tile,
                                  std::uint16_t* out, cudaStream_t stream);
 
+// gpt-oss's expert (W4A16GroupedCombine::clamped_swiglu): its biases and activation constants.
+struct W4A16ClampedSwiglu {
+  const std::uint16_t* gate_up_bias = nullptr;  // [E, gate_up n] BF16, the weights' row order
+  const std::uint16_t* down_bias = nullptr;     // [E, down n] BF16
+  float alpha = 1.702f, limit = 7.0f;
+};
+
 // Decode fusions of the MoE layer (kernels/moe/moe_experts.h), slice kernels only, block_rows <=
 // 16, the same per-output sums (4 warps, same k order) as w4a16_grouped_linear with kSlice16, so
 // their results are bitwise those of the unfused launches:
@@ -43,12 +50,14 @@ cudaError_t w4a16_grouped_linear(const std::uint16_t* x, std::int64_t rows,
 // gate_up with the gather and SiLU * up: x row of routed row r is x[token[r], :] (no gathered
 // copy), and a block holds 16 gate rows and the matching 16 up rows (gate_up: [2 I, K], gate rows
 // first, I % 16 == 0), so it writes middle[r, i] = silu(g) * u ([rows, I]) with g and u rounded to
-// BF16 first, as silu_mul_halves does.
+// BF16 first, as silu_mul_halves does. With clamped_swiglu (gpt-oss): gate_up's rows interleaved,
+// the biases and the clamped SwiGLU (W4A16GroupedCombine::clamped_swiglu).
 cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_t* token,
                                        const W4A16GroupedWeights& gate_up,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
                                        int block_rows, std::uint16_t* middle, cudaStream_t stream,
-                                       bool overlap = true);
+                                       bool overlap = true,
+                                       const W4A16ClampedSwiglu* clamped_swiglu = nullptr);
 
 // down with the weighted combine: the expert rows go to expert_out [rows, n] as by
 // w4a16_grouped_linear; the block that finishes the last of token t's k rows over a column slice
@@ -67,7 +76,7 @@ struct W4A16GroupedRoute {
   const float* logits = nullptr;  // [1, experts] FP32; null: the launch reads its table
   int experts = 0;
   int k = 0;
-  bool norm_topk_prob = false;
+  MoeScoring scoring;
   MoeRouting out;                 // gate_up only
   std::int32_t* clear = nullptr;  // gate_up only
   int clear_count = 0;
@@ -82,6 +91,15 @@ struct W4A16GroupedCombine {
   std::int32_t* arrivals = nullptr;         // [T, w4a16_grouped_combine_slices(n)], zero
   int k = 0;
   W4A16GroupedRoute route;  // the routed launches below
+  // gpt-oss's experts (every fused launch here and the one launch below): gate_up's rows
+  // interleave gate and up as the checkpoint ships them (row 2i gate i, row 2i + 1 up i; a block
+  // holds 32 consecutive rows), each expert adds its biases (BF16, rounded with the sums: g =
+  // bf16(x . w_2i + b_2i), u likewise, expert_out = bf16(mid . down + b)), and the activation is
+  // the clamped SwiGLU: g = min(g, limit), u = clamp(u, -limit, limit),
+  // mid = bf16((u + 1) * g * sigmoid(alpha g)). A template of its own: the SiLU kernels are the
+  // same code without it.
+  bool clamped_swiglu = false;
+  W4A16ClampedSwiglu swiglu;
 };
 std::int64_t w4a16_grouped_combine_slices(std::int64_t n);
 cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16GroupedWeights& down,
@@ -98,7 +116,8 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
 cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& gate_up,
                                               const W4A16GroupedRoute& route, std::uint16_t* middle,
-                                              cudaStream_t stream, bool overlap = true);
+                                              cudaStream_t stream, bool overlap = true,
+                                              const W4A16ClampedSwiglu* clamped_swiglu = nullptr);
 cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& down,
                                               const W4A16GroupedCombine& combine,

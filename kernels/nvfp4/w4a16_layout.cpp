@@ -1,6 +1,7 @@
 #include "kernels/nvfp4/w4a16_layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -54,21 +55,13 @@ std::uint32_t load_word(const std::vector<std::uint8_t>& bytes, std::int64_t at)
 
 namespace {
 
-// The checks and the padded, zeroed result both forms of the repack start from.
-W4A16Weight empty_layout(std::span<const std::uint8_t> packed, std::span<const std::uint8_t> scales,
-                         std::int64_t n, std::int64_t k, float global_factor, bool k_major,
-                         const char* who) {
-  if (n <= 0 || k <= 0 || k % kBlockSize != 0 || packed.size() != std::size_t(n * k / 2) ||
-      scales.size() != std::size_t(n * k / kBlockSize)) {
-    throw std::invalid_argument(
-        std::string(who) + ": weight [" + std::to_string(n) + ", " + std::to_string(k) +
-        "] needs k a positive multiple of 16, " + std::to_string(n * k / 2) +
-        " packed bytes (got " + std::to_string(packed.size()) + ") and " +
-        std::to_string(n * k / kBlockSize) + " scales (got " + std::to_string(scales.size()) + ")");
-  }
+// The padded, zeroed result both forms of the repack start from (sizes already checked).
+W4A16Weight empty_layout(std::int64_t n, std::int64_t k, W4A16Format format, float global_factor,
+                         bool k_major) {
   W4A16Weight w;
   w.n = n;
   w.k = k;
+  w.format = format;
   w.n_padded = (n + kW4A16NAlign - 1) / kW4A16NAlign * kW4A16NAlign;
   w.k_padded = (k + kW4A16KAlign - 1) / kW4A16KAlign * kW4A16KAlign;
   w.global_factor = global_factor;
@@ -79,9 +72,68 @@ W4A16Weight empty_layout(std::span<const std::uint8_t> packed, std::span<const s
   return w;
 }
 
+void check_sizes(std::span<const std::uint8_t> packed, std::span<const std::uint8_t> scales,
+                 std::int64_t n, std::int64_t k, std::int64_t block, const char* who) {
+  if (n <= 0 || k <= 0 || k % block != 0 || packed.size() != std::size_t(n * k / 2) ||
+      scales.size() != std::size_t(n * k / block)) {
+    throw std::invalid_argument(std::string(who) + ": weight [" + std::to_string(n) + ", " +
+                                std::to_string(k) + "] needs k a positive multiple of " +
+                                std::to_string(block) + ", " + std::to_string(n * k / 2) +
+                                " packed bytes (got " + std::to_string(packed.size()) + ") and " +
+                                std::to_string(n * k / block) + " scales (got " +
+                                std::to_string(scales.size()) + ")");
+  }
+}
+
 void refuse_nan_scale(const char* who, std::int64_t r, std::int64_t block) {
   throw std::invalid_argument(std::string(who) + ": NaN block scale at row " + std::to_string(r) +
                               ", block " + std::to_string(block));
+}
+
+// What the layout stores for one 16-value block (k16 step): its scale byte, whether its codes
+// are zeroed, whether their signs flip.
+struct StepScale {
+  std::uint8_t stored;
+  bool zero, negative;
+};
+
+// NVFP4: a zero scale zeroes the codes (the kernels need it), a negative scale's sign moves into
+// the codes (e2m1 * -s == -e2m1 * s exactly; the kernels convert non-negative scales with one
+// shift and one add): a negative zero leaves sign bits only.
+struct Nvfp4Steps {
+  std::span<const std::uint8_t> scales;
+  std::int64_t k;
+  const char* who;
+  StepScale operator()(std::int64_t r, std::int64_t step) const {
+    const std::uint8_t scale = scales[std::size_t(r * (k / kBlockSize) + step)];
+    if ((scale & 0x7F) == 0x7F) refuse_nan_scale(who, r, step);
+    return {std::uint8_t(scale & 0x7F), (scale & 0x7F) == 0, (scale & 0x80) != 0};
+  }
+};
+
+// MXFP4: s = e - shift in both k16 steps of the 32-value block; s below the kernels' exact range
+// zeroes the block (w4a16_layout.h).
+struct Mxfp4Steps {
+  std::span<const std::uint8_t> e8m0;
+  std::int64_t k;
+  int shift;
+  StepScale operator()(std::int64_t r, std::int64_t step) const {
+    const int s = int(e8m0[std::size_t(r * (k / kMxfp4BlockSize) + step / 2)]) - shift;
+    if (s < kW4A16Mxfp4MinScale) return {0, true, false};
+    return {std::uint8_t(s), false, false};
+  }
+};
+
+// The shift that brings the largest E8M0 exponent to kW4A16Mxfp4MaxScale at most; refuses NaN.
+int mxfp4_shift(std::span<const std::uint8_t> e8m0, std::int64_t k, const char* who) {
+  int largest = 0;
+  const std::int64_t per_row = k / kMxfp4BlockSize;
+  for (std::size_t i = 0; i < e8m0.size(); ++i) {
+    if (e8m0[i] == 0xFF)
+      refuse_nan_scale(who, std::int64_t(i) / per_row, std::int64_t(i) % per_row);
+    largest = std::max(largest, int(e8m0[i]));
+  }
+  return std::max(0, largest - kW4A16Mxfp4MaxScale);
 }
 
 // spread[P][code]: the lane-word bits of one E2M1 code as the lower element of pair P
@@ -99,35 +151,25 @@ struct CodeSpread {
   }
 };
 
-}  // namespace
-
 // A 16-element block at a time: its scale byte, then each of the 4 lanes it feeds gets its 4
 // codes (2 pairs x lower / upper) as one 32-bit OR, from two bytes of the block. The same bytes
-// as repack_for_w4a16_reference (test_w4a16_layout), ~20x faster (~590 against ~25 MB/s of codes
-// and scales on one core of the build machine): loading Qwen3-30B-A3B repacks ~16 GB of them.
-W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
-                             std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
-                             float global_factor, bool k_major) {
+// as the reference (test_w4a16_layout), ~20x faster (~590 against ~25 MB/s of codes and scales
+// on one core of the build machine): loading Qwen3-30B-A3B repacks ~16 GB of them.
+template <class Steps>
+void repack_fast(W4A16Weight& w, std::span<const std::uint8_t> packed, const Steps& steps) {
   static const CodeSpread spread;
-  W4A16Weight w = empty_layout(packed, scales, n, k, global_factor, k_major, "repack_for_w4a16");
-  const std::int64_t blocks_per_row = k / kBlockSize;
+  const std::int64_t n = w.n, k = w.k, blocks_per_row = k / kBlockSize;
   constexpr std::int64_t kSteps = kW4A16TileK / kBlockSize;  // k16 steps a tile
   for (std::int64_t r = 0; r < n; ++r) {
     const int row8 = int(r % kW4A16TileN);
     const std::uint8_t* row_codes = packed.data() + r * (k / 2);
-    const std::uint8_t* row_scales = scales.data() + r * blocks_per_row;
     for (std::int64_t b = 0; b < blocks_per_row; ++b) {
-      const std::uint8_t scale = row_scales[b];
-      if ((scale & 0x7F) == 0x7F) refuse_nan_scale("repack_for_w4a16", r, b);
+      const StepScale scale = steps(r, b);
       const std::int64_t tile = tile_index(w, r, b / kSteps);
       const int step = int(b % kSteps);
-      w.scales[std::size_t(tile * kW4A16ScaleTileBytes + row8 * 4 + step)] =
-          std::uint8_t(scale & 0x7F);
-      // A zero block's codes are zero (the kernels need it), a negative scale's sign moves into
-      // the codes (e2m1 * -s == -e2m1 * s exactly): a negative zero leaves sign bits alone.
-      const bool zero = (scale & 0x7F) == 0, negative = (scale & 0x80) != 0;
-      if (zero && !negative) continue;
-      const std::uint8_t flip = negative ? 0x88 : 0x00;
+      w.scales[std::size_t(tile * kW4A16ScaleTileBytes + row8 * 4 + step)] = scale.stored;
+      if (scale.zero && !scale.negative) continue;
+      const std::uint8_t flip = scale.negative ? 0x88 : 0x00;
       const std::uint8_t* codes = row_codes + b * (kBlockSize / 2);
       const std::uint32_t(&lo)[16] = spread.bits[2 * (step % 2)];
       const std::uint32_t(&hi)[16] = spread.bits[2 * (step % 2) + 1];
@@ -135,7 +177,8 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
           w.tiles.data() + tile * kW4A16TileBytes + row8 * 32 + (step / 2) * 4;  // lane row8*4
       for (int t = 0; t < 4; ++t) {
         // Elements 2t, 2t + 1 (pair h = 0) and 8 + 2t, 9 + 2t (h = 1) of the block.
-        const std::uint8_t b0 = (zero ? 0 : codes[t]) ^ flip, b1 = (zero ? 0 : codes[4 + t]) ^ flip;
+        const std::uint8_t b0 = (scale.zero ? 0 : codes[t]) ^ flip,
+                           b1 = (scale.zero ? 0 : codes[4 + t]) ^ flip;
         const std::uint32_t word =
             lo[b0 & 15] | (lo[b0 >> 4] << 16) | hi[b1 & 15] | (hi[b1 >> 4] << 16);
         std::uint8_t* at = words + t * 8;  // little-endian, as the kernels load it
@@ -143,45 +186,85 @@ W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
       }
     }
   }
-  return w;
 }
 
 // The layout's definition, element by element (locate); the test's reference for the repack.
-W4A16Weight repack_for_w4a16_reference(std::span<const std::uint8_t> packed,
-                                       std::span<const std::uint8_t> scales, std::int64_t n,
-                                       std::int64_t k, float global_factor, bool k_major) {
-  W4A16Weight w =
-      empty_layout(packed, scales, n, k, global_factor, k_major, "repack_for_w4a16_reference");
-  for (std::int64_t r = 0; r < n; ++r) {
-    for (std::int64_t c = 0; c < k; ++c) {
-      const std::uint8_t scale = scales[std::size_t(r * (k / kBlockSize) + c / kBlockSize)];
-      if ((scale & 0x7F) == 0x7F) refuse_nan_scale("repack_for_w4a16_reference", r, c / kBlockSize);
-      const std::uint8_t byte = packed[std::size_t(r * (k / 2) + c / 2)];
+template <class Steps>
+void repack_reference(W4A16Weight& w, std::span<const std::uint8_t> packed, const Steps& steps) {
+  for (std::int64_t r = 0; r < w.n; ++r) {
+    for (std::int64_t c = 0; c < w.k; ++c) {
+      const StepScale scale = steps(r, c / kBlockSize);
+      const std::uint8_t byte = packed[std::size_t(r * (w.k / 2) + c / 2)];
       std::uint8_t code = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);
-      if ((scale & 0x7F) == 0) code = 0;  // value is zero; the kernels need the code zero too
-      // A negative scale's sign moves into the codes (e2m1 * -s == -e2m1 * s exactly): the
-      // kernels convert non-negative scales with one shift and one add.
-      if (scale & 0x80) code ^= 0x8;
+      if (scale.zero) code = 0;
+      if (scale.negative) code ^= 0x8;
       const Position pos = locate(w, r, c);
       for (int i = 0; i < 4; ++i) {
         if ((code >> i) & 1) {
           w.tiles[std::size_t(pos.word + pos.bits[i] / 8)] |= std::uint8_t(1u << (pos.bits[i] % 8));
         }
       }
-      w.scales[std::size_t(pos.scale)] = std::uint8_t(scale & 0x7F);
+      w.scales[std::size_t(pos.scale)] = scale.stored;
     }
   }
+}
+
+}  // namespace
+
+W4A16Weight repack_for_w4a16(std::span<const std::uint8_t> packed,
+                             std::span<const std::uint8_t> scales, std::int64_t n, std::int64_t k,
+                             float global_factor, bool k_major) {
+  const char* who = "repack_for_w4a16";
+  check_sizes(packed, scales, n, k, kBlockSize, who);
+  W4A16Weight w = empty_layout(n, k, W4A16Format::kNvfp4, global_factor, k_major);
+  repack_fast(w, packed, Nvfp4Steps{scales, k, who});
   return w;
 }
 
+W4A16Weight repack_for_w4a16_reference(std::span<const std::uint8_t> packed,
+                                       std::span<const std::uint8_t> scales, std::int64_t n,
+                                       std::int64_t k, float global_factor, bool k_major) {
+  const char* who = "repack_for_w4a16_reference";
+  check_sizes(packed, scales, n, k, kBlockSize, who);
+  W4A16Weight w = empty_layout(n, k, W4A16Format::kNvfp4, global_factor, k_major);
+  repack_reference(w, packed, Nvfp4Steps{scales, k, who});
+  return w;
+}
+
+W4A16Weight repack_mxfp4_for_w4a16(std::span<const std::uint8_t> packed,
+                                   std::span<const std::uint8_t> e8m0, std::int64_t n,
+                                   std::int64_t k, bool k_major) {
+  const char* who = "repack_mxfp4_for_w4a16";
+  check_sizes(packed, e8m0, n, k, kMxfp4BlockSize, who);
+  const int shift = mxfp4_shift(e8m0, k, who);
+  W4A16Weight w = empty_layout(n, k, W4A16Format::kMxfp4, std::ldexp(1.0f, shift), k_major);
+  repack_fast(w, packed, Mxfp4Steps{e8m0, k, shift});
+  return w;
+}
+
+W4A16Weight repack_mxfp4_for_w4a16_reference(std::span<const std::uint8_t> packed,
+                                             std::span<const std::uint8_t> e8m0, std::int64_t n,
+                                             std::int64_t k, bool k_major) {
+  const char* who = "repack_mxfp4_for_w4a16_reference";
+  check_sizes(packed, e8m0, n, k, kMxfp4BlockSize, who);
+  const int shift = mxfp4_shift(e8m0, k, who);
+  W4A16Weight w = empty_layout(n, k, W4A16Format::kMxfp4, std::ldexp(1.0f, shift), k_major);
+  repack_reference(w, packed, Mxfp4Steps{e8m0, k, shift});
+  return w;
+}
+
+float w4a16_scale_value(W4A16Format format, std::uint8_t byte) {
+  return format == W4A16Format::kMxfp4 ? std::ldexp(1.0f, int(byte) - 127) : e4m3_to_float(byte);
+}
+
 namespace {
-// e2m1 * e4m3 of element (r, c), read from the repacked bytes.
+// e2m1 * scale of element (r, c), read from the repacked bytes.
 float unscaled_element(const W4A16Weight& w, std::int64_t r, std::int64_t c) {
   const Position pos = locate(w, r, c);
   const std::uint32_t word = load_word(w.tiles, pos.word);
   std::uint8_t code = 0;
   for (int i = 0; i < 4; ++i) code |= std::uint8_t(((word >> pos.bits[i]) & 1u) << i);
-  return e2m1_to_float(code) * e4m3_to_float(w.scales[std::size_t(pos.scale)]);
+  return e2m1_to_float(code) * w4a16_scale_value(w.format, w.scales[std::size_t(pos.scale)]);
 }
 }  // namespace
 

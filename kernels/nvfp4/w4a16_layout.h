@@ -29,10 +29,26 @@
 // Padding: N up to a multiple of kNAlign, K up to a multiple of kKAlign, with zero codes and
 // zero scales. A block whose scale is zero has its codes zeroed (the value is 0 either way);
 // the kernels rely on it. NaN block scales are rejected.
+//
+// Two source formats share the codes' layout and differ in the scale bytes (W4A16Format; the
+// kernels are templated on it, so the NVFP4 decode is unchanged):
+//   kNvfp4: the bytes above, E4M3 codes; value = e2m1 * e4m3 * global_factor.
+//   kMxfp4 (OCP MX, gpt-oss's experts: one E8M0 exponent e per 32 values, 2^(e - 127)): the byte
+//     of each k16 step is s = e - shift of its 32-value block (both k16 steps of a block hold the
+//     same s) and global_factor = 2^shift; value = e2m1 * 2^(s - 127) * global_factor. The
+//     kernels turn s into the bf16 scale 2^(s - 127) * 2^116 (NVFP4's "scale * 2^116") by placing
+//     s + 116 in a bf16 exponent field, one shift and one add and no conversion, and the decode's
+//     one bf16 multiply then only moves the code's exponent. That is exact for s in
+//     [kW4A16Mxfp4MinScale, kW4A16Mxfp4MaxScale]: shift = max(0, largest e - 138) keeps every
+//     block under the top, and a block with s < 5 (every |value| < 6 * 2^-122 * global_factor,
+//     under BF16's exact range in the decode) has its codes and s zeroed. E8M0 255 (NaN) is
+//     rejected, as NVFP4's NaN scales are.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "kernels/nvfp4/w4a16_format.h"
 
 namespace nibble::nvfp4 {
 
@@ -43,13 +59,18 @@ inline constexpr std::int64_t kW4A16ScaleTileBytes = 32;
 inline constexpr std::int64_t kW4A16NAlign = 128;  // rows per tile group = block tile in n
 inline constexpr std::int64_t kW4A16KAlign = 64;
 
+inline constexpr int kW4A16Mxfp4MinScale = 5;        // s below: the block is zeroed
+inline constexpr int kW4A16Mxfp4MaxScale = 138;      // s + 116 <= 254, a normal bf16 exponent
+inline constexpr std::int64_t kMxfp4BlockSize = 32;  // values per E8M0 scale
+
 struct W4A16Weight {
   std::int64_t n = 0, k = 0;  // logical shape
+  W4A16Format format = W4A16Format::kNvfp4;
   std::int64_t n_padded = 0, k_padded = 0;
   float global_factor = 1.0f;        // multiply form
   bool k_major = false;              // group-step order (see above)
   std::vector<std::uint8_t> tiles;   // [group steps][16][256]
-  std::vector<std::uint8_t> scales;  // [group steps][16][32]
+  std::vector<std::uint8_t> scales;  // [group steps][16][32], E4M3 codes or MXFP4 exponents
 };
 
 // packed: [n, k/2] E2M1 pairs (element 2i in the low nibble); scales: [n, k/16] E4M3.
@@ -63,15 +84,31 @@ W4A16Weight repack_for_w4a16_reference(std::span<const std::uint8_t> packed,
                                        std::span<const std::uint8_t> scales, std::int64_t n,
                                        std::int64_t k, float global_factor, bool k_major = false);
 
+// MXFP4 as gpt-oss ships it (`*_blocks`, `*_scales`): packed [n, k/2] E2M1 pairs (element 2i in
+// the low nibble, as OCP MX and the checkpoint store them), e8m0 [n, k/32]. The same codes'
+// layout; the scale bytes and global_factor as the header says. Throws std::invalid_argument on
+// sizes that disagree, k % 32 != 0 or an E8M0 NaN (255).
+W4A16Weight repack_mxfp4_for_w4a16(std::span<const std::uint8_t> packed,
+                                   std::span<const std::uint8_t> e8m0, std::int64_t n,
+                                   std::int64_t k, bool k_major = false);
+// The same bytes from the layout's definition, element by element.
+W4A16Weight repack_mxfp4_for_w4a16_reference(std::span<const std::uint8_t> packed,
+                                             std::span<const std::uint8_t> e8m0, std::int64_t n,
+                                             std::int64_t k, bool k_major = false);
+
+// The scale one layout scale byte stands for: e4m3 (kNvfp4) or 2^(s - 127) (kMxfp4).
+float w4a16_scale_value(W4A16Format format, std::uint8_t byte);
+
 // CPU reference of the layout: element (r, c) decoded from the repacked bytes,
-// e2m1 * e4m3 * global_factor; equals dequantize_element of the source matrix.
+// e2m1 * scale * global_factor; equals dequantize_element of the source matrix (MXFP4: the OCP
+// value e2m1 * 2^(e - 127), bit for bit, wherever the block is not zeroed as the header says).
 float w4a16_element(const W4A16Weight& w, std::int64_t r, std::int64_t c);
 
 // CPU reference of the dequantising kernel (w4a16_dequant.h): rows [row_begin, row_begin + rows)
-// of the weight as BF16 bits of e2m1 * e4m3, [rows, k] row-major, without the global factor
-// (the GEMM applies it: alpha). The product has at most 6 significant bits, so BF16 holds it
-// exactly and the values times global_factor are w4a16_element's. Rows past n are not written
-// (the result has min(rows, n - row_begin) rows).
+// of the weight as BF16 bits of e2m1 * scale (w4a16_scale_value), [rows, k] row-major, without the
+// global factor (the GEMM applies it: alpha). The product has at most 6 significant bits, so BF16
+// holds it exactly and the values times global_factor are w4a16_element's. Rows past n are not
+// written (the result has min(rows, n - row_begin) rows).
 std::vector<std::uint16_t> w4a16_dequantize_rows(const W4A16Weight& w, std::int64_t row_begin,
                                                  std::int64_t rows);
 

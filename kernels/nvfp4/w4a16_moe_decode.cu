@@ -10,6 +10,8 @@
 // Blocks wait on one another, so all of them must be resident at once: the launch checks the
 // occupancy and answers cudaErrorNotSupported where they would not be (the caller then takes the
 // two launches).
+#include <type_traits>
+
 #include "kernels/l2_prefetch.cuh"
 #include "kernels/nvfp4/w4a16_slice_down_combine.cuh"
 #include "kernels/nvfp4/w4a16_slice_gate_up_silu.cuh"
@@ -96,6 +98,14 @@ struct DownHooks {
 // Grid (down slices, k). gate_done: [k] gate_up slices done per pick row, then [k] blocks past
 // their wait per pick row; zeros on entry, left zero (the last block of a row past its wait
 // clears both).
+// F: the experts' weight format (the shapes' scale decode; sizes are the same in both); CLAMPED:
+// gpt-oss's experts (W4A16GroupedCombine::clamped_swiglu).
+template <class S, nvfp4::W4A16Format F, bool CLAMPED>
+using ExpertShape = std::conditional_t<
+    CLAMPED,
+    SliceClampedSwiglu<std::conditional_t<F == nvfp4::W4A16Format::kMxfp4, SliceMxfp4<S>, S>>,
+    std::conditional_t<F == nvfp4::W4A16Format::kMxfp4, SliceMxfp4<S>, S>>;
+template <nvfp4::W4A16Format F, bool CLAMPED>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     w4a16_moe_decode_kernel(const std::uint16_t* __restrict__ x, W4A16GroupedWeights gate_up,
                             W4A16GroupedWeights down, W4A16GroupedCombine combine,
@@ -112,7 +122,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const W4A16GroupedRoute& route = combine.route;
   __shared__ moe_device::SingleTokenRoute route_s;
   moe_device::route_single_token(
-      route.logits, route.experts, route.k, route.norm_topk_prob, route_s, [](int phase) {
+      route.logits, route.experts, route.k, route.scoring, route_s, [](int phase) {
         mark(phase == 0 ? MoeDecodeTimeline::kProbabilities : MoeDecodeTimeline::kRanked);
       });
   if (blockIdx.x == 0 && blockIdx.y == 0)
@@ -130,19 +140,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (blockIdx.x < gate_slices) {
     const GateUpHooks hooks{down.table + route_s.blocks[row].expert, down_strides, d.k_padded / 64,
                             blockIdx.x};
-    gate_up_silu_block<GateUpShape, 1, false>(
-        x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64, gate_strides, 1.0f, middle,
-        route_s.blocks, gate_up.table, fuse, SlicePlace{blockIdx.x, row, gate_slices}, hooks);
+    using G = ExpertShape<GateUpShape, F, CLAMPED>;
+    gate_up_silu_block<G, 1, false>(x, kRows, g.n, g.k, g.tiles, g.scales, g.k_padded / 64,
+                                    gate_strides, 1.0f, middle, route_s.blocks, gate_up.table, fuse,
+                                    SlicePlace{blockIdx.x, row, gate_slices}, hooks);
     mark(MoeDecodeTimeline::kGateUpDone);
     __threadfence();  // this block's share of the product, before its count
     __syncthreads();
     if (threadIdx.x == 0) atomicAdd(gate_done + row, 1);
   }
   __syncthreads();  // the gate_up's sums have left the shared memory the down's ring takes
-  down_combine_block<DownShape, 1, false>(
-      middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64, down_strides, 1.0f, nullptr,
-      expert_out, route_s.blocks, down.table, fuse, SlicePlace{blockIdx.x, row, gridDim.x},
-      DownHooks{gate_done + row, int(gate_slices)});
+  using D = ExpertShape<DownShape, F, CLAMPED>;
+  down_combine_block<D, 1, false>(middle, kRows, d.n, d.k, d.tiles, d.scales, d.k_padded / 64,
+                                  down_strides, 1.0f, nullptr, expert_out, route_s.blocks,
+                                  down.table, fuse, SlicePlace{blockIdx.x, row, gridDim.x},
+                                  DownHooks{gate_done + row, int(gate_slices)});
   mark(MoeDecodeTimeline::kDownDone);
   if (threadIdx.x == 0 && atomicAdd(gate_done + route.k + row, 1) == int(gridDim.x) - 1) {
     gate_done[row] = 0;
@@ -159,23 +171,33 @@ static_assert(smem_bytes<DownShape>(kRows) >= DownShape::kWarps * DownShape::kPa
                       GateUpShape::kWarps * GateUpShape::kPairs * 4 * 32 * 4,
               "the sums fit in the rings");
 
-// Blocks of the kernel resident at once on the current device with `smem` bytes of dynamic
-// shared memory each (the last answer kept per thread: one shape and device in practice).
-cudaError_t resident_blocks(int smem, int* count) {
+// Every form of the kernel (weight format x activation), indexed [mxfp4][clamped].
+using DecodeKernel = decltype(&w4a16_moe_decode_kernel<nvfp4::W4A16Format::kNvfp4, false>);
+const DecodeKernel kDecodeKernels[2][2] = {
+    {w4a16_moe_decode_kernel<nvfp4::W4A16Format::kNvfp4, false>,
+     w4a16_moe_decode_kernel<nvfp4::W4A16Format::kNvfp4, true>},
+    {w4a16_moe_decode_kernel<nvfp4::W4A16Format::kMxfp4, false>,
+     w4a16_moe_decode_kernel<nvfp4::W4A16Format::kMxfp4, true>}};
+
+// Blocks of `kernel` resident at once on the current device with `smem` bytes of dynamic shared
+// memory each (the last answer kept per thread: one shape, form and device in practice).
+cudaError_t resident_blocks(DecodeKernel kernel, int smem, int* count) {
   thread_local int asked_smem = -1, asked_device = -1, resident = 0;
+  thread_local DecodeKernel asked_kernel = nullptr;
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
-  if (smem != asked_smem || device != asked_device) {
+  if (smem != asked_smem || device != asked_device || kernel != asked_kernel) {
     SmemBudget budget;
     int per_sm = 0;
     err = current_smem_budget(&budget);
     if (err == cudaSuccess)
-      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_moe_decode_kernel,
-                                                          kThreads, std::size_t(smem));
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads,
+                                                          std::size_t(smem));
     if (err != cudaSuccess) return err;
     asked_smem = smem;
     asked_device = device;
+    asked_kernel = kernel;
     resident = budget.sms * per_sm;
   }
   *count = resident;
@@ -213,8 +235,14 @@ cudaError_t w4a16_moe_decode_timeline(MoeDecodeTimeline* out) {
 
 cudaError_t w4a16_grouped_experts_routed_prepare() {
   // The even spread below may ask for more shared memory than the 48 KB default.
-  static const cudaError_t err =
-      allow_all_block_smem(reinterpret_cast<const void*>(w4a16_moe_decode_kernel));
+  static const cudaError_t err = [] {
+    for (const auto& forms : kDecodeKernels)
+      for (const DecodeKernel kernel : forms) {
+        const cudaError_t e = allow_all_block_smem(reinterpret_cast<const void*>(kernel));
+        if (e != cudaSuccess) return e;
+      }
+    return cudaSuccess;
+  }();
   return err;
 }
 
@@ -236,6 +264,9 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
     return cudaErrorInvalidValue;
   // Every gate_up slice needs a block (one per down slice).
   if (gate_up.shape.n / 32 > down_slices) return cudaErrorNotSupported;
+  if (gate_up.shape.format != down.shape.format) return cudaErrorInvalidValue;
+  const DecodeKernel kernel =
+      kDecodeKernels[gate_up.shape.format == nvfp4::W4A16Format::kMxfp4][combine.clamped_swiglu];
   cudaError_t err = w4a16_grouped_experts_routed_prepare();
   if (err != cudaSuccess) return err;
   // Under the dependent launch the blocks land wherever there is room as the router's leave:
@@ -243,7 +274,7 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
   const std::int64_t blocks = down_slices * route.k;
   int smem = 0, resident = 0;
   if ((err = launch_smem(one_launch_smem(), blocks, overlap, &smem)) != cudaSuccess ||
-      (err = resident_blocks(smem, &resident)) != cudaSuccess)
+      (err = resident_blocks(kernel, smem, &resident)) != cudaSuccess)
     return err;
   if (blocks > resident) return cudaErrorNotSupported;
   g_timeline_grid[0] = int(down_slices);
@@ -251,9 +282,9 @@ cudaError_t w4a16_grouped_experts_routed(const std::uint16_t* x, const W4A16Grou
   g_timeline_grid[2] = int(gate_up.shape.n / 32);
   LaunchWithOverlap launch(dim3(unsigned(down_slices), unsigned(route.k)), kThreads, smem, stream,
                            overlap);
-  const cudaError_t launched = cudaLaunchKernelEx(
-      &launch.config, w4a16_moe_decode_kernel, x, gate_up, down, combine, middle, expert_out,
-      gate_done, w4a16_strides(gate_up.shape), w4a16_strides(down.shape));
+  const cudaError_t launched =
+      cudaLaunchKernelEx(&launch.config, kernel, x, gate_up, down, combine, middle, expert_out,
+                         gate_done, w4a16_strides(gate_up.shape), w4a16_strides(down.shape));
   return launched != cudaSuccess ? launched : cudaGetLastError();
 }
 

@@ -42,21 +42,43 @@ cudaError_t w4a16_slice_linear(const std::uint16_t* x, std::int64_t m, const W4A
   }
 }
 
-// The grouped forms the MoE planner takes (moe_experts.h: kSlice16 and the fusions); the others
-// set their own attributes in nibble::kernels_dev.
-cudaError_t w4a16_grouped_slice_prepare() {
+namespace {
+// The grouped slice (S), gate_up + SiLU (G) and down + combine (D) kernels' attributes, of one
+// weight format.
+template <class G, class D>
+cudaError_t fused_attributes() {
   for (const cudaError_t err :
-       {grouped_slice_attribute<Slice16, 1>(), grouped_slice_attribute<Slice16, 2>(),
-        gate_up_silu_attribute<SliceGateUpSilu, 1, false>(),
-        gate_up_silu_attribute<SliceGateUpSilu, 2, false>(),
-        down_combine_attribute<SliceDownCombine, 1, false>(),
-        down_combine_attribute<SliceDownCombine, 2, false>(),
-        gate_up_silu_attribute<SliceGateUpSilu, 1, true>(),
-        down_combine_attribute<SliceDownCombine, 1, true>(),
-        w4a16_grouped_experts_routed_prepare()}) {
+       {gate_up_silu_attribute<G, 1, false>(), gate_up_silu_attribute<G, 2, false>(),
+        down_combine_attribute<D, 1, false>(), down_combine_attribute<D, 2, false>(),
+        gate_up_silu_attribute<G, 1, true>(), down_combine_attribute<D, 1, true>()}) {
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;
+}
+template <class S, class G, class D>
+cudaError_t grouped_slice_attributes() {
+  for (const cudaError_t err : {grouped_slice_attribute<S, 1>(), grouped_slice_attribute<S, 2>(),
+                                fused_attributes<G, D>()}) {
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+// The grouped forms the MoE planner takes (moe_experts.h: kSlice16 and the fusions), for both
+// weight formats; the others set their own attributes in nibble::kernels_dev.
+cudaError_t w4a16_grouped_slice_prepare() {
+  for (const cudaError_t err :
+       {grouped_slice_attributes<Slice16, SliceGateUpSilu, SliceDownCombine>(),
+        grouped_slice_attributes<SliceMxfp4<Slice16>, SliceMxfp4<SliceGateUpSilu>,
+                                 SliceMxfp4<SliceDownCombine>>(),
+        fused_attributes<SliceClampedSwiglu<SliceGateUpSilu>,
+                         SliceClampedSwiglu<SliceDownCombine>>(),
+        fused_attributes<SliceClampedSwiglu<SliceMxfp4<SliceGateUpSilu>>,
+                         SliceClampedSwiglu<SliceMxfp4<SliceDownCombine>>>()}) {
+    if (err != cudaSuccess) return err;
+  }
+  return w4a16_grouped_experts_routed_prepare();
 }
 
 cudaError_t w4a16_grouped_slice_linear(const std::uint16_t* x, const W4A16GroupedWeights& w,
@@ -66,7 +88,9 @@ cudaError_t w4a16_grouped_slice_linear(const std::uint16_t* x, const W4A16Groupe
   // w4a16_grouped_linear sends the other slices to nibble::kernels_dev.
   if (block_rows < 1 || block_rows > kMaxRows || tile != W4A16Tile::kSlice16)
     return cudaErrorInvalidValue;
-  return launch_grouped_slice<Slice16>(x, w, blocks, max_blocks, block_rows, out, stream);
+  return with_slice_format<Slice16>(w.shape.format, [&](auto shape) {
+    return launch_grouped_slice<decltype(shape)>(x, w, blocks, max_blocks, block_rows, out, stream);
+  });
 }
 
 }  // namespace nibble::kernels
@@ -77,18 +101,22 @@ cudaError_t w4a16_grouped_gate_up_silu(const std::uint16_t* x, const std::int32_
                                        const W4A16GroupedWeights& gate_up,
                                        const MoeRowBlock* blocks, std::int64_t max_blocks,
                                        int block_rows, std::uint16_t* middle, cudaStream_t stream,
-                                       bool overlap) {
+                                       bool overlap, const W4A16ClampedSwiglu* clamped_swiglu) {
   const W4A16DeviceWeight& shape = gate_up.shape;
   if (block_rows < 1 || block_rows > kMaxRows || max_blocks < 1 || max_blocks > 65535 ||
       shape.n % 32 != 0 || token == nullptr || gate_up.table == nullptr)
     return cudaErrorInvalidValue;
   W4A16GroupedCombine fuse;
   fuse.token = token;
-  using S = SliceGateUpSilu;
-  return block_rows > 8 ? launch_gate_up_silu<S, 2, false>(x, gate_up, blocks, max_blocks, middle,
-                                                           stream, fuse, overlap)
-                        : launch_gate_up_silu<S, 1, false>(x, gate_up, blocks, max_blocks, middle,
-                                                           stream, fuse, overlap);
+  fuse.clamped_swiglu = clamped_swiglu != nullptr;
+  if (clamped_swiglu != nullptr) fuse.swiglu = *clamped_swiglu;
+  return with_expert_shape<SliceGateUpSilu>(shape.format, fuse.clamped_swiglu, [&](auto s) {
+    using S = decltype(s);
+    return block_rows > 8 ? launch_gate_up_silu<S, 2, false>(x, gate_up, blocks, max_blocks, middle,
+                                                             stream, fuse, overlap)
+                          : launch_gate_up_silu<S, 1, false>(x, gate_up, blocks, max_blocks, middle,
+                                                             stream, fuse, overlap);
+  });
 }
 
 std::int64_t w4a16_grouped_combine_slices(std::int64_t n) {
@@ -106,11 +134,15 @@ cudaError_t w4a16_grouped_down_combine(const std::uint16_t* x, const W4A16Groupe
       combine.out == nullptr || combine.arrivals == nullptr ||
       down.shape.n_padded / SliceDownCombine::kRows != w4a16_grouped_combine_slices(down.shape.n))
     return cudaErrorInvalidValue;
-  using S = SliceDownCombine;
-  return block_rows > 8 ? launch_down_combine<S, 2, false>(x, down, blocks, max_blocks, expert_out,
-                                                           stream, combine, overlap)
-                        : launch_down_combine<S, 1, false>(x, down, blocks, max_blocks, expert_out,
-                                                           stream, combine, overlap);
+  return with_expert_shape<SliceDownCombine>(
+      down.shape.format, combine.clamped_swiglu, [&](auto s) {
+        using S = decltype(s);
+        return block_rows > 8
+                   ? launch_down_combine<S, 2, false>(x, down, blocks, max_blocks, expert_out,
+                                                      stream, combine, overlap)
+                   : launch_down_combine<S, 1, false>(x, down, blocks, max_blocks, expert_out,
+                                                      stream, combine, overlap);
+      });
 }
 
 namespace {
@@ -123,7 +155,8 @@ bool route_ok(const W4A16GroupedRoute& r) {
 cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
                                               const W4A16GroupedWeights& gate_up,
                                               const W4A16GroupedRoute& route, std::uint16_t* middle,
-                                              cudaStream_t stream, bool overlap) {
+                                              cudaStream_t stream, bool overlap,
+                                              const W4A16ClampedSwiglu* clamped_swiglu) {
   const MoeRouting& o = route.out;
   if (!route_ok(route) || gate_up.shape.n % 32 != 0 || gate_up.table == nullptr ||
       o.expert == nullptr || o.weight == nullptr || o.counts == nullptr || o.offsets == nullptr ||
@@ -132,9 +165,13 @@ cudaError_t w4a16_grouped_gate_up_silu_routed(const std::uint16_t* x,
     return cudaErrorInvalidValue;
   W4A16GroupedCombine fuse;
   fuse.route = route;
+  fuse.clamped_swiglu = clamped_swiglu != nullptr;
+  if (clamped_swiglu != nullptr) fuse.swiglu = *clamped_swiglu;
   // Every pick is its own row block of one row: k block rows (the table launch's max_blocks).
-  return launch_gate_up_silu<SliceGateUpSilu, 1, true>(x, gate_up, nullptr, route.k, middle, stream,
-                                                       fuse, overlap);
+  return with_expert_shape<SliceGateUpSilu>(gate_up.shape.format, fuse.clamped_swiglu, [&](auto s) {
+    return launch_gate_up_silu<decltype(s), 1, true>(x, gate_up, nullptr, route.k, middle, stream,
+                                                     fuse, overlap);
+  });
 }
 
 cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
@@ -148,8 +185,11 @@ cudaError_t w4a16_grouped_down_combine_routed(const std::uint16_t* x,
     return cudaErrorInvalidValue;
   W4A16GroupedCombine fuse = combine;
   fuse.k = combine.route.k;
-  return launch_down_combine<SliceDownCombine, 1, true>(x, down, nullptr, combine.route.k,
-                                                        expert_out, stream, fuse, overlap);
+  return with_expert_shape<SliceDownCombine>(
+      down.shape.format, combine.clamped_swiglu, [&](auto s) {
+        return launch_down_combine<decltype(s), 1, true>(x, down, nullptr, combine.route.k,
+                                                         expert_out, stream, fuse, overlap);
+      });
 }
 
 }  // namespace nibble::kernels

@@ -58,8 +58,36 @@ struct SliceShape {
   static constexpr int kDepth = DEPTH;     // ring slots per warp
   static constexpr int kMinBlocks = MIN_BLOCKS;
   static constexpr int kCodeBytes = TILES * 256, kScaleBytes = TILES * 32;
+  static constexpr nvfp4::W4A16Format kFormat = nvfp4::W4A16Format::kNvfp4;  // SliceMxfp4
+  static constexpr bool kClampedSwiglu = false;                              // SliceClampedSwiglu
   static_assert(TILES == 2 || TILES == 4 || TILES == 8, "one, two or four m16 pairs of tiles");
 };
+// A slice shape for MXFP4 weights: the same kernel with the E8M0 scale decode.
+template <class S>
+struct SliceMxfp4 : S {
+  static constexpr nvfp4::W4A16Format kFormat = nvfp4::W4A16Format::kMxfp4;
+};
+// f(S{}) for NVFP4 weights (the very kernels of before), f(SliceMxfp4<S>{}) for MXFP4.
+template <class S, class F>
+decltype(auto) with_slice_format(nvfp4::W4A16Format format, F&& f) {
+  if (format == nvfp4::W4A16Format::kMxfp4) return f(SliceMxfp4<S>{});
+  return f(S{});
+}
+// The MoE fusions for gpt-oss's experts (W4A16GroupedCombine::clamped_swiglu): interleaved
+// gate_up rows, biases, the clamped SwiGLU.
+template <class S>
+struct SliceClampedSwiglu : S {
+  static constexpr bool kClampedSwiglu = true;
+};
+// f of the fused MoE shape for the weights' format and the combine's activation.
+template <class S, class F>
+decltype(auto) with_expert_shape(nvfp4::W4A16Format format, bool clamped_swiglu, F&& f) {
+  return with_slice_format<S>(format, [&](auto shape) {
+    using Shape = decltype(shape);
+    if (clamped_swiglu) return f(SliceClampedSwiglu<Shape>{});
+    return f(Shape{});
+  });
+}
 // Blocks per SM: qkv-sized layers need 3 of the 16-row blocks, gate_up 7 of the 32-row ones on
 // H100's 132 SMs (nvfp4_linear.cpp picks the slice). The 8-warp forms are for <= 2 blocks per SM
 // with a long K (down: 4 warps per block leave 8 warps and ~32 KB in flight per SM) or a grid

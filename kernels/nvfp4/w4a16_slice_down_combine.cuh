@@ -27,11 +27,11 @@ __device__ __forceinline__ void down_combine_block(
     const W4A16GroupedCombine& fuse_arg, SlicePlace place, const Order& order) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
-  std::int32_t row0 = 0, end;
+  std::int32_t row0 = 0, end, expert = 0;
   std::uint16_t* const out_all = out;
   W4A16GroupedCombine fuse = fuse_arg;  // the route's arrays in shared memory replace its own
   if (!grouped_rows<S, ROUTE, false>(row_blocks, table, fuse_arg, place, fuse, tiles, scales,
-                                     out_scale, row0, end))
+                                     out_scale, row0, end, &expert))
     return;
   x += std::int64_t(row0) * k;
   out += std::int64_t(row0) * n;
@@ -46,7 +46,12 @@ __device__ __forceinline__ void down_combine_block(
   SliceAccumulators<S, MT> sums;
   slice_mainloop(load, ring, m, start.steps, zeros, order, sums);
   const SliceSums<S, MT> output(smem, sums, out_scale);
-  store_rows(output, m, n0, n, residual, out);
+  if constexpr (S::kClampedSwiglu) {
+    store_rows_with_bias(output, m, n0, n, fuse_arg.swiglu.down_bias + std::int64_t(expert) * n,
+                         out);
+  } else {
+    store_rows(output, m, n0, n, residual, out);
+  }
   __shared__ int last_tokens[kMaxRows];
   __shared__ int last_count;
   combine_tokens<S>(fuse, m, row0, n0, n, out_all, place, last_tokens, last_count);

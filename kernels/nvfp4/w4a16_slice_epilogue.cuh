@@ -88,6 +88,43 @@ __device__ __forceinline__ void store_silu_product(const SliceSums<S, MT>& outpu
   }
 }
 
+// gpt-oss's gate_up (slot rows 2j gate j, 2j + 1 up j: 32 interleaved weight rows from 2 n0):
+// g and u with the expert's biases (bias: its gate_up row 2 n0), rounded to BF16 as the gate_up
+// output would be, then the clamped SwiGLU as the CPU backend writes it (cpu_ops
+// clamped_swiglu_value), into out [rows, n / 2] at column n0 + j.
+template <class S, int MT>
+__device__ __forceinline__ void store_clamped_swiglu(const SliceSums<S, MT>& output, int m,
+                                                     std::int64_t n0, std::int64_t n,
+                                                     const std::uint16_t* __restrict__ bias,
+                                                     float alpha, float limit,
+                                                     std::uint16_t* __restrict__ out) {
+  auto rounded = [](float v) { return __bfloat162float(__float2bfloat16_rn(v)); };
+  auto bias_at = [&](int row) { return __bfloat162float(__ushort_as_bfloat16(bias[row])); };
+  const std::int64_t width = n / 2;
+  for (int idx = threadIdx.x; idx < m * 16; idx += S::kThreads) {
+    const int r = idx / 16, j = idx % 16;
+    const float g = fminf(rounded(output(r, 2 * j) + bias_at(2 * j)), limit);
+    const float u = fminf(fmaxf(rounded(output(r, 2 * j + 1) + bias_at(2 * j + 1)), -limit), limit);
+    out[std::int64_t(r) * width + n0 + j] =
+        __bfloat16_as_ushort(__float2bfloat16_rn((u + 1.0f) * (g / (1.0f + __expf(-alpha * g)))));
+  }
+}
+
+// out[r, n0 + j] = bf16(output(r, j) + bias[n0 + j]) (bias: the expert's, [n]), columns < n.
+template <class S, int MT>
+__device__ __forceinline__ void store_rows_with_bias(const SliceSums<S, MT>& output, int m,
+                                                     std::int64_t n0, std::int64_t n,
+                                                     const std::uint16_t* __restrict__ bias,
+                                                     std::uint16_t* __restrict__ out) {
+  for (int idx = threadIdx.x; idx < m * S::kRows; idx += S::kThreads) {
+    const int r = idx / S::kRows, j = idx % S::kRows;
+    const std::int64_t col = n0 + j;
+    if (col >= n) continue;
+    const float sum = output(r, j) + __bfloat162float(__ushort_as_bfloat16(bias[col]));
+    out[std::int64_t(r) * n + col] = __bfloat16_as_ushort(__float2bfloat16_rn(sum));
+  }
+}
+
 // After the down's rows are out (out_all: the whole expert_out [rows, n]): each of the block's
 // tokens counts one more of its k rows done over this column slice. The block that brings a count
 // to k combines that token's slice: every other row of it was written and fenced before its count

@@ -29,23 +29,26 @@ __device__ __forceinline__ void gate_up_silu_block(
   static_assert(S::kTiles == 4, "a gate pair and an up pair");
   extern __shared__ __align__(128) std::uint8_t smem[];
   __shared__ __align__(128) std::uint8_t zeros[128];  // x rows past m, for ldmatrix
-  std::int32_t row0 = 0, end;
+  std::int32_t row0 = 0, end, expert = 0;
   W4A16GroupedCombine fuse = fuse_arg;  // the route's arrays in shared memory replace its own
   order.wait();
   if (!grouped_rows<S, ROUTE, true>(row_blocks, table, fuse_arg, place, fuse, tiles, scales,
-                                    out_scale, row0, end))
+                                    out_scale, row0, end, &expert))
     return;
   out += std::int64_t(row0) * (n / 2);
   m = end - row0;  // 1 .. 8 MT (the table's block_rows)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const SliceRing<S> ring(smem, m, warp);
   if (threadIdx.x < 8) reinterpret_cast<uint4*>(zeros)[threadIdx.x] = make_uint4(0, 0, 0, 0);
-  const std::int64_t n0 = std::int64_t(place.x) * 16;
-  const SliceStart<S> start(n0, strides, tiles_k, warp);
-  // The up pair's distance from the gate pair in group steps and tiles (up rows start at n / 2, a
-  // multiple of 16, so the pair never straddles a 128-row group).
-  const std::int64_t up_row = n / 2 + n0;
-  const std::int64_t up_groups = (up_row / 128 - n0 / 128) * strides.group;
+  const std::int64_t n0 = std::int64_t(place.x) * 16;  // the block's first output column
+  // Its weight rows: gate rows [n0, n0 + 16) and up rows n / 2 further on, or (clamped SwiGLU,
+  // interleaved) the 32 rows from 2 n0, the "up pair" the second 16.
+  const std::int64_t w0 = S::kClampedSwiglu ? 2 * n0 : n0;
+  const SliceStart<S> start(w0, strides, tiles_k, warp);
+  // The up pair's distance from the gate pair in group steps and tiles (up rows start at n / 2 or
+  // 16 further, multiples of 16, so the pair never straddles a 128-row group).
+  const std::int64_t up_row = S::kClampedSwiglu ? w0 + 16 : n / 2 + n0;
+  const std::int64_t up_groups = (up_row / 128 - w0 / 128) * strides.group;
   const int up_tiles = int(up_row % 128) / 8 - start.tile0;
   SliceLoader<S, false, MT, true> load(x, m, k, tiles, scales, strides, start.group_step0,
                                        start.tile0, up_groups, up_tiles, ring.x_bytes, fuse.token,
@@ -53,7 +56,13 @@ __device__ __forceinline__ void gate_up_silu_block(
   SliceAccumulators<S, MT> sums;
   slice_mainloop(load, ring, m, start.steps, zeros, order, sums);
   const SliceSums<S, MT> output(smem, sums, out_scale);
-  store_silu_product(output, m, n0, n, out);
+  if constexpr (S::kClampedSwiglu) {
+    store_clamped_swiglu(output, m, n0, n,
+                         fuse_arg.swiglu.gate_up_bias + std::int64_t(expert) * n + w0,
+                         fuse_arg.swiglu.alpha, fuse_arg.swiglu.limit, out);
+  } else {
+    store_silu_product(output, m, n0, n, out);
+  }
 }
 
 // residual: null (the kernel keeps the dense form's argument list).

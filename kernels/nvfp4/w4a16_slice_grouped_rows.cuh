@@ -23,14 +23,13 @@ __device__ __forceinline__ bool grouped_rows(
     const MoeRowBlock* __restrict__ row_blocks, const W4A16DeviceWeight* __restrict__ table,
     const W4A16GroupedCombine& fuse_arg, SlicePlace place, W4A16GroupedCombine& fuse,
     const std::uint8_t* __restrict__& tiles, const std::uint8_t* __restrict__& scales,
-    float& out_scale, std::int32_t& row0, std::int32_t& end) {
+    float& out_scale, std::int32_t& row0, std::int32_t& end, std::int32_t* expert = nullptr) {
   if constexpr (ROUTE) {
     // The token's routing from the logits, in this block (the gate_up after its wait; the down
     // before its wait: the logits were final before any gate_up block passed its own).
     __shared__ moe_device::SingleTokenRoute route_s;
     const W4A16GroupedRoute& route = fuse_arg.route;
-    moe_device::route_single_token(route.logits, route.experts, route.k, route.norm_topk_prob,
-                                   route_s);
+    moe_device::route_single_token(route.logits, route.experts, route.k, route.scoring, route_s);
     if constexpr (WRITE_ROUTE) {
       if (place.x == 0 && place.y == 0) {
         moe_device::write_single_token_route(route_s, route.experts, route.k, route.out);
@@ -42,7 +41,7 @@ __device__ __forceinline__ bool grouped_rows(
     fuse.source = route_s.source;
     fuse.weight = route_s.weight;
   }
-  return grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end, place.y);
+  return grouped_block(row_blocks, table, tiles, scales, out_scale, row0, end, place.y, expert);
 }
 
 // Launches a grouped form: `slices` x max_blocks blocks of S, the slots sized for 8 MT rows (the

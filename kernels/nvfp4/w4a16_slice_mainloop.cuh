@@ -87,8 +87,8 @@ __device__ __forceinline__ void slice_mainloop(SliceLoader<S, ONE_SIDE, MT, GATH
     for (int t = 0; t < S::kTiles; ++t) {
       codes[t] = *reinterpret_cast<const uint2*>(slot + code_lane + t * 256);
       const std::uint32_t sc = *reinterpret_cast<const std::uint32_t*>(slot + scale_lane + t * 32);
-      scale01[t] = e4m3x2_to_scaled_bf16x2(sc);
-      scale23[t] = e4m3x2_to_scaled_bf16x2(sc >> 16);
+      scale01[t] = scales_to_bf16x2<S::kFormat>(sc);
+      scale23[t] = scales_to_bf16x2<S::kFormat>(sc >> 16);
     }
     std::uint32_t xb[MT][2][4];
 #pragma unroll

@@ -51,7 +51,13 @@ struct TileShape {
   static constexpr int SUB_STRIDE = KSPLIT == 1 ? STAGE_BYTES : SUB_BYTES;  // between sub-stages
   static constexpr int SMEM = STAGE_BYTES * STAGES + (TMA ? 1024 : 0);
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;  // resident blocks per SM: caps registers
+  static constexpr nvfp4::W4A16Format FORMAT = nvfp4::W4A16Format::kNvfp4;  // TileMxfp4
   static_assert(BN == kW4A16TileCols, "a block owns one 128-row weight group");
+};
+// A tile shape for MXFP4 weights: the same kernel with the E8M0 scale decode.
+template <class S>
+struct TileMxfp4 : S {
+  static constexpr nvfp4::W4A16Format FORMAT = nvfp4::W4A16Format::kMxfp4;
 };
 
 // Warps split N first: a warp decodes each weight fragment once and reuses it over its MT
@@ -478,8 +484,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)
     for (int nt = 0; nt < S::NT; ++nt) {
       codes[nt] = *reinterpret_cast<const uint2*>(b_s + nt * 256);
       const std::uint32_t sc = *reinterpret_cast<const std::uint32_t*>(s_s + nt * 32);
-      scale01[nt] = e4m3x2_to_scaled_bf16x2(sc);
-      scale23[nt] = e4m3x2_to_scaled_bf16x2(sc >> 16);
+      scale01[nt] = scales_to_bf16x2<S::FORMAT>(sc);
+      scale23[nt] = scales_to_bf16x2<S::FORMAT>(sc >> 16);
     }
     if constexpr (S::SWAP) {
       // b fragments: [mt][q][2 * (step % 2) + half] for step 2q + step % 2 of x rows 8 mt..

@@ -6,9 +6,12 @@
 //     tokens x experts); the fused router + route (moe_router_route) likewise, its logits bitwise
 //     those of their CPU reference (moe_router_logits_ref);
 //   * the grouped W4A16 GEMM (w4a16_grouped_linear) vs the NVFP4 reference (nvfp4_ref.h
-//     dequantization, products in double) for every routed row, every grouped tile form, with
+//     dequantization, products in double; MXFP4 experts: the OCP dequantization, in the
+//     planner's kSlice16 and kM64 forms) for every routed row, every grouped tile form, with
 //     experts of 0 rows, one expert holding every row, and rows per expert from 1 to thousands:
 //     relative error <= 1e-2 (BF16 activations and outputs, /work/.library/device/METHOD.md);
+//   * routing and the whole layer also in gpt-oss's order (top k logits, then a softmax over them)
+//     and with MXFP4 experts;
 //   * the whole layer (moe_experts: route, gather, grouped gate_up / gate + up, SiLU * up, grouped
 //     down, weighted combine with the residual) vs a double-precision reference that rounds where
 //     the device rounds to BF16: relative error <= 1e-2, and two runs bitwise identical; the
@@ -76,6 +79,10 @@ struct RouteCase {
   bool norm;
   int block_rows;
   LogitKind kind;
+  bool top_k_first = false;  // gpt-oss's order: top k logits, then a softmax over them
+  kernels::MoeScoring scoring() const {
+    return {.norm_topk_prob = norm, .top_k_first = top_k_first};
+  }
 };
 
 template <class P>
@@ -91,7 +98,7 @@ void record_routing(Results& results, const char* what, const std::vector<float>
                     const RouteCase& c, const kernels::MoeRouting& r, bool extra = true,
                     const char* extra_detail = "") {
   const kernels::MoeRoutingRef ref =
-      kernels::moe_route_ref(logits, c.tokens, c.experts, c.k, c.norm, c.block_rows);
+      kernels::moe_route_ref(logits, c.tokens, c.experts, c.k, c.scoring(), c.block_rows);
   const std::size_t routed = std::size_t(c.tokens * c.k);
   const auto expert = fetch(r.expert, routed);
   const auto weight = fetch(r.weight, routed);
@@ -115,7 +122,11 @@ void record_routing(Results& results, const char* what, const std::vector<float>
   static const char* const kKinds[] = {"random", "tied", "one-expert"};
   char name[160], detail[300];
   std::snprintf(name, sizeof name, "%s_T%lld_E%d_k%d_%s_b%d_%s", what, (long long)c.tokens,
-                c.experts, c.k, c.norm ? "norm" : "raw", c.block_rows, kKinds[int(c.kind)]);
+                c.experts, c.k,
+                c.top_k_first ? "topk_softmax"
+                : c.norm      ? "norm"
+                              : "raw",
+                c.block_rows, kKinds[int(c.kind)]);
   std::snprintf(detail, sizeof detail,
                 "experts %s, offsets %s, rows %s, sources %s, blocks %s, weights %.2g rel%s",
                 expert == ref.expert ? "=" : "DIFFER", offsets == ref.offsets ? "=" : "DIFFER",
@@ -133,8 +144,8 @@ void check_routing(Results& results, std::mt19937_64& rng, const RouteCase& c) {
   words.poison();
   const kernels::MoeRouting r =
       kernels::moe_routing_views(words.ptr, c.tokens, c.experts, c.k, c.block_rows);
-  NIBBLE_CUDA_CHECK(
-      kernels::moe_route(d_logits.ptr, c.tokens, c.experts, c.k, c.norm, c.block_rows, r, nullptr));
+  NIBBLE_CUDA_CHECK(kernels::moe_route(d_logits.ptr, c.tokens, c.experts, c.k, c.scoring(),
+                                       c.block_rows, r, nullptr));
   NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
   record_routing(results, "route", logits, c, r);
 }
@@ -153,9 +164,14 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
   const std::int64_t T = c.tokens, H = hidden;
   const auto x = random_bf16(rng, std::size_t(T * H));
   const auto w = random_bf16(rng, std::size_t(c.experts * H), 1.0f / std::sqrt(float(H)));
-  DeviceBuffer<bf16_bits> d_x(x.size()), d_w(w.size());
+  // gpt-oss's order comes with its router's bias, added after the sum.
+  const auto bias =
+      c.top_k_first ? random_bf16(rng, std::size_t(c.experts)) : std::vector<bf16_bits>{};
+  DeviceBuffer<bf16_bits> d_x(x.size()), d_w(w.size()),
+      d_bias(std::max<std::size_t>(bias.size(), 1));
   d_x.upload(x);
   d_w.upload(w);
+  if (!bias.empty()) d_bias.upload(bias);
   DeviceBuffer<float> d_logits(std::size_t(T * c.experts));
   DeviceBuffer<std::int32_t> words(
       std::size_t(kernels::moe_routing_words(T, c.experts, c.k, c.block_rows))),
@@ -168,9 +184,9 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
     d_logits.poison();
     words.poison();
     clear.poison();
-    NIBBLE_CUDA_CHECK(kernels::moe_router_route(d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k, c.norm,
-                                                c.block_rows, d_logits.ptr, r, nullptr, clear.ptr,
-                                                37));
+    NIBBLE_CUDA_CHECK(kernels::moe_router_route(
+        d_x.ptr, d_w.ptr, T, int(H), c.experts, c.k, c.scoring(), c.block_rows, d_logits.ptr, r,
+        nullptr, clear.ptr, 37, true, bias.empty() ? nullptr : d_bias.ptr));
     NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
     logits.push_back(d_logits.download());
     const auto cleared = clear.download();
@@ -184,12 +200,14 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
       double sum = 0.0;
       for (std::int64_t h = 0; h < H; ++h)
         sum += double(xf[std::size_t(t * H + h)]) * wf[std::size_t(e * H + h)];
-      want[std::size_t(t * c.experts + e)] = sum;
+      want[std::size_t(t * c.experts + e)] =
+          sum + (bias.empty() ? 0.0 : double(nvfp4::bf16_to_float(bias[std::size_t(e)])));
       got[std::size_t(t * c.experts + e)] = logits[0][std::size_t(t * c.experts + e)];
     }
   const double err = relative_error(want, got);
   const bool same = logits[0] == logits[1];
-  const bool bitwise = logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts);
+  const bool bitwise =
+      logits[0] == kernels::moe_router_logits_ref(x, w, T, int(H), c.experts, bias);
   char detail[200];
   std::snprintf(detail, sizeof detail, "; H %lld, logits rel %.2g%s, runs %s, clear %s",
                 (long long)H, err, bitwise ? ", = CPU order" : ", NOT the CPU order's bits",
@@ -200,6 +218,31 @@ void check_router_route(Results& results, std::mt19937_64& rng, const RouteCase&
 
 // ---- experts' weights --------------------------------------------------------------------------
 
+// A random MXFP4 expert weight as gpt-oss ships it (`*_blocks` [n, k/2], `*_scales` [n, k/32]):
+// random codes, E8M0 exponents 2^-6 .. 2^-3 (values up to 0.75, as a trained projection's), and
+// its OCP dequantization, e2m1 * 2^(e - 127).
+struct Mxfp4Matrix {
+  std::vector<std::uint8_t> packed, e8m0;
+  std::vector<float> dense;
+};
+Mxfp4Matrix random_mxfp4(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
+  Mxfp4Matrix m;
+  m.packed.resize(std::size_t(n * k / 2));
+  m.e8m0.resize(std::size_t(n * k / 32));
+  std::uniform_int_distribution<int> exponent(127 - 6, 127 - 3);
+  for (auto& b : m.packed) b = std::uint8_t(rng());
+  for (auto& e : m.e8m0) e = std::uint8_t(exponent(rng));
+  m.dense.resize(std::size_t(n * k));
+  for (std::int64_t i = 0; i < n * k; ++i) {
+    const std::uint8_t byte = m.packed[std::size_t(i / 2)];
+    m.dense[std::size_t(i)] = nvfp4::e2m1_to_float(i % 2 == 0 ? byte & 0xF : byte >> 4) *
+                              std::ldexp(1.0f, int(m.e8m0[std::size_t(i / 32)]) - 127);
+  }
+  return m;
+}
+
+using nvfp4::W4A16Format;
+
 // Every expert's [n, k] projection: the dequantized reference and the device table.
 struct ExpertSet {
   std::int64_t n = 0, k = 0;
@@ -208,20 +251,28 @@ struct ExpertSet {
   std::unique_ptr<DeviceBuffer<kernels::W4A16DeviceWeight>> table;
   kernels::W4A16GroupedWeights view;
 
-  ExpertSet(std::mt19937_64& rng, int experts, std::int64_t n_, std::int64_t k_) : n(n_), k(k_) {
+  ExpertSet(std::mt19937_64& rng, int experts, std::int64_t n_, std::int64_t k_,
+            W4A16Format format = W4A16Format::kNvfp4)
+      : n(n_), k(k_) {
     std::vector<kernels::W4A16DeviceWeight> host;
     for (int e = 0; e < experts; ++e) {
-      const nvfp4::QuantizedMatrix q = random_weight(rng, n, k);
-      dense.push_back(nvfp4::dequantize_matrix(q));
-      const nvfp4::W4A16Weight r =
-          nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor);
+      nvfp4::W4A16Weight r;
+      if (format == W4A16Format::kMxfp4) {
+        Mxfp4Matrix m = random_mxfp4(rng, n, k);
+        r = nvfp4::repack_mxfp4_for_w4a16(m.packed, m.e8m0, n, k);
+        dense.push_back(std::move(m.dense));
+      } else {
+        const nvfp4::QuantizedMatrix q = random_weight(rng, n, k);
+        dense.push_back(nvfp4::dequantize_matrix(q));
+        r = nvfp4::repack_for_w4a16(q.packed, q.scales, n, k, q.global_factor);
+      }
       bytes.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(r.tiles.size()));
       bytes.back()->upload(r.tiles);
       auto* tiles = bytes.back()->ptr;
       bytes.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(r.scales.size()));
       bytes.back()->upload(r.scales);
-      host.push_back(
-          {tiles, bytes.back()->ptr, r.n, r.k, r.n_padded, r.k_padded, r.global_factor, r.k_major});
+      host.push_back({tiles, bytes.back()->ptr, r.n, r.k, r.n_padded, r.k_padded, r.global_factor,
+                      r.k_major, r.format});
     }
     table = std::make_unique<DeviceBuffer<kernels::W4A16DeviceWeight>>(host.size());
     table->upload(host);
@@ -260,10 +311,11 @@ struct GroupedCase {
   kernels::W4A16Tile tile;
   int block_rows;
   LogitKind kind;
+  W4A16Format format = W4A16Format::kNvfp4;
 };
 
 void check_grouped(Results& results, std::mt19937_64& rng, const GroupedCase& c) {
-  const ExpertSet w(rng, c.experts, c.n, c.kdim);
+  const ExpertSet w(rng, c.experts, c.n, c.kdim, c.format);
   const std::vector<float> logits = router_logits(rng, c.tokens, c.experts, c.kind);
   const kernels::MoeRoutingRef ref =
       kernels::moe_route_ref(logits, c.tokens, c.experts, c.k, true, c.block_rows);
@@ -299,9 +351,9 @@ void check_grouped(Results& results, std::mt19937_64& rng, const GroupedCase& c)
     largest = std::max(largest, count);
   }
   char name[160], detail[160];
-  std::snprintf(name, sizeof name, "grouped_T%lld_E%d_k%d_n%lld_k%lld_tile%d_b%d",
+  std::snprintf(name, sizeof name, "grouped_T%lld_E%d_k%d_n%lld_k%lld_tile%d_b%d%s",
                 (long long)c.tokens, c.experts, c.k, (long long)c.n, (long long)c.kdim, int(c.tile),
-                c.block_rows);
+                c.block_rows, c.format == W4A16Format::kMxfp4 ? "_mxfp4" : "");
   std::snprintf(detail, sizeof detail, "rel %.3g (%d empty experts, largest %d rows)", err, empty,
                 largest);
   results.record(err <= 1e-2, name, detail);
@@ -315,18 +367,23 @@ struct LayerCase {
   std::int64_t hidden, inter;
   bool fused, norm;
   LogitKind kind = LogitKind::kRandom;
+  bool top_k_first = false;
+  W4A16Format format = W4A16Format::kNvfp4;
+  // gpt-oss's experts: interleaved gate_up rows, biases, the clamped SwiGLU (alpha 1.702, limit
+  // 7). The fused decode paths only (the unfused one refuses it): every run takes them.
+  bool clamped = false;
 };
 
 void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   const std::int64_t T = c.tokens, H = c.hidden, I = c.inter, routed = T * c.k;
   std::unique_ptr<ExpertSet> gate_up, gate, up;
   if (c.fused) {
-    gate_up = std::make_unique<ExpertSet>(rng, c.experts, 2 * I, H);
+    gate_up = std::make_unique<ExpertSet>(rng, c.experts, 2 * I, H, c.format);
   } else {
-    gate = std::make_unique<ExpertSet>(rng, c.experts, I, H);
-    up = std::make_unique<ExpertSet>(rng, c.experts, I, H);
+    gate = std::make_unique<ExpertSet>(rng, c.experts, I, H, c.format);
+    up = std::make_unique<ExpertSet>(rng, c.experts, I, H, c.format);
   }
-  const ExpertSet down(rng, c.experts, H, I);
+  const ExpertSet down(rng, c.experts, H, I, c.format);
   kernels::MoeExpertWeights w;
   w.fused = c.fused;
   if (c.fused) {
@@ -350,6 +407,16 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   d_residual.upload(residual);
   DeviceBuffer<std::int32_t> words(std::size_t(kernels::moe_routing_words(T, c.experts, c.k, 1))),
       arrivals(std::size_t(kernels::moe_arrival_words(T, H)));
+  // gpt-oss's biases (large enough that the clamps at +-limit bite: sums of ~1 plus biases of ~3).
+  const auto gate_up_bias = random_bf16(rng, std::size_t(c.experts * 2 * I), 3.0f);
+  const auto down_bias = random_bf16(rng, std::size_t(c.experts * H), 0.5f);
+  DeviceBuffer<bf16_bits> d_gate_up_bias(gate_up_bias.size()), d_down_bias(down_bias.size());
+  d_gate_up_bias.upload(gate_up_bias);
+  d_down_bias.upload(down_bias);
+  const kernels::W4A16ClampedSwiglu swiglu{.gate_up_bias = d_gate_up_bias.ptr,
+                                           .down_bias = d_down_bias.ptr,
+                                           .alpha = 1.702f,
+                                           .limit = 7.0f};
   kernels::MoeExpertsArgs a{.router_logits = d_logits.ptr,
                             .hidden = d_hidden.ptr,
                             .residual = d_residual.ptr,
@@ -359,12 +426,14 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
                             .k = c.k,
                             .hidden_size = int(H),
                             .norm_topk_prob = c.norm,
+                            .top_k_first = c.top_k_first,
                             .routing_words = words.ptr,
                             .routed = d_routed.ptr,
                             .arrivals = arrivals.ptr,
                             .projected = d_projected.ptr,
                             .middle = d_middle.ptr,
-                            .expert_out = d_expert_out.ptr};
+                            .expert_out = d_expert_out.ptr,
+                            .clamped_swiglu = c.clamped ? &swiglu : nullptr};
   // Runs 0, 1: the unfused path; 2, 3: the decode fusions (where the plan and shapes allow them),
   // the arrival counts poisoned too (the route must zero them); 4 (T = 1): the fusions with the
   // token routed inside the expert GEMMs, which must also leave the route's arrays bitwise; 5, 6
@@ -391,7 +460,7 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
     routing_words = words.download();
   };
   for (int run = 0; run < 4; ++run) {
-    plan.fuse = run >= 2;
+    plan.fuse = run >= 2 || c.clamped;
     run_layer();
   }
   const bool fused = kernels::moe_experts_fused(w, plan);
@@ -450,8 +519,11 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
 
   // Reference: the device's BF16 roundings (gate_up / gate and up, the SiLU product, each
   // expert's output, the result), everything else in double.
-  const kernels::MoeRoutingRef ref = kernels::moe_route_ref(logits, T, c.experts, c.k, c.norm, 1);
+  const kernels::MoeRoutingRef ref = kernels::moe_route_ref(
+      logits, T, c.experts, c.k,
+      kernels::MoeScoring{.norm_topk_prob = c.norm, .top_k_first = c.top_k_first}, 1);
   const auto hf = to_floats(hidden), rf = to_floats(residual);
+  const auto gate_up_bias_f = to_floats(gate_up_bias), down_bias_f = to_floats(down_bias);
   std::vector<double> want(std::size_t(T * H)), got(want.size());
   parallel_for(T, [&](std::int64_t b, std::int64_t e) {
     std::vector<double> g(static_cast<std::size_t>(2 * I)), u(static_cast<std::size_t>(I)),
@@ -462,21 +534,32 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
       for (int j = 0; j < c.k; ++j) {
         const int ex = ref.expert[std::size_t(t * c.k + j)];
         const float* x = hf.data() + t * H;
-        if (c.fused) {
+        if (c.clamped) {  // cpu_ops clamped_swiglu_value on the device's roundings
+          gate_up->product(ex, x, g.data());
+          const float* bias = gate_up_bias_f.data() + std::size_t(ex) * 2 * I;
+          for (std::int64_t i = 0; i < I; ++i) {
+            const double gi = std::min(bf16_round(g[std::size_t(2 * i)] + bias[2 * i]), 7.0f);
+            const double ui =
+                std::clamp(bf16_round(g[std::size_t(2 * i + 1)] + bias[2 * i + 1]), -7.0f, 7.0f);
+            mid[std::size_t(i)] = bf16_round((ui + 1.0) * (gi / (1.0 + std::exp(-1.702 * gi))));
+          }
+        } else if (c.fused) {
           gate_up->product(ex, x, g.data());
           std::copy(g.begin() + I, g.end(), u.begin());
         } else {
           gate->product(ex, x, g.data());
           up->product(ex, x, u.data());
         }
-        for (std::int64_t i = 0; i < I; ++i) {
+        for (std::int64_t i = 0; i < I && !c.clamped; ++i) {
           const double gi = bf16_round(g[std::size_t(i)]), ui = bf16_round(u[std::size_t(i)]);
           mid[std::size_t(i)] = bf16_round(gi / (1.0 + std::exp(-gi)) * ui);
         }
         down.product(ex, mid.data(), y.data());
+        const float* bias = down_bias_f.data() + std::size_t(ex) * H;
         for (std::int64_t h = 0; h < H; ++h)
           acc[std::size_t(h)] +=
-              double(ref.weight[std::size_t(t * c.k + j)]) * bf16_round(y[std::size_t(h)]);
+              double(ref.weight[std::size_t(t * c.k + j)]) *
+              bf16_round(y[std::size_t(h)] + (c.clamped ? double(bias[h]) : 0.0));
       }
       for (std::int64_t h = 0; h < H; ++h)
         want[std::size_t(t * H + h)] = rf[std::size_t(t * H + h)] + acc[std::size_t(h)];
@@ -488,9 +571,14 @@ void check_layer(Results& results, std::mt19937_64& rng, const LayerCase& c) {
   // The fusions keep every rounding and summation order: the same bits as the unfused path.
   const bool fused_same = runs[2] == runs[0];
   char name[160], detail[200];
-  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s%s", (long long)T,
+  std::snprintf(name, sizeof name, "layer_T%lld_E%d_k%d_H%lld_I%lld_%s_%s%s%s%s", (long long)T,
                 c.experts, c.k, (long long)H, (long long)I, c.fused ? "fused" : "gate+up",
-                c.norm ? "norm" : "raw", c.kind == LogitKind::kOneExpert ? "_one_expert" : "");
+                c.top_k_first ? "topk_softmax"
+                : c.norm      ? "norm"
+                              : "raw",
+                c.kind == LogitKind::kOneExpert ? "_one_expert" : "",
+                c.format == W4A16Format::kMxfp4 ? "_mxfp4" : "",
+                c.clamped ? "_clamped_swiglu" : "");
   std::snprintf(detail, sizeof detail,
                 "rel %.3g, tile %d x %d rows, two runs %s, decode fusions %s: %s, fused router %s, "
                 "routed in the GEMMs %s, one launch %s",
@@ -543,17 +631,31 @@ int run(int argc, char** argv) {
       {64, 128, 8, true, 8, K::kTied},
       {65, 128, 8, true, 8, K::kTied},
       {8, 128, 8, false, 8, K::kOneExpert},
+      // gpt-oss's order (top k logits, then softmax over the k): 20b's 32 experts and 120b's 128,
+      // top 4, the one-block path (decode, the rank path and the warp path past 8192 pairs) and
+      // the three-launch path past 1024 routed rows, ties included
+      {1, 32, 4, false, 8, K::kRandom, true},
+      {1, 128, 4, false, 8, K::kTied, true},
+      {64, 128, 4, false, 8, K::kTied, true},
+      {100, 128, 4, false, 8, K::kRandom, true},
+      {2048, 32, 4, false, 64, K::kRandom, true},
+      {300, 32, 4, true, 16, K::kTied, true},
   };
   for (const RouteCase& c : routes) check_routing(results, rng, c);
   // The fused router: T up to kMoeRouterMaxTokens, H a multiple of 8 (not of 256: a lane's last
   // piece partial), E not a multiple of the 8 experts per block, E = 512 with k = 16, H past the
   // spread router's fetched-ahead pieces (6152: 769 pieces, the last round partial).
   const std::pair<RouteCase, std::int64_t> router_routes[] = {
-      {{1, 128, 8, true, 8, K::kRandom}, 2048},  {{4, 128, 8, true, 8, K::kRandom}, 2048},
-      {{8, 128, 8, true, 16, K::kRandom}, 2048}, {{3, 60, 4, false, 1, K::kRandom}, 136},
-      {{8, 512, 16, true, 8, K::kRandom}, 520},  {{1, 8, 2, true, 8, K::kRandom}, 8},
-      {{5, 1, 1, true, 8, K::kRandom}, 64},      {{7, 33, 3, true, 8, K::kRandom}, 4096},
+      {{1, 128, 8, true, 8, K::kRandom}, 2048},
+      {{4, 128, 8, true, 8, K::kRandom}, 2048},
+      {{8, 128, 8, true, 16, K::kRandom}, 2048},
+      {{3, 60, 4, false, 1, K::kRandom}, 136},
+      {{8, 512, 16, true, 8, K::kRandom}, 520},
+      {{1, 8, 2, true, 8, K::kRandom}, 8},
+      {{5, 1, 1, true, 8, K::kRandom}, 64},
+      {{7, 33, 3, true, 8, K::kRandom}, 4096},
       {{2, 128, 8, true, 8, K::kTied}, 6152},
+      {{1, 32, 4, false, 8, K::kRandom, true}, 2880},  // gpt-oss-20b's router (its bias: none here)
   };
   for (const auto& [c, hidden] : router_routes) check_router_route(results, rng, c, hidden);
 
@@ -576,6 +678,18 @@ int run(int argc, char** argv) {
       {1100, 16, 4, 256, 512, W4A16Tile::kM64, 64, K::kRandom},
       {1100, 16, 4, 256, 512, W4A16Tile::kSlice16, 16, K::kRandom},
   };
+  // MXFP4 experts (gpt-oss) in the planner's grouped forms: decode slices and the 64-row tile,
+  // gpt-oss-20b's gate_up [5760, 2880] and down [2880, 2880] with 32 experts, top 4, K a multiple
+  // of 32 but not of 64 (a padded k step)
+  for (const GroupedCase& c : std::initializer_list<GroupedCase>{
+           {1, 32, 4, 5760, 2880, W4A16Tile::kSlice16, 8, K::kRandom, W4A16Format::kMxfp4},
+           {1, 32, 4, 2880, 2880, W4A16Tile::kSlice16, 8, K::kRandom, W4A16Format::kMxfp4},
+           {5, 8, 2, 200, 224, W4A16Tile::kSlice16, 8, K::kTied, W4A16Format::kMxfp4},
+           {12, 8, 2, 300, 96, W4A16Tile::kSlice16, 16, K::kRandom, W4A16Format::kMxfp4},
+           {70, 8, 2, 300, 544, W4A16Tile::kM64, 64, K::kRandom, W4A16Format::kMxfp4},
+           {512, 32, 4, 5760, 2880, W4A16Tile::kM64, 64, K::kRandom, W4A16Format::kMxfp4},
+       })
+    grouped.push_back(c);
   if (!quick) {
     grouped.push_back({8, 128, 8, 1536, 2048, W4A16Tile::kSlice16, 16, K::kRandom});
     grouped.push_back({64, 128, 8, 2048, 768, W4A16Tile::kM64, 64, K::kRandom});
@@ -602,6 +716,26 @@ int run(int argc, char** argv) {
       // one token routed inside the expert GEMMs: tied logits, E = 512 with k = 16, H off 32
       {1, 64, 8, 256, 48, true, true, K::kTied},
       {1, 512, 16, 336, 80, true, false},
+      // gpt-oss's routing order through the layer: T = 1 routed inside the GEMMs, small batches
+      {1, 32, 4, 256, 128, true, false, K::kRandom, true},
+      {1, 32, 4, 256, 128, true, false, K::kTied, true},
+      {8, 32, 4, 256, 128, true, false, K::kRandom, true},
+      {300, 32, 4, 256, 128, true, false, K::kRandom, true},
+      // MXFP4 experts through the whole layer (fused gate_up, the decode fusions at T = 1 and 8,
+      // the 64-row tiles at 300), gpt-oss's routing
+      {1, 32, 4, 256, 128, true, false, K::kRandom, true, W4A16Format::kMxfp4},
+      {8, 32, 4, 320, 96, true, false, K::kRandom, true, W4A16Format::kMxfp4},
+      {300, 32, 4, 256, 128, true, false, K::kRandom, true, W4A16Format::kMxfp4},
+      {3, 8, 2, 256, 64, false, true, K::kRandom, false, W4A16Format::kMxfp4},
+      // gpt-oss's experts whole: MXFP4, interleaved gate_up, biases, the clamped SwiGLU, top k
+      // then softmax; T = 1 (routed in the GEMMs, one launch), 3 and 8 (the route launch, 8- and
+      // 16-row blocks); NVFP4 with the same activation once
+      {1, 32, 4, 256, 128, true, false, K::kRandom, true, W4A16Format::kMxfp4, true},
+      {3, 32, 4, 320, 96, true, false, K::kTied, true, W4A16Format::kMxfp4, true},
+      {8, 8, 4, 256, 64, true, false, K::kRandom, true, W4A16Format::kMxfp4, true},
+      {2, 8, 2, 256, 128, true, true, K::kRandom, false, W4A16Format::kNvfp4, true},
+      // and at a prefill size, whose kM64 plan does not fuse: the fusions with 16-row blocks
+      {300, 32, 4, 256, 128, true, false, K::kRandom, true, W4A16Format::kMxfp4, true},
   };
   if (!quick) {
     // Qwen3-30B-A3B's MoE layer at decode and small batches.

@@ -367,7 +367,8 @@ std::vector<double> reference_product_of(const nvfp4::QuantizedMatrix& q,
 }
 
 // The layout's dequantisation (w4a16_dequant.h) against its CPU reference, bit for bit: both
-// group orders, slices from a group boundary, shapes with padded rows and columns. One row past
+// group orders, slices from a group boundary, shapes with padded rows and columns, NVFP4 and
+// MXFP4 weights. One row past
 // the slice stays poisoned (nothing written outside it).
 void check_dequantize(Results& results, std::mt19937_64& rng) {
   struct Case {
@@ -376,31 +377,45 @@ void check_dequantize(Results& results, std::mt19937_64& rng) {
   const Case cases[] = {{1, 16, 0, 1},           {130, 1040, 0, 130}, {130, 1040, 128, 100},
                         {257, 208, 128, 128},    {300, 4112, 0, 256}, {1536, 2048, 256, 1000},
                         {4096, 14336, 3968, 128}};
+  // MXFP4 (gpt-oss's experts): random codes and E8M0 exponents over the whole range, so the
+  // decode's exponent placement meets both ends of the layout's [5, 138] and the zeroed blocks.
+  auto mxfp4_weight = [&](std::int64_t n, std::int64_t k, bool k_major) {
+    std::vector<std::uint8_t> packed(std::size_t(n * k / 2)), e8m0(std::size_t(n * k / 32));
+    std::uniform_int_distribution<int> byte(0, 255), exponent(0, 254);
+    for (auto& v : packed) v = std::uint8_t(byte(rng));
+    for (auto& v : e8m0) v = std::uint8_t(exponent(rng));
+    return nvfp4::repack_mxfp4_for_w4a16(packed, e8m0, n, k, k_major);
+  };
   for (const Case& c : cases) {
     const auto q = random_weight(rng, c.n, c.k);
-    for (bool k_major : {false, true}) {
-      const auto w =
-          nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor, k_major);
-      DeviceBuffer<std::uint8_t> tiles(w.tiles.size()), scales(w.scales.size());
-      tiles.upload(w.tiles);
-      scales.upload(w.scales);
-      const kernels::W4A16DeviceWeight dw{tiles.ptr,  scales.ptr,      w.n,    w.k, w.n_padded,
-                                          w.k_padded, w.global_factor, k_major};
-      const auto ref = nvfp4::w4a16_dequantize_rows(w, c.row_begin, c.rows);
-      DeviceBuffer<bf16_bits> out(ref.size() + std::size_t(c.k));  // + one guard row
-      out.poison();
-      NIBBLE_CUDA_CHECK(kernels::w4a16_dequantize(dw, c.row_begin, c.rows, out.ptr, nullptr));
-      NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto got = out.download();
-      std::size_t bad = 0, guard = 0;
-      for (std::size_t i = 0; i < ref.size(); ++i) bad += got[i] != ref[i];
-      for (std::size_t i = ref.size(); i < got.size(); ++i) guard += got[i] != 0xFFFF;
-      char detail[200];
-      std::snprintf(detail, sizeof detail,
-                    "[%lld x %lld] rows %lld + %lld%s: %zu of %zu differ, %zu guard writes",
-                    (long long)c.n, (long long)c.k, (long long)c.row_begin, (long long)c.rows,
-                    k_major ? " k-major" : "", bad, ref.size(), guard);
-      results.record(bad == 0 && guard == 0 && !ref.empty(), "dequantize", detail);
+    for (const bool mxfp4 : {false, true}) {
+      if (mxfp4 && c.k % 32 != 0) continue;
+      for (bool k_major : {false, true}) {
+        const auto w =
+            mxfp4 ? mxfp4_weight(c.n, c.k, k_major)
+                  : nvfp4::repack_for_w4a16(q.packed, q.scales, c.n, c.k, q.global_factor, k_major);
+        DeviceBuffer<std::uint8_t> tiles(w.tiles.size()), scales(w.scales.size());
+        tiles.upload(w.tiles);
+        scales.upload(w.scales);
+        const kernels::W4A16DeviceWeight dw{
+            tiles.ptr,  scales.ptr,      w.n,     w.k,     w.n_padded,
+            w.k_padded, w.global_factor, k_major, w.format};
+        const auto ref = nvfp4::w4a16_dequantize_rows(w, c.row_begin, c.rows);
+        DeviceBuffer<bf16_bits> out(ref.size() + std::size_t(c.k));  // + one guard row
+        out.poison();
+        NIBBLE_CUDA_CHECK(kernels::w4a16_dequantize(dw, c.row_begin, c.rows, out.ptr, nullptr));
+        NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto got = out.download();
+        std::size_t bad = 0, guard = 0;
+        for (std::size_t i = 0; i < ref.size(); ++i) bad += got[i] != ref[i];
+        for (std::size_t i = ref.size(); i < got.size(); ++i) guard += got[i] != 0xFFFF;
+        char detail[200];
+        std::snprintf(detail, sizeof detail,
+                      "%s[%lld x %lld] rows %lld + %lld%s: %zu of %zu differ, %zu guard writes",
+                      mxfp4 ? "MXFP4 " : "", (long long)c.n, (long long)c.k, (long long)c.row_begin,
+                      (long long)c.rows, k_major ? " k-major" : "", bad, ref.size(), guard);
+        results.record(bad == 0 && guard == 0 && !ref.empty(), "dequantize", detail);
+      }
     }
   }
   // A slice that does not start on a 128-row group is refused.

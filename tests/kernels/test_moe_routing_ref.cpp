@@ -47,27 +47,33 @@ class MoeRoutingRefVsEngine
 TEST_P(MoeRoutingRefVsEngine, SamePicksOrderAndWeights) {
   const auto [tokens, experts, k, norm] = GetParam();
   std::mt19937 rng(std::uint32_t(tokens * 131 + experts * 7 + k));
-  for (const int levels : {3, 1000}) {
-    const std::vector<float> logits = tied_logits(rng, tokens, experts, levels);
-    for (const int block_rows : {1, 8, 16, 64}) {
-      const MoeRoutingRef ref = moe_route_ref(logits, tokens, experts, k, norm, block_rows);
-      std::vector<float> copy = logits;
-      const backend::MoeRouting engine = backend::route_tokens(copy, tokens, experts, k, norm);
-      ASSERT_EQ(ref.offsets.size(), engine.offsets.size());
-      for (std::size_t e = 0; e < ref.offsets.size(); ++e)
-        ASSERT_EQ(ref.offsets[e], engine.offsets[e]) << "expert " << e;
-      EXPECT_EQ(ref.token, engine.token);
-      EXPECT_EQ(ref.source, engine.source);
-      for (std::size_t i = 0; i < ref.weight.size(); ++i) {
-        // The engine keeps weights in row order, the reference in (token, pick) order.
-        EXPECT_EQ(ref.weight[i], engine.weight[std::size_t(ref.source[i])]) << i;
-        EXPECT_EQ(ref.token[std::size_t(ref.source[i])], std::int32_t(i / std::size_t(k)));
+  // top_k_first: gpt-oss's order (top k logits, then a softmax over them), norm ignored.
+  for (const int levels : {3, 1000})
+    for (const bool top_k_first : {false, true}) {
+      const std::vector<float> logits = tied_logits(rng, tokens, experts, levels);
+      for (const int block_rows : {1, 8, 16, 64}) {
+        const MoeRoutingRef ref = moe_route_ref(
+            logits, tokens, experts, k,
+            MoeScoring{.norm_topk_prob = norm, .top_k_first = top_k_first}, block_rows);
+        std::vector<float> copy = logits;
+        const backend::MoeRouting engine = backend::route_tokens(
+            copy, tokens, experts, k, norm,
+            top_k_first ? model::MoeRouting::kTopKSoftmax : model::MoeRouting::kSoftmaxTopK);
+        ASSERT_EQ(ref.offsets.size(), engine.offsets.size());
+        for (std::size_t e = 0; e < ref.offsets.size(); ++e)
+          ASSERT_EQ(ref.offsets[e], engine.offsets[e]) << "expert " << e;
+        EXPECT_EQ(ref.token, engine.token);
+        EXPECT_EQ(ref.source, engine.source);
+        for (std::size_t i = 0; i < ref.weight.size(); ++i) {
+          // The engine keeps weights in row order, the reference in (token, pick) order.
+          EXPECT_EQ(ref.weight[i], engine.weight[std::size_t(ref.source[i])]) << i;
+          EXPECT_EQ(ref.token[std::size_t(ref.source[i])], std::int32_t(i / std::size_t(k)));
+        }
+        EXPECT_EQ(std::int64_t(ref.blocks.size()),
+                  moe_max_row_blocks(tokens * k, experts, block_rows));
+        expect_blocks_cover(ref, experts, block_rows);
       }
-      EXPECT_EQ(std::int64_t(ref.blocks.size()),
-                moe_max_row_blocks(tokens * k, experts, block_rows));
-      expect_blocks_cover(ref, experts, block_rows);
     }
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -75,7 +81,26 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::make_tuple(1, 8, 2, true), std::make_tuple(1, 128, 8, true),
                       std::make_tuple(7, 8, 8, true), std::make_tuple(33, 64, 6, false),
                       std::make_tuple(300, 128, 8, true), std::make_tuple(5, 512, 16, true),
-                      std::make_tuple(1000, 60, 4, false)));
+                      std::make_tuple(1000, 60, 4, false), std::make_tuple(1, 32, 4, false),
+                      std::make_tuple(64, 128, 4, false)));  // gpt-oss-20b's and 120b's routers
+
+// gpt-oss's order by hand: the top k logits (ties to the lower id), then a softmax over those k
+// only, whatever the other logits are; the weights sum to 1 without norm_topk_prob.
+TEST(MoeRoutingRef, TopKFirstSoftmaxesOverThePicksOnly) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -50.0f, 0.0f, 2.0f, 1.0f};
+  const MoeRoutingRef r =
+      moe_route_ref(logits, 2, 4, 2, MoeScoring{.norm_topk_prob = false, .top_k_first = true}, 1);
+  EXPECT_EQ(r.expert, (std::vector<std::int32_t>{1, 3, 2, 3}));
+  EXPECT_EQ(r.weight[0], 0.5f);
+  EXPECT_EQ(r.weight[1], 0.5f);
+  // exp(0) / (exp(0) + exp(-1)) and exp(-1) / (...): the -50 logit plays no part.
+  EXPECT_FLOAT_EQ(r.weight[2], float(1.0 / (1.0 + std::exp(-1.0))));
+  EXPECT_FLOAT_EQ(r.weight[3], float(std::exp(-1.0) / (1.0 + std::exp(-1.0))));
+  // Softmax first over the same row gives other weights (the -50 and 0 logits count).
+  const MoeRoutingRef soft = moe_route_ref(logits, 2, 4, 2, false, 1);
+  EXPECT_EQ(soft.expert, r.expert);
+  EXPECT_LT(soft.weight[2], r.weight[2]);
+}
 
 TEST(MoeRoutingRef, TiesGoToTheLowerExpertAndTheBoundHoldsWhenEveryTokenPicksOneExpert) {
   // Every token: expert 3 first (the largest logit), then the four-way tie 0, 1, 2, 4 -> 0.
@@ -106,6 +131,26 @@ TEST(MoeRowBlocks, BoundIsTheSmallerOfRowsAndBlocksPlusExperts) {
   EXPECT_EQ(moe_max_row_blocks(64, 8, 16), 12);   // 4 + 8
   EXPECT_EQ(moe_max_row_blocks(4096, 128, 64), 192);
   EXPECT_EQ(moe_max_row_blocks(0, 128, 8), 0);
+}
+
+// The router's bias (gpt-oss) is one FP32 add after the sum: the logits without it, plus it.
+TEST(MoeRouterLogitsRef, BiasIsAddedAfterTheSum) {
+  std::mt19937 rng(40);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t tokens = 2;
+  const int hidden = 2880, experts = 32;
+  std::vector<std::uint16_t> x(std::size_t(tokens * hidden)), w(std::size_t(experts * hidden)),
+      bias(static_cast<std::size_t>(experts));
+  for (auto& v : x) v = nvfp4::float_to_bf16(normal(rng));
+  for (auto& v : w) v = nvfp4::float_to_bf16(normal(rng) / std::sqrt(float(hidden)));
+  for (auto& v : bias) v = nvfp4::float_to_bf16(normal(rng));
+  const std::vector<float> plain = moe_router_logits_ref(x, w, tokens, hidden, experts);
+  const std::vector<float> biased = moe_router_logits_ref(x, w, tokens, hidden, experts, bias);
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (int e = 0; e < experts; ++e) {
+      const std::size_t i = std::size_t(t * experts + e);
+      EXPECT_EQ(biased[i], plain[i] + nvfp4::bf16_to_float(bias[std::size_t(e)])) << i;
+    }
 }
 
 // moe_router_logits_ref: FP32 sums of BF16 products within 1e-5 of the double dot product, for

@@ -103,7 +103,7 @@ inline kernels::W4A16DeviceWeight upload_w4a16(const nvfp4::W4A16Weight& w,
   allocations.push_back(scales);
   CHECK_CUDA(cudaMemcpy(tiles, w.tiles.data(), w.tiles.size(), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(scales, w.scales.data(), w.scales.size(), cudaMemcpyHostToDevice));
-  return {tiles, scales, w.n, w.k, w.n_padded, w.k_padded, w.global_factor, w.k_major};
+  return {tiles, scales, w.n, w.k, w.n_padded, w.k_padded, w.global_factor, w.k_major, w.format};
 }
 
 }  // namespace nibble::bench

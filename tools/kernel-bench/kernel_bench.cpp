@@ -14,7 +14,7 @@
 // Last, when all four Llama layers are selected: the set chained as a decode step runs it
 // (layer_chain.h) at M = 1, 4, 8, 16, 64 (those --ms keeps). Usage: nibble-kernel-bench [--reps N]
 // [--csv FILE] [--sweep-splits] [--layers a,b] [--ms 1,16]
-//                            [--profile] [--tiles-overlap] [--moe]
+//                            [--profile] [--tiles-overlap] [--moe] [--moe-gptoss]
 //                            [--no-wgmma] [--no-wgmma-cluster] [--no-short-k]
 // --sweep-splits also times, for each split-K count, the 8-row tile at M = 1 and 8, the swapped
 // and wide 16-row tiles at M = 16, the 16- and 64-row tiles at M = 64, the 64- and 128-row
@@ -96,7 +96,7 @@ std::int64_t dense_min_rows() {
 
 const char* const kUsage =
     "usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b]\n"
-    "                           [--ms 1,16] [--profile] [--tiles-overlap] [--moe]\n"
+    "                           [--ms 1,16] [--profile] [--tiles-overlap] [--moe | --moe-gptoss]\n"
     "                           [--no-wgmma] [--no-wgmma-cluster] [--no-short-k]\n"
     "\n"
     "NVFP4 linear kernels against the device's copy bandwidth and cuBLAS BF16, on the first CUDA\n"
@@ -110,6 +110,7 @@ const char* const kUsage =
     "  --profile            launch each variant once, eagerly, timing nothing (Nsight Compute)\n"
     "  --tiles-overlap      time forced tiles with programmatic dependent launch\n"
     "  --moe                only the grouped MoE expert GEMMs and the device MoE layer\n"
+    "  --moe-gptoss         the same at gpt-oss-20b's MXFP4 experts (E 32, k 4, 2880 x 2880)\n"
     "  --no-wgmma, --no-wgmma-cluster, --no-short-k\n"
     "                       turn the planner's LinearOptions off, for A/B runs\n";
 
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
   nibble::kernels::w4a16_enable_dev_tiles();  // the forced kGemv columns
   int reps = 15;
   const char* csv_path = nullptr;
-  bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;
+  bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false,
+       moe_gptoss = false;
   std::vector<std::string> layer_filter, m_filter;
   nibble::kernels::LinearOptions linear_options;
   for (int i = 1; i < argc; ++i) {
@@ -139,6 +141,8 @@ int main(int argc, char** argv) {
       tiles_overlap = true;
     } else if (!std::strcmp(argv[i], "--moe")) {
       moe_only = true;
+    } else if (!std::strcmp(argv[i], "--moe-gptoss")) {
+      moe_only = moe_gptoss = true;
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
     } else if (!std::strcmp(argv[i], "--no-wgmma")) {
@@ -195,7 +199,9 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::printf("copy bandwidth (read+write): %.0f GB/s\n\n", copy_gbs);
   if (moe_only) {
-    nibble::bench::bench_moe_grouped(reps, copy_gbs, stream);
+    nibble::bench::bench_moe_grouped(
+        reps, copy_gbs, stream,
+        moe_gptoss ? nibble::bench::kGptOss20bMoeBench : nibble::bench::kQwen3MoeBench);
     return 0;
   }
 

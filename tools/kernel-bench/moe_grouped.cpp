@@ -18,8 +18,7 @@
 namespace nibble::bench {
 namespace {
 
-constexpr int kExperts = 128, kTopK = 8, kCopies = 2, kRoutings = 20;
-constexpr std::int64_t kHidden = 2048, kInter = 768;
+constexpr int kCopies = 2, kRoutings = 20;
 
 template <class T>
 T* device_alloc(std::size_t count, std::vector<void*>& allocations) {
@@ -32,23 +31,36 @@ T* device_alloc(std::size_t count, std::vector<void*>& allocations) {
 // Two copies of every expert's gate_up and down, as device tables.
 struct ExpertCopies {
   std::array<kernels::MoeExpertWeights, kCopies> weights;
-  double bytes_per_expert = 0;  // NVFP4 codes + scales of gate_up and down, unpadded
+  double bytes_per_expert = 0;  // codes + scale bytes streamed (one per 16 values), unpadded
 };
 
-ExpertCopies make_experts(std::mt19937_64& rng, std::vector<void*>& allocations) {
+// An expert weight [n, k] in the W4A16 layout: NVFP4, or MXFP4 as gpt-oss ships it (random codes,
+// E8M0 exponents 2^-6 .. 2^-3).
+nvfp4::W4A16Weight random_expert(std::int64_t n, std::int64_t k, bool mxfp4, std::mt19937_64& rng) {
+  if (!mxfp4) {
+    const RandomNvfp4 w = random_nvfp4(n, k, rng);
+    return nvfp4::repack_for_w4a16(w.packed, w.scales, n, k, 1e-2f);
+  }
+  std::vector<std::uint8_t> packed(std::size_t(n * k / 2)), e8m0(std::size_t(n * k / 32));
+  std::uniform_int_distribution<int> byte(0, 255), exponent(121, 124);
+  for (auto& b : packed) b = std::uint8_t(byte(rng));
+  for (auto& e : e8m0) e = std::uint8_t(exponent(rng));
+  return nvfp4::repack_mxfp4_for_w4a16(packed, e8m0, n, k);
+}
+
+ExpertCopies make_experts(const MoeBenchShape& shape, std::mt19937_64& rng,
+                          std::vector<void*>& allocations) {
   ExpertCopies c;
+  const std::int64_t kHidden = shape.hidden, kInter = shape.inter;
   std::array<std::vector<kernels::W4A16DeviceWeight>, kCopies> gate_up, down;
-  for (int e = 0; e < kExperts; ++e) {
-    const RandomNvfp4 gu = random_nvfp4(2 * kInter, kHidden, rng);
-    const RandomNvfp4 dn = random_nvfp4(kHidden, kInter, rng);
-    const auto gu_r = nvfp4::repack_for_w4a16(gu.packed, gu.scales, 2 * kInter, kHidden, 1e-2f);
-    const auto dn_r = nvfp4::repack_for_w4a16(dn.packed, dn.scales, kHidden, kInter, 1e-2f);
+  for (int e = 0; e < shape.experts; ++e) {
+    const auto gu_r = random_expert(2 * kInter, kHidden, shape.gpt_oss, rng);
+    const auto dn_r = random_expert(kHidden, kInter, shape.gpt_oss, rng);
     for (int copy = 0; copy < kCopies; ++copy) {
       gate_up[std::size_t(copy)].push_back(upload_w4a16(gu_r, allocations));
       down[std::size_t(copy)].push_back(upload_w4a16(dn_r, allocations));
     }
-    c.bytes_per_expert =
-        double(gu.packed.size() + gu.scales.size() + dn.packed.size() + dn.scales.size());
+    c.bytes_per_expert = double(3 * kInter * kHidden) * (0.5 + 1.0 / 16);
   }
   for (int copy = 0; copy < kCopies; ++copy) {
     auto table = [&](const std::vector<kernels::W4A16DeviceWeight>& host) {
@@ -68,8 +80,12 @@ ExpertCopies make_experts(std::mt19937_64& rng, std::vector<void*>& allocations)
 // route.
 // kRouterCopies router copies (100 MB, past the L2) rotate over kRouterCalls calls a graph, so
 // the weights come from DRAM as in a decode step.
-void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std::mt19937_64& rng) {
+void bench_moe_router(const MoeBenchShape& shape, int reps, cudaStream_t stream,
+                      cublasHandle_t cublas, std::mt19937_64& rng) {
   constexpr int kRouterCopies = 200, kRouterCalls = 200;
+  const int kExperts = shape.experts, kTopK = shape.k;
+  const std::int64_t kHidden = shape.hidden;
+  const kernels::MoeScoring scoring{!shape.gpt_oss, shape.gpt_oss};
   std::vector<void*> local;
   std::vector<std::uint16_t*> routers;
   for (int i = 0; i < kRouterCopies; ++i) {
@@ -103,7 +119,7 @@ void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std:
                                 CUDA_R_32F, kExperts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     };
     auto route = [&](int, cudaStream_t s) {
-      CHECK_CUDA(kernels::moe_route(logits, T, kExperts, kTopK, true, block_rows, r, s));
+      CHECK_CUDA(kernels::moe_route(logits, T, kExperts, kTopK, scoring, block_rows, r, s));
     };
     const double cublas_us = median_us(reps, stream, cublas_router, kRouterCalls);
     const double route_us = median_us(reps, stream, route, kRouterCalls);
@@ -118,7 +134,7 @@ void bench_moe_router(int reps, cudaStream_t stream, cublasHandle_t cublas, std:
         reps, stream,
         [&](int i, cudaStream_t s) {
           CHECK_CUDA(kernels::moe_router_route(x, routers[std::size_t(i % kRouterCopies)], T,
-                                               int(kHidden), kExperts, kTopK, true, block_rows,
+                                               int(kHidden), kExperts, kTopK, scoring, block_rows,
                                                logits, r, s));
         },
         kRouterCalls);
@@ -166,16 +182,30 @@ void print_one_launch_timeline() {
 
 }  // namespace
 
-void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
+void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream, const MoeBenchShape& shape) {
+  const int kExperts = shape.experts, kTopK = shape.k;
+  const std::int64_t kHidden = shape.hidden, kInter = shape.inter;
+  const kernels::MoeScoring scoring{!shape.gpt_oss, shape.gpt_oss};
   std::mt19937_64 rng(2026);
   std::vector<void*> allocations;
   cublasHandle_t cublas;
   CHECK_CUBLAS(cublasCreate(&cublas));
-  const ExpertCopies experts = make_experts(rng, allocations);
+  const ExpertCopies experts = make_experts(shape, rng, allocations);
+  // gpt-oss: every expert's gate_up and down biases (BF16), the clamped SwiGLU's constants.
+  auto* gate_up_bias = device_alloc<std::uint16_t>(std::size_t(kExperts * 2 * kInter), allocations);
+  auto* down_bias = device_alloc<std::uint16_t>(std::size_t(kExperts * kHidden), allocations);
+  fill_random_bf16(gate_up_bias, std::size_t(kExperts * 2 * kInter), rng);
+  fill_random_bf16(down_bias, std::size_t(kExperts * kHidden), rng);
+  const kernels::W4A16ClampedSwiglu swiglu{gate_up_bias, down_bias, 1.702f, 7.0f};
   std::printf(
-      "MoE experts, Qwen3-30B-A3B shapes (E %d, k %d, hidden %lld, moe_intermediate %lld), "
+      "MoE experts, %s shapes (E %d, k %d, hidden %lld, moe_intermediate %lld), "
       "%.2f MB per expert; every call another routing and copy\n",
-      kExperts, kTopK, (long long)kHidden, (long long)kInter, experts.bytes_per_expert / 1e6);
+      shape.name, kExperts, kTopK, (long long)kHidden, (long long)kInter,
+      experts.bytes_per_expert / 1e6);
+  if (shape.gpt_oss)
+    std::printf(
+        "gpt-oss: MXFP4 experts, top k then softmax, biases and the clamped SwiGLU; layer: 0 (the\n"
+        "  unfused path refuses the clamped SwiGLU), the fused columns where the plan fuses\n");
   std::printf(
       "unfused: gate_up, down = the grouped GEMMs alone; layer = route, gather, gate_up, SiLU,\n"
       "  down, combine (from router logits)\n"
@@ -204,13 +234,13 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
       std::vector<float> host(std::size_t(T * kExperts));
       for (auto& v : host) v = normal(rng);
       const kernels::MoeRoutingRef ref =
-          kernels::moe_route_ref(host, T, kExperts, kTopK, true, plan.block_rows);
+          kernels::moe_route_ref(host, T, kExperts, kTopK, scoring, plan.block_rows);
       active += double(std::set<std::int32_t>(ref.expert.begin(), ref.expert.end()).size());
       logits.push_back(device_alloc<float>(host.size(), local));
       CHECK_CUDA(cudaMemcpy(logits.back(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
       words.push_back(device_alloc<std::int32_t>(routing_words, local));
       CHECK_CUDA(kernels::moe_route(
-          logits.back(), T, kExperts, kTopK, true, plan.block_rows,
+          logits.back(), T, kExperts, kTopK, scoring, plan.block_rows,
           kernels::moe_routing_views(words.back(), T, kExperts, kTopK, plan.block_rows), stream));
     }
     active /= kRoutings;
@@ -248,7 +278,7 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
         device_alloc<std::int32_t>(std::size_t(kernels::moe_arrival_words(T, kHidden)), local);
     const double route_us = median_us(reps, stream, [&](int i, cudaStream_t s) {
       CHECK_CUDA(kernels::moe_route(
-          logits[std::size_t(i % kRoutings)], T, kExperts, kTopK, true, plan.block_rows,
+          logits[std::size_t(i % kRoutings)], T, kExperts, kTopK, scoring, plan.block_rows,
           kernels::moe_routing_views(layer_words, T, kExperts, kTopK, plan.block_rows), s));
     });
     const bool can_fuse = kernels::moe_experts_fused(experts.weights[0], plan);
@@ -258,7 +288,7 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
               words[std::size_t(i % kRoutings)], T, kExperts, kTopK, plan.block_rows);
           CHECK_CUDA(kernels::w4a16_grouped_gate_up_silu(
               hidden, r.token, experts.weights[std::size_t(i % kCopies)].gate_up, r.blocks,
-              max_blocks, plan.block_rows, middle, s));
+              max_blocks, plan.block_rows, middle, s, true, shape.gpt_oss ? &swiglu : nullptr));
         });
     // A BF16 router [E, H] for the fused router + route (the logits it writes go to a scratch).
     auto* router = device_alloc<std::uint16_t>(std::size_t(kExperts * kHidden), local);
@@ -267,6 +297,7 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     const bool can_route_in_gemm = plan.route_in_gemm;
     auto layer = [&](bool fuse, bool fuse_router = false, bool route_in_gemm = false,
                      bool one_launch = false) {
+      if (shape.gpt_oss && !fuse) return 0.0;  // the unfused path has no clamped SwiGLU
       plan.route_in_gemm = route_in_gemm;
       plan.one_launch = one_launch;
       plan.fuse = fuse;
@@ -282,12 +313,15 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
             .experts = kExperts,
             .k = kTopK,
             .hidden_size = int(kHidden),
+            .norm_topk_prob = !shape.gpt_oss,
+            .top_k_first = shape.gpt_oss,
             .routing_words = layer_words,
             .routed = routed_x,
             .arrivals = arrivals,
             .projected = projected,
             .middle = middle,
-            .expert_out = expert_out};
+            .expert_out = expert_out,
+            .clamped_swiglu = shape.gpt_oss ? &swiglu : nullptr};
         CHECK_CUDA(kernels::moe_experts(experts.weights[std::size_t(i % kCopies)], a, plan, s));
       });
     };
@@ -330,7 +364,7 @@ void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream) {
     for (void* p : local) CHECK_CUDA(cudaFree(p));
   }
   for (void* p : allocations) CHECK_CUDA(cudaFree(p));
-  bench_moe_router(reps, stream, cublas, rng);
+  bench_moe_router(shape, reps, stream, cublas, rng);
   CHECK_CUBLAS(cublasDestroy(cublas));
 }
 

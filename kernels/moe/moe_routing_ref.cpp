@@ -6,22 +6,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/softmax_ref.h"
+
 namespace nibble::kernels {
-
-namespace {
-
-// The engine's softmax (engine/backend/cpu/cpu_ops.cpp): exp in float, the sum in double.
-void softmax(std::span<float> x) {
-  const float max = *std::max_element(x.begin(), x.end());
-  double sum = 0.0;
-  for (auto& v : x) {
-    v = std::exp(v - max);
-    sum += v;
-  }
-  for (auto& v : x) v = float(v / sum);
-}
-
-}  // namespace
 
 MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, int experts, int k,
                             MoeScoring scoring, int block_rows) {
@@ -34,7 +21,7 @@ MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, 
   for (std::size_t t = 0; t < T; ++t) {
     const std::span<const float> row = logits.subspan(t * E, E);
     std::copy(row.begin(), row.end(), p.begin());
-    if (!scoring.top_k_first) softmax(p);
+    if (!scoring.top_k_first) softmax_ref(p);
     std::iota(order.begin(), order.end(), std::size_t(0));
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return p[a] > p[b]; });
     const std::span<float> picked = std::span(r.weight).subspan(t * K, K);
@@ -43,7 +30,7 @@ MoeRoutingRef moe_route_ref(std::span<const float> logits, std::int64_t tokens, 
       picked[j] = p[order[j]];
     }
     if (scoring.top_k_first) {
-      softmax(picked);
+      softmax_ref(picked);
     } else if (scoring.norm_topk_prob) {
       float sum = 0.0f;
       for (float v : picked) sum += v;

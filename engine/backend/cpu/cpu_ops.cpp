@@ -6,6 +6,7 @@
 
 #include "engine/model/mxfp4.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
+#include "kernels/softmax_ref.h"
 
 namespace nibble::backend::cpu {
 namespace {
@@ -173,13 +174,7 @@ float clamped_swiglu_value(float gate, float up, float alpha, float limit) {
 }
 
 void softmax(std::span<float> x) {
-  const float m = *std::max_element(x.begin(), x.end());
-  double sum = 0.0;
-  for (auto& v : x) {
-    v = std::exp(v - m);
-    sum += v;
-  }
-  for (auto& v : x) v = float(v / sum);
+  kernels::softmax_ref(x);
 }
 
 }  // namespace nibble::backend::cpu

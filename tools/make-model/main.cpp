@@ -42,7 +42,7 @@ Writes a Hugging Face-layout model with deterministic random weights (same seed,
   --arch       llama | qwen3 | qwen3_moe | gpt_oss | qwen3_next
   --preset     tiny | small | llama-3.1-8b | qwen3-8b | qwen3-30b-a3b (gpt_oss: tiny |
                gpt-oss-20b | gpt-oss-120b; qwen3_next: tiny | tiny-interval2 |
-               qwen3-next-80b-a3b)
+               qwen3-next-80b-a3b | qwen3-next-80b-a3b-16l, its first 16 layers)
   --seed N     random seed (default 0)
   --dtype      bf16 | nvfp4 | mxfp4 (default bf16; gpt_oss: mxfp4, as shipped); nvfp4
                quantizes every attention/MLP/expert projection and keeps embeddings, lm_head,

@@ -210,8 +210,14 @@ ordered_json qwen3_next_preset(const std::string& preset) {
   if (preset == "qwen3-next-80b-a3b")
     return qwen3_next_config(
         {{2048, 5120, 48, 16, 2, 256, false, 512, 10, 512}, 512, 16, 32, 128, 128, 4}, 262144);
+  // The first 16 of its 48 layers (12 linear, 4 full attention): the cut a transformers BF16 peer
+  // can hold on one 80 GB GPU (issue 39's peer comparison).
+  if (preset == "qwen3-next-80b-a3b-16l")
+    return qwen3_next_config(
+        {{2048, 5120, 16, 16, 2, 256, false, 512, 10, 512}, 512, 16, 32, 128, 128, 4}, 262144);
   throw PresetError(
-      "--arch qwen3_next takes --preset tiny, tiny-interval2 or qwen3-next-80b-a3b, got '" +
+      "--arch qwen3_next takes --preset tiny, tiny-interval2, qwen3-next-80b-a3b or "
+      "qwen3-next-80b-a3b-16l, got '" +
       preset + "'");
 }
 

@@ -6,9 +6,18 @@
 // later chunks, decodes) against each sequence alone, a state slot reused from position 0, decode
 // graphs against eager steps, and the refusal of speculative verify steps. Fresh random prompts
 // each run (the seed is printed; NIBBLE_TEST_SEED reruns it).
-// Tolerances as test_cuda_backend's: BF16 activations through a few layers land near 1e-2 of the
-// FP32 logits (docs/performance.md, "Method": BF16 operands 1e-3..1e-2 per operation); the GPU
-// against itself (chunks, batches, graphs) within 1e-2, a reused slot within 1e-5 of a fresh one.
+// Tolerances: BF16 activations through a few layers land near 1e-2 of the FP32 logits
+// (docs/performance.md, "Method": BF16 operands 1e-3..1e-2 per operation), and Gated DeltaNet
+// layers amplify that rounding more than attention layers do (the gated RMSNorm renormalises the
+// delta rule's output). Measured on an H100 (2026-12-07, models cut to 1..4 layers of one kind,
+// 150-token prompts): linear-attention-only models 0.7% -> 3.3% relative L2 from 1 to 4 layers,
+// attention-only 0.5% -> 0.9%, while the kernels each match their references to 2.1e-3
+// (test_gated_deltanet_gpu, test_qwen3_next_layer_ops_gpu); on the CPU alone, rounding just the
+// linear-attention layers' weights and activations (normed input, qkvz, ba, mixer output) to BF16
+// moves the logits 0.43% -> 1.6% over 4 such layers. So against the CPU: the median of a test's
+// rows within 2.5e-2 and, where every expert is active, the worst within 6e-2 (a wrong piece
+// gives errors near 1); the GPU against itself (chunks, batches, graphs) within 1e-2, a reused
+// slot within 1e-5 of a fresh one.
 // Exits 77 (ctest: skipped) without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,6 +28,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
@@ -35,8 +45,9 @@ using ::testing::HasSubstr;
 
 std::uint64_t g_seed = 0;
 
-constexpr double kLogitTolerance = 2.5e-2;  // CUDA (BF16 activations) against the CPU (FP32)
-constexpr double kSelfTolerance = 1e-2;     // CUDA against CUDA along another path
+constexpr double kLogitTolerance = 2.5e-2;   // CUDA (BF16 activations) against the CPU (FP32)
+constexpr double kWorstRowTolerance = 6e-2;  // the same, the worst row with every expert active
+constexpr double kSelfTolerance = 1e-2;      // CUDA against CUDA along another path
 
 double relative_l2(std::span<const float> got, std::span<const float> want) {
   double diff = 0, ref = 0;
@@ -112,19 +123,32 @@ std::vector<std::vector<std::int32_t>> split(const std::vector<std::int32_t>& p,
   return chunks;
 }
 
-// Relative errors of a test's logits. With every expert active each must be within the
-// tolerance; with top-k routing the median (a near tie of the k-th and the next expert's scores
-// now and then picks another expert on the GPU than on the CPU: test_cuda_backend's Errors).
+// Relative errors of a test's logits: the median within the tolerance and, with every expert
+// active, the worst within kWorstRowTolerance (with top-k routing a near tie of the k-th and the
+// next expert's scores now and then picks another expert on the GPU than on the CPU:
+// test_cuda_backend's Errors). Against itself (kSelfTolerance) every row.
 struct Errors {
   std::vector<double> all;
   void add(double e) { all.push_back(e); }
-  void check(const Case& p, const char* what, double tolerance = kLogitTolerance) {
+  // Against the CPU.
+  void check(const Case& p, const char* what) {
+    const auto [median, worst] = summary(what);
+    EXPECT_LT(median, kLogitTolerance) << what;
+    if (p.top_k == 0) {
+      EXPECT_LT(worst, kWorstRowTolerance) << what;
+    }
+  }
+  // Against the GPU along another path.
+  void check_self(const char* what) { EXPECT_LT(summary(what).second, kSelfTolerance) << what; }
+
+ private:
+  std::pair<double, double> summary(const char* what) const {
     std::vector<double> sorted = all;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted[sorted.size() / 2], worst = sorted.back();
     std::printf("  %s: relative L2 of logits: median %.3g, worst %.3g over %zu\n", what, median,
                 worst, sorted.size());
-    EXPECT_LT(p.top_k > 0 ? median : worst, tolerance) << what;
+    return {median, worst};
   }
 };
 
@@ -175,7 +199,7 @@ TEST_P(CudaQwen3Next, PrefillInChunksEqualsOneChunk) {
     self.add(relative_l2(chunked, gpu_whole));
   }
   errors.check(p, "70 tokens in chunks against the CPU in one");
-  self.check(p, "70 tokens in chunks against one chunk", kSelfTolerance);
+  self.check_self("70 tokens in chunks against one chunk");
 }
 
 // Three sequences in one step of a shared cache, each in its own state slot: a first chunk, a
@@ -214,7 +238,7 @@ TEST_P(CudaQwen3Next, ABatchOfMixedSequencesEqualsEachAlone) {
     self.add(relative_l2(*got, nibble::testing::logits_after_chunks(*b.gpu, {*tokens}, 128)));
   }
   errors.check(p, "3 sequences batched against the CPU alone");
-  self.check(p, "3 sequences batched against each alone", kSelfTolerance);
+  self.check_self("3 sequences batched against each alone");
 }
 
 // A slot that held another sequence starts from zeros at position 0 (a new sequence in a freed

@@ -161,8 +161,8 @@ void check_partial_rope(gpu_test::Results& results, std::mt19937_64& rng, int D)
 void check_sigmoid_gate_heads(gpu_test::Results& results, std::mt19937_64& rng) {
   constexpr int T = 7, H = 4, D = 96;
   const auto y = random_bf16(rng, std::size_t(T) * H * D, 1.0f);
-  const auto qg = random_bf16(rng, std::size_t(T) * H * 2 * D + 64, 2.0f);  // + k, v after
-  const std::int64_t stride = std::int64_t(H) * 2 * D + 64;
+  const std::int64_t stride = std::int64_t(H) * 2 * D + 64;  // each row's q and gates, + k, v
+  const auto qg = random_bf16(rng, std::size_t(T * stride), 2.0f);
   DeviceArray<std::uint16_t> dy(y.size()), dg(qg.size());
   dy.upload(y);
   dg.upload(qg);

@@ -32,6 +32,8 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/greedy_decode.h"
+#include "engine/backend/sampled_decode.h"
 #include "engine/model/quantize_on_load.h"
 #include "tests/backend/chunk_logits.h"
 #include "tests/backend/cuda_test_main.h"
@@ -330,6 +332,18 @@ TEST(CudaQwen3NextGraphs, DecodeGraphsMatchEagerSteps) {
   EXPECT_LT(worst, 1e-3);
   EXPECT_GE(graphs->decode_graph_replays(), 4u);
   EXPECT_EQ(eager->decode_graph_replays(), 0u);
+}
+
+// generate --sample-on-device's loop (greedy_decode_on_device, the served pick) gives a hybrid
+// model's sequence its state slot: the tokens of greedy_decode's host pick on the same backend.
+TEST(CudaQwen3NextState, DeviceGreedyDecodeMatchesTheHostPick) {
+  auto gpu = make_cuda_backend(make_weights(Case{4, 256, true}));
+  const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+  const auto host = greedy_decode(*gpu, prompt, 12, 1);
+  const auto device = greedy_decode_on_device(*gpu, prompt, 12, 1);
+  ASSERT_EQ(device.steps.size(), host.steps.size());
+  for (std::size_t i = 0; i < host.steps.size(); ++i)
+    EXPECT_EQ(device.steps[i].token, host.steps[i].token) << "step " << i;
 }
 
 // The state slots are the CPU backend's size, and the KV cache counts attention layers only.

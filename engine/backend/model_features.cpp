@@ -7,12 +7,8 @@ namespace nibble::backend {
 std::vector<std::string> features_beyond_baseline(const model::ModelWeights& model,
                                                   const model::ModelDescription& description) {
   bool o_bias = false, sinks = false, window = false, topk_softmax = false, router_bias = false,
-       expert_bias = false, clamped = false, fused = false, zero_centred = false, deltanet = false,
-       output_gate = false, shared_expert = false;
+       expert_bias = false, clamped = false, fused = false;
   for (const model::LayerSpec& l : description.layers) {
-    zero_centred |= l.norm != model::NormKind::kRms;
-    deltanet |= l.mixer == model::MixerKind::kGatedDeltaNet;
-    output_gate |= l.attention.output_gate;
     o_bias |= l.attention.o_bias;
     sinks |= l.attention.sinks;
     window |= l.attention.sliding_window > 0;
@@ -23,7 +19,6 @@ std::vector<std::string> features_beyond_baseline(const model::ModelWeights& mod
     expert_bias |= m.expert_bias;
     clamped |= m.activation != model::ExpertActivation::kSwiGlu;
     fused |= m.layout != model::ExpertLayout::kPerExpert;
-    shared_expert |= m.shared_expert_intermediate_size > 0;
   }
   bool mxfp4 = model.quant.format == model::QuantFormat::Mxfp4;
   for (const model::LayerWeights& l : model.layers)
@@ -36,11 +31,6 @@ std::vector<std::string> features_beyond_baseline(const model::ModelWeights& mod
   };
   note(description.input != model::ModelInput::kEmbedding,
        "a multi-token-prediction module's input (mtp)");
-  note(deltanet, "Gated DeltaNet linear attention");
-  note(output_gate, "gated attention output");
-  note(zero_centred, "zero-centred RMSNorm");
-  note(model.config.rope_dim() != model.config.head_dim, "partial RoPE");
-  note(shared_expert, "a shared expert");
   note(o_bias, "an o_proj bias");
   note(sinks, "attention sinks");
   note(window, "sliding-window attention");

@@ -1,8 +1,10 @@
 #pragma once
 // What a model asks of a backend beyond the layers every backend runs (RMSNorm pre-norm layers,
-// RoPE plain or Llama 3.1-scaled, q/k/v biases, q/k norms, SwiGLU MLPs, softmax-then-top-k MoE
-// over per-expert BF16 or NVFP4 weights). A backend that lacks a feature refuses the model at
-// load with a message naming it, rather than run it wrongly or crash on weights it cannot read.
+// plain or zero-centred, RoPE plain, Llama 3.1-scaled or partial, q/k/v biases, q/k norms, gated
+// attention output, Gated DeltaNet linear attention, SwiGLU MLPs, softmax-then-top-k MoE over
+// per-expert BF16 or NVFP4 weights with or without a shared expert). A backend that lacks a feature
+// refuses the model at load with a message naming it, rather than run it wrongly or crash on
+// weights it cannot read.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -22,7 +22,10 @@ SampledTrace greedy_decode_on_device(Backend& backend, const std::vector<std::in
     throw BackendError("greedy decode: " + std::to_string(positions) +
                        " positions exceed the model's context of " +
                        std::to_string(backend.config().max_context));
-  auto cache = backend.new_kv_cache(int((positions + kBlock - 1) / kBlock), kBlock);
+  // A hybrid model's sequence also owns a recurrent-state slot.
+  const bool hybrid = backend.state_slot_bytes() > 0;
+  auto cache = backend.new_kv_cache_with_state(int((positions + kBlock - 1) / kBlock), kBlock,
+                                               hybrid ? 1 : 0);
   std::vector<int> table(std::size_t(cache->num_blocks()));
   std::iota(table.begin(), table.end(), 0);
 
@@ -39,7 +42,8 @@ SampledTrace greedy_decode_on_device(Backend& backend, const std::vector<std::in
   int start = 0;
   for (int step = 0; step < new_tokens; ++step) {
     request.params.position = std::uint64_t(step);
-    const BatchItem item{input, start, table, {}, &request};
+    BatchItem item{input, start, table, {}, &request};
+    if (hybrid) item.state_slot = 0;
     const auto begin = clock::now();
     backend.forward_batch(*cache, std::span(&item, 1));
     const double seconds = std::chrono::duration<double>(clock::now() - begin).count();

@@ -189,10 +189,11 @@ int run_serve(const Args& args) {
   auto backend = backend::make_backend(backend_options, std::move(weights));
   if (o.speculative && !backend->logits_at_several_positions()) {
     spdlog::error(
-        "serve: --speculative-config: the {} backend does not verify drafts (it returns "
-        "logits at one position per sequence); speculative decoding runs on the CPU and CUDA "
-        "backends",
-        backend->name());
+        "serve: --speculative-config: the {} backend does not verify drafts of {} (it returns "
+        "logits at one position per sequence, or cannot roll a hybrid model's recurrent state "
+        "back past rejected drafts); speculative decoding runs on the CPU backend, and on the "
+        "CUDA backend for transformer models",
+        backend->name(), backend->config().architecture);
     return 2;
   }
   const int max_model_len = o.max_model_len > 0 ? o.max_model_len : model_context;

@@ -184,9 +184,15 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
+// Partial RoPE's widest head: the normed head is exchanged through shared memory.
+constexpr int kPartialRopeMaxHeadDim = 512;
+
 // One block per (token, head), D/2 threads rounded up to whole warps; heads [0, Hq) are q heads,
-// [Hq, Hq + Hkv) k heads (whose v head is stored alongside). Thread i < D/2 owns the rotate-half
-// pair (i, i + D/2); the others only take part in the sum.
+// [Hq, Hq + Hkv) k heads (whose v head is stored alongside). Thread i < D/2 owns the elements
+// (i, i + D/2), the rotate-half pair of full RoPE; the others only take part in the sum. Partial
+// RoPE (kPartial) pairs (j, j + rotary_dim/2) instead, across threads: the normed head goes
+// through shared memory first.
+template <bool kPartial>
 __global__ void rope_store_kernel(RopeStoreArgs a) {
   allow_next_grid();  // decode attention follows: it asks the L2 for its older keys, then waits
   const int t = blockIdx.x, head = blockIdx.y, half = a.head_dim / 2;
@@ -194,11 +200,12 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
   const int i = active ? int(threadIdx.x) : 0;
   // The step's positions and the frequencies are no kernel's output: fetched before the wait.
   const std::int32_t position = a.positions[t];
-  const double inv_freq = a.inv_freq[i];
+  const double inv_freq = kPartial ? 0.0 : a.inv_freq[i];
   wait_for_previous_grid();
   const bool is_q = head < a.q_heads;
   const int kvh = head - a.q_heads;
-  const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * a.head_dim
+  const std::int64_t q_head_stride = a.q_head_stride > 0 ? a.q_head_stride : a.head_dim;
+  const std::int64_t src = is_q ? t * a.q_stride + std::int64_t(head) * q_head_stride
                                 : t * a.kv_stride + std::int64_t(kvh) * a.head_dim;
   const std::uint16_t* x = is_q ? a.q_in : a.k;
   float lo = active ? load(x, src + i) : 0.0f, hi = active ? load(x, src + i + half) : 0.0f;
@@ -209,8 +216,29 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
     lo = __bfloat162float(__float2bfloat16_rn(lo * scale * norm[i]));
     hi = __bfloat162float(__float2bfloat16_rn(hi * scale * norm[i + half]));
   }
-  const float2 rotated = rope_rotate(lo, hi, position, inv_freq);
-  const float rlo = rotated.x, rhi = rotated.y;
+  float rlo, rhi;
+  if constexpr (kPartial) {
+    __shared__ float normed[kPartialRopeMaxHeadDim];
+    if (active) {
+      normed[i] = lo;
+      normed[i + half] = hi;
+    }
+    __syncthreads();
+    const int rhalf = a.rotary_dim / 2;
+    // Element e of the head after partial RoPE.
+    const auto rotated_at = [&](int e) {
+      if (e >= a.rotary_dim) return normed[e];
+      const int j = e < rhalf ? e : e - rhalf;
+      const float2 r = rope_rotate(normed[j], normed[j + rhalf], position, a.inv_freq[j]);
+      return e < rhalf ? r.x : r.y;
+    };
+    rlo = active ? rotated_at(i) : 0.0f;
+    rhi = active ? rotated_at(i + half) : 0.0f;
+  } else {
+    const float2 rotated = rope_rotate(lo, hi, position, inv_freq);
+    rlo = rotated.x;
+    rhi = rotated.y;
+  }
   if (is_q) {
     if (!active) return;
     const std::int64_t dst = (std::int64_t(t) * a.q_heads + head) * a.head_dim;
@@ -281,6 +309,28 @@ __global__ void combine_kernel(const std::uint16_t* residual, const std::uint16_
   }
 }
 
+// One block per row.
+__global__ void sigmoid_gate_heads_kernel(std::uint16_t* y, const std::uint16_t* gate, int heads,
+                                          int dim, std::int64_t gate_stride,
+                                          std::int64_t gate_head_stride) {
+  const std::int64_t t = blockIdx.x;
+  for (int e = threadIdx.x; e < heads * dim; e += blockDim.x) {
+    const int h = e / dim, d = e % dim;
+    const float g = load(gate, t * gate_stride + h * gate_head_stride + d);
+    const std::int64_t at = t * heads * dim + e;
+    y[at] = to_bf16(load(y, at) / (1.0f + __expf(-g)));
+  }
+}
+
+// One block per row.
+__global__ void add_sigmoid_scaled_kernel(std::uint16_t* x, const std::uint16_t* y,
+                                          const float* scale, int dim) {
+  const std::int64_t base = std::int64_t(blockIdx.x) * dim;
+  const float s = 1.0f / (1.0f + __expf(-scale[blockIdx.x]));
+  for (int d = threadIdx.x; d < dim; d += blockDim.x)
+    x[base + d] = to_bf16(load(x, base + d) + s * load(y, base + d));
+}
+
 __global__ void bf16_to_float_kernel(const std::uint16_t* in, std::int64_t n, float* out) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
@@ -345,10 +395,16 @@ cudaError_t rope_and_store_kv(const RopeStoreArgs& args, cudaStream_t stream,
                               const LayerOptions& options) {
   if (args.tokens == 0) return cudaSuccess;
   if (args.head_dim % 2 != 0 || args.head_dim > 2048) return cudaErrorInvalidValue;
+  const bool partial = args.rotary_dim != 0 && args.rotary_dim != args.head_dim;
+  if (partial && (args.rotary_dim < 0 || args.rotary_dim % 2 != 0 ||
+                  args.rotary_dim > args.head_dim || args.head_dim > kPartialRopeMaxHeadDim))
+    return cudaErrorInvalidValue;
   const dim3 grid(unsigned(args.tokens), unsigned(args.q_heads + args.kv_heads));
   const int threads = (args.head_dim / 2 + 31) / 32 * 32;  // block_sum needs whole warps
-  return launch_small(rope_store_kernel, grid, threads, args.tokens, options.small_overlap, stream,
-                      args);
+  return partial ? launch_small(rope_store_kernel<true>, grid, threads, args.tokens,
+                                options.small_overlap, stream, args)
+                 : launch_small(rope_store_kernel<false>, grid, threads, args.tokens,
+                                options.small_overlap, stream, args);
 }
 
 cudaError_t silu_mul(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
@@ -376,6 +432,24 @@ cudaError_t combine_experts(const std::uint16_t* residual, const std::uint16_t* 
   if (tokens == 0) return cudaSuccess;
   combine_kernel<<<tokens, threads_for(dim), 0, stream>>>(residual, expert_out, source, weight,
                                                           per_token, dim, out);
+  return cudaGetLastError();
+}
+
+cudaError_t sigmoid_gate_heads(std::uint16_t* y, const std::uint16_t* gate, int rows, int heads,
+                               int dim, std::int64_t gate_stride, std::int64_t gate_head_stride,
+                               cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (rows < 0 || heads < 1 || dim < 1) return cudaErrorInvalidValue;
+  sigmoid_gate_heads_kernel<<<unsigned(rows), threads_for(heads * dim), 0, stream>>>(
+      y, gate, heads, dim, gate_stride, gate_head_stride);
+  return cudaGetLastError();
+}
+
+cudaError_t add_sigmoid_scaled_rows(std::uint16_t* x, const std::uint16_t* y, const float* scale,
+                                    int rows, int dim, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (rows < 0 || dim < 1) return cudaErrorInvalidValue;
+  add_sigmoid_scaled_kernel<<<unsigned(rows), threads_for(dim), 0, stream>>>(x, y, scale, dim);
   return cudaGetLastError();
 }
 

@@ -31,16 +31,21 @@ cudaError_t gather_rows(const std::uint16_t* in, const std::int32_t* index, int 
 
 // Per token t, head h of q [T, Hq, D] and k [T, Hkv, D]: RMSNorm over the head when q_norm /
 // k_norm are given (Qwen3), then the rotary embedding at positions[t] (cpu::apply_rope, rotate-
-// half pairing); q goes to q_out [T, Hq, D], k and v are stored at cache row slots[t] of k_cache
-// and v_cache ([rows, Hkv, D]). inv_freq: D/2 doubles (cpu::rope_inverse_frequencies).
-// Token t's q, k, v start at t * q_stride, t * kv_stride: separate buffers, or views into one
-// fused qkv projection's output. q_out may be q_in.
+// half pairing) on the head's first rotary_dim dimensions, the rest passed through (partial
+// RoPE, Qwen3-Next); q goes to q_out [T, Hq, D], k and v are stored at cache row slots[t] of
+// k_cache and v_cache ([rows, Hkv, D]). inv_freq: rotary_dim/2 doubles
+// (cpu::rope_inverse_frequencies). Token t's q, k, v start at t * q_stride, t * kv_stride:
+// separate buffers, or views into one fused qkv projection's output; q's heads are q_head_stride
+// apart (2 D where q_proj yields a gate after each head's query). q_out may be q_in only where
+// q_head_stride is D.
 struct RopeStoreArgs {
   const std::uint16_t* q_in = nullptr;
   std::uint16_t* q_out = nullptr;
   const std::uint16_t* k = nullptr;
   const std::uint16_t* v = nullptr;
   std::int64_t q_stride = 0, kv_stride = 0;
+  int q_head_stride = 0;          // 0: head_dim
+  int rotary_dim = 0;             // even, <= head_dim (partial RoPE: head_dim <= 512); 0: head_dim
   const float* q_norm = nullptr;  // [D] or null
   const float* k_norm = nullptr;  // [D] or null
   float eps = 1e-6f;
@@ -76,6 +81,19 @@ cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cu
 cudaError_t combine_experts(const std::uint16_t* residual, const std::uint16_t* expert_out,
                             const std::int32_t* source, const float* weight, int tokens,
                             int per_token, int dim, std::uint16_t* out, cudaStream_t stream);
+
+// Gated attention's output gate (Qwen3-Next): y[t, h, d] *= sigmoid(gate[t * gate_stride +
+// h * gate_head_stride + d]) for t < rows, h < heads, d < dim; y [rows, heads, dim]. The CPU
+// reference: the output gate of cpu::CpuForward::attention (cpu::sigmoid).
+cudaError_t sigmoid_gate_heads(std::uint16_t* y, const std::uint16_t* gate, int rows, int heads,
+                               int dim, std::int64_t gate_stride, std::int64_t gate_head_stride,
+                               cudaStream_t stream);
+
+// A shared expert's gated add (Qwen3-Next): x[t, :] += sigmoid(scale[t]) * y[t, :] for t < rows;
+// x, y [rows, dim] BF16, scale [rows] FP32 (shared_expert_gate's output). The CPU reference: the
+// shared expert of cpu::CpuForward::moe.
+cudaError_t add_sigmoid_scaled_rows(std::uint16_t* x, const std::uint16_t* y, const float* scale,
+                                    int rows, int dim, cudaStream_t stream);
 
 // BF16 -> FP32 (logits of an NVFP4 lm_head).
 cudaError_t bf16_to_float(const std::uint16_t* in, std::int64_t n, float* out, cudaStream_t stream);

@@ -1,6 +1,8 @@
 #include "tests/backend/random_model.h"
 
 #include "engine/model/model_description.h"
+#include "kernels/linear_attention/gated_deltanet_shape.h"
+#include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 
 #include <algorithm>
@@ -24,6 +26,29 @@ model::Linear Rng::linear(std::int64_t out, std::int64_t in, bool bias) {
   return l;
 }
 
+namespace {
+
+// A Gated DeltaNet layer's weights: projections as Rng::linear, the conv in BF16 values (as
+// checkpoints hold it, so that a backend keeping it in BF16 computes with the same numbers),
+// decays exp(A_log) * softplus(a + dt_bias) of order 1.
+model::LinearAttentionWeights random_linear_attention(Rng& rng, const model::LinearAttentionSpec& s,
+                                                      std::int64_t H) {
+  const kernels::GatedDeltaNetShape shape{
+      {s.key_heads, s.value_heads, s.key_head_dim, s.value_head_dim}, s.conv_kernel};
+  model::LinearAttentionWeights w;
+  w.in_proj_qkvz = rng.linear(shape.qkvz_width(), H);
+  w.in_proj_ba = rng.linear(shape.ba_width(), H);
+  w.conv_weight = rng.values(std::int64_t(shape.conv_dim()) * s.conv_kernel, 0.5f);
+  for (float& x : w.conv_weight) x = nvfp4::bf16_to_float(nvfp4::float_to_bf16(x));
+  w.A_log = rng.values(s.value_heads, 0.5f);
+  w.dt_bias = rng.values(s.value_heads, 0.5f);
+  w.norm = rng.values(s.value_head_dim, 0.2f, 1.0f);
+  w.out_proj = rng.linear(H, shape.value_dim());
+  return w;
+}
+
+}  // namespace
+
 model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed) {
   Rng rng(seed);
   model::ModelWeights m;
@@ -34,17 +59,24 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
   for (int l = 0; l < c.num_layers; ++l) {
     const model::LayerSpec& spec = description.layers[std::size_t(l)];
     model::LayerWeights w;
-    w.input_norm = rng.values(H, 0.2f, 1.0f);
-    w.post_attention_norm = rng.values(H, 0.2f, 1.0f);
-    const bool bias = spec.attention.qkv_bias;
-    w.q = rng.linear(c.num_heads * D, H, bias);
-    w.k = rng.linear(c.num_kv_heads * D, H, bias);
-    w.v = rng.linear(c.num_kv_heads * D, H, bias);
-    w.o = rng.linear(H, c.num_heads * D, spec.attention.o_bias);
-    if (spec.attention.sinks) w.sinks = rng.values(c.num_heads, 1.0f);
-    if (spec.attention.qk_norm) {
-      w.q_norm = rng.values(D, 0.2f, 1.0f);
-      w.k_norm = rng.values(D, 0.2f, 1.0f);
+    // Zero-centred norms (x * (1 + w)) store their weights around 0, plain ones around 1.
+    const float norm_offset = spec.norm == model::NormKind::kRmsZeroCentred ? 0.0f : 1.0f;
+    w.input_norm = rng.values(H, 0.2f, norm_offset);
+    w.post_attention_norm = rng.values(H, 0.2f, norm_offset);
+    if (spec.mixer == model::MixerKind::kGatedDeltaNet) {
+      w.linear_attention = random_linear_attention(rng, spec.linear_attention, H);
+    } else {
+      const bool bias = spec.attention.qkv_bias;
+      // With an output gate q_proj yields each head's query then its gate.
+      w.q = rng.linear(c.num_heads * D * (spec.attention.output_gate ? 2 : 1), H, bias);
+      w.k = rng.linear(c.num_kv_heads * D, H, bias);
+      w.v = rng.linear(c.num_kv_heads * D, H, bias);
+      w.o = rng.linear(H, c.num_heads * D, spec.attention.o_bias);
+      if (spec.attention.sinks) w.sinks = rng.values(c.num_heads, 1.0f);
+      if (spec.attention.qk_norm) {
+        w.q_norm = rng.values(D, 0.2f, norm_offset);
+        w.k_norm = rng.values(D, 0.2f, norm_offset);
+      }
     }
     w.moe = spec.ffn.kind == model::FfnKind::kMoe;
     if (w.moe) {
@@ -62,6 +94,12 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
         }
         w.experts.push_back(std::move(ex));
       }
+      if (const int I = moe.shared_expert_intermediate_size; I > 0) {
+        w.shared_gate = rng.linear(I, H);
+        w.shared_up = rng.linear(I, H);
+        w.shared_down = rng.linear(H, I);
+        w.shared_expert_gate = rng.linear(1, H);
+      }
     } else {
       w.gate = rng.linear(c.intermediate_size, H);
       w.up = rng.linear(c.intermediate_size, H);
@@ -69,7 +107,8 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
     }
     m.layers.push_back(std::move(w));
   }
-  m.final_norm = rng.values(H, 0.2f, 1.0f);
+  m.final_norm =
+      rng.values(H, 0.2f, description.final_norm == model::NormKind::kRmsZeroCentred ? 0.0f : 1.0f);
   m.lm_head = rng.linear(c.vocab_size, H);
   return m;
 }
@@ -112,13 +151,36 @@ model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k) {
     c.rope.factor = 8.0;
     c.rope.original_max_position_embeddings = 256;
   }
-  if (arch == model::Arch::Qwen3Moe) {
+  if (arch == model::Arch::Qwen3Moe || arch == model::Arch::Qwen3Next) {
     c.num_experts = 8;
     c.num_experts_per_tok = top_k > 0 ? top_k : 8;
     c.moe_intermediate_size = 128;
     c.norm_topk_prob = true;
     c.mlp_only_layers = {0};
   }
+  return c;
+}
+
+model::ModelConfig qwen3_next_test_config(int full_attention_interval, int head_dim, int experts,
+                                          int top_k) {
+  model::ModelConfig c = gpu_test_config(model::Arch::Qwen3Next, head_dim);
+  c.architecture = "Qwen3NextForCausalLM";
+  c.num_layers = 4;
+  c.rope.theta = 10000000.0;
+  c.rotary_dim = head_dim / 4;  // partial_rotary_factor 0.25
+  c.linear_num_key_heads = 2;
+  c.linear_num_value_heads = 4;
+  c.linear_key_head_dim = 64;
+  c.linear_value_head_dim = 64;
+  c.linear_conv_kernel_dim = 4;
+  c.linear_attention_layers.assign(std::size_t(c.num_layers), false);
+  for (int l = 0; l < c.num_layers; ++l)
+    c.linear_attention_layers[std::size_t(l)] = (l + 1) % full_attention_interval != 0;
+  c.num_experts = experts;
+  c.num_experts_per_tok = top_k > 0 ? top_k : experts;
+  c.moe_intermediate_size = 64;
+  c.shared_expert_intermediate_size = 128;
+  c.mlp_only_layers = {1};
   return c;
 }
 

@@ -25,6 +25,13 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
 // paths differ by rounding only), the first layer dense.
 model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k = 0);
 
+// A small Qwen3-Next (gpu_test_config's sizes, 4 layers): every full_attention_interval-th layer
+// gated full attention (8 query and 2 KV heads of head_dim, RoPE on a quarter of it), the others
+// Gated DeltaNet (2 key heads and 4 value heads of 64 x 64, conv kernel 4); layer 1 a dense MLP,
+// the others top_k (0: all) of `experts` experts of 64 with a shared expert of 128.
+model::ModelConfig qwen3_next_test_config(int full_attention_interval, int head_dim, int experts,
+                                          int top_k = 0);
+
 // NVFP4 with one global factor per projection group (q/k/v, gate/up), as ModelOpt exports them:
 // the CUDA backend then runs each group as one fused matrix.
 void quantize_group(std::initializer_list<model::Linear*> group);

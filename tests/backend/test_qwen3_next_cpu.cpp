@@ -5,9 +5,10 @@
 // token; a batch of sequences in one step equals each alone; a state slot reused from position 0
 // (a preempted sequence recomputed) starts fresh; the state slots are checked; a verify step's
 // rejected drafts leave no trace (the state rolls back to the accepted length, and a start the
-// slot did not keep is refused); the CUDA backend's refusal names what it lacks; and the engine
-// loop serves several requests through a small cache (chunked prefills, preemptions) with each
-// one's tokens as when it runs alone.
+// slot did not keep is refused); the CUDA backend refuses none of its features, and the
+// zero-centred norms it folds at load compute the originals; and the engine loop serves several
+// requests through a small cache (chunked prefills, preemptions) with each one's tokens as when
+// it runs alone.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,8 +18,10 @@
 #include "engine/backend/backend_model_runner.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_kv_cache.h"
+#include "engine/backend/cpu/cpu_ops.h"
 #include "engine/backend/greedy_decode.h"
 #include "engine/backend/model_features.h"
+#include "engine/backend/zero_centred_norms.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/quantize_on_load.h"
@@ -365,16 +368,56 @@ TEST_F(Qwen3NextCpu, TheEngineServesABatchWithPreemptionsAsEachAlone) {
   }
 }
 
-TEST_F(Qwen3NextCpu, TheCudaBackendWouldRefuse) {
-  try {
-    refuse_features_beyond_baseline(load("bf16"), "cuda");
-    ADD_FAILURE() << "qwen3_next was not refused";
-  } catch (const BackendError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("cuda backend: Qwen3NextForCausalLM uses Gated DeltaNet "
-                                    "linear attention, gated attention output, zero-centred "
-                                    "RMSNorm, partial RoPE, a shared expert"));
-    EXPECT_THAT(e.what(), HasSubstr("--device cpu"));
+// The CUDA backend runs every feature Qwen3-Next uses (tests/backend/test_cuda_qwen3_next.cpp
+// checks it on a GPU): its refusal list is empty.
+TEST_F(Qwen3NextCpu, TheCudaBackendRefusesNoFeatureOfIt) {
+  const model::ModelWeights w = load("bf16");
+  EXPECT_THAT(features_beyond_baseline(w, model::describe_model(w.config)), ::testing::IsEmpty());
+  EXPECT_NO_THROW(refuse_features_beyond_baseline(w, "cuda"));
+}
+
+// Zero-centred norms folded for a plain RMSNorm (the CUDA backend's device copy): the layers'
+// input, post-attention and q/k norms and the final norm gain 1, the linear-attention layers'
+// gated norm does not, and the description then says kRms everywhere; a row normed with the
+// folded weight as a plain norm equals the zero-centred norm of the original.
+TEST_F(Qwen3NextCpu, ZeroCentredNormsFoldIntoPlainOnes) {
+  const model::ModelWeights original = load("bf16");
+  model::ModelWeights folded = original;
+  const model::ModelDescription d =
+      fold_zero_centred_norms(folded, model::describe_model(original.config));
+  for (const model::LayerSpec& l : d.layers) EXPECT_EQ(l.norm, model::NormKind::kRms);
+  EXPECT_EQ(d.final_norm, model::NormKind::kRms);
+  const auto plus_one = [](const std::vector<float>& w) {
+    std::vector<float> v = w;
+    for (float& x : v) x += 1.0f;
+    return v;
+  };
+  for (std::size_t l = 0; l < original.layers.size(); ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    const model::LayerWeights &o = original.layers[l], &f = folded.layers[l];
+    EXPECT_EQ(f.input_norm, plus_one(o.input_norm));
+    EXPECT_EQ(f.post_attention_norm, plus_one(o.post_attention_norm));
+    EXPECT_EQ(f.q_norm, plus_one(o.q_norm));
+    EXPECT_EQ(f.k_norm, plus_one(o.k_norm));
+    EXPECT_EQ(f.linear_attention.norm, o.linear_attention.norm);
   }
+  EXPECT_FALSE(folded.layers[3].q_norm.empty());
+  EXPECT_EQ(folded.final_norm, plus_one(original.final_norm));
+  // A model without zero-centred norms is left as it is.
+  model::ModelWeights plain = original;
+  model::ModelDescription rms = model::describe_model(original.config);
+  for (model::LayerSpec& l : rms.layers) l.norm = model::NormKind::kRms;
+  rms.final_norm = model::NormKind::kRms;
+  (void)fold_zero_centred_norms(plain, rms);
+  EXPECT_EQ(plain.layers[0].input_norm, original.layers[0].input_norm);
+  EXPECT_EQ(plain.final_norm, original.final_norm);
+  // x / rms(x) * (w + 1) is x / rms(x) * w + x / rms(x): a row normed both ways agrees to
+  // rounding.
+  std::vector<float> a = {0.5f, -1.25f, 2.0f, 0.75f}, b = a;
+  const std::vector<float> w = {0.1f, -0.2f, 0.3f, 0.05f};
+  cpu::rms_norm(a, 4, w, 1e-6f, 1.0f);
+  cpu::rms_norm(b, 4, plus_one(w), 1e-6f);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]);
 }
 
 }  // namespace

@@ -135,6 +135,49 @@ TEST(StepLayout, DecodeStepsPadToTheirBucketAtFixedOffsets) {
   EXPECT_EQ(i32, 4);
 }
 
+// Hybrid models: one Gated DeltaNet row per sequence in its state slot (its rows of the step),
+// packed beside the rest; a decode graph's padding rows run in the cache's scratch slot; models
+// without state slots get none.
+TEST(StepLayout, HybridStepsGiveEachSequenceOneStateRow) {
+  const std::vector<std::int32_t> a_tokens = {1, 2, 3}, b_token = {4};
+  const std::vector<int> a_table = {0, 1}, b_table = {2};
+  std::vector<float> la(10), lb(10);
+  BatchItem a{a_tokens, 0, a_table, la}, b{b_token, 2, b_table, lb};
+  a.state_slot = 3;
+  b.state_slot = 0;
+  const BatchItem items[] = {a, b};
+  const StepLayout layout = layout_step(items, /*block_size=*/4, /*rows_per_tile=*/16);
+  ASSERT_EQ(layout.state_rows.size(), 2u);
+  EXPECT_EQ(layout.state_rows[0].slot, 3);
+  EXPECT_EQ(layout.state_rows[0].first, 0);
+  EXPECT_EQ(layout.state_rows[0].count, 3);
+  EXPECT_EQ(layout.state_rows[1].slot, 0);
+  EXPECT_EQ(layout.state_rows[1].first, 3);
+  EXPECT_EQ(layout.state_rows[1].count, 1);
+  const PackedStep packed = pack_step(layout);
+  kernels::GatedDeltaNetRow row;
+  std::memcpy(&row, packed.bytes.data() + packed.state_rows + sizeof(row), sizeof(row));
+  EXPECT_EQ(row.slot, 0);
+  EXPECT_EQ(row.first, 3);
+  BatchItem plain{b_token, 2, b_table, lb};
+  EXPECT_TRUE(layout_step(std::span(&plain, 1), 4, 16).state_rows.empty());
+
+  const DecodeStepOffsets at = decode_step_offsets(/*max_rows=*/8);
+  EXPECT_EQ(at.state_rows % 16, 0u);
+  EXPECT_GE(at.state_rows, at.sampling + 8 * sizeof(kernels::SamplingRow));
+  EXPECT_GE(at.block_tables, at.state_rows + 8 * sizeof(kernels::GatedDeltaNetRow));
+  BatchItem decode = b;
+  std::vector<std::byte> bytes;
+  pack_decode_step(std::span(&decode, 1), 4, /*rows=*/2, /*scratch_block=*/9, at, bytes,
+                   /*scratch_state_slot=*/5);
+  for (int r : {0, 1}) {
+    std::memcpy(&row, bytes.data() + at.state_rows + std::size_t(r) * sizeof(row), sizeof(row));
+    EXPECT_EQ(row.slot, r == 0 ? 0 : 5) << "row " << r;
+    EXPECT_EQ(row.first, r);
+    EXPECT_EQ(row.count, 1);
+  }
+}
+
 TEST(DecodeGraphs, BucketsFollowVllmsSizes) {
   EXPECT_EQ(decode_buckets(1), (std::vector<int>{1}));
   EXPECT_EQ(decode_buckets(8), (std::vector<int>{1, 2, 4, 8}));

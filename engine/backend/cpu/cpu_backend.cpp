@@ -8,6 +8,7 @@
 #include "engine/backend/cpu/cpu_kv_cache.h"
 #include "engine/backend/decoder_forward.h"
 #include "engine/backend/kv_layer_groups.h"
+#include "engine/backend/linear_attention_shape.h"
 #include "engine/runtime/thread_pool.h"
 
 namespace nibble::backend {
@@ -46,11 +47,7 @@ class CpuBackend : public Backend {
   int kv_sliding_window() const override { return groups_.sliding_window; }
 
   std::size_t state_slot_bytes() const override {
-    std::size_t floats = 0;
-    for (const model::LayerSpec& l : description_.layers)
-      if (l.mixer == model::MixerKind::kGatedDeltaNet)
-        floats += std::size_t(cpu::layer_state_floats(l.linear_attention));
-    return floats * sizeof(float);
+    return state_slot_floats(description_) * sizeof(float);
   }
 
   std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) override {

@@ -23,22 +23,11 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/kv_layer_groups.h"
+#include "engine/backend/linear_attention_shape.h"
 #include "engine/model/model_description.h"
 #include "kernels/linear_attention/gated_deltanet_shape.h"
 
 namespace nibble::backend::cpu {
-
-// The reference's shape of a Gated DeltaNet layer.
-inline kernels::GatedDeltaNetShape deltanet_shape(const model::LinearAttentionSpec& s) {
-  return {{s.key_heads, s.value_heads, s.key_head_dim, s.value_head_dim}, s.conv_kernel};
-}
-
-// Floats of one sequence's state in one linear-attention layer: its conv window, its delta-rule
-// state.
-inline std::int64_t layer_state_floats(const model::LinearAttentionSpec& s) {
-  const kernels::GatedDeltaNetShape shape = deltanet_shape(s);
-  return shape.conv_state_floats() + shape.heads.state_floats();
-}
 
 class CpuKvCache : public KvCache {
  public:

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "engine/backend/cuda/step_buffers.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
+#include "engine/backend/linear_attention_shape.h"
 #include "engine/backend/model_features.h"
 #include "kernels/attention/paged_attention.h"
 
@@ -51,6 +53,33 @@ bool routes_on_device(const cuda::DeviceModel& m, const model::ModelDescription&
   return true;
 }
 
+// The shapes the kernels cannot run, refused at load with what they take: Gated DeltaNet layers
+// (kernels/linear_attention/gated_deltanet.h) and partial RoPE (kernels/layer/layer_ops.h).
+void refuse_shapes_beyond_kernels(const model::ModelConfig& c) {
+  const model::ModelDescription d = model::describe_model(c);
+  for (const model::LayerSpec& l : d.layers) {
+    if (l.mixer != model::MixerKind::kGatedDeltaNet) continue;
+    const model::LinearAttentionSpec& s = l.linear_attention;
+    const int group_width = s.value_heads / std::max(s.key_heads, 1) * s.value_head_dim;
+    if ((s.key_head_dim != 32 && s.key_head_dim != 64 && s.key_head_dim != 128) ||
+        s.value_head_dim % 32 != 0 || group_width < 64 || group_width > 256 || s.conv_kernel < 2 ||
+        s.conv_kernel > 8)
+      throw BackendError(
+          "cuda backend: runs Gated DeltaNet layers of linear_key_head_dim 32, 64 or 128, "
+          "linear_value_head_dim a multiple of 32 with 64..256 value columns per key head, and "
+          "linear_conv_kernel_dim 2..8; this model has key/value head dims " +
+          std::to_string(s.key_head_dim) + "/" + std::to_string(s.value_head_dim) + ", " +
+          std::to_string(group_width) + " value columns per key head, conv kernel " +
+          std::to_string(s.conv_kernel));
+    break;  // every linear-attention layer has the config's one shape
+  }
+  if (c.rope_dim() != c.head_dim && (c.rope_dim() % 2 != 0 || c.head_dim > 512))
+    throw BackendError(
+        "cuda backend: runs partial RoPE on an even rotary dimension of heads up to "
+        "512 wide; this model rotates " +
+        std::to_string(c.rope_dim()) + " of " + std::to_string(c.head_dim));
+}
+
 int sm_count() {
   int device = 0, count = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -67,6 +96,7 @@ class CudaBackend : public Backend {
  public:
   CudaBackend(model::ModelWeights weights, const CudaOptions& options) : options_(options) {
     refuse_features_beyond_baseline(weights, "cuda");  // before anything reads the weights
+    refuse_shapes_beyond_kernels(weights.config);
     const auto& wc = weights.config;
     if (wc.head_dim % 8 != 0 || wc.head_dim > 256 || wc.num_heads % wc.num_kv_heads != 0)
       throw BackendError(
@@ -78,6 +108,7 @@ class CudaBackend : public Backend {
     check(cudaMemGetInfo(&free_at_start_, &total), "cudaMemGetInfo");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     m_ = cuda::upload_model(std::move(weights));
+    hybrid_ = m_.description.has_recurrent_state();
     const auto& c = m_.config;
     linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4,
                                                     m_.largest_nvfp4, options_);
@@ -123,13 +154,19 @@ class CudaBackend : public Backend {
   const ModelConfig& config() const override { return m_.config; }
 
   // BF16, or FP8 E4M3 with a BF16 scale per (token, KV head) row: 2 * D + 2 bytes of keys and
-  // values per row instead of 4 * D.
+  // values per row instead of 4 * D; attention layers only (a hybrid model's linear-attention
+  // layers keep state slots instead).
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = m_.config;
     const std::size_t rows = std::size_t(block_size) * std::size_t(c.num_kv_heads);
     const std::size_t per_row = kv_fp8_ ? 2 * std::size_t(c.head_dim) + 2 * sizeof(bf16)
                                         : 2 * std::size_t(c.head_dim) * sizeof(bf16);
-    return std::size_t(c.num_layers) * rows * per_row;
+    return std::size_t(cuda::AttentionLayers(m_.description).count) * rows * per_row;
+  }
+
+  // FP32 conv windows and delta-rule states, as the CPU backend keeps them (the kernel's slot).
+  std::size_t state_slot_bytes() const override {
+    return state_slot_floats(m_.description) * sizeof(float);
   }
 
   bool set_kv_cache_dtype(KvCacheDtype dtype) override {
@@ -142,9 +179,18 @@ class CudaBackend : public Backend {
   std::string kv_cache_dtype() const override { return kv_fp8_ ? "fp8" : "bf16"; }
 
   std::unique_ptr<KvCache> new_kv_cache(int num_blocks, int block_size) override {
+    return new_kv_cache_with_state(num_blocks, block_size, 0);
+  }
+
+  std::unique_ptr<KvCache> new_kv_cache_with_state(int num_blocks, int block_size,
+                                                   int state_slots) override {
     if (num_blocks < 1 || block_size < 1)
       throw BackendError("cuda backend: a KV cache needs at least one block of one position");
-    return std::make_unique<DeviceKvCache>(m_.config, num_blocks, block_size, kv_fp8_, this);
+    if (state_slots < 0 || (state_slots > 0 && !hybrid_))
+      throw BackendError("cuda backend: " + m_.config.architecture + " keeps no recurrent state; " +
+                         std::to_string(state_slots) + " state slots asked for");
+    return std::make_unique<DeviceKvCache>(m_.config, m_.description, num_blocks, block_size,
+                                           kv_fp8_, state_slots, this);
   }
 
   // vLLM's meaning of --gpu-memory-utilization: the share of the device THIS engine may take
@@ -172,8 +218,10 @@ class CudaBackend : public Backend {
   // A verify step (a decode row and its k drafts as one chunk, BatchItem::num_logits k + 1) runs
   // eagerly, as a prefill chunk does, and hands its k + 1 rows of logits to the host, where the
   // engine loop samples and verifies them (engine/spec/verify.h): device sampling and decode
-  // graphs serve the steps without drafts.
-  bool logits_at_several_positions() const override { return true; }
+  // graphs serve the steps without drafts. Not for hybrid models: rejected drafts would stay in
+  // the recurrent states, which this backend keeps no per-token copies of to roll back (the CPU
+  // backend does, cpu_kv_cache.h).
+  bool logits_at_several_positions() const override { return !hybrid_; }
   bool samples_on_device() const override { return options_.device_sampling; }
   void set_decode_graphs(bool enabled) override { graphs_->set_enabled(enabled); }
   std::uint64_t decode_graph_replays() const override { return graphs_->replays(); }
@@ -197,12 +245,28 @@ class CudaBackend : public Backend {
   void run_step(KvCache& kv, std::span<const BatchItem> items, const HostWork* host_work) {
     DeviceKvCache& cache = own_cache(kv);
     const auto& c = m_.config;
+    if (hybrid_)
+      for (const BatchItem& item : items)
+        if (item.num_logits > 1)
+          throw BackendError(
+              "cuda backend: speculative decoding of a hybrid model (" + c.architecture +
+              "): the CUDA backend cannot roll its recurrent state back past rejected drafts "
+              "yet; run without a draft, or with --device cpu");
     const std::int64_t T = check_batch(c, "cuda", cache, items, options_.device_sampling,
-                                       /*several_logits=*/true);
+                                       /*several_logits=*/!hybrid_);
+    check_state_slots("cuda", cache, items, hybrid_);
+    check_state_positions(cache, items);
     if (T == 0) {
       if (host_work != nullptr) (*host_work)();
       return;
     }
+    // A sequence starting at position 0 (new, or recomputed after a preemption) starts from
+    // zeros; enqueued before the step, graph replay or eager.
+    for (const BatchItem& item : items)
+      if (item.state_slot >= 0 && item.start == 0) cache.zero_state_slot(item.state_slot, stream_);
+    for (const BatchItem& item : items)
+      if (item.state_slot >= 0)
+        cache.slot_positions[std::size_t(item.state_slot)] = item.start + int(item.tokens.size());
     if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
       throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
     if (const auto replay =
@@ -234,6 +298,7 @@ class CudaBackend : public Backend {
                           cudaMemcpyHostToDevice, stream_),
           "copying the step's layout");
     cuda::StepInputs in = cuda::step_inputs_at(buffers_.step.get(), packed);
+    in.num_state_rows = int(layout.state_rows.size());
     in.decode_tiles =
         int(std::count_if(layout.tiles.begin(), layout.tiles.end(),
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));
@@ -296,6 +361,21 @@ class CudaBackend : public Backend {
     }
   }
 
+  // Every item of a state slot starts at 0 (a fresh state) or where the slot's state is; the
+  // engine's logic error otherwise (std::logic_error, as the CPU backend's), before anything
+  // changes.
+  static void check_state_positions(const DeviceKvCache& cache, std::span<const BatchItem> items) {
+    for (const BatchItem& item : items) {
+      if (item.state_slot < 0 || item.start == 0) continue;
+      const int live = cache.slot_positions[std::size_t(item.state_slot)];
+      if (item.start != live)
+        throw std::logic_error("cuda backend: state slot " + std::to_string(item.state_slot) +
+                               " is at position " + std::to_string(live) +
+                               "; a step cannot start it at position " +
+                               std::to_string(item.start));
+    }
+  }
+
   DeviceKvCache& own_cache(KvCache& kv) const {
     auto* cache = dynamic_cast<DeviceKvCache*>(&kv);
     if (!cache || cache->owner != this)
@@ -309,6 +389,7 @@ class CudaBackend : public Backend {
   cuda::DeviceModel m_;
   int sm_count_ = 0;
   bool kv_fp8_ = false;  // --kv-cache-dtype fp8 (caches created after the switch)
+  bool hybrid_ = false;  // the model keeps recurrent state (state slots)
   std::unique_ptr<cuda::LinearRunner> linears_;
   std::unique_ptr<cuda::StepTimer> timer_;
   std::unique_ptr<cuda::MoeBlock> moe_;

@@ -11,6 +11,12 @@ namespace {
 // The smallest block size the graphs' block-table room is sized for (the engine's is 16).
 constexpr int kTableBlockSize = 16;
 
+// Where a decode step's padding rows keep their recurrent state: the cache's scratch slot, or -1
+// for models without state slots.
+int scratch_state_slot(const DeviceKvCache& cache) {
+  return cache.num_state_slots() > 0 ? cache.scratch_state_slot() : -1;
+}
+
 bool samples_in(std::span<const BatchItem> items) {
   return std::any_of(items.begin(), items.end(),
                      [](const BatchItem& item) { return item.sample != nullptr; });
@@ -116,7 +122,9 @@ std::size_t DecodeGraphRunner::pack_sampling(std::span<const BatchItem> items, i
 // The forward pass of key.rows padded decode rows over the graph inputs, and the sampling pass
 // over those rows (reading pack_sampling's inputs) when key.sampled.
 void DecodeGraphRunner::enqueue(DeviceKvCache& cache, const DecodeGraphKey& key) {
-  forward_.enqueue(cache, inputs(), {key.rows, key.rows, key.rows, key.splits, false});
+  StepInputs in = inputs();
+  in.num_state_rows = cache.num_state_slots() > 0 ? key.rows : 0;
+  forward_.enqueue(cache, in, {key.rows, key.rows, key.rows, key.splits, false});
   if (key.sampled)
     sampler_.enqueue(buffers_.act.logits.get(), key.rows,
                      reinterpret_cast<const kernels::SamplingRow*>(inputs_.get() + at_.sampling),
@@ -165,8 +173,8 @@ void DecodeGraphRunner::prepare(DeviceKvCache& cache) {
         if (cache.graphs.find(key, buffers_.epoch) != nullptr) continue;
         // One eager run first: whatever a kernel or cuBLAS sets up on first use happens
         // outside the capture. Padding rows only: nothing but the scratch block is written.
-        std::size_t bytes =
-            pack_decode_step({}, cache.block, rows, cache.scratch_block(), at_, host_);
+        std::size_t bytes = pack_decode_step({}, cache.block, rows, cache.scratch_block(), at_,
+                                             host_, scratch_state_slot(cache));
         if (key.sampled) bytes = pack_sampling({}, rows, bytes);
         upload(bytes);
         enqueue(cache, key);
@@ -221,8 +229,8 @@ std::optional<DecodeGraphRunner::Sampling> DecodeGraphRunner::launch(
     reserve();
     // Before the graph is looked up: a sampler buffer that grows retires the graphs.
     if (after && sampler_.reserve(int(items.size()), items)) ++buffers_.epoch;
-    std::size_t bytes =
-        pack_decode_step(items, cache.block, rows, cache.scratch_block(), at_, host_);
+    std::size_t bytes = pack_decode_step(items, cache.block, rows, cache.scratch_block(), at_,
+                                         host_, scratch_state_slot(cache));
     if (key.sampled) bytes = pack_sampling(items, rows, bytes);
     if (bytes > inputs_.size()) return std::nullopt;
     cudaGraphExec_t exec = cache.graphs.find(key, buffers_.epoch);

@@ -1,42 +1,103 @@
 #pragma once
-// The CUDA backend's paged KV cache. Per layer: K then V, each [(num_blocks + 1) * block_size,
-// Hkv, D] BF16, in one allocation; or, with an FP8 cache (kernels/attention/kv_fp8_ref.h), K
-// codes, V codes [rows, Hkv, D] E4M3 then K scales, V scales [rows, Hkv] BF16. The block after
-// the last one the engine may use is scratch: the rows that pad a decode step up to its graph's
-// size write their keys and values there. A cache owns the decode graphs captured against its
+// The CUDA backend's paged KV cache. Per attention layer: K then V, each [(num_blocks + 1) *
+// block_size, Hkv, D] BF16, in one allocation; or, with an FP8 cache (kernels/attention/
+// kv_fp8_ref.h), K codes, V codes [rows, Hkv, D] E4M3 then K scales, V scales [rows, Hkv] BF16.
+// The block after the last one the engine may use is scratch: the rows that pad a decode step up
+// to its graph's size write their keys and values there. A hybrid model's linear-attention
+// layers keep no keys or values; their recurrent states live in state slots beside the blocks,
+// per such layer [slots + 1, (K - 1) * conv_dim] conv windows and [slots + 1, Vh, Dk, Dv]
+// delta-rule states in FP32 (kernels/linear_attention/gated_deltanet.h), the slot after the last
+// scratch for the padding rows as above. A cache owns the decode graphs captured against its
 // storage (decode_graphs.h).
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_buffer.h"
+#include "engine/backend/linear_attention_shape.h"
+#include "engine/model/model_description.h"
+#include "kernels/linear_attention/gated_deltanet.h"
 
 namespace nibble::backend::cuda {
+
+// Per layer of a description, where its keys and values sit among the cache's attention layers
+// (-1: a linear-attention layer), and how many there are.
+struct AttentionLayers {
+  std::vector<int> index;
+  int count = 0;
+  explicit AttentionLayers(const model::ModelDescription& d) {
+    for (const model::LayerSpec& l : d.layers)
+      index.push_back(l.mixer == model::MixerKind::kAttention ? count++ : -1);
+  }
+};
 
 class DeviceKvCache : public KvCache {
  public:
   using bf16 = std::uint16_t;
 
-  DeviceKvCache(const model::ModelConfig& c, int num_blocks, int block_size, bool fp8,
-                const void* owner)
+  DeviceKvCache(const model::ModelConfig& c, const model::ModelDescription& d, int num_blocks,
+                int block_size, bool fp8, int state_slots, const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
         fp8(fp8),
+        slots(state_slots),
+        attention(d),
         row_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
                   std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
         scale_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
                     std::size_t(c.num_kv_heads)),
         layer_bytes(layer_bytes_for(row_elems, scale_elems, fp8)),
-        storage(layer_bytes * std::size_t(c.num_layers)) {
+        storage(layer_bytes * std::size_t(attention.count)) {
     // Padding rows read the scratch block too: keep what they compute finite.
     check(cudaMemset(storage.get(), 0, storage.size()), "clearing the KV cache");
+    if (state_slots == 0) return;
+    std::size_t floats = 0;
+    states_.resize(d.layers.size());
+    for (std::size_t l = 0; l < d.layers.size(); ++l) {
+      if (d.layers[l].mixer != model::MixerKind::kGatedDeltaNet) continue;
+      const kernels::GatedDeltaNetShape shape = deltanet_shape(d.layers[l].linear_attention);
+      LayerStates& at = states_[l];
+      at.conv_floats = std::size_t(shape.conv_state_floats());
+      at.recurrent_floats = std::size_t(shape.heads.state_floats());
+      at.conv = floats;
+      floats += at.conv_floats * std::size_t(state_slots + 1);
+      at.recurrent = floats;
+      floats += at.recurrent_floats * std::size_t(state_slots + 1);
+    }
+    state_storage.ensure(floats);
+    check(cudaMemset(state_storage.get(), 0, floats * sizeof(float)), "clearing the state slots");
   }
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
+  int num_state_slots() const override { return slots; }
   int scratch_block() const { return blocks; }
-  std::byte* layer(int l) const { return storage.get() + layer_bytes * std::size_t(l); }
+  int scratch_state_slot() const { return slots; }
+  std::byte* layer(int l) const {
+    return storage.get() + layer_bytes * std::size_t(attention.index[std::size_t(l)]);
+  }
+
+  // Linear-attention layer l's conv windows and delta-rule states, every slot's.
+  kernels::GatedDeltaNetDeviceState state(int l) const {
+    const LayerStates& at = states_[std::size_t(l)];
+    return {state_storage.get() + at.conv, state_storage.get() + at.recurrent};
+  }
+  // Enqueues zeros over `slot`'s states in every linear-attention layer: a sequence starting at
+  // position 0 (new, or recomputed after a preemption) starts from them.
+  void zero_state_slot(int slot, cudaStream_t stream) const {
+    for (const LayerStates& at : states_) {
+      if (at.conv_floats == 0) continue;
+      check(cudaMemsetAsync(state_storage.get() + at.conv + std::size_t(slot) * at.conv_floats, 0,
+                            at.conv_floats * sizeof(float), stream),
+            "zeroing a state slot");
+      check(cudaMemsetAsync(
+                state_storage.get() + at.recurrent + std::size_t(slot) * at.recurrent_floats, 0,
+                at.recurrent_floats * sizeof(float), stream),
+            "zeroing a state slot");
+    }
+  }
   bf16* k(int l) const { return fp8 ? nullptr : reinterpret_cast<bf16*>(layer(l)); }
   bf16* v(int l) const { return fp8 ? nullptr : k(l) + row_elems; }
   std::uint8_t* k8(int l) const {
@@ -68,9 +129,23 @@ class DeviceKvCache : public KvCache {
   const void* owner;  // the backend that made it
   int blocks, block;
   bool fp8;
+  int slots;  // state slots (hybrid models), the scratch slot after them
+  AttentionLayers attention;
   std::size_t row_elems, scale_elems, layer_bytes;
   DeviceBuffer<std::byte> storage;
+  DeviceBuffer<float> state_storage;  // the state slots (empty without)
+  // Per state slot, the position its state is at after the steps enqueued so far (-1: never
+  // run).
+  std::vector<int> slot_positions = std::vector<int>(std::size_t(slots), -1);
   DecodeGraphs graphs;  // captured against this storage
+
+ private:
+  // Where a linear-attention layer's states start in state_storage, and one slot's floats of
+  // each (0 for attention layers).
+  struct LayerStates {
+    std::size_t conv = 0, recurrent = 0, conv_floats = 0, recurrent_floats = 0;
+  };
+  std::vector<LayerStates> states_;  // per layer
 };
 
 }  // namespace nibble::backend::cuda

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/backend/cpu/cpu_ops.h"
+#include "engine/backend/zero_centred_norms.h"
 #include "kernels/nvfp4/bf16.h"
 
 namespace nibble::backend::cuda {
@@ -117,25 +118,48 @@ struct Uploader {
     d.post_attention_norm = floats(h.post_attention_norm);
     if (!h.q_norm.empty()) d.q_norm = floats(h.q_norm);
     if (!h.k_norm.empty()) d.k_norm = floats(h.k_norm);
-    d.fused_qkv = joinable({&h.q, &h.k, &h.v});
-    if (d.fused_qkv) {
-      auto qkv = join({&h.q, &h.k, &h.v});
-      d.qkv = linear(qkv);
+    if (h.linear_attention.in_proj_qkvz.out_features > 0) {
+      d.linear_attention = linear_attention(h.linear_attention);
     } else {
-      d.q = linear(h.q);
-      d.k = linear(h.k);
-      d.v = linear(h.v);
+      d.fused_qkv = joinable({&h.q, &h.k, &h.v});
+      if (d.fused_qkv) {
+        auto qkv = join({&h.q, &h.k, &h.v});
+        d.qkv = linear(qkv);
+      } else {
+        d.q = linear(h.q);
+        d.k = linear(h.k);
+        d.v = linear(h.v);
+      }
+      d.o = linear(h.o);
     }
-    d.o = linear(h.o);
     d.moe = h.moe;
     if (h.moe) {
       d.router = linear(h.router);
       for (auto& e : h.experts) d.experts.push_back(mlp(e.gate, e.up, e.down));
       d.expert_tables = expert_tables(d.experts);
+      if (h.shared_gate.out_features > 0) {
+        d.shared = mlp(h.shared_gate, h.shared_up, h.shared_down);
+        d.shared_expert_gate = linear(h.shared_expert_gate);
+      }
     } else {
       d.mlp = mlp(h.gate, h.up, h.down);
     }
     h = {};
+    return d;
+  }
+  DeviceLinearAttention linear_attention(model::LinearAttentionWeights& h) {
+    DeviceLinearAttention d;
+    d.in_proj_qkvz = linear(h.in_proj_qkvz);
+    d.in_proj_ba = linear(h.in_proj_ba);
+    d.out_proj = linear(h.out_proj);
+    std::vector<std::uint16_t> conv(h.conv_weight.size());
+    for (std::size_t i = 0; i < conv.size(); ++i) conv[i] = nvfp4::float_to_bf16(h.conv_weight[i]);
+    h.conv_weight = {};
+    d.conv_weight = DeviceBuffer<std::uint16_t>::from(conv);
+    bytes += conv.size() * 2;
+    d.A_log = floats(h.A_log);
+    d.dt_bias = floats(h.dt_bias);
+    d.norm = floats(h.norm);
     return d;
   }
   DeviceMlp mlp(model::Linear& gate, model::Linear& up, model::Linear& down) {
@@ -159,6 +183,7 @@ DeviceModel upload_model(model::ModelWeights w) {
   const auto start = std::chrono::steady_clock::now();
   DeviceModel m;
   m.config = w.config;
+  m.description = fold_zero_centred_norms(w, model::describe_model(w.config));
   Uploader up;
   {
     std::vector<std::uint16_t> embed(w.embed.size());
@@ -168,7 +193,7 @@ DeviceModel upload_model(model::ModelWeights w) {
     up.bytes += embed.size() * 2;
   }
   m.inv_freq =
-      DeviceBuffer<double>::from(cpu::rope_inverse_frequencies(w.config.rope, w.config.head_dim));
+      DeviceBuffer<double>::from(cpu::rope_inverse_frequencies(w.config.rope, w.config.rope_dim()));
 
   // Layers in parallel: repacking NVFP4 weights for the W4A16 kernels is host work that would
   // otherwise dominate loading a large model.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/cuda/device_linear.h"
+#include "engine/model/model_description.h"
 #include "engine/model/model_weights.h"
 #include "kernels/moe/moe_experts.h"
 
@@ -31,7 +32,16 @@ struct DeviceExpertTables {
   kernels::MoeExpertWeights weights;
 };
 
+// A Gated DeltaNet layer's weights (model::LinearAttentionWeights) as gated_deltanet_mix takes
+// them (kernels/linear_attention/gated_deltanet.h): the conv in BF16, the gates and norm in FP32.
+struct DeviceLinearAttention {
+  DeviceLinear in_proj_qkvz, in_proj_ba, out_proj;
+  DeviceBuffer<std::uint16_t> conv_weight;  // [conv_dim, K]
+  DeviceBuffer<float> A_log, dt_bias, norm;
+};
+
 struct DeviceLayer {
+  // Norms as a plain RMSNorm applies them: zero-centred ones folded (zero_centred_norms.h).
   DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
   bool fused_qkv = false;
   DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
@@ -42,15 +52,23 @@ struct DeviceLayer {
   DeviceLinear router;
   std::vector<DeviceMlp> experts;
   DeviceExpertTables expert_tables;  // MoE layers
+  // MoE layers with a shared expert (MoeSpec::shared_expert_intermediate_size > 0): its SwiGLU
+  // and the [1, H] gate whose sigmoid scales it per token.
+  DeviceMlp shared;
+  DeviceLinear shared_expert_gate;
+  DeviceLinearAttention linear_attention;  // Gated DeltaNet layers (q, k, v, o empty there)
 };
 
 struct DeviceModel {
   model::ModelConfig config;
+  // What the layers compute, as the device runs them: zero-centred norms folded into their
+  // weights, so every norm here is kRms (zero_centred_norms.h).
+  model::ModelDescription description;
   DeviceBuffer<std::uint16_t> embed;  // [vocab, H]
   std::vector<DeviceLayer> layers;
   DeviceBuffer<float> final_norm;
   DeviceLinear lm_head;
-  DeviceBuffer<double> inv_freq;  // [head_dim / 2]
+  DeviceBuffer<double> inv_freq;  // [rope_dim / 2] (head_dim / 2 but with partial RoPE)
   std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
   std::size_t largest_nvfp4 = 0;  // most (padded) weights of one NVFP4 Linear (dense scratch)
   std::size_t bytes = 0;          // device memory the weights take

@@ -5,6 +5,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/swiglu_block.h"
 #include "engine/backend/decoder_forward.h"
+#include "engine/backend/linear_attention_shape.h"
 #include "kernels/layer/layer_ops.h"
 
 namespace nibble::backend::cuda {
@@ -23,6 +24,7 @@ class CudaStepOps : public DecoderOps {
     rope_.q_heads = c_.num_heads;
     rope_.kv_heads = c_.num_kv_heads;
     rope_.head_dim = c_.head_dim;
+    rope_.rotary_dim = c_.rope_dim();
     rope_.q_out = act_.q.get();
     attention_.block_tables = in.block_tables;
     attention_.block_size = cache.block;
@@ -48,12 +50,15 @@ class CudaStepOps : public DecoderOps {
     mark("embed");
   }
 
-  // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x).
+  // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x); with an output gate
+  // (Qwen3-Next) q_proj yields each head's query then its gate, and the attention output is
+  // multiplied by sigmoid(gate) before o.
   void attention(int l, model::NormKind norm, const model::AttentionSpec& spec) override {
     const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
-    const std::int64_t T = step_.rows;
-    const std::int64_t q_width = std::int64_t(c_.num_heads) * c_.head_dim,
-                       kv_width = std::int64_t(c_.num_kv_heads) * c_.head_dim;
+    const std::int64_t T = step_.rows, D = c_.head_dim;
+    const std::int64_t q_per_head = spec.output_gate ? 2 * D : D;
+    const std::int64_t q_width = std::int64_t(c_.num_heads) * q_per_head,
+                       kv_width = std::int64_t(c_.num_kv_heads) * D;
     normalize(norm, act_.x.get(), w.input_norm.get());
     // The q / k / v biases (spec.qkv_bias) ride with the projections' weights.
     if (w.fused_qkv) {
@@ -63,15 +68,18 @@ class CudaStepOps : public DecoderOps {
       rope_.v = act_.qkv.get() + q_width + kv_width;
       rope_.q_stride = rope_.kv_stride = q_width + 2 * kv_width;
     } else {
-      f_.linears_.run(w.q, act_.h.get(), T, nullptr, act_.q.get());
+      // A gated q goes to act.qkv: the rotated queries (act.q) cannot overwrite it in place.
+      std::uint16_t* q = spec.output_gate ? act_.qkv.get() : act_.q.get();
+      f_.linears_.run(w.q, act_.h.get(), T, nullptr, q);
       f_.linears_.run(w.k, act_.h.get(), T, nullptr, act_.k.get());
       f_.linears_.run(w.v, act_.h.get(), T, nullptr, act_.v.get());
-      rope_.q_in = act_.q.get();
+      rope_.q_in = q;
       rope_.k = act_.k.get();
       rope_.v = act_.v.get();
       rope_.q_stride = q_width;
       rope_.kv_stride = kv_width;
     }
+    rope_.q_head_stride = int(q_per_head);
     mark("norm+qkv");
     rope_.q_norm = spec.qk_norm ? w.q_norm.get() : nullptr;
     rope_.k_norm = spec.qk_norm ? w.k_norm.get() : nullptr;
@@ -81,8 +89,37 @@ class CudaStepOps : public DecoderOps {
     cache_.point_at_layer(l, attention_);
     check(kernels::paged_attention(attention_, f_.stream_), "paged_attention");
     mark("attention");
+    if (spec.output_gate) {
+      check(kernels::sigmoid_gate_heads(act_.attn.get(), rope_.q_in + D, int(T), c_.num_heads,
+                                        int(D), rope_.q_stride, q_per_head, f_.stream_),
+            "sigmoid_gate_heads");
+      mark("output gate");
+    }
     f_.linears_.run(w.o, act_.attn.get(), T, act_.x.get(), act_.x2.get());
     mark("o");
+  }
+
+  // x2 = x + out_proj(Gated DeltaNet mixing of in_proj_qkvz(h), in_proj_ba(h)), h = norm(x),
+  // each sequence's conv window and delta-rule state read and advanced in its state slot
+  // (StepInputs::state_rows, one row per sequence).
+  void gated_deltanet(int l, model::NormKind norm,
+                      const model::LinearAttentionSpec& spec) override {
+    const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
+    const DeviceLinearAttention& la = w.linear_attention;
+    const std::int64_t T = step_.rows;
+    normalize(norm, act_.x.get(), w.input_norm.get());
+    f_.linears_.run(la.in_proj_qkvz, act_.h.get(), T, nullptr, act_.qkvz.get());
+    f_.linears_.run(la.in_proj_ba, act_.h.get(), T, nullptr, act_.ba.get());
+    mark("norm+in_proj");
+    const kernels::GatedDeltaNetDeviceParams params{
+        la.conv_weight.get(), la.A_log.get(), la.dt_bias.get(), la.norm.get(), c_.rms_norm_eps};
+    check(kernels::gated_deltanet_mix(deltanet_shape(spec), in_.state_rows, in_.num_state_rows,
+                                      act_.qkvz.get(), act_.ba.get(), params, cache_.state(l),
+                                      act_.mixed.get(), f_.stream_),
+          "gated_deltanet_mix");
+    mark("gated deltanet");
+    f_.linears_.run(la.out_proj, act_.mixed.get(), T, act_.x.get(), act_.x2.get());
+    mark("out_proj");
   }
 
   // x = x2 + down(silu(gate(h)) * up(h)), h = norm(x2).
@@ -94,12 +131,24 @@ class CudaStepOps : public DecoderOps {
     mark("norm+mlp");
   }
 
-  // x = x2 + experts(h), h = norm(x2).
+  // x = x2 + experts(h), h = norm(x2); with a shared expert (Qwen3-Next) also
+  // + sigmoid(shared_expert_gate(h)) * shared_expert(h), per token.
   void moe(int l, model::NormKind norm, const model::MoeSpec& spec) override {
     const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
+    const std::int64_t T = step_.rows;
     normalize(norm, act_.x2.get(), w.post_attention_norm.get());
-    f_.moe_.run(w, spec, step_.rows, act_, c_.hidden_size);
+    f_.moe_.run(w, spec, T, act_, c_.hidden_size);
     mark("norm+moe");
+    if (spec.shared_expert_intermediate_size == 0) return;
+    // The routed experts are done with the MoE buffers: the shared expert's output goes to
+    // act.expert_out, its gate's FP32 scores to act.router.
+    run_swiglu(f_.linears_, w.shared, act_.h.get(), T, nullptr, act_.expert_out.get(),
+               act_.gate.get(), act_.up.get(), f_.stream_, f_.layer_);
+    f_.linears_.run_float(w.shared_expert_gate, act_.h.get(), T, act_.router.get(), act_.scratch);
+    check(kernels::add_sigmoid_scaled_rows(act_.x.get(), act_.expert_out.get(), act_.router.get(),
+                                           int(T), c_.hidden_size, f_.stream_),
+          "add_sigmoid_scaled_rows");
+    mark("shared expert");
   }
 
   void logits(model::NormKind norm) override {
@@ -113,8 +162,8 @@ class CudaStepOps : public DecoderOps {
                                      f_.layer_),
               "rms_norm_rows");
         break;
-      case model::NormKind::kRmsZeroCentred:  // refused at load (model_features.h)
-        throw BackendError("cuda backend: no zero-centred RMSNorm");
+      case model::NormKind::kRmsZeroCentred:  // folded at load (DeviceModel::description)
+        throw BackendError("cuda backend: a zero-centred RMSNorm was not folded at load");
     }
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
@@ -134,8 +183,8 @@ class CudaStepOps : public DecoderOps {
                                 act_.h.get(), f_.stream_, f_.layer_),
               "rms_norm");
         break;
-      case model::NormKind::kRmsZeroCentred:  // refused at load (model_features.h)
-        throw BackendError("cuda backend: no zero-centred RMSNorm");
+      case model::NormKind::kRmsZeroCentred:  // folded at load (DeviceModel::description)
+        throw BackendError("cuda backend: a zero-centred RMSNorm was not folded at load");
     }
   }
   void mark(const char* phase) {
@@ -156,7 +205,7 @@ ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlo
                          StepBuffers& buffers, StepTimer& timer, cudaStream_t stream, int sm_count,
                          const CudaOptions& options)
     : m_(model),
-      description_(model::describe_model(model.config)),
+      description_(model.description),
       linears_(linears),
       moe_(moe),
       buffers_(buffers),

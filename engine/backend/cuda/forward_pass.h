@@ -18,6 +18,7 @@
 #include "engine/backend/cuda/step_timer.h"
 #include "engine/model/model_description.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/linear_attention/gated_deltanet.h"
 
 namespace nibble::backend::cuda {
 
@@ -30,6 +31,9 @@ struct StepInputs {
   const std::int32_t* block_tables = nullptr;
   const std::int32_t* logit_rows = nullptr;
   int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
+  // Hybrid models: the step's Gated DeltaNet rows (one per sequence), and how many.
+  const kernels::GatedDeltaNetRow* state_rows = nullptr;
+  int num_state_rows = 0;
 };
 
 // The step's inputs inside one device blob at `at`'s offsets (step_layout.h: PackedStep for an
@@ -43,6 +47,7 @@ StepInputs step_inputs_at(const std::byte* blob, const Offsets& at) {
   in.tiles = reinterpret_cast<const kernels::AttentionTile*>(blob + at.tiles);
   in.block_tables = reinterpret_cast<const std::int32_t*>(blob + at.block_tables);
   in.logit_rows = reinterpret_cast<const std::int32_t*>(blob + at.logit_rows);
+  in.state_rows = reinterpret_cast<const kernels::GatedDeltaNetRow*>(blob + at.state_rows);
   return in;
 }
 

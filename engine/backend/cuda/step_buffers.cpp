@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/linear_attention/gated_deltanet_shape.h"
 #include "kernels/moe/moe_experts.h"
 
 namespace nibble::backend::cuda {
@@ -15,14 +16,17 @@ bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64
     buffer.ensure(n);
   };
   for (auto* b : {&x, &x2, &h}) grow(*b, t * H);
-  grow(q, t * std::size_t(c.num_heads) * D);
+  // Qwen3-Next's q_proj yields a gate beside each head's query.
+  const std::size_t q_per_head = c.arch == model::Arch::Qwen3Next ? 2 * D : D;
+  grow(q, t * std::size_t(c.num_heads) * q_per_head);
   grow(attn, t * std::size_t(c.num_heads) * D);
   grow(k, t * std::size_t(c.num_kv_heads) * D);
   grow(v, t * std::size_t(c.num_kv_heads) * D);
-  grow(qkv, t * std::size_t(c.num_heads + 2 * c.num_kv_heads) * D);
+  grow(qkv, t * (std::size_t(c.num_heads) * q_per_head + 2 * std::size_t(c.num_kv_heads) * D));
   const std::size_t mlp =
-      std::max(std::size_t(c.intermediate_size),
-               c.num_experts > 0 ? K * std::size_t(c.moe_intermediate_size) : 0);
+      std::max({std::size_t(c.intermediate_size),
+                c.num_experts > 0 ? K * std::size_t(c.moe_intermediate_size) : 0,
+                std::size_t(c.shared_expert_intermediate_size)});
   grow(gate, t * 2 * mlp);  // a fused gate_up projection's output
   grow(up, t * mlp);        // the SwiGLU middle
   if (c.num_experts > 0) {
@@ -37,6 +41,15 @@ bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64
             "zeroing the MoE arrival counts");
       check(cudaDeviceSynchronize(), "zeroing the MoE arrival counts");
     }
+  }
+  if (std::find(c.linear_attention_layers.begin(), c.linear_attention_layers.end(), true) !=
+      c.linear_attention_layers.end()) {
+    const kernels::GatedDeltaNetShape shape{{c.linear_num_key_heads, c.linear_num_value_heads,
+                                             c.linear_key_head_dim, c.linear_value_head_dim},
+                                            c.linear_conv_kernel_dim};
+    grow(qkvz, t * std::size_t(shape.qkvz_width()));
+    grow(ba, t * std::size_t(shape.ba_width()));
+    grow(mixed, t * std::size_t(shape.value_dim()));
   }
   const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
   grow(last, rows * H);

@@ -17,12 +17,16 @@ struct Activations {
   using bf16 = std::uint16_t;
   DeviceBuffer<bf16> x, x2, h;              // [T, H] residual, after attention, normed
   DeviceBuffer<bf16> q, k, v, qkv, attn;    // projections [T, heads * D], attention out [T, Hq D]
+                                            // (q [T, Hq 2 D] with Qwen3-Next's output gate)
   DeviceBuffer<bf16> gate, up;              // [T, 2 I] a gate_up projection, [T, I] its SwiGLU
   DeviceBuffer<bf16> routed, expert_out;    // MoE: [T * top_k, H] rows per routed pair
   DeviceBuffer<bf16> last, scratch;         // [R, H] sampled rows normed; BF16 logits or scores
   DeviceBuffer<float> router, logits;       // [T, E] FP32 router scores, [R, vocab] FP32 logits
   DeviceBuffer<std::int32_t> moe_routing;   // the device routing's arrays (kernels/moe)
   DeviceBuffer<std::int32_t> moe_arrivals;  // the fused combine's counts (zeroed by the route)
+  // Gated DeltaNet layers (hybrid models only): in_proj_qkvz's and in_proj_ba's outputs, the
+  // mixing's output [T, Vh Dv] (kernels/linear_attention/gated_deltanet_shape.h).
+  DeviceBuffer<bf16> qkvz, ba, mixed;
 
   // Grows every buffer for steps of T rows, R sampled; true when one was reallocated.
   bool ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R);

@@ -23,6 +23,7 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
     }
     if (wants_next_token(item))
       for (std::int32_t i = n - item.num_logits; i < n; ++i) s.logit_rows.push_back(row0 + i);
+    if (item.state_slot >= 0) s.state_rows.push_back({item.state_slot, row0, n});
   }
   return s;
 }
@@ -41,6 +42,7 @@ PackedStep pack_step(const StepLayout& s) {
   p.tiles = place(s.tiles.size() * sizeof(AttentionTile));
   p.block_tables = place(s.block_tables.size() * 4);
   p.logit_rows = place(s.logit_rows.size() * 4);
+  p.state_rows = place(s.state_rows.size() * sizeof(kernels::GatedDeltaNetRow));
   p.bytes.resize(at);
   auto copy = [&](std::size_t offset, const auto& v) {
     if (!v.empty()) std::memcpy(p.bytes.data() + offset, v.data(), v.size() * sizeof(v[0]));
@@ -51,6 +53,7 @@ PackedStep pack_step(const StepLayout& s) {
   copy(p.tiles, s.tiles);
   copy(p.block_tables, s.block_tables);
   copy(p.logit_rows, s.logit_rows);
+  copy(p.state_rows, s.state_rows);
   return p;
 }
 
@@ -64,13 +67,14 @@ DecodeStepOffsets decode_step_offsets(int max_rows) {
   o.tiles = o.slots + aligned(rows * 8);
   o.logit_rows = o.tiles + aligned(rows * sizeof(AttentionTile));
   o.sampling = o.logit_rows + aligned(rows * 4);
-  o.block_tables = o.sampling + aligned(rows * sizeof(kernels::SamplingRow));
+  o.state_rows = o.sampling + aligned(rows * sizeof(kernels::SamplingRow));
+  o.block_tables = o.state_rows + aligned(rows * sizeof(kernels::GatedDeltaNetRow));
   return o;
 }
 
 std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, int rows,
                              int scratch_block, const DecodeStepOffsets& at,
-                             std::vector<std::byte>& out) {
+                             std::vector<std::byte>& out, int scratch_state_slot) {
   std::size_t table_entries = 1;  // the scratch table
   for (const BatchItem& item : items) table_entries += item.block_table.size();
   const std::size_t used = at.block_tables + table_entries * 4;
@@ -81,6 +85,7 @@ std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, i
   auto* tiles = reinterpret_cast<AttentionTile*>(out.data() + at.tiles);
   auto* logit_rows = reinterpret_cast<std::int32_t*>(out.data() + at.logit_rows);
   auto* tables = reinterpret_cast<std::int32_t*>(out.data() + at.block_tables);
+  auto* state_rows = reinterpret_cast<kernels::GatedDeltaNetRow*>(out.data() + at.state_rows);
   tables[0] = scratch_block;
   std::int32_t table_offset = 1;
   for (int r = 0; r < rows; ++r) {
@@ -89,6 +94,8 @@ std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, i
     tokens[r] = real ? items[std::size_t(r)].tokens[0] : 0;
     positions[r] = p;
     logit_rows[r] = r;
+    if (scratch_state_slot >= 0)
+      state_rows[r] = {real ? items[std::size_t(r)].state_slot : scratch_state_slot, r, 1};
     if (real) {
       const auto& table = items[std::size_t(r)].block_table;
       std::memcpy(tables + table_offset, table.data(), table.size() * 4);

@@ -10,6 +10,7 @@
 
 #include "engine/backend/backend.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/linear_attention/gated_deltanet.h"
 #include "kernels/sampling/sampling_types.h"
 
 namespace nibble::backend::cuda {
@@ -26,6 +27,9 @@ struct StepLayout {
   // a next token its last num_logits rows (1, or k + 1 verifying k drafts), in position order.
   // act.logits row r holds row logit_rows[r]'s logits.
   std::vector<std::int32_t> logit_rows;
+  // Hybrid models: each item's rows as one Gated DeltaNet row in its state slot (BatchItem::
+  // state_slot), in item order; empty for models without recurrent state.
+  std::vector<kernels::GatedDeltaNetRow> state_rows;
 };
 
 StepLayout layout_step(std::span<const BatchItem> items, int block_size, int rows_per_tile);
@@ -33,7 +37,8 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
 // The layout as one blob (each part 16-byte aligned) and where each part starts in it.
 struct PackedStep {
   std::vector<std::byte> bytes;
-  std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, block_tables = 0, logit_rows = 0;
+  std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, block_tables = 0, logit_rows = 0,
+              state_rows = 0;
 };
 PackedStep pack_step(const StepLayout& layout);
 
@@ -45,16 +50,19 @@ PackedStep pack_step(const StepLayout& layout);
 // `sampling`: room for max_rows kernels::SamplingRow, the rows' device sampling parameters when
 // the step samples on the device (device_sampler.h); their penalty lists and bitmasks follow the
 // block tables, at offsets counted from block_tables.
+// `state_rows`: hybrid models' Gated DeltaNet rows, one a row (padding rows in the cache's scratch
+// state slot).
 struct DecodeStepOffsets {
   std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, logit_rows = 0, sampling = 0,
-              block_tables = 0;
+              state_rows = 0, block_tables = 0;
 };
 DecodeStepOffsets decode_step_offsets(int max_rows);
 
 // Writes a decode step (every item one token and wanting logits) padded to `rows` rows into
 // `out` (resized as needed) at `at`'s offsets; returns the bytes to copy (a prefix of `out`).
+// scratch_state_slot >= 0 (hybrid models): the state rows too, padding rows in that slot.
 std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, int rows,
                              int scratch_block, const DecodeStepOffsets& at,
-                             std::vector<std::byte>& out);
+                             std::vector<std::byte>& out, int scratch_state_slot = -1);
 
 }  // namespace nibble::backend::cuda

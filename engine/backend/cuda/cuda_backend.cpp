@@ -20,6 +20,7 @@
 #include "engine/backend/linear_attention_shape.h"
 #include "engine/backend/model_features.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/moe/moe_layout.h"
 
 namespace nibble::backend {
 namespace {
@@ -54,9 +55,26 @@ bool routes_on_device(const cuda::DeviceModel& m, const model::ModelDescription&
 }
 
 // The shapes the kernels cannot run, refused at load with what they take: Gated DeltaNet layers
-// (kernels/linear_attention/gated_deltanet.h) and partial RoPE (kernels/layer/layer_ops.h).
+// (kernels/linear_attention/gated_deltanet.h), partial RoPE (kernels/layer/layer_ops.h) and
+// gpt-oss's experts (the decode fusions of kernels/moe/moe_experts.h are their only device form).
 void refuse_shapes_beyond_kernels(const model::ModelConfig& c) {
   const model::ModelDescription d = model::describe_model(c);
+  for (const model::LayerSpec& l : d.layers) {
+    if (l.ffn.kind != model::FfnKind::kMoe ||
+        l.ffn.moe.activation != model::ExpertActivation::kClampedSwiGlu)
+      continue;
+    const model::MoeSpec& m = l.ffn.moe;
+    if (m.intermediate_size % 16 != 0 || m.experts > kernels::kMoeMaxExperts ||
+        m.top_k > kernels::kMoeMaxTopK)
+      throw BackendError(
+          "cuda backend: runs clamped-SwiGLU experts (gpt-oss) of an intermediate_size that is a "
+          "multiple of 16, up to " +
+          std::to_string(kernels::kMoeMaxExperts) + " experts and top " +
+          std::to_string(kernels::kMoeMaxTopK) + "; this model has intermediate_size " +
+          std::to_string(m.intermediate_size) + ", " + std::to_string(m.experts) +
+          " experts, top " + std::to_string(m.top_k));
+    break;  // every MoE layer has the config's one shape
+  }
   for (const model::LayerSpec& l : d.layers) {
     if (l.mixer != model::MixerKind::kGatedDeltaNet) continue;
     const model::LinearAttentionSpec& s = l.linear_attention;
@@ -123,8 +141,8 @@ class CudaBackend : public Backend {
       spdlog::info("cuda backend: MoE layers routed {}",
                    capturable                  ? "on the device (grouped experts)"
                    : options_.moe.host_routing ? "on the host (MoE host routing asked for)"
-                                               : "on the host (experts not NVFP4 in "
-                                                 "one shape); no decode graphs");
+                                               : "on the host (experts not NVFP4 or MXFP4 "
+                                                 "in one shape); no decode graphs");
       if (capturable)
         spdlog::info(
             "cuda backend: MoE decode fusions {}, router in the route {}, one token routed in "

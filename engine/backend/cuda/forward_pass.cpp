@@ -25,6 +25,7 @@ class CudaStepOps : public DecoderOps {
     rope_.kv_heads = c_.num_kv_heads;
     rope_.head_dim = c_.head_dim;
     rope_.rotary_dim = c_.rope_dim();
+    rope_.attention_factor = float(c_.rope.attention_factor);  // YaRN's; 1 otherwise
     rope_.q_out = act_.q.get();
     attention_.block_tables = in.block_tables;
     attention_.block_size = cache.block;
@@ -52,7 +53,9 @@ class CudaStepOps : public DecoderOps {
 
   // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x); with an output gate
   // (Qwen3-Next) q_proj yields each head's query then its gate, and the attention output is
-  // multiplied by sigmoid(gate) before o.
+  // multiplied by sigmoid(gate) before o. gpt-oss: biases on q, k, v and o (with the linears),
+  // sink logits and a sliding window per layer (the attention kernels'), YaRN (inv_freq and the
+  // attention factor of rope_and_store_kv).
   void attention(int l, model::NormKind norm, const model::AttentionSpec& spec) override {
     const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
     const std::int64_t T = step_.rows, D = c_.head_dim;
@@ -87,6 +90,11 @@ class CudaStepOps : public DecoderOps {
     check(kernels::rope_and_store_kv(rope_, f_.stream_, f_.layer_), "rope_and_store_kv");
     mark("rope+kv store");
     cache_.point_at_layer(l, attention_);
+    // gpt-oss: the layer's sink logits and window (0: full attention). Every layer keeps all its
+    // blocks (one block table: Backend::kv_sliding_window is 0 here); a sliding layer reads only
+    // its window's keys.
+    attention_.sinks = spec.sinks ? w.sinks.get() : nullptr;
+    attention_.window = spec.sliding_window;
     check(kernels::paged_attention(attention_, f_.stream_), "paged_attention");
     mark("attention");
     if (spec.output_gate) {

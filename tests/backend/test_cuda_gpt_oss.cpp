@@ -6,8 +6,9 @@
 // device, decode graphs), in NVFP4 (grouped, with their biases) and in BF16 (routed on the host),
 // the rest in BF16 values. A prompt in one chunk and the decode steps after it, the prompt split
 // into chunks, a batch of mixed sequences (first chunks, later chunks, decodes) against each
-// alone, and decode graphs against eager steps. Fresh random prompts each run (the seed is
-// printed; NIBBLE_TEST_SEED reruns it).
+// alone (the sliding layers in blocks of their own, kv_layer_groups.h, entries before the window
+// -1), and decode graphs against eager steps. Fresh random prompts each run (the seed is printed;
+// NIBBLE_TEST_SEED reruns it).
 // Tolerances as test_cuda_qwen3_next's: BF16 activations through a few layers land near 1e-2 of
 // the FP32 logits; the GPU against itself within 1e-2. With top-4 routing a near tie of the 4th
 // and 5th router scores now and then picks another expert on the GPU than on the CPU, so the
@@ -189,8 +190,9 @@ TEST_P(CudaGptOss, PrefillInChunksEqualsOneChunk) {
   self.check("70 tokens in chunks against one chunk", kSelfTolerance);
 }
 
-// Three sequences in one step of a shared cache: a first chunk, a later chunk and a decode token,
-// give each sequence's logits alone.
+// Three sequences in one step of a shared cache, the sliding layers in blocks of their own (window
+// tables, the entries before the window -1 as the engine leaves them): a first chunk, a later
+// chunk and a decode token give each sequence's logits alone.
 TEST_P(CudaGptOss, ABatchOfMixedSequencesEqualsEachAlone) {
   const Case p = GetParam();
   Pair b = make_pair(p);
@@ -198,18 +200,31 @@ TEST_P(CudaGptOss, ABatchOfMixedSequencesEqualsEachAlone) {
   std::mt19937 rng(std::uint32_t(g_seed) + 3);
   const auto a = random_tokens(rng, 40, V), bb = random_tokens(rng, 70, V),
              c = random_tokens(rng, 21, V);
-  auto cache = b.gpu->new_kv_cache(3 * 8, 16);
-  std::vector<int> ta(8), tb(8), tc(8);
+  // The sliding layers' blocks of their own (24..47), as the engine hands them out.
+  auto cache = b.gpu->new_kv_cache(6 * 8, 16);
+  ASSERT_EQ(cache->sliding_window(), kWindow);
+  std::vector<int> ta(8), tb(8), tc(8), wa(8), wb(8), wc(8);
   std::iota(ta.begin(), ta.end(), 16);
   std::iota(tb.begin(), tb.end(), 0);
   std::iota(tc.begin(), tc.end(), 8);
+  std::iota(wa.begin(), wa.end(), 40);
+  std::iota(wb.begin(), wb.end(), 24);
+  std::iota(wc.begin(), wc.end(), 32);
   std::vector<float> la(static_cast<std::size_t>(V)), lb(la.size()), lc(la.size());
-  const BatchItem step1[] = {{std::span(bb).first(50), 0, tb, {}},
-                             {std::span(c).first(20), 0, tc, {}}};
+  auto item = [](std::span<const std::int32_t> tokens, int start, const std::vector<int>& table,
+                 const std::vector<int>& window, std::span<float> logits) {
+    BatchItem i{tokens, start, table, logits};
+    i.window_block_table = window;
+    return i;
+  };
+  const BatchItem step1[] = {item(std::span(bb).first(50), 0, tb, wb, {}),
+                             item(std::span(c).first(20), 0, tc, wc, {})};
   b.gpu->forward_batch(*cache, step1);
-  const BatchItem step2[] = {{std::span(c).subspan(20), 20, tc, lc},
-                             {a, 0, ta, la},
-                             {std::span(bb).subspan(50), 50, tb, lb}};
+  // b's blocks wholly before the window of its position 50 went back to the pool: poisoned ids.
+  std::vector<int> wb_later = wb;
+  wb_later[0] = wb_later[1] = -1;
+  const BatchItem step2[] = {item(std::span(c).subspan(20), 20, tc, wc, lc), item(a, 0, ta, wa, la),
+                             item(std::span(bb).subspan(50), 50, tb, wb_later, lb)};
   b.gpu->forward_batch(*cache, step2);
   Errors errors, self;
   for (const auto& [got, tokens] : {std::pair{&la, &a}, std::pair{&lb, &bb}, std::pair{&lc, &c}}) {
@@ -226,8 +241,9 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaGptOss,
                          case_name);
 
 // Decode steps of several sequences past the window replayed from decode graphs (MXFP4 experts
-// route on the device, so the steps are capturable) agree with the same steps run eagerly,
-// within what eager execution agrees with itself (test_cuda_backend's graph test: 1e-3).
+// route on the device, so the steps are capturable), the sliding layers through window tables
+// whose entries before the window are -1, agree with the same steps run eagerly, within what
+// eager execution agrees with itself (test_cuda_backend's graph test: 1e-3).
 TEST(CudaGptOssGraphs, DecodeGraphsMatchEagerSteps) {
   const Case p{Experts::kMxfp4};
   auto graphs = make_cuda_backend(make_weights(p));
@@ -238,16 +254,27 @@ TEST(CudaGptOssGraphs, DecodeGraphsMatchEagerSteps) {
   constexpr int kSeqs = 3;
   std::vector<std::vector<std::int32_t>> prompts = {
       random_tokens(rng, 20, V), random_tokens(rng, 33, V), random_tokens(rng, 1, V)};
-  auto gcache = graphs->new_kv_cache(kSeqs * 8, 16);
-  auto ecache = eager->new_kv_cache(kSeqs * 8, 16);
-  std::vector<std::vector<int>> tables(kSeqs, std::vector<int>(8));
-  for (int s = 0; s < kSeqs; ++s)
+  auto gcache = graphs->new_kv_cache(2 * kSeqs * 8, 16);
+  auto ecache = eager->new_kv_cache(2 * kSeqs * 8, 16);
+  // Each sequence's full blocks 8 s.., its sliding blocks 24 + 8 s..
+  std::vector<std::vector<int>> tables(kSeqs, std::vector<int>(8)), windows = tables;
+  for (int s = 0; s < kSeqs; ++s) {
     std::iota(tables[std::size_t(s)].begin(), tables[std::size_t(s)].end(), 8 * s);
+    std::iota(windows[std::size_t(s)].begin(), windows[std::size_t(s)].end(), 8 * (kSeqs + s));
+  }
+  // The window tables as the engine leaves them for a row at `position`: -1 before its window.
+  auto window_at = [&](int s, int position) {
+    std::vector<int> w = windows[std::size_t(s)];
+    for (int i = 0; i < std::max(0, position - kWindow + 1) / 16; ++i) w[std::size_t(i)] = -1;
+    return w;
+  };
   for (auto* pair : {&graphs, &eager}) {
     auto& cache = pair == &graphs ? gcache : ecache;
     std::vector<BatchItem> items;
-    for (int s = 0; s < 2; ++s)
+    for (int s = 0; s < 2; ++s) {
       items.push_back({prompts[std::size_t(s)], 0, tables[std::size_t(s)], {}});
+      items.back().window_block_table = windows[std::size_t(s)];
+    }
     (*pair)->forward_batch(*cache, items);
   }
   std::vector<int> length = {20, 33, 0};
@@ -255,11 +282,14 @@ TEST(CudaGptOssGraphs, DecodeGraphsMatchEagerSteps) {
   double worst = 0;
   for (int step = 0; step < kWindow + 4; ++step) {
     std::vector<std::vector<float>> gl(kSeqs, std::vector<float>(std::size_t(V))), el = gl;
+    std::vector<std::vector<int>> now(kSeqs);
     std::vector<BatchItem> gitems, eitems;
     for (int s = 0; s < kSeqs; ++s) {
       const std::span<const std::int32_t> tok(&next[std::size_t(s)], 1);
+      now[std::size_t(s)] = window_at(s, length[std::size_t(s)]);
       gitems.push_back({tok, length[std::size_t(s)], tables[std::size_t(s)], gl[std::size_t(s)]});
       eitems.push_back({tok, length[std::size_t(s)], tables[std::size_t(s)], el[std::size_t(s)]});
+      gitems.back().window_block_table = eitems.back().window_block_table = now[std::size_t(s)];
     }
     graphs->forward_batch(*gcache, gitems);
     eager->forward_batch(*ecache, eitems);
@@ -277,16 +307,23 @@ TEST(CudaGptOssGraphs, DecodeGraphsMatchEagerSteps) {
   EXPECT_EQ(eager->decode_graph_replays(), 0u);
 }
 
-// The CUDA backend keeps every layer's blocks in one group (the window is the attention
-// kernels'), so the engine hands it one block table and sizes a block for all 3 layers; the CPU
-// backend keeps the sliding layers in a group of their own (kv_layer_groups.h).
-TEST(CudaGptOssCache, OneBlockGroupForEveryLayer) {
+// The CUDA backend keeps the sliding layers in a block group of their own, as the CPU backend
+// (kv_layer_groups.h): the engine frees their blocks as they leave the window, and a block holds
+// one group's layers (the larger group: the 2 sliding layers of 3). An item without its window
+// table is refused before anything runs.
+TEST(CudaGptOssCache, TheSlidingLayersHaveABlockGroupOfTheirOwn) {
   Pair b = make_pair(Case{Experts::kMxfp4});
-  EXPECT_EQ(b.gpu->kv_sliding_window(), 0);
+  EXPECT_EQ(b.gpu->kv_sliding_window(), kWindow);
   EXPECT_EQ(b.cpu->kv_sliding_window(), kWindow);
-  // 3 layers x 16 positions x 2 KV heads x (K and V of 64 BF16 values).
-  EXPECT_EQ(b.gpu->kv_block_bytes(16), 3u * 16 * 2 * 2 * 64 * 2);
+  // 2 layers x 16 positions x 2 KV heads x (K and V of 64 BF16 values).
+  EXPECT_EQ(b.gpu->kv_block_bytes(16), 2u * 16 * 2 * 2 * 64 * 2);
   EXPECT_TRUE(b.gpu->logits_at_several_positions());
+  auto cache = b.gpu->new_kv_cache(4, 16);
+  EXPECT_EQ(cache->sliding_window(), kWindow);
+  const std::vector<std::int32_t> prompt = {1, 2, 3};
+  const std::vector<int> table = {0};
+  BatchItem missing{prompt, 0, table, {}};
+  EXPECT_THROW(b.gpu->forward_batch(*cache, std::span(&missing, 1)), BackendError);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "engine/backend/cuda/step_buffers.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
 #include "engine/backend/model_features.h"
 #include "kernels/attention/paged_attention.h"
@@ -127,6 +128,7 @@ class CudaBackend : public Backend {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     m_ = cuda::upload_model(std::move(weights));
     hybrid_ = m_.description.has_recurrent_state();
+    groups_ = kv_layer_groups(m_.description);
     const auto& c = m_.config;
     linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4,
                                                     m_.largest_nvfp4, options_);
@@ -173,14 +175,18 @@ class CudaBackend : public Backend {
 
   // BF16, or FP8 E4M3 with a BF16 scale per (token, KV head) row: 2 * D + 2 bytes of keys and
   // values per row instead of 4 * D; attention layers only (a hybrid model's linear-attention
-  // layers keep state slots instead).
+  // layers keep state slots instead), one block group's (kv_layer_groups.h: gpt-oss's full and
+  // sliding layers each hold blocks of their own).
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = m_.config;
     const std::size_t rows = std::size_t(block_size) * std::size_t(c.num_kv_heads);
     const std::size_t per_row = kv_fp8_ ? 2 * std::size_t(c.head_dim) + 2 * sizeof(bf16)
                                         : 2 * std::size_t(c.head_dim) * sizeof(bf16);
-    return std::size_t(cuda::AttentionLayers(m_.description).count) * rows * per_row;
+    return std::size_t(groups_.layers_per_block) * rows * per_row;
   }
+  // The sliding group's window (gpt-oss: 128), so that the engine frees its blocks as they leave
+  // it; 0 for models with one group.
+  int kv_sliding_window() const override { return groups_.sliding_window; }
 
   // FP32 conv windows and delta-rule states, as the CPU backend keeps them (the kernel's slot).
   std::size_t state_slot_bytes() const override {
@@ -406,8 +412,9 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   cuda::DeviceModel m_;
   int sm_count_ = 0;
-  bool kv_fp8_ = false;  // --kv-cache-dtype fp8 (caches created after the switch)
-  bool hybrid_ = false;  // the model keeps recurrent state (state slots)
+  bool kv_fp8_ = false;   // --kv-cache-dtype fp8 (caches created after the switch)
+  bool hybrid_ = false;   // the model keeps recurrent state (state slots)
+  KvLayerGroups groups_;  // the cache's block groups (DeviceKvCache computes the same)
   std::unique_ptr<cuda::LinearRunner> linears_;
   std::unique_ptr<cuda::StepTimer> timer_;
   std::unique_ptr<cuda::MoeBlock> moe_;

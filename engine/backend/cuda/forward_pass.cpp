@@ -5,6 +5,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/swiglu_block.h"
 #include "engine/backend/decoder_forward.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
 #include "kernels/layer/layer_ops.h"
 
@@ -86,13 +87,16 @@ class CudaStepOps : public DecoderOps {
     mark("norm+qkv");
     rope_.q_norm = spec.qk_norm ? w.q_norm.get() : nullptr;
     rope_.k_norm = spec.qk_norm ? w.k_norm.get() : nullptr;
+    // A sliding-group layer stores and reads its keys through the window tables.
+    const bool sliding = cache_.sliding(l);
+    rope_.slots = sliding ? in_.window_slots : in_.slots;
+    attention_.tiles = sliding ? in_.window_tiles : in_.tiles;
     cache_.point_at_layer(l, rope_);
     check(kernels::rope_and_store_kv(rope_, f_.stream_, f_.layer_), "rope_and_store_kv");
     mark("rope+kv store");
     cache_.point_at_layer(l, attention_);
-    // gpt-oss: the layer's sink logits and window (0: full attention). Every layer keeps all its
-    // blocks (one block table: Backend::kv_sliding_window is 0 here); a sliding layer reads only
-    // its window's keys.
+    // gpt-oss: the layer's sink logits and window (0: full attention); a sliding layer reads
+    // only its window's keys and table entries (those before it may have gone back to the pool).
     attention_.sinks = spec.sinks ? w.sinks.get() : nullptr;
     attention_.window = spec.sliding_window;
     check(kernels::paged_attention(attention_, f_.stream_), "paged_attention");
@@ -223,7 +227,8 @@ ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlo
       attention_(options.attention),
       layer_(options.layer),
       shape_{model.config.num_heads, model.config.num_kv_heads, model.config.head_dim},
-      rows_per_tile_(kernels::attention_rows_per_tile(shape_, attention_)) {}
+      rows_per_tile_(kernels::attention_rows_per_tile(shape_, attention_)),
+      sliding_window_(kv_layer_groups(description_).sliding_window) {}
 
 void ForwardPass::enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step) {
   CudaStepOps ops(*this, cache, in, step);

@@ -43,8 +43,7 @@ void MoeBlock::run(const DeviceLayer& w, const model::MoeSpec& spec, std::int64_
   // A BF16 router (with its bias in BF16, gpt-oss) runs inside the route at decode
   // (moe_router_route) unless switched off.
   const bool router_fused =
-      on_device && !w.router.nvfp4 && w.router.bias.empty() == w.router_bias.empty() &&
-      w.router.n == spec.experts && w.router.k == hidden_size &&
+      on_device && !w.router.nvfp4 && w.router.n == spec.experts && w.router.k == hidden_size &&
       kernels::moe_router_fused(w.expert_tables.weights, plan, T, hidden_size, true);
   if (!router_fused) linears_.run_float(w.router, act.h.get(), T, act.router.get(), act.scratch);
   if (!on_device) {

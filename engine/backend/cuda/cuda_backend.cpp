@@ -13,6 +13,7 @@
 #include "engine/backend/cuda/device_model.h"
 #include "engine/backend/cuda/device_sampler.h"
 #include "engine/backend/cuda/forward_pass.h"
+#include "engine/backend/cuda/kernel_shapes.h"
 #include "engine/backend/cuda/moe_block.h"
 #include "engine/backend/cuda/step_buffers.h"
 #include "engine/backend/cuda/step_layout.h"
@@ -21,7 +22,6 @@
 #include "engine/backend/linear_attention_shape.h"
 #include "engine/backend/model_features.h"
 #include "kernels/attention/paged_attention.h"
-#include "kernels/moe/moe_layout.h"
 
 namespace nibble::backend {
 namespace {
@@ -55,50 +55,6 @@ bool routes_on_device(const cuda::DeviceModel& m, const model::ModelDescription&
   return true;
 }
 
-// The shapes the kernels cannot run, refused at load with what they take: Gated DeltaNet layers
-// (kernels/linear_attention/gated_deltanet.h), partial RoPE (kernels/layer/layer_ops.h) and
-// gpt-oss's experts (the decode fusions of kernels/moe/moe_experts.h are their only device form).
-void refuse_shapes_beyond_kernels(const model::ModelConfig& c) {
-  const model::ModelDescription d = model::describe_model(c);
-  for (const model::LayerSpec& l : d.layers) {
-    if (l.ffn.kind != model::FfnKind::kMoe ||
-        l.ffn.moe.activation != model::ExpertActivation::kClampedSwiGlu)
-      continue;
-    const model::MoeSpec& m = l.ffn.moe;
-    if (m.intermediate_size % 16 != 0 || m.experts > kernels::kMoeMaxExperts ||
-        m.top_k > kernels::kMoeMaxTopK)
-      throw BackendError(
-          "cuda backend: runs clamped-SwiGLU experts (gpt-oss) of an intermediate_size that is a "
-          "multiple of 16, up to " +
-          std::to_string(kernels::kMoeMaxExperts) + " experts and top " +
-          std::to_string(kernels::kMoeMaxTopK) + "; this model has intermediate_size " +
-          std::to_string(m.intermediate_size) + ", " + std::to_string(m.experts) +
-          " experts, top " + std::to_string(m.top_k));
-    break;  // every MoE layer has the config's one shape
-  }
-  for (const model::LayerSpec& l : d.layers) {
-    if (l.mixer != model::MixerKind::kGatedDeltaNet) continue;
-    const model::LinearAttentionSpec& s = l.linear_attention;
-    const int group_width = s.value_heads / std::max(s.key_heads, 1) * s.value_head_dim;
-    if ((s.key_head_dim != 32 && s.key_head_dim != 64 && s.key_head_dim != 128) ||
-        s.value_head_dim % 32 != 0 || group_width < 64 || group_width > 256 || s.conv_kernel < 2 ||
-        s.conv_kernel > 8)
-      throw BackendError(
-          "cuda backend: runs Gated DeltaNet layers of linear_key_head_dim 32, 64 or 128, "
-          "linear_value_head_dim a multiple of 32 with 64..256 value columns per key head, and "
-          "linear_conv_kernel_dim 2..8; this model has key/value head dims " +
-          std::to_string(s.key_head_dim) + "/" + std::to_string(s.value_head_dim) + ", " +
-          std::to_string(group_width) + " value columns per key head, conv kernel " +
-          std::to_string(s.conv_kernel));
-    break;  // every linear-attention layer has the config's one shape
-  }
-  if (c.rope_dim() != c.head_dim && (c.rope_dim() % 2 != 0 || c.head_dim > 512))
-    throw BackendError(
-        "cuda backend: runs partial RoPE on an even rotary dimension of heads up to "
-        "512 wide; this model rotates " +
-        std::to_string(c.rope_dim()) + " of " + std::to_string(c.head_dim));
-}
-
 int sm_count() {
   int device = 0, count = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -115,13 +71,7 @@ class CudaBackend : public Backend {
  public:
   CudaBackend(model::ModelWeights weights, const CudaOptions& options) : options_(options) {
     refuse_features_beyond_baseline(weights, "cuda");  // before anything reads the weights
-    refuse_shapes_beyond_kernels(weights.config);
-    const auto& wc = weights.config;
-    if (wc.head_dim % 8 != 0 || wc.head_dim > 256 || wc.num_heads % wc.num_kv_heads != 0)
-      throw BackendError(
-          "cuda backend: runs head_dim 8..256 in steps of 8 with num_heads a "
-          "multiple of num_kv_heads; this model has head_dim " +
-          std::to_string(wc.head_dim));
+    cuda::refuse_shapes_beyond_kernels(weights.config);
     check(cudaFree(nullptr), "creating the CUDA context");
     std::size_t total = 0;
     check(cudaMemGetInfo(&free_at_start_, &total), "cudaMemGetInfo");

@@ -187,6 +187,14 @@ struct Uploader {
         d.expert_tables.gate_up_bias = bf16s(gate_up_bias);
         d.expert_tables.down_bias = bf16s(down_bias);
       }
+      // MXFP4 experts run only grouped, from the BF16 bias tables: their FP32 copies are freed
+      // (gpt-oss-120b: 159 MB). NVFP4 ones keep theirs for the host-routing path.
+      if (mxfp4)
+        for (DeviceMlp& e : d.experts) {
+          bytes -= (e.gate_up.bias.size() + e.down.bias.size()) * sizeof(float);
+          e.gate_up.bias = {};
+          e.down.bias = {};
+        }
       if (h.shared_gate.out_features > 0) {
         d.shared = mlp(h.shared_gate, h.shared_up, h.shared_down);
         d.shared_expert_gate = linear(h.shared_expert_gate);

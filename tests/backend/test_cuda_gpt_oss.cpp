@@ -307,6 +307,42 @@ TEST(CudaGptOssGraphs, DecodeGraphsMatchEagerSteps) {
   EXPECT_EQ(eager->decode_graph_replays(), 0u);
 }
 
+// The routing forms agree: NVFP4 experts routed on the host (CudaMoeOptions::host_routing, each
+// expert a linear with its bias, clamped_swiglu_interleaved and a linear) against the same experts
+// grouped on the device (the fused kernels with the BF16 bias tables), on a prompt and decode
+// steps; and MXFP4 experts, which only the grouped kernels run, stay on the device under the
+// switch. Top-4 routing: the median within the GPU's self tolerance.
+TEST(CudaGptOssRouting, HostRoutedExpertsMatchTheDevicesGroupedOnes) {
+  CudaOptions host;
+  host.moe.host_routing = true;
+  auto device = make_cuda_backend(make_weights(Case{Experts::kNvfp4}));
+  auto routed = make_cuda_backend(make_weights(Case{Experts::kNvfp4}), host);
+  const int V = device->config().vocab_size;
+  std::mt19937 rng(std::uint32_t(g_seed) + 6);
+  const auto prompt = random_tokens(rng, 40, V);
+  auto ds = device->new_sequence(128), hs = routed->new_sequence(128);
+  std::vector<float> dl(static_cast<std::size_t>(V)), hl(dl.size());
+  device->forward(*ds, prompt, dl);
+  routed->forward(*hs, prompt, hl);
+  Errors errors;
+  errors.add(relative_l2(hl, dl));
+  for (int step = 0; step < 8; ++step) {
+    const std::int32_t next = std::int32_t(std::max_element(dl.begin(), dl.end()) - dl.begin());
+    device->forward(*ds, std::span(&next, 1), dl);
+    routed->forward(*hs, std::span(&next, 1), hl);
+    errors.add(relative_l2(hl, dl));
+  }
+  errors.check("NVFP4 experts routed on the host against grouped on the device", kSelfTolerance);
+  EXPECT_GT(device->decode_graph_replays(), 0u);
+  EXPECT_EQ(routed->decode_graph_replays(), 0u);  // host routing: no graphs
+  auto mxfp4 = make_cuda_backend(make_weights(Case{Experts::kMxfp4}), host);
+  auto ms = mxfp4->new_sequence(128);
+  mxfp4->forward(*ms, prompt, dl);
+  const std::int32_t next = 5;
+  mxfp4->forward(*ms, std::span(&next, 1), dl);
+  EXPECT_GT(mxfp4->decode_graph_replays(), 0u) << "MXFP4 experts left the device";
+}
+
 // The CUDA backend keeps the sliding layers in a block group of their own, as the CPU backend
 // (kv_layer_groups.h): the engine frees their blocks as they leave the window, and a block holds
 // one group's layers (the larger group: the 2 sliding layers of 3). An item without its window

@@ -229,13 +229,14 @@ __global__ void rope_store_kernel(RopeStoreArgs a) {
     const auto rotated_at = [&](int e) {
       if (e >= a.rotary_dim) return normed[e];
       const int j = e < rhalf ? e : e - rhalf;
-      const float2 r = rope_rotate(normed[j], normed[j + rhalf], position, a.inv_freq[j]);
+      const float2 r =
+          rope_rotate(normed[j], normed[j + rhalf], position, a.inv_freq[j], a.attention_factor);
       return e < rhalf ? r.x : r.y;
     };
     rlo = active ? rotated_at(i) : 0.0f;
     rhi = active ? rotated_at(i + half) : 0.0f;
   } else {
-    const float2 rotated = rope_rotate(lo, hi, position, inv_freq);
+    const float2 rotated = rope_rotate(lo, hi, position, inv_freq, a.attention_factor);
     rlo = rotated.x;
     rhi = rotated.y;
   }
@@ -287,6 +288,28 @@ __global__ void silu_mul_rows_kernel(const std::uint16_t* gate_up, std::int64_t 
       act[out + i] = to_bf16(g / (1.0f + __expf(-g)) * load(gate_up, in + width + i));
     }
   }
+}
+
+// gpt-oss's expert middle from gate_up's interleaved columns (gate 2i, up 2i + 1).
+__global__ void clamped_swiglu_rows_kernel(const std::uint16_t* gate_up, std::int64_t rows,
+                                           std::int64_t width, float alpha, float limit,
+                                           std::uint16_t* act) {
+  allow_next_grid();  // down follows
+  wait_for_previous_grid();
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const std::int64_t in = r * 2 * width, out = r * width;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < width;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const float g = fminf(load(gate_up, in + 2 * i), limit);
+      const float u = fminf(fmaxf(load(gate_up, in + 2 * i + 1), -limit), limit);
+      act[out + i] = to_bf16((u + 1.0f) * (g / (1.0f + __expf(-alpha * g))));
+    }
+  }
+}
+
+__global__ void add_bias_float_kernel(float* y, const float* bias, int cols) {
+  const std::int64_t base = std::int64_t(blockIdx.x) * cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) y[base + c] += bias[c];
 }
 
 __global__ void add_bias_kernel(std::uint16_t* y, const float* bias, int cols) {
@@ -424,6 +447,25 @@ cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cu
   if (rows == 0) return cudaSuccess;
   add_bias_kernel<<<rows, threads_for(cols), 0, stream>>>(y, bias, cols);
   return cudaGetLastError();
+}
+
+cudaError_t add_bias_float(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (rows < 0 || cols < 1) return cudaErrorInvalidValue;
+  add_bias_float_kernel<<<unsigned(rows), threads_for(cols), 0, stream>>>(y, bias, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t clamped_swiglu_interleaved(const std::uint16_t* gate_up, std::int64_t rows,
+                                       std::int64_t width, float alpha, float limit,
+                                       std::uint16_t* act, cudaStream_t stream,
+                                       const LayerOptions& options) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  if (rows < 0 || width < 0) return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(std::min<std::int64_t>((width + 255) / 256, 64)),
+                  unsigned(std::min<std::int64_t>(rows, 65535)));
+  return launch_small(clamped_swiglu_rows_kernel, grid, 256, rows, options.small_overlap, stream,
+                      gate_up, rows, width, alpha, limit, act);
 }
 
 cudaError_t combine_experts(const std::uint16_t* residual, const std::uint16_t* expert_out,

@@ -50,6 +50,9 @@ struct RopeStoreArgs {
   const float* k_norm = nullptr;  // [D] or null
   float eps = 1e-6f;
   const double* inv_freq = nullptr;
+  // q and k times this after the rotation (YaRN's attention factor, RopeConfig::attention_factor;
+  // cpu::apply_rope's scale): the rotation's cosine and sine are scaled.
+  float attention_factor = 1.0f;
   const std::int32_t* positions = nullptr;  // [T]
   const std::int64_t* slots = nullptr;      // [T]
   std::uint16_t* k_cache = nullptr;
@@ -75,6 +78,17 @@ cudaError_t silu_mul_halves(const std::uint16_t* gate_up, std::int64_t rows, std
 
 // y[r, c] += bias[c] (Qwen2's q/k/v biases).
 cudaError_t add_bias(std::uint16_t* y, const float* bias, int rows, int cols, cudaStream_t stream);
+// The same over FP32 rows (a router's scores with its bias, gpt-oss): y [rows, cols].
+cudaError_t add_bias_float(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
+
+// gpt-oss's expert middle from one gate_up projection [rows, 2 * width] whose columns interleave
+// gate and up (2i gate i, 2i + 1 up i; its biases already added): g = min(gate, limit),
+// u = clamp(up, -limit, limit), act[r, i] = (u + 1) * g * sigmoid(alpha * g), [rows, width]. The
+// CPU reference: cpu::clamped_swiglu_value (engine/backend/cpu/cpu_ops.h).
+cudaError_t clamped_swiglu_interleaved(const std::uint16_t* gate_up, std::int64_t rows,
+                                       std::int64_t width, float alpha, float limit,
+                                       std::uint16_t* act, cudaStream_t stream,
+                                       const LayerOptions& options = {});
 
 // Mixture of experts, after every expert ran over its gathered rows:
 // out[t, :] = residual[t, :] + sum_j weight[t, j] * expert_out[source[t, j], :], j < per_token.

@@ -1,12 +1,14 @@
 #include "tests/backend/random_model.h"
 
 #include "engine/model/model_description.h"
+#include "engine/model/mxfp4.h"
 #include "kernels/linear_attention/gated_deltanet_shape.h"
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace nibble::backend::testing {
 
@@ -128,9 +130,42 @@ void quantize_group(std::initializer_list<model::Linear*> group) {
 void quantize_experts(model::ModelWeights& weights) {
   for (auto& layer : weights.layers)
     for (auto& e : layer.experts) {
-      quantize_group({&e.gate, &e.up});
+      if (e.gate_up.out_features > 0) {
+        quantize_group({&e.gate_up});
+      } else {
+        quantize_group({&e.gate, &e.up});
+      }
       quantize_group({&e.down});
     }
+}
+
+namespace {
+void to_mxfp4(model::Linear& l) {
+  const std::int64_t blocks = l.in_features / model::mxfp4::kBlockSize;
+  model::mxfp4::Matrix& m = l.mxfp4;
+  m.rows = l.out_features;
+  m.cols = l.in_features;
+  m.packed.resize(std::size_t(m.rows * m.cols / 2));
+  m.scales.resize(std::size_t(m.rows * blocks));
+  for (std::int64_t r = 0; r < m.rows; ++r)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t at = r * m.cols + b * model::mxfp4::kBlockSize;
+      model::mxfp4::quantize_block(
+          std::span<const float>(l.dense).subspan(std::size_t(at), model::mxfp4::kBlockSize),
+          std::span(m.packed).subspan(std::size_t(at / 2), model::mxfp4::kBlockSize / 2),
+          m.scales[std::size_t(r * blocks + b)]);
+    }
+  l.dense = {};
+}
+}  // namespace
+
+void quantize_experts_mxfp4(model::ModelWeights& weights) {
+  for (auto& layer : weights.layers)
+    for (auto& e : layer.experts) {
+      to_mxfp4(e.gate_up);
+      to_mxfp4(e.down);
+    }
+  weights.quant.format = model::QuantFormat::Mxfp4;
 }
 
 model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k) {
@@ -158,6 +193,25 @@ model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k) {
     c.norm_topk_prob = true;
     c.mlp_only_layers = {0};
   }
+  return c;
+}
+
+model::ModelConfig gpt_oss_test_config(int window, int top_k) {
+  model::ModelConfig c = gpu_test_config(model::Arch::GptOss, 64);
+  c.architecture = "GptOssForCausalLM";
+  c.attention_bias = true;
+  c.layer_windows = {window, 0, window};
+  c.rope.theta = 150000.0;
+  c.rope.yarn = true;
+  c.rope.factor = 4.0;
+  c.rope.original_max_position_embeddings = 256;
+  c.rope.beta_fast = 32.0;
+  c.rope.beta_slow = 1.0;
+  c.rope.attention_factor = 0.1 * std::log(4.0) + 1.0;  // transformers' get_mscale(4)
+  c.num_experts = 8;
+  c.num_experts_per_tok = top_k;
+  c.intermediate_size = c.moe_intermediate_size = 128;
+  c.swiglu_limit = 7.0;
   return c;
 }
 

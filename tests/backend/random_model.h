@@ -32,11 +32,22 @@ model::ModelConfig gpu_test_config(model::Arch arch, int head_dim, int top_k = 0
 model::ModelConfig qwen3_next_test_config(int full_attention_interval, int head_dim, int experts,
                                           int top_k = 0);
 
+// A small gpt-oss (gpt_oss's layers at gpu_test_config's sizes, head_dim 64 as the real ones):
+// 3 layers alternating a sliding window of `window` positions with full attention (sliding,
+// full, sliding), biases on q/k/v/o, sinks, YaRN (factor 4 over 256 original positions, theta
+// 150,000), 8 experts of 128 with biases of which the top `top_k` run (top-k-then-softmax over
+// a biased router), the clamped SwiGLU (limit 7).
+model::ModelConfig gpt_oss_test_config(int window, int top_k = 4);
+
 // NVFP4 with one global factor per projection group (q/k/v, gate/up), as ModelOpt exports them:
 // the CUDA backend then runs each group as one fused matrix.
 void quantize_group(std::initializer_list<model::Linear*> group);
-// A MoE model's experts in NVFP4 (one global factor for gate and up, as exported), the CUDA
-// backend's device routing needs them so; the rest stays as it is.
+// A MoE model's experts in NVFP4 (one global factor for gate and up, as exported; gpt-oss's
+// fused gate_up one of its own), the CUDA backend's device routing needs them so; the rest stays
+// as it is.
 void quantize_experts(model::ModelWeights& weights);
+// gpt-oss's experts in MXFP4 as the checkpoints ship them (model::mxfp4::quantize_block: 32
+// values per E8M0 scale), their biases kept; quant.format becomes Mxfp4.
+void quantize_experts_mxfp4(model::ModelWeights& weights);
 
 }  // namespace nibble::backend::testing

@@ -1,6 +1,7 @@
 // The host side of a CUDA step: rows, positions and cache rows through the block tables,
 // attention tiles that never cross a sequence, logits rows (several per item verifying drafts),
-// the logits buffer's rows, and the packed blob's alignment.
+// the logits buffer's rows, the packed blob's alignment, and a sliding block group's window
+// tables.
 #include "engine/backend/cuda/step_layout.h"
 
 #include <gtest/gtest.h>
@@ -133,6 +134,91 @@ TEST(StepLayout, DecodeStepsPadToTheirBucketAtFixedOffsets) {
   EXPECT_EQ(i32, 9);
   read(at.block_tables, i32, 5);
   EXPECT_EQ(i32, 4);
+}
+
+// A cache with a sliding block group (gpt-oss, kv_layer_groups.h): the window tables follow the
+// block tables, each row's cache row through its window table and the tiles again pointing at
+// them, for the sliding layers; entries before the window (-1) are never read. A step without
+// window tables packs none (the sliding views alias the full ones); a decode step always fills
+// them, padding rows in the scratch block.
+TEST(StepLayout, WindowTablesGiveTheSlidingLayersTheirRowsAndTiles) {
+  const std::vector<std::int32_t> a_tokens = {7, 8, 9, 10, 11}, b_tokens = {3};
+  const std::vector<int> a_table = {5, 2}, b_table = {0, 1, 4};
+  const std::vector<int> a_window = {6, 3}, b_window = {-1, 7, 8};
+  std::vector<float> logits(10);
+  BatchItem a{a_tokens, 2, a_table, {}}, b{b_tokens, 9, b_table, logits};
+  a.window_block_table = a_window;
+  b.window_block_table = b_window;
+  const BatchItem items[] = {a, b};
+  const StepLayout s = layout_step(items, /*block_size=*/4, /*rows_per_tile=*/2);
+  EXPECT_EQ(s.slots, (std::vector<std::int64_t>{22, 23, 8, 9, 10, 17}));
+  // a's positions 2, 3 in block 6, 4..6 in block 3; b's 9 in block 8, row 1.
+  EXPECT_EQ(s.window_slots, (std::vector<std::int64_t>{26, 27, 12, 13, 14, 33}));
+  EXPECT_EQ(s.block_tables, (std::vector<std::int32_t>{5, 2, 0, 1, 4, 6, 3, -1, 7, 8}));
+  ASSERT_EQ(s.window_tiles.size(), s.tiles.size());
+  for (std::size_t t = 0; t < s.tiles.size(); ++t) {
+    EXPECT_EQ(s.window_tiles[t].row0, s.tiles[t].row0);
+    EXPECT_EQ(s.window_tiles[t].rows, s.tiles[t].rows);
+    EXPECT_EQ(s.window_tiles[t].position0, s.tiles[t].position0);
+    EXPECT_EQ(s.window_tiles[t].table_offset, t < 3 ? 5 : 7) << "tile " << t;
+  }
+  const PackedStep p = pack_step(s);
+  EXPECT_EQ(p.window_slots % 16, 0u);
+  EXPECT_EQ(p.window_tiles % 16, 0u);
+  std::int64_t slot = 0;
+  std::memcpy(&slot, p.bytes.data() + p.window_slots + 5 * sizeof(slot), sizeof(slot));
+  EXPECT_EQ(slot, 33);
+  AttentionTile tile;
+  std::memcpy(&tile, p.bytes.data() + p.window_tiles + 3 * sizeof(tile), sizeof(tile));
+  EXPECT_EQ(tile.table_offset, 7);
+
+  const BatchItem plain[] = {{a_tokens, 2, a_table, {}}};
+  const StepLayout none = layout_step(plain, 4, 2);
+  EXPECT_TRUE(none.window_slots.empty());
+  EXPECT_TRUE(none.window_tiles.empty());
+  const PackedStep q = pack_step(none);
+  EXPECT_EQ(q.window_slots, q.slots);
+  EXPECT_EQ(q.window_tiles, q.tiles);
+
+  const std::vector<std::int32_t> a_token = {41}, b_token = {42};
+  std::vector<float> la(10), lb(10);
+  BatchItem da{a_token, 6, a_table, la}, db{b_token, 9, b_table, lb};
+  da.window_block_table = a_window;
+  db.window_block_table = b_window;
+  const BatchItem decodes[] = {da, db};
+  const DecodeStepOffsets at = decode_step_offsets(/*max_rows=*/8);
+  EXPECT_EQ(at.window_slots % 16, 0u);
+  EXPECT_EQ(at.window_tiles % 16, 0u);
+  EXPECT_GE(at.window_slots, at.state_rows + 8 * sizeof(kernels::GatedDeltaNetRow));
+  EXPECT_GE(at.window_tiles, at.window_slots + 8 * 8);
+  EXPECT_GE(at.block_tables, at.window_tiles + 8 * sizeof(AttentionTile));
+  std::vector<std::byte> bytes;
+  const std::size_t used =
+      pack_decode_step(decodes, /*block_size=*/4, /*rows=*/4, /*scratch_block=*/9, at, bytes);
+  EXPECT_EQ(used, at.block_tables + (1 + 2 + 3 + 2 + 3) * 4);
+  auto read = [&](std::size_t offset, auto& value, int index) {
+    std::memcpy(&value, bytes.data() + offset + std::size_t(index) * sizeof(value), sizeof(value));
+  };
+  std::int32_t entry = 0;
+  read(at.window_slots, slot, 0);  // a's position 6: window block 3, row 2
+  EXPECT_EQ(slot, 14);
+  read(at.window_slots, slot, 1);  // b's position 9: window block 8, row 1
+  EXPECT_EQ(slot, 33);
+  read(at.window_tiles, tile, 0);
+  EXPECT_EQ(tile.table_offset, 6);  // after the scratch table and both block tables
+  EXPECT_EQ(tile.position0, 6);
+  read(at.window_tiles, tile, 1);
+  EXPECT_EQ(tile.table_offset, 8);
+  for (int pad : {2, 3}) {
+    read(at.window_slots, slot, pad);
+    EXPECT_EQ(slot, 9 * 4);
+    read(at.window_tiles, tile, pad);
+    EXPECT_EQ(tile.table_offset, 0);
+  }
+  read(at.block_tables, entry, 6);
+  EXPECT_EQ(entry, 6);
+  read(at.block_tables, entry, 8);
+  EXPECT_EQ(entry, -1);
 }
 
 // Hybrid models: one Gated DeltaNet row per sequence in its state slot (its rows of the step),

@@ -13,10 +13,12 @@
 #include "engine/backend/cuda/device_model.h"
 #include "engine/backend/cuda/device_sampler.h"
 #include "engine/backend/cuda/forward_pass.h"
+#include "engine/backend/cuda/kernel_shapes.h"
 #include "engine/backend/cuda/moe_block.h"
 #include "engine/backend/cuda/step_buffers.h"
 #include "engine/backend/cuda/step_layout.h"
 #include "engine/backend/cuda/step_timer.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
 #include "engine/backend/model_features.h"
 #include "kernels/attention/paged_attention.h"
@@ -53,33 +55,6 @@ bool routes_on_device(const cuda::DeviceModel& m, const model::ModelDescription&
   return true;
 }
 
-// The shapes the kernels cannot run, refused at load with what they take: Gated DeltaNet layers
-// (kernels/linear_attention/gated_deltanet.h) and partial RoPE (kernels/layer/layer_ops.h).
-void refuse_shapes_beyond_kernels(const model::ModelConfig& c) {
-  const model::ModelDescription d = model::describe_model(c);
-  for (const model::LayerSpec& l : d.layers) {
-    if (l.mixer != model::MixerKind::kGatedDeltaNet) continue;
-    const model::LinearAttentionSpec& s = l.linear_attention;
-    const int group_width = s.value_heads / std::max(s.key_heads, 1) * s.value_head_dim;
-    if ((s.key_head_dim != 32 && s.key_head_dim != 64 && s.key_head_dim != 128) ||
-        s.value_head_dim % 32 != 0 || group_width < 64 || group_width > 256 || s.conv_kernel < 2 ||
-        s.conv_kernel > 8)
-      throw BackendError(
-          "cuda backend: runs Gated DeltaNet layers of linear_key_head_dim 32, 64 or 128, "
-          "linear_value_head_dim a multiple of 32 with 64..256 value columns per key head, and "
-          "linear_conv_kernel_dim 2..8; this model has key/value head dims " +
-          std::to_string(s.key_head_dim) + "/" + std::to_string(s.value_head_dim) + ", " +
-          std::to_string(group_width) + " value columns per key head, conv kernel " +
-          std::to_string(s.conv_kernel));
-    break;  // every linear-attention layer has the config's one shape
-  }
-  if (c.rope_dim() != c.head_dim && (c.rope_dim() % 2 != 0 || c.head_dim > 512))
-    throw BackendError(
-        "cuda backend: runs partial RoPE on an even rotary dimension of heads up to "
-        "512 wide; this model rotates " +
-        std::to_string(c.rope_dim()) + " of " + std::to_string(c.head_dim));
-}
-
 int sm_count() {
   int device = 0, count = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -96,19 +71,14 @@ class CudaBackend : public Backend {
  public:
   CudaBackend(model::ModelWeights weights, const CudaOptions& options) : options_(options) {
     refuse_features_beyond_baseline(weights, "cuda");  // before anything reads the weights
-    refuse_shapes_beyond_kernels(weights.config);
-    const auto& wc = weights.config;
-    if (wc.head_dim % 8 != 0 || wc.head_dim > 256 || wc.num_heads % wc.num_kv_heads != 0)
-      throw BackendError(
-          "cuda backend: runs head_dim 8..256 in steps of 8 with num_heads a "
-          "multiple of num_kv_heads; this model has head_dim " +
-          std::to_string(wc.head_dim));
+    cuda::refuse_shapes_beyond_kernels(weights.config);
     check(cudaFree(nullptr), "creating the CUDA context");
     std::size_t total = 0;
     check(cudaMemGetInfo(&free_at_start_, &total), "cudaMemGetInfo");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     m_ = cuda::upload_model(std::move(weights));
     hybrid_ = m_.description.has_recurrent_state();
+    groups_ = kv_layer_groups(m_.description);
     const auto& c = m_.config;
     linears_ = std::make_unique<cuda::LinearRunner>(stream_, kMaxSplitRows, m_.widest_nvfp4,
                                                     m_.largest_nvfp4, options_);
@@ -123,8 +93,8 @@ class CudaBackend : public Backend {
       spdlog::info("cuda backend: MoE layers routed {}",
                    capturable                  ? "on the device (grouped experts)"
                    : options_.moe.host_routing ? "on the host (MoE host routing asked for)"
-                                               : "on the host (experts not NVFP4 in "
-                                                 "one shape); no decode graphs");
+                                               : "on the host (experts not NVFP4 or MXFP4 "
+                                                 "in one shape); no decode graphs");
       if (capturable)
         spdlog::info(
             "cuda backend: MoE decode fusions {}, router in the route {}, one token routed in "
@@ -155,14 +125,18 @@ class CudaBackend : public Backend {
 
   // BF16, or FP8 E4M3 with a BF16 scale per (token, KV head) row: 2 * D + 2 bytes of keys and
   // values per row instead of 4 * D; attention layers only (a hybrid model's linear-attention
-  // layers keep state slots instead).
+  // layers keep state slots instead), one block group's (kv_layer_groups.h: gpt-oss's full and
+  // sliding layers each hold blocks of their own).
   std::size_t kv_block_bytes(int block_size) const override {
     const auto& c = m_.config;
     const std::size_t rows = std::size_t(block_size) * std::size_t(c.num_kv_heads);
     const std::size_t per_row = kv_fp8_ ? 2 * std::size_t(c.head_dim) + 2 * sizeof(bf16)
                                         : 2 * std::size_t(c.head_dim) * sizeof(bf16);
-    return std::size_t(cuda::AttentionLayers(m_.description).count) * rows * per_row;
+    return std::size_t(groups_.layers_per_block) * rows * per_row;
   }
+  // The sliding group's window (gpt-oss: 128), so that the engine frees its blocks as they leave
+  // it; 0 for models with one group.
+  int kv_sliding_window() const override { return groups_.sliding_window; }
 
   // FP32 conv windows and delta-rule states, as the CPU backend keeps them (the kernel's slot).
   std::size_t state_slot_bytes() const override {
@@ -388,8 +362,9 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   cuda::DeviceModel m_;
   int sm_count_ = 0;
-  bool kv_fp8_ = false;  // --kv-cache-dtype fp8 (caches created after the switch)
-  bool hybrid_ = false;  // the model keeps recurrent state (state slots)
+  bool kv_fp8_ = false;   // --kv-cache-dtype fp8 (caches created after the switch)
+  bool hybrid_ = false;   // the model keeps recurrent state (state slots)
+  KvLayerGroups groups_;  // the cache's block groups (DeviceKvCache computes the same)
   std::unique_ptr<cuda::LinearRunner> linears_;
   std::unique_ptr<cuda::StepTimer> timer_;
   std::unique_ptr<cuda::MoeBlock> moe_;

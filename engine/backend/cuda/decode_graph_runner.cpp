@@ -84,9 +84,11 @@ void DecodeGraphRunner::reserve() {
   if (!inputs_.empty()) return;
   at_ = decode_step_offsets(max_rows_);
   // Block tables: the scratch table plus a table covering the whole context per sequence.
-  const std::size_t tables =
-      1 + std::size_t(max_rows_) *
-              std::size_t((forward_.config().max_context + kTableBlockSize - 1) / kTableBlockSize);
+  // Each row's block table and, with a sliding block group, its window table.
+  const std::size_t per_row =
+      std::size_t((forward_.config().max_context + kTableBlockSize - 1) / kTableBlockSize) *
+      (forward_.sliding_window() > 0 ? 2 : 1);
+  const std::size_t tables = 1 + std::size_t(max_rows_) * per_row;
   const std::size_t bytes = at_.block_tables + tables * 4 + sampling_room;
   inputs_.ensure(bytes);
   buffers_.staging.ensure(bytes);

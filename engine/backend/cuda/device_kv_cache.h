@@ -1,7 +1,10 @@
 #pragma once
-// The CUDA backend's paged KV cache. Per attention layer: K then V, each [(num_blocks + 1) *
-// block_size, Hkv, D] BF16, in one allocation; or, with an FP8 cache (kernels/attention/
-// kv_fp8_ref.h), K codes, V codes [rows, Hkv, D] E4M3 then K scales, V scales [rows, Hkv] BF16.
+// The CUDA backend's paged KV cache. Per attention layer of a block group (kv_layer_groups.h): K
+// then V, each [(num_blocks + 1) * block_size, Hkv, D] BF16, in one allocation; or, with an FP8
+// cache (kernels/attention/kv_fp8_ref.h), K codes, V codes [rows, Hkv, D] E4M3 then K scales, V
+// scales [rows, Hkv] BF16. With two groups (gpt-oss's full and sliding layers) the i-th layer of
+// each group shares the i-th array, as in the CPU backend's cache: a block belongs to one group
+// at a time, the sliding layers reach theirs through BatchItem::window_block_table.
 // The block after the last one the engine may use is scratch: the rows that pad a decode step up
 // to its graph's size write their keys and values there. A hybrid model's linear-attention
 // layers keep no keys or values; their recurrent states live in state slots beside the blocks,
@@ -16,22 +19,12 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_buffer.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
 #include "engine/model/model_description.h"
 #include "kernels/linear_attention/gated_deltanet.h"
 
 namespace nibble::backend::cuda {
-
-// Per layer of a description, where its keys and values sit among the cache's attention layers
-// (-1: a linear-attention layer), and how many there are.
-struct AttentionLayers {
-  std::vector<int> index;
-  int count = 0;
-  explicit AttentionLayers(const model::ModelDescription& d) {
-    for (const model::LayerSpec& l : d.layers)
-      index.push_back(l.mixer == model::MixerKind::kAttention ? count++ : -1);
-  }
-};
 
 class DeviceKvCache : public KvCache {
  public:
@@ -44,13 +37,13 @@ class DeviceKvCache : public KvCache {
         block(block_size),
         fp8(fp8),
         slots(state_slots),
-        attention(d),
+        groups(kv_layer_groups(d)),
         row_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
                   std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
         scale_elems(std::size_t(num_blocks + 1) * std::size_t(block_size) *
                     std::size_t(c.num_kv_heads)),
         layer_bytes(layer_bytes_for(row_elems, scale_elems, fp8)),
-        storage(layer_bytes * std::size_t(attention.count)) {
+        storage(layer_bytes * std::size_t(groups.layers_per_block)) {
     // Padding rows read the scratch block too: keep what they compute finite.
     check(cudaMemset(storage.get(), 0, storage.size()), "clearing the KV cache");
     if (state_slots == 0) return;
@@ -73,10 +66,14 @@ class DeviceKvCache : public KvCache {
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
   int num_state_slots() const override { return slots; }
+  int sliding_window() const override { return groups.sliding_window; }
+  // Whether layer l is in the sliding group (its rows and tiles: StepInputs::window_slots,
+  // window_tiles).
+  bool sliding(int l) const { return groups.sliding[std::size_t(l)]; }
   int scratch_block() const { return blocks; }
   int scratch_state_slot() const { return slots; }
   std::byte* layer(int l) const {
-    return storage.get() + layer_bytes * std::size_t(attention.index[std::size_t(l)]);
+    return storage.get() + layer_bytes * std::size_t(groups.index[std::size_t(l)]);
   }
 
   // Linear-attention layer l's conv windows and delta-rule states, every slot's.
@@ -130,7 +127,7 @@ class DeviceKvCache : public KvCache {
   int blocks, block;
   bool fp8;
   int slots;  // state slots (hybrid models), the scratch slot after them
-  AttentionLayers attention;
+  KvLayerGroups groups;
   std::size_t row_elems, scale_elems, layer_bytes;
   DeviceBuffer<std::byte> storage;
   DeviceBuffer<float> state_storage;  // the state slots (empty without)

@@ -16,16 +16,21 @@ DeviceLinear upload_linear(model::Linear& host) {
   DeviceLinear d;
   d.n = host.out_features;
   d.k = host.in_features;
-  d.nvfp4 = host.quantized;
-  if (host.quantized) {
-    const auto& q = host.fp4;
+  d.nvfp4 = host.quantized || host.is_mxfp4();
+  if (d.nvfp4) {
+    // MXFP4 (gpt-oss's experts, as shipped): the same layout with E8M0 exponents as its scale
+    // bytes (w4a16_layout.h), which the grouped MoE kernels read; no conversion to NVFP4.
     nvfp4::W4A16Weight r =
-        nvfp4::repack_for_w4a16(q.packed, q.scales, q.rows, q.cols, q.global_factor);
+        host.quantized ? nvfp4::repack_for_w4a16(host.fp4.packed, host.fp4.scales, host.fp4.rows,
+                                                 host.fp4.cols, host.fp4.global_factor)
+                       : nvfp4::repack_mxfp4_for_w4a16(host.mxfp4.packed, host.mxfp4.scales,
+                                                       host.mxfp4.rows, host.mxfp4.cols);
     d.tiles = DeviceBuffer<std::uint8_t>::from(r.tiles);
     d.scales = DeviceBuffer<std::uint8_t>::from(r.scales);
-    d.weight = {d.tiles.get(), d.scales.get(),  r.n,      r.k, r.n_padded,
-                r.k_padded,    r.global_factor, r.k_major};
+    d.weight = {d.tiles.get(), d.scales.get(),  r.n,       r.k,     r.n_padded,
+                r.k_padded,    r.global_factor, r.k_major, r.format};
     host.fp4 = {};
+    host.mxfp4 = {};
   } else {
     std::vector<std::uint16_t> bf16(host.dense.size());
     for (std::size_t i = 0; i < bf16.size(); ++i) bf16[i] = nvfp4::float_to_bf16(host.dense[i]);
@@ -77,6 +82,10 @@ void LinearRunner::gemm(const DeviceLinear& w, const std::uint16_t* x, std::int6
 void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
                        const std::uint16_t* residual, std::uint16_t* out) {
   if (m == 0) return;
+  if (w.nvfp4 && w.weight.format == nvfp4::W4A16Format::kMxfp4)
+    throw BackendError(
+        "cuda backend: MXFP4 weights run only as a MoE layer's grouped experts, not as a linear "
+        "of their own");
   if (w.nvfp4) {
     // With overlap: the norm, attention and SwiGLU kernels in front of the linears let them
     // start early (allow_next_grid), so a decode step's weights stream while those run.
@@ -98,13 +107,16 @@ void LinearRunner::run(const DeviceLinear& w, const std::uint16_t* x, std::int64
 void LinearRunner::run_float(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
                              float* out, DeviceBuffer<std::uint16_t>& scratch) {
   if (m == 0) return;
-  if (w.nvfp4 || !w.bias.empty()) {
+  if (w.nvfp4) {
     scratch.ensure(std::size_t(m * w.n));
     run(w, x, m, nullptr, scratch.get());
     check(kernels::bf16_to_float(scratch.get(), m * w.n, out, stream_), "bf16_to_float");
     return;
   }
   gemm(w, x, m, out, CUDA_R_32F, 0.0f);
+  // A dense router's bias (gpt-oss) in FP32 too, as the CPU backend adds it.
+  if (!w.bias.empty())
+    check(kernels::add_bias_float(out, w.bias.get(), int(m), int(w.n), stream_), "add_bias_float");
 }
 
 }  // namespace nibble::backend::cuda

@@ -16,8 +16,10 @@ namespace nibble::backend::cuda {
 
 struct DeviceLinear {
   std::int64_t n = 0, k = 0;
+  // In the W4A16 layout: NVFP4, or MXFP4 (weight.format; gpt-oss's experts, which only the
+  // grouped MoE kernels run: run() refuses them).
   bool nvfp4 = false;
-  DeviceBuffer<std::uint8_t> tiles, scales;  // NVFP4: the W4A16 layout
+  DeviceBuffer<std::uint8_t> tiles, scales;  // NVFP4 or MXFP4: the W4A16 layout
   kernels::W4A16DeviceWeight weight;         // views of tiles and scales
   DeviceBuffer<std::uint16_t> dense;         // dense: [n, k] BF16
   DeviceBuffer<float> bias;                  // [n] or empty
@@ -43,8 +45,8 @@ class LinearRunner {
   void run(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m,
            const std::uint16_t* residual, std::uint16_t* out);
   // FP32 output, no residual (MoE router scores: their top-k decides which experts run, so they
-  // are not rounded to BF16 where the weights are dense). scratch: m * n BF16 elements, used
-  // only for NVFP4 weights or a bias.
+  // are not rounded to BF16 where the weights are dense, nor is a dense router's bias added in
+  // BF16). scratch: m * n BF16 elements, used only for NVFP4 weights.
   void run_float(const DeviceLinear& w, const std::uint16_t* x, std::int64_t m, float* out,
                  DeviceBuffer<std::uint16_t>& scratch);
 

@@ -53,18 +53,19 @@ model::Linear join(std::initializer_list<model::Linear*> parts) {
 
 bool same_shape(const kernels::W4A16DeviceWeight& a, const kernels::W4A16DeviceWeight& b) {
   return a.n == b.n && a.k == b.k && a.n_padded == b.n_padded && a.k_padded == b.k_padded &&
-         a.k_major == b.k_major;
+         a.k_major == b.k_major && a.format == b.format;
 }
 
-// One projection of every expert as a device table; false when one of them is not NVFP4 without
-// bias or differs in shape from the first.
+// One projection of every expert as a device table; false when one of them is not in the W4A16
+// layout, has a bias where `biased` is false, or differs in shape or format from the first.
 bool grouped_table(const std::vector<DeviceMlp>& experts, DeviceLinear DeviceMlp::*projection,
-                   DeviceBuffer<kernels::W4A16DeviceWeight>& table,
+                   bool biased, DeviceBuffer<kernels::W4A16DeviceWeight>& table,
                    kernels::W4A16GroupedWeights& view) {
   std::vector<kernels::W4A16DeviceWeight> weights;
   for (const DeviceMlp& e : experts) {
     const DeviceLinear& l = e.*projection;
-    if (!l.nvfp4 || !l.bias.empty() || (!weights.empty() && !same_shape(l.weight, weights[0])))
+    if (!l.nvfp4 || (!biased && !l.bias.empty()) ||
+        (!weights.empty() && !same_shape(l.weight, weights[0])))
       return false;
     weights.push_back(l.weight);
   }
@@ -74,7 +75,8 @@ bool grouped_table(const std::vector<DeviceMlp>& experts, DeviceLinear DeviceMlp
   return true;
 }
 
-DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts) {
+// biased: gpt-oss's experts, whose biases the fused kernels add (the caller uploads them).
+DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts, bool biased) {
   DeviceExpertTables t;
   if (experts.empty()) return t;
   const bool fused = experts[0].fused;
@@ -82,12 +84,31 @@ DeviceExpertTables expert_tables(const std::vector<DeviceMlp>& experts) {
     if (e.fused != fused) return t;
   t.weights.fused = fused;
   const bool tables =
-      (fused ? grouped_table(experts, &DeviceMlp::gate_up, t.gate_up, t.weights.gate_up)
-             : grouped_table(experts, &DeviceMlp::gate, t.gate, t.weights.gate) &&
-                   grouped_table(experts, &DeviceMlp::up, t.up, t.weights.up)) &&
-      grouped_table(experts, &DeviceMlp::down, t.down, t.weights.down);
+      (fused ? grouped_table(experts, &DeviceMlp::gate_up, biased, t.gate_up, t.weights.gate_up)
+             : grouped_table(experts, &DeviceMlp::gate, biased, t.gate, t.weights.gate) &&
+                   grouped_table(experts, &DeviceMlp::up, biased, t.up, t.weights.up)) &&
+      grouped_table(experts, &DeviceMlp::down, biased, t.down, t.weights.down);
   t.grouped = tables;
   return t;
+}
+
+// Every expert's bias of one projection, [E, n] in BF16 (zeros for an expert without one).
+std::vector<std::uint16_t> bias_table(const std::vector<model::ExpertWeights>& experts,
+                                      model::Linear model::ExpertWeights::*projection) {
+  std::vector<std::uint16_t> table;
+  for (const model::ExpertWeights& e : experts) {
+    const model::Linear& l = e.*projection;
+    for (std::int64_t i = 0; i < l.out_features; ++i)
+      table.push_back(l.bias.empty() ? 0 : nvfp4::float_to_bf16(l.bias[std::size_t(i)]));
+  }
+  return table;
+}
+
+bool mxfp4_experts(const std::vector<model::ExpertWeights>& experts) {
+  for (const model::ExpertWeights& e : experts)
+    if (e.gate_up.is_mxfp4() || e.gate.is_mxfp4() || e.up.is_mxfp4() || e.down.is_mxfp4())
+      return true;
+  return false;
 }
 
 // Uploads and keeps the tallies (bytes, widest and largest NVFP4 layer) of what it uploaded.
@@ -98,7 +119,8 @@ struct Uploader {
 
   DeviceLinear linear(model::Linear& host) {
     DeviceLinear d = upload_linear(host);
-    if (d.nvfp4) {
+    // MXFP4 runs in the grouped MoE kernels only: no split-K workspace or dense scratch.
+    if (d.nvfp4 && d.weight.format == nvfp4::W4A16Format::kNvfp4) {
       widest_nvfp4 = std::max(widest_nvfp4, d.n);
       largest_nvfp4 =
           std::max(largest_nvfp4, std::size_t(d.weight.n_padded) * std::size_t(d.weight.k_padded));
@@ -112,7 +134,11 @@ struct Uploader {
     host = {};
     return d;
   }
-  DeviceLayer layer(model::LayerWeights& h) {
+  DeviceBuffer<std::uint16_t> bf16s(const std::vector<std::uint16_t>& host) {
+    bytes += host.size() * 2;
+    return DeviceBuffer<std::uint16_t>::from(host);
+  }
+  DeviceLayer layer(model::LayerWeights& h, const model::LayerSpec& spec, int index) {
     DeviceLayer d;
     d.input_norm = floats(h.input_norm);
     d.post_attention_norm = floats(h.post_attention_norm);
@@ -131,12 +157,44 @@ struct Uploader {
         d.v = linear(h.v);
       }
       d.o = linear(h.o);
+      if (!h.sinks.empty()) d.sinks = floats(h.sinks);
     }
     d.moe = h.moe;
     if (h.moe) {
+      if (!h.router.bias.empty()) {
+        std::vector<std::uint16_t> bias(h.router.bias.size());
+        for (std::size_t i = 0; i < bias.size(); ++i)
+          bias[i] = nvfp4::float_to_bf16(h.router.bias[i]);
+        d.router_bias = bf16s(bias);
+      }
       d.router = linear(h.router);
-      for (auto& e : h.experts) d.experts.push_back(mlp(e.gate, e.up, e.down));
-      d.expert_tables = expert_tables(d.experts);
+      // gpt-oss: one gate_up per expert, its rows interleaved, and biases (moe_block.h).
+      const bool interleaved = spec.ffn.moe.layout == model::ExpertLayout::kFusedInterleaved;
+      const bool mxfp4 = mxfp4_experts(h.experts);
+      std::vector<std::uint16_t> gate_up_bias, down_bias;
+      if (interleaved) {
+        gate_up_bias = bias_table(h.experts, &model::ExpertWeights::gate_up);
+        down_bias = bias_table(h.experts, &model::ExpertWeights::down);
+      }
+      for (auto& e : h.experts)
+        d.experts.push_back(interleaved ? interleaved_mlp(e) : mlp(e.gate, e.up, e.down));
+      d.expert_tables = expert_tables(d.experts, interleaved);
+      if (mxfp4 && !d.expert_tables.grouped)
+        throw BackendError("cuda backend: layer " + std::to_string(index) +
+                           "'s MXFP4 experts differ in shape or format; the CUDA backend runs "
+                           "MXFP4 experts only as one grouped table per layer");
+      if (interleaved && d.expert_tables.grouped) {
+        d.expert_tables.gate_up_bias = bf16s(gate_up_bias);
+        d.expert_tables.down_bias = bf16s(down_bias);
+      }
+      // MXFP4 experts run only grouped, from the BF16 bias tables: their FP32 copies are freed
+      // (gpt-oss-120b: 159 MB). NVFP4 ones keep theirs for the host-routing path.
+      if (mxfp4)
+        for (DeviceMlp& e : d.experts) {
+          bytes -= (e.gate_up.bias.size() + e.down.bias.size()) * sizeof(float);
+          e.gate_up.bias = {};
+          e.down.bias = {};
+        }
       if (h.shared_gate.out_features > 0) {
         d.shared = mlp(h.shared_gate, h.shared_up, h.shared_down);
         d.shared_expert_gate = linear(h.shared_expert_gate);
@@ -160,6 +218,14 @@ struct Uploader {
     d.A_log = floats(h.A_log);
     d.dt_bias = floats(h.dt_bias);
     d.norm = floats(h.norm);
+    return d;
+  }
+  // gpt-oss's expert: gate_up as it is (rows interleaved), with its bias; down with its bias.
+  DeviceMlp interleaved_mlp(model::ExpertWeights& e) {
+    DeviceMlp d;
+    d.fused = true;
+    d.gate_up = linear(e.gate_up);
+    d.down = linear(e.down);
     return d;
   }
   DeviceMlp mlp(model::Linear& gate, model::Linear& up, model::Linear& down) {
@@ -206,7 +272,8 @@ DeviceModel upload_model(model::ModelWeights w) {
     Uploader mine;
     for (int l; (l = next++) < layers;) {
       try {
-        m.layers[std::size_t(l)] = mine.layer(w.layers[std::size_t(l)]);
+        m.layers[std::size_t(l)] =
+            mine.layer(w.layers[std::size_t(l)], m.description.layers[std::size_t(l)], l);
       } catch (...) {
         std::lock_guard lock(mu);
         if (!failure) failure = std::current_exception();

@@ -16,20 +16,24 @@ namespace nibble::backend::cuda {
 // factor for this reason). One launch instead of two or three, the way the kernels were measured.
 struct DeviceMlp {
   bool fused = false;
-  DeviceLinear gate_up;   // fused: [2 I, H], gate rows first
+  DeviceLinear gate_up;   // fused: [2 I, H], gate rows first (gpt-oss's experts: interleaved)
   DeviceLinear gate, up;  // otherwise
   DeviceLinear down;
   std::int64_t width() const { return fused ? gate_up.n / 2 : gate.n; }
 };
 
 // A MoE layer's experts as the grouped kernels take them (kernels/moe/moe_experts.h): device
-// arrays of the experts' W4A16 weights, built when every expert is NVFP4 without bias, in one
-// shape and one gate/up fusion. `weights` views the arrays; `grouped` false: the layer's experts
-// run one by one with routing on the host (e.g. BF16 experts).
+// arrays of the experts' W4A16 weights, built when every expert is in the W4A16 layout in one
+// format (NVFP4, or MXFP4 as gpt-oss ships them) and one shape and gate/up fusion, without
+// biases unless the layer is gpt-oss's (clamped SwiGLU over interleaved gate/up rows), whose
+// biases go to BF16 tables [E, 2 I] and [E, H] (kernels::W4A16ClampedSwiglu). `weights` views
+// the arrays; `grouped` false: the layer's experts run one by one with routing on the host (e.g.
+// BF16 experts).
 struct DeviceExpertTables {
   bool grouped = false;
   DeviceBuffer<kernels::W4A16DeviceWeight> gate_up, gate, up, down;
   kernels::MoeExpertWeights weights;
+  DeviceBuffer<std::uint16_t> gate_up_bias, down_bias;  // gpt-oss's layers
 };
 
 // A Gated DeltaNet layer's weights (model::LinearAttentionWeights) as gated_deltanet_mix takes
@@ -47,9 +51,15 @@ struct DeviceLayer {
   DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
   DeviceLinear q, k, v;  // otherwise
   DeviceLinear o;
+  DeviceBuffer<float> sinks;  // [Hq] attention sink logits (gpt-oss), or empty
   bool moe = false;
   DeviceMlp mlp;
   DeviceLinear router;
+  // The router's bias in BF16 (as checkpoints hold it) for the fused router (moe_experts.h
+  // MoeExpertsArgs::router_bias); empty without a bias. The unfused router adds router.bias.
+  DeviceBuffer<std::uint16_t> router_bias;
+  // gpt-oss's experts (ExpertLayout::kFusedInterleaved): each DeviceMlp is fused, its gate_up's
+  // rows interleaving gate and up, with biases.
   std::vector<DeviceMlp> experts;
   DeviceExpertTables expert_tables;  // MoE layers
   // MoE layers with a shared expert (MoeSpec::shared_expert_intermediate_size > 0): its SwiGLU

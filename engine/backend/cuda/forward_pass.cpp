@@ -5,6 +5,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/swiglu_block.h"
 #include "engine/backend/decoder_forward.h"
+#include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
 #include "kernels/layer/layer_ops.h"
 
@@ -25,6 +26,7 @@ class CudaStepOps : public DecoderOps {
     rope_.kv_heads = c_.num_kv_heads;
     rope_.head_dim = c_.head_dim;
     rope_.rotary_dim = c_.rope_dim();
+    rope_.attention_factor = float(c_.rope.attention_factor);  // YaRN's; 1 otherwise
     rope_.q_out = act_.q.get();
     attention_.block_tables = in.block_tables;
     attention_.block_size = cache.block;
@@ -52,7 +54,9 @@ class CudaStepOps : public DecoderOps {
 
   // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x); with an output gate
   // (Qwen3-Next) q_proj yields each head's query then its gate, and the attention output is
-  // multiplied by sigmoid(gate) before o.
+  // multiplied by sigmoid(gate) before o. gpt-oss: biases on q, k, v and o (with the linears),
+  // sink logits and a sliding window per layer (the attention kernels'), YaRN (inv_freq and the
+  // attention factor of rope_and_store_kv).
   void attention(int l, model::NormKind norm, const model::AttentionSpec& spec) override {
     const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
     const std::int64_t T = step_.rows, D = c_.head_dim;
@@ -83,10 +87,18 @@ class CudaStepOps : public DecoderOps {
     mark("norm+qkv");
     rope_.q_norm = spec.qk_norm ? w.q_norm.get() : nullptr;
     rope_.k_norm = spec.qk_norm ? w.k_norm.get() : nullptr;
+    // A sliding-group layer stores and reads its keys through the window tables.
+    const bool sliding = cache_.sliding(l);
+    rope_.slots = sliding ? in_.window_slots : in_.slots;
+    attention_.tiles = sliding ? in_.window_tiles : in_.tiles;
     cache_.point_at_layer(l, rope_);
     check(kernels::rope_and_store_kv(rope_, f_.stream_, f_.layer_), "rope_and_store_kv");
     mark("rope+kv store");
     cache_.point_at_layer(l, attention_);
+    // gpt-oss: the layer's sink logits and window (0: full attention); a sliding layer reads
+    // only its window's keys and table entries (those before it may have gone back to the pool).
+    attention_.sinks = spec.sinks ? w.sinks.get() : nullptr;
+    attention_.window = spec.sliding_window;
     check(kernels::paged_attention(attention_, f_.stream_), "paged_attention");
     mark("attention");
     if (spec.output_gate) {
@@ -215,7 +227,8 @@ ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlo
       attention_(options.attention),
       layer_(options.layer),
       shape_{model.config.num_heads, model.config.num_kv_heads, model.config.head_dim},
-      rows_per_tile_(kernels::attention_rows_per_tile(shape_, attention_)) {}
+      rows_per_tile_(kernels::attention_rows_per_tile(shape_, attention_)),
+      sliding_window_(kv_layer_groups(description_).sliding_window) {}
 
 void ForwardPass::enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step) {
   CudaStepOps ops(*this, cache, in, step);

@@ -28,6 +28,10 @@ struct StepInputs {
   const std::int32_t* positions = nullptr;
   const std::int64_t* slots = nullptr;
   const kernels::AttentionTile* tiles = nullptr;
+  // The sliding block group's cache rows and tiles (step_layout.h; the same as slots and tiles
+  // where the step has no window tables), for the layers DeviceKvCache::sliding says.
+  const std::int64_t* window_slots = nullptr;
+  const kernels::AttentionTile* window_tiles = nullptr;
   const std::int32_t* block_tables = nullptr;
   const std::int32_t* logit_rows = nullptr;
   int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
@@ -45,6 +49,8 @@ StepInputs step_inputs_at(const std::byte* blob, const Offsets& at) {
   in.positions = reinterpret_cast<const std::int32_t*>(blob + at.positions);
   in.slots = reinterpret_cast<const std::int64_t*>(blob + at.slots);
   in.tiles = reinterpret_cast<const kernels::AttentionTile*>(blob + at.tiles);
+  in.window_slots = reinterpret_cast<const std::int64_t*>(blob + at.window_slots);
+  in.window_tiles = reinterpret_cast<const kernels::AttentionTile*>(blob + at.window_tiles);
   in.block_tables = reinterpret_cast<const std::int32_t*>(blob + at.block_tables);
   in.logit_rows = reinterpret_cast<const std::int32_t*>(blob + at.logit_rows);
   in.state_rows = reinterpret_cast<const kernels::GatedDeltaNetRow*>(blob + at.state_rows);
@@ -68,6 +74,8 @@ class ForwardPass {
   const kernels::AttentionShape& attention_shape() const { return shape_; }
   const kernels::AttentionOptions& attention_options() const { return attention_; }
   int rows_per_tile() const { return rows_per_tile_; }
+  // The sliding block group's window (kv_layer_groups.h); 0: one group.
+  int sliding_window() const { return sliding_window_; }
 
   void enqueue(DeviceKvCache& cache, const StepInputs& in, const StepShape& step);
 
@@ -85,6 +93,7 @@ class ForwardPass {
   kernels::LayerOptions layer_;
   kernels::AttentionShape shape_;
   int rows_per_tile_ = 1;
+  int sliding_window_ = 0;
 };
 
 }  // namespace nibble::backend::cuda

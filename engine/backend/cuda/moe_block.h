@@ -1,9 +1,16 @@
 #pragma once
 // A MoE layer on the device: x = x2 + the top-k experts of h (Activations, step_buffers.h). The
 // router's scores, routing, grouped expert GEMMs and the weighted combine all on the device with
-// no synchronisation (kernels/moe/moe_experts.h) where the layer's experts are grouped NVFP4
-// tables; otherwise, or when options.host_routing, the scores go to the host, which routes (one
-// synchronisation a layer) and runs each expert over its slice of the gathered rows.
+// no synchronisation (kernels/moe/moe_experts.h) where the layer's experts are grouped NVFP4 or
+// MXFP4 tables; otherwise, or when options.host_routing (not for MXFP4 experts, which only the
+// grouped kernels run), the scores go to the host, which routes (one synchronisation a layer) and
+// runs each expert over its slice of the gathered rows.
+// gpt-oss's layers (model::MoeSpec): the router's bias (FP32 beside an unfused router, BF16 in the
+// fused one), top-k-then-softmax routing (MoeScoring::top_k_first), experts with interleaved
+// gate/up rows, biases and the clamped SwiGLU: on the device through the decode fusions, which a
+// prefill-sized step runs in 16-row blocks (slow: each expert's weights are read once per 16 of
+// its rows; kernels/moe/moe_experts.h); on the host path as a linear, clamped_swiglu_interleaved
+// and a linear per expert.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -2,16 +2,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace nibble::backend::cuda {
 
 StepLayout layout_step(std::span<const BatchItem> items, int block_size, int rows_per_tile) {
   StepLayout s;
+  // Where each item's rows and tiles start, for the window tables' pass below.
+  std::vector<std::int32_t> first_row, first_tile;
   for (const BatchItem& item : items) {
     const auto table_offset = std::int32_t(s.block_tables.size());
     s.block_tables.insert(s.block_tables.end(), item.block_table.begin(), item.block_table.end());
     const auto n = std::int32_t(item.tokens.size());
     const auto row0 = std::int32_t(s.tokens.size());
+    first_row.push_back(row0);
+    first_tile.push_back(std::int32_t(s.tiles.size()));
     for (std::int32_t i = 0; i < n; i += rows_per_tile)
       s.tiles.push_back({row0 + i, std::min(rows_per_tile, n - i), item.start + i, table_offset});
     for (std::int32_t i = 0; i < n; ++i) {
@@ -24,6 +29,28 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
     if (wants_next_token(item))
       for (std::int32_t i = n - item.num_logits; i < n; ++i) s.logit_rows.push_back(row0 + i);
     if (item.state_slot >= 0) s.state_rows.push_back({item.state_slot, row0, n});
+  }
+  // The sliding group's rows and tiles: each item's through its window table (the engine gives
+  // every item one where the cache has the group; batch_checks.h), the others' as they are.
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const BatchItem& item = items[k];
+    if (item.window_block_table.empty()) continue;
+    if (s.window_slots.empty()) {
+      s.window_slots = s.slots;
+      s.window_tiles = s.tiles;
+    }
+    const auto table_offset = std::int32_t(s.block_tables.size());
+    s.block_tables.insert(s.block_tables.end(), item.window_block_table.begin(),
+                          item.window_block_table.end());
+    const auto n = std::int32_t(item.tokens.size());
+    for (std::int32_t i = 0; i < n; ++i) {
+      const int p = item.start + i;
+      s.window_slots[std::size_t(first_row[k] + i)] =
+          std::int64_t(item.window_block_table[std::size_t(p / block_size)]) * block_size +
+          p % block_size;
+    }
+    for (std::int32_t i = 0, t = first_tile[k]; i < n; i += rows_per_tile, ++t)
+      s.window_tiles[std::size_t(t)].table_offset = table_offset;
   }
   return s;
 }
@@ -43,6 +70,9 @@ PackedStep pack_step(const StepLayout& s) {
   p.block_tables = place(s.block_tables.size() * 4);
   p.logit_rows = place(s.logit_rows.size() * 4);
   p.state_rows = place(s.state_rows.size() * sizeof(kernels::GatedDeltaNetRow));
+  p.window_slots = s.window_slots.empty() ? p.slots : place(s.window_slots.size() * 8);
+  p.window_tiles =
+      s.window_tiles.empty() ? p.tiles : place(s.window_tiles.size() * sizeof(AttentionTile));
   p.bytes.resize(at);
   auto copy = [&](std::size_t offset, const auto& v) {
     if (!v.empty()) std::memcpy(p.bytes.data() + offset, v.data(), v.size() * sizeof(v[0]));
@@ -54,6 +84,8 @@ PackedStep pack_step(const StepLayout& s) {
   copy(p.block_tables, s.block_tables);
   copy(p.logit_rows, s.logit_rows);
   copy(p.state_rows, s.state_rows);
+  copy(p.window_slots, s.window_slots);
+  copy(p.window_tiles, s.window_tiles);
   return p;
 }
 
@@ -68,7 +100,9 @@ DecodeStepOffsets decode_step_offsets(int max_rows) {
   o.logit_rows = o.tiles + aligned(rows * sizeof(AttentionTile));
   o.sampling = o.logit_rows + aligned(rows * 4);
   o.state_rows = o.sampling + aligned(rows * sizeof(kernels::SamplingRow));
-  o.block_tables = o.state_rows + aligned(rows * sizeof(kernels::GatedDeltaNetRow));
+  o.window_slots = o.state_rows + aligned(rows * sizeof(kernels::GatedDeltaNetRow));
+  o.window_tiles = o.window_slots + aligned(rows * 8);
+  o.block_tables = o.window_tiles + aligned(rows * sizeof(AttentionTile));
   return o;
 }
 
@@ -76,7 +110,8 @@ std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, i
                              int scratch_block, const DecodeStepOffsets& at,
                              std::vector<std::byte>& out, int scratch_state_slot) {
   std::size_t table_entries = 1;  // the scratch table
-  for (const BatchItem& item : items) table_entries += item.block_table.size();
+  for (const BatchItem& item : items)
+    table_entries += item.block_table.size() + item.window_block_table.size();
   const std::size_t used = at.block_tables + table_entries * 4;
   if (out.size() < used) out.resize(used);
   auto* tokens = reinterpret_cast<std::int32_t*>(out.data() + at.tokens);
@@ -86,6 +121,8 @@ std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, i
   auto* logit_rows = reinterpret_cast<std::int32_t*>(out.data() + at.logit_rows);
   auto* tables = reinterpret_cast<std::int32_t*>(out.data() + at.block_tables);
   auto* state_rows = reinterpret_cast<kernels::GatedDeltaNetRow*>(out.data() + at.state_rows);
+  auto* window_slots = reinterpret_cast<std::int64_t*>(out.data() + at.window_slots);
+  auto* window_tiles = reinterpret_cast<AttentionTile*>(out.data() + at.window_tiles);
   tables[0] = scratch_block;
   std::int32_t table_offset = 1;
   for (int r = 0; r < rows; ++r) {
@@ -106,6 +143,19 @@ std::size_t pack_decode_step(std::span<const BatchItem> items, int block_size, i
       slots[r] = std::int64_t(scratch_block) * block_size;
       tiles[r] = {r, 1, 0, 0};
     }
+    window_slots[r] = slots[r];
+    window_tiles[r] = tiles[r];
+  }
+  // The window tables after every block table.
+  for (std::size_t r = 0; r < items.size(); ++r) {
+    const auto& window = items[r].window_block_table;
+    if (window.empty()) continue;
+    const int p = items[r].start;
+    std::memcpy(tables + table_offset, window.data(), window.size() * 4);
+    window_slots[r] =
+        std::int64_t(window[std::size_t(p / block_size)]) * block_size + p % block_size;
+    window_tiles[r].table_offset = table_offset;
+    table_offset += std::int32_t(window.size());
   }
   return used;
 }

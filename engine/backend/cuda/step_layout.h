@@ -2,7 +2,9 @@
 // What the GPU needs to know about one forward_batch step, built on the host and copied over in
 // one transfer: each row's token, position and KV cache row, the attention tiles (runs of rows of
 // one sequence), the sequences' block tables, and the rows whose logits are wanted (one per item
-// that wants a next token, or its last num_logits rows where it verifies drafts).
+// that wants a next token, or its last num_logits rows where it verifies drafts). With a sliding
+// block group (BatchItem::window_block_table, kv_layer_groups.h) also each row's cache row in it
+// and tiles reading its tables, for the sliding layers.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -22,7 +24,13 @@ struct StepLayout {
   std::vector<std::int32_t> positions;  // [T]
   std::vector<std::int64_t> slots;      // [T] cache row: block_table[p / bs] * bs + p % bs
   std::vector<AttentionTile> tiles;
-  std::vector<std::int32_t> block_tables;  // the items' tables, concatenated
+  // The items' tables, concatenated; then, where the items have them, their window tables.
+  std::vector<std::int32_t> block_tables;
+  // Items with window tables: [T] each row's cache row through its window table, and the tiles
+  // again with table_offset at the window tables. Empty otherwise (the sliding layers, if any,
+  // then read `slots` and `tiles`).
+  std::vector<std::int64_t> window_slots;
+  std::vector<AttentionTile> window_tiles;
   // [R] the rows whose next-token logits the step computes, in item order: each item that wants
   // a next token its last num_logits rows (1, or k + 1 verifying k drafts), in position order.
   // act.logits row r holds row logit_rows[r]'s logits.
@@ -39,6 +47,7 @@ struct PackedStep {
   std::vector<std::byte> bytes;
   std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, block_tables = 0, logit_rows = 0,
               state_rows = 0;
+  std::size_t window_slots = 0, window_tiles = 0;  // slots and tiles where the layout has none
 };
 PackedStep pack_step(const StepLayout& layout);
 
@@ -52,9 +61,12 @@ PackedStep pack_step(const StepLayout& layout);
 // block tables, at offsets counted from block_tables.
 // `state_rows`: hybrid models' Gated DeltaNet rows, one a row (padding rows in the cache's scratch
 // state slot).
+// `window_slots`, `window_tiles`: each row's cache row and tile through its window table (a
+// sliding block group's), the window tables after the block tables; a row without one repeats
+// its slot and tile, a padding row points at the scratch table as above.
 struct DecodeStepOffsets {
   std::size_t tokens = 0, positions = 0, slots = 0, tiles = 0, logit_rows = 0, sampling = 0,
-              state_rows = 0, block_tables = 0;
+              state_rows = 0, window_slots = 0, window_tiles = 0, block_tables = 0;
 };
 DecodeStepOffsets decode_step_offsets(int max_rows);
 

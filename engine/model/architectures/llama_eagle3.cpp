@@ -53,6 +53,11 @@ void read(const ConfigReader& r, ModelConfig& c) {
   if (e.draft_vocab_size > c.vocab_size)
     r.fail("draft_vocab_size", "larger than vocab_size (" + std::to_string(c.vocab_size) + ")");
   e.target_hidden_size = r.integer_or("target_hidden_size", c.hidden_size);
+  // The head tells the target's hidden states from its own by their width (ModelInput::kEagle3).
+  if (e.fc_inputs() == c.hidden_size)
+    r.fail("target_hidden_size",
+           "three times it equals hidden_size, so the target's hidden "
+           "states and the head's own would have one width");
   e.aux_layers = read_aux_layers(r);
   e.norm_before_residual = r.boolean_or("norm_before_residual", false);
   c.eagle3 = e;

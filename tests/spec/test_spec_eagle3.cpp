@@ -5,7 +5,7 @@
 // tokens landing mid-draft, max_tokens mid-draft), seeded sampled requests too; the target hands
 // the drafter the inputs of those layers (against a target cut after each layer); a malformed
 // head (a tensor missing or of the wrong shape, d2t out of range, another target's sizes) is
-// refused with a message naming what is wrong.
+// refused with a message naming what is wrong; the CUDA backend refuses both sides at load.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/model_features.h"
 #include "engine/model/eagle3_head.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
@@ -427,6 +428,29 @@ TEST_F(Eagle3SpecDecode, AHeadAndATargetThatDoNotFitAreRefused) {
                    backend::make_cpu_backend(std::move(short_map), 1),
                    spec::HiddenStateDrafterOptions{.max_tokens_per_sequence = 64}, {1, 2, 3}),
                spec::SpeculativeConfigError);
+}
+
+// The CUDA backend runs neither side yet: it refuses the head and a target that hands out its
+// layers' inputs at load, naming what it lacks (model_features.h), before reading any weight.
+TEST_F(Eagle3SpecDecode, TheCudaBackendWouldRefuseBothSides) {
+  const auto refusal = [](const model::ModelWeights& w) {
+    try {
+      backend::refuse_features_beyond_baseline(w, "cuda");
+    } catch (const backend::BackendError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(*head_).find("cuda backend: LlamaForCausalLMEagle3 uses an EAGLE-3 head's "
+                                 "input (eagle3)"),
+            std::string::npos)
+      << refusal(*head_);
+  model::ModelWeights target = *target_weights_;
+  EXPECT_EQ(refusal(target), "accepted");
+  target.config.hidden_state_layers = {0, 2, 3};
+  EXPECT_NE(refusal(target).find("inner layers' hidden states for an EAGLE-3 head (eagle3)"),
+            std::string::npos)
+      << refusal(target);
 }
 
 }  // namespace

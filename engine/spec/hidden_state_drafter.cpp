@@ -24,7 +24,7 @@ HiddenStateDrafter::HiddenStateDrafter(std::unique_ptr<backend::Backend> head,
       max_chunk_(options.max_chunk_tokens) {
   const model::ModelConfig& c = backend_->config();
   if (!c.mtp_module && !c.eagle3)
-    refuse("mtp",
+    refuse("mtp or eagle3",
            "the drafter's model is neither a multi-token-prediction module "
            "(model::take_mtp_module) nor an EAGLE-3 head (model::load_eagle3_head)");
   name_ = c.eagle3 ? "eagle3" : "mtp";
@@ -34,6 +34,9 @@ HiddenStateDrafter::HiddenStateDrafter(std::unique_ptr<backend::Backend> head,
   if (!draft_to_target_.empty() && int(draft_to_target_.size()) != c.logits_size())
     refuse(name_, "d2t maps " + std::to_string(draft_to_target_.size()) +
                       " draft ids; the head predicts " + std::to_string(c.logits_size()));
+  if (draft_to_target_.empty() && c.logits_size() != c.vocab_size)
+    refuse(name_, "the head predicts " + std::to_string(c.logits_size()) + " of the target's " +
+                      std::to_string(c.vocab_size) + " ids and no d2t maps them");
   kv_ = make_draft_slots(*backend_, name_, options.max_sequences, options.max_tokens_per_sequence,
                          options.block_size, options.max_chunk_tokens);
   hidden_size_ = std::size_t(c.hidden_size);

@@ -48,7 +48,8 @@ struct HiddenStateDrafterOptions {
 // Throws SpeculativeConfigError where the head cannot serve: a backend that does not return
 // hidden states, a model that is neither an MTP module (ModelConfig::mtp_module) nor an EAGLE-3
 // head (ModelConfig::eagle3), a draft_to_target (an EAGLE-3 head's d2t, Eagle3Weights) that is
-// not one target id per draft id, options out of range.
+// not one target id per draft id (or missing where the head's vocabulary is smaller), options
+// out of range.
 class HiddenStateDrafter : public Drafter {
  public:
   HiddenStateDrafter(std::unique_ptr<backend::Backend> head,

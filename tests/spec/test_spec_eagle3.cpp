@@ -428,6 +428,11 @@ TEST_F(Eagle3SpecDecode, AHeadAndATargetThatDoNotFitAreRefused) {
                    backend::make_cpu_backend(std::move(short_map), 1),
                    spec::HiddenStateDrafterOptions{.max_tokens_per_sequence = 64}, {1, 2, 3}),
                spec::SpeculativeConfigError);
+  model::ModelWeights no_map = *head_;  // 48 draft ids of 97, and nothing to map them
+  EXPECT_THROW(
+      spec::HiddenStateDrafter(backend::make_cpu_backend(std::move(no_map), 1),
+                               spec::HiddenStateDrafterOptions{.max_tokens_per_sequence = 64}),
+      spec::SpeculativeConfigError);
 }
 
 // The CUDA backend runs neither side yet: it refuses the head and a target that hands out its

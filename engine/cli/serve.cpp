@@ -242,6 +242,12 @@ int run_serve(const Args& args) {
           std::move(draft_to_target));
       spdlog::info("{}: the head's KV cache keeps {} sequences of {} tokens ({:.2f} MiB)", method,
                    o.max_num_seqs, max_model_len, double(drafter->kv_bytes()) / double(1 << 20));
+      // The head's KV cache is its own, not in the prefix cache: it has nothing for a cached
+      // prefix (hybrid models cache no prefixes anyway).
+      if (eagle3_head && o.enable_prefix_caching && backend->state_slot_bytes() == 0)
+        spdlog::warn(
+            "eagle3: a prompt that hits the prefix cache gets no drafts (the head has no hidden "
+            "states for the cached prefix); --no-enable-prefix-caching drafts for every request");
       draft_model = std::move(drafter);
     } catch (const std::exception& e) {
       spdlog::error("serve: {}", e.what());

@@ -132,6 +132,39 @@ TEST_F(Eagle3SpecDecode, MakeModelsHeadLoadsInThePublicLayout) {
   }
 }
 
+// nibble-make-model's head presets refuse what they cannot write, saying why.
+TEST_F(Eagle3SpecDecode, MakeModelRefusesHeadsItCannotWrite) {
+  const auto make = [](const std::string& args) {
+    return nibble::testing::run_command(std::string(NIBBLE_MAKE_MODEL) + " --threads 2 " + args +
+                                        " 2>&1");
+  };
+  const std::string target = (dir_->path() / "target").string();
+  const std::string out = " --output " + (dir_->path() / "refused").string();
+  struct Case {
+    std::string args;
+    int exit_code;
+    const char* message_part;
+  };
+  model::ModelConfig two_layers = testing::tiny_llama_config(2);
+  write_target_config(dir_->path() / "two-layers", two_layers);
+  const std::vector<Case> cases = {
+      {"--arch llama_eagle3 --preset tiny" + out, 1, "takes its shapes from --target"},
+      {"--arch llama_eagle3 --preset tiny --dtype nvfp4 --target " + target + out, 2,
+       "writes a BF16 head"},
+      {"--arch llama_eagle3 --preset llama-3.1-8b --target " + target + out, 1,
+       "--target is another model"},
+      {"--arch llama_eagle3 --preset tiny --target " + (dir_->path() / "two-layers").string() + out,
+       1, "an EAGLE-3 head reads three different ones"},
+      {"--arch llama --preset tiny --no-tokenizer --target " + target + out, 2,
+       "--target is for --arch llama_eagle3"},
+  };
+  for (const Case& c : cases) {
+    const auto r = make(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message_part), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
 class Eagle3Greedy : public Eagle3SpecDecode, public ::testing::WithParamInterface<int> {};
 
 TEST_P(Eagle3Greedy, TokensFinishReasonsAndLogprobsMatchWithoutSpeculation) {

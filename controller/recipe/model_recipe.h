@@ -34,7 +34,8 @@ struct EngineSettings {  // each maps to one `nibble-engine serve` flag
   // spec.engine.speculativeConfig as written: vLLM's --speculative-config JSON, checked when
   // parsed (speculative_recipe.h); "" for none. The engine gets it rewritten by the controller.
   std::string speculative_config;
-  // Its draft_model's weights (method draft_model), placed as `source` is.
+  // Its draft model's or EAGLE-3 head's weights (methods draft_model, eagle3), placed as `source`
+  // is.
   std::optional<ModelSource> draft_model;
   std::vector<std::string> extra_args;  // passed through as they are
 };

@@ -17,7 +17,9 @@ std::optional<ModelSource> parse_speculative_field(const std::string& json,
     errors.push_back({kSpeculativeConfigField, e.what()});
     return std::nullopt;
   }
-  if (config.method != spec::SpecMethod::kDraftModel) return std::nullopt;
+  // draft_model's model and eagle3's head are weights the engine loads beside the target.
+  if (config.method != spec::SpecMethod::kDraftModel && config.method != spec::SpecMethod::kEagle3)
+    return std::nullopt;
 
   std::vector<FieldError> source_errors;
   ModelSource draft = parse_model_source(config.model, source_errors, kSpeculativeConfigField);
@@ -41,7 +43,8 @@ std::optional<ModelSource> parse_speculative_field(const std::string& json,
     }
   }
   for (FieldError& e : source_errors)
-    errors.push_back({e.field, "draft_model's model: " + e.message});
+    errors.push_back(
+        {e.field, std::string(spec::method_name(config.method)) + "'s model: " + e.message});
   if (!source_errors.empty()) return std::nullopt;
   return draft;
 }
@@ -56,8 +59,10 @@ std::string engine_speculative_config(const std::string& json, const std::string
       out["prompt_lookup_max"] = config.prompt_lookup_max;
       break;
     case spec::SpecMethod::kDraftModel:
+    case spec::SpecMethod::kEagle3:
       if (draft_model_dir.empty())
-        throw std::invalid_argument("draft_model: no directory was given for the draft model");
+        throw std::invalid_argument(std::string(spec::method_name(config.method)) +
+                                    ": no directory was given for its model");
       out["model"] = draft_model_dir;
       break;
     case spec::SpecMethod::kMtp:  // the target's own module: no other field

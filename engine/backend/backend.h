@@ -61,8 +61,9 @@ struct BatchItem {
   std::span<const std::int32_t> tokens;  // computed now, at positions [start, start + size)
   int start = 0;                         // positions [0, start) are already in the cache
   std::span<const int> block_table;      // block i holds positions [i*block_size, (i+1)*block_size)
-  std::span<float> logits;               // vocab_size floats for the last token (num_logits rows
-                                         // below), or empty: none
+  std::span<float> logits;               // logits_size floats (vocab_size; an EAGLE-3 head's
+                                         // draft_vocab_size) for the last token (num_logits
+                                         // rows below), or empty: none
   // Or the last token's next token sampled on the device (logits empty). In one step either
   // every item that wants a next token samples on the device or none does.
   const DeviceSampling* sample = nullptr;
@@ -86,14 +87,17 @@ struct BatchItem {
   // writes -1 there: those blocks went back to the pool): the backend reads neither them nor any
   // key before a row's window. Empty for backends with one group.
   std::span<const int> window_block_table;
-  // Hidden states, for speculative decoding's mtp method (backends with returns_hidden_states;
-  // any other refuses items that carry them). hidden_out: tokens.size() rows of hidden_size
-  // floats the step writes, each token's last hidden state: the last layer's output before the
-  // final norm, or after it for a model whose input is ModelInput::kEmbeddingAndHidden (an MTP
-  // module, whose drafts chain on that). Empty: not wanted.
+  // Hidden states, for speculative decoding's mtp and eagle3 methods (backends with
+  // returns_hidden_states; any other refuses items that carry them). hidden_out: tokens.size()
+  // rows of ModelConfig::hidden_state_width() floats the step writes, each token's last hidden
+  // state: the last layer's output before the final norm, or after it for a model whose input is
+  // ModelInput::kEmbeddingAndHidden (an MTP module, whose drafts chain on that); or, where the
+  // config names hidden_state_layers (an EAGLE-3 head's target), those layers' inputs side by
+  // side. Empty: not wanted.
   std::span<float> hidden_out;
   // A model whose input is kEmbeddingAndHidden: tokens.size() rows of hidden_size floats, the
-  // hidden state each token's input combines with its embedding. Empty for other models.
+  // hidden state each token's input combines with its embedding; kEagle3: rows of hidden_size
+  // (the head's own output) or of 3 * target_hidden_size (the target's). Empty for other models.
   std::span<const float> hidden_in;
 };
 
@@ -175,8 +179,8 @@ class Backend {
   // CPU and CUDA backends; a backend without it refuses such items).
   virtual bool logits_at_several_positions() const { return false; }
 
-  // Whether forward_batch takes BatchItem::hidden_out and hidden_in, which the mtp drafter needs
-  // (the CPU backend; the CUDA backend refuses them).
+  // Whether forward_batch takes BatchItem::hidden_out and hidden_in, which the mtp and eagle3
+  // drafters need (the CPU backend; the CUDA backend refuses them).
   virtual bool returns_hidden_states() const { return false; }
 
   // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0

@@ -17,7 +17,8 @@ BackendModelRunner::BackendModelRunner(Backend& backend, int num_blocks, int blo
 void BackendModelRunner::keep_hidden_states() {
   if (!backend_.returns_hidden_states())
     throw std::logic_error("the " + backend_.name() +
-                           " backend does not return hidden states, which the mtp method needs");
+                           " backend does not return hidden states, which the mtp and eagle3 "
+                           "methods need");
   keep_hidden_ = true;
 }
 
@@ -57,7 +58,7 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
   const std::size_t vocab = std::size_t(vocab_size());
   std::vector<BatchItem> items;
   items.reserve(batch.scheduled.size());
-  const std::size_t H = std::size_t(backend_.config().hidden_size);
+  const std::size_t H = std::size_t(backend_.config().hidden_state_width());
   std::size_t hidden_row = 0;
   if (keep_hidden_) {
     std::size_t tokens = 0;

@@ -24,7 +24,7 @@ class BackendModelRunner : public runtime::ModelRunner {
   bool samples_on_device() const override { return backend_.samples_on_device(); }
   void keep_hidden_states() override;
   std::span<const float> hidden_states() const override { return hidden_; }
-  int hidden_size() const override { return backend_.config().hidden_size; }
+  int hidden_size() const override { return backend_.config().hidden_state_width(); }
   void execute_sampled(const runtime::SchedulerOutput& batch,
                        std::span<const kernels::SamplingRequest> requests) override;
   void execute_overlapping(const runtime::SchedulerOutput& batch, std::vector<float>& logits,

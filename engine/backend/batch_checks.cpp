@@ -90,10 +90,10 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
       throw BackendError(who + "logits at " + std::to_string(item.num_logits) +
                          " positions of a chunk of " + std::to_string(item.tokens.size()));
     if (!item.logits.empty() &&
-        item.logits.size() != std::size_t(item.num_logits) * std::size_t(c.vocab_size))
+        item.logits.size() != std::size_t(item.num_logits) * std::size_t(c.logits_size()))
       throw BackendError(who + "logits buffer holds " + std::to_string(item.logits.size()) +
-                         " floats for " + std::to_string(item.num_logits) +
-                         " positions, vocab_size is " + std::to_string(c.vocab_size));
+                         " floats for " + std::to_string(item.num_logits) + " positions of " +
+                         std::to_string(c.logits_size()) + " logits");
     if (item.sample != nullptr) {
       if (item.num_logits != 1)
         throw BackendError(who + "samples on the device at one position per sequence");
@@ -103,17 +103,31 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
       check_sample(c, who, *item.sample);
     }
     if ((!item.hidden_out.empty() || !item.hidden_in.empty()) && !hidden_states)
-      throw BackendError(who + "does not return or take hidden states (the mtp method)");
-    if (!item.hidden_out.empty() && item.hidden_out.size() != item.tokens.size() * H)
+      throw BackendError(who +
+                         "does not return or take hidden states (the mtp and eagle3 methods)");
+    const std::size_t T = item.tokens.size();
+    const std::size_t width = std::size_t(c.hidden_state_width());
+    if (!item.hidden_out.empty() && item.hidden_out.size() != T * width)
       throw BackendError(who + "hidden_out holds " + std::to_string(item.hidden_out.size()) +
-                         " floats for " + std::to_string(item.tokens.size()) +
-                         " tokens of hidden_size " + std::to_string(H));
-    if (c.mtp_module ? item.hidden_in.size() != item.tokens.size() * H : !item.hidden_in.empty())
-      throw BackendError(who + "hidden_in holds " + std::to_string(item.hidden_in.size()) +
-                         " floats; the model takes " +
-                         (c.mtp_module ? std::to_string(item.tokens.size() * H) +
-                                             " (a hidden state per token, an MTP module)"
-                                       : std::string("none")));
+                         " floats for " + std::to_string(T) + " tokens of " +
+                         std::to_string(width) + " floats of hidden state");
+    // An MTP module takes a hidden state per token; an EAGLE-3 head the target's three (which
+    // its fc reduces) or its own (hidden_size), one width for all of an item's tokens.
+    const bool hidden_in_fits =
+        c.mtp_module ? item.hidden_in.size() == T * H
+        : c.eagle3   ? item.hidden_in.size() == T * H ||
+                         item.hidden_in.size() == T * std::size_t(c.eagle3->fc_inputs())
+                   : item.hidden_in.empty();
+    if (!hidden_in_fits)
+      throw BackendError(
+          who + "hidden_in holds " + std::to_string(item.hidden_in.size()) +
+          " floats; the model takes " +
+          (c.mtp_module ? std::to_string(T * H) + " (a hidden state per token, an MTP module)"
+           : c.eagle3   ? std::to_string(T * H) + " or " +
+                            std::to_string(T * std::size_t(c.eagle3->fc_inputs())) +
+                            " (an EAGLE-3 head: its own hidden state or the target's three "
+                            "per token)"
+                      : std::string("none")));
     any_logits |= !item.logits.empty();
     any_sample |= item.sample != nullptr;
     if (any_logits && any_sample)

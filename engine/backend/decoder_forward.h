@@ -8,6 +8,10 @@
 //   embed()                          x = embedding rows of the step's tokens          [T, H]
 //   or embed_with_hidden(norm)       x = fc(concat(norm(embedding), norm(hidden_in))) (an MTP
 //                                    module: ModelInput::kEmbeddingAndHidden)
+//   or eagle3_input()                x = hidden_in (through fc where it is the target's), the
+//                                    embedding kept for the first attention (ModelInput::kEagle3)
+//   keep_hidden_state(i)             before a layer of description.hidden_state_layers: x kept
+//                                    as the i-th hidden state handed out (hidden_out)
 //   attention(l, norm, spec)         x += o(attention(rope(q, k), v)) of norm(x), keys and values
 //                                    stored in the KV cache at the step's positions
 //   or gated_deltanet(l, norm, spec) x += out_proj(Gated DeltaNet mixing of norm(x)), each
@@ -40,6 +44,13 @@ class DecoderOps {
     (void)norm;
     throw std::logic_error("this backend has no multi-token-prediction input op");
   }
+  // Not pure while only the CPU backend implements them: a backend without them refuses
+  // EAGLE-3 heads at load (model_features.h) and items that ask for hidden states.
+  virtual void eagle3_input() { throw std::logic_error("this backend has no EAGLE-3 input op"); }
+  virtual void keep_hidden_state(int index) {
+    (void)index;
+    throw std::logic_error("this backend does not hand out inner layers' hidden states");
+  }
   virtual void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) = 0;
   virtual void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) = 0;
   virtual void logits(model::NormKind norm) = 0;
@@ -53,9 +64,14 @@ inline void run_decoder(const model::ModelDescription& model, DecoderOps& ops) {
     case model::ModelInput::kEmbeddingAndHidden:
       ops.embed_with_hidden(model.final_norm);
       break;
+    case model::ModelInput::kEagle3:
+      ops.eagle3_input();
+      break;
   }
   for (int l = 0; l < int(model.layers.size()); ++l) {
     const model::LayerSpec& layer = model.layers[std::size_t(l)];
+    for (std::size_t i = 0; i < model.hidden_state_layers.size(); ++i)
+      if (model.hidden_state_layers[i] == l) ops.keep_hidden_state(int(i));
     switch (layer.mixer) {
       case model::MixerKind::kAttention:
         ops.attention(l, layer.norm, layer.attention);

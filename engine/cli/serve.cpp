@@ -15,13 +15,14 @@
 #include "engine/cli/commands.h"
 #include "engine/cli/model_argument.h"
 #include "engine/cli/serve_options.h"
+#include "engine/model/eagle3_head.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/quantize_on_load.h"
 #include "engine/runtime/engine_loop.h"
 #include "engine/server/engine_stats_log.h"
 #include "engine/server/openai_server.h"
 #include "engine/spec/draft_model_drafter.h"
-#include "engine/spec/mtp_drafter.h"
+#include "engine/spec/hidden_state_drafter.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tool_calls/harmony_parser.h"
 #include "http/cors.h"
@@ -181,6 +182,28 @@ int run_serve(const Args& args) {
     }
     mtp_module = model::take_mtp_module(weights);
   }
+  // eagle3: the head, loaded against the target's weights (its embedding, its sizes), which are
+  // then set to hand out the inputs of the layers the head reads.
+  std::optional<model::ModelWeights> eagle3_head;
+  if (o.speculative && o.speculative->method == spec::SpecMethod::kEagle3) {
+    try {
+      if (on_gpu)
+        throw spec::SpeculativeConfigError(
+            "the cuda backend does not hand its hidden states to a drafter, which EAGLE-3 drafts "
+            "are made from; eagle3 runs on the CPU backend (--device cpu) for now");
+      const fs::path head_dir = resolve(o.speculative->model).dir;
+      spdlog::info("loading the EAGLE-3 head {} ...", head_dir.string());
+      eagle3_head = model::load_eagle3_head(head_dir, weights);
+      weights.config.hidden_state_layers =
+          model::eagle3_target_layers(*eagle3_head->config.eagle3, weights.config.num_layers);
+      spdlog::info("EAGLE-3: the head reads the inputs of the target's layers {}, {} and {}",
+                   weights.config.hidden_state_layers[0], weights.config.hidden_state_layers[1],
+                   weights.config.hidden_state_layers[2]);
+    } catch (const std::exception& e) {
+      spdlog::error("serve: --speculative-config: eagle3: {}", e.what());
+      return 2;
+    }
+  }
   const int model_context = weights.config.max_context;
   backend::BackendOptions backend_options = o.backend;
   backend_options.device = on_gpu ? "cuda" : "cpu";
@@ -200,20 +223,32 @@ int run_serve(const Args& args) {
   // draft_model: loaded now, before the target's KV cache is sized, so that on a GPU its weights
   // and KV cache count against --gpu-memory-utilization's budget.
   std::shared_ptr<const spec::Drafter> draft_model;
-  if (mtp_module) {
+  // mtp and eagle3: a draft head on the target's hidden states, on a backend of its own.
+  if (mtp_module || eagle3_head) {
+    const char* method = mtp_module ? "mtp" : "eagle3";
     try {
       if (!backend->returns_hidden_states())
         throw spec::SpeculativeConfigError(
-            "--speculative-config: mtp: the " + backend->name() +
-            " backend does not hand its hidden states to a drafter, which MTP drafts are made "
-            "from; mtp runs on the CPU backend (--device cpu) for now");
-      auto drafter = std::make_shared<spec::MtpDrafter>(
-          backend::make_backend(backend_options, std::move(*mtp_module)),
-          spec::MtpOptions{.max_sequences = o.max_num_seqs,
-                           .max_tokens_per_sequence = max_model_len,
-                           .block_size = kBlockSize});
-      spdlog::info("MTP module: its KV cache keeps {} sequences of {} tokens ({:.2f} MiB)",
+            std::string("--speculative-config: ") + method + ": the " + backend->name() +
+            " backend does not hand its hidden states to a drafter, which " + method +
+            " drafts are made from; " + method + " runs on the CPU backend (--device cpu) for now");
+      std::vector<int> draft_to_target;
+      if (eagle3_head) draft_to_target = std::move(eagle3_head->eagle3->draft_to_target);
+      auto drafter = std::make_shared<spec::HiddenStateDrafter>(
+          backend::make_backend(backend_options,
+                                std::move(mtp_module ? *mtp_module : *eagle3_head)),
+          spec::HiddenStateDrafterOptions{.max_sequences = o.max_num_seqs,
+                                          .max_tokens_per_sequence = max_model_len,
+                                          .block_size = kBlockSize},
+          std::move(draft_to_target));
+      spdlog::info("{}: the head's KV cache keeps {} sequences of {} tokens ({:.2f} MiB)", method,
                    o.max_num_seqs, max_model_len, double(drafter->kv_bytes()) / double(1 << 20));
+      // The head's KV cache is its own, not in the prefix cache: it has nothing for a cached
+      // prefix (hybrid models cache no prefixes anyway).
+      if (eagle3_head && o.enable_prefix_caching && backend->state_slot_bytes() == 0)
+        spdlog::warn(
+            "eagle3: a prompt that hits the prefix cache gets no drafts (the head has no hidden "
+            "states for the cached prefix); --no-enable-prefix-caching drafts for every request");
       draft_model = std::move(drafter);
     } catch (const std::exception& e) {
       spdlog::error("serve: {}", e.what());
@@ -348,8 +383,9 @@ int run_serve(const Args& args) {
           "speculative decoding: mtp drafts of up to {} tokens from the model's MTP module",
           o.speculative->num_speculative_tokens);
     else if (draft_model)
-      spdlog::info("speculative decoding: draft_model drafts of up to {} tokens from {}",
-                   o.speculative->num_speculative_tokens, o.speculative->model);
+      spdlog::info("speculative decoding: {} drafts of up to {} tokens from {}",
+                   spec::method_name(o.speculative->method), o.speculative->num_speculative_tokens,
+                   o.speculative->model);
     else
       spdlog::info("speculative decoding: {} drafts of up to {} tokens (prompt lookup {}..{})",
                    spec::method_name(o.speculative->method), o.speculative->num_speculative_tokens,

@@ -99,7 +99,9 @@ answers ($HF_ENDPOINT, $HF_TOKEN). `nibble pull hf://org/name` fills the cache b
                                    "model": DIR, "num_speculative_tokens": K} (a small
                                    model of the same vocabulary), or {"method": "mtp",
                                    "num_speculative_tokens": K} (the model's own MTP module:
-                                   Qwen3-Next, CPU backend); eagle3 is not built yet
+                                   Qwen3-Next, CPU backend), or {"method": "eagle3",
+                                   "model": DIR, "num_speculative_tokens": K} (an EAGLE-3
+                                   head trained for the model, CPU backend)
 
 Tuning (A/B switches and fallbacks; the defaults are the forms that measured fastest,
 docs/performance.md):

@@ -4,7 +4,9 @@
 // Anything that would change the math in a way we do not implement (other rope types, sliding
 // windows in use, biases, activations) is refused with a ModelError naming the field, rather
 // than run wrongly.
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +14,7 @@
 
 namespace nibble::model {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, GptOss, Qwen3Next };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, GptOss, Qwen3Next, LlamaEagle3 };
 
 struct RopeConfig {
   double theta = 10000.0;
@@ -30,6 +32,21 @@ struct RopeConfig {
   double beta_slow = 1.0;
   bool truncate = true;
   double attention_factor = 1.0;  // 1 unless yarn
+};
+
+// An EAGLE-3 draft head (architectures/llama_eagle3.cpp; speculative decoding's `eagle3`
+// method, as vLLM's llama_eagle3.py runs it): one Llama decoder layer whose attention reads
+// the token's embedding beside a hidden state, predicting over a vocabulary of its own.
+struct Eagle3HeadConfig {
+  int draft_vocab_size = 0;    // lm_head's rows; d2t maps them to the target's ids
+  int target_hidden_size = 0;  // the width of each of the target's hidden states fc reads
+  // The target's layers whose input hidden states the head reads (config.json's
+  // eagle_aux_hidden_state_layer_ids, at the top or in eagle_config); empty: vLLM's default
+  // (2, L / 2, L - 3) of the target's L layers (eagle3_target_layers).
+  std::vector<int> aux_layers;
+  // The layer's residual is hidden_norm(h) rather than h (vLLM's norm_before_residual).
+  bool norm_before_residual = false;
+  int fc_inputs() const { return 3 * target_hidden_size; }  // fc: [hidden_size, 3 * target H]
 };
 
 struct ModelConfig {
@@ -81,6 +98,20 @@ struct ModelConfig {
   // model_description.h).
   int num_nextn_predict_layers = 0;
   bool mtp_module = false;
+  // Set: this config is an EAGLE-3 draft head's (Eagle3HeadConfig); its logits are
+  // draft_vocab_size wide (logits_size) while its embedding keeps vocab_size rows.
+  std::optional<Eagle3HeadConfig> eagle3;
+  // The layers whose input hidden states (the residual stream entering them) the model hands out
+  // per token (BatchItem::hidden_out), concatenated in ascending layer order: an EAGLE-3 head's
+  // target (set by whoever loads the head, eagle3_target_layers). Empty: the last layer's
+  // output, one hidden state per token.
+  std::vector<int> hidden_state_layers;
+
+  int logits_size() const { return eagle3 ? eagle3->draft_vocab_size : vocab_size; }
+  // Floats of one token's hidden state handed out (BatchItem::hidden_out).
+  int hidden_state_width() const {
+    return hidden_size * std::max<int>(1, int(hidden_state_layers.size()));
+  }
 };
 
 // Throws ModelError naming `source` (the config path) and the offending field.

@@ -32,6 +32,12 @@ struct AttentionSpec {
   // q_proj's output holds, per head, the query then as many gate values: the attention output
   // is multiplied by sigmoid(gate) before o_proj (Qwen3-Next's gated attention).
   bool output_gate = false;
+  // EAGLE-3's draft layer (ModelInput::kEagle3): q, k and v read
+  // concat(input_layernorm(embedding), hidden_norm(x)) [2H] instead of input_layernorm(x), the
+  // embedding of the row's token; the residual stays x, or is hidden_norm(x) with
+  // norm_before_residual.
+  bool reads_embedding = false;
+  bool norm_before_residual = false;
 };
 
 // Gated DeltaNet linear attention (Qwen3-Next's "linear_attention" layers): in_proj_qkvz and
@@ -122,11 +128,19 @@ enum class ModelInput {
   // token (BatchItem::hidden_in), both norms of the layers' kind; its output hidden state is
   // taken after the final norm (BatchItem::hidden_out), which is what vLLM chains drafts on.
   kEmbeddingAndHidden,
+  // An EAGLE-3 draft head (ModelConfig::eagle3, as vLLM's llama_eagle3.py): the residual stream
+  // starts as the hidden state each token brings (BatchItem::hidden_in): the target's hidden
+  // states concatenated (3 * target_hidden_size floats) through fc, or the head's own earlier
+  // output (hidden_size floats) as it is; its first layer reads the embedding too
+  // (AttentionSpec::reads_embedding). Its output hidden state is taken before the final norm.
+  kEagle3,
 };
 
 struct ModelDescription {
   ModelInput input = ModelInput::kEmbedding;
   std::vector<LayerSpec> layers;  // in order, one per decoder layer
+  // ModelConfig::hidden_state_layers: the layers whose input the step keeps (ascending).
+  std::vector<int> hidden_state_layers;
   NormKind final_norm = NormKind::kRms;
   bool tied_embeddings = false;  // lm_head is the embedding matrix
   // Whether any layer keeps a recurrent state per sequence (a hybrid model): such a model runs

@@ -28,8 +28,29 @@ LinearAttentionWeights load_linear_attention(const Checkpoint& ck, QuantFormat f
   return w;
 }
 
-// One decoder layer's weights under prefix `p` ("model.layers.N." or "mtp.layers.0."), as its
-// spec says; throws ModelError for a bias the spec needs and the checkpoint lacks.
+// mtp.*: the module's input (the two norms, fc), its one layer (a full-attention layer of the
+// model's architecture, mtp_module_config) and its norm. fc is read as the checkpoint stores it
+// (BF16 in NVFP4 exports, whose exclusion lists may not name it: load_linear goes by the
+// tensors present).
+MtpWeights load_mtp(const Checkpoint& ck, const ModelWeights& m, const std::filesystem::path& dir) {
+  const std::int64_t H = m.config.hidden_size;
+  if (m.config.num_nextn_predict_layers > 1)
+    spdlog::warn(
+        "{}: num_nextn_predict_layers {}: only mtp.layers.0 is loaded (one MTP layer, "
+        "chained on itself for every draft)",
+        dir.string(), m.config.num_nextn_predict_layers);
+  MtpWeights w;
+  w.embedding_norm = load_floats(ck, "mtp.pre_fc_norm_embedding.weight", H);
+  w.hidden_norm = load_floats(ck, "mtp.pre_fc_norm_hidden.weight", H);
+  w.fc = load_linear(ck, m.quant.format, "mtp.fc", H, 2 * H);
+  const ModelDescription module = describe_model(mtp_module_config(m.config));
+  w.layer = load_layer(ck, m, "mtp.layers.0.", module.layers[0], dir);
+  w.norm = load_floats(ck, "mtp.norm.weight", H);
+  return w;
+}
+
+}  // namespace
+
 LayerWeights load_layer(const Checkpoint& ck, const ModelWeights& m, const std::string& p,
                         const LayerSpec& spec, const std::filesystem::path& dir) {
   const auto& c = m.config;
@@ -41,14 +62,18 @@ LayerWeights load_layer(const Checkpoint& ck, const ModelWeights& m, const std::
   };
   LayerWeights w;
   w.input_norm = load_floats(ck, p + "input_layernorm.weight", H);
+  // EAGLE-3: q, k and v read the normed embedding and hidden state side by side.
+  const std::int64_t attention_in = spec.attention.reads_embedding ? 2 * H : H;
+  if (spec.attention.reads_embedding) w.hidden_norm = load_floats(ck, p + "hidden_norm.weight", H);
   w.post_attention_norm = load_floats(ck, p + "post_attention_layernorm.weight", H);
   if (spec.mixer == MixerKind::kGatedDeltaNet) {
     w.linear_attention =
         load_linear_attention(ck, m.quant.format, p + "linear_attn.", spec.linear_attention, H);
   } else {
-    w.q = linear(p + "self_attn.q_proj", spec.attention.output_gate ? 2 * q_out : q_out, H);
-    w.k = linear(p + "self_attn.k_proj", kv_out, H);
-    w.v = linear(p + "self_attn.v_proj", kv_out, H);
+    w.q = linear(p + "self_attn.q_proj", spec.attention.output_gate ? 2 * q_out : q_out,
+                 attention_in);
+    w.k = linear(p + "self_attn.k_proj", kv_out, attention_in);
+    w.v = linear(p + "self_attn.v_proj", kv_out, attention_in);
     w.o = linear(p + "self_attn.o_proj", H, q_out);
   }
   if (spec.attention.qkv_bias && (w.q.bias.empty() || w.k.bias.empty() || w.v.bias.empty()))
@@ -101,32 +126,14 @@ LayerWeights load_layer(const Checkpoint& ck, const ModelWeights& m, const std::
   return w;
 }
 
-// mtp.*: the module's input (the two norms, fc), its one layer (a full-attention layer of the
-// model's architecture, mtp_module_config) and its norm. fc is read as the checkpoint stores it
-// (BF16 in NVFP4 exports, whose exclusion lists may not name it: load_linear goes by the
-// tensors present).
-MtpWeights load_mtp(const Checkpoint& ck, const ModelWeights& m, const std::filesystem::path& dir) {
-  const std::int64_t H = m.config.hidden_size;
-  if (m.config.num_nextn_predict_layers > 1)
-    spdlog::warn(
-        "{}: num_nextn_predict_layers {}: only mtp.layers.0 is loaded (one MTP layer, "
-        "chained on itself for every draft)",
-        dir.string(), m.config.num_nextn_predict_layers);
-  MtpWeights w;
-  w.embedding_norm = load_floats(ck, "mtp.pre_fc_norm_embedding.weight", H);
-  w.hidden_norm = load_floats(ck, "mtp.pre_fc_norm_hidden.weight", H);
-  w.fc = load_linear(ck, m.quant.format, "mtp.fc", H, 2 * H);
-  const ModelDescription module = describe_model(mtp_module_config(m.config));
-  w.layer = load_layer(ck, m, "mtp.layers.0.", module.layers[0], dir);
-  w.norm = load_floats(ck, "mtp.norm.weight", H);
-  return w;
-}
-
-}  // namespace
-
 ModelWeights load_model(const std::filesystem::path& dir) {
   ModelWeights m;
   m.config = load_model_config(dir);
+  if (m.config.eagle3)
+    throw ModelError(dir.string() + ": " + m.config.architecture +
+                     " is an EAGLE-3 draft head, not a model to serve; pass it as "
+                     "--speculative-config '{\"method\": \"eagle3\", \"model\": \"" +
+                     dir.string() + "\", ...}' beside its target");
   m.quant = load_quant_config(dir);
   auto ck = Checkpoint::open(dir);
   const auto& c = m.config;

@@ -33,9 +33,11 @@ struct LinearAttentionWeights {
 
 struct LayerWeights {
   std::vector<float> input_norm;            // [H]
+  std::vector<float> hidden_norm;           // [H] EAGLE-3's first layer (reads_embedding)
   std::vector<float> post_attention_norm;   // [H]
   Linear q, k, v;                           // [Hq*D, H] ([Hq*2D, H]: per head query then gate,
-                                            // with an output gate), [Hkv*D, H], [Hkv*D, H]
+                                            // with an output gate), [Hkv*D, H], [Hkv*D, H];
+                                            // in 2H where the layer reads_embedding
   Linear o;                                 // [H, Hq*D]
   std::vector<float> q_norm, k_norm;        // [D] when the layer has a q/k norm
   std::vector<float> sinks;                 // [Hq] when the layer has attention sinks
@@ -60,6 +62,14 @@ struct MtpWeights {
   std::vector<float> norm;            // [H] mtp.norm
 };
 
+// An EAGLE-3 head's own input and vocabulary (ModelConfig::eagle3; eagle3_head.h loads it).
+struct Eagle3Weights {
+  Linear fc;  // [H, 3 * target H] fc.weight: the target's three hidden states to one
+  // d2t: the target's id of each draft id (draft_vocab_size of them; the checkpoint stores the
+  // offset target - draft); empty where the two vocabularies are the same.
+  std::vector<int> draft_to_target;
+};
+
 struct ModelWeights {
   ModelConfig config;
   QuantConfig quant;
@@ -71,10 +81,20 @@ struct ModelWeights {
   // a model made by take_mtp_module, only its input (fc and the two norms: `layer` is in
   // layers[0] and `norm` is final_norm).
   std::optional<MtpWeights> mtp;
+  std::optional<Eagle3Weights> eagle3;  // an EAGLE-3 head (eagle3_head.h)
 };
 
-// Loads config.json, the quantization config and every tensor; throws ModelError.
+// Loads config.json, the quantization config and every tensor; throws ModelError (also for an
+// EAGLE-3 head's directory, which load_eagle3_head loads against its target).
 ModelWeights load_model(const std::filesystem::path& dir);
+
+struct LayerSpec;
+class Checkpoint;
+// One decoder layer's weights under prefix `p` ("model.layers.N.", "mtp.layers.0.",
+// "midlayer."), as its spec says; throws ModelError for a tensor or bias the spec needs and the
+// checkpoint lacks, or a shape that is not the config's.
+LayerWeights load_layer(const Checkpoint& ck, const ModelWeights& m, const std::string& p,
+                        const LayerSpec& spec, const std::filesystem::path& dir);
 
 // The model's MTP module as a model of its own (ModelConfig::mtp_module): its layer as layers[0],
 // mtp.norm as the final norm, copies of the embedding and lm_head. Moves the module out of

@@ -42,10 +42,12 @@ class ModelRunner {
   // its accepted length when its next step starts there (rejected drafts leave no trace).
   virtual bool verifies_drafts() const { return false; }
 
-  // Speculative decoding's mtp method reads the target's hidden states. After keep_hidden_states
-  // (called once, before the first step), every execute also fills hidden_states(): for each
-  // scheduled sequence in batch order, num_new_tokens rows of hidden_size() floats, each token's
-  // last hidden state before the final norm (Backend::returns_hidden_states). Throws
+  // Speculative decoding's mtp and eagle3 methods read the target's hidden states. After
+  // keep_hidden_states (called once, before the first step), every execute also fills
+  // hidden_states(): for each scheduled sequence in batch order, num_new_tokens rows of
+  // hidden_size() floats, each token's last hidden state before the final norm, or the inputs of
+  // the layers an EAGLE-3 head reads side by side (ModelConfig::hidden_state_layers,
+  // Backend::returns_hidden_states). Throws
   // std::logic_error where the runner cannot (the default).
   virtual void keep_hidden_states() {
     throw std::logic_error("this model runner does not return hidden states (the mtp method)");

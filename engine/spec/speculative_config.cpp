@@ -38,6 +38,8 @@ const char* method_name(SpecMethod method) {
       return "draft_model";
     case SpecMethod::kMtp:
       return "mtp";
+    case SpecMethod::kEagle3:
+      return "eagle3";
   }
   return "?";
 }
@@ -52,6 +54,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config) {
       fail(
           "mtp runs the model's own MTP module on a backend: it is built by serve, not "
           "make_drafter");
+    case SpecMethod::kEagle3:
+      fail("eagle3 runs an EAGLE-3 head on a backend: it is built by serve, not make_drafter");
   }
   return nullptr;
 }
@@ -76,11 +80,13 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
   }
   auto method = j.find("method");
   if (method == j.end() || !method->is_string())
-    fail("method must be a string: ngram, draft_model or mtp (eagle3 is not built yet)");
+    fail("method must be a string: ngram, draft_model, mtp or eagle3");
   const std::string m = method->get<std::string>();
-  if (m == "eagle3" || m == "eagle")
-    fail("method \"" + m + "\" is not built yet in nibble-engine; ngram, draft_model and mtp are");
-  if (m != "ngram" && m != "draft_model" && m != "mtp")
+  if (m == "eagle")
+    fail(
+        "method \"eagle\" (EAGLE-1 heads) is not built in nibble-engine; ngram, draft_model, "
+        "mtp and eagle3 are");
+  if (m != "ngram" && m != "draft_model" && m != "mtp" && m != "eagle3")
     fail("unknown method \"" + m + "\" (ngram, draft_model, eagle3, mtp)");
 
   SpeculativeConfig c;
@@ -96,13 +102,14 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
       if (j.contains(key)) fail(std::string(key) + " is ngram's; mtp takes none");
     return c;
   }
-  if (m == "draft_model") {
-    c.method = SpecMethod::kDraftModel;
+  if (m == "draft_model" || m == "eagle3") {
+    c.method = m == "eagle3" ? SpecMethod::kEagle3 : SpecMethod::kDraftModel;
     if (!has_model || !j["model"].is_string() || j["model"].get<std::string>().empty())
-      fail("draft_model needs model: the draft model's directory or Hub id, a string");
+      fail(m + " needs model: the " + (m == "eagle3" ? "EAGLE-3 head's" : "draft model's") +
+           " directory or Hub id, a string");
     c.model = j["model"].get<std::string>();
     for (const char* key : {"prompt_lookup_min", "prompt_lookup_max"})
-      if (j.contains(key)) fail(std::string(key) + " is ngram's; draft_model takes none");
+      if (j.contains(key)) fail(std::string(key) + " is ngram's; " + m + " takes none");
     return c;
   }
   if (has_model) fail("model is for draft-model methods; ngram takes none");

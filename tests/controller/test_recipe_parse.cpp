@@ -205,9 +205,12 @@ TEST(RecipeParse, EveryErrorNamesItsField) {
       {"model: {source: /m}\nengine: {enablePrefixCaching: maybe}",
        "spec.engine.enablePrefixCaching", "true or false"},
       {"model: {source: /m}\nengine: {extraArgs: --x}", "spec.engine.extraArgs", "list of strings"},
+      {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"eagle\", "
+       "\"num_speculative_tokens\": 1}'}",
+       "spec.engine.speculativeConfig", "not built in nibble-engine"},
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"eagle3\", "
        "\"num_speculative_tokens\": 1}'}",
-       "spec.engine.speculativeConfig", "not built yet"},
+       "spec.engine.speculativeConfig", "eagle3 needs model"},
       {"model: {source: /m}\nengine: {speculativeConfig: '{\"method\": \"draft_model\", "
        "\"model\": \"etc\", \"num_speculative_tokens\": 2}'}",
        "spec.engine.speculativeConfig", "relative path"},

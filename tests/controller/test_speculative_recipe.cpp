@@ -1,4 +1,5 @@
-// spec.engine.speculativeConfig in recipes: draft_model's model is a model source checked as
+// spec.engine.speculativeConfig in recipes: draft_model's model (and eagle3's head) is a model
+// source checked as
 // spec.model.source is (hf://, file:///, an absolute path; no "..", no relative path), confined
 // to --model-root with symlinks resolved, and the engine gets JSON the controller writes from
 // the checked fields, never the recipe's text.
@@ -138,6 +139,55 @@ TEST(SpeculativeRecipe, TheEngineGetsJsonWrittenFromTheCheckedFields) {
   EXPECT_EQ(back.num_speculative_tokens, 3);
   // Without a placed directory there is no flag to write.
   EXPECT_THROW(engine_args(draft.recipe, ""), std::invalid_argument);
+}
+
+// eagle3's head is weights the engine reads as draft_model's are: the same source rules, the same
+// confinement to --model-root, and JSON written from the checked fields with the placed directory.
+TEST(SpeculativeRecipe, Eagle3HeadsAreSourcesAsDraftModelsAre) {
+  const auto eagle3 = [](const std::string& model) {
+    return json{{"method", "eagle3"}, {"model", model}, {"num_speculative_tokens", 4}}.dump();
+  };
+  ParseResult hub =
+      parse_model_recipe(recipe_with(eagle3("hf://yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")));
+  ASSERT_TRUE(hub.ok()) << hub.error_text();
+  ASSERT_TRUE(hub.recipe.engine.draft_model);
+  EXPECT_EQ(hub.recipe.engine.draft_model->kind, ModelSource::Kind::kHuggingFace);
+  EXPECT_EQ(hub.recipe.engine.draft_model->repo, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B");
+  const std::string placed = "/models/models--yuhuili--EAGLE3-LLaMA3.1-Instruct-8B/main";
+  EXPECT_EQ(
+      json::parse(speculative_arg(hub.recipe, placed)),
+      json::parse(R"({"method":"eagle3","num_speculative_tokens":4,"model":")" + placed + "\"}"));
+  const spec::SpeculativeConfig back =
+      spec::parse_speculative_config(speculative_arg(hub.recipe, placed));
+  EXPECT_EQ(back.method, spec::SpecMethod::kEagle3);
+  EXPECT_EQ(back.model, placed);
+  EXPECT_THROW(engine_args(hub.recipe, ""), std::invalid_argument);
+
+  for (const char* bad : {"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "/models/../etc"}) {
+    const ParseResult r = parse_model_recipe(recipe_with(eagle3(bad)));
+    ASSERT_EQ(r.errors.size(), 1u) << bad << ": " << r.error_text();
+    EXPECT_EQ(r.errors[0].field, "spec.engine.speculativeConfig");
+    EXPECT_TRUE(r.errors[0].message.starts_with("eagle3's model: ")) << r.errors[0].message;
+  }
+
+  nibble::testing::TempDir dir;
+  const fs::path root = dir.path() / "models";
+  fs::create_directories(root / "head");
+  fs::create_directories(dir.path() / "outside");
+  const auto validate = [&](const std::string& head) {
+    const std::string text =
+        "apiVersion: nibble.dev/v1alpha1\nkind: ModelRecipe\nmetadata: {name: x}\nspec:\n"
+        "  model: {source: " +
+        (root / "target").string() + "}\n  engine:\n    speculativeConfig: '" + eagle3(head) +
+        "'\n";
+    return store::validate_recipe(text, root);
+  };
+  EXPECT_TRUE(validate((root / "head").string()).ok());
+  const ParseResult outside = validate((dir.path() / "outside").string());
+  ASSERT_EQ(outside.errors.size(), 1u) << outside.error_text();
+  EXPECT_NE(outside.errors[0].message.find("outside the controller's --model-root"),
+            std::string::npos)
+      << outside.errors[0].message;
 }
 
 // A path that is a valid absolute path but looks like JSON or a flag stays one string value.

@@ -50,8 +50,14 @@ TEST(ServeFlags, SpeculativeConfigIsCheckedWhenParsed) {
   EXPECT_EQ(o.speculative->prompt_lookup_min, 4);
   EXPECT_EQ(
       parse_error({"--speculative-config", R"({"method":"eagle3","num_speculative_tokens":3})"}),
-      "--speculative-config: method \"eagle3\" is not built yet in nibble-engine; ngram, "
-      "draft_model and mtp are");
+      "--speculative-config: eagle3 needs model: the EAGLE-3 head's directory or Hub id, a "
+      "string");
+  ASSERT_TRUE(parse_serve_options({"serve", "--model", "/m", "--speculative-config",
+                                   R"({"method":"eagle3","model":"/h",)"
+                                   R"("num_speculative_tokens":3})"},
+                                  o));
+  EXPECT_EQ(o.speculative->method, spec::SpecMethod::kEagle3);
+  EXPECT_EQ(o.speculative->model, "/h");
   ASSERT_TRUE(parse_serve_options({"serve", "--model", "/m", "--speculative-config",
                                    R"({"method":"draft_model","model":"/d",)"
                                    R"("num_speculative_tokens":2})"},

@@ -16,7 +16,7 @@
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
 #include "engine/model/model_weights.h"
-#include "engine/spec/mtp_drafter.h"
+#include "engine/spec/hidden_state_drafter.h"
 #include "tests/backend/tiny_models.h"
 #include "tests/spec/spec_harness.h"
 #include "tests/support/child_process.h"
@@ -46,14 +46,15 @@ class MtpSpecDecode : public ::testing::Test {
     delete dir_;
   }
   static testing::SpecTarget target() { return {backend_, kStateSlots}; }
-  static std::shared_ptr<spec::MtpDrafter> drafter(const model::ModelWeights& module) {
-    return std::make_shared<spec::MtpDrafter>(backend::make_cpu_backend(module, 2),
-                                              spec::MtpOptions{.max_sequences = 64,
-                                                               .max_tokens_per_sequence = 256,
-                                                               .block_size = 4,
-                                                               .max_chunk_tokens = 64});
+  static std::shared_ptr<spec::HiddenStateDrafter> drafter(const model::ModelWeights& module) {
+    return std::make_shared<spec::HiddenStateDrafter>(
+        backend::make_cpu_backend(module, 2),
+        spec::HiddenStateDrafterOptions{.max_sequences = 64,
+                                        .max_tokens_per_sequence = 256,
+                                        .block_size = 4,
+                                        .max_chunk_tokens = 64});
   }
-  static std::shared_ptr<spec::MtpDrafter> drafter() { return drafter(*module_); }
+  static std::shared_ptr<spec::HiddenStateDrafter> drafter() { return drafter(*module_); }
 
   static nibble::testing::TempDir* dir_;
   static model::ModelWeights* module_;
@@ -134,7 +135,7 @@ TEST_F(MtpSpecDecode, SeededSampledRequestsGiveTheSameTokens) {
   testing::expect_counters_add_up(mtp, 2);
 }
 
-// Passes everything to an MtpDrafter and keeps what the engine handed it.
+// Passes everything to a HiddenStateDrafter and keeps what the engine handed it.
 class RecordingDrafter : public spec::Drafter {
  public:
   struct Observed {
@@ -142,7 +143,8 @@ class RecordingDrafter : public spec::Drafter {
     int start;
     std::vector<float> hidden;
   };
-  explicit RecordingDrafter(std::shared_ptr<spec::MtpDrafter> inner) : inner_(std::move(inner)) {}
+  explicit RecordingDrafter(std::shared_ptr<spec::HiddenStateDrafter> inner)
+      : inner_(std::move(inner)) {}
   std::string_view name() const override { return "recording"; }
   bool reads_hidden_states() const override { return true; }
   void observe(std::int64_t sequence, std::span<const int> tokens, int start,
@@ -168,7 +170,7 @@ class RecordingDrafter : public spec::Drafter {
   }
 
  private:
-  std::shared_ptr<spec::MtpDrafter> inner_;
+  std::shared_ptr<spec::HiddenStateDrafter> inner_;
   mutable std::mutex mutex_;
   mutable std::vector<Observed> observed_;
 };

@@ -108,16 +108,41 @@ TEST(SpeculativeConfig, DraftModelRefusals) {
 }
 
 TEST(SpeculativeConfig, MethodsNotBuiltAreRefusedAsSuch) {
-  EXPECT_EQ(refusal(R"({"method":"eagle3","num_speculative_tokens":2,"model":"org/head"})"),
-            "--speculative-config: method \"eagle3\" is not built yet in nibble-engine; ngram, "
-            "draft_model and mtp are");
+  EXPECT_EQ(refusal(R"({"method":"eagle","num_speculative_tokens":2,"model":"org/head"})"),
+            "--speculative-config: method \"eagle\" (EAGLE-1 heads) is not built in "
+            "nibble-engine; ngram, draft_model, mtp and eagle3 are");
   EXPECT_NE(refusal(R"({"num_speculative_tokens":2})")
-                .find("method must be a string: ngram, draft_model or mtp (eagle3 is not built "
-                      "yet)"),
+                .find("method must be a string: ngram, draft_model, mtp or eagle3"),
             std::string::npos);
   // The test-only drafters are no user method.
   EXPECT_NE(refusal(R"({"method":"oracle","num_speculative_tokens":2})").find("unknown method"),
             std::string::npos);
+}
+
+// eagle3: vLLM's keys, the head's directory or Hub id in model; no prompt lookup.
+TEST(SpeculativeConfig, ParsesVllmsEagle3Keys) {
+  const SpeculativeConfig c = parse_speculative_config(
+      R"({"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+          "num_speculative_tokens": 3})");
+  EXPECT_EQ(c.method, SpecMethod::kEagle3);
+  EXPECT_STREQ(method_name(c.method), "eagle3");
+  EXPECT_EQ(c.model, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B");
+  EXPECT_EQ(c.num_speculative_tokens, 3);
+  // Its drafter runs the head on a backend: serve builds it (hidden_state_drafter.h).
+  EXPECT_THROW(make_drafter(c), SpeculativeConfigError);
+  EXPECT_EQ(refusal(R"({"method":"eagle3","num_speculative_tokens":2})"),
+            "--speculative-config: eagle3 needs model: the EAGLE-3 head's directory or Hub id, "
+            "a string");
+  EXPECT_NE(refusal(R"({"method":"eagle3","num_speculative_tokens":2,"model":""})")
+                .find("eagle3 needs model"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"method":"eagle3","model":"/h","num_speculative_tokens":2,)"
+                    R"("prompt_lookup_min":3})")
+                .find("prompt_lookup_min is ngram's; eagle3 takes none"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"method":"eagle3","model":"/h"})").find("num_speculative_tokens is required"),
+      std::string::npos);
 }
 
 // mtp drafts with the served model's own module: k only, no model, no prompt lookup.

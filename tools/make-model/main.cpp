@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,10 +40,15 @@ constexpr const char* kUsage =
 
 Writes a Hugging Face-layout model with deterministic random weights (same seed, same bytes).
 
-  --arch       llama | qwen3 | qwen3_moe | gpt_oss | qwen3_next
+  --arch       llama | qwen3 | qwen3_moe | gpt_oss | qwen3_next | llama_eagle3
   --preset     tiny | small | llama-3.1-8b | qwen3-8b | qwen3-30b-a3b (gpt_oss: tiny |
                gpt-oss-20b | gpt-oss-120b; qwen3_next: tiny | tiny-interval2 |
-               qwen3-next-80b-a3b | qwen3-next-80b-a3b-16l, its first 16 layers)
+               qwen3-next-80b-a3b | qwen3-next-80b-a3b-16l, its first 16 layers;
+               llama_eagle3: tiny | llama-3.1-8b)
+  --target DIR llama_eagle3: the model the EAGLE-3 head drafts for (its config.json gives
+               tiny's shapes; llama-3.1-8b checks it). A head is written in the public
+               layout (midlayer.*, fc, norm, lm_head over the draft vocabulary, d2t, t2d), BF16,
+               with no tokenizer and no generation_config.json
   --seed N     random seed (default 0)
   --dtype      bf16 | nvfp4 | mxfp4 (default bf16; gpt_oss: mxfp4, as shipped); nvfp4
                quantizes every attention/MLP/expert projection and keeps embeddings, lm_head,
@@ -71,6 +77,7 @@ constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.j
 
 struct Options {
   std::string arch, preset, dtype, format = "modelopt", tokenizer, output;  // dtype: by arch
+  std::string target;  // llama_eagle3: the target model's directory
   std::uint64_t seed = 0;
   bool shared_global_scales = false;
   bool no_tokenizer = false, force = false, version = false;
@@ -213,6 +220,53 @@ std::vector<Weight> list_weights(const model::ModelConfig& c, const std::string&
   return w;
 }
 
+// An EAGLE-3 head (engine/model/eagle3_head.h lists the layout): its decoder layer as
+// midlayer.* with q/k/v over [embedding, hidden] (2H), fc over the target's three hidden states,
+// its norm, and lm_head over the draft vocabulary; BF16. d2t and t2d are eagle3_map_jobs'.
+std::vector<Weight> list_eagle3_weights(const model::ModelConfig& c) {
+  const std::int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const std::int64_t q = std::int64_t(c.num_heads) * D, kv = std::int64_t(c.num_kv_heads) * D;
+  const std::string p = "midlayer.";
+  std::vector<Weight> w;
+  const auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in) {
+    w.push_back({name + ".weight", {out, in}, Init::Linear, Storage::Bf16, in});
+  };
+  w.push_back({p + "input_layernorm.weight", {H}, Init::Norm});
+  w.push_back({p + "hidden_norm.weight", {H}, Init::Norm});
+  linear(p + "self_attn.q_proj", q, 2 * H);
+  linear(p + "self_attn.k_proj", kv, 2 * H);
+  linear(p + "self_attn.v_proj", kv, 2 * H);
+  linear(p + "self_attn.o_proj", H, q);
+  w.push_back({p + "post_attention_layernorm.weight", {H}, Init::Norm});
+  linear(p + "mlp.gate_proj", I, H);
+  linear(p + "mlp.up_proj", I, H);
+  linear(p + "mlp.down_proj", H, I);
+  linear("fc", H, c.eagle3->fc_inputs());
+  w.push_back({"norm.weight", {H}, Init::Norm});
+  linear("lm_head", c.eagle3->draft_vocab_size, H);
+  return w;
+}
+
+// d2t (I64 [draft vocab]: target id - draft id) and t2d (BOOL [vocab]: in the draft vocabulary)
+// for a draft vocabulary spread evenly over the target's: draft id i is target id
+// i * vocab / draft_vocab, so every part of the vocabulary has draft ids.
+std::vector<WeightJob> eagle3_map_jobs(const model::ModelConfig& c) {
+  const std::int64_t V = c.vocab_size, Vd = c.eagle3->draft_vocab_size;
+  const auto target_id = [V, Vd](std::int64_t i) { return i * V / Vd; };
+  std::vector<WeightJob> jobs;
+  jobs.push_back({{{"d2t", DType::I64, {Vd}}}, [=](std::vector<std::span<std::byte>>& out) {
+                    for (std::int64_t i = 0; i < Vd; ++i) {
+                      const std::int64_t offset = target_id(i) - i;
+                      std::memcpy(out[0].data() + 8 * i, &offset, 8);
+                    }
+                  }});
+  jobs.push_back({{{"t2d", DType::BOOL, {V}}}, [=](std::vector<std::span<std::byte>>& out) {
+                    for (std::int64_t i = 0; i < Vd; ++i)
+                      out[0][std::size_t(target_id(i))] = std::byte{1};
+                  }});
+  return jobs;
+}
+
 // Values: embeddings U(-1, 1); norms 1 + U(-0.2, 0.2) (so a wrong norm shows; zero-centred
 // ones U(-0.2, 0.2), the same scale as stored); Gated DeltaNet's A_log and dt_bias as biases;
 // linears
@@ -312,6 +366,8 @@ bool parse_args(int argc, char** argv, Options& o) {
           o.shared_global_scales = true;
         else if (f.is("--tokenizer"))
           o.tokenizer = f.value();
+        else if (f.is("--target"))
+          o.target = f.value();
         else if (f.is("--no-tokenizer"))
           o.no_tokenizer = true;
         else if (f.is("--force"))
@@ -348,6 +404,19 @@ bool parse_args(int argc, char** argv, Options& o) {
   }
   if (o.format != "modelopt" && o.format != "compressed-tensors") {
     std::fprintf(stderr, "nibble-make-model: --format must be modelopt or compressed-tensors\n");
+    return false;
+  }
+  if (o.arch == "llama_eagle3") {  // a head: BF16 weights only
+    if (o.dtype != "bf16" || !o.tokenizer.empty()) {
+      std::fprintf(stderr,
+                   "nibble-make-model: --arch llama_eagle3 writes a BF16 head without a "
+                   "tokenizer (no --dtype other than bf16, no --tokenizer)\n");
+      return false;
+    }
+    return true;
+  }
+  if (!o.target.empty()) {
+    std::fprintf(stderr, "nibble-make-model: --target is for --arch llama_eagle3\n");
     return false;
   }
   if (o.tokenizer.empty() == !o.no_tokenizer) {
@@ -408,6 +477,35 @@ void copy_tokenizer(const std::filesystem::path& from, const std::filesystem::pa
                                  std::filesystem::copy_options::overwrite_existing);
 }
 
+nlohmann::ordered_json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw model::ModelError(path.string() + ": cannot open");
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw model::ModelError(path.string() + ": not valid JSON");
+  return j;
+}
+
+// --arch llama_eagle3: config.json and the head's safetensors, nothing else.
+int write_eagle3_head(const Options& o, std::chrono::steady_clock::time_point start) {
+  std::optional<nlohmann::ordered_json> target;
+  if (!o.target.empty()) target = read_json(std::filesystem::path(o.target) / "config.json");
+  const auto config = tools::make_eagle3_head_config(o.preset, target ? &*target : nullptr);
+  const auto parsed = model::parse_model_config(config, "generated config.json");
+  const std::filesystem::path out = o.output;
+  prepare_output(out, o.force);
+  std::vector<WeightJob> jobs;
+  for (const auto& w : list_eagle3_weights(parsed))
+    jobs.push_back(make_job(w, o.seed, QuantFormat::None, false));
+  for (auto& job : eagle3_map_jobs(parsed)) jobs.push_back(std::move(job));
+  spdlog::info("writing an EAGLE-3 head ({}, seed {}) to {} with {} threads", o.preset, o.seed,
+               out.string(), o.threads);
+  model::write_checkpoint(out, jobs, o.max_shard_bytes, o.threads);
+  write_json(out / "config.json", config);
+  spdlog::info("done in {:.1f} s",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -419,6 +517,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto start = std::chrono::steady_clock::now();
+    if (o.arch == "llama_eagle3") return write_eagle3_head(o, start);
     auto config = tools::make_preset_config(o.arch, o.preset);
     const bool nvfp4 = o.dtype == "nvfp4";
     const auto format =

@@ -1,5 +1,8 @@
 #include "tools/make-model/presets.h"
 
+#include <algorithm>
+#include <string>
+
 namespace nibble::tools {
 namespace {
 
@@ -221,7 +224,78 @@ ordered_json qwen3_next_preset(const std::string& preset) {
       preset + "'");
 }
 
+// The public heads' config.json keys (EAGLE's and SpecForge's LlamaForCausalLMEagle3 configs).
+ordered_json eagle3_config(int hidden, int intermediate, int heads, int kv_heads, int head_dim,
+                           int vocab, int draft_vocab, int max_positions, double eps) {
+  return {{"architectures", {"LlamaForCausalLMEagle3"}},
+          {"model_type", "llama"},
+          {"hidden_act", "silu"},
+          {"hidden_size", hidden},
+          {"intermediate_size", intermediate},
+          {"num_attention_heads", heads},
+          {"num_key_value_heads", kv_heads},
+          {"head_dim", head_dim},
+          {"num_hidden_layers", 1},
+          {"max_position_embeddings", max_positions},
+          {"rms_norm_eps", eps},
+          {"initializer_range", 0.02},
+          {"pad_token_id", 0},
+          {"tie_word_embeddings", false},
+          {"torch_dtype", "bfloat16"},
+          {"use_cache", true},
+          {"vocab_size", vocab},
+          {"draft_vocab_size", draft_vocab}};
+}
+
+int target_int(const ordered_json& target, const char* key) {
+  if (!target.contains(key) || !target[key].is_number_integer())
+    throw PresetError(std::string("--target's config.json has no integer ") + key);
+  return target[key].get<int>();
+}
+
 }  // namespace
+
+ordered_json make_eagle3_head_config(const std::string& preset, const ordered_json* target) {
+  if (preset == "llama-3.1-8b") {
+    ordered_json c = eagle3_config(4096, 14336, 32, 8, 128, 128256, 32000, 2048, 1e-5);
+    c["bos_token_id"] = 128000;
+    c["eos_token_id"] = 128001;
+    if (target != nullptr &&
+        (target_int(*target, "hidden_size") != 4096 || target_int(*target, "vocab_size") != 128256))
+      throw PresetError(
+          "--preset llama-3.1-8b makes a head for Llama-3.1-8B (hidden 4096, vocab "
+          "128256); --target is another model");
+    return c;
+  }
+  if (preset != "tiny")
+    throw PresetError("--arch llama_eagle3 takes --preset tiny or llama-3.1-8b, got '" + preset +
+                      "'");
+  if (target == nullptr)
+    throw PresetError("--arch llama_eagle3 --preset tiny takes its shapes from --target DIR");
+  const int hidden = target_int(*target, "hidden_size");
+  const int heads = target_int(*target, "num_attention_heads");
+  const int kv_heads =
+      target->contains("num_key_value_heads") ? target_int(*target, "num_key_value_heads") : heads;
+  const int head_dim =
+      target->contains("head_dim") ? target_int(*target, "head_dim") : hidden / heads;
+  const int vocab = target_int(*target, "vocab_size");
+  const int layers = target_int(*target, "num_hidden_layers");
+  const int positions = target->contains("max_position_embeddings")
+                            ? target_int(*target, "max_position_embeddings")
+                            : 4096;
+  const double eps = target->value("rms_norm_eps", 1e-6);
+  ordered_json c = eagle3_config(hidden, target_int(*target, "intermediate_size"), heads, kv_heads,
+                                 head_dim, vocab, std::max(1, vocab / 2), positions, eps);
+  // vLLM's default (2, L/2, L-3) names three different layers from L = 7 on.
+  if (layers < 7) {
+    if (layers < 3)
+      throw PresetError("--target has " + std::to_string(layers) +
+                        " layers; an EAGLE-3 head reads three different ones");
+    c["eagle_config"] = {{"eagle_aux_hidden_state_layer_ids", {0, layers / 2, layers - 1}},
+                         {"use_aux_hidden_state", true}};
+  }
+  return c;
+}
 
 ordered_json make_generation_config(const ordered_json& config) {
   if (config.value("model_type", "") ==

@@ -30,6 +30,13 @@ class CpuBackend : public Backend {
       throw BackendError(
           "cpu backend: an MTP module's model without its input weights (fc, "
           "norms): make it with model::take_mtp_module");
+    if (w_.config.eagle3 && !w_.eagle3)
+      throw BackendError(
+          "cpu backend: an EAGLE-3 head without its fc: load it with model::load_eagle3_head");
+    for (int l : w_.config.hidden_state_layers)
+      if (l < 0 || l >= w_.config.num_layers)
+        throw BackendError("cpu backend: hidden_state_layers names layer " + std::to_string(l) +
+                           " of a model of " + std::to_string(w_.config.num_layers) + " layers");
   }
 
   std::string name() const override { return "cpu"; }

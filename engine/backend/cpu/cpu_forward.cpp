@@ -49,6 +49,37 @@ void CpuForward::embed_with_hidden(model::NormKind norm) {
   linear_forward(mtp.fc, both, T, x_, pool_);
 }
 
+// An EAGLE-3 head's input: each item's hidden states start the residual stream, through fc
+// where they are the target's (3 * target H wide; batch_checks.h), as they are where they are the
+// head's own (H wide). The embeddings wait for the first layer's attention.
+void CpuForward::eagle3_input() {
+  const std::int64_t H = w_.config.hidden_size, T = std::int64_t(rows_.size());
+  const model::Linear& fc = w_.eagle3->fc;
+  x_.assign(std::size_t(T * H), 0.0f);
+  embedding_.resize(std::size_t(T * H));
+  std::int64_t t = 0;
+  for (const BatchItem& item : items_) {
+    const std::int64_t n = std::int64_t(item.tokens.size());
+    for (std::int64_t j = 0; j < n; ++j)
+      std::copy_n(w_.embed.begin() + std::int64_t(item.tokens[std::size_t(j)]) * H, H,
+                  embedding_.begin() + (t + j) * H);
+    const std::span<float> rows = std::span(x_).subspan(std::size_t(t * H), std::size_t(n * H));
+    if (std::int64_t(item.hidden_in.size()) == n * H)
+      std::ranges::copy(item.hidden_in, rows.begin());
+    else
+      linear_forward(fc, item.hidden_in, n, rows, pool_);
+    t += n;
+  }
+}
+
+void CpuForward::keep_hidden_state(int index) {
+  const std::int64_t H = w_.config.hidden_size, T = std::int64_t(rows_.size());
+  const std::int64_t width = w_.config.hidden_state_width();
+  kept_.resize(std::size_t(T * width));
+  for (std::int64_t t = 0; t < T; ++t)
+    std::copy_n(x_.begin() + t * H, H, kept_.begin() + t * width + index * H);
+}
+
 void CpuForward::norm_rows(model::NormKind norm, std::span<float> x, std::int64_t dim,
                            std::span<const float> weight) const {
   switch (norm) {
@@ -73,6 +104,18 @@ void CpuForward::attention(int l, model::NormKind norm, const model::AttentionSp
   const std::int64_t T = std::int64_t(rows_.size());
   const std::int64_t H = c.hidden_size, D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads;
   std::vector<float> h = normed(norm, w.input_norm);
+  if (spec.reads_embedding) {
+    // EAGLE-3: [input_layernorm(embedding), hidden_norm(x)] side by side, 2H a row.
+    std::vector<float> e = embedding_, hidden = x_;
+    norm_rows(norm, e, H, w.input_norm);
+    norm_rows(norm, hidden, H, w.hidden_norm);
+    h.assign(std::size_t(T * 2 * H), 0.0f);
+    for (std::int64_t r = 0; r < T; ++r) {
+      std::copy_n(e.begin() + r * H, H, h.begin() + r * 2 * H);
+      std::copy_n(hidden.begin() + r * H, H, h.begin() + r * 2 * H + H);
+    }
+    if (spec.norm_before_residual) x_ = std::move(hidden);
+  }
   std::vector<float> q(std::size_t(T * Hq * D)), k(std::size_t(T * Hkv * D)),
       v(std::size_t(T * Hkv * D)), gate;
   // The projections carry their biases when the layer has them (spec.qkv_bias: the loader
@@ -296,7 +339,10 @@ void CpuForward::logits(model::NormKind norm) {
   std::int64_t first_row = 0;
   for (const BatchItem& item : items_) {
     const std::int64_t n = std::int64_t(item.tokens.size());
-    if (!item.hidden_out.empty()) {
+    if (!item.hidden_out.empty() && !kept_.empty()) {
+      const std::int64_t width = c.hidden_state_width();
+      std::copy_n(kept_.begin() + first_row * width, n * width, item.hidden_out.begin());
+    } else if (!item.hidden_out.empty()) {
       std::copy_n(x_.begin() + first_row * H, n * H, item.hidden_out.begin());
       if (c.mtp_module) norm_rows(norm, item.hidden_out, H, w_.final_norm);
     }
@@ -312,7 +358,7 @@ void CpuForward::logits(model::NormKind norm) {
   if (last.empty()) return;
   const std::int64_t R = std::int64_t(last.size()) / H;
   norm_rows(norm, last, H, w_.final_norm);
-  std::vector<float> out(std::size_t(R * c.vocab_size));
+  std::vector<float> out(std::size_t(R * c.logits_size()));
   linear_forward(w_.lm_head, last, R, out, pool_);
   auto from = out.begin();
   for (const BatchItem& item : items_) {

@@ -21,6 +21,8 @@ class CpuForward : public DecoderOps {
 
   void embed() override;
   void embed_with_hidden(model::NormKind norm) override;
+  void eagle3_input() override;
+  void keep_hidden_state(int index) override;
   void attention(int layer, model::NormKind norm, const model::AttentionSpec& spec) override;
   void gated_deltanet(int layer, model::NormKind norm,
                       const model::LinearAttentionSpec& spec) override;
@@ -52,8 +54,11 @@ class CpuForward : public DecoderOps {
   CpuKvCache& cache_;
   std::span<const BatchItem> items_;
   ThreadPool& pool_;
-  std::vector<Row> rows_;  // row t of the step: its item and its position in that sequence
-  std::vector<float> x_;   // [T, H] the residual stream
+  std::vector<Row> rows_;         // row t of the step: its item and its position in that sequence
+  std::vector<float> x_;          // [T, H] the residual stream
+  std::vector<float> embedding_;  // [T, H] the tokens' embeddings (an EAGLE-3 head's input)
+  // [T, hidden_state_layers * H] the kept layers' inputs, row by row (keep_hidden_state)
+  std::vector<float> kept_;
 };
 
 }  // namespace nibble::backend::cpu

@@ -40,6 +40,8 @@ FfnSpec dense_mlp(const ModelConfig& config);
 
 namespace architectures {
 extern const Architecture kLlama, kMistral, kQwen2, kQwen3, kQwen3Moe, kGptOss, kQwen3Next;
+// EAGLE-3 draft heads, under both names their checkpoints use (llama_eagle3.cpp).
+extern const Architecture kLlamaEagle3, kEagle3Llama;
 }  // namespace architectures
 
 }  // namespace nibble::model

@@ -6,10 +6,10 @@
 namespace nibble::model {
 namespace {
 
-const std::array<const Architecture*, 7> kAll = {
-    &architectures::kLlama,    &architectures::kMistral,  &architectures::kQwen2,
-    &architectures::kQwen3,    &architectures::kQwen3Moe, &architectures::kGptOss,
-    &architectures::kQwen3Next};
+const std::array<const Architecture*, 9> kAll = {
+    &architectures::kLlama,     &architectures::kMistral,     &architectures::kQwen2,
+    &architectures::kQwen3,     &architectures::kQwen3Moe,    &architectures::kGptOss,
+    &architectures::kQwen3Next, &architectures::kLlamaEagle3, &architectures::kEagle3Llama};
 
 }  // namespace
 
@@ -52,6 +52,8 @@ ModelDescription describe_model(const ModelConfig& c) {
   // Qwen3-Next, plain elsewhere).
   if (!d.layers.empty()) d.final_norm = d.layers.front().norm;
   if (c.mtp_module) d.input = ModelInput::kEmbeddingAndHidden;
+  if (c.eagle3) d.input = ModelInput::kEagle3;
+  d.hidden_state_layers = c.hidden_state_layers;
   return d;
 }
 

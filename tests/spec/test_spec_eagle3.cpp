@@ -26,6 +26,7 @@
 #include "engine/spec/hidden_state_drafter.h"
 #include "engine/spec/speculative_config.h"
 #include "tests/backend/random_model.h"
+#include "tests/spec/recording_drafter.h"
 #include "tests/spec/spec_harness.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
@@ -34,6 +35,7 @@ namespace nibble::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::RecordingDrafter;
 using testing::Request;
 using testing::SpecRun;
 
@@ -190,46 +192,6 @@ TEST_F(Eagle3SpecDecode, SeededSampledRequestsGiveTheSameTokens) {
   testing::expect_same(baseline, eagle3, "eagle3 sampled");
   testing::expect_counters_add_up(eagle3, 2);
 }
-
-// Keeps what the engine handed the drafter, passing everything on.
-class RecordingDrafter : public spec::Drafter {
- public:
-  struct Observed {
-    std::vector<int> tokens;
-    int start;
-    std::vector<float> hidden;
-  };
-  explicit RecordingDrafter(std::shared_ptr<spec::HiddenStateDrafter> inner)
-      : inner_(std::move(inner)) {}
-  std::string_view name() const override { return "recording"; }
-  bool reads_hidden_states() const override { return true; }
-  void observe(std::int64_t sequence, std::span<const int> tokens, int start,
-               std::span<const float> hidden) const override {
-    {
-      std::lock_guard lock(mutex_);
-      observed_.push_back({{tokens.begin(), tokens.end()}, start, {hidden.begin(), hidden.end()}});
-    }
-    inner_->observe(sequence, tokens, start, hidden);
-  }
-  void forget(std::int64_t sequence) const override { inner_->forget(sequence); }
-  void propose_for(std::int64_t sequence, std::span<const int> tokens, int max_tokens,
-                   std::vector<int>& draft) const override {
-    inner_->propose_for(sequence, tokens, max_tokens, draft);
-  }
-  void propose(std::span<const int> tokens, int max_tokens,
-               std::vector<int>& draft) const override {
-    inner_->propose(tokens, max_tokens, draft);
-  }
-  std::vector<Observed> observed() const {
-    std::lock_guard lock(mutex_);
-    return observed_;
-  }
-
- private:
-  std::shared_ptr<spec::HiddenStateDrafter> inner_;
-  mutable std::mutex mutex_;
-  mutable std::vector<Observed> observed_;
-};
 
 // The last hidden state (before the final norm) of the target cut after its first `layers`
 // layers at every position of `tokens`: the input of layer `layers` of the whole target.

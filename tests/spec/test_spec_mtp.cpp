@@ -18,6 +18,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/spec/hidden_state_drafter.h"
 #include "tests/backend/tiny_models.h"
+#include "tests/spec/recording_drafter.h"
 #include "tests/spec/spec_harness.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
@@ -25,6 +26,7 @@
 namespace nibble::runtime {
 namespace {
 
+using testing::RecordingDrafter;
 using testing::Request;
 using testing::SpecRun;
 
@@ -134,46 +136,6 @@ TEST_F(MtpSpecDecode, SeededSampledRequestsGiveTheSameTokens) {
   testing::expect_same(baseline, mtp, "mtp sampled");
   testing::expect_counters_add_up(mtp, 2);
 }
-
-// Passes everything to a HiddenStateDrafter and keeps what the engine handed it.
-class RecordingDrafter : public spec::Drafter {
- public:
-  struct Observed {
-    std::vector<int> tokens;
-    int start;
-    std::vector<float> hidden;
-  };
-  explicit RecordingDrafter(std::shared_ptr<spec::HiddenStateDrafter> inner)
-      : inner_(std::move(inner)) {}
-  std::string_view name() const override { return "recording"; }
-  bool reads_hidden_states() const override { return true; }
-  void observe(std::int64_t sequence, std::span<const int> tokens, int start,
-               std::span<const float> hidden) const override {
-    {
-      std::lock_guard lock(mutex_);
-      observed_.push_back({{tokens.begin(), tokens.end()}, start, {hidden.begin(), hidden.end()}});
-    }
-    inner_->observe(sequence, tokens, start, hidden);
-  }
-  void forget(std::int64_t sequence) const override { inner_->forget(sequence); }
-  void propose_for(std::int64_t sequence, std::span<const int> tokens, int max_tokens,
-                   std::vector<int>& draft) const override {
-    inner_->propose_for(sequence, tokens, max_tokens, draft);
-  }
-  void propose(std::span<const int> tokens, int max_tokens,
-               std::vector<int>& draft) const override {
-    inner_->propose(tokens, max_tokens, draft);
-  }
-  std::vector<Observed> observed() const {
-    std::lock_guard lock(mutex_);
-    return observed_;
-  }
-
- private:
-  std::shared_ptr<spec::HiddenStateDrafter> inner_;
-  mutable std::mutex mutex_;
-  mutable std::vector<Observed> observed_;
-};
 
 // The target's last hidden state (before the final norm) at every position of `tokens`, from
 // one forward pass of its own.

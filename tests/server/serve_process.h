@@ -3,6 +3,8 @@
 // tokenizer from the pinned npm oracle package), on a free loopback port.
 #include <httplib.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -143,5 +145,20 @@ class ServeProcess {
         argv, (log_dir.path() / "serve.log").string());
   }
 };
+
+// A greedy completion of a fixed prompt (24 tokens, EOS ignored): the response, or {"error": ...}.
+// The speculative methods' serve tests compare it with and without drafts.
+inline nlohmann::json greedy_completion(const ServeProcess& serve) {
+  auto res = serve.client().Post("/v1/completions",
+                                 nlohmann::json{{"prompt", "one two three four five six seven"},
+                                                {"max_tokens", 24},
+                                                {"ignore_eos", true},
+                                                {"temperature", 0}}
+                                     .dump(),
+                                 "application/json");
+  if (!res) return nlohmann::json{{"error", "no response"}};
+  if (res->status != 200) return nlohmann::json{{"error", res->body}};
+  return nlohmann::json::parse(res->body);
+}
 
 }  // namespace nibble::server::testing

@@ -16,20 +16,8 @@ namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using testing::greedy_completion;
 using testing::ServeProcess;
-
-json greedy_completion(const ServeProcess& serve) {
-  auto res = serve.client().Post("/v1/completions",
-                                 json{{"prompt", "one two three four five six seven"},
-                                      {"max_tokens", 24},
-                                      {"ignore_eos", true},
-                                      {"temperature", 0}}
-                                     .dump(),
-                                 "application/json");
-  if (!res) return json{{"error", "no response"}};
-  if (res->status != 200) return json{{"error", res->body}};
-  return json::parse(res->body);
-}
 
 std::string eagle3_config(const std::string& head) {
   return json{{"method", "eagle3"}, {"model", head}, {"num_speculative_tokens", 2}}.dump();

@@ -1,9 +1,12 @@
 #pragma once
 // What the backend tests compare: the logits after feeding one fresh sequence its tokens in
-// chunks (a prompt whole, in pieces, one token at a time), and how far two logit vectors are.
+// chunks (a prompt whole, in pieces, one token at a time), how far two logit vectors are, and the
+// random prompts and their splits the comparisons feed.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
+#include <span>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -28,6 +31,37 @@ inline double max_relative_difference(const std::vector<float>& a, const std::ve
     ref = std::max(ref, double(std::abs(b[i])));
   }
   return diff / ref;
+}
+
+// ||got - want|| / ||want|| in double; infinite when `got` holds a NaN or an infinity.
+inline double relative_l2(std::span<const float> got, std::span<const float> want) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    ref += double(want[i]) * want[i];
+  }
+  return std::sqrt(diff / ref);
+}
+
+// n tokens drawn uniformly from [0, vocab).
+inline std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, int vocab) {
+  std::uniform_int_distribution<int> u(0, vocab - 1);
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
+  for (auto& x : tokens) x = u(rng);
+  return tokens;
+}
+
+// `p` cut into consecutive chunks of the given sizes (which sum to at most its length).
+inline std::vector<std::vector<std::int32_t>> split(const std::vector<std::int32_t>& p,
+                                                    const std::vector<int>& sizes) {
+  std::vector<std::vector<std::int32_t>> chunks;
+  auto it = p.begin();
+  for (int n : sizes) {
+    chunks.emplace_back(it, it + n);
+    it += n;
+  }
+  return chunks;
 }
 
 }  // namespace nibble::testing

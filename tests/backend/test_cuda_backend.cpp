@@ -26,26 +26,20 @@
 #include "kernels/nvfp4/bf16.h"
 #include "kernels/nvfp4/nvfp4_ref.h"
 #include "kernels/sampling/sampling_ref.h"
+#include "tests/backend/chunk_logits.h"
 #include "tests/backend/cuda_test_main.h"
 #include "tests/backend/random_model.h"
 
 namespace nibble::backend {
 namespace {
 
+using nibble::testing::random_tokens;
+using nibble::testing::relative_l2;
+
 using model::Arch;
 using model::ModelConfig;
 
 std::uint64_t g_seed = 0;
-
-double relative_l2(std::span<const float> got, std::span<const float> want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    ref += double(want[i]) * want[i];
-  }
-  return std::sqrt(diff / ref);
-}
 
 // MoE models route each token to top_k of 8 experts; top_k 0 means all 8 (see Errors below).
 ModelConfig gpu_config(Arch arch, int head_dim, int top_k = 0) {
@@ -77,13 +71,6 @@ Pair make_pair(const ModelConfig& c, bool nvfp4, bool per_tensor = false, bool f
     EXPECT_EQ(pair.gpu->kv_cache_dtype(), "fp8");
   }
   return pair;
-}
-
-std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, int vocab) {
-  std::uniform_int_distribution<int> u(0, vocab - 1);
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
-  for (auto& x : tokens) x = u(rng);
-  return tokens;
 }
 
 struct Case {

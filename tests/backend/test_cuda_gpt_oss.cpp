@@ -34,6 +34,10 @@
 namespace nibble::backend {
 namespace {
 
+using nibble::testing::random_tokens;
+using nibble::testing::relative_l2;
+using nibble::testing::split;
+
 using model::ModelConfig;
 
 std::uint64_t g_seed = 0;
@@ -41,16 +45,6 @@ std::uint64_t g_seed = 0;
 constexpr int kWindow = 16;
 constexpr double kLogitTolerance = 2.5e-2;  // CUDA (BF16 activations) against the CPU (FP32)
 constexpr double kSelfTolerance = 1e-2;     // CUDA against CUDA along another path
-
-double relative_l2(std::span<const float> got, std::span<const float> want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    ref += double(want[i]) * want[i];
-  }
-  return std::sqrt(diff / ref);
-}
 
 enum class Experts { kMxfp4, kNvfp4, kBf16 };
 
@@ -105,24 +99,6 @@ Pair make_pair(const Case& p) {
   auto w = make_weights(p);
   auto copy = w;
   return {make_cpu_backend(std::move(copy), 0), make_cuda_backend(std::move(w))};
-}
-
-std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, int vocab) {
-  std::uniform_int_distribution<int> u(0, vocab - 1);
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
-  for (auto& x : tokens) x = u(rng);
-  return tokens;
-}
-
-std::vector<std::vector<std::int32_t>> split(const std::vector<std::int32_t>& p,
-                                             const std::vector<int>& sizes) {
-  std::vector<std::vector<std::int32_t>> chunks;
-  auto it = p.begin();
-  for (int n : sizes) {
-    chunks.emplace_back(it, it + n);
-    it += n;
-  }
-  return chunks;
 }
 
 // Relative errors of a test's logits; with top-4 routing the median is held to the tolerance.

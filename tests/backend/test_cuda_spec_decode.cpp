@@ -27,12 +27,16 @@
 #include "engine/spec/draft_model_drafter.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/reference_drafter.h"
+#include "tests/backend/chunk_logits.h"
 #include "tests/backend/cuda_test_main.h"
 #include "tests/backend/random_model.h"
 #include "tests/spec/spec_harness.h"
 
 namespace nibble::backend {
 namespace {
+
+using nibble::testing::random_tokens;
+using nibble::testing::relative_l2;
 
 using model::Arch;
 using model::ModelConfig;
@@ -68,23 +72,6 @@ model::ModelWeights spec_model(Arch arch, std::uint64_t salt) {
   auto weights = testing::random_model(spec_config(arch), g_seed ^ salt);
   if (arch == Arch::Qwen3Moe) testing::quantize_experts(weights);
   return weights;
-}
-
-std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, int vocab) {
-  std::uniform_int_distribution<int> u(0, vocab - 1);
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
-  for (auto& x : tokens) x = u(rng);
-  return tokens;
-}
-
-double relative_l2(std::span<const float> got, std::span<const float> want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    ref += double(want[i]) * want[i];
-  }
-  return std::sqrt(diff / ref);
 }
 
 // The largest difference of one logit, over the logits' RMS.

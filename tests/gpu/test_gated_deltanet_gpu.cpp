@@ -25,10 +25,13 @@
 #include "kernels/linear_attention/gated_deltanet.h"
 #include "kernels/linear_attention/gated_deltanet_ref.h"
 #include "kernels/nvfp4/bf16.h"
+#include "tests/gpu/bf16_checks.h"
 #include "tests/gpu/gpu_check_support.h"
 
 namespace nibble {
 namespace {
+
+using gpu_test::random_bf16;
 
 using kernels::GatedDeltaNetShape;
 using nvfp4::bf16_to_float;
@@ -48,13 +51,6 @@ double relative_l2(const std::vector<float>& want, const std::vector<float>& got
 }
 
 // BF16 values from N(0, sigma), and their floats (what the reference computes with).
-std::vector<std::uint16_t> random_bf16(std::mt19937_64& rng, std::size_t n, float sigma,
-                                       float mean = 0.0f) {
-  std::normal_distribution<float> normal(mean, sigma);
-  std::vector<std::uint16_t> v(n);
-  for (auto& x : v) x = float_to_bf16(normal(rng));
-  return v;
-}
 std::vector<float> floats(const std::vector<std::uint16_t>& v) {
   std::vector<float> f(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) f[i] = bf16_to_float(v[i]);

@@ -19,6 +19,7 @@
 
 #include "kernels/layer/layer_ops.h"
 #include "kernels/nvfp4/bf16.h"
+#include "tests/gpu/bf16_checks.h"
 #include "tests/gpu/gpu_check_support.h"
 #include "tests/gpu/relative_error.h"
 
@@ -26,25 +27,16 @@ namespace nibble {
 namespace {
 
 using gpu_test::DeviceArray;
+using gpu_test::random_bf16;
 using nvfp4::bf16_to_float;
 using nvfp4::float_to_bf16;
 
 constexpr double kTolerance = 1e-2;
 constexpr std::uint16_t kPoison = 0xFFFF;  // a BF16 NaN
 
-std::vector<std::uint16_t> random_bf16(std::mt19937_64& rng, std::size_t n, float sigma) {
-  std::normal_distribution<float> normal(0.0f, sigma);
-  std::vector<std::uint16_t> v(n);
-  for (auto& x : v) x = float_to_bf16(normal(rng));
-  return v;
-}
-
 void record(gpu_test::Results& results, const std::string& name,
             const std::vector<std::uint16_t>& got, const std::vector<double>& want) {
-  const gpu_test::RelativeError e = gpu_test::relative_error(got, want);
-  results.record(
-      e.l2 < kTolerance, name,
-      "relative L2 " + std::to_string(e.l2) + ", " + std::to_string(e.not_finite) + " not finite");
+  gpu_test::record_relative_l2(results, name, got, want, kTolerance);
 }
 
 // A head after RoPE at `position` (rotate-half), both halves times `factor`.

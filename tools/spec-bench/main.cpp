@@ -28,6 +28,7 @@
 #include "engine/runtime/engine_loop.h"
 #include "engine/spec/reference_drafter.h"
 #include "metrics/registry.h"
+#include "tools/bench/server_metrics.h"
 
 namespace {
 
@@ -49,18 +50,6 @@ struct Run {
   double decode_tokens_per_second = 0;
   double accepted = 0, drafted = 0;
 };
-
-double series(const std::string& text, const std::string& name) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name, 0) == 0 && line.size() > name.size() &&
-        (line[name.size()] == '{' || line[name.size()] == ' ')) {
-      return std::strtod(line.substr(line.rfind(' ') + 1).c_str(), nullptr);
-    }
-  }
-  return 0;
-}
 
 // One greedy request of `tokens` tokens through a fresh engine loop on the runner.
 Run run_once(backend::BackendModelRunner& runner, const Options& o, const std::vector<int>& prompt,
@@ -106,8 +95,8 @@ Run run_once(backend::BackendModelRunner& runner, const Options& o, const std::v
   if (run.tokens.size() > 1 && seconds > 0)
     run.decode_tokens_per_second = double(run.tokens.size() - 1) / seconds;
   const std::string text = registry.render();
-  run.drafted = series(text, "nibble_spec_decode_num_draft_tokens_total");
-  run.accepted = series(text, "nibble_spec_decode_num_accepted_tokens_total");
+  run.drafted = bench::series_sum(text, "nibble_spec_decode_num_draft_tokens_total");
+  run.accepted = bench::series_sum(text, "nibble_spec_decode_num_accepted_tokens_total");
   return run;
 }
 

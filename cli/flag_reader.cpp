@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 namespace nibble::cli {
@@ -33,21 +34,64 @@ std::string FlagReader::value() {
   return args_[next_++];
 }
 
-long long FlagReader::integer(long long lo, long long hi) {
-  const std::string v = value();
+namespace {
+
+// v as a whole integer in [lo, hi], or nullopt.
+std::optional<long long> whole_integer(const std::string& v, long long lo, long long hi) {
   std::size_t used = 0;
   long long n = 0;
   try {
     n = std::stoll(v, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return std::nullopt;
   }
-  if (v.empty() || used != v.size() || n < lo || n > hi) {
+  if (v.empty() || used != v.size() || n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+long long FlagReader::integer(long long lo, long long hi) {
+  const std::string v = value();
+  const auto n = whole_integer(v, lo, hi);
+  if (!n)
     throw std::invalid_argument(program_ + ": " + flag_ + " expects an integer from " +
                                 std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v +
                                 "'");
+  return *n;
+}
+
+std::vector<long long> FlagReader::integers(long long lo, long long hi) {
+  const std::string v = value();
+  std::vector<long long> out;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t comma = v.find(',', at);
+    const auto n = whole_integer(v.substr(at, comma - at), lo, hi);
+    if (!n)
+      throw std::invalid_argument(program_ + ": " + flag_ +
+                                  " expects comma-separated integers from " + std::to_string(lo) +
+                                  " to " + std::to_string(hi) + ", got '" + v + "'");
+    out.push_back(*n);
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
   }
-  return n;
+}
+
+double FlagReader::number(double lo, double hi) {
+  const std::string v = value();
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || !(x >= lo && x <= hi))
+    throw std::invalid_argument(program_ + ": " + flag_ + " expects a number from " +
+                                std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v +
+                                "'");
+  return x;
 }
 
 void FlagReader::unknown() const {

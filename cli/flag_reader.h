@@ -24,6 +24,10 @@ class FlagReader {
   // The current flag's value: after '=' or the next argument.
   std::string value();
   long long integer(long long lo, long long hi);
+  // A comma-separated list of integers in [lo, hi], at least one.
+  std::vector<long long> integers(long long lo, long long hi);
+  // A decimal number in [lo, hi].
+  double number(double lo, double hi);
   [[noreturn]] void unknown() const;
   // Arguments consumed so far (the flag and its value, if it took one from the next argument).
   std::size_t consumed() const { return next_; }

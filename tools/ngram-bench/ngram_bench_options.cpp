@@ -8,7 +8,8 @@
 
 namespace nibble::tools {
 
-const char* const kNgramBenchUsage = R"(usage: nibble-ngram-bench --tokenizer DIR --corpus PATH [options]
+const char* const kNgramBenchUsage =
+    R"(usage: nibble-ngram-bench --tokenizer DIR --corpus PATH [options]
 
 The n-gram drafter (speculative decoding's "ngram" method) on request shapes whose output
 repeats the prompt, built from real text: each request's answer is what an ideal model would
@@ -47,10 +48,10 @@ std::vector<Workload> workloads(const std::string& names) {
   while (at <= names.size()) {
     const std::size_t comma = std::min(names.find(',', at), names.size());
     const std::string name = names.substr(at, comma - at);
-    bool known = false;
+    const std::size_t before = out.size();
     for (Workload w : {Workload::kExtraction, Workload::kCodeEdit, Workload::kUnrelated})
-      if (name == workload_name(w)) out.push_back(w), known = true;
-    if (!known)
+      if (name == workload_name(w)) out.push_back(w);
+    if (out.size() == before)
       throw std::invalid_argument("nibble-ngram-bench: --workloads: unknown workload '" + name +
                                   "' (known: extraction, code-edit, unrelated)");
     at = comma + 1;
@@ -62,8 +63,8 @@ std::vector<Workload> workloads(const std::string& names) {
 
 std::optional<NgramBenchOptions> parse_ngram_bench_options(int argc, char** argv) {
   NgramBenchOptions o;
-  const bool parsed = cli::parse_flags(
-      "nibble-ngram-bench", kNgramBenchUsage, argc, argv, [&](cli::FlagReader& f) {
+  const bool parsed =
+      cli::parse_flags("nibble-ngram-bench", kNgramBenchUsage, argc, argv, [&](cli::FlagReader& f) {
         if (f.is("--tokenizer")) {
           o.tokenizer = f.value();
         } else if (f.is("--corpus")) {
@@ -88,8 +89,10 @@ std::optional<NgramBenchOptions> parse_ngram_bench_options(int argc, char** argv
           }
           if (colon == std::string::npos || used_min != colon || used_max != v.size() - colon - 1 ||
               o.min_n < 1 || o.max_n < o.min_n || o.max_n > 64)
-            throw std::invalid_argument("nibble-ngram-bench: --prompt-lookup expects MIN:MAX with "
-                                        "1 <= MIN <= MAX <= 64, got '" + v + "'");
+            throw std::invalid_argument(
+                "nibble-ngram-bench: --prompt-lookup expects MIN:MAX with "
+                "1 <= MIN <= MAX <= 64, got '" +
+                v + "'");
         } else if (f.is("--seed")) {
           o.seed = std::uint64_t(f.integer(0, 1LL << 62));
         } else if (f.is("--verify-cost")) {
@@ -104,7 +107,9 @@ std::optional<NgramBenchOptions> parse_ngram_bench_options(int argc, char** argv
         return true;
       });
   if (!parsed) return std::nullopt;
-  const char* missing = o.tokenizer.empty() ? "--tokenizer DIR" : o.corpus.empty() ? "--corpus PATH" : nullptr;
+  const char* missing = o.tokenizer.empty() ? "--tokenizer DIR"
+                        : o.corpus.empty()  ? "--corpus PATH"
+                                            : nullptr;
   if (missing) {
     std::fprintf(stderr, "nibble-ngram-bench: %s is required\n", missing);
     return std::nullopt;

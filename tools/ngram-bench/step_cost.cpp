@@ -12,8 +12,10 @@ void parse_verify_cost(const std::string& item, VerifyCosts& costs) {
   char c1 = 0, c2 = 0;
   if (!(in >> k >> c1 >> all >> c2 >> none) || c1 != ':' || c2 != ':' || !(in >> std::ws).eof() ||
       k < 1 || all <= 0 || none <= 0)
-    throw std::invalid_argument("--verify-cost takes K:ALL:NONE with K >= 1 and positive costs in "
-                                "decode steps, got \"" + item + "\"");
+    throw std::invalid_argument(
+        "--verify-cost takes K:ALL:NONE with K >= 1 and positive costs in "
+        "decode steps, got \"" +
+        item + "\"");
   costs[k] = {all, none};
 }
 

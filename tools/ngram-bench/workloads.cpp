@@ -15,8 +15,8 @@ using tokenizer::TokenId;
 
 namespace {
 
-const std::set<std::string> kTextExtensions = {".md", ".txt", ".cpp", ".h",    ".cu",
-                                               ".cuh", ".py", ".yaml", ".sh"};
+const std::set<std::string> kTextExtensions = {".md",  ".txt", ".cpp",  ".h", ".cu",
+                                               ".cuh", ".py",  ".yaml", ".sh"};
 const std::set<std::string> kSourceExtensions = {".cpp", ".h", ".cu", ".cuh", ".py"};
 
 std::string read_file(const fs::path& p) {
@@ -67,7 +67,9 @@ std::string first_words(const std::string& text, int n) {
   return out;
 }
 
-bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // Whole-word occurrences of identifiers of 4 or more characters.
 std::map<std::string, int> identifiers(const std::string& text) {
@@ -113,7 +115,8 @@ std::string rename_word(const std::string& text, const std::string& from, const 
 std::vector<Document> read_corpus(const std::vector<fs::path>& paths) {
   std::vector<Document> docs;
   for (const fs::path& root : paths) {
-    if (!fs::exists(root)) throw std::runtime_error("corpus path " + root.string() + " does not exist");
+    if (!fs::exists(root))
+      throw std::runtime_error("corpus path " + root.string() + " does not exist");
     std::vector<fs::path> files;
     if (fs::is_directory(root)) {
       for (const auto& e : fs::recursive_directory_iterator(root))
@@ -132,24 +135,32 @@ std::vector<Document> read_corpus(const std::vector<fs::path>& paths) {
 
 const char* workload_name(Workload w) {
   switch (w) {
-    case Workload::kExtraction: return "extraction";
-    case Workload::kCodeEdit: return "code-edit";
-    case Workload::kUnrelated: return "unrelated";
+    case Workload::kExtraction:
+      return "extraction";
+    case Workload::kCodeEdit:
+      return "code-edit";
+    case Workload::kUnrelated:
+      return "unrelated";
   }
   return "?";
 }
 
 WorkloadBuilder::WorkloadBuilder(const tokenizer::Tokenizer& tok, std::vector<Document> corpus)
     : tok_(tok), docs_(std::move(corpus)) {
-  for (const Document& d : docs_) doc_tokens_.push_back(tok_.encode("### " + d.name + "\n" + d.text + "\n\n"));
+  for (const Document& d : docs_)
+    doc_tokens_.push_back(tok_.encode("### " + d.name + "\n" + d.text + "\n\n"));
 }
 
-Request WorkloadBuilder::build(Workload w, int context_tokens, std::uint64_t seed, int index) const {
+Request WorkloadBuilder::build(Workload w, int context_tokens, std::uint64_t seed,
+                               int index) const {
   const std::uint64_t s = seed * 1000003u + std::uint64_t(index);
   switch (w) {
-    case Workload::kExtraction: return extraction(context_tokens, s, false);
-    case Workload::kCodeEdit: return code_edit(context_tokens, s);
-    case Workload::kUnrelated: return extraction(context_tokens, s, true);
+    case Workload::kExtraction:
+      return extraction(context_tokens, s, false);
+    case Workload::kCodeEdit:
+      return code_edit(context_tokens, s);
+    case Workload::kUnrelated:
+      return extraction(context_tokens, s, true);
   }
   throw std::logic_error("unknown workload");
 }
@@ -176,16 +187,17 @@ Request WorkloadBuilder::extraction(int context_tokens, std::uint64_t seed, bool
     throw std::runtime_error(unrelated ? "every document with a paragraph is in the context: the "
                                          "unrelated workload needs a larger corpus"
                                        : "no document with a paragraph of 200..2,000 characters "
-                                         "fits a context of " + std::to_string(context_tokens) +
-                                         " tokens");
-  const Document& doc = docs_[sources[std::uniform_int_distribution<std::size_t>(0, sources.size() - 1)(rng)]];
+                                         "fits a context of " +
+                                             std::to_string(context_tokens) + " tokens");
+  const Document& doc =
+      docs_[sources[std::uniform_int_distribution<std::size_t>(0, sources.size() - 1)(rng)]];
   const auto ps = paragraphs(doc);
   const Paragraph& p = ps[std::uniform_int_distribution<std::size_t>(0, ps.size() - 1)(rng)];
   Request r;
   r.prompt = context;
-  const auto question = tok_.encode("\nQuote, word for word, the paragraph of " + doc.name +
-                                    " that begins \"" + first_words(p.text, 6) +
-                                    "\", then name the section it is in.\n");
+  const auto question =
+      tok_.encode("\nQuote, word for word, the paragraph of " + doc.name + " that begins \"" +
+                  first_words(p.text, 6) + "\", then name the section it is in.\n");
   r.prompt.insert(r.prompt.end(), question.begin(), question.end());
   r.answer = tok_.encode("Here is the paragraph:\n\n" + p.text + "\n\nIt is in the section \"" +
                          p.heading + "\".");
@@ -203,13 +215,16 @@ Request WorkloadBuilder::code_edit(int context_tokens, std::uint64_t seed) const
   if (files.empty())
     throw std::runtime_error("no source file of " + std::to_string(context_tokens / 8) + ".." +
                              std::to_string(context_tokens) + " tokens in the corpus");
-  const Document& doc = docs_[files[std::uniform_int_distribution<std::size_t>(0, files.size() - 1)(rng)]];
+  const Document& doc =
+      docs_[files[std::uniform_int_distribution<std::size_t>(0, files.size() - 1)(rng)]];
   const auto names = renameable(doc.text);
-  const std::string from = names[std::uniform_int_distribution<std::size_t>(0, names.size() - 1)(rng)];
+  const std::string from =
+      names[std::uniform_int_distribution<std::size_t>(0, names.size() - 1)(rng)];
   const std::string to = "renamed_" + from;
   Request r;
-  r.prompt = tok_.encode("Rename `" + from + "` to `" + to +
-                         "` in this file and return the whole file.\n\n```\n" + doc.text + "\n```\n");
+  r.prompt =
+      tok_.encode("Rename `" + from + "` to `" + to +
+                  "` in this file and return the whole file.\n\n```\n" + doc.text + "\n```\n");
   r.answer = tok_.encode("```\n" + rename_word(doc.text, from, to) + "\n```");
   return r;
 }

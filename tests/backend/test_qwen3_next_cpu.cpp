@@ -58,16 +58,7 @@ std::vector<std::int32_t> prompt(int n = 70) {
   return p;
 }
 
-std::vector<std::vector<std::int32_t>> split(const std::vector<std::int32_t>& p,
-                                             std::vector<int> sizes) {
-  std::vector<std::vector<std::int32_t>> chunks;
-  auto it = p.begin();
-  for (int n : sizes) {
-    chunks.emplace_back(it, it + n);
-    it += n;
-  }
-  return chunks;
-}
+using nibble::testing::split;
 
 std::vector<float> run(Backend& b, const std::vector<std::vector<std::int32_t>>& chunks) {
   return nibble::testing::logits_after_chunks(b, chunks, 128);

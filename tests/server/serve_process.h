@@ -1,6 +1,7 @@
 #pragma once
 // A real `nibble-engine serve` process over a tiny random Qwen3 model (with the real Qwen3
 // tokenizer from the pinned npm oracle package), on a free loopback port.
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
@@ -159,6 +160,36 @@ inline nlohmann::json greedy_completion(const ServeProcess& serve) {
   if (!res) return nlohmann::json{{"error", "no response"}};
   if (res->status != 200) return nlohmann::json{{"error", res->body}};
   return nlohmann::json::parse(res->body);
+}
+
+// The speculative methods' serve test: `model` served with `shape` plus `speculative` and with
+// `shape` alone answers greedy_completion with the same text; the speculative server logs each of
+// `log_lines`, gives 24 tokens and counts drafted tokens.
+inline void expect_same_completion_with_speculation(const std::string& model,
+                                                    const std::vector<std::string>& shape,
+                                                    const std::vector<std::string>& speculative,
+                                                    const std::vector<std::string>& log_lines) {
+  using namespace std::chrono_literals;
+  std::vector<std::string> args = shape;
+  args.insert(args.end(), speculative.begin(), speculative.end());
+  nlohmann::json with, without;
+  {
+    ServeProcess serve(model, args);
+    ASSERT_TRUE(serve.wait_ready(120s)) << serve.log();
+    for (const std::string& line : log_lines)
+      EXPECT_NE(serve.log().find(line), std::string::npos) << line << "\n" << serve.log();
+    with = greedy_completion(serve);
+    ASSERT_FALSE(with.contains("error")) << with.dump() << serve.log();
+    EXPECT_EQ(with["usage"]["completion_tokens"], 24);
+    EXPECT_GT(serve.metric("nibble_spec_decode_num_draft_tokens_total{model_name=\"tiny\"}"), 0);
+  }
+  {
+    ServeProcess serve(model, shape);
+    ASSERT_TRUE(serve.wait_ready(120s)) << serve.log();
+    without = greedy_completion(serve);
+    ASSERT_FALSE(without.contains("error")) << without.dump();
+  }
+  EXPECT_EQ(with["choices"][0]["text"], without["choices"][0]["text"]);
 }
 
 }  // namespace nibble::server::testing

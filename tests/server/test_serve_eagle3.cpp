@@ -16,7 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-using testing::greedy_completion;
 using testing::ServeProcess;
 
 std::string eagle3_config(const std::string& head) {
@@ -35,31 +34,10 @@ TEST(ServeProcess, Eagle3SpeculationServesTheSameCompletion) {
   const std::vector<std::string> shape = {"--device",       "cpu", "--max-model-len", "256",
                                           "--max-num-seqs", "4"};
 
-  std::vector<std::string> args = shape;
-  args.insert(args.end(), {"--speculative-config", eagle3_config(head)});
-  json with_eagle3, without;
-  {
-    ServeProcess serve(model, args);
-    ASSERT_TRUE(serve.wait_ready(120s)) << serve.log();
-    EXPECT_NE(serve.log().find("EAGLE-3: the head reads the inputs of the target's layers 0, 2 "
-                               "and 3"),
-              std::string::npos)
-        << serve.log();
-    EXPECT_NE(serve.log().find("speculative decoding: eagle3 drafts of up to 2 tokens"),
-              std::string::npos)
-        << serve.log();
-    with_eagle3 = greedy_completion(serve);
-    ASSERT_FALSE(with_eagle3.contains("error")) << with_eagle3.dump() << serve.log();
-    EXPECT_EQ(with_eagle3["usage"]["completion_tokens"], 24);
-    EXPECT_GT(serve.metric("nibble_spec_decode_num_draft_tokens_total{model_name=\"tiny\"}"), 0);
-  }
-  {
-    ServeProcess serve(model, shape);
-    ASSERT_TRUE(serve.wait_ready(120s)) << serve.log();
-    without = greedy_completion(serve);
-    ASSERT_FALSE(without.contains("error")) << without.dump();
-  }
-  EXPECT_EQ(with_eagle3["choices"][0]["text"], without["choices"][0]["text"]);
+  testing::expect_same_completion_with_speculation(
+      model, shape, {"--speculative-config", eagle3_config(head)},
+      {"EAGLE-3: the head reads the inputs of the target's layers 0, 2 and 3",
+       "speculative decoding: eagle3 drafts of up to 2 tokens"});
 }
 
 TEST(ServeProcess, Eagle3WithADirectoryThatIsNoHeadStopsServeAtStartUp) {

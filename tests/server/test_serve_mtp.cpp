@@ -14,7 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-using testing::greedy_completion;
 using testing::ServeProcess;
 
 TEST(ServeProcess, MtpSpeculationServesTheSameCompletion) {
@@ -24,28 +23,10 @@ TEST(ServeProcess, MtpSpeculationServesTheSameCompletion) {
   const std::vector<std::string> shape = {"--device",       "cpu", "--max-model-len", "256",
                                           "--max-num-seqs", "4"};
 
-  std::vector<std::string> args = shape;
-  args.insert(args.end(), {"--speculative-config",
-                           json{{"method", "mtp"}, {"num_speculative_tokens", 2}}.dump()});
-  json with_mtp, without;
-  {
-    ServeProcess serve(model, args);
-    ASSERT_TRUE(serve.wait_ready(120s)) << serve.log();
-    EXPECT_NE(serve.log().find("speculative decoding: mtp drafts of up to 2 tokens"),
-              std::string::npos)
-        << serve.log();
-    with_mtp = greedy_completion(serve);
-    ASSERT_FALSE(with_mtp.contains("error")) << with_mtp.dump() << serve.log();
-    EXPECT_EQ(with_mtp["usage"]["completion_tokens"], 24);
-    EXPECT_GT(serve.metric("nibble_spec_decode_num_draft_tokens_total{model_name=\"tiny\"}"), 0);
-  }
-  {
-    ServeProcess serve(model, shape);
-    ASSERT_TRUE(serve.wait_ready(120s)) << serve.log();
-    without = greedy_completion(serve);
-    ASSERT_FALSE(without.contains("error")) << without.dump();
-  }
-  EXPECT_EQ(with_mtp["choices"][0]["text"], without["choices"][0]["text"]);
+  testing::expect_same_completion_with_speculation(
+      model, shape,
+      {"--speculative-config", json{{"method", "mtp"}, {"num_speculative_tokens", 2}}.dump()},
+      {"speculative decoding: mtp drafts of up to 2 tokens"});
 }
 
 TEST(ServeProcess, MtpOnAModelWithoutAModuleStopsServeAtStartUp) {

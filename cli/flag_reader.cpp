@@ -34,26 +34,21 @@ std::string FlagReader::value() {
   return args_[next_++];
 }
 
-namespace {
-
-// v as a whole integer in [lo, hi], or nullopt.
-std::optional<long long> whole_integer(const std::string& v, long long lo, long long hi) {
+std::optional<long long> parse_integer(const std::string& text, long long lo, long long hi) {
   std::size_t used = 0;
   long long n = 0;
   try {
-    n = std::stoll(v, &used);
+    n = std::stoll(text, &used);
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  if (v.empty() || used != v.size() || n < lo || n > hi) return std::nullopt;
+  if (text.empty() || used != text.size() || n < lo || n > hi) return std::nullopt;
   return n;
 }
 
-}  // namespace
-
 long long FlagReader::integer(long long lo, long long hi) {
   const std::string v = value();
-  const auto n = whole_integer(v, lo, hi);
+  const auto n = parse_integer(v, lo, hi);
   if (!n)
     throw std::invalid_argument(program_ + ": " + flag_ + " expects an integer from " +
                                 std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v +
@@ -67,7 +62,7 @@ std::vector<long long> FlagReader::integers(long long lo, long long hi) {
   std::size_t at = 0;
   while (true) {
     const std::size_t comma = v.find(',', at);
-    const auto n = whole_integer(v.substr(at, comma - at), lo, hi);
+    const auto n = parse_integer(v.substr(at, comma - at), lo, hi);
     if (!n)
       throw std::invalid_argument(program_ + ": " + flag_ +
                                   " expects comma-separated integers from " + std::to_string(lo) +

@@ -6,11 +6,16 @@
 // flags to fields.
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace nibble::cli {
+
+// text as a whole integer in [lo, hi] (nothing after the digits), else nullopt: the check behind
+// every integer flag, for parsers that word their own errors.
+std::optional<long long> parse_integer(const std::string& text, long long lo, long long hi);
 
 class FlagReader {
  public:

@@ -41,18 +41,12 @@ std::string default_engine() {
 }
 
 int to_int(const std::string& flag, const std::string& v, int lo, int hi) {
-  std::size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || n < lo || n > hi) {
+  const auto n = cli::parse_integer(v, lo, hi);
+  if (!n) {
     throw std::invalid_argument(flag + ": expected an integer from " + std::to_string(lo) + " to " +
                                 std::to_string(hi) + ", got '" + v + "'");
   }
-  return n;
+  return int(*n);
 }
 
 // A switch: bare, or --switch=true|false (the form Deployments and helm values write).

@@ -4,6 +4,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "cli/flag_reader.h"
+
 namespace nibble::engine::cli {
 namespace {
 
@@ -117,18 +119,11 @@ constexpr std::array kFlags = {
         "decode-attention-blocks-per-sm",
         "1..8: the decode attention split rule's blocks a multiprocessor (default: its own)",
         [](BackendOptions& o, const std::string& f, const std::string& v) {
-          int n = 0;
-          try {
-            std::size_t used = 0;
-            n = std::stoi(v, &used);
-            if (used != v.size()) n = -1;
-          } catch (const std::exception&) {
-            n = -1;
-          }
-          if (n < 1 || n > 8)
+          const auto n = nibble::cli::parse_integer(v, 1, 8);
+          if (!n)
             throw std::invalid_argument("--" + f + " expects an integer in [1, 8], got '" + v +
                                         "'");
-          o.cuda.attention.decode_blocks_per_sm = n;
+          o.cuda.attention.decode_blocks_per_sm = int(*n);
         }},
 };
 

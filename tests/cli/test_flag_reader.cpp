@@ -1,4 +1,5 @@
-// cli::FlagReader's values: integers, lists of them and numbers, in range or refused by name.
+// cli::FlagReader's values (integers, lists of them, numbers) and parse_integer, in range or
+// refused by name.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -32,6 +33,13 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+TEST(FlagReader, ParseIntegerTakesWholeNumbersInRangeOnly) {
+  EXPECT_EQ(parse_integer("8", 1, 8), 8);
+  EXPECT_EQ(parse_integer("-3", -5, 5), -3);
+  for (const char* bad : {"", "0", "9", "8x", "x8", "1.5", "99999999999999999999"})
+    EXPECT_FALSE(parse_integer(bad, 1, 8).has_value()) << bad;
 }
 
 TEST(FlagReader, IntegerListsInRange) {

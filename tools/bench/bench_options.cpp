@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cli/flag_reader.h"
+
 namespace nibble::bench {
 
 const char* const kBenchUsage = R"(usage: nibble-bench [options]
@@ -36,17 +38,9 @@ does: request and token throughput, TTFT, TPOT, ITL and end-to-end latency (mean
 namespace {
 
 int positive_int(const std::string& flag, const std::string& value) {
-  std::size_t used = 0;
-  long v = 0;
-  try {
-    v = std::stol(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != value.size() || v < 1 || v > 100000000) {
-    throw std::invalid_argument(flag + " expects a positive integer, got '" + value + "'");
-  }
-  return int(v);
+  const auto v = cli::parse_integer(value, 1, 100000000);
+  if (!v) throw std::invalid_argument(flag + " expects a positive integer, got '" + value + "'");
+  return int(*v);
 }
 
 }  // namespace

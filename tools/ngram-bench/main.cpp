@@ -40,10 +40,10 @@ nlohmann::json row_json(const Row& r, const NgramBenchOptions& o) {
                       {"tokens_per_step", s.tokens_per_step()},
                       {"acceptance_rate", s.acceptance_rate()},
                       {"steps_with_draft", s.steps_with_draft()},
-                      {"propose_us_per_step", 1e6 * s.propose_seconds / double(s.proposals)}};
+                      {"propose_us_per_step", s.propose_us_per_step()}};
   for (int p = 0; p < r.k; ++p) j["accepted_at"].push_back(s.accepted_at(p));
   if (o.decode_step_ms > 0)
-    j["propose_share_of_step"] = 1e3 * s.propose_seconds / double(s.proposals) / o.decode_step_ms;
+    j["propose_share_of_step"] = s.propose_us_per_step() / 1e3 / o.decode_step_ms;
   if (o.verify_costs.count(r.k)) j["projected_speedup"] = projected_speedup(s, o.verify_costs);
   return j;
 }
@@ -67,7 +67,7 @@ void print_row(const Row& r, const NgramBenchOptions& o) {
       std::snprintf(cell, sizeof cell, "%5s", "-");
     at += (p ? " " : "") + std::string(cell);
   }
-  const double us = 1e6 * s.propose_seconds / double(s.proposals);
+  const double us = s.propose_us_per_step();
   std::printf("%-11s %7d %2d %8.0f %7ld %8.2f %5.1f%% %6.1f%% | %-23s | %9.1f",
               workload_name(r.workload), r.context_tokens, r.k, r.prompt_tokens, s.tokens,
               s.tokens_per_step(), 100 * s.acceptance_rate(),

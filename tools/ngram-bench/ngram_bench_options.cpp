@@ -80,19 +80,17 @@ std::optional<NgramBenchOptions> parse_ngram_bench_options(int argc, char** argv
         } else if (f.is("--prompt-lookup")) {
           const std::string v = f.value();
           const std::size_t colon = v.find(':');
-          std::size_t used_min = 0, used_max = 0;
-          try {
-            o.min_n = std::stoi(v.substr(0, colon), &used_min);
-            o.max_n = std::stoi(v.substr(colon + 1), &used_max);
-          } catch (const std::exception&) {
-            used_min = 0;
-          }
-          if (colon == std::string::npos || used_min != colon || used_max != v.size() - colon - 1 ||
-              o.min_n < 1 || o.max_n < o.min_n || o.max_n > 64)
+          const auto lo = cli::parse_integer(v.substr(0, colon), 1, 64);
+          const auto hi = colon == std::string::npos
+                              ? std::nullopt
+                              : cli::parse_integer(v.substr(colon + 1), lo.value_or(1), 64);
+          if (!lo || !hi)
             throw std::invalid_argument(
-                "nibble-ngram-bench: --prompt-lookup expects MIN:MAX with "
-                "1 <= MIN <= MAX <= 64, got '" +
+                "nibble-ngram-bench: --prompt-lookup expects MIN:MAX with 1 <= MIN <= MAX <= 64, "
+                "got '" +
                 v + "'");
+          o.min_n = int(*lo);
+          o.max_n = int(*hi);
         } else if (f.is("--seed")) {
           o.seed = std::uint64_t(f.integer(0, 1LL << 62));
         } else if (f.is("--verify-cost")) {

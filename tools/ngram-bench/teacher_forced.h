@@ -24,6 +24,9 @@ struct DraftStats {
   void add(const DraftStats& other);
   double tokens_per_step() const { return steps ? double(tokens) / double(steps) : 0.0; }
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
+  double propose_us_per_step() const {
+    return proposals ? 1e6 * propose_seconds / double(proposals) : 0.0;
+  }
   // Steps whose draft reached position p (0-based) with it and every earlier position accepted,
   // over the steps that drafted at least p + 1 tokens.
   double accepted_at(int p) const;

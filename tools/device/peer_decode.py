@@ -11,6 +11,7 @@ Usage: peer_decode.py [--models llama-3.1-8b,qwen3-30b-a3b] [--prompt-len 512] [
 """
 import argparse
 import json
+import pathlib
 import time
 
 import torch
@@ -18,6 +19,13 @@ import transformers
 
 
 def config_for(name):
+    # A model directory (nibble-make-model's output): its own config.json, key for key as the
+    # public checkpoint's, without the quantization block (the peer runs BF16 weights).
+    path = pathlib.Path(name)
+    if (path / "config.json").is_file():
+        values = json.loads((path / "config.json").read_text())
+        values.pop("quantization_config", None)
+        return transformers.AutoConfig.for_model(values.pop("model_type"), **values)
     if name == "llama-3.1-8b":
         return transformers.LlamaConfig(
             vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,

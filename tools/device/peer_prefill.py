@@ -35,10 +35,16 @@ def main():
     for name in args.models.split(","):
         torch.manual_seed(args.seed)
         config = config_for(name)
-        config._attn_implementation = "sdpa"
         with torch.device("cuda"):
-            model = transformers.AutoModelForCausalLM.from_config(
-                config, dtype=torch.bfloat16, attn_implementation="sdpa")
+            try:
+                config._attn_implementation = "sdpa"
+                model = transformers.AutoModelForCausalLM.from_config(
+                    config, dtype=torch.bfloat16, attn_implementation="sdpa")
+            except ValueError as e:  # gpt_oss: sinks need its eager attention
+                print(f"sdpa refused ({e}); eager attention instead", flush=True)
+                config._attn_implementation = "eager"
+                model = transformers.AutoModelForCausalLM.from_config(
+                    config, dtype=torch.bfloat16, attn_implementation="eager")
         model.eval()
         for length in (int(x) for x in args.lengths.split(",")):
             prompt = torch.randint(0, config.vocab_size, (1, length), device="cuda")
@@ -47,7 +53,7 @@ def main():
                 best = min(timed_forward(model, prompt) for _ in range(3))
             print(json.dumps({
                 "peer": "transformers", "version": transformers.__version__, "model": name,
-                "dtype": "bf16", "attention": "sdpa", "gpu": torch.cuda.get_device_name(),
+                "dtype": "bf16", "attention": config._attn_implementation, "gpu": torch.cuda.get_device_name(),
                 "prompt_len": length, "prefill_ms": round(best * 1e3, 2),
                 "prefill_tok_s": round(length / best, 1)}), flush=True)
         del model

@@ -13,32 +13,43 @@ constexpr int kBlockSize = 16;
 
 class OwnCacheSequence : public SequenceState {
  public:
-  // A hybrid model's sequence keeps its recurrent state in the cache's one slot; a sliding group
-  // gets blocks of its own, all kept (this path never frees).
   OwnCacheSequence(Backend& backend, int capacity)
       : owner(&backend),
         capacity_(capacity),
-        cache(backend.new_kv_cache_with_state(
-            (capacity + kBlockSize - 1) / kBlockSize * (backend.kv_sliding_window() > 0 ? 2 : 1),
-            kBlockSize, backend.state_slot_bytes() > 0 ? 1 : 0)),
-        table(std::size_t((capacity + kBlockSize - 1) / kBlockSize)) {
-    std::iota(table.begin(), table.end(), 0);
-    if (backend.kv_sliding_window() > 0) {
-      window_table.resize(table.size());
-      std::iota(window_table.begin(), window_table.end(), int(table.size()));
-    }
-  }
+        cache(new_private_cache(backend, capacity, kBlockSize)) {}
   int length() const override { return length_; }
   int capacity() const override { return capacity_; }
 
   const Backend* owner;
   int capacity_;
   int length_ = 0;
-  std::unique_ptr<KvCache> cache;
-  std::vector<int> table, window_table;
+  PrivateCache cache;
 };
 
 }  // namespace
+
+PrivateCache new_private_cache(Backend& backend, int positions, int block_size) {
+  const int blocks = (positions + block_size - 1) / block_size;
+  const bool sliding = backend.kv_sliding_window() > 0;
+  const bool hybrid = backend.state_slot_bytes() > 0;
+  PrivateCache c;
+  c.cache = backend.new_kv_cache_with_state(blocks * (sliding ? 2 : 1), block_size, hybrid ? 1 : 0);
+  c.table.resize(std::size_t(blocks));
+  std::iota(c.table.begin(), c.table.end(), 0);
+  if (sliding) {
+    c.window_table.resize(std::size_t(blocks));
+    std::iota(c.window_table.begin(), c.window_table.end(), blocks);
+  }
+  if (hybrid) c.state_slot = 0;
+  return c;
+}
+
+BatchItem PrivateCache::item(std::span<const std::int32_t> tokens, int start) const {
+  BatchItem item{tokens, start, table};
+  item.window_block_table = window_table;
+  item.state_slot = state_slot;
+  return item;
+}
 
 std::unique_ptr<SequenceState> new_own_cache_sequence(Backend& backend, int max_tokens) {
   const int context = backend.config().max_context;
@@ -55,10 +66,9 @@ void forward_own_cache_sequence(Backend& backend, SequenceState& state,
     throw BackendError(backend.name() + " backend: sequence state belongs to another backend");
   check_forward_args(backend.config(), backend.name(), seq->length_, seq->capacity_, tokens,
                      logits);
-  BatchItem item{tokens, seq->length_, seq->table, logits};
-  item.window_block_table = seq->window_table;
-  if (seq->cache->num_state_slots() > 0) item.state_slot = 0;
-  backend.forward_batch(*seq->cache, std::span(&item, 1));
+  BatchItem item = seq->cache.item(tokens, seq->length_);
+  item.logits = logits;
+  backend.forward_batch(*seq->cache.cache, std::span(&item, 1));
   seq->length_ += int(tokens.size());
 }
 

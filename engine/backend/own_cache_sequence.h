@@ -5,10 +5,23 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "engine/backend/backend.h"
 
 namespace nibble::backend {
+
+// One sequence's private cache for `positions` positions in blocks of block_size: identity block
+// tables (the sliding group's, where the backend keeps one, after the full group's blocks, all
+// kept: nothing here frees), and the one recurrent-state slot of a hybrid model.
+struct PrivateCache {
+  std::unique_ptr<KvCache> cache;
+  std::vector<int> table, window_table;
+  int state_slot = -1;  // 0 for a hybrid model
+  // An item over these tables (BatchItem's other fields left to the caller).
+  BatchItem item(std::span<const std::int32_t> tokens, int start) const;
+};
+PrivateCache new_private_cache(Backend& backend, int positions, int block_size);
 
 // Throws BackendError unless 1 <= max_tokens <= max_context.
 std::unique_ptr<SequenceState> new_own_cache_sequence(Backend& backend, int max_tokens);

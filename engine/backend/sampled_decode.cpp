@@ -4,6 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "engine/backend/own_cache_sequence.h"
+
 namespace nibble::backend {
 
 SampledTrace greedy_decode_on_device(Backend& backend, const std::vector<std::int32_t>& prompt,
@@ -22,12 +24,7 @@ SampledTrace greedy_decode_on_device(Backend& backend, const std::vector<std::in
     throw BackendError("greedy decode: " + std::to_string(positions) +
                        " positions exceed the model's context of " +
                        std::to_string(backend.config().max_context));
-  // A hybrid model's sequence also owns a recurrent-state slot.
-  const bool hybrid = backend.state_slot_bytes() > 0;
-  auto cache = backend.new_kv_cache_with_state(int((positions + kBlock - 1) / kBlock), kBlock,
-                                               hybrid ? 1 : 0);
-  std::vector<int> table(std::size_t(cache->num_blocks()));
-  std::iota(table.begin(), table.end(), 0);
+  const PrivateCache cache = new_private_cache(backend, int(positions), kBlock);
 
   using clock = std::chrono::steady_clock;
   SampledTrace trace;
@@ -42,10 +39,10 @@ SampledTrace greedy_decode_on_device(Backend& backend, const std::vector<std::in
   int start = 0;
   for (int step = 0; step < new_tokens; ++step) {
     request.params.position = std::uint64_t(step);
-    BatchItem item{input, start, table, {}, &request};
-    if (hybrid) item.state_slot = 0;
+    BatchItem item = cache.item(input, start);
+    item.sample = &request;
     const auto begin = clock::now();
-    backend.forward_batch(*cache, std::span(&item, 1));
+    backend.forward_batch(*cache.cache, std::span(&item, 1));
     const double seconds = std::chrono::duration<double>(clock::now() - begin).count();
     (step == 0 ? trace.prefill_seconds : trace.decode_seconds) += seconds;
     start += int(input.size());

@@ -20,12 +20,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/sampled_decode.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/backend/chunk_logits.h"
 #include "tests/backend/cuda_test_main.h"
@@ -215,6 +217,37 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaGptOss,
                          ::testing::Values(Case{Experts::kMxfp4}, Case{Experts::kNvfp4},
                                            Case{Experts::kBf16}),
                          case_name);
+
+// `generate --sample-on-device` (greedy_decode_on_device): its private cache gives the sliding
+// layers a block table of their own, so a prompt longer than the window decodes, and its greedy
+// tokens are the argmax of the logits path's. Ties aside: a near tie of the top two logits may
+// pick either, so each step compares the device's pick with the host's argmax only where the
+// host's margin is clear of the GPU's own rounding.
+TEST(CudaGptOssGenerate, GreedyOnTheDeviceDecodesPastTheWindow) {
+  auto gpu = make_cuda_backend(make_weights(Case{Experts::kMxfp4}));
+  const int V = gpu->config().vocab_size;
+  std::mt19937 rng(std::uint32_t(g_seed) + 7);
+  const auto prompt = random_tokens(rng, 3 * kWindow + 5, V);
+  constexpr int kNew = 2 * kWindow;
+  const SampledTrace trace = greedy_decode_on_device(*gpu, prompt, kNew, 0, {});
+  ASSERT_EQ(trace.steps.size(), std::size_t(kNew));
+  auto seq = gpu->new_sequence(int(prompt.size()) + kNew);
+  std::vector<float> logits(static_cast<std::size_t>(V));
+  gpu->forward(*seq, prompt, logits);
+  int compared = 0;
+  for (int step = 0; step < kNew; ++step) {
+    std::vector<float> sorted = logits;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    const auto best = std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (sorted[0] - sorted[1] > 1e-2f * std::max(1.0f, std::fabs(sorted[0]))) {
+      EXPECT_EQ(trace.steps[std::size_t(step)].token, best) << "step " << step;
+      ++compared;
+    }
+    const std::int32_t next = trace.steps[std::size_t(step)].token;  // follow the device's path
+    gpu->forward(*seq, std::span(&next, 1), logits);
+  }
+  EXPECT_GT(compared, kNew / 2) << "too many near ties to compare";
+}
 
 // Decode steps of several sequences past the window replayed from decode graphs (MXFP4 experts
 // route on the device, so the steps are capturable), the sliding layers through window tables

@@ -172,18 +172,31 @@ TEST_P(VerifyGraphs, GraphEagerAndSingleStepsAgree) {
   std::vector<std::vector<float>> unused(n);
   gpu->forward_batch(*sampled_cache, items_with(unused, &requests));
   EXPECT_EQ(gpu->decode_graph_replays(), replays + 1) << "the sampled verify step replays a graph";
-  int agree = 0, rows = 0;
+  // Greedy rows exactly; a sampled row may draw another kept token where the device's and the
+  // CPU's exponentials round a near tie apart (test_cuda_backend.cpp's DeviceSamplingVsHost allows
+  // one such row too).
+  int mismatches = 0, rows = 0;
   for (std::size_t s = 0; s < n; ++s)
     for (std::size_t j = 0; j < chunks[s].size(); ++j, ++rows) {
+      SCOPED_TRACE(::testing::Message() << "sequence " << s << " row " << j);
+      const kernels::SamplingRequest& q = requests[s][j];
+      const std::span<const float> row_logits = std::span(graph[s]).subspan(j * V, V);
       std::vector<kernels::TopLogprob> top;
-      const kernels::SampledRow want = kernels::sample_row_reference(
-          std::span(graph[s]).subspan(j * V, V), requests[s][j].params, penalties[s][j], {}, top);
-      agree += results[s][j].token == want.token;
-      EXPECT_EQ(results[s][j].token, want.token) << "sequence " << s << " row " << j;
-      EXPECT_NEAR(results[s][j].logprob, want.logprob, 1e-3);
+      const kernels::SampledRow want =
+          kernels::sample_row_reference(row_logits, q.params, q.penalties, {}, top);
+      const kernels::SampledRow got = results[s][j];
+      if (got.token == want.token) {
+        EXPECT_NEAR(got.logprob, want.logprob, 1e-3);
+        continue;
+      }
+      ++mismatches;
+      EXPECT_GT(q.params.temperature, 0.0f) << "a greedy row drew " << got.token;
+      const auto kept = kernels::kept_tokens_reference(row_logits, q.params, q.penalties, {});
+      EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), got.token));
     }
-  std::printf("  %s: %d of %d device-sampled rows drew the reference's token\n", tc.name, agree,
-              rows);
+  EXPECT_LE(mismatches, 1);
+  std::printf("  %s: %d of %d device-sampled rows drew the reference's token\n", tc.name,
+              rows - mismatches, rows);
 }
 
 INSTANTIATE_TEST_SUITE_P(Steps, VerifyGraphs,

@@ -64,8 +64,11 @@ struct BatchItem {
   std::span<float> logits;               // logits_size floats (vocab_size; an EAGLE-3 head's
                                          // draft_vocab_size) for the last token (num_logits
                                          // rows below), or empty: none
-  // Or the last token's next token sampled on the device (logits empty). In one step either
-  // every item that wants a next token samples on the device or none does.
+  // Or the next tokens sampled on the device (logits empty): num_logits consecutive requests
+  // from sample on, request j for the row of the j-th of the last num_logits tokens (a verify
+  // item's row j draws the target's token at draft position j: the engine gives it that
+  // position's penalty list and random-stream position). In one step either every item that
+  // wants a next token samples on the device or none does.
   const DeviceSampling* sample = nullptr;
   // Rows of logits: the last num_logits tokens' next-token logits in order, vocab_size floats
   // each (logits then holds num_logits * vocab_size floats). More than 1 only where the backend
@@ -106,6 +109,12 @@ using HostWork = std::function<void()>;
 
 inline bool wants_next_token(const BatchItem& item) {
   return !item.logits.empty() || item.sample != nullptr;
+}
+
+// An item's device sampling requests: num_logits from sample on, or none.
+inline std::span<const DeviceSampling> samples_of(const BatchItem& item) {
+  if (item.sample == nullptr) return {};
+  return {item.sample, std::size_t(item.num_logits)};
 }
 
 class Backend {

@@ -92,16 +92,13 @@ void BackendModelRunner::run(const runtime::SchedulerOutput& batch, std::span<fl
       hidden_row += std::size_t(s.num_new_tokens);
     }
     if (s.samples_next_token) {
-      if (!logits.empty()) {
-        item.num_logits = s.num_logits();
-        item.logits = logits.subspan(vocab * row, vocab * std::size_t(item.num_logits));
-        row += std::size_t(item.num_logits);
-      } else {
-        if (s.num_draft_tokens > 0)
-          throw BackendError("device sampling does not verify draft tokens");
-        if (row < requests.size()) item.sample = &requests[row];
-        ++row;
-      }
+      item.num_logits = s.num_logits();
+      const std::size_t n = std::size_t(item.num_logits);
+      if (!logits.empty())
+        item.logits = logits.subspan(vocab * row, vocab * n);
+      else if (row + n <= requests.size())
+        item.sample = &requests[row];  // num_logits consecutive requests (backend.h)
+      row += n;
     }
     items.push_back(item);
   }

@@ -35,8 +35,7 @@ class BackendModelRunner : public runtime::ModelRunner {
 
  private:
   // One forward_batch (forward_batch_overlapping when host_work is given); each sampling
-  // sequence gets its next num_logits() of `logits` rows (vocab floats each) or the next of
-  // `requests`.
+  // sequence gets its next num_logits() of `logits` rows (vocab floats each) or of `requests`.
   void run(const runtime::SchedulerOutput& batch, std::span<float> logits,
            std::span<const kernels::SamplingRequest> requests, const HostWork* host_work = nullptr);
   // run() into `logits`, sized for the step's sampling sequences.

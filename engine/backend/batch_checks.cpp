@@ -95,12 +95,10 @@ std::int64_t check_batch(const model::ModelConfig& c, const std::string& backend
                          " floats for " + std::to_string(item.num_logits) + " positions of " +
                          std::to_string(c.logits_size()) + " logits");
     if (item.sample != nullptr) {
-      if (item.num_logits != 1)
-        throw BackendError(who + "samples on the device at one position per sequence");
       if (!device_sampling) throw BackendError(who + "does not sample on the device");
       if (!item.logits.empty())
         throw BackendError(who + "a batch item asks for both logits and device sampling");
-      check_sample(c, who, *item.sample);
+      for (const DeviceSampling& s : samples_of(item)) check_sample(c, who, s);
     }
     if ((!item.hidden_out.empty() || !item.hidden_in.empty()) && !hidden_states)
       throw BackendError(who +

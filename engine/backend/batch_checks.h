@@ -19,7 +19,7 @@ void check_forward_args(const model::ModelConfig& c, const std::string& backend,
 // the item's first position on: KvCache::sliding_window), logits buffers empty or num_logits *
 // logits_size (vocab_size, an EAGLE-3 head's draft_vocab_size), num_logits 1 unless the backend
 // returns several (then 1..tokens), tokens in the vocabulary; device sampling requests only where
-// the backend samples on the device, complete, for one position, and not mixed with logits in one
+// the backend samples on the device, complete, one per logits row, and not mixed with logits in one
 // step; hidden states only where the backend returns them (hidden_states), tokens *
 // hidden_state_width floats out, hidden_in exactly for a model whose input takes it
 // (ModelConfig::mtp_module: tokens * hidden_size; ModelConfig::eagle3: that or tokens * 3 *

@@ -310,14 +310,14 @@ void EngineLoop::execute_step() {
   // Each sampling sequence's tokens this step: one, or with drafts the accepted drafts and the
   // target's own token (spec/verify.h).
   std::vector<std::vector<SampledToken>> samples(out.scheduled.size());
-  std::size_t row = 0;       // logits row: num_logits() per sampling sequence
-  std::size_t mask_row = 0;  // token-mask and device-sampling row: one per sampling sequence
+  std::size_t row = 0;       // logits or device-sampling row: num_logits() per sampling sequence
+  std::size_t mask_row = 0;  // token-mask row: one per sampling sequence
   for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
     const ScheduledSequence& s = out.scheduled[i];
     if (!s.samples_next_token) continue;
     auto [request, choice] = owner_.at(s.seq->id);
     const std::size_t first_row = row, seq_mask_row = mask_row++;
-    row += on_device ? 1 : std::size_t(s.num_logits());
+    row += std::size_t(s.num_logits());
     std::span<const std::uint32_t> allowed;
     if (!out.token_bitmask.empty() && out.token_bitmask.constrained[seq_mask_row]) {
       allowed = out.token_bitmask.row(seq_mask_row);
@@ -329,26 +329,30 @@ void EngineLoop::execute_step() {
     }
     SamplerRng& rng = request->rngs[std::size_t(choice)];
     std::vector<SampledToken>& tokens = samples[i];
-    if (on_device) {
-      tokens.push_back(device.take(seq_mask_row));
-      rng.advance();
-    } else {
-      const std::span<const int> all(s.seq->tokens);
-      const auto prompt = all.first(std::size_t(s.seq->num_prompt_tokens));
-      std::vector<int> output(all.begin() + s.seq->num_prompt_tokens, all.end());
-      // The target's token at draft position j, drawn as without speculation: the logits of
-      // that position, the penalties of the tokens before it, the next random draw.
-      const auto target_token = [&](int j) {
-        const std::span<const float> row_logits(
-            logits.data() + (first_row + std::size_t(j)) * std::size_t(vocab), std::size_t(vocab));
+    const std::span<const int> all(s.seq->tokens);
+    const auto prompt = all.first(std::size_t(s.seq->num_prompt_tokens));
+    std::vector<int> output;
+    if (!on_device) output.assign(all.begin() + s.seq->num_prompt_tokens, all.end());
+    // The target's token at draft position j, drawn as without speculation: the logits of that
+    // position, the penalties of the tokens before it, the next random draw. On the device every
+    // row was drawn so (prepare_device_sampling); the rows past the first mismatch are dropped,
+    // and the random stream advances by the draws used, as on the host.
+    const auto target_token = [&](int j) {
+      const std::size_t r = first_row + std::size_t(j);
+      if (on_device) {
+        tokens.push_back(device.take(r));
+        rng.advance();
+      } else {
+        const std::span<const float> row_logits(logits.data() + r * std::size_t(vocab),
+                                                std::size_t(vocab));
         tokens.push_back(sample_token(row_logits, s.seq->params, prompt, output, rng, allowed));
         output.push_back(tokens.back().token);
-        return tokens.back().token;
-      };
-      const int accepted = spec::accept_drafts(
-          std::span(s.seq->draft_tokens).first(std::size_t(s.num_draft_tokens)), target_token);
-      if (s.num_draft_tokens > 0) spec_metrics_->count(s.num_draft_tokens, accepted);
-    }
+      }
+      return tokens.back().token;
+    };
+    const int accepted = spec::accept_drafts(
+        std::span(s.seq->draft_tokens).first(std::size_t(s.num_draft_tokens)), target_token);
+    if (s.num_draft_tokens > 0) spec_metrics_->count(s.num_draft_tokens, accepted);
     if (!allowed.empty() && !request->constraints[std::size_t(choice)]->advance(tokens[0].token)) {
       // Cannot happen for a token the mask allowed; guards against a backend that ignores it.
       spdlog::error("request {}: sampled token {} breaks its structured output grammar",
@@ -462,36 +466,52 @@ bool EngineLoop::prepare_device_sampling(const SchedulerOutput& out, DeviceSampl
   if (!runner_.samples_on_device()) return false;
   std::size_t rows = 0;
   for (const ScheduledSequence& s : out.scheduled) {
-    if (s.num_draft_tokens > 0) return false;  // verification samples on the host
     if (!s.samples_next_token) continue;
-    ++rows;
+    rows += std::size_t(s.num_logits());
     // More top logprobs than the device pass returns: this step samples on the host.
     if (s.seq->params.logprobs > kernels::kMaxSampledTopLogprobs) return false;
+    // A constrained verify row's mask depends on the drafts before it, which the step's one
+    // mask per sequence does not follow: such a step verifies on the host (the engine drafts
+    // for no constrained request today).
+    if (s.num_draft_tokens > 0 && !owner_.at(s.seq->id).first->constraints.empty()) return false;
   }
   if (rows == 0) return false;
   device.requests.resize(rows);
   device.results.assign(rows, {});
   device.top.assign(rows * kernels::kMaxSampledTopLogprobs, {});
   device.logprobs.assign(rows, -1);
-  std::size_t row = 0;
+  device.penalties.resize(rows);
+  std::size_t row = 0, mask_row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
     if (!s.samples_next_token) continue;
     auto [request, choice] = owner_.at(s.seq->id);
     PenaltyList& penalties = request->penalties[std::size_t(choice)];
     penalties.update(s.seq->tokens, s.seq->num_prompt_tokens);
-    kernels::SamplingRequest& r = device.requests[row];
-    r.params = sampling_row(s.seq->params, request->rngs[std::size_t(choice)]);
-    r.params.num_top_logprobs = std::min(r.params.num_top_logprobs, runner_.vocab_size());
-    r.penalties = penalties.entries();
-    r.bitmask = {};
-    if (!out.token_bitmask.empty() && out.token_bitmask.constrained[row])
-      r.bitmask = out.token_bitmask.row(row);
-    r.result = &device.results[row];
-    r.top =
-        std::span(device.top)
-            .subspan(row * kernels::kMaxSampledTopLogprobs, std::size_t(r.params.num_top_logprobs));
-    device.logprobs[row] = s.seq->params.logprobs < 0 ? -1 : r.params.num_top_logprobs;
-    ++row;
+    const SamplerRng& rng = request->rngs[std::size_t(choice)];
+    const std::span<const int> drafts =
+        std::span(s.seq->draft_tokens).first(std::size_t(s.num_draft_tokens));
+    // Row j: the target's token at draft position j, as the host path draws it (spec/verify.h):
+    // penalties of the tokens so far and drafts [0, j), the random stream j draws on.
+    for (int j = 0; j < s.num_logits(); ++j, ++row) {
+      kernels::SamplingRequest& r = device.requests[row];
+      r.params = sampling_row(s.seq->params, rng);
+      r.params.position += std::uint64_t(j);
+      r.params.num_top_logprobs = std::min(r.params.num_top_logprobs, runner_.vocab_size());
+      r.penalties = penalties.entries();
+      if (j > 0 && penalties.any()) {
+        penalties.entries_with_output(drafts.first(std::size_t(j)), device.penalties[row]);
+        r.penalties = device.penalties[row];
+      }
+      r.bitmask = {};
+      if (!out.token_bitmask.empty() && out.token_bitmask.constrained[mask_row])
+        r.bitmask = out.token_bitmask.row(mask_row);
+      r.result = &device.results[row];
+      r.top = std::span(device.top)
+                  .subspan(row * kernels::kMaxSampledTopLogprobs,
+                           std::size_t(r.params.num_top_logprobs));
+      device.logprobs[row] = s.seq->params.logprobs < 0 ? -1 : r.params.num_top_logprobs;
+    }
+    ++mask_row;
   }
   return true;
 }

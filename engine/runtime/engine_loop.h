@@ -106,16 +106,20 @@ class EngineLoop {
   // Fills the constrained rows (in parallel over token_mask_pool_). A constraint that throws
   // leaves its row empty: the sequence then fails with "allows no next token".
   void fill_token_masks(SchedulerOutput& out);
-  // A step's device sampling requests (one per sampling sequence, batch order) and results.
+  // A step's device sampling requests (num_logits() rows per sampling sequence, batch order: a
+  // verify sequence's row j draws the target's token at draft position j) and results.
   struct DeviceSamples {
     std::vector<kernels::SamplingRequest> requests;
     std::vector<kernels::SampledRow> results;
     std::vector<kernels::TopLogprob> top;  // kMaxSampledTopLogprobs per row
     std::vector<int> logprobs;             // the row's SamplingParams::logprobs
+    // Verify rows after the first, with penalties: the list with the drafts before the row.
+    std::vector<std::vector<kernels::SamplingPenalty>> penalties;
     SampledToken take(std::size_t row);
   };
-  // Whether this step samples on the device (the runner can, and no sequence asks for more top
-  // logprobs than the device returns); if so, fills `device` (penalty lists brought up to date).
+  // Whether this step samples on the device (the runner can, no sequence asks for more top
+  // logprobs than the device returns, and none with drafts is constrained); if so, fills
+  // `device` (penalty lists brought up to date).
   bool prepare_device_sampling(const SchedulerOutput& out, DeviceSamples& device);
   void finish_sequence(Sequence& seq, FinishReason reason, const std::string& error = {});
   void abort_everything(FinishReason reason, const std::string& error);

@@ -37,7 +37,7 @@ class ModelRunner {
   virtual void execute(const SchedulerOutput& batch, std::vector<float>& logits) = 0;
 
   // Whether execute returns logits at several positions of a sequence (num_draft_tokens > 0):
-  // speculative decoding needs it. Device sampling (execute_sampled) never verifies drafts.
+  // speculative decoding needs it; execute_sampled then samples those positions too.
   // With state slots, a runner that verifies also rolls a sequence's recurrent state back to
   // its accepted length when its next step starts there (rejected drafts leave no trace).
   virtual bool verifies_drafts() const { return false; }
@@ -57,10 +57,10 @@ class ModelRunner {
 
   // Whether execute_sampled can run: the model's device samples (Backend::samples_on_device).
   virtual bool samples_on_device() const { return false; }
-  // Like execute (for steps without drafts), but the next token of each sequence whose
-  // samples_next_token is set is sampled
-  // on the device by requests[i] (the i-th such sequence in batch order; results written through
-  // the requests): no logits cross to the host.
+  // Like execute, but each sequence whose samples_next_token is set samples its num_logits()
+  // rows on the device, by the next num_logits() of `requests` (in batch order, a verify
+  // sequence's rows in position order; results written through the requests): no logits cross
+  // to the host.
   virtual void execute_sampled(const SchedulerOutput& batch,
                                std::span<const kernels::SamplingRequest> requests) {
     (void)batch, (void)requests;

@@ -1,5 +1,7 @@
 #include "engine/runtime/penalty_list.h"
 
+#include <algorithm>
+
 namespace nibble::runtime {
 
 PenaltyList::PenaltyList(const SamplingParams& params)
@@ -11,6 +13,26 @@ void PenaltyList::update(std::span<const int> tokens, int num_prompt) {
   for (; folded_ < tokens.size(); ++folded_) {
     const bool output = folded_ >= std::size_t(num_prompt);
     if (output || repetition_) add(tokens[folded_], output);
+  }
+}
+
+void PenaltyList::entries_with_output(std::span<const int> output,
+                                      std::vector<kernels::SamplingPenalty>& out) const {
+  out.assign(entries_.begin(), entries_.end());
+  if (!any_) return;
+  for (int token : output) {
+    const auto it = index_.find(token);
+    if (it != index_.end()) {
+      ++out[it->second].output_count;
+      continue;
+    }
+    // Not listed yet: among the few this call appended, or new.
+    const auto added = std::find_if(out.begin() + std::ptrdiff_t(entries_.size()), out.end(),
+                                    [token](const auto& e) { return e.token == token; });
+    if (added != out.end())
+      ++added->output_count;
+    else
+      out.push_back({token, 1});
   }
 }
 

@@ -19,6 +19,11 @@ class PenaltyList {
   // Folds in the sequence's tokens not seen yet; tokens[0, num_prompt) is its prompt.
   void update(std::span<const int> tokens, int num_prompt);
   std::span<const kernels::SamplingPenalty> entries() const { return entries_; }
+  bool any() const { return any_; }  // a penalty is asked for
+  // entries() with `output` (tokens after those folded in: a verify row's drafts before it)
+  // counted as output tokens too, into `out`; empty when no penalty is asked for.
+  void entries_with_output(std::span<const int> output,
+                           std::vector<kernels::SamplingPenalty>& out) const;
 
  private:
   void add(int token, bool output);

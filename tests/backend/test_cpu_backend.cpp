@@ -182,6 +182,20 @@ TEST(BatchChecks, DeviceSamplingRequestsAreCompleteAndNotMixedWithLogits) {
   bad = request;
   bad.result = nullptr;
   EXPECT_THROW(checks({{tokens, 0, table, {}, &bad}}), BackendError);
+
+  // A verify item (num_logits 2): one request a row, each checked.
+  auto several = [&](std::vector<BatchItem> items) {
+    return check_batch(config, "test", *cache, items, true, /*several_logits=*/true);
+  };
+  const std::vector<DeviceSampling> rows = {request, request};
+  BatchItem verify{tokens, 0, table, {}, rows.data()};
+  verify.num_logits = 2;
+  EXPECT_EQ(several({verify}), 2);
+  EXPECT_THROW(checks({verify}), BackendError);  // a backend without several logits
+  std::vector<DeviceSampling> bad_row = rows;
+  bad_row[1].result = nullptr;
+  verify.sample = bad_row.data();
+  EXPECT_THROW(several({verify}), BackendError);
 }
 
 TEST(GreedyDecode, FeedsBackTheArgmaxAndReportsTopLogits) {

@@ -7,9 +7,10 @@
 //   always-wrong drafters (engine/spec/reference_drafter.h) gives the tokens of generation
 //   without speculation, and the spec_decode counters show accepted and rejected drafts; so does
 //   the draft_model drafter on a second CUDA backend.
-// Exactness on the GPU: a verify step computes a position in a chunk of k + 1 rows (the flash
-// attention kernel, GEMMs of more rows, BF16 logits), a plain decode step in a graph of one row
-// per sequence, so their logits differ by rounding (bounded below: kPathTolerance). Greedy tokens
+// Exactness on the GPU: a verify step computes a position as one of k + 1 rows (linears of more
+// rows; beside a prefill chunk the flash attention kernel, else decode rows in a graph of their
+// row count: test_cuda_verify_graphs.cpp), a plain decode step in a graph of one row per
+// sequence, so their logits differ by rounding (bounded below: kPathTolerance). Greedy tokens
 // are therefore identical except where the two most likely tokens nearly tie; a run may part from
 // the baseline only at such a position, and only by taking the baseline's second choice. The
 // CPU backend's exact equality: tests/spec/test_spec_decode.cpp.

@@ -264,14 +264,20 @@ TEST(StepLayout, HybridStepsGiveEachSequenceOneStateRow) {
   }
 }
 
-TEST(DecodeGraphs, BucketsFollowVllmsSizes) {
+// Every size up to 8 (a verify step of one sequence is k + 1 rows), then vLLM's multiples of 8.
+TEST(DecodeGraphs, BucketsAreEverySmallSizeThenMultiplesOfEight) {
   EXPECT_EQ(decode_buckets(1), (std::vector<int>{1}));
-  EXPECT_EQ(decode_buckets(8), (std::vector<int>{1, 2, 4, 8}));
-  EXPECT_EQ(decode_buckets(20), (std::vector<int>{1, 2, 4, 8, 16, 20}));
-  EXPECT_EQ(decode_buckets(32), (std::vector<int>{1, 2, 4, 8, 16, 24, 32}));
+  EXPECT_EQ(decode_buckets(5), (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(decode_buckets(8), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(decode_buckets(12), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12}));
+  EXPECT_EQ(decode_buckets(16), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 16}));
+  EXPECT_EQ(decode_buckets(20), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 16, 20}));
+  EXPECT_EQ(decode_buckets(32), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32}));
   const auto b = decode_buckets(64);
   EXPECT_EQ(decode_bucket_for(1, b), 1);
-  EXPECT_EQ(decode_bucket_for(3, b), 4);
+  EXPECT_EQ(decode_bucket_for(3, b), 3);
+  EXPECT_EQ(decode_bucket_for(5, b), 5);
+  EXPECT_EQ(decode_bucket_for(9, b), 16);
   EXPECT_EQ(decode_bucket_for(17, b), 24);
   EXPECT_EQ(decode_bucket_for(64, b), 64);
   EXPECT_EQ(decode_bucket_for(65, b), 0);

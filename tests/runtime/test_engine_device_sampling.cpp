@@ -9,95 +9,16 @@
 
 #include "engine/runtime/engine_loop.h"
 #include "engine/structured/token_bitmask.h"
-#include "kernels/sampling/sampling_ref.h"
+#include "tests/runtime/hash_logits_runner.h"
 
 namespace nibble::runtime {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Logits that depend only on a sequence's tokens so far (no KV cache needed): sharp enough that
-// penalties and filters matter, varied enough that draws differ.
-class HashLogitsRunner : public ModelRunner {
- public:
-  HashLogitsRunner(int vocab, bool device) : vocab_(vocab), device_(device) {}
-  int vocab_size() const override { return vocab_; }
-  int num_kv_blocks() const override { return 256; }
-  int kv_block_size() const override { return 16; }
-  bool samples_on_device() const override { return device_; }
-
-  void execute(const SchedulerOutput& batch, std::vector<float>& logits) override {
-    ++host_steps;
-    logits.clear();
-    for (const ScheduledSequence& s : batch.scheduled)
-      if (s.samples_next_token) append_row(*s.seq, s.num_new_tokens, logits);
-  }
-
-  void execute_sampled(const SchedulerOutput& batch,
-                       std::span<const kernels::SamplingRequest> requests) override {
-    ++device_steps;
-    std::size_t r = 0;
-    for (const ScheduledSequence& s : batch.scheduled) {
-      if (!s.samples_next_token) continue;
-      std::vector<float> row;
-      append_row(*s.seq, s.num_new_tokens, row);
-      const kernels::SamplingRequest& q = requests[r++];
-      std::vector<kernels::TopLogprob> top;
-      *q.result = kernels::sample_row_reference(row, q.params, q.penalties, q.bitmask, top);
-      std::copy(top.begin(), top.end(), q.top.begin());
-    }
-    EXPECT_EQ(r, requests.size());
-  }
-
-  // As the CUDA backend orders an overlapped step: the forward (the rows) first, then the host
-  // work, then sampling. The masks must still be unwritten (all zeros) when the forward starts.
-  void execute_overlapping(const SchedulerOutput& batch, std::vector<float>& logits,
-                           const HostWork& host_work) override {
-    ++overlapped_steps;
-    expect_masks_unwritten(batch);
-    execute(batch, logits);
-    host_work();
-  }
-  void execute_sampled_overlapping(const SchedulerOutput& batch,
-                                   std::span<const kernels::SamplingRequest> requests,
-                                   const HostWork& host_work) override {
-    ++overlapped_steps;
-    expect_masks_unwritten(batch);
-    host_work();
-    execute_sampled(batch, requests);
-  }
-
-  int host_steps = 0, device_steps = 0, overlapped_steps = 0;
-
- private:
-  static void expect_masks_unwritten(const SchedulerOutput& batch) {
-    const structured::TokenBitmaskBatch& m = batch.token_bitmask;
-    ASSERT_FALSE(m.empty());
-    for (std::size_t r = 0; r < m.constrained.size(); ++r)
-      if (m.constrained[r]) {
-        EXPECT_EQ(structured::bitmask_count(m.row(r)), 0u);
-      }
-  }
-
-  void append_row(const Sequence& seq, int num_new, std::vector<float>& out) const {
-    const std::size_t end = std::size_t(seq.num_computed_tokens + num_new);
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t i = 0; i < end; ++i) h = (h ^ std::uint64_t(seq.tokens[i])) * 1099511628211ull;
-    for (int v = 0; v < vocab_; ++v) {
-      std::uint64_t z = h + 0x9e3779b97f4a7c15ull * std::uint64_t(v + 1);
-      z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-      out.push_back(float(double(z >> 40) / double(1 << 24) * 6.0 - 3.0));
-    }
-  }
-  int vocab_;
-  bool device_;
-};
-
-struct Output {
-  std::vector<std::vector<int>> tokens;
-  std::vector<std::vector<float>> logprobs;
-  std::vector<std::vector<std::vector<TokenLogprob>>> top;
-};
+using test_support::HashLogitsRunner;
+using test_support::Output;
+using test_support::run;
 
 std::vector<GenerationRequest> requests() {
   std::vector<GenerationRequest> out;
@@ -132,44 +53,6 @@ std::vector<GenerationRequest> requests() {
   plain.min_p = 0.1f;
   plain.seed = 99;
   add(plain, {40, 41});
-  return out;
-}
-
-Output run(HashLogitsRunner& runner, std::vector<GenerationRequest> reqs, EngineConfig c = {}) {
-  c.model_name = "hash";
-  c.max_model_len = 512;
-  c.scheduler = {.max_num_seqs = 16, .max_num_batched_tokens = 64};
-  metrics::Registry registry;
-  EngineLoop engine(c, runner, registry);
-  engine.start();
-  std::vector<std::shared_ptr<OutputChannel>> channels;
-  std::vector<int> ns;
-  for (GenerationRequest& r : reqs) {
-    channels.push_back(r.channel);
-    ns.push_back(std::max(1, r.params.n));
-    EXPECT_EQ(engine.submit(std::move(r)).status, SubmitStatus::kAccepted);
-  }
-  Output out;
-  for (std::size_t i = 0; i < channels.size(); ++i) {
-    int finished = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    std::size_t base = out.tokens.size();
-    out.tokens.resize(base + std::size_t(ns[i]));
-    out.logprobs.resize(base + std::size_t(ns[i]));
-    out.top.resize(base + std::size_t(ns[i]));
-    while (finished < ns[i] && std::chrono::steady_clock::now() < deadline) {
-      for (TokenEvent& e : channels[i]->pop(100ms)) {
-        const std::size_t k = base + std::size_t(e.choice);
-        if (e.token >= 0) {
-          out.tokens[k].push_back(e.token);
-          out.logprobs[k].push_back(e.sample.logprob);
-          out.top[k].push_back(e.sample.top_logprobs);
-        }
-        if (e.finish != FinishReason::kNone) ++finished;
-      }
-    }
-  }
-  engine.drain_and_stop(1s);
   return out;
 }
 

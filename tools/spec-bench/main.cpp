@@ -7,13 +7,15 @@
 // Near ties of random weights make the verify path's greedy tokens differ from decoding alone's
 // now and then; converged() below takes the drafts from the speculative runs themselves.
 // Decode tokens/s is (tokens - 1) over the time from the first token to the last; each mode's
-// ratio is against the run without speculation in the same process.
+// ratio is against the run without speculation in the same process. "replays" counts the run's
+// steps replayed from CUDA graphs (verify steps too: the fast path), against its steps.
 //   nibble-spec-bench --model DIR [--device cuda] [--prompt-len 512] [--tokens 128]
 //                     [--ks 1,2,4] [--wrong-k 4] [--rounds 2]
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -49,11 +51,13 @@ struct Run {
   std::vector<int> tokens;
   double decode_tokens_per_second = 0;
   double accepted = 0, drafted = 0;
+  std::uint64_t graph_replays = 0, steps = 0;
 };
 
 // One greedy request of `tokens` tokens through a fresh engine loop on the runner.
-Run run_once(backend::BackendModelRunner& runner, const Options& o, const std::vector<int>& prompt,
-             std::shared_ptr<const spec::Drafter> drafter, int k) {
+Run run_once(backend::BackendModelRunner& runner, const backend::Backend& backend, const Options& o,
+             const std::vector<int>& prompt, std::shared_ptr<const spec::Drafter> drafter, int k) {
+  const std::uint64_t replays_before = backend.decode_graph_replays();
   metrics::Registry registry;
   runtime::EngineConfig config;
   config.model_name = "bench";
@@ -97,6 +101,9 @@ Run run_once(backend::BackendModelRunner& runner, const Options& o, const std::v
   const std::string text = registry.render();
   run.drafted = bench::series_sum(text, "nibble_spec_decode_num_draft_tokens_total");
   run.accepted = bench::series_sum(text, "nibble_spec_decode_num_accepted_tokens_total");
+  run.graph_replays = backend.decode_graph_replays() - replays_before;
+  // Each step emits its accepted drafts and one token of its own (the prefill step its first).
+  run.steps = std::uint64_t(double(run.tokens.size()) - run.accepted + 0.5);
   return run;
 }
 
@@ -110,16 +117,16 @@ constexpr int kMaxRuns = 40;
 // speculative runs themselves until a run reproduces the continuation it was given (each run
 // agrees with its reference at least up to the first such tie, so the agreeing prefix grows):
 // that run is measured. Returns it and the number of runs it took (kMaxRuns + 1: none agreed).
-std::pair<Run, int> converged(backend::BackendModelRunner& runner, const Options& o,
-                              const std::vector<int>& prompt, std::vector<int> continuation,
-                              Mode mode, int k, int vocab) {
+std::pair<Run, int> converged(backend::BackendModelRunner& runner, const backend::Backend& backend,
+                              const Options& o, const std::vector<int>& prompt,
+                              std::vector<int> continuation, Mode mode, int k, int vocab) {
   Run run;
   for (int runs = 1; runs <= kMaxRuns; ++runs) {
     std::vector<int> reference = prompt;
     reference.insert(reference.end(), continuation.begin(), continuation.end());
     auto drafter = std::make_shared<spec::ReferenceDrafter>(
         mode, std::vector<std::vector<int>>{reference}, vocab);
-    run = run_once(runner, o, prompt, drafter, k);
+    run = run_once(runner, backend, o, prompt, drafter, k);
     if (run.tokens == continuation) return {run, runs};
     continuation = run.tokens;
   }
@@ -151,26 +158,31 @@ int run_bench(const Options& o) {
   std::vector<int> prompt(static_cast<std::size_t>(o.prompt_len));
   for (int i = 0; i < o.prompt_len; ++i) prompt[std::size_t(i)] = 1 + i % (vocab - 1);
 
-  (void)run_once(runner, o, prompt, nullptr, 0);  // warm-up: graphs, allocations
-  std::printf("%-10s %4s %10s %10s %9s %6s\n", "mode", "k", "tok/s", "vs plain", "accepted",
-              "runs");
+  (void)run_once(runner, *backend, o, prompt, nullptr, 0);  // warm-up: graphs, allocations
+  std::printf("%-10s %4s %10s %10s %9s %6s %13s\n", "mode", "k", "tok/s", "vs plain", "accepted",
+              "runs", "replays/steps");
   for (int round = 0; round < o.rounds; ++round) {
-    const Run plain = run_once(runner, o, prompt, nullptr, 0);
-    std::printf("%-10s %4d %10.2f %10.3f %9s %6s\n", "plain", 0, plain.decode_tokens_per_second,
-                1.0, "-", "-");
+    const Run plain = run_once(runner, *backend, o, prompt, nullptr, 0);
+    std::printf("%-10s %4d %10.2f %10.3f %9s %6s %6llu/%-6llu\n", "plain", 0,
+                plain.decode_tokens_per_second, 1.0, "-", "-",
+                static_cast<unsigned long long>(plain.graph_replays),
+                static_cast<unsigned long long>(plain.steps));
     const auto report = [&](const char* mode, int k, const Run& r, int runs) {
       const double acceptance = r.drafted > 0 ? r.accepted / r.drafted : 0;
-      std::printf("%-10s %4d %10.2f %10.3f %8.1f%% %6d%s\n", mode, k, r.decode_tokens_per_second,
-                  r.decode_tokens_per_second / plain.decode_tokens_per_second, 100 * acceptance,
-                  runs, runs > kMaxRuns ? " (not converged)" : "");
+      std::printf(
+          "%-10s %4d %10.2f %10.3f %8.1f%% %6d %6llu/%-6llu%s\n", mode, k,
+          r.decode_tokens_per_second, r.decode_tokens_per_second / plain.decode_tokens_per_second,
+          100 * acceptance, runs, static_cast<unsigned long long>(r.graph_replays),
+          static_cast<unsigned long long>(r.steps), runs > kMaxRuns ? " (not converged)" : "");
     };
     for (int k : o.ks) {
-      const auto [run, runs] = converged(runner, o, prompt, plain.tokens, Mode::kOracle, k, vocab);
+      const auto [run, runs] =
+          converged(runner, *backend, o, prompt, plain.tokens, Mode::kOracle, k, vocab);
       report("oracle", k, run, runs);
     }
     if (o.wrong_k > 0) {
       const auto [run, runs] =
-          converged(runner, o, prompt, plain.tokens, Mode::kWrong, o.wrong_k, vocab);
+          converged(runner, *backend, o, prompt, plain.tokens, Mode::kWrong, o.wrong_k, vocab);
       report("wrong", o.wrong_k, run, runs);
     }
     std::fflush(stdout);

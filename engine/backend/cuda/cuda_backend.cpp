@@ -55,6 +55,14 @@ bool routes_on_device(const cuda::DeviceModel& m, const model::ModelDescription&
   return true;
 }
 
+// The largest decode-row count the graphs serve: every sequence's k + 1 verify rows, but no more
+// graphs than 256 rows take unless --max-num-seqs asks for more (larger verify steps run
+// eagerly, through the same decode attention).
+int graph_rows(int max_sequences, int logits_per_sequence) {
+  const std::int64_t rows = std::int64_t(max_sequences) * std::max(logits_per_sequence, 1);
+  return int(std::min<std::int64_t>(rows, std::max(max_sequences, 256)));
+}
+
 int sm_count() {
   int device = 0, count = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -175,7 +183,7 @@ class CudaBackend : public Backend {
                                    int logits_per_sequence) override {
     buffers_.reserve(m_.config, max_tokens,
                      cuda::max_logit_rows(max_tokens, max_sequences, logits_per_sequence), 0);
-    graphs_->size_for(max_sequences);
+    graphs_->size_for(graph_rows(max_sequences, logits_per_sequence));
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
     const double own = double(free_at_start_ > free ? free_at_start_ - free : 0);
@@ -190,11 +198,12 @@ class CudaBackend : public Backend {
   }
 
   // A verify step (a decode row and its k drafts as one chunk, BatchItem::num_logits k + 1) runs
-  // eagerly, as a prefill chunk does, and hands its k + 1 rows of logits to the host, where the
-  // engine loop samples and verifies them (engine/spec/verify.h): device sampling and decode
-  // graphs serve the steps without drafts. Not for hybrid models: rejected drafts would stay in
-  // the recurrent states, which this backend keeps no per-token copies of to roll back (the CPU
-  // backend does, cpu_kv_cache.h).
+  // as k + 1 decode rows (step_layout.h verify_rows_as_decodes): a replay of the decode graph of
+  // its row count, sampling every row on the device, or eagerly through the same decode
+  // attention; the engine loop verifies the sampled tokens (engine/spec/verify.h). A step that
+  // mixes verify items with a prefill chunk runs eagerly as a chunked step. Not for hybrid
+  // models: rejected drafts would stay in the recurrent states, which this backend keeps no
+  // per-token copies of to roll back (the CPU backend does, cpu_kv_cache.h).
   bool logits_at_several_positions() const override { return !hybrid_; }
   bool samples_on_device() const override { return options_.device_sampling; }
   void set_decode_graphs(bool enabled) override { graphs_->set_enabled(enabled); }
@@ -243,6 +252,8 @@ class CudaBackend : public Backend {
         cache.slot_positions[std::size_t(item.state_slot)] = item.start + int(item.tokens.size());
     if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
       throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
+    // Verify items as decode rows, from here on the step's items (graph or eager).
+    if (cuda::verify_rows_as_decodes(items, verify_rows_)) items = verify_rows_;
     if (const auto replay =
             graphs_->launch(cache, items, host_work != nullptr && bitmasks_in(items))) {
       using Sampling = cuda::DecodeGraphRunner::Sampling;
@@ -373,6 +384,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<cuda::DeviceSampler> sampler_;
   std::unique_ptr<cuda::DecodeGraphRunner> graphs_;
   cuda::PinnedBuffer<float> logits_host_;
+  std::vector<BatchItem> verify_rows_;  // the step's verify items as decode rows
 };
 
 }  // namespace

@@ -198,17 +198,12 @@ void DecodeGraphRunner::prepare(DeviceKvCache& cache) {
                (free_before > free_after ? free_before - free_after : 0) >> 20);
 }
 
-// A step of decodes only (one token per sequence, each wanting a next token) replays its
-// bucket's graph. With host work that writes bitmasks (structured outputs, overlapped) the
-// replay is of the forward-only graph and the sampling pass comes after the host work: a
-// sampled graph would read the bitmasks before they are written.
-// Speculative decoding's verify steps (a sequence's last token and its k drafts, k + 1 rows and
-// k + 1 rows of logits) are declined here and run eagerly, like a prefill chunk: correctness
-// first, through the path every prefill already takes. Graphs per (batch, k + 1) would need their
-// own attention tiles and split counts (the flash kernel, not the decode kernel), n (k + 1)
-// logits rows, and a capture per k a sequence may draft (a draft can be cut short by the
-// context, max_tokens or the drafter), multiplying the captures; they wait for a measurement of
-// the eager verify step's launch overhead (issue 42).
+// A step of decodes only (one token a row, each wanting a next token) replays its bucket's graph.
+// Speculative verify steps arrive here as decode rows already (the backend expands each item's
+// last token and k drafts into k + 1 rows of one sequence: step_layout.h
+// verify_rows_as_decodes), so they replay the same graphs. With host work that writes bitmasks
+// (structured outputs, overlapped) the replay is of the forward-only graph and the sampling pass
+// comes after the host work: a sampled graph would read the bitmasks before they are written.
 std::optional<DecodeGraphRunner::Sampling> DecodeGraphRunner::launch(
     DeviceKvCache& cache, std::span<const BatchItem> items, bool bitmasks_after) {
   if (!active()) return std::nullopt;

@@ -33,8 +33,9 @@ class DecodeGraphRunner {
   void set_enabled(bool enabled) { enabled_ = enabled; }
   std::uint64_t replays() const { return replays_; }
 
-  // The largest batch the graphs serve (the engine's --max-num-seqs); reserves every buffer the
-  // graphs read when they are on, so that the KV cache is sized after them.
+  // The most decode rows the graphs serve (the engine's --max-num-seqs, times k + 1 verify rows
+  // with speculative decoding); reserves every buffer the graphs read when they are on, so that
+  // the KV cache is sized after them.
   void size_for(int max_rows);
   // Captures every bucket's graphs against `cache` (a progress line per bucket). On a failure
   // the graphs go off and the steps run eagerly.
@@ -44,10 +45,10 @@ class DecodeGraphRunner {
   // host work (the graph is forward-only because the host work writes the bitmasks), or none
   // (logits).
   enum class Sampling { kInGraph, kAfterHostWork, kNone };
-  // Launches a decode step (every item one token, wanting a next token) as its bucket's replay;
-  // nullopt, with nothing launched, when the step must run eagerly (a prefill chunk, a
-  // speculative verify step's k + 1 tokens). bitmasks_after: the step's host work writes the
-  // items' bitmasks.
+  // Launches a decode step (every item one token, wanting a next token; a verify step's rows as
+  // the backend expanded them) as its bucket's replay; nullopt, with nothing launched, when the
+  // step must run eagerly (a prefill chunk, more rows than the largest bucket). bitmasks_after:
+  // the step's host work writes the items' bitmasks.
   std::optional<Sampling> launch(DeviceKvCache& cache, std::span<const BatchItem> items,
                                  bool bitmasks_after);
   // Enqueues the device sampling of a kAfterHostWork replay's real rows.
@@ -70,7 +71,7 @@ class DecodeGraphRunner {
   cudaStream_t stream_;
   int sm_count_;
   bool enabled_, capturable_, device_sampling_;
-  int max_rows_ = 256;  // the largest bucket: --max-num-seqs once the engine says it
+  int max_rows_ = 256;  // the largest bucket: size_for's once the engine says it
   std::vector<int> buckets_;
   DecodeStepOffsets at_;
   DeviceBuffer<std::byte> inputs_;                // the graphs' inputs, at fixed addresses

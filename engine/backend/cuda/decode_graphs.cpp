@@ -6,9 +6,8 @@ namespace nibble::backend::cuda {
 
 std::vector<int> decode_buckets(int max_rows) {
   std::vector<int> buckets;
-  for (int b : {1, 2, 4})
-    if (b < max_rows) buckets.push_back(b);
-  for (int b = 8; b < max_rows; b += 8) buckets.push_back(b);
+  for (int b = 1; b < std::min(max_rows, 9); ++b) buckets.push_back(b);
+  for (int b = 16; b < max_rows; b += 8) buckets.push_back(b);
   if (max_rows >= 1) buckets.push_back(max_rows);
   return buckets;
 }

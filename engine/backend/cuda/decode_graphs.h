@@ -14,8 +14,11 @@
 
 namespace nibble::backend::cuda {
 
-// Batch sizes that get graphs: 1, 2, 4, 8, then every multiple of 8 up to max_rows (vLLM's
-// buckets), the last one max_rows itself.
+// Batch sizes that get graphs: every size 1..8, then every multiple of 8 up to max_rows (vLLM's
+// buckets), the last one max_rows itself. Every small size, not vLLM's 1, 2, 4: a speculative
+// verify step of one sequence runs k + 1 decode rows (2..9 for k = 1..8), and a padded row costs
+// a row of every linear, the logits and a sampling pass (at k = 4, 5 rows padded to 8 would
+// compute 60% more rows); four more buckets cost only their captures at start.
 std::vector<int> decode_buckets(int max_rows);
 // The smallest bucket of `buckets` (ascending) holding n rows; 0 when none does.
 int decode_bucket_for(int n, const std::vector<int>& buckets);

@@ -20,12 +20,12 @@ constexpr std::size_t kTop = kernels::kMaxSampledTopLogprobs;
 
 std::size_t sampling_tail_words(std::span<const BatchItem> items, std::size_t bitmask_words) {
   std::size_t n = 0;
-  for (const BatchItem& item : items) {
-    if (item.sample == nullptr) continue;
-    // + 1 each: a list starts 8-byte aligned.
-    n += item.sample->penalties.size() * (sizeof(SamplingPenalty) / 4) + 1;
-    if (!item.sample->bitmask.empty()) n += bitmask_words;
-  }
+  for (const BatchItem& item : items)
+    for (const DeviceSampling& s : samples_of(item)) {
+      // + 1 each: a list starts 8-byte aligned.
+      n += s.penalties.size() * (sizeof(SamplingPenalty) / 4) + 1;
+      if (!s.bitmask.empty()) n += bitmask_words;
+    }
   return n;
 }
 
@@ -33,24 +33,23 @@ std::size_t pack_sampling(std::span<const BatchItem> items, int rows, std::size_
                           SamplingRow* params, std::uint32_t* tail, std::size_t start) {
   std::size_t used = start;
   int r = 0;
-  for (const BatchItem& item : items) {
-    if (item.sample == nullptr) continue;
-    const DeviceSampling& s = *item.sample;
-    SamplingRow p = s.params;
-    used += used % 2;  // penalty entries are 8 bytes
-    p.penalty_offset = std::int32_t(used / 2);
-    p.penalty_count = std::int32_t(s.penalties.size());
-    if (!s.penalties.empty())
-      std::memcpy(tail + used, s.penalties.data(), s.penalties.size_bytes());
-    used += s.penalties.size() * 2;
-    p.bitmask_offset = -1;
-    if (!s.bitmask.empty()) {
-      p.bitmask_offset = std::int32_t(used);
-      std::memcpy(tail + used, s.bitmask.data(), bitmask_words * 4);
-      used += bitmask_words;
+  for (const BatchItem& item : items)
+    for (const DeviceSampling& s : samples_of(item)) {
+      SamplingRow p = s.params;
+      used += used % 2;  // penalty entries are 8 bytes
+      p.penalty_offset = std::int32_t(used / 2);
+      p.penalty_count = std::int32_t(s.penalties.size());
+      if (!s.penalties.empty())
+        std::memcpy(tail + used, s.penalties.data(), s.penalties.size_bytes());
+      used += s.penalties.size() * 2;
+      p.bitmask_offset = -1;
+      if (!s.bitmask.empty()) {
+        p.bitmask_offset = std::int32_t(used);
+        std::memcpy(tail + used, s.bitmask.data(), bitmask_words * 4);
+        used += bitmask_words;
+      }
+      params[r++] = p;
     }
-    params[r++] = p;
-  }
   for (; r < rows; ++r) {  // padding rows: greedy, nothing else
     params[r] = SamplingRow{};
     params[r].temperature = 0.0f;
@@ -128,13 +127,12 @@ void DeviceSampler::deliver(std::span<const BatchItem> items) const {
   const auto* top = reinterpret_cast<const TopLogprob*>(out_host_.get() + std::size_t(max_rows_) *
                                                                               sizeof(SampledRow));
   std::size_t r = 0;
-  for (const BatchItem& item : items) {
-    if (item.sample == nullptr) continue;
-    *item.sample->result = out[r];
-    const std::size_t n = std::size_t(item.sample->params.num_top_logprobs);
-    std::copy_n(top + r * kTop, n, item.sample->top.begin());
-    ++r;
-  }
+  for (const BatchItem& item : items)
+    for (const DeviceSampling& s : samples_of(item)) {
+      *s.result = out[r];
+      std::copy_n(top + r * kTop, std::size_t(s.params.num_top_logprobs), s.top.begin());
+      ++r;
+    }
 }
 
 }  // namespace nibble::backend::cuda

@@ -22,7 +22,8 @@ namespace nibble::backend::cuda {
 // Words (4 bytes) the sampled items' penalty lists and bitmasks take when packed.
 std::size_t sampling_tail_words(std::span<const BatchItem> items, std::size_t bitmask_words);
 
-// Packs the sampled items' requests: row r's parameters (rows in item order) to params[r], their
+// Packs the sampled items' requests (samples_of: num_logits rows an item): row r's parameters
+// (rows in item order, an item's in its order) to params[r], their
 // penalty lists and bitmasks into tail from word `start` on (the parameters' offsets count words
 // from tail[0]); rows up to `rows` (a graph's padding) sample greedily with nothing else. tail
 // must hold start + sampling_tail_words(items) + 1 words. Returns the end word.

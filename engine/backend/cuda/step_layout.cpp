@@ -55,6 +55,33 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
   return s;
 }
 
+bool verify_rows_as_decodes(std::span<const BatchItem> items, std::vector<BatchItem>& rows) {
+  rows.clear();
+  bool several = false;
+  for (const BatchItem& item : items) {
+    if (!wants_next_token(item) || item.tokens.size() != std::size_t(item.num_logits) ||
+        item.state_slot >= 0 || !item.hidden_out.empty() || !item.hidden_in.empty())
+      return false;
+    several = several || item.num_logits > 1;
+  }
+  if (!several) return false;
+  for (const BatchItem& item : items) {
+    const std::size_t n = item.tokens.size();
+    const std::size_t width = item.logits.size() / n;  // logits_size, or 0 (sampled)
+    for (std::size_t j = 0; j < n; ++j) {
+      BatchItem row;
+      row.tokens = item.tokens.subspan(j, 1);
+      row.start = item.start + int(j);
+      row.block_table = item.block_table;
+      row.window_block_table = item.window_block_table;
+      if (item.sample != nullptr) row.sample = item.sample + j;
+      if (!item.logits.empty()) row.logits = item.logits.subspan(j * width, width);
+      rows.push_back(row);
+    }
+  }
+  return true;
+}
+
 PackedStep pack_step(const StepLayout& s) {
   PackedStep p;
   std::size_t at = 0;

@@ -72,11 +72,12 @@ TEST(StateSlotPositions, SlotsRollBackIndependently) {
   StateSlotPositions p(3);
   step(p, {item(kTen, 0, 0), item(kFive, 0, 2)});
   step(p, {item(kFive, 10, 0, 5), item(kFive, 5, 2, 3), item(kOne, 0, -1)});
-  const auto restores = step(p, {item(kFive, 12, 0, 5), item(kOne, 9, 2)});
+  const auto restores = step(p, {item(kFive, 12, 0, 5), item(kOne, 10, 2)});
   ASSERT_EQ(restores.size(), 1u) << "slot 2 accepted everything: live, no restore";
   EXPECT_EQ(restores[0].slot, 0);
   EXPECT_EQ(restores[0].snapshot, 1);
   EXPECT_EQ(p.live(0), 17);
+  EXPECT_EQ(p.live(2), 11);
   EXPECT_EQ(p.verify_start(0), 12);
   EXPECT_EQ(p.snapshots(0), 5);
   const auto again = step(p, {item(kOne, 13, 0)});

@@ -383,8 +383,9 @@ void check_refusals(gpu_test::Results& results) {
 // --bench: Qwen3-Next-80B's linear-attention layers (16/32 heads of 128 x 128, conv 4) as a
 // decode step runs them: 36 layers, each its own state pool, one graph of the 36 launches
 // replayed; us a layer and the bytes it must move (state and conv window read and written, the
-// conv weights, inputs and outputs) against the device's copy rate measured here. Then one
-// prompt chunk of 8,192 tokens through one layer (the recurrent form: tokens in order).
+// conv weights, inputs and outputs) against the device's copy rate measured here. Then verify
+// rows of 5 tokens with and without snapshots, and one prompt chunk of 8,192 tokens through one
+// layer (the recurrent form: tokens in order).
 void bench() {
   GatedDeltaNetShape shape;
   shape.heads = {16, 32, 128, 128};
@@ -472,6 +473,52 @@ void bench() {
     NIBBLE_CUDA_CHECK(cudaGraphExecDestroy(exec));
     NIBBLE_CUDA_CHECK(cudaGraphDestroy(graph));
     NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+  // Verify rows of a token and 4 drafts, with and without snapshots (max_snapshots 5 or 0, the
+  // same rows): what keeping the state after each token adds to a verify step's layer. 20 eager
+  // launches back to back, one layer.
+  for (const int rows : {1, 8}) {
+    constexpr int kTokens = 5, kLaunches = 20;
+    const auto state_n = std::size_t(shape.heads.state_floats()) * std::size_t(rows);
+    const auto conv_n = std::size_t(shape.conv_state_floats()) * std::size_t(rows);
+    Device<float> state(state_n), conv(conv_n), snap_state(state_n * kTokens),
+        snap_conv(conv_n * kTokens);
+    NIBBLE_CUDA_CHECK(cudaMemset(state.ptr, 0, state_n * 4));
+    NIBBLE_CUDA_CHECK(cudaMemset(conv.ptr, 0, conv_n * 4));
+    std::vector<kernels::GatedDeltaNetRow> host_rows;
+    for (int r = 0; r < rows; ++r) host_rows.push_back({r, r * kTokens, kTokens, 1});
+    Device<kernels::GatedDeltaNetRow> d_rows(host_rows.size());
+    d_rows.upload(host_rows);
+    const auto qkvz = random_bf16(rng, std::size_t(rows * kTokens * shape.qkvz_width()), 1.0f);
+    const auto ba = random_bf16(rng, std::size_t(rows * kTokens * shape.ba_width()), 1.0f);
+    Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
+        d_out(std::size_t(rows * kTokens * shape.value_dim()));
+    d_qkvz.upload(qkvz);
+    d_ba.upload(ba);
+    double us[2] = {0, 0};
+    for (const int keep : {0, 1}) {
+      kernels::GatedDeltaNetDeviceState st{conv.ptr, state.ptr};
+      if (keep) st = {conv.ptr, state.ptr, snap_conv.ptr, snap_state.ptr, kTokens};
+      auto launch = [&] {
+        NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, rows, d_qkvz.ptr, d_ba.ptr,
+                                                      params, st, d_out.ptr, nullptr));
+      };
+      launch();  // warm-up
+      cudaEvent_t e0, e1;
+      NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
+      NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
+      NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
+      for (int i = 0; i < kLaunches; ++i) launch();
+      NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
+      NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      us[keep] = 1e3 * double(ms) / kLaunches;
+    }
+    std::printf(
+        "verify rows %d x %d tokens: %7.2f us a layer without snapshots, %7.2f with (%.2f MB of "
+        "snapshots written)\n",
+        rows, kTokens, us[0], us[1], double((state_n + conv_n) * kTokens * 4) / 1e6);
   }
   // One prompt chunk of 8,192 tokens.
   const int tokens = 8192;

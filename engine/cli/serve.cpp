@@ -213,9 +213,8 @@ int run_serve(const Args& args) {
   if (o.speculative && !backend->logits_at_several_positions()) {
     spdlog::error(
         "serve: --speculative-config: the {} backend does not verify drafts of {} (it returns "
-        "logits at one position per sequence, or cannot roll a hybrid model's recurrent state "
-        "back past rejected drafts); speculative decoding runs on the CPU backend, and on the "
-        "CUDA backend for transformer models",
+        "logits at one position per sequence); speculative decoding runs on the CPU and CUDA "
+        "backends",
         backend->name(), backend->config().architecture);
     return 2;
   }

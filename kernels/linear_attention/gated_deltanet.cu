@@ -36,7 +36,9 @@ struct Dims {
 
 // Block (key head blockIdx.x, row blockIdx.y); threads group * v_dim. Thread (hh, j) keeps column
 // j of value head hh's state in registers over the row's tokens: read once, written once.
-template <int DK>
+// kSnapshots: the launch may hold verify rows (GatedDeltaNetDeviceState::max_snapshots > 0); the
+// form without them is the one decode and prompt steps run, no register spent on snapshots.
+template <int DK, bool kSnapshots>
 __global__ void __launch_bounds__(kMaxThreads)
     gated_deltanet_kernel(Dims d, const GatedDeltaNetRow* __restrict__ rows,
                           const std::uint16_t* __restrict__ qkvz,
@@ -59,8 +61,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   float col[DK];
 #pragma unroll
   for (int i = 0; i < DK; ++i) col[i] = S[std::int64_t(i) * Dv];
+  // Snapshots (verify rows only; the branch is the same for the whole block).
+  const int snapshots = kSnapshots && row.snapshot != 0 ? min(row.count, st.max_snapshots) : 0;
   for (int n = 0; n < row.count; ++n) {
     const std::int64_t token = std::int64_t(row.first) + n;
+    const bool keep = kSnapshots && n < snapshots;
+    const std::int64_t snap = slot * st.max_snapshots + n;  // [slot, j]
     const std::uint16_t* const src =
         qkvz + token * d.qkvz_width + std::int64_t(kh) * (2 * DK + 2 * G * Dv);
     // The conv over this block's channels; the projections' q | k | v order per key head is the
@@ -77,6 +83,12 @@ __global__ void __launch_bounds__(kMaxThreads)
       for (int i = 0; i < K; ++i)
         acc = fmaf(bf16_at(p.conv_weight, std::int64_t(ch) * K + i), window[i], acc);
       for (int i = 0; i < K - 1; ++i) conv[std::int64_t(i) * d.conv_dim + ch] = window[i + 1];
+      if constexpr (kSnapshots) {
+        if (keep) {
+          float* const kept = st.snapshot_conv + snap * std::int64_t(K - 1) * d.conv_dim;
+          for (int i = 0; i < K - 1; ++i) kept[std::int64_t(i) * d.conv_dim + ch] = window[i + 1];
+        }
+      }
       qkv[c] = silu(acc);
     }
     if (tid < G) {  // the gates of value head kh G + tid
@@ -111,6 +123,13 @@ __global__ void __launch_bounds__(kMaxThreads)
       col[i] = fmaf(qkv[DK + i] * ks, u, col[i]);
       o = fmaf(col[i], qkv[i] * qs, o);
     }
+    if constexpr (kSnapshots) {
+      if (keep) {  // the same column layout as the slot's, coalesced over j
+        float* const kept = st.snapshot_recurrent + ((snap * d.v_heads + h) * DK) * Dv + j;
+#pragma unroll
+        for (int i = 0; i < DK; ++i) kept[std::int64_t(i) * Dv] = col[i];
+      }
+    }
     // The gated RMSNorm over each value head's Dv outputs (its Dv / 32 warps).
     const float squares = warp_sum(o * o);
     if (tid % 32 == 0) head_sums[tid / 32] = squares;
@@ -128,6 +147,18 @@ __global__ void __launch_bounds__(kMaxThreads)
   for (int i = 0; i < DK; ++i) S[std::int64_t(i) * Dv] = col[i];
 }
 
+template <int DK>
+void launch(bool snapshots, dim3 grid, int threads, std::size_t smem, cudaStream_t stream,
+            const Dims& d, const GatedDeltaNetRow* rows, const std::uint16_t* qkvz,
+            const std::uint16_t* ba, const GatedDeltaNetDeviceParams& p,
+            const GatedDeltaNetDeviceState& st, std::uint16_t* out) {
+  if (snapshots)
+    gated_deltanet_kernel<DK, true><<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, p, st, out);
+  else
+    gated_deltanet_kernel<DK, false>
+        <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, p, st, out);
+}
+
 }  // namespace
 
 cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDeltaNetRow* rows,
@@ -143,7 +174,10 @@ cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDelta
       (num_rows > 0 &&
        (rows == nullptr || qkvz == nullptr || ba == nullptr || out == nullptr ||
         state.conv == nullptr || state.recurrent == nullptr || params.conv_weight == nullptr ||
-        params.A_log == nullptr || params.dt_bias == nullptr || params.norm_weight == nullptr)))
+        params.A_log == nullptr || params.dt_bias == nullptr || params.norm_weight == nullptr)) ||
+      state.max_snapshots < 0 ||
+      (state.max_snapshots > 0 &&
+       (state.snapshot_conv == nullptr || state.snapshot_recurrent == nullptr)))
     return cudaErrorInvalidValue;
   if (num_rows == 0) return cudaSuccess;
   const Dims d{h.k_heads,          h.v_heads,       h.v_dim,           shape.conv_kernel,
@@ -152,18 +186,16 @@ cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDelta
   const std::size_t smem =
       sizeof(float) * std::size_t(2 * h.k_dim + threads + 2 * shape.group() + 2 + threads / 32);
   const dim3 grid(unsigned(h.k_heads), unsigned(num_rows));
+  const bool snapshots = state.max_snapshots > 0;
   switch (h.k_dim) {
     case 32:
-      gated_deltanet_kernel<32>
-          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+      launch<32>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out);
       break;
     case 64:
-      gated_deltanet_kernel<64>
-          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+      launch<64>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out);
       break;
     case 128:
-      gated_deltanet_kernel<128>
-          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+      launch<128>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out);
       break;
     default:
       return cudaErrorInvalidValue;

@@ -22,17 +22,27 @@ struct GatedDeltaNetDeviceParams {
 // Per slot: conv [conv_kernel - 1, conv_dim] FP32 (the window's last inputs, oldest first) and
 // recurrent [v_heads, k_dim, v_dim] FP32; GatedDeltaNetShape::conv_state_floats() and
 // heads.state_floats() floats a slot, slots contiguous.
+// Snapshots, for speculative decoding's rollback past rejected drafts: per slot max_snapshots
+// copies of both, [slot, j, floats of one] with j the row's token after which it was taken; only
+// rows with GatedDeltaNetRow::snapshot write them. max_snapshots 0 (the arrays null) for launches
+// without such rows: they then run the kernel's form without snapshot code, as fast as before.
 struct GatedDeltaNetDeviceState {
   float* conv = nullptr;
   float* recurrent = nullptr;
+  float* snapshot_conv = nullptr;
+  float* snapshot_recurrent = nullptr;
+  int max_snapshots = 0;
 };
 
 // A row: one sequence's chunk of a step, tokens [first, first + count) of the step's packed
 // token arrays, its conv window and state in `slot` (rows of a launch use distinct slots). A
 // decode row is a chunk of one token; a prompt split into chunks at any token gives the results of
-// one chunk.
+// one chunk. snapshot 1 (a verify row: a decode token and its drafts): the state after each of
+// the row's first max_snapshots tokens is also written to the slot's snapshots; 0 (decode and
+// prompt rows) writes none, at no extra traffic.
 struct GatedDeltaNetRow {
   std::int32_t slot = 0, first = 0, count = 0;
+  std::int32_t snapshot = 0;
 };
 
 // qkvz [tokens, qkvz_width] and ba [tokens, ba_width] BF16 (the projections' outputs), rows
@@ -41,7 +51,8 @@ struct GatedDeltaNetRow {
 // in registers over the row's tokens: the state is read and written once per row. A row's tokens
 // run in order (the recurrent form; the chunked tensor-core form is for long prompts, to come).
 // Supported: k_dim 32, 64 or 128; v_dim a multiple of 32; 64 <= group v_dim <= 256;
-// conv_kernel 2..8. cudaErrorInvalidValue otherwise. Capturable in a CUDA graph.
+// conv_kernel 2..8; max_snapshots >= 0, with both snapshot arrays where > 0.
+// cudaErrorInvalidValue otherwise. Capturable in a CUDA graph.
 cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDeltaNetRow* rows,
                                int num_rows, const std::uint16_t* qkvz, const std::uint16_t* ba,
                                const GatedDeltaNetDeviceParams& params,

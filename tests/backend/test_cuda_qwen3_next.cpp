@@ -4,7 +4,8 @@
 // Gated DeltaNet layers, MoE with a shared expert, BF16 and NVFP4. A prompt in one chunk and the
 // decode steps after it, the prompt split into chunks, a batch of mixed sequences (first chunks,
 // later chunks, decodes) against each sequence alone, a state slot reused from position 0, decode
-// graphs against eager steps, and the refusal of speculative verify steps. Fresh random prompts
+// graphs against eager steps, speculative decoding's verify steps rolled back past rejected drafts
+// and the refusal of starts no kept state covers. Fresh random prompts
 // each run (the seed is printed; NIBBLE_TEST_SEED reruns it).
 // Tolerances: BF16 activations through a few layers land near 1e-2 of the FP32 logits
 // (docs/performance.md, "Method": BF16 operands 1e-3..1e-2 per operation), and Gated DeltaNet
@@ -333,14 +334,13 @@ TEST(CudaQwen3NextState, SlotsAndBlocksAreSizedForTheHybrid) {
   EXPECT_EQ(b.gpu->kv_block_bytes(16), 1u * 16 * 2 * 2 * 256 * 2);
 }
 
-// Speculative decoding's verify steps would leave rejected drafts in the recurrent state (the
-// CUDA backend keeps no per-token states to roll back yet): refused, with a message saying so,
-// and the backend says it returns no logits at several positions (serve refuses
-// --speculative-config for it at start).
-TEST(CudaQwen3NextState, SpeculativeVerifyStepsAreRefused) {
+// Starts that no state of the slot covers are the engine's logic error, as on the CPU backend
+// (state_slot_positions.h): after a verify step of 3 tokens at 5 the slot's next item may start
+// at 6..8 (or 0), nowhere else.
+TEST(CudaQwen3NextState, StartsNoKeptStateCoversAreRefused) {
   const Case p{2, 128, false};
   auto gpu = make_cuda_backend(make_weights(p));
-  EXPECT_FALSE(gpu->logits_at_several_positions());
+  EXPECT_TRUE(gpu->logits_at_several_positions());
   const std::size_t V = std::size_t(gpu->config().vocab_size);
   auto cache = gpu->new_kv_cache_with_state(4, 16, 1);
   std::vector<int> table = {0, 1, 2, 3};
@@ -352,16 +352,97 @@ TEST(CudaQwen3NextState, SpeculativeVerifyStepsAreRefused) {
   item = {verify, 5, table, rows};
   item.state_slot = 0;
   item.num_logits = 3;
-  EXPECT_THAT([&] { gpu->forward_batch(*cache, std::span(&item, 1)); },
-              ::testing::ThrowsMessage<BackendError>(
-                  HasSubstr("speculative decoding of a hybrid model (Qwen3NextForCausalLM)")));
-  // A start the slot is not at is the engine's logic error, as on the CPU backend.
-  item = {std::span(verify).first(1), 3, table, std::span(rows).first(V)};
+  gpu->forward_batch(*cache, std::span(&item, 1));
+  for (const int start : {5, 9, 3}) {
+    item = {std::span(verify).first(1), start, table, std::span(rows).first(V)};
+    item.state_slot = 0;
+    EXPECT_THAT([&] { gpu->forward_batch(*cache, std::span(&item, 1)); },
+                ::testing::ThrowsMessage<std::logic_error>(HasSubstr(
+                    "cuda backend: state slot 0 is at position 8 with states kept at positions "
+                    "6..8; a step cannot start it at position " +
+                    std::to_string(start))));
+  }
+  item = {std::span(verify).first(1), 6, table, std::span(rows).first(V)};  // one draft accepted
   item.state_slot = 0;
-  EXPECT_THAT([&] { gpu->forward_batch(*cache, std::span(&item, 1)); },
-              ::testing::ThrowsMessage<std::logic_error>(
-                  HasSubstr("state slot 0 is at position 5; a step cannot start it at position "
-                            "3")));
+  gpu->forward_batch(*cache, std::span(&item, 1));
+}
+
+// Speculative decoding's rollback (device_kv_cache.h's snapshots): a verify step of the last
+// token and 4 drafts whose drafts are rejected from draft `accepted` on, then three decode steps
+// from the accepted position, give the logits of the accepted prefix run without drafts on the GPU
+// (within kSelfTolerance: the prefix's rows ran in a chunk of another size) and of the CPU
+// backend's same verify and rollback (kLogitTolerance). A second sequence decodes beside it in
+// every step, its logits the same on every path. With NVFP4 the decode steps replay decode graphs
+// (the restoring copy enqueued before the replay) and the snapshots are sized up front
+// (device_memory_for_kv with k + 1 logits a sequence); with BF16 the first verify step grows them.
+TEST_P(CudaQwen3Next, ARolledBackVerifyStepEqualsTheAcceptedPrefix) {
+  const Case p = GetParam();
+  Pair b = make_pair(p);
+  constexpr int kDrafts = 4, kAfter = 3;
+  if (p.nvfp4) b.gpu->device_memory_for_kv(0.5, 256, 2, kDrafts + 1);
+  const int V = b.cpu->config().vocab_size;
+  const auto Vs = std::size_t(V);
+  std::mt19937 rng(std::uint32_t(g_seed) + 6);
+  const auto prompt = random_tokens(rng, 21, V), other = random_tokens(rng, 17, V);
+  const auto chunk = random_tokens(rng, kDrafts + 1, V), after = random_tokens(rng, kAfter, V);
+  std::vector<int> table(8), other_table(8);
+  std::iota(table.begin(), table.end(), 0);
+  std::iota(other_table.begin(), other_table.end(), 8);
+  const int L = int(prompt.size());
+  // Per step, the sequence's next-token logits then the other sequence's: the verify (or prefix)
+  // step's, then the kAfter decode steps'.
+  auto run = [&](Backend& backend, int accepted, bool verify) {
+    auto cache = backend.new_kv_cache_with_state(16, 16, 2);
+    BatchItem first{prompt, 0, table, {}}, second{other, 0, other_table, {}};
+    first.state_slot = 0;
+    second.state_slot = 1;
+    backend.forward_batch(*cache, std::vector{first, second});
+    int other_length = int(other.size());
+    std::vector<std::vector<float>> out;
+    std::vector<float> rows(std::size_t(kDrafts + 1) * Vs), other_logits(Vs);
+    const std::int32_t other_token = 5;
+    BatchItem seq = verify ? BatchItem{chunk, L, table, rows}
+                           : BatchItem{std::span(chunk).first(std::size_t(accepted) + 1), L, table,
+                                       std::span(rows).first(Vs)};
+    seq.num_logits = verify ? kDrafts + 1 : 1;
+    seq.state_slot = 0;
+    BatchItem decode{std::span(&other_token, 1), other_length++, other_table, other_logits};
+    decode.state_slot = 1;
+    backend.forward_batch(*cache, std::vector{seq, decode});
+    const std::size_t row = verify ? std::size_t(accepted) : 0;
+    out.emplace_back(rows.begin() + std::ptrdiff_t(row * Vs),
+                     rows.begin() + std::ptrdiff_t((row + 1) * Vs));
+    out.push_back(other_logits);
+    std::vector<float> logits(Vs);
+    for (int i = 0; i < kAfter; ++i) {
+      BatchItem next{std::span(after).subspan(std::size_t(i), 1), L + accepted + 1 + i, table,
+                     logits};
+      next.state_slot = 0;
+      decode = {std::span(&other_token, 1), other_length++, other_table, other_logits};
+      decode.state_slot = 1;
+      backend.forward_batch(*cache, std::vector{next, decode});
+      out.push_back(logits);
+      out.push_back(other_logits);
+    }
+    return out;
+  };
+  Errors errors, self;
+  const std::uint64_t replays = b.gpu->decode_graph_replays();
+  for (int accepted = 0; accepted <= kDrafts; ++accepted) {
+    const auto rolled_back = run(*b.gpu, accepted, true);
+    const auto prefix = run(*b.gpu, accepted, false);
+    const auto cpu = run(*b.cpu, accepted, true);
+    for (std::size_t i = 0; i < rolled_back.size(); ++i) {
+      self.add(relative_l2(rolled_back[i], prefix[i]));
+      errors.add(relative_l2(rolled_back[i], cpu[i]));
+    }
+  }
+  errors.check(p, "verify + rollback against the CPU's");
+  self.check_self("verify + rollback against the accepted prefix without drafts");
+  if (p.nvfp4) {
+    EXPECT_GE(b.gpu->decode_graph_replays(), replays + 2 * (kDrafts + 1) * kAfter)
+        << "the decode steps after a rollback replay graphs";
+  }
 }
 
 }  // namespace

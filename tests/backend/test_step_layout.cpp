@@ -261,7 +261,31 @@ TEST(StepLayout, HybridStepsGiveEachSequenceOneStateRow) {
     EXPECT_EQ(row.slot, r == 0 ? 0 : 5) << "row " << r;
     EXPECT_EQ(row.first, r);
     EXPECT_EQ(row.count, 1);
+    EXPECT_EQ(row.snapshot, 0) << "decode graphs' rows keep no snapshots";
   }
+}
+
+// Speculative decoding of a hybrid model: a verify item (several tokens, logits at several
+// positions) is a state row that snapshots its state after each token; a prompt chunk (one row of
+// logits) and a decode row are not.
+TEST(StepLayout, VerifyItemsAreSnapshottingStateRows) {
+  const std::vector<std::int32_t> verify = {1, 2, 3, 4}, prompt = {5, 6, 7}, decode = {8};
+  const std::vector<int> table = {0, 1, 2};
+  std::vector<float> rows(40), last(10), next(10);
+  BatchItem v{verify, 6, table, rows}, p{prompt, 0, table, last}, d{decode, 9, table, next};
+  v.num_logits = 4;
+  v.state_slot = 2;
+  p.state_slot = 0;
+  d.state_slot = 1;
+  const BatchItem items[] = {p, v, d};
+  const StepLayout layout = layout_step(items, /*block_size=*/4, /*rows_per_tile=*/16);
+  ASSERT_EQ(layout.state_rows.size(), 3u);
+  EXPECT_EQ(layout.state_rows[0].snapshot, 0);
+  EXPECT_EQ(layout.state_rows[1].snapshot, 1);
+  EXPECT_EQ(layout.state_rows[1].slot, 2);
+  EXPECT_EQ(layout.state_rows[1].first, 3);
+  EXPECT_EQ(layout.state_rows[1].count, 4);
+  EXPECT_EQ(layout.state_rows[2].snapshot, 0);
 }
 
 // Every size up to 8 (a verify step of one sequence is k + 1 rows), then vLLM's multiples of 8.

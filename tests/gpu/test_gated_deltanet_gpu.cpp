@@ -6,7 +6,8 @@
 // (BF16, poisoned first) within relative L2 1e-2 (METHOD.md's BF16 bound) of the reference (its
 // chunked form for the prefill), recurrent states within 1e-4 after the six steps, conv windows
 // bitwise, slots no row uses untouched; a step replayed from a CUDA graph, and a 70-token prompt
-// as two chunks in two launches, give the bits of one eager launch. Exits 77 (ctest: skipped)
+// as two chunks in two launches, give the bits of one eager launch; verify rows' snapshots
+// (check_snapshots) against the reference's state after each token. Exits 77 (ctest: skipped)
 // without a GPU. `--bench` times Qwen3-Next-80B's layers (bench() below).
 #include <cuda_runtime.h>
 
@@ -20,6 +21,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/linear_attention/gated_deltanet.h"
@@ -241,6 +243,129 @@ void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c)
       c.name, detail);
 }
 
+// Verify rows (GatedDeltaNetRow::snapshot, speculative decoding's rollback): one launch of a
+// decode row, a verify row of 5 tokens, a prompt row of 9 and a verify row of 8 tokens (more than
+// the 6 snapshots a slot holds) in shuffled slots from random states. Each verify row's snapshot
+// j against the reference run token by token to its token j (conv windows bitwise, states within
+// 1e-4); snapshots past a row's tokens (or the room) and other slots' left as they were (NaN);
+// the outputs and live states the bits of the same launch without snapshots (the kernel's form
+// that decode graphs and prompts run).
+void check_snapshots(gpu_test::Results& results, std::mt19937_64& rng, const Case& c) {
+  GatedDeltaNetShape shape;
+  shape.heads = {c.k_heads, c.v_heads, c.k_dim, c.v_dim};
+  shape.conv_kernel = c.conv_kernel;
+  constexpr int kSlots = 5, kMaxSnapshots = 6;
+  const auto conv_floats = std::size_t(shape.conv_state_floats());
+  const auto state_floats = std::size_t(shape.heads.state_floats());
+  const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * c.conv_kernel), 0.5f);
+  std::uniform_real_distribution<float> uniform(0.01f, 16.0f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> A_log(std::size_t(c.v_heads)), dt_bias(A_log.size()),
+      norm_w(std::size_t(c.v_dim));
+  for (auto& x : A_log) x = std::log(uniform(rng));
+  for (auto& x : dt_bias) x = 1.0f + 0.1f * normal(rng);
+  for (auto& x : norm_w) x = 1.0f + 0.1f * normal(rng);
+  Pool start{std::vector<float>(conv_floats * kSlots), std::vector<float>(state_floats * kSlots)};
+  for (auto& x : start.conv) x = bf16_to_float(float_to_bf16(normal(rng)));
+  for (auto& x : start.state) x = 0.1f * normal(rng);
+  std::vector<std::int32_t> slot(kSlots);
+  std::iota(slot.begin(), slot.end(), 0);
+  std::shuffle(slot.begin(), slot.end(), rng);
+  const std::vector<int> counts = {1, 5, 9, 8};
+  std::vector<kernels::GatedDeltaNetRow> rows = pack_rows(slot, counts);
+  rows[1].snapshot = rows[3].snapshot = 1;
+  const int tokens = rows.back().first + rows.back().count;
+  const auto qkvz = random_bf16(rng, std::size_t(tokens * shape.qkvz_width()), 1.0f);
+  const auto ba = random_bf16(rng, std::size_t(tokens * shape.ba_width()), 2.0f);
+
+  Device<std::uint16_t> d_conv_w(conv_w.size()), d_qkvz(qkvz.size()), d_ba(ba.size()),
+      d_out(std::size_t(tokens) * std::size_t(shape.value_dim()));
+  Device<float> d_A(A_log.size()), d_dt(dt_bias.size()), d_norm(norm_w.size());
+  Device<float> d_conv(start.conv.size()), d_state(start.state.size());
+  Device<float> d_snap_conv(conv_floats * kSlots * kMaxSnapshots),
+      d_snap_state(state_floats * kSlots * kMaxSnapshots);
+  Device<kernels::GatedDeltaNetRow> d_rows(rows.size());
+  d_conv_w.upload(conv_w);
+  d_A.upload(A_log);
+  d_dt.upload(dt_bias);
+  d_norm.upload(norm_w);
+  d_qkvz.upload(qkvz);
+  d_ba.upload(ba);
+  d_rows.upload(rows);
+  const kernels::GatedDeltaNetDeviceParams params{d_conv_w.ptr, d_A.ptr, d_dt.ptr, d_norm.ptr,
+                                                  1e-6f};
+  // One launch with snapshots, one without, from the same states.
+  auto launch = [&](bool snapshots) {
+    d_conv.upload(start.conv);
+    d_state.upload(start.state);
+    NIBBLE_CUDA_CHECK(cudaMemset(d_out.ptr, 0xFF, d_out.n * sizeof(std::uint16_t)));
+    NIBBLE_CUDA_CHECK(cudaMemset(d_snap_conv.ptr, 0xFF, d_snap_conv.n * sizeof(float)));
+    NIBBLE_CUDA_CHECK(cudaMemset(d_snap_state.ptr, 0xFF, d_snap_state.n * sizeof(float)));
+    kernels::GatedDeltaNetDeviceState st{d_conv.ptr, d_state.ptr};
+    if (snapshots) {
+      st.snapshot_conv = d_snap_conv.ptr;
+      st.snapshot_recurrent = d_snap_state.ptr;
+      st.max_snapshots = kMaxSnapshots;
+    }
+    NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, int(rows.size()), d_qkvz.ptr,
+                                                  d_ba.ptr, params, st, d_out.ptr, nullptr));
+    NIBBLE_CUDA_CHECK(cudaDeviceSynchronize());
+    return std::pair{d_out.download(), Pool{d_conv.download(), d_state.download()}};
+  };
+  const auto [plain_out, plain] = launch(false);
+  const auto [out, live] = launch(true);
+  const std::vector<float> snap_conv = d_snap_conv.download(), snap_state = d_snap_state.download();
+  const bool same_as_plain =
+      out == plain_out && live.conv == plain.conv && live.state == plain.state;
+
+  const std::vector<float> conv_wf = floats(conv_w);
+  const kernels::GatedDeltaNetParams ref_params{conv_wf, A_log, dt_bias, norm_w, 1e-6f};
+  const auto qkvzf = floats(qkvz), baf = floats(ba);
+  double worst_state = 0.0;
+  bool conv_bitwise = true, rest_untouched = true;
+  std::vector<bool> written(std::size_t(kSlots * kMaxSnapshots), false);
+  for (const auto& row : rows) {
+    if (row.snapshot == 0) continue;
+    const auto s = std::size_t(row.slot);
+    std::vector<float> conv(start.conv.begin() + std::ptrdiff_t(s * conv_floats),
+                            start.conv.begin() + std::ptrdiff_t((s + 1) * conv_floats));
+    std::vector<float> state(start.state.begin() + std::ptrdiff_t(s * state_floats),
+                             start.state.begin() + std::ptrdiff_t((s + 1) * state_floats));
+    std::vector<float> out_t(std::size_t(shape.value_dim()));
+    for (int j = 0; j < std::min(row.count, kMaxSnapshots); ++j) {
+      const auto t = std::size_t(row.first + j);
+      kernels::gated_deltanet_mix_ref(
+          shape, 1,
+          {qkvzf.data() + t * std::size_t(shape.qkvz_width()), std::size_t(shape.qkvz_width())},
+          {baf.data() + t * std::size_t(shape.ba_width()), std::size_t(shape.ba_width())},
+          ref_params, conv, state, out_t, false);
+      const std::size_t kept = s * kMaxSnapshots + std::size_t(j);
+      written[kept] = true;
+      conv_bitwise &= std::equal(conv.begin(), conv.end(),
+                                 snap_conv.begin() + std::ptrdiff_t(kept * conv_floats));
+      const std::vector<float> got(snap_state.begin() + std::ptrdiff_t(kept * state_floats),
+                                   snap_state.begin() + std::ptrdiff_t((kept + 1) * state_floats));
+      worst_state = std::max(worst_state, relative_l2(state, got));
+    }
+  }
+  for (std::size_t kept = 0; kept < written.size(); ++kept) {
+    if (written[kept]) continue;
+    for (std::size_t i = 0; i < conv_floats; ++i)
+      rest_untouched &= std::isnan(snap_conv[kept * conv_floats + i]);
+    for (std::size_t i = 0; i < state_floats; ++i)
+      rest_untouched &= std::isnan(snap_state[kept * state_floats + i]);
+  }
+  char detail[320];
+  std::snprintf(detail, sizeof detail,
+                "%d/%d heads, %dx%d, conv %d: snapshot states rel %.2e, conv windows %s, other "
+                "snapshots %s, outputs and live states %s",
+                c.k_heads, c.v_heads, c.k_dim, c.v_dim, c.conv_kernel, worst_state,
+                conv_bitwise ? "bitwise" : "DIFFER", rest_untouched ? "untouched" : "WRITTEN",
+                same_as_plain ? "the bits of the launch without snapshots" : "DIFFER");
+  results.record(worst_state <= 1e-4 && conv_bitwise && rest_untouched && same_as_plain,
+                 std::string("snapshots, ") + c.name, detail);
+}
+
 void check_refusals(gpu_test::Results& results) {
   GatedDeltaNetShape bad;
   bad.heads = {2, 4, 96, 128};  // k_dim 96: no kernel
@@ -258,8 +383,9 @@ void check_refusals(gpu_test::Results& results) {
 // --bench: Qwen3-Next-80B's linear-attention layers (16/32 heads of 128 x 128, conv 4) as a
 // decode step runs them: 36 layers, each its own state pool, one graph of the 36 launches
 // replayed; us a layer and the bytes it must move (state and conv window read and written, the
-// conv weights, inputs and outputs) against the device's copy rate measured here. Then one
-// prompt chunk of 8,192 tokens through one layer (the recurrent form: tokens in order).
+// conv weights, inputs and outputs) against the device's copy rate measured here. Then verify
+// rows of 5 tokens with and without snapshots, and one prompt chunk of 8,192 tokens through one
+// layer (the recurrent form: tokens in order).
 void bench() {
   GatedDeltaNetShape shape;
   shape.heads = {16, 32, 128, 128};
@@ -348,6 +474,52 @@ void bench() {
     NIBBLE_CUDA_CHECK(cudaGraphDestroy(graph));
     NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
   }
+  // Verify rows of a token and 4 drafts, with and without snapshots (max_snapshots 5 or 0, the
+  // same rows): what keeping the state after each token adds to a verify step's layer. 20 eager
+  // launches back to back, one layer.
+  for (const int rows : {1, 8}) {
+    constexpr int kTokens = 5, kLaunches = 20;
+    const auto state_n = std::size_t(shape.heads.state_floats()) * std::size_t(rows);
+    const auto conv_n = std::size_t(shape.conv_state_floats()) * std::size_t(rows);
+    Device<float> state(state_n), conv(conv_n), snap_state(state_n * kTokens),
+        snap_conv(conv_n * kTokens);
+    NIBBLE_CUDA_CHECK(cudaMemset(state.ptr, 0, state_n * 4));
+    NIBBLE_CUDA_CHECK(cudaMemset(conv.ptr, 0, conv_n * 4));
+    std::vector<kernels::GatedDeltaNetRow> host_rows;
+    for (int r = 0; r < rows; ++r) host_rows.push_back({r, r * kTokens, kTokens, 1});
+    Device<kernels::GatedDeltaNetRow> d_rows(host_rows.size());
+    d_rows.upload(host_rows);
+    const auto qkvz = random_bf16(rng, std::size_t(rows * kTokens * shape.qkvz_width()), 1.0f);
+    const auto ba = random_bf16(rng, std::size_t(rows * kTokens * shape.ba_width()), 1.0f);
+    Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
+        d_out(std::size_t(rows * kTokens * shape.value_dim()));
+    d_qkvz.upload(qkvz);
+    d_ba.upload(ba);
+    double us[2] = {0, 0};
+    for (const int keep : {0, 1}) {
+      kernels::GatedDeltaNetDeviceState st{conv.ptr, state.ptr};
+      if (keep) st = {conv.ptr, state.ptr, snap_conv.ptr, snap_state.ptr, kTokens};
+      auto launch = [&] {
+        NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, rows, d_qkvz.ptr, d_ba.ptr,
+                                                      params, st, d_out.ptr, nullptr));
+      };
+      launch();  // warm-up
+      cudaEvent_t e0, e1;
+      NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
+      NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
+      NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
+      for (int i = 0; i < kLaunches; ++i) launch();
+      NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
+      NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      us[keep] = 1e3 * double(ms) / kLaunches;
+    }
+    std::printf(
+        "verify rows %d x %d tokens: %7.2f us a layer without snapshots, %7.2f with (%.2f MB of "
+        "snapshots written)\n",
+        rows, kTokens, us[0], us[1], double((state_n + conv_n) * kTokens * 4) / 1e6);
+  }
   // One prompt chunk of 8,192 tokens.
   const int tokens = 8192;
   const auto qkvz = random_bf16(rng, std::size_t(tokens) * std::size_t(shape.qkvz_width()), 1.0f);
@@ -410,6 +582,8 @@ int main(int argc, char** argv) {
             {"Qwen3-Next-80B 16/32 128x128, 4 rows", 16, 32, 128, 128, 4, 4},
         };
         for (const auto& c : cases) nibble::check_case(results, rng, c);
+        for (const auto& c : {cases[1], cases[2], cases[4]})
+          nibble::check_snapshots(results, rng, c);
         nibble::check_refusals(results);
         return results.exit_code();
       },

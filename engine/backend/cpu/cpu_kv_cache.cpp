@@ -1,43 +1,23 @@
 #include "engine/backend/cpu/cpu_kv_cache.h"
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 
 namespace nibble::backend::cpu {
 
 void CpuKvCache::prepare_state_slots(std::span<const BatchItem> items) {
-  // Check every item first, so a refused step changes no slot.
-  for (const BatchItem& item : items) {
-    if (item.state_slot < 0 || item.start == 0) continue;
-    const SlotPositions& at = positions_[std::size_t(item.state_slot)];
-    const bool kept_here = item.start >= at.first_kept && item.start < at.first_kept + at.num_kept;
-    if (item.start == at.live || kept_here) continue;
-    std::string kept = "none";
-    if (at.num_kept > 0)
-      kept = std::to_string(at.first_kept) + ".." + std::to_string(at.first_kept + at.num_kept - 1);
-    throw std::logic_error("cpu backend: state slot " + std::to_string(item.state_slot) +
-                           " is at position " + std::to_string(at.live) +
-                           " with states kept at positions " + kept +
-                           "; a step cannot start it at position " + std::to_string(item.start));
+  // Checks every item before anything changes; rolls slots back past rejected drafts.
+  for (const StateSlotPositions::Restore& r : positions_.prepare("cpu", items)) {
+    for (std::size_t l = 0; l < conv.size(); ++l) {
+      if (conv[l].empty()) continue;
+      const std::span<float> c = kept_conv_state(int(l), r.slot, r.snapshot);
+      const std::span<float> d = kept_delta_state(int(l), r.slot, r.snapshot);
+      std::copy(c.begin(), c.end(), conv_state(int(l), r.slot).begin());
+      std::copy(d.begin(), d.end(), delta_state(int(l), r.slot).begin());
+    }
   }
   for (const BatchItem& item : items) {
-    if (item.state_slot < 0) continue;
-    const std::size_t s = std::size_t(item.state_slot);
-    SlotPositions& at = positions_[s];
-    if (item.start != 0 && item.start != at.live) {  // roll back to the kept state
-      const int j = item.start - at.first_kept;
-      for (std::size_t l = 0; l < conv.size(); ++l) {
-        if (conv[l].empty()) continue;
-        const std::span<float> c = kept_conv_state(int(l), item.state_slot, j);
-        const std::span<float> d = kept_delta_state(int(l), item.state_slot, j);
-        std::copy(c.begin(), c.end(), conv_state(int(l), item.state_slot).begin());
-        std::copy(d.begin(), d.end(), delta_state(int(l), item.state_slot).begin());
-      }
-      at.live = item.start;
-    }
-    if (!keeps_states(item)) continue;
-    KeptStates& kept = kept_[s];
+    if (item.state_slot < 0 || !keeps_states(item)) continue;
+    KeptStates& kept = kept_[std::size_t(item.state_slot)];
     kept.conv.resize(conv.size());
     kept.delta.resize(delta.size());
     const std::size_t n = item.tokens.size();
@@ -52,13 +32,7 @@ void CpuKvCache::prepare_state_slots(std::span<const BatchItem> items) {
 }
 
 void CpuKvCache::advance_state_slots(std::span<const BatchItem> items) {
-  for (const BatchItem& item : items) {
-    if (item.state_slot < 0) continue;
-    SlotPositions& at = positions_[std::size_t(item.state_slot)];
-    at.live = item.start + int(item.tokens.size());
-    at.first_kept = item.start + 1;
-    at.num_kept = keeps_states(item) ? int(item.tokens.size()) : 0;
-  }
+  positions_.advance(items);
 }
 
 std::span<float> CpuKvCache::kept_conv_state(int layer, int state_slot, int j) {

@@ -24,6 +24,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
+#include "engine/backend/state_slot_positions.h"
 #include "engine/model/model_description.h"
 #include "kernels/linear_attention/gated_deltanet_shape.h"
 
@@ -40,7 +41,7 @@ class CpuKvCache : public KvCache {
         slots(state_slots),
         width(std::size_t(c.num_kv_heads) * std::size_t(c.head_dim)),
         groups(groups),
-        positions_(std::size_t(state_slots)),
+        positions_(state_slots),
         kept_(std::size_t(state_slots)) {
     const std::size_t rows = std::size_t(num_blocks) * std::size_t(block_size);
     k.resize(std::size_t(groups.layers_per_block));
@@ -83,9 +84,7 @@ class CpuKvCache : public KvCache {
   }
 
   // Whether `item` is a verify step whose states after each token are kept.
-  static bool keeps_states(const BatchItem& item) {
-    return item.tokens.size() > 1 && item.num_logits > 1;
-  }
+  static bool keeps_states(const BatchItem& item) { return StateSlotPositions::keeps_states(item); }
   // Before a step: checks that every item of a state slot starts at 0 (a fresh state), at the
   // position the slot's live state is at, or at a position the slot's last step kept (its
   // state then restored); sizes the kept states of verify items. Throws std::logic_error,
@@ -109,11 +108,6 @@ class CpuKvCache : public KvCache {
   std::vector<std::vector<float>> conv, delta;  // linear-attention layers (empty otherwise)
 
  private:
-  // Where a slot's states stand: its live state covers positions [0, live) (-1: never run); kept
-  // state j covers [0, first_kept + j), j < num_kept.
-  struct SlotPositions {
-    int live = -1, first_kept = 0, num_kept = 0;
-  };
   // A slot's kept states, per layer [tokens, floats of one state] (empty for attention layers).
   struct KeptStates {
     std::vector<std::vector<float>> conv, delta;
@@ -121,8 +115,8 @@ class CpuKvCache : public KvCache {
   static std::span<float> kept(std::vector<float>& layer, std::size_t floats, int j) {
     return std::span(layer).subspan(std::size_t(j) * floats, floats);
   }
-  std::vector<SlotPositions> positions_;  // [slots]
-  std::vector<KeptStates> kept_;          // [slots], sized at a slot's first verify step
+  StateSlotPositions positions_;  // where each slot's live and kept states stand
+  std::vector<KeptStates> kept_;  // [slots], sized at a slot's first verify step
 
   std::span<float> slice(std::vector<float>& all, int state_slot) const {
     const std::size_t n = all.size() / std::size_t(slots);

@@ -21,6 +21,7 @@
 #include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
 #include "engine/backend/model_features.h"
+#include "engine/backend/state_slot_positions.h"
 #include "kernels/attention/paged_attention.h"
 
 namespace nibble::backend {
@@ -171,8 +172,14 @@ class CudaBackend : public Backend {
     if (state_slots < 0 || (state_slots > 0 && !hybrid_))
       throw BackendError("cuda backend: " + m_.config.architecture + " keeps no recurrent state; " +
                          std::to_string(state_slots) + " state slots asked for");
-    return std::make_unique<DeviceKvCache>(m_.config, m_.description, num_blocks, block_size,
-                                           kv_fp8_, state_slots, this);
+    auto cache = std::make_unique<DeviceKvCache>(m_.config, m_.description, num_blocks, block_size,
+                                                 kv_fp8_, state_slots, snapshots_per_slot_, this);
+    if (cache->snapshot_bytes() > 0)
+      spdlog::info(
+          "cuda backend: {} state slots keep {} snapshots each for speculative rollback "
+          "({:.2f} MiB)",
+          state_slots, cache->max_snapshots, double(cache->snapshot_bytes()) / double(1 << 20));
+    return cache;
   }
 
   // vLLM's meaning of --gpu-memory-utilization: the share of the device THIS engine may take
@@ -183,7 +190,16 @@ class CudaBackend : public Backend {
                                    int logits_per_sequence) override {
     buffers_.reserve(m_.config, max_tokens,
                      cuda::max_logit_rows(max_tokens, max_sequences, logits_per_sequence), 0);
-    graphs_->size_for(graph_rows(max_sequences, logits_per_sequence));
+    // A hybrid model verifying k drafts keeps k + 1 state snapshots a slot: the caller counts
+    // their bytes in the budget (serve: the kept states), the caches made from now on hold them.
+    snapshots_per_slot_ = hybrid_ && logits_per_sequence > 1 ? logits_per_sequence : 0;
+    if (snapshots_per_slot_ > 0)
+      spdlog::info(
+          "cuda backend: speculative rollback keeps {} state snapshots a slot ({:.2f} MiB a slot)",
+          snapshots_per_slot_,
+          double(std::size_t(snapshots_per_slot_) * state_slot_bytes()) / double(1 << 20));
+    // Hybrid models' verify steps run eagerly: their graphs stay one row a sequence.
+    graphs_->size_for(hybrid_ ? max_sequences : graph_rows(max_sequences, logits_per_sequence));
     std::size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
     const double own = double(free_at_start_ > free ? free_at_start_ - free : 0);
@@ -201,10 +217,11 @@ class CudaBackend : public Backend {
   // as k + 1 decode rows (step_layout.h verify_rows_as_decodes): a replay of the decode graph of
   // its row count, sampling every row on the device, or eagerly through the same decode
   // attention; the engine loop verifies the sampled tokens (engine/spec/verify.h). A step that
-  // mixes verify items with a prefill chunk runs eagerly as a chunked step. Not for hybrid
-  // models: rejected drafts would stay in the recurrent states, which this backend keeps no
-  // per-token copies of to roll back (the CPU backend does, cpu_kv_cache.h).
-  bool logits_at_several_positions() const override { return !hybrid_; }
+  // mixes verify items with a prefill chunk runs eagerly as a chunked step. Hybrid models' verify
+  // items stay chunks (their recurrent state runs token by token), run eagerly, and snapshot
+  // each row's state after each token (device_kv_cache.h): the slot's next step rolls back to
+  // the accepted position's.
+  bool logits_at_several_positions() const override { return true; }
   bool samples_on_device() const override { return options_.device_sampling; }
   void set_decode_graphs(bool enabled) override { graphs_->set_enabled(enabled); }
   std::uint64_t decode_graph_replays() const override { return graphs_->replays(); }
@@ -228,30 +245,16 @@ class CudaBackend : public Backend {
   void run_step(KvCache& kv, std::span<const BatchItem> items, const HostWork* host_work) {
     DeviceKvCache& cache = own_cache(kv);
     const auto& c = m_.config;
-    if (hybrid_)
-      for (const BatchItem& item : items)
-        if (item.num_logits > 1)
-          throw BackendError(
-              "cuda backend: speculative decoding of a hybrid model (" + c.architecture +
-              "): the CUDA backend cannot roll its recurrent state back past rejected drafts "
-              "yet; run without a draft, or with --device cpu");
     const std::int64_t T = check_batch(c, "cuda", cache, items, options_.device_sampling,
-                                       /*several_logits=*/!hybrid_);
+                                       /*several_logits=*/true);
     check_state_slots("cuda", cache, items, hybrid_);
-    check_state_positions(cache, items);
+    if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
+      throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
+    const int snapshots = prepare_state_slots(cache, items);
     if (T == 0) {
       if (host_work != nullptr) (*host_work)();
       return;
     }
-    // A sequence starting at position 0 (new, or recomputed after a preemption) starts from
-    // zeros; enqueued before the step, graph replay or eager.
-    for (const BatchItem& item : items)
-      if (item.state_slot >= 0 && item.start == 0) cache.zero_state_slot(item.state_slot, stream_);
-    for (const BatchItem& item : items)
-      if (item.state_slot >= 0)
-        cache.slot_positions[std::size_t(item.state_slot)] = item.start + int(item.tokens.size());
-    if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
-      throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
     // Verify items as decode rows, from here on the step's items (graph or eager).
     if (cuda::verify_rows_as_decodes(items, verify_rows_)) items = verify_rows_;
     if (const auto replay =
@@ -284,6 +287,7 @@ class CudaBackend : public Backend {
           "copying the step's layout");
     cuda::StepInputs in = cuda::step_inputs_at(buffers_.step.get(), packed);
     in.num_state_rows = int(layout.state_rows.size());
+    in.snapshots = snapshots > 0;
     in.decode_tiles =
         int(std::count_if(layout.tiles.begin(), layout.tiles.end(),
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));
@@ -346,19 +350,28 @@ class CudaBackend : public Backend {
     }
   }
 
-  // Every item of a state slot starts at 0 (a fresh state) or where the slot's state is; the
-  // engine's logic error otherwise (std::logic_error, as the CPU backend's), before anything
-  // changes.
-  static void check_state_positions(const DeviceKvCache& cache, std::span<const BatchItem> items) {
-    for (const BatchItem& item : items) {
-      if (item.state_slot < 0 || item.start == 0) continue;
-      const int live = cache.slot_positions[std::size_t(item.state_slot)];
-      if (item.start != live)
-        throw std::logic_error("cuda backend: state slot " + std::to_string(item.state_slot) +
-                               " is at position " + std::to_string(live) +
-                               "; a step cannot start it at position " +
-                               std::to_string(item.start));
-    }
+  // Before a step, enqueued ahead of it (graph replay or eager): every item of a state slot
+  // starts at 0 (its state zeroed: a new sequence, or one recomputed after a preemption), where
+  // the slot's state is, or at a position its last verify step snapshotted (that snapshot copied
+  // over the live state: the rollback past rejected drafts); std::logic_error otherwise, as the
+  // CPU backend's, before anything changes. Returns the most tokens a verify row of the step
+  // snapshots (0: none), the snapshot area grown to hold them.
+  int prepare_state_slots(DeviceKvCache& cache, std::span<const BatchItem> items) {
+    const std::vector<StateSlotPositions::Restore> restores =
+        cache.positions.prepare("cuda", items);
+    int snapshots = 0;
+    for (const BatchItem& item : items)
+      if (item.state_slot >= 0 && StateSlotPositions::keeps_states(item))
+        snapshots = std::max(snapshots, int(item.tokens.size()));
+    if (cache.ensure_snapshots(snapshots, stream_))
+      spdlog::info("cuda backend: state snapshots grown to {} a slot ({:.2f} MiB)",
+                   cache.max_snapshots, double(cache.snapshot_bytes()) / double(1 << 20));
+    for (const StateSlotPositions::Restore& r : restores)
+      cache.restore_state_slot(r.slot, r.snapshot, stream_);
+    for (const BatchItem& item : items)
+      if (item.state_slot >= 0 && item.start == 0) cache.zero_state_slot(item.state_slot, stream_);
+    cache.positions.advance(items);
+    return snapshots;
   }
 
   DeviceKvCache& own_cache(KvCache& kv) const {
@@ -373,9 +386,10 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   cuda::DeviceModel m_;
   int sm_count_ = 0;
-  bool kv_fp8_ = false;   // --kv-cache-dtype fp8 (caches created after the switch)
-  bool hybrid_ = false;   // the model keeps recurrent state (state slots)
-  KvLayerGroups groups_;  // the cache's block groups (DeviceKvCache computes the same)
+  bool kv_fp8_ = false;         // --kv-cache-dtype fp8 (caches created after the switch)
+  bool hybrid_ = false;         // the model keeps recurrent state (state slots)
+  int snapshots_per_slot_ = 0;  // state snapshots a cache's slot keeps (k + 1 verifying k drafts)
+  KvLayerGroups groups_;        // the cache's block groups (DeviceKvCache computes the same)
   std::unique_ptr<cuda::LinearRunner> linears_;
   std::unique_ptr<cuda::StepTimer> timer_;
   std::unique_ptr<cuda::MoeBlock> moe_;

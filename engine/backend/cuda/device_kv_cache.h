@@ -10,10 +10,16 @@
 // layers keep no keys or values; their recurrent states live in state slots beside the blocks,
 // per such layer [slots + 1, (K - 1) * conv_dim] conv windows and [slots + 1, Vh, Dk, Dv]
 // delta-rule states in FP32 (kernels/linear_attention/gated_deltanet.h), the slot after the last
-// scratch for the padding rows as above. A cache owns the decode graphs captured against its
-// storage (decode_graphs.h).
+// scratch for the padding rows as above. Speculative decoding's rollback: per such layer also
+// [slots, max_snapshots, floats of one] snapshots of each, the states after each token of a
+// slot's last verify step (the kernel's snapshot rows), restored when the slot's next step starts
+// at an earlier accepted position (state_slot_positions.h); (k + 1) x state_slot_bytes a slot,
+// sized up front where the backend knows k, else grown by the first verify step that needs more.
+// A cache owns the decode graphs captured against its storage (decode_graphs.h); they never read
+// the snapshots, so growing them retires no graph.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -21,6 +27,7 @@
 #include "engine/backend/cuda/device_buffer.h"
 #include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
+#include "engine/backend/state_slot_positions.h"
 #include "engine/model/model_description.h"
 #include "kernels/linear_attention/gated_deltanet.h"
 
@@ -31,7 +38,7 @@ class DeviceKvCache : public KvCache {
   using bf16 = std::uint16_t;
 
   DeviceKvCache(const model::ModelConfig& c, const model::ModelDescription& d, int num_blocks,
-                int block_size, bool fp8, int state_slots, const void* owner)
+                int block_size, bool fp8, int state_slots, int snapshots, const void* owner)
       : owner(owner),
         blocks(num_blocks),
         block(block_size),
@@ -59,9 +66,14 @@ class DeviceKvCache : public KvCache {
       floats += at.conv_floats * std::size_t(state_slots + 1);
       at.recurrent = floats;
       floats += at.recurrent_floats * std::size_t(state_slots + 1);
+      at.snapshot_conv = snapshot_unit;
+      snapshot_unit += at.conv_floats * std::size_t(state_slots);
+      at.snapshot_recurrent = snapshot_unit;
+      snapshot_unit += at.recurrent_floats * std::size_t(state_slots);
     }
     state_storage.ensure(floats);
     check(cudaMemset(state_storage.get(), 0, floats * sizeof(float)), "clearing the state slots");
+    ensure_snapshots(snapshots, nullptr);
   }
   int num_blocks() const override { return blocks; }
   int block_size() const override { return block; }
@@ -76,10 +88,59 @@ class DeviceKvCache : public KvCache {
     return storage.get() + layer_bytes * std::size_t(groups.index[std::size_t(l)]);
   }
 
-  // Linear-attention layer l's conv windows and delta-rule states, every slot's.
-  kernels::GatedDeltaNetDeviceState state(int l) const {
+  // Linear-attention layer l's conv windows and delta-rule states, every slot's; with their
+  // snapshots where `snapshots` (a step with verify rows: the kernel's snapshot form).
+  kernels::GatedDeltaNetDeviceState state(int l, bool snapshots = false) const {
     const LayerStates& at = states_[std::size_t(l)];
-    return {state_storage.get() + at.conv, state_storage.get() + at.recurrent};
+    kernels::GatedDeltaNetDeviceState st{state_storage.get() + at.conv,
+                                         state_storage.get() + at.recurrent};
+    if (snapshots && max_snapshots > 0) {
+      st.snapshot_conv = snapshot_storage.get() + at.snapshot_conv * std::size_t(max_snapshots);
+      st.snapshot_recurrent =
+          snapshot_storage.get() + at.snapshot_recurrent * std::size_t(max_snapshots);
+      st.max_snapshots = max_snapshots;
+    }
+    return st;
+  }
+  // Room for `tokens` snapshots a slot, keeping those taken (copied on `stream`, which is then
+  // waited for: the old area is freed). Returns whether it grew.
+  bool ensure_snapshots(int tokens, cudaStream_t stream) {
+    if (tokens <= max_snapshots || slots == 0) return false;
+    DeviceBuffer<float> grown(snapshot_unit * std::size_t(tokens));
+    const auto old = std::size_t(max_snapshots), now = std::size_t(tokens);
+    for (const LayerStates& at : states_) {
+      if (at.conv_floats == 0 || old == 0) continue;
+      for (const auto& [offset, floats] : {std::pair{at.snapshot_conv, at.conv_floats},
+                                           std::pair{at.snapshot_recurrent, at.recurrent_floats}})
+        check(cudaMemcpy2DAsync(grown.get() + offset * now, now * floats * sizeof(float),
+                                snapshot_storage.get() + offset * old, old * floats * sizeof(float),
+                                old * floats * sizeof(float), std::size_t(slots),
+                                cudaMemcpyDeviceToDevice, stream),
+              "keeping the state snapshots");
+    }
+    if (old > 0) check(cudaStreamSynchronize(stream), "keeping the state snapshots");
+    snapshot_storage = std::move(grown);
+    max_snapshots = tokens;
+    return true;
+  }
+  std::size_t snapshot_bytes() const { return snapshot_storage.size() * sizeof(float); }
+  // Enqueues copies of `slot`'s snapshot j over its live states in every linear-attention layer:
+  // the rollback to the position after the verify step's token j.
+  void restore_state_slot(int slot, int j, cudaStream_t stream) const {
+    const std::size_t kept = std::size_t(slot) * std::size_t(max_snapshots) + std::size_t(j);
+    const std::size_t max = std::size_t(max_snapshots);
+    for (const LayerStates& at : states_) {
+      if (at.conv_floats == 0) continue;
+      check(cudaMemcpyAsync(state_storage.get() + at.conv + std::size_t(slot) * at.conv_floats,
+                            snapshot_storage.get() + at.snapshot_conv * max + kept * at.conv_floats,
+                            at.conv_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream),
+            "restoring a state slot");
+      check(cudaMemcpyAsync(
+                state_storage.get() + at.recurrent + std::size_t(slot) * at.recurrent_floats,
+                snapshot_storage.get() + at.snapshot_recurrent * max + kept * at.recurrent_floats,
+                at.recurrent_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream),
+            "restoring a state slot");
+    }
   }
   // Enqueues zeros over `slot`'s states in every linear-attention layer: a sequence starting at
   // position 0 (new, or recomputed after a preemption) starts from them.
@@ -130,19 +191,23 @@ class DeviceKvCache : public KvCache {
   KvLayerGroups groups;
   std::size_t row_elems, scale_elems, layer_bytes;
   DeviceBuffer<std::byte> storage;
-  DeviceBuffer<float> state_storage;  // the state slots (empty without)
-  // Per state slot, the position its state is at after the steps enqueued so far (-1: never
-  // run).
-  std::vector<int> slot_positions = std::vector<int>(std::size_t(slots), -1);
+  DeviceBuffer<float> state_storage;     // the state slots (empty without)
+  DeviceBuffer<float> snapshot_storage;  // their snapshots (empty without speculation)
+  int max_snapshots = 0;                 // snapshots a slot
+  // Where each state slot's live state and snapshots stand after the steps enqueued so far.
+  StateSlotPositions positions = StateSlotPositions(slots);
   DecodeGraphs graphs;  // captured against this storage
 
  private:
-  // Where a linear-attention layer's states start in state_storage, and one slot's floats of
-  // each (0 for attention layers).
+  // Where a linear-attention layer's states start in state_storage, one slot's floats of each
+  // (0 for attention layers), and where its snapshots start in snapshot_storage, in units of
+  // max_snapshots floats (the offset with one snapshot a slot).
   struct LayerStates {
     std::size_t conv = 0, recurrent = 0, conv_floats = 0, recurrent_floats = 0;
+    std::size_t snapshot_conv = 0, snapshot_recurrent = 0;
   };
   std::vector<LayerStates> states_;  // per layer
+  std::size_t snapshot_unit = 0;     // snapshot_storage's floats with one snapshot a slot
 };
 
 }  // namespace nibble::backend::cuda

@@ -126,8 +126,8 @@ class CudaStepOps : public DecoderOps {
     const kernels::GatedDeltaNetDeviceParams params{
         la.conv_weight.get(), la.A_log.get(), la.dt_bias.get(), la.norm.get(), c_.rms_norm_eps};
     check(kernels::gated_deltanet_mix(deltanet_shape(spec), in_.state_rows, in_.num_state_rows,
-                                      act_.qkvz.get(), act_.ba.get(), params, cache_.state(l),
-                                      act_.mixed.get(), f_.stream_),
+                                      act_.qkvz.get(), act_.ba.get(), params,
+                                      cache_.state(l, in_.snapshots), act_.mixed.get(), f_.stream_),
           "gated_deltanet_mix");
     mark("gated deltanet");
     f_.linears_.run(la.out_proj, act_.mixed.get(), T, act_.x.get(), act_.x2.get());

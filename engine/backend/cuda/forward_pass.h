@@ -38,6 +38,7 @@ struct StepInputs {
   // Hybrid models: the step's Gated DeltaNet rows (one per sequence), and how many.
   const kernels::GatedDeltaNetRow* state_rows = nullptr;
   int num_state_rows = 0;
+  bool snapshots = false;  // some rows are verify rows keeping snapshots (eager steps only)
 };
 
 // The step's inputs inside one device blob at `at`'s offsets (step_layout.h: PackedStep for an

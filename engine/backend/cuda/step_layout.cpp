@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/backend/state_slot_positions.h"
+
 namespace nibble::backend::cuda {
 
 StepLayout layout_step(std::span<const BatchItem> items, int block_size, int rows_per_tile) {
@@ -28,7 +30,9 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
     }
     if (wants_next_token(item))
       for (std::int32_t i = n - item.num_logits; i < n; ++i) s.logit_rows.push_back(row0 + i);
-    if (item.state_slot >= 0) s.state_rows.push_back({item.state_slot, row0, n});
+    if (item.state_slot >= 0)
+      s.state_rows.push_back(
+          {item.state_slot, row0, n, StateSlotPositions::keeps_states(item) ? 1 : 0});
   }
   // The sliding group's rows and tiles: each item's through its window table (the engine gives
   // every item one where the cache has the group; batch_checks.h), the others' as they are.

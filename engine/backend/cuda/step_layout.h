@@ -36,7 +36,8 @@ struct StepLayout {
   // act.logits row r holds row logit_rows[r]'s logits.
   std::vector<std::int32_t> logit_rows;
   // Hybrid models: each item's rows as one Gated DeltaNet row in its state slot (BatchItem::
-  // state_slot), in item order; empty for models without recurrent state.
+  // state_slot), in item order, a verify item's keeping snapshots; empty for models without
+  // recurrent state.
   std::vector<kernels::GatedDeltaNetRow> state_rows;
 };
 

@@ -41,10 +41,12 @@ __global__ void __launch_bounds__(kMaxThreads)
     gated_deltanet_kernel(Dims d, const GatedDeltaNetRow* __restrict__ rows,
                           const std::uint16_t* __restrict__ qkvz,
                           const std::uint16_t* __restrict__ ba, GatedDeltaNetDeviceParams p,
-                          GatedDeltaNetDeviceState st, std::uint16_t* __restrict__ out) {
+                          GatedDeltaNetDeviceState st, std::uint16_t* __restrict__ out,
+                          int skip_from) {
   extern __shared__ float shared[];
   const int kh = blockIdx.x, tid = threadIdx.x;
   const GatedDeltaNetRow row = rows[blockIdx.y];
+  if (row.count >= skip_from) return;  // the chunked form's row
   const int G = d.group, Dv = d.v_dim, K = d.conv_kernel;
   const int channels = 2 * DK + G * Dv;  // this block's: q, k, then its value heads' v
   float* const qkv = shared;             // [channels] after the conv
@@ -134,7 +136,7 @@ cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDelta
                                int num_rows, const std::uint16_t* qkvz, const std::uint16_t* ba,
                                const GatedDeltaNetDeviceParams& params,
                                const GatedDeltaNetDeviceState& state, std::uint16_t* out,
-                               cudaStream_t stream) {
+                               cudaStream_t stream, int skip_from) {
   const GatedDeltaShape& h = shape.heads;
   const int threads = shape.group() * h.v_dim;
   if (h.k_heads < 1 || h.v_heads % h.k_heads != 0 || h.v_dim % 32 != 0 || threads < 64 ||
@@ -155,15 +157,15 @@ cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDelta
   switch (h.k_dim) {
     case 32:
       gated_deltanet_kernel<32>
-          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out, skip_from);
       break;
     case 64:
       gated_deltanet_kernel<64>
-          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out, skip_from);
       break;
     case 128:
       gated_deltanet_kernel<128>
-          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out);
+          <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, params, state, out, skip_from);
       break;
     default:
       return cudaErrorInvalidValue;

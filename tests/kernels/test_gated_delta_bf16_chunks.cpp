@@ -3,8 +3,9 @@
 // and T diag(beta e^G) as mma operands; W and U stored; the state's BF16 copy for W S and Q S;
 // U', e^(G_last - G) U' and the masked Q K^T as operands; the output before the norm), FP32
 // elsewhere (G, the inverse, accumulators, the state), against the recurrent FP64 reference: the
-// precision budget the GPU test's bounds (1e-2) assume, and the kernel's arrangement of the
-// algebra (which factor carries e^G, the padding of a last partial chunk) checked where it runs.
+// precision budget the GPU test's bounds (1e-2) assume; and the same steps without rounding
+// (within 1e-5), the kernel's arrangement of the algebra (which factor carries e^G, the padding
+// of a last partial chunk).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,8 +18,10 @@
 namespace nibble::kernels {
 namespace {
 
+// Where the kernel rounds to BF16; off, the same steps in FP32 (the algebra alone).
+bool g_round = true;
 float bf(float x) {
-  return nvfp4::bf16_to_float(nvfp4::float_to_bf16(x));
+  return g_round ? nvfp4::bf16_to_float(nvfp4::float_to_bf16(x)) : x;
 }
 
 double relative_l2(const std::vector<float>& want, const std::vector<float>& got) {
@@ -155,6 +158,13 @@ TEST(GatedDeltaBf16Chunks, WithinTheGpuTestsBounds) {
       gated_delta_recurrent_ref(shape, T, {q, k, v, g, beta}, want_state, want);
       normalise(q, K, true);
       normalise(k, K, false);
+      // FP32 throughout: the kernel's arrangement of the algebra is the recurrence.
+      g_round = false;
+      std::vector<float> exact_state = state, exact(want.size());
+      kernel_model(K, V, T, q, k, v, g, beta, exact_state, exact);
+      EXPECT_LT(relative_l2(want, exact), 1e-5) << "k_dim " << K << ", T " << T;
+      EXPECT_LT(relative_l2(want_state, exact_state), 1e-5) << "k_dim " << K << ", T " << T;
+      g_round = true;
       std::vector<float> got_state = state, got(want.size());
       kernel_model(K, V, T, q, k, v, g, beta, got_state, got);
       const double out_err = relative_l2(want, got), state_err = relative_l2(want_state, got_state);

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/linear_attention/gated_deltanet_chunked.h"
+#include "kernels/linear_attention/mma_fragments.h"
 #include "kernels/mma_sync.cuh"
 
 namespace nibble::kernels {
@@ -210,24 +211,24 @@ __device__ __forceinline__ void load_tile(bf16_bits* dst, int sld, const bf16_bi
   }
 }
 
-// ldmatrix addresses (lane l) for a 16x16 tile at (r0, c0) of a row-major shared array:
-// a_rows: an A operand [m][k]; b_nk: a B operand stored [n][k] (two n8 tiles); b_kn: a B operand
-// stored [k][n] (transposed load, two n8 tiles); at_km: an A operand stored [k][m] (transposed).
-__device__ __forceinline__ const bf16_bits* a_rows(const bf16_bits* s, int ld, int r0, int c0) {
-  const int l = threadIdx.x % 32;
-  return s + (r0 + l % 16) * ld + c0 + (l / 16) * 8;
+// ldmatrix addresses for a 16x16 tile at (r0, c0) of a row-major shared array, by how the
+// operand is stored (mma_fragments.h): a_rows an A operand [m][k]; at_km an A operand [k][m]
+// (transposed load); b_nk a B operand [n][k]; b_kn a B operand [k][n] (transposed load).
+__device__ __forceinline__ const bf16_bits* at(const bf16_bits* s, int ld, int r0, int c0,
+                                               TileOffset o) {
+  return s + (r0 + o.row) * ld + c0 + o.col;
 }
-__device__ __forceinline__ const bf16_bits* b_nk(const bf16_bits* s, int ld, int n0, int k0) {
-  const int l = threadIdx.x % 32;
-  return s + (n0 + l % 8 + (l / 16) * 8) * ld + k0 + ((l / 8) % 2) * 8;
-}
-__device__ __forceinline__ const bf16_bits* b_kn(const bf16_bits* s, int ld, int k0, int n0) {
-  const int l = threadIdx.x % 32;
-  return s + (k0 + l % 8 + ((l / 8) % 2) * 8) * ld + n0 + (l / 16) * 8;
+__device__ __forceinline__ const bf16_bits* a_rows(const bf16_bits* s, int ld, int m0, int k0) {
+  return at(s, ld, m0, k0, ldsm_a_mk(threadIdx.x % 32));
 }
 __device__ __forceinline__ const bf16_bits* at_km(const bf16_bits* s, int ld, int k0, int m0) {
-  const int l = threadIdx.x % 32;
-  return s + (k0 + l % 8 + (l / 16) * 8) * ld + m0 + ((l / 8) % 2) * 8;
+  return at(s, ld, k0, m0, ldsm_a_km(threadIdx.x % 32));
+}
+__device__ __forceinline__ const bf16_bits* b_nk(const bf16_bits* s, int ld, int n0, int k0) {
+  return at(s, ld, n0, k0, ldsm_b_nk(threadIdx.x % 32));
+}
+__device__ __forceinline__ const bf16_bits* b_kn(const bf16_bits* s, int ld, int k0, int n0) {
+  return at(s, ld, k0, n0, ldsm_b_kn(threadIdx.x % 32));
 }
 __device__ __forceinline__ void ldsm(std::uint32_t (&r)[4], const bf16_bits* p) {
   ldmatrix_x4_at(r, smem_address(p));

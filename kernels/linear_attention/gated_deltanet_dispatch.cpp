@@ -15,6 +15,10 @@ cudaError_t gated_deltanet_mix_step(const GatedDeltaNetShape& shape,
   // one launch, as the decode graphs capture it.
   const bool chunked =
       min_tokens >= 1 && rows.longest >= min_tokens && gated_deltanet_chunked_supported(shape);
+  // Check, then launch: a short workspace fails the step before either form has run.
+  if (chunked && (workspace.ptr == nullptr ||
+                  workspace.bytes < gated_deltanet_chunked_workspace_bytes(shape, rows.tokens)))
+    return cudaErrorInvalidValue;
   const cudaError_t err = gated_deltanet_mix(shape, rows.rows, rows.num_rows, qkvz, ba, params,
                                              state, out, stream, chunked ? min_tokens : INT_MAX);
   if (err != cudaSuccess || !chunked) return err;

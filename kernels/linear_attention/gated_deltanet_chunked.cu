@@ -573,19 +573,24 @@ cudaError_t launch(const Dims& d, std::int64_t tokens, const GatedDeltaNetRow* r
                    const bf16_bits* qkvz, const bf16_bits* ba,
                    const GatedDeltaNetDeviceParams& params, const GatedDeltaNetDeviceState& state,
                    const Workspace& ws, bf16_bits* out, cudaStream_t stream) {
+  const std::size_t wy_smem = sizeof(WySmem<DK, DV>), state_smem = sizeof(StateSmem<DK>);
+  // Once per kernel (as the W4A16 kernels do), so that a captured step makes no such call, and
+  // before anything is launched: the opt-in to more than 48 KB of shared memory.
+  static const cudaError_t attribute_err = [&] {
+    const cudaError_t err = cudaFuncSetAttribute(
+        wy_kernel<DK, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(wy_smem));
+    return err != cudaSuccess
+               ? err
+               : cudaFuncSetAttribute(state_kernel<DK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(state_smem));
+  }();
+  if (attribute_err != cudaSuccess) return attribute_err;
   const unsigned T = unsigned(tokens);
   const std::size_t prep_smem = sizeof(float) * std::size_t(2 * DK + d.group * DV + 2);
   prepare_kernel<DK><<<dim3(T, unsigned(d.k_heads)), kThreads, prep_smem, stream>>>(
       d, rows, qkvz, ba, params, state.conv, ws);
   window_kernel<<<dim3(unsigned((d.conv_dim + 127) / 128), unsigned(d.num_rows)), 128, 0, stream>>>(
       d, rows, qkvz, state.conv);
-  const std::size_t wy_smem = sizeof(WySmem<DK, DV>), state_smem = sizeof(StateSmem<DK>);
-  cudaError_t err = cudaFuncSetAttribute(wy_kernel<DK, DV>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(wy_smem));
-  if (err != cudaSuccess) return err;
-  err = cudaFuncSetAttribute(state_kernel<DK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(state_smem));
-  if (err != cudaSuccess) return err;
   // Chunks: at most one partial chunk a row beyond tokens / 64.
   const unsigned chunk_blocks = unsigned(tokens / C + d.num_rows);
   wy_kernel<DK, DV>

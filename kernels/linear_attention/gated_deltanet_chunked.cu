@@ -404,16 +404,31 @@ __global__ void __launch_bounds__(kThreads)
         s.s[s_row(mt, e) * SLD + s_col(nt, e)] = to_bf16(acc_s[mt][nt][e]);
       }
   const int chunks = (row.count + C - 1) / C;
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    const std::int64_t start = std::int64_t(row.first) + std::int64_t(chunk) * C;
-    const int n = min(C, row.count - chunk * C);
-    const std::int64_t qk_ld = std::int64_t(d.k_heads) * DK, w_ld = std::int64_t(d.v_heads) * DK;
-    load_tile(s.q, padded<DK>, ws.q + (start * d.k_heads + kh) * DK, qk_ld, C, DK, n);
-    load_tile(s.k, padded<DK>, ws.k + (start * d.k_heads + kh) * DK, qk_ld, C, DK, n);
-    load_tile(s.w, padded<DK>, ws.w + (start * d.v_heads + h) * DK, w_ld, C, DK, n);
-    load_tile(s.u, SLD, ws.vu + (start * d.v_heads + h) * Dv + col0, std::int64_t(d.v_heads) * Dv,
-              C, kSlice, n);
+  // A chunk's tiles (rows past its end zero-filled). The next chunk's W and U are fetched once
+  // this one's U' is made, its Q once its outputs are, its K once its state update is: each load
+  // overlaps the phases after its tile's last use.
+  const std::int64_t qk_ld = std::int64_t(d.k_heads) * DK, w_ld = std::int64_t(d.v_heads) * DK;
+  auto chunk_start = [&](int c) { return std::int64_t(row.first) + std::int64_t(c) * C; };
+  auto chunk_tokens = [&](int c) { return min(C, row.count - c * C); };
+  auto load_w_u = [&](int c) {
+    const std::int64_t at = chunk_start(c) * d.v_heads + h;
+    load_tile(s.w, padded<DK>, ws.w + at * DK, w_ld, C, DK, chunk_tokens(c));
+    load_tile(s.u, SLD, ws.vu + at * Dv + col0, std::int64_t(d.v_heads) * Dv, C, kSlice,
+              chunk_tokens(c));
     cp_async_commit();
+  };
+  auto load_qk = [&](bf16_bits* dst, const bf16_bits* src, int c) {
+    load_tile(dst, padded<DK>, src + (chunk_start(c) * d.k_heads + kh) * DK, qk_ld, C, DK,
+              chunk_tokens(c));
+    cp_async_commit();
+  };
+  load_w_u(0);
+  load_qk(s.q, ws.q, 0);
+  load_qk(s.k, ws.k, 0);
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const std::int64_t start = chunk_start(chunk);
+    const int n = chunk_tokens(chunk);
+    const bool next = chunk + 1 < chunks;
     if (tid < C) s.G[tid] = ws.g[(start + min(tid, n - 1)) * d.v_heads + h];  // padding: G_last
     cp_async_wait<0>();
     __syncthreads();
@@ -448,7 +463,8 @@ __global__ void __launch_bounds__(kThreads)
           o[nt][e] *= expf(s.G[i]);
         }
     }
-    __syncthreads();
+    __syncthreads();  // every warp is done with W and U
+    if (next) load_w_u(chunk + 1);
     // O += P U' with P = causal e^(G_i - G_j) q_i.k_j (its C fragments reused as A fragments).
     {
       float p[C / 8][4] = {};
@@ -498,6 +514,8 @@ __global__ void __launch_bounds__(kThreads)
                 pack_bf16(o[nt][2 * half], o[nt][2 * half + 1]);
         }
     }
+    __syncthreads();  // every warp is done with Q
+    if (next) load_qk(s.q, ws.q, chunk + 1);
     // S <- e^G_last S + K^T Ud over the warp's k rows.
     const float decay = expf(G_last);
 #pragma unroll
@@ -524,7 +542,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int e = 0; e < 4; ++e)
           s.s[s_row(mt, e) * SLD + s_col(nt, e)] = to_bf16(acc_s[mt][nt][e]);
     }
-    __syncthreads();  // the next chunk's loads overwrite q, k, w, u; s is the new state
+    __syncthreads();  // every warp is done with K; s is the new state
+    if (next) load_qk(s.k, ws.k, chunk + 1);
   }
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)

@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "kernels/linear_attention/gated_deltanet_chunk_map.h"
 #include "kernels/linear_attention/gated_deltanet_chunked.h"
 #include "kernels/linear_attention/mma_fragments.h"
 #include "kernels/mma_sync.cuh"
@@ -79,33 +80,6 @@ WorkspaceLayout workspace_layout(const GatedDeltaNetShape& s, std::int64_t token
   return l;
 }
 
-// The chunked row holding token t, or -1 (t in no row, or in a row the recurrent form runs).
-__device__ int chunked_row_of(const GatedDeltaNetRow* rows, const Dims& d, std::int64_t t) {
-  for (int r = 0; r < d.num_rows; ++r) {
-    const GatedDeltaNetRow row = rows[r];
-    if (t >= row.first && t < std::int64_t(row.first) + row.count)
-      return row.count >= d.min_tokens ? r : -1;
-  }
-  return -1;
-}
-
-// Block b's (row, chunk) among the chunked rows' chunks in row order; false past the last.
-__device__ bool chunk_of(const GatedDeltaNetRow* rows, const Dims& d, int b, int& row, int& chunk) {
-  int seen = 0;
-  for (int r = 0; r < d.num_rows; ++r) {
-    const int count = rows[r].count;
-    if (count < d.min_tokens) continue;
-    const int chunks = (count + C - 1) / C;
-    if (b < seen + chunks) {
-      row = r;
-      chunk = b - seen;
-      return true;
-    }
-    seen += chunks;
-  }
-  return false;
-}
-
 // 1. One block per (token, key head): the conv over the key head's q, k and v channels (the
 // window from the slot for the row's first conv_kernel - 1 tokens, else the row's own inputs), the
 // L2 norms and the gates of its value heads, to the workspace.
@@ -118,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ float qkv[];  // [2 DK + group v_dim], then the 2 norms' partial sums
   const std::int64_t t = blockIdx.x;
   const int kh = blockIdx.y, tid = threadIdx.x;
-  const int r = chunked_row_of(rows, d, t);
+  const int r = chunked_row_of(rows, d.num_rows, d.min_tokens, t);
   if (r < 0) return;
   const GatedDeltaNetRow row = rows[r];
   const int pos = int(t - row.first), K = d.conv_kernel, G = d.group, Dv = d.v_dim;
@@ -257,7 +231,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   auto& s = *reinterpret_cast<WySmem<DK, DV>*>(smem_bytes);
   int r = 0, chunk = 0;
-  if (!chunk_of(rows, d, blockIdx.x, r, chunk)) return;
+  if (!chunk_of_block(rows, d.num_rows, d.min_tokens, int(blockIdx.x), r, chunk)) return;
   const int h = blockIdx.y, kh = h / d.group, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const GatedDeltaNetRow row = rows[r];
   const std::int64_t start = std::int64_t(row.first) + std::int64_t(chunk) * C;
@@ -561,7 +535,7 @@ __global__ void __launch_bounds__(kThreads)
                 const bf16_bits* __restrict__ qkvz, const float* __restrict__ norm_weight,
                 float eps, bf16_bits* __restrict__ out) {
   const std::int64_t t = blockIdx.x;
-  if (chunked_row_of(rows, d, t) < 0) return;
+  if (chunked_row_of(rows, d.num_rows, d.min_tokens, t) < 0) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, G = d.group, Dv = d.v_dim;
   constexpr int kMaxPerLane = 4;  // v_dim <= 128
   for (int h = warp; h < d.v_heads; h += kThreads / 32) {
@@ -610,8 +584,7 @@ cudaError_t launch(const Dims& d, std::int64_t tokens, const GatedDeltaNetRow* r
       d, rows, qkvz, ba, params, state.conv, ws);
   window_kernel<<<dim3(unsigned((d.conv_dim + 127) / 128), unsigned(d.num_rows)), 128, 0, stream>>>(
       d, rows, qkvz, state.conv);
-  // Chunks: at most one partial chunk a row beyond tokens / 64.
-  const unsigned chunk_blocks = unsigned(tokens / C + d.num_rows);
+  const auto chunk_blocks = unsigned(chunk_grid_blocks(tokens, d.num_rows));
   wy_kernel<DK, DV>
       <<<dim3(chunk_blocks, unsigned(d.v_heads)), kThreads, wy_smem, stream>>>(d, rows, ws);
   state_kernel<DK><<<dim3(unsigned(DV / kSlice), unsigned(d.v_heads), unsigned(d.num_rows)),

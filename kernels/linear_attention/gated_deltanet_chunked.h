@@ -24,10 +24,10 @@
 #include <cstdint>
 
 #include "kernels/linear_attention/gated_deltanet.h"
+#include "kernels/linear_attention/gated_deltanet_chunk_map.h"  // kGatedDeltaChunk
 
 namespace nibble::kernels {
 
-inline constexpr int kGatedDeltaChunk = 64;  // tokens a chunk of the WY form
 // Rows of at least this many tokens take the chunked form (a first value: set from
 // test_gated_deltanet_gpu --bench, which times both forms by row length).
 inline constexpr int kGatedDeltaChunkedMinTokens = 64;

@@ -147,9 +147,11 @@ struct Launch {
   }
 };
 
-// Six steps: a prefill of mixed chunk lengths (1 to 130 tokens), then five decode steps (also one
-// from a graph), against the reference row by row (the prefill through its chunked form, decode
-// through the recurrent one); then a prompt split into two chunks in two launches against one.
+// Six steps: a prefill of mixed chunk lengths (1 to 130 tokens; 1 to 257 where rows of
+// c.min_chunked tokens take the chunked form), then five decode steps (one step also replayed from
+// a graph: the last, or the prefill where the chunked form runs), against the reference row by row
+// (the prefill through its chunked form, decode through the recurrent one); then a prompt split
+// into launches against one.
 void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c) {
   GatedDeltaNetShape shape;
   shape.heads = {c.k_heads, c.v_heads, c.k_dim, c.v_dim};

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/linear_attention/gated_deltanet.h"
+#include "kernels/linear_attention/gated_deltanet_chunk_map.h"
 
 namespace nibble::kernels {
 namespace {
@@ -43,10 +44,12 @@ __global__ void __launch_bounds__(kMaxThreads)
     gated_deltanet_kernel(Dims d, const GatedDeltaNetRow* __restrict__ rows,
                           const std::uint16_t* __restrict__ qkvz,
                           const std::uint16_t* __restrict__ ba, GatedDeltaNetDeviceParams p,
-                          GatedDeltaNetDeviceState st, std::uint16_t* __restrict__ out) {
+                          GatedDeltaNetDeviceState st, std::uint16_t* __restrict__ out,
+                          int skip_from) {
   extern __shared__ float shared[];
   const int kh = blockIdx.x, tid = threadIdx.x;
   const GatedDeltaNetRow row = rows[blockIdx.y];
+  if (takes_chunked_form(row, skip_from)) return;  // the chunked form's row
   const int G = d.group, Dv = d.v_dim, K = d.conv_kernel;
   const int channels = 2 * DK + G * Dv;  // this block's: q, k, then its value heads' v
   float* const qkv = shared;             // [channels] after the conv
@@ -165,7 +168,7 @@ cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDelta
                                int num_rows, const std::uint16_t* qkvz, const std::uint16_t* ba,
                                const GatedDeltaNetDeviceParams& params,
                                const GatedDeltaNetDeviceState& state, std::uint16_t* out,
-                               cudaStream_t stream) {
+                               cudaStream_t stream, int skip_from) {
   const GatedDeltaShape& h = shape.heads;
   const int threads = shape.group() * h.v_dim;
   if (h.k_heads < 1 || h.v_heads % h.k_heads != 0 || h.v_dim % 32 != 0 || threads < 64 ||
@@ -189,13 +192,16 @@ cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDelta
   const bool snapshots = state.max_snapshots > 0;
   switch (h.k_dim) {
     case 32:
-      launch<32>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out);
+      launch<32>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out,
+                 skip_from);
       break;
     case 64:
-      launch<64>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out);
+      launch<64>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out,
+                 skip_from);
       break;
     case 128:
-      launch<128>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out);
+      launch<128>(snapshots, grid, threads, smem, stream, d, rows, qkvz, ba, params, state, out,
+                  skip_from);
       break;
     default:
       return cudaErrorInvalidValue;

@@ -5,6 +5,7 @@
 // delta-rule state in a slot of the hybrid state pool.
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "kernels/linear_attention/gated_deltanet_shape.h"
@@ -49,14 +50,17 @@ struct GatedDeltaNetRow {
 // [num_rows] on the device, out [tokens, value_dim] BF16 (the rows' tokens written). One block per
 // (row, key head), one thread per (value head of the group, value column), the column of the state
 // in registers over the row's tokens: the state is read and written once per row. A row's tokens
-// run in order (the recurrent form; the chunked tensor-core form is for long prompts, to come).
+// run in order (the recurrent form; gated_deltanet_chunked.h has the tensor-core form for long
+// rows).
 // Supported: k_dim 32, 64 or 128; v_dim a multiple of 32; 64 <= group v_dim <= 256;
 // conv_kernel 2..8; max_snapshots >= 0, with both snapshot arrays where > 0.
-// cudaErrorInvalidValue otherwise. Capturable in a CUDA graph.
+// cudaErrorInvalidValue otherwise. Capturable in a CUDA graph. Rows that take the chunked form
+// (takes_chunked_form: count >= skip_from and no snapshots) are left alone
+// (gated_deltanet_chunked.h's dispatcher gives them to the chunked form).
 cudaError_t gated_deltanet_mix(const GatedDeltaNetShape& shape, const GatedDeltaNetRow* rows,
                                int num_rows, const std::uint16_t* qkvz, const std::uint16_t* ba,
                                const GatedDeltaNetDeviceParams& params,
                                const GatedDeltaNetDeviceState& state, std::uint16_t* out,
-                               cudaStream_t stream);
+                               cudaStream_t stream, int skip_from = INT_MAX);
 
 }  // namespace nibble::kernels

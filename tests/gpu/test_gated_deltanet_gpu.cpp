@@ -1,23 +1,24 @@
-// The device Gated DeltaNet token mixing (kernels/linear_attention/gated_deltanet.h) against its
-// CPU reference (gated_deltanet_ref.h) on fresh random inputs (the seed is printed;
-// NIBBLE_TEST_SEED reruns it): head shapes from tiny to Qwen3-Next-80B's (16 key heads, 32 value
-// heads, 128 x 128), 1 to 8 rows in shuffled slots of a larger pool from random starting states, a
-// prefill step of chunks of 1 to 130 tokens then five decode steps, conv kernels 4 and 2. Outputs
-// (BF16, poisoned first) within relative L2 1e-2 (METHOD.md's BF16 bound) of the reference (its
-// chunked form for the prefill), recurrent states within 1e-4 after the six steps, conv windows
-// bitwise, slots no row uses untouched; a step replayed from a CUDA graph, and a 70-token prompt
-// as two chunks in two launches, give the bits of one eager launch; verify rows' snapshots
-// (check_snapshots) against the reference's state after each token. Exits 77 (ctest: skipped)
-// without a GPU. `--bench` times Qwen3-Next-80B's layers (bench() below).
+// The device Gated DeltaNet token mixing (kernels/linear_attention/gated_deltanet.h, and the
+// chunked form with its dispatcher, gated_deltanet_chunked.h) against the CPU reference
+// (gated_deltanet_ref.h) on fresh random inputs (the seed is printed; NIBBLE_TEST_SEED reruns it):
+// head shapes from tiny to Qwen3-Next-80B's (16 key heads, 32 value heads, 128 x 128), 1 to 8 rows
+// in shuffled slots of a larger pool from random starting states, a prefill step of chunks of 1 to
+// 257 tokens then five decode steps, conv kernels 4 and 2. Outputs (BF16, poisoned first) within
+// relative L2 1e-2 (METHOD.md's BF16 bound) of the reference (its chunked form for the prefill),
+// recurrent states within 1e-4 after the six steps (1e-2 where the chunked form ran), conv windows
+// bitwise, slots no row uses untouched; a step replayed from a CUDA graph gives the bits of one
+// eager launch; a prompt split into launches gives the bits of one (recurrent), or both stay
+// within 1e-2 of the reference (chunked); verify rows' snapshots (check_snapshots) against the
+// reference's state after each token. Exits 77 (ctest: skipped) without a GPU. `--bench`
+// times Qwen3-Next-80B's layers (gated_deltanet_bench.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -25,9 +26,11 @@
 #include <vector>
 
 #include "kernels/linear_attention/gated_deltanet.h"
+#include "kernels/linear_attention/gated_deltanet_chunked.h"
 #include "kernels/linear_attention/gated_deltanet_ref.h"
 #include "kernels/nvfp4/bf16.h"
 #include "tests/gpu/bf16_checks.h"
+#include "tests/gpu/gated_deltanet_bench.h"
 #include "tests/gpu/gpu_check_support.h"
 
 namespace nibble {
@@ -62,6 +65,7 @@ std::vector<float> floats(const std::vector<std::uint16_t>& v) {
 struct Case {
   const char* name;
   int k_heads, v_heads, k_dim, v_dim, conv_kernel, rows;
+  int min_chunked = INT_MAX;  // rows this long take the chunked form (INT_MAX: none)
 };
 
 // The step's rows in shuffled slots: their token counts, packed in row order.
@@ -85,6 +89,9 @@ struct Pool {
 struct Launch {
   const GatedDeltaNetShape& shape;
   const kernels::GatedDeltaNetDeviceParams& params;
+  // INT_MAX: gated_deltanet_mix (the recurrent form); else gated_deltanet_mix_step with rows of
+  // at least this many tokens through the chunked form.
+  int min_chunked = INT_MAX;
   std::vector<std::uint16_t> run(const std::vector<kernels::GatedDeltaNetRow>& rows,
                                  const std::vector<std::uint16_t>& qkvz,
                                  const std::vector<std::uint16_t>& ba, Pool& pool, bool graph) {
@@ -101,10 +108,24 @@ struct Launch {
     NIBBLE_CUDA_CHECK(cudaMemset(d_out.ptr, 0xFF, d_out.n * sizeof(std::uint16_t)));  // NaNs
     cudaStream_t stream;
     NIBBLE_CUDA_CHECK(cudaStreamCreate(&stream));
+    const std::size_t work_bytes =
+        kernels::gated_deltanet_chunked_workspace_bytes(shape, std::int64_t(tokens));
+    Device<std::uint8_t> d_work(work_bytes);
+    NIBBLE_CUDA_CHECK(cudaMemset(d_work.ptr, 0xFF, d_work.n));  // nothing may read it unwritten
+    int longest = 0;
+    for (const auto& row : rows) longest = std::max(longest, int(row.count));
     auto launch = [&] {
-      NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, int(rows.size()), d_qkvz.ptr,
-                                                    d_ba.ptr, params, {d_conv.ptr, d_state.ptr},
-                                                    d_out.ptr, stream));
+      if (min_chunked == INT_MAX) {
+        NIBBLE_CUDA_CHECK(
+            kernels::gated_deltanet_mix(shape, d_rows.ptr, int(rows.size()), d_qkvz.ptr, d_ba.ptr,
+                                        params, {d_conv.ptr, d_state.ptr}, d_out.ptr, stream));
+        return;
+      }
+      const kernels::GatedDeltaNetStepRows step{d_rows.ptr, int(rows.size()), std::int64_t(tokens),
+                                                longest};
+      NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix_step(
+          shape, step, d_qkvz.ptr, d_ba.ptr, params, {d_conv.ptr, d_state.ptr},
+          {d_work.ptr, work_bytes}, d_out.ptr, stream, min_chunked));
     };
     if (graph) {
       cudaGraph_t g;
@@ -128,9 +149,11 @@ struct Launch {
   }
 };
 
-// Six steps: a prefill of mixed chunk lengths (1 to 130 tokens), then five decode steps (also one
-// from a graph), against the reference row by row (the prefill through its chunked form, decode
-// through the recurrent one); then a prompt split into two chunks in two launches against one.
+// Six steps: a prefill of mixed chunk lengths (1 to 130 tokens; 1 to 257 where rows of
+// c.min_chunked tokens take the chunked form), then five decode steps (one step also replayed from
+// a graph: the last, or the prefill where the chunked form runs), against the reference row by row
+// (the prefill through its chunked form, decode through the recurrent one); then a prompt split
+// into launches against one.
 void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c) {
   GatedDeltaNetShape shape;
   shape.heads = {c.k_heads, c.v_heads, c.k_dim, c.v_dim};
@@ -165,22 +188,27 @@ void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c)
   d_norm.upload(norm_w);
   const kernels::GatedDeltaNetDeviceParams params{d_conv_w.ptr, d_A.ptr, d_dt.ptr, d_norm.ptr,
                                                   1e-6f};
-  Launch device{shape, params};
+  Launch device{shape, params, c.min_chunked};
+  const bool chunked = c.min_chunked != INT_MAX;
   const std::vector<float> conv_wf = floats(conv_w);
   const kernels::GatedDeltaNetParams ref_params{conv_wf, A_log, dt_bias, norm_w, 1e-6f};
   Pool ref = pool;
 
   double worst_out = 0.0;
   bool graph_same = true;
+  // The chunked cases' prompts end inside a chunk, on a boundary, and short of one.
   const int prefill_counts[] = {1, 17, 130, 64, 5, 33, 2, 70};
+  const int chunked_counts[] = {130, 1, 200, 64, 5, 63, 257, 70};
   for (int step = 0; step < steps; ++step) {
     std::vector<int> counts;
-    for (int r = 0; r < nrows; ++r) counts.push_back(step == 0 ? prefill_counts[r % 8] : 1);
+    for (int r = 0; r < nrows; ++r)
+      counts.push_back(step > 0 ? 1 : chunked ? chunked_counts[r % 8] : prefill_counts[r % 8]);
     const auto rows = pack_rows(slot, counts);
     const int tokens = rows.back().first + rows.back().count;
     const auto qkvz = random_bf16(rng, std::size_t(tokens * shape.qkvz_width()), 1.0f);
     const auto ba = random_bf16(rng, std::size_t(tokens * shape.ba_width()), 2.0f);
-    const bool graph_step = step == steps - 1;
+    // The chunked form's launches are captured too (the prefill step), as a decode step is.
+    const bool graph_step = step == (chunked ? 0 : steps - 1);
     Pool before = pool;
     const std::vector<float> got = floats(device.run(rows, qkvz, ba, pool, false));
     if (graph_step) {
@@ -211,36 +239,60 @@ void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c)
       untouched &= pool.state[std::size_t(s) * state_floats + i] ==
                    start.state[std::size_t(s) * state_floats + i];
   }
-  // A 70-token prompt in one chunk, and as 23 + 47 in two launches: the same bits.
+  // A prompt in one chunk, and split in launches: recurrent, 70 tokens as 23 + 47, the same bits;
+  // chunked, 300 tokens as 100 + 137 + 63 (the last one recurrent), both within the bounds of the
+  // reference's (its recurrent form over the 300 tokens).
   const std::vector<std::int32_t> one_slot{slot[0]};
-  const auto qkvz = random_bf16(rng, std::size_t(70 * shape.qkvz_width()), 1.0f);
-  const auto ba = random_bf16(rng, std::size_t(70 * shape.ba_width()), 2.0f);
-  Pool whole = start, split = start;
-  const auto whole_out = device.run(pack_rows(one_slot, {70}), qkvz, ba, whole, false);
+  const std::vector<int> parts =
+      chunked ? std::vector<int>{100, 137, 63} : std::vector<int>{23, 47};
+  const int prompt = std::accumulate(parts.begin(), parts.end(), 0);
+  const auto qkvz = random_bf16(rng, std::size_t(prompt * shape.qkvz_width()), 1.0f);
+  const auto ba = random_bf16(rng, std::size_t(prompt * shape.ba_width()), 2.0f);
+  Pool whole = start, split = start, prompt_ref = start;
+  const auto whole_out = device.run(pack_rows(one_slot, {prompt}), qkvz, ba, whole, false);
   auto part = [&](const std::vector<std::uint16_t>& v, std::size_t width, int from, int count) {
     return std::vector<std::uint16_t>(
         v.begin() + std::ptrdiff_t(std::size_t(from) * width),
         v.begin() + std::ptrdiff_t(std::size_t(from + count) * width));
   };
-  auto split_out =
-      device.run(pack_rows(one_slot, {23}), part(qkvz, std::size_t(shape.qkvz_width()), 0, 23),
-                 part(ba, std::size_t(shape.ba_width()), 0, 23), split, false);
-  const auto rest =
-      device.run(pack_rows(one_slot, {47}), part(qkvz, std::size_t(shape.qkvz_width()), 23, 47),
-                 part(ba, std::size_t(shape.ba_width()), 23, 47), split, false);
-  split_out.insert(split_out.end(), rest.begin(), rest.end());
-  const bool split_same =
-      split_out == whole_out && split.state == whole.state && split.conv == whole.conv;
+  std::vector<std::uint16_t> split_out;
+  for (int from = 0; const int count : parts) {
+    const auto out = device.run(pack_rows(one_slot, {count}),
+                                part(qkvz, std::size_t(shape.qkvz_width()), from, count),
+                                part(ba, std::size_t(shape.ba_width()), from, count), split, false);
+    split_out.insert(split_out.end(), out.begin(), out.end());
+    from += count;
+  }
+  bool split_same = split.conv == whole.conv;
+  if (chunked) {
+    std::vector<float> want(whole_out.size());
+    const auto s = std::size_t(slot[0]);
+    const auto qkvzf = floats(qkvz), baf = floats(ba);
+    kernels::gated_deltanet_mix_ref(shape, prompt, qkvzf, baf, ref_params,
+                                    {prompt_ref.conv.data() + s * conv_floats, conv_floats},
+                                    {prompt_ref.state.data() + s * state_floats, state_floats},
+                                    want, false);
+    split_same = split_same && relative_l2(want, floats(whole_out)) <= 1e-2 &&
+                 relative_l2(want, floats(split_out)) <= 1e-2 &&
+                 relative_l2(prompt_ref.state, whole.state) <= 1e-2 &&
+                 relative_l2(prompt_ref.state, split.state) <= 1e-2;
+  } else {
+    split_same = split_same && split_out == whole_out && split.state == whole.state;
+  }
   char detail[320];
   std::snprintf(detail, sizeof detail,
                 "%d/%d heads, %dx%d, conv %d, rows %d: out rel %.2e, state rel %.2e, conv %s, "
-                "other slots %s, graph %s, split prompt %s",
+                "other slots %s, graph %s, split prompt %s%s",
                 c.k_heads, c.v_heads, c.k_dim, c.v_dim, c.conv_kernel, nrows, worst_out, state_err,
                 conv_same ? "bitwise" : "DIFFERS", untouched ? "untouched" : "WRITTEN",
-                graph_same ? "same bits" : "DIFFERS", split_same ? "same bits" : "DIFFERS");
-  results.record(
-      worst_out <= 1e-2 && state_err <= 1e-4 && conv_same && untouched && graph_same && split_same,
-      c.name, detail);
+                graph_same ? "same bits" : "DIFFERS",
+                split_same ? (chunked ? "within 1e-2" : "same bits") : "DIFFERS",
+                chunked ? ", chunked form" : "");
+  // The chunked form's state passes through BF16 operands (W S, K^T U'): METHOD.md's BF16 bound.
+  const double state_bound = chunked ? 1e-2 : 1e-4;
+  results.record(worst_out <= 1e-2 && state_err <= state_bound && conv_same && untouched &&
+                     graph_same && split_same,
+                 c.name, detail);
 }
 
 // Verify rows (GatedDeltaNetRow::snapshot, speculative decoding's rollback): one launch of a
@@ -375,182 +427,29 @@ void check_refusals(gpu_test::Results& results) {
   wide.heads = {1, 4, 128, 128};  // 512 threads
   const cudaError_t err2 =
       kernels::gated_deltanet_mix(wide, nullptr, 1, nullptr, nullptr, {}, {}, nullptr, nullptr);
-  results.record(err == cudaErrorInvalidValue && err2 == cudaErrorInvalidValue, "refusals",
-                 "unsupported k_dim and block width refused");
+  // The chunked form: no kernel for k_dim 96; a workspace short of what the tokens need.
+  GatedDeltaNetShape ok;
+  ok.heads = {2, 4, 128, 128};
+  const kernels::GatedDeltaNetRow row{0, 0, 64};
+  Device<kernels::GatedDeltaNetRow> d_row(1);
+  d_row.upload({row});
+  Device<std::uint16_t> any(1);
+  Device<float> anyf(1);
+  const kernels::GatedDeltaNetDeviceParams params{any.ptr, anyf.ptr, anyf.ptr, anyf.ptr, 1e-6f};
+  const std::size_t need = kernels::gated_deltanet_chunked_workspace_bytes(ok, 64);
+  const cudaError_t err3 =
+      kernels::gated_deltanet_mix_chunked(bad, d_row.ptr, 1, 64, 64, any.ptr, any.ptr, params,
+                                          {anyf.ptr, anyf.ptr}, {any.ptr, need}, any.ptr, nullptr);
+  const cudaError_t err4 = kernels::gated_deltanet_mix_chunked(
+      ok, d_row.ptr, 1, 64, 64, any.ptr, any.ptr, params, {anyf.ptr, anyf.ptr}, {any.ptr, need - 1},
+      any.ptr, nullptr);
+  results.record(err == cudaErrorInvalidValue && err2 == cudaErrorInvalidValue &&
+                     err3 == cudaErrorInvalidValue && err4 == cudaErrorInvalidValue && need > 0 &&
+                     kernels::gated_deltanet_chunked_workspace_bytes(bad, 64) == 0,
+                 "refusals",
+                 "unsupported k_dim and block width refused; the chunked form's k_dim 96 and "
+                 "short workspace too");
   (void)cudaGetLastError();
-}
-
-// --bench: Qwen3-Next-80B's linear-attention layers (16/32 heads of 128 x 128, conv 4) as a
-// decode step runs them: 36 layers, each its own state pool, one graph of the 36 launches
-// replayed; us a layer and the bytes it must move (state and conv window read and written, the
-// conv weights, inputs and outputs) against the device's copy rate measured here. Then verify
-// rows of 5 tokens with and without snapshots, and one prompt chunk of 8,192 tokens through one
-// layer (the recurrent form: tokens in order).
-void bench() {
-  GatedDeltaNetShape shape;
-  shape.heads = {16, 32, 128, 128};
-  shape.conv_kernel = 4;
-  constexpr int kLayers = 36;
-  const double copy = [] {
-    const std::size_t n = std::size_t(1) << 30;
-    Device<std::uint8_t> a(n), b(n);
-    NIBBLE_CUDA_CHECK(cudaMemset(a.ptr, 1, n));
-    cudaEvent_t e0, e1;
-    NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-    NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-    NIBBLE_CUDA_CHECK(cudaMemcpy(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice));
-    NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-    for (int i = 0; i < 10; ++i)
-      NIBBLE_CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice));
-    NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-    NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    return 2.0 * 10 * double(n) / (double(ms) * 1e-3);
-  }();
-  std::mt19937_64 rng(1);
-  const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * 4), 0.5f);
-  std::vector<float> ones(32, 1.0f), norm(128, 1.0f);
-  Device<std::uint16_t> d_conv_w(conv_w.size());
-  Device<float> d_A(32), d_dt(32), d_norm(128);
-  d_conv_w.upload(conv_w);
-  d_A.upload(ones);
-  d_dt.upload(ones);
-  d_norm.upload(norm);
-  const kernels::GatedDeltaNetDeviceParams params{d_conv_w.ptr, d_A.ptr, d_dt.ptr, d_norm.ptr,
-                                                  1e-6f};
-  std::printf(
-      "Gated DeltaNet, Qwen3-Next-80B layer (16/32 heads, 128 x 128, conv 4); copy %.0f "
-      "GB/s (read + write)\n",
-      copy / 1e9);
-  for (const int rows : {1, 4, 8, 32}) {
-    const auto state_bytes = std::size_t(shape.heads.state_floats()) * 4 * std::size_t(rows);
-    const auto conv_bytes = std::size_t(shape.conv_state_floats()) * 4 * std::size_t(rows);
-    std::vector<std::unique_ptr<Device<float>>> states, convs;
-    for (int l = 0; l < kLayers; ++l) {
-      states.push_back(std::make_unique<Device<float>>(state_bytes / 4));
-      convs.push_back(std::make_unique<Device<float>>(conv_bytes / 4));
-      NIBBLE_CUDA_CHECK(cudaMemset(states.back()->ptr, 0, state_bytes));
-      NIBBLE_CUDA_CHECK(cudaMemset(convs.back()->ptr, 0, conv_bytes));
-    }
-    std::vector<kernels::GatedDeltaNetRow> host_rows;
-    for (int r = 0; r < rows; ++r) host_rows.push_back({r, r, 1});
-    Device<kernels::GatedDeltaNetRow> d_rows(host_rows.size());
-    d_rows.upload(host_rows);
-    const auto qkvz = random_bf16(rng, std::size_t(rows * shape.qkvz_width()), 1.0f);
-    const auto ba = random_bf16(rng, std::size_t(rows * shape.ba_width()), 1.0f);
-    Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
-        d_out(std::size_t(rows * shape.value_dim()));
-    d_qkvz.upload(qkvz);
-    d_ba.upload(ba);
-    cudaStream_t stream;
-    NIBBLE_CUDA_CHECK(cudaStreamCreate(&stream));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    NIBBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (int l = 0; l < kLayers; ++l)
-      NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, rows, d_qkvz.ptr, d_ba.ptr,
-                                                    params, {convs[l]->ptr, states[l]->ptr},
-                                                    d_out.ptr, stream));
-    NIBBLE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    NIBBLE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    NIBBLE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
-    cudaEvent_t e0, e1;
-    NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-    NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-    constexpr int kReplays = 20;
-    NIBBLE_CUDA_CHECK(cudaEventRecord(e0, stream));
-    for (int i = 0; i < kReplays; ++i) NIBBLE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    NIBBLE_CUDA_CHECK(cudaEventRecord(e1, stream));
-    NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    const double us = 1e3 * double(ms) / (kReplays * kLayers);
-    const double bytes = 2.0 * double(state_bytes + conv_bytes) + double(conv_w.size() * 2) +
-                         double((qkvz.size() + ba.size()) * 2 + d_out.n * 2);
-    std::printf("decode rows %2d: %7.2f us a layer, %6.2f MB moved, %5.1f%% of copy\n", rows, us,
-                bytes / 1e6, 100.0 * bytes / (us * 1e-6) / copy);
-    NIBBLE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    NIBBLE_CUDA_CHECK(cudaGraphDestroy(graph));
-    NIBBLE_CUDA_CHECK(cudaStreamDestroy(stream));
-  }
-  // Verify rows of a token and 4 drafts, with and without snapshots (max_snapshots 5 or 0, the
-  // same rows): what keeping the state after each token adds to a verify step's layer. 20 eager
-  // launches back to back, one layer.
-  for (const int rows : {1, 8}) {
-    constexpr int kTokens = 5, kLaunches = 20;
-    const auto state_n = std::size_t(shape.heads.state_floats()) * std::size_t(rows);
-    const auto conv_n = std::size_t(shape.conv_state_floats()) * std::size_t(rows);
-    Device<float> state(state_n), conv(conv_n), snap_state(state_n * kTokens),
-        snap_conv(conv_n * kTokens);
-    NIBBLE_CUDA_CHECK(cudaMemset(state.ptr, 0, state_n * 4));
-    NIBBLE_CUDA_CHECK(cudaMemset(conv.ptr, 0, conv_n * 4));
-    std::vector<kernels::GatedDeltaNetRow> host_rows;
-    for (int r = 0; r < rows; ++r) host_rows.push_back({r, r * kTokens, kTokens, 1});
-    Device<kernels::GatedDeltaNetRow> d_rows(host_rows.size());
-    d_rows.upload(host_rows);
-    const auto qkvz = random_bf16(rng, std::size_t(rows * kTokens * shape.qkvz_width()), 1.0f);
-    const auto ba = random_bf16(rng, std::size_t(rows * kTokens * shape.ba_width()), 1.0f);
-    Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
-        d_out(std::size_t(rows * kTokens * shape.value_dim()));
-    d_qkvz.upload(qkvz);
-    d_ba.upload(ba);
-    double us[2] = {0, 0};
-    for (const int keep : {0, 1}) {
-      kernels::GatedDeltaNetDeviceState st{conv.ptr, state.ptr};
-      if (keep) st = {conv.ptr, state.ptr, snap_conv.ptr, snap_state.ptr, kTokens};
-      auto launch = [&] {
-        NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, rows, d_qkvz.ptr, d_ba.ptr,
-                                                      params, st, d_out.ptr, nullptr));
-      };
-      launch();  // warm-up
-      cudaEvent_t e0, e1;
-      NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-      NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-      NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-      for (int i = 0; i < kLaunches; ++i) launch();
-      NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-      NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      us[keep] = 1e3 * double(ms) / kLaunches;
-    }
-    std::printf(
-        "verify rows %d x %d tokens: %7.2f us a layer without snapshots, %7.2f with (%.2f MB of "
-        "snapshots written)\n",
-        rows, kTokens, us[0], us[1], double((state_n + conv_n) * kTokens * 4) / 1e6);
-  }
-  // One prompt chunk of 8,192 tokens.
-  const int tokens = 8192;
-  const auto qkvz = random_bf16(rng, std::size_t(tokens) * std::size_t(shape.qkvz_width()), 1.0f);
-  const auto ba = random_bf16(rng, std::size_t(tokens) * std::size_t(shape.ba_width()), 1.0f);
-  Device<std::uint16_t> d_qkvz(qkvz.size()), d_ba(ba.size()),
-      d_out(std::size_t(tokens) * std::size_t(shape.value_dim()));
-  d_qkvz.upload(qkvz);
-  d_ba.upload(ba);
-  Device<float> conv(std::size_t(shape.conv_state_floats())),
-      state(std::size_t(shape.heads.state_floats()));
-  NIBBLE_CUDA_CHECK(cudaMemset(conv.ptr, 0, conv.n * 4));
-  NIBBLE_CUDA_CHECK(cudaMemset(state.ptr, 0, state.n * 4));
-  const std::vector<kernels::GatedDeltaNetRow> one{{0, 0, tokens}};
-  Device<kernels::GatedDeltaNetRow> d_one(1);
-  d_one.upload(one);
-  cudaEvent_t e0, e1;
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-  NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_one.ptr, 1, d_qkvz.ptr, d_ba.ptr, params,
-                                                {conv.ptr, state.ptr}, d_out.ptr, nullptr));
-  NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-  NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_one.ptr, 1, d_qkvz.ptr, d_ba.ptr, params,
-                                                {conv.ptr, state.ptr}, d_out.ptr, nullptr));
-  NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-  NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-  float ms = 0;
-  NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  std::printf(
-      "prefill, one chunk of %d tokens: %.2f ms a layer (%.1f us a token); x36 layers: "
-      "%.0f ms\n",
-      tokens, double(ms), 1e3 * double(ms) / tokens, 36.0 * double(ms));
 }
 
 }  // namespace
@@ -565,7 +464,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bench") == 0)
     return nibble::gpu_test::run_reporting_failures(
         [](int, char**) {
-          nibble::bench();
+          nibble::gpu_test::run_gated_deltanet_bench();
           return 0;
         },
         argc, argv);
@@ -580,6 +479,15 @@ int main(int argc, char** argv) {
             {"2/4 128x128, 8 rows", 2, 4, 128, 128, 4, 8},
             {"Qwen3-Next-80B 16/32 128x128", 16, 32, 128, 128, 4, 1},
             {"Qwen3-Next-80B 16/32 128x128, 4 rows", 16, 32, 128, 128, 4, 4},
+            // Rows of >= 64 tokens through the chunked form, the rest recurrent; with 1, every
+            // row (decode steps too); 32x32 has no chunked kernel (recurrent for all).
+            {"chunked 1/1 64x64", 1, 1, 64, 64, 4, 3, 64},
+            {"chunked 2/4 128x64, conv 2", 2, 4, 128, 64, 2, 5, 64},
+            {"chunked 2/4 64x128", 2, 4, 64, 128, 4, 4, 64},
+            {"chunked 2/4 128x128, 8 rows", 2, 4, 128, 128, 4, 8, 64},
+            {"chunked every row 2/4 128x128", 2, 4, 128, 128, 4, 3, 1},
+            {"chunked 2/4 32x32 (recurrent fallback)", 2, 4, 32, 32, 4, 3, 64},
+            {"chunked Qwen3-Next-80B 16/32 128x128, 2 rows", 16, 32, 128, 128, 4, 2, 64},
         };
         for (const auto& c : cases) nibble::check_case(results, rng, c);
         for (const auto& c : {cases[1], cases[2], cases[4]})

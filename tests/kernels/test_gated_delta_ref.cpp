@@ -101,6 +101,31 @@ TEST(GatedDeltaRef, ChunkedEqualsRecurrent) {
   EXPECT_EQ(checked, 4 * 4 * 3 * 2);
 }
 
+// The device kernels' shapes (k_dim 64 and 128, two value heads a key head), chunks of 64 as the
+// chunked kernel runs them, prompts ending inside a chunk, from a random state: the form
+// gated_deltanet_chunked.h computes on tensor cores is the recurrent one.
+TEST(GatedDeltaRef, ChunkedEqualsRecurrentAtKernelShapes) {
+  const std::uint64_t seed = std::random_device{}();
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const GatedDeltaShape shapes[] = {{2, 4, 64, 64}, {1, 2, 128, 128}, {2, 4, 128, 64}};
+  for (const GatedDeltaShape& shape : shapes) {
+    for (const std::int64_t tokens : {63, 65, 150}) {
+      const Sequence s = random_sequence(rng, shape, tokens, true);
+      std::vector<float> state_r = s.state, state_c = s.state;
+      std::vector<float> out_r(out_size(s)), out_c(out_size(s));
+      gated_delta_recurrent_ref(shape, tokens, s.inputs(), state_r, out_r);
+      gated_delta_chunked_ref(shape, tokens, s.inputs(), state_c, out_c, 64);
+      EXPECT_LT(relative_l2(out_r, out_c), 1e-6)
+          << shape.k_heads << "/" << shape.v_heads << " heads, " << shape.k_dim << "x"
+          << shape.v_dim << ", T " << tokens;
+      EXPECT_LT(relative_l2(state_r, state_c), 1e-6);
+      // The state moved: a test that a no-op would fail.
+      EXPECT_GT(relative_l2(s.state, state_c), 1e-2);
+    }
+  }
+}
+
 TEST(GatedDeltaRef, SplitIntoCallsEqualsOneCall) {
   std::mt19937_64 rng(std::random_device{}());
   const GatedDeltaShape shape{2, 4, 16, 8};

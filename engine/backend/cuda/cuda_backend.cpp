@@ -288,6 +288,8 @@ class CudaBackend : public Backend {
     cuda::StepInputs in = cuda::step_inputs_at(buffers_.step.get(), packed);
     in.num_state_rows = int(layout.state_rows.size());
     in.snapshots = snapshots > 0;
+    for (const kernels::GatedDeltaNetRow& row : layout.state_rows)
+      in.longest_state_row = std::max(in.longest_state_row, int(row.count));
     in.decode_tiles =
         int(std::count_if(layout.tiles.begin(), layout.tiles.end(),
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));

@@ -113,7 +113,7 @@ class CudaStepOps : public DecoderOps {
 
   // x2 = x + out_proj(Gated DeltaNet mixing of in_proj_qkvz(h), in_proj_ba(h)), h = norm(x),
   // each sequence's conv window and delta-rule state read and advanced in its state slot
-  // (StepInputs::state_rows, one row per sequence).
+  // (StepInputs::state_rows, one row per sequence; long rows through the chunked form).
   void gated_deltanet(int l, model::NormKind norm,
                       const model::LinearAttentionSpec& spec) override {
     const DeviceLayer& w = f_.m_.layers[std::size_t(l)];
@@ -125,10 +125,13 @@ class CudaStepOps : public DecoderOps {
     mark("norm+in_proj");
     const kernels::GatedDeltaNetDeviceParams params{
         la.conv_weight.get(), la.A_log.get(), la.dt_bias.get(), la.norm.get(), c_.rms_norm_eps};
-    check(kernels::gated_deltanet_mix(deltanet_shape(spec), in_.state_rows, in_.num_state_rows,
-                                      act_.qkvz.get(), act_.ba.get(), params,
-                                      cache_.state(l, in_.snapshots), act_.mixed.get(), f_.stream_),
-          "gated_deltanet_mix");
+    // Long rows (prompt chunks) through the chunked form, the rest (decode) the recurrent one.
+    const kernels::GatedDeltaNetStepRows rows{in_.state_rows, in_.num_state_rows, T,
+                                              in_.longest_state_row};
+    check(kernels::gated_deltanet_mix_step(
+              deltanet_shape(spec), rows, act_.qkvz.get(), act_.ba.get(), params, cache_.state(l, in_.snapshots),
+              {act_.deltanet_work.get(), act_.deltanet_work.size()}, act_.mixed.get(), f_.stream_),
+          "gated_deltanet_mix_step");
     mark("gated deltanet");
     f_.linears_.run(la.out_proj, act_.mixed.get(), T, act_.x.get(), act_.x2.get());
     mark("out_proj");

@@ -19,6 +19,7 @@
 #include "engine/model/model_description.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/linear_attention/gated_deltanet.h"
+#include "kernels/linear_attention/gated_deltanet_chunked.h"
 
 namespace nibble::backend::cuda {
 
@@ -35,10 +36,13 @@ struct StepInputs {
   const std::int32_t* block_tables = nullptr;
   const std::int32_t* logit_rows = nullptr;
   int decode_tiles = -1;  // attention tiles of one row, -1: unknown (paged_attention.h)
-  // Hybrid models: the step's Gated DeltaNet rows (one per sequence), and how many.
+  // Hybrid models: the step's Gated DeltaNet rows (one per sequence), how many, and the longest
+  // row's token count (0: unknown, every row then runs the recurrent form; rows of at least
+  // kernels::kGatedDeltaChunkedMinTokens take the chunked form).
   const kernels::GatedDeltaNetRow* state_rows = nullptr;
   int num_state_rows = 0;
   bool snapshots = false;  // some rows are verify rows keeping snapshots (eager steps only)
+  int longest_state_row = 0;
 };
 
 // The step's inputs inside one device blob at `at`'s offsets (step_layout.h: PackedStep for an

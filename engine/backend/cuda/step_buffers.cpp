@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/linear_attention/gated_deltanet_shape.h"
+#include "kernels/linear_attention/gated_deltanet_chunked.h"
 #include "kernels/moe/moe_experts.h"
 
 namespace nibble::backend::cuda {
@@ -50,6 +50,7 @@ bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64
     grow(qkvz, t * std::size_t(shape.qkvz_width()));
     grow(ba, t * std::size_t(shape.ba_width()));
     grow(mixed, t * std::size_t(shape.value_dim()));
+    grow(deltanet_work, kernels::gated_deltanet_chunked_workspace_bytes(shape, T));
   }
   const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
   grow(last, rows * H);

@@ -27,6 +27,9 @@ struct Activations {
   // Gated DeltaNet layers (hybrid models only): in_proj_qkvz's and in_proj_ba's outputs, the
   // mixing's output [T, Vh Dv] (kernels/linear_attention/gated_deltanet_shape.h).
   DeviceBuffer<bf16> qkvz, ba, mixed;
+  // The chunked delta rule's workspace for T tokens (gated_deltanet_chunked.h; decode graphs never
+  // read it).
+  DeviceBuffer<std::byte> deltanet_work;
 
   // Grows every buffer for steps of T rows, R sampled; true when one was reallocated.
   bool ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R);

@@ -154,12 +154,13 @@ template <int DK>
 void launch(bool snapshots, dim3 grid, int threads, std::size_t smem, cudaStream_t stream,
             const Dims& d, const GatedDeltaNetRow* rows, const std::uint16_t* qkvz,
             const std::uint16_t* ba, const GatedDeltaNetDeviceParams& p,
-            const GatedDeltaNetDeviceState& st, std::uint16_t* out) {
+            const GatedDeltaNetDeviceState& st, std::uint16_t* out, int skip_from) {
   if (snapshots)
-    gated_deltanet_kernel<DK, true><<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, p, st, out);
+    gated_deltanet_kernel<DK, true>
+        <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, p, st, out, skip_from);
   else
     gated_deltanet_kernel<DK, false>
-        <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, p, st, out);
+        <<<grid, threads, smem, stream>>>(d, rows, qkvz, ba, p, st, out, skip_from);
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // U', e^(G_last - G) U' and the masked Q K^T as operands; the output before the norm), FP32
 // elsewhere (G, the inverse, accumulators, the state), against the recurrent FP64 reference: the
 // precision budget the GPU test's bounds (1e-2) assume; and the same steps without rounding
-// (within 1e-5), the kernel's arrangement of the algebra (which factor carries e^G, the padding
-// of a last partial chunk).
+// (within 1e-4: FP32 rounding through up to 257 steps of decays reaches ~2e-5), the kernel's
+// arrangement of the algebra (which factor carries e^G, the padding of a last partial chunk).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -162,8 +162,8 @@ TEST(GatedDeltaBf16Chunks, WithinTheGpuTestsBounds) {
       g_round = false;
       std::vector<float> exact_state = state, exact(want.size());
       kernel_model(K, V, T, q, k, v, g, beta, exact_state, exact);
-      EXPECT_LT(relative_l2(want, exact), 1e-5) << "k_dim " << K << ", T " << T;
-      EXPECT_LT(relative_l2(want_state, exact_state), 1e-5) << "k_dim " << K << ", T " << T;
+      EXPECT_LT(relative_l2(want, exact), 1e-4) << "k_dim " << K << ", T " << T;
+      EXPECT_LT(relative_l2(want_state, exact_state), 1e-4) << "k_dim " << K << ", T " << T;
       g_round = true;
       std::vector<float> got_state = state, got(want.size());
       kernel_model(K, V, T, q, k, v, g, beta, got_state, got);

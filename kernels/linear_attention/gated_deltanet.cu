@@ -4,6 +4,7 @@
 // chunks and decode rows together.
 #include <cuda_bf16.h>
 
+#include "kernels/linear_attention/deltanet_device_math.cuh"
 #include "kernels/linear_attention/gated_deltanet.h"
 #include "kernels/linear_attention/gated_deltanet_chunk_map.h"
 
@@ -15,20 +16,9 @@ constexpr int kMaxConvKernel = 8;
 // the block stays at 256 threads (Qwen3-Next: 2 value heads of 128 per key head).
 constexpr int kMaxThreads = 256;
 
-__device__ __forceinline__ float bf16_at(const std::uint16_t* p, std::int64_t i) {
-  return __bfloat162float(__ushort_as_bfloat16(p[i]));
-}
-
-__device__ __forceinline__ float silu(float x) {
-  return x / (1.0f + __expf(-x));
-}
-
-// Sum over a warp, every lane gets it.
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-  return v;
-}
+using deltanet::bf16_at;
+using deltanet::silu;
+using deltanet::warp_sum;
 
 struct Dims {
   int k_heads, v_heads, v_dim, conv_kernel, group, key_dim, value_dim, conv_dim, qkvz_width,

@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "kernels/linear_attention/deltanet_device_math.cuh"
 #include "kernels/linear_attention/gated_deltanet_chunk_map.h"
 #include "kernels/linear_attention/gated_deltanet_chunked.h"
 #include "kernels/linear_attention/mma_fragments.h"
@@ -19,24 +20,14 @@ constexpr int kMaxConvKernel = 8;
 constexpr int kSlice = 32;  // value columns a state block keeps (its S slice: k_dim x 32 FP32)
 
 using bf16_bits = std::uint16_t;
+using deltanet::bf16_at;
+using deltanet::silu;
+using deltanet::to_bf16;
+using deltanet::warp_sum;
 
-__device__ __forceinline__ float bf16_at(const bf16_bits* p, std::int64_t i) {
-  return __bfloat162float(__ushort_as_bfloat16(p[i]));
-}
-__device__ __forceinline__ bf16_bits to_bf16(float x) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
 // Two floats as a BF16 pair, the first in the low half (an mma fragment register).
 __device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
   return std::uint32_t(to_bf16(lo)) | (std::uint32_t(to_bf16(hi)) << 16);
-}
-__device__ __forceinline__ float silu(float x) {
-  return x / (1.0f + __expf(-x));
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-  return v;
 }
 __device__ __forceinline__ unsigned smem_address(const void* p) {
   return unsigned(__cvta_generic_to_shared(p));

@@ -44,6 +44,16 @@ inline double relative_l2(std::span<const float> got, std::span<const float> wan
   return std::sqrt(diff / ref);
 }
 
+// The largest difference of one logit, over the logits' RMS.
+inline double max_difference_over_rms(std::span<const float> got, std::span<const float> want) {
+  double worst = 0, sum = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+    sum += double(want[i]) * want[i];
+  }
+  return worst / std::sqrt(sum / double(want.size()));
+}
+
 // n tokens drawn uniformly from [0, vocab).
 inline std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, int vocab) {
   std::uniform_int_distribution<int> u(0, vocab - 1);

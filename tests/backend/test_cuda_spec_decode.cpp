@@ -38,6 +38,7 @@
 namespace nibble::backend {
 namespace {
 
+using nibble::testing::max_difference_over_rms;
 using nibble::testing::random_tokens;
 using nibble::testing::relative_l2;
 
@@ -77,16 +78,6 @@ model::ModelWeights spec_model(Arch arch, std::uint64_t salt) {
   auto weights = testing::random_model(spec_config(arch), g_seed ^ salt);
   if (arch != Arch::Llama) testing::quantize_experts(weights);
   return weights;
-}
-
-// The largest difference of one logit, over the logits' RMS.
-double max_difference_over_rms(std::span<const float> got, std::span<const float> want) {
-  double worst = 0, sum = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-    sum += double(want[i]) * want[i];
-  }
-  return worst / std::sqrt(sum / double(want.size()));
 }
 
 std::span<const float> row(const std::vector<float>& logits, std::size_t r, std::size_t vocab) {

@@ -24,6 +24,7 @@
 namespace nibble::backend {
 namespace {
 
+using nibble::testing::max_difference_over_rms;
 using nibble::testing::random_tokens;
 
 std::uint64_t g_seed = 0;  // main: 20261207 unless NIBBLE_TEST_SEED says otherwise
@@ -31,15 +32,6 @@ std::uint64_t g_seed = 0;  // main: 20261207 unless NIBBLE_TEST_SEED says otherw
 // The largest difference of one logit between two paths of the GPU, as a fraction of the logits'
 // RMS (test_cuda_spec_decode.cpp's bound: about three BF16 ulps at the largest logits).
 constexpr double kPathTolerance = 0.1;
-
-double max_difference_over_rms(std::span<const float> got, std::span<const float> want) {
-  double worst = 0, sum = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-    sum += double(want[i]) * want[i];
-  }
-  return worst / std::sqrt(sum / double(want.size()));
-}
 
 struct Case {
   const char* name;

@@ -149,6 +149,26 @@ struct Launch {
   }
 };
 
+// A layer's parameters drawn at random: conv weights (BF16), A_log, dt_bias, the norm's weight.
+struct LayerParams {
+  std::vector<std::uint16_t> conv_w;
+  std::vector<float> A_log, dt_bias, norm_w;
+};
+LayerParams random_layer_params(std::mt19937_64& rng, const Case& c,
+                                const GatedDeltaNetShape& shape) {
+  LayerParams p;
+  p.conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * c.conv_kernel), 0.5f);
+  std::uniform_real_distribution<float> uniform(0.01f, 16.0f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  p.A_log.resize(std::size_t(c.v_heads));
+  p.dt_bias.resize(p.A_log.size());
+  p.norm_w.resize(std::size_t(c.v_dim));
+  for (auto& x : p.A_log) x = std::log(uniform(rng));
+  for (auto& x : p.dt_bias) x = 1.0f + 0.1f * normal(rng);
+  for (auto& x : p.norm_w) x = 1.0f + 0.1f * normal(rng);
+  return p;
+}
+
 // Six steps: a prefill of mixed chunk lengths (1 to 130 tokens; 1 to 257 where rows of
 // c.min_chunked tokens take the chunked form), then five decode steps (one step also replayed from
 // a graph: the last, or the prefill where the chunked form runs), against the reference row by row
@@ -161,14 +181,10 @@ void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c)
   const int nrows = c.rows, slots = nrows + 3, steps = 6;
   const auto conv_floats = std::size_t(shape.conv_state_floats());
   const auto state_floats = std::size_t(shape.heads.state_floats());
-  const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * c.conv_kernel), 0.5f);
-  std::uniform_real_distribution<float> uniform(0.01f, 16.0f);
+  const LayerParams layer = random_layer_params(rng, c, shape);
+  const auto &conv_w = layer.conv_w, &norm_w = layer.norm_w;
+  const auto &A_log = layer.A_log, &dt_bias = layer.dt_bias;
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> A_log(std::size_t(c.v_heads)), dt_bias(A_log.size()),
-      norm_w(std::size_t(c.v_dim));
-  for (auto& x : A_log) x = std::log(uniform(rng));
-  for (auto& x : dt_bias) x = 1.0f + 0.1f * normal(rng);
-  for (auto& x : norm_w) x = 1.0f + 0.1f * normal(rng);
   // Random states everywhere (as after earlier chunks); row r in slot slot[r].
   Pool pool{std::vector<float>(conv_floats * std::size_t(slots)),
             std::vector<float>(state_floats * std::size_t(slots))};
@@ -309,14 +325,10 @@ void check_snapshots(gpu_test::Results& results, std::mt19937_64& rng, const Cas
   constexpr int kSlots = 5, kMaxSnapshots = 6;
   const auto conv_floats = std::size_t(shape.conv_state_floats());
   const auto state_floats = std::size_t(shape.heads.state_floats());
-  const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * c.conv_kernel), 0.5f);
-  std::uniform_real_distribution<float> uniform(0.01f, 16.0f);
+  const LayerParams layer = random_layer_params(rng, c, shape);
+  const auto &conv_w = layer.conv_w, &norm_w = layer.norm_w;
+  const auto &A_log = layer.A_log, &dt_bias = layer.dt_bias;
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> A_log(std::size_t(c.v_heads)), dt_bias(A_log.size()),
-      norm_w(std::size_t(c.v_dim));
-  for (auto& x : A_log) x = std::log(uniform(rng));
-  for (auto& x : dt_bias) x = 1.0f + 0.1f * normal(rng);
-  for (auto& x : norm_w) x = 1.0f + 0.1f * normal(rng);
   Pool start{std::vector<float>(conv_floats * kSlots), std::vector<float>(state_floats * kSlots)};
   for (auto& x : start.conv) x = bf16_to_float(float_to_bf16(normal(rng)));
   for (auto& x : start.state) x = 0.1f * normal(rng);

@@ -15,6 +15,8 @@
 #include "kernels/linear_attention/gated_delta_ref.h"
 #include "kernels/nvfp4/bf16.h"
 
+#include "tests/kernels/relative_l2.h"
+
 namespace nibble::kernels {
 namespace {
 
@@ -24,14 +26,7 @@ float bf(float x) {
   return g_round ? nvfp4::bf16_to_float(nvfp4::float_to_bf16(x)) : x;
 }
 
-double relative_l2(const std::vector<float>& want, const std::vector<float>& got) {
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff += (double(want[i]) - got[i]) * (double(want[i]) - got[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-300));
-}
+using testing::relative_l2;
 
 // One value head: q, k [T][K] normalised (q scaled), v [T][V], g, beta [T]; S [K][V] in and out;
 // o [T][V]. The kernel's steps, chunk by chunk.

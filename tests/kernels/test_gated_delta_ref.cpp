@@ -13,17 +13,12 @@
 #include "kernels/linear_attention/gated_delta_ref.h"
 #include "kernels/linear_attention/gated_norm_ref.h"
 
+#include "tests/kernels/relative_l2.h"
+
 namespace nibble::kernels {
 namespace {
 
-double relative_l2(const std::vector<float>& want, const std::vector<float>& got) {
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff += (double(want[i]) - got[i]) * (double(want[i]) - got[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-300));
-}
+using testing::relative_l2;
 
 struct Sequence {
   GatedDeltaShape shape;

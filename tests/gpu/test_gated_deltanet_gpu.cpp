@@ -182,8 +182,8 @@ void check_case(gpu_test::Results& results, std::mt19937_64& rng, const Case& c)
   const auto conv_floats = std::size_t(shape.conv_state_floats());
   const auto state_floats = std::size_t(shape.heads.state_floats());
   const LayerParams layer = random_layer_params(rng, c, shape);
-  const auto &conv_w = layer.conv_w, &norm_w = layer.norm_w;
-  const auto &A_log = layer.A_log, &dt_bias = layer.dt_bias;
+  const auto& conv_w = layer.conv_w;
+  const auto &A_log = layer.A_log, &dt_bias = layer.dt_bias, &norm_w = layer.norm_w;
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Random states everywhere (as after earlier chunks); row r in slot slot[r].
   Pool pool{std::vector<float>(conv_floats * std::size_t(slots)),
@@ -326,8 +326,8 @@ void check_snapshots(gpu_test::Results& results, std::mt19937_64& rng, const Cas
   const auto conv_floats = std::size_t(shape.conv_state_floats());
   const auto state_floats = std::size_t(shape.heads.state_floats());
   const LayerParams layer = random_layer_params(rng, c, shape);
-  const auto &conv_w = layer.conv_w, &norm_w = layer.norm_w;
-  const auto &A_log = layer.A_log, &dt_bias = layer.dt_bias;
+  const auto& conv_w = layer.conv_w;
+  const auto &A_log = layer.A_log, &dt_bias = layer.dt_bias, &norm_w = layer.norm_w;
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Pool start{std::vector<float>(conv_floats * kSlots), std::vector<float>(state_floats * kSlots)};
   for (auto& x : start.conv) x = bf16_to_float(float_to_bf16(normal(rng)));

@@ -27,6 +27,10 @@ struct CudaOptions {
   bool linear_overlap = true;   // programmatic dependent launch of the NVFP4 linears
   bool w4a16_dense = true;      // large-M NVFP4 linears may dequantise then call cuBLAS
   bool step_timing = false;     // log where each step's GPU time goes, every 100 steps
+  // Linear-attention rows (Qwen3-Next) of at least this many tokens take the chunked delta rule,
+  // shorter ones the recurrent form; 0: the kernels' choice (kGatedDeltaChunkedMinTokens). Tests
+  // pin one form (1: all chunked; INT_MAX: all recurrent) to compare paths of the same rounding.
+  int deltanet_chunked_min_tokens = 0;
   CudaMoeOptions moe;
   kernels::LinearOptions linear;        // the NVFP4 linears' tiles (kernels/nvfp4_linear.h)
   kernels::AttentionOptions attention;  // which attention kernels run (paged_attention.h)

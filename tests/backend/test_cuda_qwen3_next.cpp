@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -94,6 +95,17 @@ model::ModelWeights make_weights(const Case& p) {
     model::quantize_weights_nvfp4(w);
   }
   return w;
+}
+
+// The delta rule's two forms round differently (the chunked one through BF16 operands), so the
+// GPU is compared with itself under one form at a time (CudaOptions::deltanet_chunked_min_tokens:
+// every row chunked, or every row recurrent); with the default choice a row's form follows its
+// length, and those runs are held to the CPU.
+constexpr int kEveryRowChunked = 1, kEveryRowRecurrent = INT_MAX;
+std::unique_ptr<Backend> make_gpu_in_one_form(const Case& p, int chunked_min_tokens) {
+  CudaOptions options;
+  options.deltanet_chunked_min_tokens = chunked_min_tokens;
+  return make_cuda_backend(make_weights(p), options);
 }
 
 Pair make_pair(const Case& p) {
@@ -168,17 +180,24 @@ TEST_P(CudaQwen3Next, PrefillInChunksEqualsOneChunk) {
   std::mt19937 rng(std::uint32_t(g_seed) + 2);
   const auto prompt = random_tokens(rng, 70, b.cpu->config().vocab_size);
   const auto cpu_whole = nibble::testing::logits_after_chunks(*b.cpu, {prompt}, 128);
-  const auto gpu_whole = nibble::testing::logits_after_chunks(*b.gpu, {prompt}, 128);
-  Errors errors, self;
-  errors.add(relative_l2(gpu_whole, cpu_whole));
-  for (const auto& sizes :
-       std::vector<std::vector<int>>{{23, 47}, {1, 69}, {64, 6}, {65, 5}, {3, 2, 60, 5}, {69, 1}}) {
-    const auto chunked = nibble::testing::logits_after_chunks(*b.gpu, split(prompt, sizes), 128);
-    errors.add(relative_l2(chunked, cpu_whole));
-    self.add(relative_l2(chunked, gpu_whole));
-  }
+  const std::vector<std::vector<int>> splits = {{23, 47}, {1, 69},       {64, 6},
+                                                {65, 5},  {3, 2, 60, 5}, {69, 1}};
+  Errors errors;
+  errors.add(relative_l2(nibble::testing::logits_after_chunks(*b.gpu, {prompt}, 128), cpu_whole));
+  for (const auto& sizes : splits)
+    errors.add(relative_l2(nibble::testing::logits_after_chunks(*b.gpu, split(prompt, sizes), 128),
+                           cpu_whole));
   errors.check(p, "70 tokens in chunks against the CPU in one");
-  self.check_self("70 tokens in chunks against one chunk");
+  for (const int form : {kEveryRowRecurrent, kEveryRowChunked}) {
+    auto gpu = make_gpu_in_one_form(p, form);
+    const auto gpu_whole = nibble::testing::logits_after_chunks(*gpu, {prompt}, 128);
+    Errors self;
+    for (const auto& sizes : splits)
+      self.add(relative_l2(nibble::testing::logits_after_chunks(*gpu, split(prompt, sizes), 128),
+                           gpu_whole));
+    self.check_self(form == kEveryRowChunked ? "70 tokens in chunks against one chunk (chunked)"
+                                             : "70 tokens in chunks against one chunk (recurrent)");
+  }
 }
 
 // Three sequences in one step of a shared cache, each in its own state slot: a first chunk, a
@@ -186,38 +205,47 @@ TEST_P(CudaQwen3Next, PrefillInChunksEqualsOneChunk) {
 TEST_P(CudaQwen3Next, ABatchOfMixedSequencesEqualsEachAlone) {
   const Case p = GetParam();
   Pair b = make_pair(p);
-  const int V = b.cpu->config().vocab_size;
-  std::mt19937 rng(std::uint32_t(g_seed) + 3);
-  const auto a = random_tokens(rng, 40, V), bb = random_tokens(rng, 70, V),
-             c = random_tokens(rng, 9, V);
-  auto cache = b.gpu->new_kv_cache_with_state(3 * 8, 16, 3);
-  ASSERT_EQ(cache->num_state_slots(), 3);
-  std::vector<int> ta(8), tb(8), tc(8);
-  std::iota(ta.begin(), ta.end(), 16);
-  std::iota(tb.begin(), tb.end(), 0);
-  std::iota(tc.begin(), tc.end(), 8);
-  std::vector<float> la(static_cast<std::size_t>(V)), lb(la.size()), lc(la.size());
-  BatchItem b1{std::span(bb).first(50), 0, tb, {}};
-  b1.state_slot = 2;
-  BatchItem c1{std::span(c).first(8), 0, tc, {}};
-  c1.state_slot = 0;
-  const BatchItem step1[] = {b1, c1};
-  b.gpu->forward_batch(*cache, step1);
-  BatchItem a2{a, 0, ta, la};
-  a2.state_slot = 1;
-  BatchItem b2{std::span(bb).subspan(50), 50, tb, lb};
-  b2.state_slot = 2;
-  BatchItem c2{std::span(c).subspan(8), 8, tc, lc};
-  c2.state_slot = 0;
-  const BatchItem step2[] = {c2, a2, b2};
-  b.gpu->forward_batch(*cache, step2);
-  Errors errors, self;
-  for (const auto& [got, tokens] : {std::pair{&la, &a}, std::pair{&lb, &bb}, std::pair{&lc, &c}}) {
-    errors.add(relative_l2(*got, nibble::testing::logits_after_chunks(*b.cpu, {*tokens}, 128)));
-    self.add(relative_l2(*got, nibble::testing::logits_after_chunks(*b.gpu, {*tokens}, 128)));
+  for (const int form : {0, kEveryRowRecurrent, kEveryRowChunked}) {
+    // 0: the default choice of form, held to the CPU; the others against the GPU alone.
+    if (form != 0) b.gpu = make_gpu_in_one_form(p, form);
+    const int V = b.cpu->config().vocab_size;
+    std::mt19937 rng(std::uint32_t(g_seed) + 3);
+    const auto a = random_tokens(rng, 40, V), bb = random_tokens(rng, 70, V),
+               c = random_tokens(rng, 9, V);
+    auto cache = b.gpu->new_kv_cache_with_state(3 * 8, 16, 3);
+    ASSERT_EQ(cache->num_state_slots(), 3);
+    std::vector<int> ta(8), tb(8), tc(8);
+    std::iota(ta.begin(), ta.end(), 16);
+    std::iota(tb.begin(), tb.end(), 0);
+    std::iota(tc.begin(), tc.end(), 8);
+    std::vector<float> la(static_cast<std::size_t>(V)), lb(la.size()), lc(la.size());
+    BatchItem b1{std::span(bb).first(50), 0, tb, {}};
+    b1.state_slot = 2;
+    BatchItem c1{std::span(c).first(8), 0, tc, {}};
+    c1.state_slot = 0;
+    const BatchItem step1[] = {b1, c1};
+    b.gpu->forward_batch(*cache, step1);
+    BatchItem a2{a, 0, ta, la};
+    a2.state_slot = 1;
+    BatchItem b2{std::span(bb).subspan(50), 50, tb, lb};
+    b2.state_slot = 2;
+    BatchItem c2{std::span(c).subspan(8), 8, tc, lc};
+    c2.state_slot = 0;
+    const BatchItem step2[] = {c2, a2, b2};
+    b.gpu->forward_batch(*cache, step2);
+    Errors errors, self;
+    for (const auto& [got, tokens] :
+         {std::pair{&la, &a}, std::pair{&lb, &bb}, std::pair{&lc, &c}}) {
+      errors.add(relative_l2(*got, nibble::testing::logits_after_chunks(*b.cpu, {*tokens}, 128)));
+      self.add(relative_l2(*got, nibble::testing::logits_after_chunks(*b.gpu, {*tokens}, 128)));
+    }
+    if (form == 0)
+      errors.check(p, "3 sequences batched against the CPU alone");
+    else
+      self.check_self(form == kEveryRowChunked
+                          ? "3 sequences batched against each alone (chunked)"
+                          : "3 sequences batched against each alone (recurrent)");
   }
-  errors.check(p, "3 sequences batched against the CPU alone");
-  self.check_self("3 sequences batched against each alone");
 }
 
 // A slot that held another sequence starts from zeros at position 0 (a new sequence in a freed

@@ -129,8 +129,9 @@ class CudaStepOps : public DecoderOps {
     const kernels::GatedDeltaNetStepRows rows{in_.state_rows, in_.num_state_rows, T,
                                               in_.longest_state_row};
     check(kernels::gated_deltanet_mix_step(
-              deltanet_shape(spec), rows, act_.qkvz.get(), act_.ba.get(), params, cache_.state(l, in_.snapshots),
-              {act_.deltanet_work.get(), act_.deltanet_work.size()}, act_.mixed.get(), f_.stream_),
+              deltanet_shape(spec), rows, act_.qkvz.get(), act_.ba.get(), params,
+              cache_.state(l, in_.snapshots), {act_.deltanet_work.get(), act_.deltanet_work.size()},
+              act_.mixed.get(), f_.stream_, f_.deltanet_chunked_min_tokens_),
           "gated_deltanet_mix_step");
     mark("gated deltanet");
     f_.linears_.run(la.out_proj, act_.mixed.get(), T, act_.x.get(), act_.x2.get());
@@ -228,6 +229,9 @@ ForwardPass::ForwardPass(const DeviceModel& model, LinearRunner& linears, MoeBlo
       stream_(stream),
       sm_count_(sm_count),
       attention_(options.attention),
+      deltanet_chunked_min_tokens_(options.deltanet_chunked_min_tokens > 0
+                                       ? options.deltanet_chunked_min_tokens
+                                       : kernels::kGatedDeltaChunkedMinTokens),
       layer_(options.layer),
       shape_{model.config.num_heads, model.config.num_kv_heads, model.config.head_dim},
       rows_per_tile_(kernels::attention_rows_per_tile(shape_, attention_)),

@@ -95,6 +95,7 @@ class ForwardPass {
   cudaStream_t stream_;
   int sm_count_;
   kernels::AttentionOptions attention_;
+  int deltanet_chunked_min_tokens_;  // CudaOptions::deltanet_chunked_min_tokens, resolved
   kernels::LayerOptions layer_;
   kernels::AttentionShape shape_;
   int rows_per_tile_ = 1;

@@ -12,7 +12,8 @@
 #      oracle at k = 1, 2, 4 and the always-wrong drafter at k = 4 against decoding alone),
 #      test_gated_deltanet_gpu --bench (recurrent against chunked per prompt length: where
 #      kGatedDeltaChunkedMinTokens belongs), the Qwen3-Next-80B 16-layer cut's TTFT at 8,192
-#      tokens and gpt-oss-20b's TTFT at 8,192 tokens.
+#      tokens, gpt-oss-20b's TTFT at 8,192 tokens and its batch-1 decode with its BF16
+#      projections as shipped and quantized to NVFP4 at load (--quantization nvfp4).
 # Usage: tools/device/verify-and-chunked-check.sh [--skip-tests] [--skip-benches]
 source "$(dirname "$0")/device_env.sh"
 tests=1 benches=1
@@ -52,16 +53,19 @@ if [ $benches -eq 1 ]; then
   echo "== gated deltanet bench ($(el) s)"
   timeout 120 "$bin/test_gated_deltanet_gpu" --bench >"$OUT/deltanet_bench.log" 2>&1 || status=1
   grep -vE "^\[|^$" "$OUT/deltanet_bench.log" | tail -20
-  gen() {  # DIR PROMPT_LEN MAX_TOKENS LOG
+  gen() {  # DIR PROMPT_LEN MAX_TOKENS LOG [generate flags...]
     timeout 200 "$bin/nibble-engine" generate --model "$1" --device cuda \
       --prompt-ids "$(seq -s, 1 "$2")" --max-tokens "$3" --top-k 1 --warmup --sample-on-device \
-      >"$OUT/$4.log" 2>&1 || { status=1; tail -3 "$OUT/$4.log"; }
+      "${@:5}" >"$OUT/$4.log" 2>&1 || { status=1; tail -3 "$OUT/$4.log"; }
     echo "$4: $(grep -oE 'prefill [0-9]+ tokens.*' "$OUT/$4.log")"
   }
   wait $makers
   echo "== generate ($(el) s)"
   gen "$cut" 8192 2 gen_cut_ttft8k
   gen "$small" 8192 2 gen_20b_ttft8k
+  # gpt-oss's BF16 attention projections are a third of its decode bytes: quantized at load.
+  gen "$small" 512 128 gen_20b_b1
+  gen "$small" 512 128 gen_20b_b1_nvfp4 --quantization nvfp4
 fi
 wait $makers
 if [ $tests -eq 1 ]; then

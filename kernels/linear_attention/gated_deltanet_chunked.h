@@ -28,9 +28,10 @@
 
 namespace nibble::kernels {
 
-// Rows of at least this many tokens take the chunked form (a first value: set from
-// test_gated_deltanet_gpu --bench, which times both forms by row length).
-inline constexpr int kGatedDeltaChunkedMinTokens = 64;
+// Rows of at least this many tokens take the chunked form. From test_gated_deltanet_gpu --bench
+// (H100, 2026-12-07, the 80B's layer, one row): the recurrent form's time over the chunked one's
+// 0.63 at 8 tokens, 1.14 at 16, 1.64 at 24, 3.95 at 64, 18.4 at 8,192.
+inline constexpr int kGatedDeltaChunkedMinTokens = 16;
 
 // k_dim 64 or 128, v_dim 64 or 128, conv_kernel 2..8, group * v_dim >= 64 (the recurrent form's
 // own limits, which the dispatcher may fall back to).

@@ -30,6 +30,7 @@ el() { echo $(($(date +%s) - started)); }
 # The 8B first; the other models are written while the GPU runs the tests, never during a timed
 # run: the first call (2026-12-07 14:08) timed the spec bench while 16 writer threads ran, and its
 # always-wrong drafter, whose steps are host-bound, read 0.70x in one round and 0.92x in the next.
+cut=$work/qwen3next80b16l small=$work/gptoss20b
 ensure_llama8b
 start_makers() {
   (

@@ -86,20 +86,11 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
     if (tid < G) {  // the gates of value head kh G + tid
       const std::uint16_t* gates = ba + token * d.ba_width + std::int64_t(kh) * 2 * G;
-      const float x = bf16_at(gates, G + tid) + p.dt_bias[kh * G + tid];
-      const float softplus = x > 20.0f ? x : log1pf(expf(x));
-      gate_g[tid] = -expf(p.A_log[kh * G + tid]) * softplus;
-      gate_beta[tid] = 1.0f / (1.0f + expf(-bf16_at(gates, tid)));
+      deltanet::gates_of(bf16_at(gates, G + tid), bf16_at(gates, tid), p.A_log[kh * G + tid],
+                         p.dt_bias[kh * G + tid], gate_g[tid], gate_beta[tid]);
     }
     __syncthreads();
-    if (tid < 64) {  // warp 0: q's L2 norm (with the 1 / sqrt(k_dim) scale), warp 1: k's
-      const float* x = qkv + (tid < 32 ? 0 : DK);
-      float sum = 0.0f;
-      for (int i = tid % 32; i < DK; i += 32) sum = fmaf(x[i], x[i], sum);
-      sum = warp_sum(sum);
-      if (tid % 32 == 0)
-        norms[tid / 32] = rsqrtf(sum + 1e-6f) * (tid < 32 ? rsqrtf(float(DK)) : 1.0f);
-    }
+    deltanet::qk_inverse_norms<DK>(qkv, norms, tid);
     __syncthreads();
     const float qs = norms[0], ks = norms[1];
     const float decay = __expf(gate_g[hh]), beta = gate_beta[hh];

@@ -105,21 +105,12 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   float* const norms = qkv + channels;
-  if (tid < 64) {  // warp 0: q's sum of squares, warp 1: k's
-    const float* x = qkv + (tid < 32 ? 0 : DK);
-    float sum = 0.0f;
-    for (int i = tid % 32; i < DK; i += 32) sum = fmaf(x[i], x[i], sum);
-    sum = warp_sum(sum);
-    if (tid % 32 == 0)
-      norms[tid / 32] = rsqrtf(sum + 1e-6f) * (tid < 32 ? rsqrtf(float(DK)) : 1.0f);
-  }
+  deltanet::qk_inverse_norms<DK>(qkv, norms, tid);
   if (tid < G) {  // the gates of value head kh G + tid
     const int h = kh * G + tid;
     const bf16_bits* gates = ba + t * d.ba_width + std::int64_t(kh) * 2 * G;
-    const float x = bf16_at(gates, G + tid) + p.dt_bias[h];
-    const float softplus = x > 20.0f ? x : log1pf(expf(x));
-    ws.g[t * d.v_heads + h] = -expf(p.A_log[h]) * softplus;
-    ws.beta[t * d.v_heads + h] = 1.0f / (1.0f + expf(-bf16_at(gates, tid)));
+    deltanet::gates_of(bf16_at(gates, G + tid), bf16_at(gates, tid), p.A_log[h], p.dt_bias[h],
+                       ws.g[t * d.v_heads + h], ws.beta[t * d.v_heads + h]);
   }
   __syncthreads();
   const float qs = norms[0], ks = norms[1];

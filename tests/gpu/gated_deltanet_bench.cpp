@@ -24,31 +24,42 @@ using kernels::GatedDeltaNetShape;
 template <typename T>
 using Device = DeviceArray<T>;
 
+// Mean µs of `run` over `repeats` back-to-back launches on the default stream, after one warm-up,
+// timed with device events.
+template <typename Run>
+double mean_us(const Run& run, int repeats) {
+  run();
+  cudaEvent_t e0, e1;
+  NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
+  NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
+  NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
+  for (int i = 0; i < repeats; ++i) run();
+  NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
+  NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  NIBBLE_CUDA_CHECK(cudaEventDestroy(e0));
+  NIBBLE_CUDA_CHECK(cudaEventDestroy(e1));
+  return 1e3 * double(ms) / repeats;
+}
+
 // Device-to-device copy, bytes read + written a second.
 double copy_rate() {
   const std::size_t n = std::size_t(1) << 30;
   Device<std::uint8_t> a(n), b(n);
   NIBBLE_CUDA_CHECK(cudaMemset(a.ptr, 1, n));
-  cudaEvent_t e0, e1;
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-  NIBBLE_CUDA_CHECK(cudaMemcpy(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice));
-  NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-  for (int i = 0; i < 10; ++i)
-    NIBBLE_CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice));
-  NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-  NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-  float ms = 0;
-  NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  return 2.0 * 10 * double(n) / (double(ms) * 1e-3);
+  const double us = mean_us(
+      [&] { NIBBLE_CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice)); }, 10);
+  return 2.0 * double(n) / (us * 1e-6);
 }
 
-// cuBLAS's BF16 GEMM (FP32 accumulate) at 4096^3, FLOP a second: the tensor-core ceiling.
-double cublas_bf16_rate() {
+// cuBLAS's BF16 GEMM (FP32 accumulate) at 4096^3 on random operands (zeros run faster than real
+// data: METHOD.md), FLOP a second: the tensor-core ceiling.
+double cublas_bf16_rate(std::mt19937_64& rng) {
   constexpr int n = 4096;
   Device<std::uint16_t> a(std::size_t(n) * n), b(std::size_t(n) * n), c(std::size_t(n) * n);
-  NIBBLE_CUDA_CHECK(cudaMemset(a.ptr, 0, a.n * 2));
-  NIBBLE_CUDA_CHECK(cudaMemset(b.ptr, 0, b.n * 2));
+  a.upload(random_bf16(rng, a.n, 1.0f));
+  b.upload(random_bf16(rng, b.n, 1.0f));
   cublasHandle_t handle;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw CudaFailure("cublasCreate failed");
   const float one = 1.0f, zero = 0.0f;
@@ -58,18 +69,9 @@ double cublas_bf16_rate() {
                      CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
       throw CudaFailure("cublasGemmEx failed");
   };
-  gemm();
-  cudaEvent_t e0, e1;
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-  NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-  NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-  for (int i = 0; i < 10; ++i) gemm();
-  NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-  NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-  float ms = 0;
-  NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  const double us = mean_us(gemm, 10);
   cublasDestroy(handle);
-  return 10 * 2.0 * double(n) * n * n / (double(ms) * 1e-3);
+  return 2.0 * double(n) * n * n / (us * 1e-6);
 }
 
 // Decode: 36 layers, each its own state pool, one graph of the 36 launches replayed.
@@ -168,22 +170,7 @@ void bench_prompts(const GatedDeltaNetShape& shape,
           {work.ptr, work_bytes}, d_out.ptr, nullptr));
     };
     const int repeats = std::clamp(16384 / tokens, 2, 50);
-    auto time_us = [&](auto run) {
-      run();  // warm-up
-      cudaEvent_t e0, e1;
-      NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-      NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-      NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-      for (int i = 0; i < repeats; ++i) run();
-      NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-      NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      NIBBLE_CUDA_CHECK(cudaEventDestroy(e0));
-      NIBBLE_CUDA_CHECK(cudaEventDestroy(e1));
-      return 1e3 * double(ms) / repeats;
-    };
-    const double us_recurrent = time_us(recurrent), us_chunked = time_us(chunked);
+    const double us_recurrent = mean_us(recurrent, repeats), us_chunked = mean_us(chunked, repeats);
     const double bytes =
         double((qkvz.size() + ba.size() + d_out.n) * 2) + 2.0 * 4.0 * double(state.n + conv.n);
     const double chunks = double((tokens + C - 1) / C) * shape.heads.v_heads;
@@ -226,17 +213,7 @@ void bench_verify_snapshots(const GatedDeltaNetShape& shape,
         NIBBLE_CUDA_CHECK(kernels::gated_deltanet_mix(shape, d_rows.ptr, rows, d_qkvz.ptr, d_ba.ptr,
                                                       params, st, d_out.ptr, nullptr));
       };
-      launch();  // warm-up
-      cudaEvent_t e0, e1;
-      NIBBLE_CUDA_CHECK(cudaEventCreate(&e0));
-      NIBBLE_CUDA_CHECK(cudaEventCreate(&e1));
-      NIBBLE_CUDA_CHECK(cudaEventRecord(e0));
-      for (int i = 0; i < kLaunches; ++i) launch();
-      NIBBLE_CUDA_CHECK(cudaEventRecord(e1));
-      NIBBLE_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      NIBBLE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      us[keep] = 1e3 * double(ms) / kLaunches;
+      us[keep] = mean_us(launch, kLaunches);
     }
     std::printf(
         "verify rows %d x %d tokens: %7.2f us a layer without snapshots, %7.2f with (%.2f MB of "
@@ -251,9 +228,9 @@ void run_gated_deltanet_bench() {
   GatedDeltaNetShape shape;
   shape.heads = {16, 32, 128, 128};
   shape.conv_kernel = 4;
-  const double copy = copy_rate();
-  const double gemm = cublas_bf16_rate();
   std::mt19937_64 rng(1);
+  const double copy = copy_rate();
+  const double gemm = cublas_bf16_rate(rng);
   const auto conv_w = random_bf16(rng, std::size_t(shape.conv_dim() * 4), 0.5f);
   std::vector<float> ones(32, 1.0f), norm(128, 1.0f);
   Device<std::uint16_t> d_conv_w(conv_w.size());

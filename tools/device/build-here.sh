@@ -42,6 +42,9 @@ configure . build-device && cmake --build build-device -j "$(nproc)" --target "$
 for t in "${targets[@]}"; do
   f=$(find build-device -type f -name "$t" -perm -u+x | head -1)
   [ -n "$f" ] && cp "$f" ".device-carry/bin/$t"
+  # A shared-library target (nibble-kernel-trace) lands beside the carried libraries.
+  f=$(find build-device -type f -name "lib$t.so" | head -1)
+  [ -n "$f" ] && cp "$f" ".device-carry/lib/lib$t.so"
 done
 if [ -f .ab/base-src.tar.gz ]; then
   rm -rf /tmp/nibble-base && mkdir -p /tmp/nibble-base

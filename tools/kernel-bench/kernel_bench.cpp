@@ -96,7 +96,7 @@ std::int64_t dense_min_rows() {
 
 const char* const kUsage =
     "usage: nibble-kernel-bench [--reps N] [--csv FILE] [--sweep-splits] [--layers a,b]\n"
-    "                           [--ms 1,16] [--profile] [--tiles-overlap] [--moe | --moe-gptoss]\n"
+    "                           [--ms 1,16] [--profile] [--tiles-overlap] [--moe | --moe-gptoss | --moe-shape S]\n"
     "                           [--no-wgmma] [--no-wgmma-cluster] [--no-short-k]\n"
     "\n"
     "NVFP4 linear kernels against the device's copy bandwidth and cuBLAS BF16, on the first CUDA\n"
@@ -111,6 +111,8 @@ const char* const kUsage =
     "  --tiles-overlap      time forced tiles with programmatic dependent launch\n"
     "  --moe                only the grouped MoE expert GEMMs and the device MoE layer\n"
     "  --moe-gptoss         the same at gpt-oss-20b's MXFP4 experts (E 32, k 4, 2880 x 2880)\n"
+    "  --moe-shape S        the same at qwen3-30b-a3b (--moe), qwen3-next (E 512, k 10, 2048 x\n"
+    "                       512), gpt-oss-20b (--moe-gptoss) or gpt-oss-120b (E 128, k 4)\n"
     "  --no-wgmma, --no-wgmma-cluster, --no-short-k\n"
     "                       turn the planner's LinearOptions off, for A/B runs\n";
 
@@ -126,8 +128,8 @@ int main(int argc, char** argv) {
   nibble::kernels::w4a16_enable_dev_tiles();  // the forced kGemv columns
   int reps = 15;
   const char* csv_path = nullptr;
-  bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false,
-       moe_gptoss = false;
+  bool sweep_splits = false, profile = false, tiles_overlap = false, moe_only = false;
+  nibble::bench::MoeBenchShape moe_shape = nibble::bench::kQwen3MoeBench;
   std::vector<std::string> layer_filter, m_filter;
   nibble::kernels::LinearOptions linear_options;
   for (int i = 1; i < argc; ++i) {
@@ -142,7 +144,23 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--moe")) {
       moe_only = true;
     } else if (!std::strcmp(argv[i], "--moe-gptoss")) {
-      moe_only = moe_gptoss = true;
+      moe_only = true;
+      moe_shape = nibble::bench::kGptOss20bMoeBench;
+    } else if (!std::strcmp(argv[i], "--moe-shape") && i + 1 < argc) {
+      const std::string name = argv[++i];
+      moe_only = true;
+      if (name == "qwen3-30b-a3b") {
+        moe_shape = nibble::bench::kQwen3MoeBench;
+      } else if (name == "qwen3-next") {
+        moe_shape = nibble::bench::kQwen3NextMoeBench;
+      } else if (name == "gpt-oss-20b") {
+        moe_shape = nibble::bench::kGptOss20bMoeBench;
+      } else if (name == "gpt-oss-120b") {
+        moe_shape = nibble::bench::kGptOss120bMoeBench;
+      } else {
+        std::fprintf(stderr, "--moe-shape: unknown shape '%s'\n%s", name.c_str(), kUsage);
+        return 2;
+      }
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
     } else if (!std::strcmp(argv[i], "--no-wgmma")) {
@@ -199,9 +217,7 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::printf("copy bandwidth (read+write): %.0f GB/s\n\n", copy_gbs);
   if (moe_only) {
-    nibble::bench::bench_moe_grouped(
-        reps, copy_gbs, stream,
-        moe_gptoss ? nibble::bench::kGptOss20bMoeBench : nibble::bench::kQwen3MoeBench);
+    nibble::bench::bench_moe_grouped(reps, copy_gbs, stream, moe_shape);
     return 0;
   }
 

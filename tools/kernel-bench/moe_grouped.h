@@ -24,6 +24,10 @@ struct MoeBenchShape {
 };
 inline constexpr MoeBenchShape kQwen3MoeBench{"Qwen3-30B-A3B", 128, 8, 2048, 768};
 inline constexpr MoeBenchShape kGptOss20bMoeBench{"gpt-oss-20b MXFP4", 32, 4, 2880, 2880, true};
+// Qwen3-Next-80B-A3B's routed experts (its shared expert runs apart) and gpt-oss-120b's.
+inline constexpr MoeBenchShape kQwen3NextMoeBench{"Qwen3-Next-80B-A3B", 512, 10, 2048, 512};
+inline constexpr MoeBenchShape kGptOss120bMoeBench{"gpt-oss-120b MXFP4", 128, 4, 2880, 2880,
+                                                   true};
 
 // Prints one table; copy_gbs: the run's device copy bandwidth (read + write), GB/s.
 void bench_moe_grouped(int reps, double copy_gbs, cudaStream_t stream,

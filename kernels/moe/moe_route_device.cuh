@@ -71,6 +71,51 @@ __device__ inline float pick_weight(MoeScoring scoring, int k, float v, const Va
   return scoring.norm_topk_prob ? v / picked : v;
 }
 
+// k rounds of a warp arg-max over p (p[i] is expert lane + 32 i's score; entries from `experts`
+// on are never picked) in ranks_above order; lane j < k gets pick j (its score and id). A lane's
+// candidate is always a real, untaken expert when it has one (even with NaN scores), so every
+// pick is a valid id and no expert is picked twice (k <= experts, k <= 32). Every lane calls it.
+__device__ inline void warp_argmax_picks(const float (&p)[kPerLane], int experts, int k,
+                                         float& mine_v, int& mine_e) {
+  const int lane = threadIdx.x % 32;
+  unsigned taken = 0;
+  mine_v = 0.0f;
+  mine_e = 0;
+  for (int j = 0; j < k; ++j) {
+    float cv = -FLT_MAX;
+    int ce = INT_MAX;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < experts && !(taken & (1u << i)) && (ce == INT_MAX || ranks_above(p[i], e, cv, ce))) {
+        cv = p[i];
+        ce = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      const float ov = __shfl_xor_sync(0xFFFFFFFFu, cv, o);
+      const int oe = __shfl_xor_sync(0xFFFFFFFFu, ce, o);
+      if (oe != INT_MAX && (ce == INT_MAX || ranks_above(ov, oe, cv, ce))) {
+        cv = ov;
+        ce = oe;
+      }
+    }
+    if (ce % 32 == lane) taken |= 1u << (ce / 32);
+    if (lane == j) {
+      mine_v = cv;
+      mine_e = ce;
+    }
+  }
+}
+
+// Above this many experts rank_picks takes its picks by warp_argmax_picks: counting ranks costs
+// experts^2 / threads comparisons a thread (512 experts: 2,048 a thread, in every one of the
+// ~640 blocks of Qwen3-Next's decode MoE launch, ~5 of them an SM), the rounds k short chains
+// in one warp a token. At 128 experts the ranks were measured the faster (Qwen3-30B-A3B: ~2.4
+// us against ~550 cycles a round for k = 8; PERF_NOTES v4, v8).
+inline constexpr int kRankPicksMaxExperts = 128;
+
 // Small steps: the picks by rank instead of k rounds of a warp arg-max (a chain of ~550 cycles a
 // round: k = 8 made the one-block route ~12 us at T = 1 on H200). A warp per token writes its
 // scores to shared memory (a NaN probability as -1, a NaN logit as -Inf: below every other score,
@@ -93,6 +138,13 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
   __shared__ float prob_s[MAX_PAIRS];
   __shared__ float pick_prob_s[MAX_ROUTED];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const bool by_rounds = experts > kRankPicksMaxExperts;
+  // A NaN score keeps its weight: the logit read again, or the probability's -1 turned back.
+  const auto pick_prob = [&](int t, int e, float v) {
+    return scoring.top_k_first ? __ldcg(logits + std::int64_t(t) * experts + e)
+           : v == -1.0f        ? NAN
+                               : v;
+  };
   for (int t = warp; t < tokens; t += warps) {
     float p[kPerLane];
     token_scores(logits, t, experts, !scoring.top_k_first, p);
@@ -100,12 +152,22 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int e = lane + 32 * i;
-      if (e < experts) prob_s[t * experts + e] = isnan(p[i]) ? nan_rank : p[i];
+      p[i] = isnan(p[i]) ? nan_rank : p[i];
+      if (e < experts && !by_rounds) prob_s[t * experts + e] = p[i];
+    }
+    if (by_rounds) {  // the same total order as the ranks below, so the same picks
+      float v;
+      int e;
+      warp_argmax_picks(p, experts, k, v, e);
+      if (lane < k) {
+        picks[t * k + lane] = e;
+        pick_prob_s[t * k + lane] = pick_prob(t, e, v);
+      }
     }
   }
   __syncthreads();
   phase(0);
-  for (int pair = threadIdx.x; pair < tokens * experts; pair += blockDim.x) {
+  for (int pair = threadIdx.x; !by_rounds && pair < tokens * experts; pair += blockDim.x) {
     const int t = pair / experts, e = pair % experts;
     const float* row = prob_s + t * experts;
     const float v = row[e];
@@ -114,11 +176,7 @@ __device__ __forceinline__ void rank_picks(const float* __restrict__ logits, int
     for (int f = 0; f < experts; ++f) rank += ranks_above(row[f], f, v, e) ? 1 : 0;
     if (rank < k) {
       picks[t * k + rank] = e;
-      // A NaN score keeps its weight: the logit read again, or the probability's -1 turned back.
-      pick_prob_s[t * k + rank] = scoring.top_k_first
-                                      ? __ldcg(logits + std::int64_t(t) * experts + e)
-                                  : v == -1.0f ? NAN
-                                               : v;
+      pick_prob_s[t * k + rank] = pick_prob(t, e, v);
     }
   }
   __syncthreads();

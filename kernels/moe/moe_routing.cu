@@ -28,38 +28,9 @@ __device__ inline void route_token(const float* __restrict__ logits, int t, int 
   const int lane = threadIdx.x % 32;
   float p[kPerLane];
   token_scores(logits, t, experts, !scoring.top_k_first, p);
-  // k rounds of a warp arg-max over the entries not yet taken; lane j keeps pick j. A lane's
-  // candidate is always a real, untaken expert when it has one (even with NaN scores), so every
-  // pick is a valid id and no expert is picked twice (k <= experts).
-  unsigned taken = 0;
-  float mine_v = 0.0f;
-  int mine_e = 0;
-  for (int j = 0; j < k; ++j) {
-    float cv = -FLT_MAX;
-    int ce = INT_MAX;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < experts && !(taken & (1u << i)) && (ce == INT_MAX || ranks_above(p[i], e, cv, ce))) {
-        cv = p[i];
-        ce = e;
-      }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) {
-      const float ov = __shfl_xor_sync(0xFFFFFFFFu, cv, o);
-      const int oe = __shfl_xor_sync(0xFFFFFFFFu, ce, o);
-      if (oe != INT_MAX && (ce == INT_MAX || ranks_above(ov, oe, cv, ce))) {
-        cv = ov;
-        ce = oe;
-      }
-    }
-    if (ce % 32 == lane) taken |= 1u << (ce / 32);
-    if (lane == j) {
-      mine_v = cv;
-      mine_e = ce;
-    }
-  }
+  float mine_v;
+  int mine_e;
+  warp_argmax_picks(p, experts, k, mine_v, mine_e);
   // Every lane computes (the shuffles need the whole warp); lane j < k keeps pick j's.
   const float w =
       pick_weight(scoring, k, mine_v, [&](int j) { return __shfl_sync(0xFFFFFFFFu, mine_v, j); });

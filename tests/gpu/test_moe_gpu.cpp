@@ -640,6 +640,12 @@ int run(int argc, char** argv) {
       {100, 128, 4, false, 8, K::kRandom, true},
       {2048, 32, 4, false, 64, K::kRandom, true},
       {300, 32, 4, true, 16, K::kTied, true},
+      // past kRankPicksMaxExperts the one-block route picks by warp arg-max rounds: Qwen3-Next's
+      // 512 experts, top 10, at decode sizes, ties included; the top-k-first order at 200
+      {1, 512, 10, true, 8, K::kTied},
+      {8, 512, 10, true, 8, K::kTied},
+      {16, 512, 10, false, 16, K::kRandom},
+      {4, 200, 6, false, 8, K::kTied, true},
   };
   for (const RouteCase& c : routes) check_routing(results, rng, c);
   // The fused router: T up to kMoeRouterMaxTokens, H a multiple of 8 (not of 256: a lane's last
@@ -651,6 +657,8 @@ int run(int argc, char** argv) {
       {{8, 128, 8, true, 16, K::kRandom}, 2048},
       {{3, 60, 4, false, 1, K::kRandom}, 136},
       {{8, 512, 16, true, 8, K::kRandom}, 520},
+      {{1, 512, 10, true, 8, K::kTied}, 2048},  // Qwen3-Next's router at decode
+      {{8, 512, 10, true, 8, K::kTied}, 2048},
       {{1, 8, 2, true, 8, K::kRandom}, 8},
       {{5, 1, 1, true, 8, K::kRandom}, 64},
       {{7, 33, 3, true, 8, K::kRandom}, 4096},
@@ -716,6 +724,11 @@ int run(int argc, char** argv) {
       // one token routed inside the expert GEMMs: tied logits, E = 512 with k = 16, H off 32
       {1, 64, 8, 256, 48, true, true, K::kTied},
       {1, 512, 16, 336, 80, true, false},
+      // Qwen3-Next's 512 experts, top 10, with ties (the arg-max rounds inside the GEMMs at
+      // T = 1, in the route launch at 8), and 256 experts in gpt-oss's order
+      {1, 512, 10, 256, 64, true, true, K::kTied},
+      {8, 512, 10, 256, 64, true, true, K::kTied},
+      {1, 256, 4, 256, 128, true, false, K::kTied, true, W4A16Format::kMxfp4, true},
       // gpt-oss's routing order through the layer: T = 1 routed inside the GEMMs, small batches
       {1, 32, 4, 256, 128, true, false, K::kRandom, true},
       {1, 32, 4, 256, 128, true, false, K::kTied, true},

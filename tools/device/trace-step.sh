@@ -11,8 +11,11 @@ trace_lib=$carry/lib/libnibble-kernel-trace.so
 [ -f "$trace_lib" ] || { echo "no $trace_lib: build-here.sh nibble-kernel-trace first"; exit 1; }
 args=(generate --model "$model" --device cuda --prompt-ids "$(seq -s, 1 512)" --max-tokens 96
   --top-k 1 --warmup --sample-on-device "$@")
-"$bin/nibble-engine" "${args[@]}" >"$OUT/untraced_$name.log" 2>&1 || status=1
-echo "$name untraced: $(grep -oE 'prefill [0-9]+ tokens.*' "$OUT/untraced_$name.log")"
+# NIBBLE_TRACE_ONLY=1: no untraced run (a large model's load is a minute or more).
+if [ "${NIBBLE_TRACE_ONLY:-0}" != 1 ]; then
+  "$bin/nibble-engine" "${args[@]}" >"$OUT/untraced_$name.log" 2>&1 || status=1
+  echo "$name untraced: $(grep -oE 'prefill [0-9]+ tokens.*' "$OUT/untraced_$name.log")"
+fi
 CUDA_INJECTION64_PATH=$trace_lib NIBBLE_TRACE_OUT=$OUT/trace_$name.csv \
   "$bin/nibble-engine" "${args[@]}" >"$OUT/traced_$name.log" 2>&1 || status=1
 python3 tools/kernel-trace/summarize.py "$OUT/trace_$name.csv" --steps 64 | tee "$OUT/trace_$name.txt"

@@ -11,11 +11,7 @@ std::vector<std::string> features_beyond_baseline(const model::ModelWeights& mod
   const auto note = [&](bool uses, const char* name) {
     if (uses) used.emplace_back(name);
   };
-  note(description.input == model::ModelInput::kEmbeddingAndHidden,
-       "a multi-token-prediction module's input (mtp)");
   note(description.input == model::ModelInput::kEagle3, "an EAGLE-3 head's input (eagle3)");
-  note(!description.hidden_state_layers.empty(),
-       "inner layers' hidden states for an EAGLE-3 head (eagle3)");
   return used;
 }
 

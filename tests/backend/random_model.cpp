@@ -115,6 +115,21 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
   return m;
 }
 
+model::MtpWeights random_mtp_module(const model::ModelConfig& target, std::uint64_t seed) {
+  model::ModelWeights module = random_model(model::mtp_module_config(target), seed);
+  Rng rng(seed ^ 0x6d7470u);
+  const std::int64_t H = target.hidden_size;
+  const float norm_offset =
+      model::describe_model(target).final_norm == model::NormKind::kRmsZeroCentred ? 0.0f : 1.0f;
+  model::MtpWeights mtp;
+  mtp.embedding_norm = rng.values(H, 0.2f, norm_offset);
+  mtp.hidden_norm = rng.values(H, 0.2f, norm_offset);
+  mtp.fc = rng.linear(H, 2 * H);
+  mtp.layer = std::move(module.layers[0]);
+  mtp.norm = std::move(module.final_norm);
+  return mtp;
+}
+
 void quantize_group(std::initializer_list<model::Linear*> group) {
   float amax = 0.0f;
   for (model::Linear* l : group)

@@ -7,7 +7,8 @@
 //   always-wrong drafters (engine/spec/reference_drafter.h) gives the tokens of generation
 //   without speculation, and the spec_decode counters show accepted and rejected drafts, also for
 //   a hybrid model (Qwen3-Next: recurrent states rolled back past rejected drafts); so does the
-//   draft_model drafter on a second CUDA backend.
+//   draft_model drafter on a second CUDA backend, and the mtp drafter (a Qwen3-Next MTP module on a
+//   second CUDA backend, drafting from the target's hidden states).
 // Exactness on the GPU: a verify step computes a position as one of k + 1 rows (linears of more
 // rows; beside a prefill chunk, or for a hybrid model, the flash attention kernel, else decode
 // rows in a graph of their row count: test_cuda_verify_graphs.cpp), a plain decode step in a
@@ -28,6 +29,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/spec/draft_model_drafter.h"
+#include "engine/spec/hidden_state_drafter.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/reference_drafter.h"
 #include "tests/backend/chunk_logits.h"
@@ -438,6 +440,54 @@ TEST(CudaSpecDecode, DraftModelDrafterOnTheGpu) {
     EXPECT_GT(drafted, 0);
     EXPECT_GT(accepted, 0.9 * drafted) << "the target drafting for itself";
     EXPECT_GT(drafter->stats().reused_tokens, 0u) << "the draft KV is kept across steps";
+  }
+}
+
+// The mtp drafter (engine/spec/hidden_state_drafter.h) on the GPU: a Qwen3-Next target (NVFP4
+// experts, decode graphs) hands its hidden states to a random MTP module of its shape on a second
+// CUDA backend (take_mtp_module), which drafts from them and then chains on its own output.
+// Greedy tokens as without speculation (up to near ties); the module's drafts, random, are mostly
+// rejected, so its states roll back too. Hidden states against the CPU backend's:
+// test_cuda_hidden_states.cpp.
+TEST(CudaSpecDecode, MtpDrafterOnTheGpu) {
+  const ModelConfig c = spec_config(Arch::Qwen3Next);
+  auto weights = spec_model(Arch::Qwen3Next, 0x656eu);
+  weights.mtp = testing::random_mtp_module(c, g_seed ^ 0x6d74u);
+  model::ModelWeights module = model::take_mtp_module(weights);
+  testing::quantize_experts(module);
+  auto gpu = make_cuda_backend(std::move(weights));
+  ASSERT_TRUE(gpu->returns_hidden_states());
+  const runtime::testing::EngineShape shape = gpu_shape();
+  const runtime::testing::SpecTarget target{gpu.get(), kMaxSeqs};
+  gpu->device_memory_for_kv(0.5, shape.max_num_batched_tokens, kMaxSeqs, 4);
+  const double near_tie = kNearTie * logit_rms(*gpu, c.vocab_size);
+  for (const int batch : {1, 8}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    const std::vector<Request> requests = greedy_requests(batch, c.vocab_size);
+    const SpecRun baseline = runtime::testing::run_engine(target, requests, nullptr, 0, shape);
+    CudaOptions head_options;
+    head_options.graphs = false;  // as serve runs the head: its steps carry hidden_in
+    auto drafter = std::make_shared<spec::HiddenStateDrafter>(
+        make_cuda_backend(module, head_options),
+        spec::HiddenStateDrafterOptions{.max_sequences = kMaxSeqs,
+                                        .max_tokens_per_sequence = shape.max_model_len,
+                                        .block_size = 16});
+    const std::uint64_t replays = gpu->decode_graph_replays();
+    const SpecRun run = runtime::testing::run_engine(target, requests, drafter, 3, shape);
+    expect_greedy_tokens_match(baseline, run, near_tie, "mtp");
+    runtime::testing::expect_counters_add_up(run, 3, shape.model_name);
+    const double drafted = spec_metric(run.metrics, "num_draft_tokens", shape.model_name);
+    const double accepted = spec_metric(run.metrics, "num_accepted_tokens", shape.model_name);
+    const spec::HiddenStateDrafter::Stats stats = drafter->stats();
+    std::printf(
+        "  mtp: %.0f of %.0f draft tokens accepted; the module ran %llu positions on the target's "
+        "hidden states, %llu chained; %llu decode graph replays\n",
+        accepted, drafted, (unsigned long long)stats.computed_tokens,
+        (unsigned long long)stats.chained_tokens,
+        (unsigned long long)(gpu->decode_graph_replays() - replays));
+    EXPECT_GT(drafted, 0);
+    EXPECT_GT(stats.computed_tokens, 0u);
+    EXPECT_GT(stats.chained_tokens, 0u);
   }
 }
 

@@ -300,6 +300,14 @@ DeviceModel upload_model(model::ModelWeights w) {
 
   m.final_norm = up.floats(w.final_norm);
   m.lm_head = up.linear(w.lm_head);
+  // A target that still carries its module (not taken out) never runs it: not uploaded.
+  if (m.description.input == model::ModelInput::kEmbeddingAndHidden) {
+    if (!w.mtp) throw BackendError("cuda backend: an MTP module without its input weights");
+    m.mtp.emplace();
+    m.mtp->embedding_norm = up.floats(w.mtp->embedding_norm);
+    m.mtp->hidden_norm = up.floats(w.mtp->hidden_norm);
+    m.mtp->fc = up.linear(w.mtp->fc);
+  }
   m.bytes = up.bytes;
   m.widest_nvfp4 = up.widest_nvfp4;
   m.largest_nvfp4 = up.largest_nvfp4;

@@ -2,6 +2,7 @@
 // A model's weights in GPU memory: BF16 embeddings, FP32 norms, every Linear as a DeviceLinear
 // (NVFP4 in the W4A16 layout, dense in BF16), and the rotary inverse frequencies.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/backend/cuda/device_linear.h"
@@ -69,6 +70,13 @@ struct DeviceLayer {
   DeviceLinearAttention linear_attention;  // Gated DeltaNet layers (q, k, v, o empty there)
 };
 
+// An MTP module's input (model::MtpWeights; ModelInput::kEmbeddingAndHidden): its two norms
+// (zero-centred ones folded, as the layers') and fc over [norm(embedding), norm(hidden)].
+struct DeviceMtpInput {
+  DeviceBuffer<float> embedding_norm, hidden_norm;
+  DeviceLinear fc;  // [H, 2 H]
+};
+
 struct DeviceModel {
   model::ModelConfig config;
   // What the layers compute, as the device runs them: zero-centred norms folded into their
@@ -78,10 +86,11 @@ struct DeviceModel {
   std::vector<DeviceLayer> layers;
   DeviceBuffer<float> final_norm;
   DeviceLinear lm_head;
-  DeviceBuffer<double> inv_freq;  // [rope_dim / 2] (head_dim / 2 but with partial RoPE)
-  std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
-  std::size_t largest_nvfp4 = 0;  // most (padded) weights of one NVFP4 Linear (dense scratch)
-  std::size_t bytes = 0;          // device memory the weights take
+  std::optional<DeviceMtpInput> mtp;  // a model made by model::take_mtp_module only
+  DeviceBuffer<double> inv_freq;      // [rope_dim / 2] (head_dim / 2 but with partial RoPE)
+  std::int64_t widest_nvfp4 = 0;      // largest out_features of an NVFP4 Linear (split-K workspace)
+  std::size_t largest_nvfp4 = 0;      // most (padded) weights of one NVFP4 Linear (dense scratch)
+  std::size_t bytes = 0;              // device memory the weights take
 };
 
 // Uploads every weight, freeing the host copies as it goes; logs progress per layer.

@@ -52,6 +52,37 @@ class CudaStepOps : public DecoderOps {
     mark("embed");
   }
 
+  // An MTP module's input: x = fc([norm(embedding), norm(hidden_in)]), the two normed halves
+  // side by side in act.pair (as the CPU backend's embed_with_hidden). act.hidden_in holds the
+  // items' hidden_in rows (the backend uploaded them).
+  void embed_with_hidden(model::NormKind norm) override {
+    const DeviceMtpInput& mtp = *f_.m_.mtp;
+    const std::int64_t T = step_.rows;
+    const std::size_t row = std::size_t(c_.hidden_size) * sizeof(std::uint16_t);
+    embed();
+    normalize(norm, act_.x.get(), mtp.embedding_norm.get());
+    normalize(norm, act_.hidden_in.get(), mtp.hidden_norm.get(), act_.x2.get());
+    check(cudaMemcpy2DAsync(act_.pair.get(), 2 * row, act_.h.get(), row, row, std::size_t(T),
+                            cudaMemcpyDeviceToDevice, f_.stream_),
+          "concatenating the MTP input");
+    check(cudaMemcpy2DAsync(act_.pair.get() + c_.hidden_size, 2 * row, act_.x2.get(), row, row,
+                            std::size_t(T), cudaMemcpyDeviceToDevice, f_.stream_),
+          "concatenating the MTP input");
+    f_.linears_.run(mtp.fc, act_.pair.get(), T, nullptr, act_.x.get());
+    mark("mtp input");
+  }
+
+  // Before a layer of hidden_state_layers: x (the layer's input) into column block `index` of
+  // act.kept, read back after the step (one strided copy, captured in decode graphs too).
+  void keep_hidden_state(int index) override {
+    const std::size_t row = std::size_t(c_.hidden_size) * sizeof(std::uint16_t);
+    const std::size_t width = std::size_t(c_.hidden_state_width()) * sizeof(std::uint16_t);
+    check(cudaMemcpy2DAsync(act_.kept.get() + std::int64_t(index) * c_.hidden_size, width,
+                            act_.x.get(), row, row, std::size_t(step_.rows),
+                            cudaMemcpyDeviceToDevice, f_.stream_),
+          "keeping a hidden state");
+  }
+
   // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x); with an output gate
   // (Qwen3-Next) q_proj yields each head's query then its gate, and the attention output is
   // multiplied by sigmoid(gate) before o. gpt-oss: biases on q, k, v and o (with the linears),
@@ -168,6 +199,9 @@ class CudaStepOps : public DecoderOps {
   }
 
   void logits(model::NormKind norm) override {
+    // An MTP module hands out its output after its final norm (the chained drafts' input):
+    // every row's, into act.h, read back after the step (CudaBackend).
+    if (c_.mtp_module) normalize(norm, act_.x.get(), f_.m_.final_norm.get());
     const std::int64_t R = step_.sampled;
     if (R == 0) return;
     // The sampled rows' last hidden states, gathered and normed in one launch.
@@ -191,12 +225,13 @@ class CudaStepOps : public DecoderOps {
   }
 
  private:
-  // act.h = norm(in) with weight w over the step's rows.
-  void normalize(model::NormKind norm, const std::uint16_t* in, const float* w) {
+  // out (act.h unless given) = norm(in) with weight w over the step's rows.
+  void normalize(model::NormKind norm, const std::uint16_t* in, const float* w,
+                 std::uint16_t* out = nullptr) {
     switch (norm) {
       case model::NormKind::kRms:
         check(kernels::rms_norm(in, w, int(step_.rows), c_.hidden_size, c_.rms_norm_eps,
-                                act_.h.get(), f_.stream_, f_.layer_),
+                                out != nullptr ? out : act_.h.get(), f_.stream_, f_.layer_),
               "rms_norm");
         break;
       case model::NormKind::kRmsZeroCentred:  // folded at load (DeviceModel::description)

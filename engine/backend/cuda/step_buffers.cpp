@@ -52,6 +52,11 @@ bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64
     grow(mixed, t * std::size_t(shape.value_dim()));
     grow(deltanet_work, kernels::gated_deltanet_chunked_workspace_bytes(shape, T));
   }
+  if (!c.hidden_state_layers.empty()) grow(kept, t * std::size_t(c.hidden_state_width()));
+  if (c.mtp_module) {
+    grow(hidden_in, t * H);
+    grow(pair, t * 2 * H);
+  }
   const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
   grow(last, rows * H);
   grow(logits, rows * std::size_t(c.vocab_size));

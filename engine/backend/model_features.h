@@ -18,9 +18,8 @@
 namespace nibble::backend {
 
 // The features `model` (described by `description`) uses beyond the baseline, each named as a
-// user would read it, in a fixed order; empty: none. Today: an EAGLE-3 head's input (the CUDA
-// backend hands out hidden states, hidden_state_layers' too, and runs MTP modules, but not
-// EAGLE-3 heads).
+// user would read it, in a fixed order; empty: none. Today none: both backends run every
+// feature of the models described (model_features.cpp).
 std::vector<std::string> features_beyond_baseline(const model::ModelWeights& model,
                                                   const model::ModelDescription& description);
 

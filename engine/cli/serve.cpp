@@ -187,11 +187,6 @@ int run_serve(const Args& args) {
   std::optional<model::ModelWeights> eagle3_head;
   if (o.speculative && o.speculative->method == spec::SpecMethod::kEagle3) {
     try {
-      if (on_gpu)
-        throw spec::SpeculativeConfigError(
-            "the cuda backend does not run EAGLE-3 heads yet (it hands out the target's hidden "
-            "states, but the head's input and 2H-wide attention are CPU-only); eagle3 runs on the "
-            "CPU backend (--device cpu) for now; mtp runs on both");
       const fs::path head_dir = resolve(o.speculative->model).dir;
       spdlog::info("loading the EAGLE-3 head {} ...", head_dir.string());
       eagle3_head = model::load_eagle3_head(head_dir, weights);
@@ -231,7 +226,7 @@ int run_serve(const Args& args) {
         throw spec::SpeculativeConfigError(
             std::string("--speculative-config: ") + method + ": the " + backend->name() +
             " backend does not hand its hidden states to a drafter, which " + method +
-            " drafts are made from; " + method + " runs on the CPU backend (--device cpu) for now");
+            " drafts are made from; " + method + " runs on the CPU and CUDA backends");
       std::vector<int> draft_to_target;
       if (eagle3_head) draft_to_target = std::move(eagle3_head->eagle3->draft_to_target);
       // The head's steps carry hidden_in, which decode graphs do not read: it runs eagerly.

@@ -7,7 +7,9 @@
 //   a decode step (a replay), with decode graphs on and off;
 // - hidden_in, the head's side: a Qwen3-Next MTP module (model::take_mtp_module) on given hidden
 //   states, its logits and its hidden_out (after its final norm), a prompt chunk and then chained
-//   one-token steps on its own output, as HiddenStateDrafter runs it.
+//   one-token steps on its own output, as HiddenStateDrafter runs it; an EAGLE-3 head the same
+//   way, on the target's three hidden states (through fc) and on its own, both widths in one
+//   step, with and without norm_before_residual.
 // Relative L2 within the CUDA-vs-CPU bound of test_cuda_backend.cpp (BF16 activations against
 // the CPU's FP32). Exits 77 (ctest: skipped) without a GPU.
 #include <gtest/gtest.h>
@@ -107,7 +109,7 @@ std::vector<StepOutputs> run_steps(Backend& backend, const ModelConfig& c) {
 
 class HiddenOut : public ::testing::TestWithParam<Case> {};
 
-TEST_P(HiddenOut, MatchesTheCpuBackendWithGraphsOnAndOff) {
+TEST_P(HiddenOut, MatchesTheCpuBackendWithGraphsOffAndOn) {
   const Case& test = GetParam();
   auto weights = case_model(test, 0x6869u);
   auto copy = weights;
@@ -116,7 +118,9 @@ TEST_P(HiddenOut, MatchesTheCpuBackendWithGraphsOnAndOff) {
   ASSERT_TRUE(gpu->returns_hidden_states());
   const ModelConfig& c = cpu->config();
   const std::vector<StepOutputs> want = run_steps(*cpu, c);
-  for (const bool graphs : {true, false}) {
+  // Graphs off first: the eager steps set up what kernels and cuBLAS set up on first use, which
+  // a capture on first use (no prepare_decode here) must not do.
+  for (const bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "graphs on" : "graphs off");
     gpu->set_decode_graphs(graphs);
     const std::uint64_t replays = gpu->decode_graph_replays();
@@ -213,6 +217,90 @@ TEST(CudaHiddenStates, AnMtpModuleMatchesTheCpuBackend) {
   std::printf("  MTP module: relative L2 vs the CPU, hidden_out %.3g, logits %.3g\n", worst_hidden,
               worst_logits);
 }
+
+// ---- an EAGLE-3 head on the CUDA backend -----------------------------------------------------
+
+class Eagle3Head : public ::testing::TestWithParam<bool> {};
+
+// A head (norm_before_residual as the parameter) on two sequences: prompt chunks of the target's
+// hidden states (3 H a row, through fc); then one sequence chained on its own output (H) beside
+// the other's next chunk of the target's (two widths in one step); then both chained. Its logits
+// over its own vocabulary and its hidden_out (before its final norm) against the CPU backend's.
+TEST_P(Eagle3Head, MatchesTheCpuBackend) {
+  const ModelConfig target_config = testing::gpu_test_config(Arch::Llama, 64);
+  const model::ModelWeights target = testing::random_model(target_config, g_seed ^ 0x7467u);
+  model::ModelWeights head = testing::random_eagle3_head(target, {0, 1, 2}, GetParam(), g_seed);
+  ASSERT_EQ(model::describe_model(head.config).input, model::ModelInput::kEagle3);
+  auto copy = head;
+  auto cpu = make_cpu_backend(std::move(copy), 0);
+  auto gpu = make_cuda_backend(std::move(head));
+  const ModelConfig& c = cpu->config();
+  const std::size_t H = std::size_t(c.hidden_size), W = std::size_t(c.eagle3->fc_inputs()),
+                    V = std::size_t(c.logits_size());
+  ASSERT_NE(W, H);
+  std::mt19937 rng(std::uint32_t(g_seed) + 7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto target_rows = [&](int n) {
+    std::vector<float> rows(std::size_t(n) * W);
+    for (float& v : rows) v = normal(rng);
+    return rows;
+  };
+  const std::vector<int> tables[2] = {{0, 1}, {2, 3}};
+  auto cpu_cache = cpu->new_kv_cache(4, kBlock), gpu_cache = gpu->new_kv_cache(4, kBlock);
+  // Per step, per sequence: tokens and their hidden_in (empty: chained on the CPU's last output).
+  struct Chunk {
+    int length;
+    bool target_states;
+  };
+  const std::vector<std::vector<Chunk>> steps = {
+      {{9, true}, {6, true}}, {{1, false}, {3, true}}, {{1, false}, {1, false}}};
+  int starts[2] = {0, 0};
+  std::vector<float> last[2];  // each sequence's last output row (the CPU's)
+  double worst_hidden = 0, worst_logits = 0;
+  for (std::size_t step = 0; step < steps.size(); ++step) {
+    SCOPED_TRACE(::testing::Message() << "step " << step);
+    std::vector<std::vector<std::int32_t>> tokens(2);
+    std::vector<std::vector<float>> hidden_in(2), cpu_hidden(2), gpu_hidden(2), cpu_logits(2),
+        gpu_logits(2);
+    for (std::size_t s = 0; s < 2; ++s) {
+      const Chunk& chunk = steps[step][s];
+      tokens[s] = random_tokens(rng, chunk.length, c.vocab_size);
+      hidden_in[s] = chunk.target_states ? target_rows(chunk.length) : last[s];
+      cpu_hidden[s].assign(std::size_t(chunk.length) * H, 0.0f);
+      gpu_hidden[s].assign(std::size_t(chunk.length) * H, NAN);
+      cpu_logits[s].assign(V, 0.0f);
+      gpu_logits[s].assign(V, NAN);
+    }
+    auto run = [&](Backend& b, KvCache& cache, std::vector<std::vector<float>>& logits,
+                   std::vector<std::vector<float>>& hidden) {
+      std::vector<BatchItem> items;
+      for (std::size_t s = 0; s < 2; ++s) {
+        BatchItem item{tokens[s], starts[s], tables[s], logits[s]};
+        item.hidden_in = hidden_in[s];
+        item.hidden_out = hidden[s];
+        items.push_back(item);
+      }
+      b.forward_batch(cache, items);
+    };
+    run(*cpu, *cpu_cache, cpu_logits, cpu_hidden);
+    run(*gpu, *gpu_cache, gpu_logits, gpu_hidden);
+    for (std::size_t s = 0; s < 2; ++s) {
+      SCOPED_TRACE(::testing::Message() << "sequence " << s);
+      const double hidden = relative_l2(gpu_hidden[s], cpu_hidden[s]);
+      const double logits = relative_l2(gpu_logits[s], cpu_logits[s]);
+      EXPECT_LT(hidden, kTolerance);
+      EXPECT_LT(logits, kTolerance);
+      worst_hidden = std::max(worst_hidden, hidden);
+      worst_logits = std::max(worst_logits, logits);
+      starts[s] += int(tokens[s].size());
+      last[s].assign(cpu_hidden[s].end() - std::ptrdiff_t(H), cpu_hidden[s].end());
+    }
+  }
+  std::printf("  EAGLE-3 head%s: relative L2 vs the CPU, hidden_out %.3g, logits %.3g\n",
+              GetParam() ? " (norm_before_residual)" : "", worst_hidden, worst_logits);
+}
+
+INSTANTIATE_TEST_SUITE_P(NormBeforeResidual, Eagle3Head, ::testing::Bool());
 
 }  // namespace
 }  // namespace nibble::backend

@@ -13,6 +13,7 @@
 #include "engine/backend/cuda/device_model.h"
 #include "engine/backend/cuda/device_sampler.h"
 #include "engine/backend/cuda/forward_pass.h"
+#include "engine/backend/cuda/hidden_rows.h"
 #include "engine/backend/cuda/kernel_shapes.h"
 #include "engine/backend/cuda/moe_block.h"
 #include "engine/backend/cuda/step_buffers.h"
@@ -23,7 +24,6 @@
 #include "engine/backend/model_features.h"
 #include "engine/backend/state_slot_positions.h"
 #include "kernels/attention/paged_attention.h"
-#include "kernels/nvfp4/bf16.h"
 
 namespace nibble::backend {
 namespace {
@@ -140,7 +140,7 @@ class CudaBackend : public Backend {
 
   std::string name() const override { return "cuda"; }
   // hidden_out for every model (the last layer's output, or hidden_state_layers' inputs); hidden_in
-  // for an MTP module (EAGLE-3 heads are refused at load: model_features.h).
+  // for an MTP module and an EAGLE-3 head.
   bool returns_hidden_states() const override { return true; }
   const ModelConfig& config() const override { return m_.config; }
 
@@ -260,6 +260,10 @@ class CudaBackend : public Backend {
     const std::int64_t T = check_batch(c, "cuda", cache, items, options_.device_sampling,
                                        /*several_logits=*/true, /*hidden_states=*/true);
     check_state_slots("cuda", cache, items, hybrid_);
+    // Device sampling draws over the target's vocabulary; an EAGLE-3 head's logits are over its
+    // own (the drafter reads them).
+    if (c.eagle3 && samples_in(items))
+      throw BackendError("cuda backend: an EAGLE-3 head's logits are not sampled on the device");
     if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
       throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
     const int snapshots = prepare_state_slots(cache, items);
@@ -298,8 +302,8 @@ class CudaBackend : public Backend {
     check(cudaMemcpyAsync(buffers_.step.get(), buffers_.staging.get(), packed.bytes.size(),
                           cudaMemcpyHostToDevice, stream_),
           "copying the step's layout");
-    hidden_in_to_device(items, T);
     cuda::StepInputs in = cuda::step_inputs_at(buffers_.step.get(), packed);
+    in.hidden_in_runs = hidden_in_to_device(items);
     in.num_state_rows = int(layout.state_rows.size());
     in.snapshots = snapshots > 0;
     for (const kernels::GatedDeltaNetRow& row : layout.state_rows)
@@ -348,18 +352,20 @@ class CudaBackend : public Backend {
     timer_->end_step(long(tokens));
   }
 
-  // An MTP module's step: the items' hidden_in rows, in item order, as BF16 into act.hidden_in
-  // (through pinned memory, on the step's stream; the step's activations already reserved).
-  void hidden_in_to_device(std::span<const BatchItem> items, std::int64_t T) {
-    if (!m_.config.mtp_module) return;
-    const std::size_t n = std::size_t(T) * std::size_t(m_.config.hidden_size);
+  // An MTP module's or EAGLE-3 head's step: the items' hidden_in rows, in item order, as BF16
+  // into act.hidden_in (through pinned memory, on the step's stream; the step's activations
+  // already reserved). Returns the runs of rows of one width (an EAGLE-3 head's items bring the
+  // target's or its own; an MTP module's are all H wide).
+  std::span<const cuda::HiddenInRun> hidden_in_to_device(std::span<const BatchItem> items) {
+    hidden_in_runs_.clear();
+    if (!m_.config.mtp_module && !m_.config.eagle3) return {};
+    const std::size_t n = cuda::hidden_in_elements(items);
     hidden_in_host_.ensure(n);
-    std::uint16_t* at = hidden_in_host_.get();
-    for (const BatchItem& item : items)
-      for (float v : item.hidden_in) *at++ = nvfp4::float_to_bf16(v);
+    hidden_in_runs_ = cuda::pack_hidden_in(items, hidden_in_host_.get());
     check(cudaMemcpyAsync(buffers_.act.hidden_in.get(), hidden_in_host_.get(), n * 2,
                           cudaMemcpyHostToDevice, stream_),
           "copying the hidden states in");
+    return hidden_in_runs_;
   }
 
   // Where some item wants hidden_out: the step's first `rows` rows of its hidden states, in one
@@ -385,21 +391,15 @@ class CudaBackend : public Backend {
   // hidden_out (items' rows in item order, as the step laid them out).
   void deliver_hidden(std::span<const BatchItem> items) {
     if (hidden_rows_ == 0) return;
-    const std::size_t width = std::size_t(m_.config.hidden_state_width());
-    const std::uint16_t* from = hidden_host_.get();
-    for (const BatchItem& item : items) {
-      const std::size_t n = item.tokens.size() * width;
-      if (!item.hidden_out.empty())
-        for (std::size_t i = 0; i < n; ++i) item.hidden_out[i] = nvfp4::bf16_to_float(from[i]);
-      from += n;
-    }
+    cuda::scatter_hidden_out(items, hidden_host_.get(),
+                             std::size_t(m_.config.hidden_state_width()));
     hidden_rows_ = 0;
   }
 
   // Copies the logits of the step's sampled rows (the first R of act.logits: each item's
   // num_logits rows in turn, step_layout.h) into the items' buffers; synchronises the stream.
   void logits_to_host(std::span<const BatchItem> items) {
-    const std::size_t V = std::size_t(m_.config.vocab_size);
+    const std::size_t V = std::size_t(m_.config.logits_size());  // an EAGLE-3 head's: its own
     std::size_t R = 0;
     for (const BatchItem& item : items) R += item.logits.empty() ? 0 : std::size_t(item.num_logits);
     logits_host_.ensure(R * V);
@@ -465,8 +465,9 @@ class CudaBackend : public Backend {
   std::unique_ptr<cuda::DecodeGraphRunner> graphs_;
   cuda::PinnedBuffer<float> logits_host_;
   cuda::PinnedBuffer<std::uint16_t> hidden_host_, hidden_in_host_;  // BF16 rows (hidden states)
-  std::int64_t hidden_rows_ = 0;        // rows hidden_to_host copied for deliver_hidden, 0: none
-  std::vector<BatchItem> verify_rows_;  // the step's verify items as decode rows
+  std::int64_t hidden_rows_ = 0;  // rows hidden_to_host copied for deliver_hidden, 0: none
+  std::vector<cuda::HiddenInRun> hidden_in_runs_;  // the step's (hidden_in_to_device)
+  std::vector<BatchItem> verify_rows_;             // the step's verify items as decode rows
 };
 
 }  // namespace

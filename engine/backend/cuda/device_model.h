@@ -48,6 +48,7 @@ struct DeviceLinearAttention {
 struct DeviceLayer {
   // Norms as a plain RMSNorm applies them: zero-centred ones folded (zero_centred_norms.h).
   DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
+  DeviceBuffer<float> hidden_norm;  // EAGLE-3's first layer (AttentionSpec::reads_embedding)
   bool fused_qkv = false;
   DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
   DeviceLinear q, k, v;  // otherwise
@@ -87,10 +88,13 @@ struct DeviceModel {
   DeviceBuffer<float> final_norm;
   DeviceLinear lm_head;
   std::optional<DeviceMtpInput> mtp;  // a model made by model::take_mtp_module only
-  DeviceBuffer<double> inv_freq;      // [rope_dim / 2] (head_dim / 2 but with partial RoPE)
-  std::int64_t widest_nvfp4 = 0;      // largest out_features of an NVFP4 Linear (split-K workspace)
-  std::size_t largest_nvfp4 = 0;      // most (padded) weights of one NVFP4 Linear (dense scratch)
-  std::size_t bytes = 0;              // device memory the weights take
+  // An EAGLE-3 head's fc (model::Eagle3Weights): [H, 3 target H], the target's hidden states to
+  // one.
+  std::optional<DeviceLinear> eagle3_fc;
+  DeviceBuffer<double> inv_freq;  // [rope_dim / 2] (head_dim / 2 but with partial RoPE)
+  std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
+  std::size_t largest_nvfp4 = 0;  // most (padded) weights of one NVFP4 Linear (dense scratch)
+  std::size_t bytes = 0;          // device memory the weights take
 };
 
 // Uploads every weight, freeing the host copies as it goes; logs progress per layer.

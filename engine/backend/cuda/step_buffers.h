@@ -33,9 +33,11 @@ struct Activations {
   // Hidden states (speculative decoding's mtp and eagle3). A model whose config names
   // hidden_state_layers: [T, hidden_state_width] those layers' inputs side by side, written in the
   // step (inside decode graphs too) and read back after it. An MTP module (ModelConfig::
-  // mtp_module): [T, H] the hidden_in rows the step takes, [T, 2 H] its input's two normed halves
-  // side by side (fc's input).
-  DeviceBuffer<bf16> kept, hidden_in, pair;
+  // mtp_module) or an EAGLE-3 head (ModelConfig::eagle3): the hidden_in rows the step takes
+  // ([T, H]; an EAGLE-3 head's may be the target's, [T, 3 target H]), [T, 2 H] two normed halves
+  // side by side (the MTP module's fc input, the EAGLE-3 layer's q/k/v input); an EAGLE-3 head's
+  // [T, H] embeddings, kept for its first attention.
+  DeviceBuffer<bf16> kept, hidden_in, pair, embedding;
 
   // Grows every buffer for steps of T rows, R sampled; true when one was reallocated.
   bool ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R);

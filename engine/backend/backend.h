@@ -189,7 +189,8 @@ class Backend {
   virtual bool logits_at_several_positions() const { return false; }
 
   // Whether forward_batch takes BatchItem::hidden_out and hidden_in, which the mtp and eagle3
-  // drafters need (the CPU backend; the CUDA backend refuses them).
+  // drafters need (the CPU and CUDA backends; the CUDA backend's hidden states are its BF16
+  // activations, as floats).
   virtual bool returns_hidden_states() const { return false; }
 
   // Whether forward_batch takes BatchItem::sample (the CUDA backend; NIBBLE_DEVICE_SAMPLING=0

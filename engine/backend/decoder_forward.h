@@ -38,19 +38,9 @@ class DecoderOps {
     (void)layer, (void)norm, (void)spec;
     throw std::logic_error("this backend has no Gated DeltaNet op");
   }
-  // Not pure while only the CPU backend implements it: a backend without it refuses MTP
-  // modules at load (model_features.h).
-  virtual void embed_with_hidden(model::NormKind norm) {
-    (void)norm;
-    throw std::logic_error("this backend has no multi-token-prediction input op");
-  }
-  // Not pure while only the CPU backend implements them: a backend without them refuses
-  // EAGLE-3 heads at load (model_features.h) and items that ask for hidden states.
-  virtual void eagle3_input() { throw std::logic_error("this backend has no EAGLE-3 input op"); }
-  virtual void keep_hidden_state(int index) {
-    (void)index;
-    throw std::logic_error("this backend does not hand out inner layers' hidden states");
-  }
+  virtual void embed_with_hidden(model::NormKind norm) = 0;
+  virtual void eagle3_input() = 0;
+  virtual void keep_hidden_state(int index) = 0;
   virtual void mlp(int layer, model::NormKind norm, const model::MlpSpec& spec) = 0;
   virtual void moe(int layer, model::NormKind norm, const model::MoeSpec& spec) = 0;
   virtual void logits(model::NormKind norm) = 0;

@@ -18,9 +18,8 @@
 namespace nibble::backend {
 
 // The features `model` (described by `description`) uses beyond the baseline, each named as a
-// user would read it, in a fixed order; empty: none. Today: an MTP module's or an EAGLE-3 head's
-// input, and the inner layers' hidden states an EAGLE-3 head reads (the CUDA backend takes and
-// returns no hidden states).
+// user would read it, in a fixed order; empty: none. Today none: both backends run every
+// feature of the models described (model_features.cpp).
 std::vector<std::string> features_beyond_baseline(const model::ModelWeights& model,
                                                   const model::ModelDescription& description);
 

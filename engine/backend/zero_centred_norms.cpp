@@ -19,10 +19,16 @@ model::ModelDescription fold_zero_centred_norms(model::ModelWeights& weights,
     add_one(w.post_attention_norm);
     add_one(w.q_norm);  // empty where the layer has no q/k norm
     add_one(w.k_norm);
+    add_one(w.hidden_norm);  // EAGLE-3's first layer only (empty elsewhere)
     spec.norm = model::NormKind::kRms;
   }
   if (description.final_norm == model::NormKind::kRmsZeroCentred) {
     add_one(weights.final_norm);
+    // An MTP module's input norms are of the final norm's kind (decoder_forward.h).
+    if (description.input == model::ModelInput::kEmbeddingAndHidden && weights.mtp) {
+      add_one(weights.mtp->embedding_norm);
+      add_one(weights.mtp->hidden_norm);
+    }
     description.final_norm = model::NormKind::kRms;
   }
   return description;

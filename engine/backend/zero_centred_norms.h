@@ -9,8 +9,10 @@
 namespace nibble::backend {
 
 // Adds 1 to every weight of each norm `description` marks kRmsZeroCentred (a layer's input and
-// post-attention norms, its q/k norms, the final norm) and returns the description with those
-// norms kRms. A description without zero-centred norms comes back unchanged, the weights too.
+// post-attention norms, its q/k norms and EAGLE-3's hidden norm, the final norm and, for an MTP
+// module, its input's two norms, which are of the final norm's kind) and returns the description
+// with those norms kRms. A description without zero-centred norms comes back unchanged, the weights
+// too.
 model::ModelDescription fold_zero_centred_norms(model::ModelWeights& weights,
                                                 model::ModelDescription description);
 

@@ -187,10 +187,6 @@ int run_serve(const Args& args) {
   std::optional<model::ModelWeights> eagle3_head;
   if (o.speculative && o.speculative->method == spec::SpecMethod::kEagle3) {
     try {
-      if (on_gpu)
-        throw spec::SpeculativeConfigError(
-            "the cuda backend does not hand its hidden states to a drafter, which EAGLE-3 drafts "
-            "are made from; eagle3 runs on the CPU backend (--device cpu) for now");
       const fs::path head_dir = resolve(o.speculative->model).dir;
       spdlog::info("loading the EAGLE-3 head {} ...", head_dir.string());
       eagle3_head = model::load_eagle3_head(head_dir, weights);
@@ -230,12 +226,14 @@ int run_serve(const Args& args) {
         throw spec::SpeculativeConfigError(
             std::string("--speculative-config: ") + method + ": the " + backend->name() +
             " backend does not hand its hidden states to a drafter, which " + method +
-            " drafts are made from; " + method + " runs on the CPU backend (--device cpu) for now");
+            " drafts are made from; " + method + " runs on the CPU and CUDA backends");
       std::vector<int> draft_to_target;
       if (eagle3_head) draft_to_target = std::move(eagle3_head->eagle3->draft_to_target);
+      // The head's steps carry hidden_in, which decode graphs do not read: it runs eagerly.
+      backend::BackendOptions head_options = backend_options;
+      head_options.cuda.graphs = false;
       auto drafter = std::make_shared<spec::HiddenStateDrafter>(
-          backend::make_backend(backend_options,
-                                std::move(mtp_module ? *mtp_module : *eagle3_head)),
+          backend::make_backend(head_options, std::move(mtp_module ? *mtp_module : *eagle3_head)),
           spec::HiddenStateDrafterOptions{.max_sequences = o.max_num_seqs,
                                           .max_tokens_per_sequence = max_model_len,
                                           .block_size = kBlockSize},

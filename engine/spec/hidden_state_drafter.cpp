@@ -30,7 +30,7 @@ HiddenStateDrafter::HiddenStateDrafter(std::unique_ptr<backend::Backend> head,
   name_ = c.eagle3 ? "eagle3" : "mtp";
   if (!backend_->returns_hidden_states())
     refuse(name_, "the " + backend_->name() + " backend does not hand over hidden states, which " +
-                      name_ + " drafts are made from; run the model with --device cpu");
+                      name_ + " drafts are made from; run the model with --device cpu or cuda");
   if (!draft_to_target_.empty() && int(draft_to_target_.size()) != c.logits_size())
     refuse(name_, "d2t maps " + std::to_string(draft_to_target_.size()) +
                       " draft ids; the head predicts " + std::to_string(c.logits_size()));

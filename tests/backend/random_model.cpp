@@ -69,10 +69,14 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
       w.linear_attention = random_linear_attention(rng, spec.linear_attention, H);
     } else {
       const bool bias = spec.attention.qkv_bias;
+      // EAGLE-3's first layer: q, k and v read the embedding's and the hidden state's norms side
+      // by side.
+      const std::int64_t in = spec.attention.reads_embedding ? 2 * H : H;
       // With an output gate q_proj yields each head's query then its gate.
-      w.q = rng.linear(c.num_heads * D * (spec.attention.output_gate ? 2 : 1), H, bias);
-      w.k = rng.linear(c.num_kv_heads * D, H, bias);
-      w.v = rng.linear(c.num_kv_heads * D, H, bias);
+      w.q = rng.linear(c.num_heads * D * (spec.attention.output_gate ? 2 : 1), in, bias);
+      w.k = rng.linear(c.num_kv_heads * D, in, bias);
+      w.v = rng.linear(c.num_kv_heads * D, in, bias);
+      if (spec.attention.reads_embedding) w.hidden_norm = rng.values(H, 0.2f, norm_offset);
       w.o = rng.linear(H, c.num_heads * D, spec.attention.o_bias);
       if (spec.attention.sinks) w.sinks = rng.values(c.num_heads, 1.0f);
       if (spec.attention.qk_norm) {
@@ -111,8 +115,45 @@ model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed
   }
   m.final_norm =
       rng.values(H, 0.2f, description.final_norm == model::NormKind::kRmsZeroCentred ? 0.0f : 1.0f);
-  m.lm_head = rng.linear(c.vocab_size, H);
+  m.lm_head = rng.linear(c.logits_size(), H);
   return m;
+}
+
+model::ModelWeights random_eagle3_head(const model::ModelWeights& target,
+                                       const std::vector<int>& aux_layers,
+                                       bool norm_before_residual, std::uint64_t seed) {
+  model::ModelConfig c = target.config;
+  c.arch = model::Arch::LlamaEagle3;
+  c.architecture = "LlamaForCausalLMEagle3";
+  c.num_layers = 1;
+  c.hidden_state_layers = {};
+  c.eagle3 = model::Eagle3HeadConfig{.draft_vocab_size = c.vocab_size / 2,
+                                     .target_hidden_size = c.hidden_size,
+                                     .aux_layers = aux_layers,
+                                     .norm_before_residual = norm_before_residual};
+  model::ModelWeights head = random_model(c, seed);
+  head.embed = target.embed;  // as load_eagle3_head gives a head without its own
+  Rng rng(seed ^ 0x653333u);
+  head.eagle3.emplace();
+  head.eagle3->fc = rng.linear(c.hidden_size, c.eagle3->fc_inputs());
+  for (int i = 0; i < c.eagle3->draft_vocab_size; ++i)
+    head.eagle3->draft_to_target.push_back(2 * i);
+  return head;
+}
+
+model::MtpWeights random_mtp_module(const model::ModelConfig& target, std::uint64_t seed) {
+  model::ModelWeights module = random_model(model::mtp_module_config(target), seed);
+  Rng rng(seed ^ 0x6d7470u);
+  const std::int64_t H = target.hidden_size;
+  const float norm_offset =
+      model::describe_model(target).final_norm == model::NormKind::kRmsZeroCentred ? 0.0f : 1.0f;
+  model::MtpWeights mtp;
+  mtp.embedding_norm = rng.values(H, 0.2f, norm_offset);
+  mtp.hidden_norm = rng.values(H, 0.2f, norm_offset);
+  mtp.fc = rng.linear(H, 2 * H);
+  mtp.layer = std::move(module.layers[0]);
+  mtp.norm = std::move(module.final_norm);
+  return mtp;
 }
 
 void quantize_group(std::initializer_list<model::Linear*> group) {

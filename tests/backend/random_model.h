@@ -19,6 +19,20 @@ struct Rng {
 
 model::ModelWeights random_model(const model::ModelConfig& c, std::uint64_t seed);
 
+// A random multi-token-prediction module for a model of config `target` (model::MtpWeights, as
+// Qwen3-Next's mtp.*): input norms of the final norm's kind, fc [H, 2 H], one layer as
+// mtp_module_config describes it, and its norm. Set it as the target's `mtp` and take it with
+// model::take_mtp_module.
+model::MtpWeights random_mtp_module(const model::ModelConfig& target, std::uint64_t seed);
+
+// A random EAGLE-3 head for `target` (as model::load_eagle3_head gives one: ModelConfig::eagle3,
+// one Llama layer whose q, k and v read 2 H, fc over the target's three hidden states, the
+// target's embedding): half the target's vocabulary, draft id i being target id 2 i. Set the
+// target's hidden_state_layers to aux_layers.
+model::ModelWeights random_eagle3_head(const model::ModelWeights& target,
+                                       const std::vector<int>& aux_layers,
+                                       bool norm_before_residual, std::uint64_t seed);
+
 // The GPU tests' small model (vocabulary 1,000, hidden 256, 3 layers, 8 query and 2 KV heads of
 // head_dim, 1,024 positions; Llama with llama3 RoPE scaling). Qwen3-MoE: 8 experts of 128, top_k
 // of them per token (0: all 8, so that a near tie of two BF16 router scores picks nothing and two

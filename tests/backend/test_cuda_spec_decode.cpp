@@ -7,7 +7,9 @@
 //   always-wrong drafters (engine/spec/reference_drafter.h) gives the tokens of generation
 //   without speculation, and the spec_decode counters show accepted and rejected drafts, also for
 //   a hybrid model (Qwen3-Next: recurrent states rolled back past rejected drafts); so does the
-//   draft_model drafter on a second CUDA backend.
+//   draft_model drafter on a second CUDA backend, and the mtp and eagle3 drafters (a Qwen3-Next
+//   MTP module, an EAGLE-3 head, on a second CUDA backend, drafting from the target's hidden
+//   states).
 // Exactness on the GPU: a verify step computes a position as one of k + 1 rows (linears of more
 // rows; beside a prefill chunk, or for a hybrid model, the flash attention kernel, else decode
 // rows in a graph of their row count: test_cuda_verify_graphs.cpp), a plain decode step in a
@@ -23,11 +25,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/spec/draft_model_drafter.h"
+#include "engine/spec/hidden_state_drafter.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/reference_drafter.h"
 #include "tests/backend/chunk_logits.h"
@@ -439,6 +443,100 @@ TEST(CudaSpecDecode, DraftModelDrafterOnTheGpu) {
     EXPECT_GT(accepted, 0.9 * drafted) << "the target drafting for itself";
     EXPECT_GT(drafter->stats().reused_tokens, 0u) << "the draft KV is kept across steps";
   }
+}
+
+// A drafter reading the target's hidden states (mtp, eagle3) on the GPU: greedy tokens as without
+// speculation (up to near ties) at batch 1 and 8, k 3, the head made by make_head (its own CUDA
+// backend, eager as serve runs it: its steps carry hidden_in). A random head's drafts are mostly
+// rejected; the test asks that it drafted from the target's hidden states and chained on its own.
+// verify_replays: a dense target's verify steps run as decode rows, replaying graphs whose hidden
+// states come back (a hybrid target's verify chunks run eagerly, and nearly every step verifies).
+void expect_hidden_state_drafts_exact(
+    Backend& gpu, int state_slots,
+    const std::function<std::shared_ptr<spec::HiddenStateDrafter>()>& make_head, const char* what,
+    bool verify_replays) {
+  const int vocab = gpu.config().vocab_size;
+  const runtime::testing::EngineShape shape = gpu_shape();
+  const runtime::testing::SpecTarget target{&gpu, state_slots};
+  gpu.device_memory_for_kv(0.5, shape.max_num_batched_tokens, kMaxSeqs, 4);
+  const double near_tie = kNearTie * logit_rms(gpu, vocab);
+  for (const int batch : {1, 8}) {
+    SCOPED_TRACE(::testing::Message() << what << " batch " << batch);
+    const std::vector<Request> requests = greedy_requests(batch, vocab);
+    const SpecRun baseline = runtime::testing::run_engine(target, requests, nullptr, 0, shape);
+    const std::shared_ptr<spec::HiddenStateDrafter> drafter = make_head();
+    const std::uint64_t replays = gpu.decode_graph_replays();
+    const SpecRun run = runtime::testing::run_engine(target, requests, drafter, 3, shape);
+    expect_greedy_tokens_match(baseline, run, near_tie, what);
+    runtime::testing::expect_counters_add_up(run, 3, shape.model_name);
+    const double drafted = spec_metric(run.metrics, "num_draft_tokens", shape.model_name);
+    const double accepted = spec_metric(run.metrics, "num_accepted_tokens", shape.model_name);
+    const spec::HiddenStateDrafter::Stats stats = drafter->stats();
+    std::printf(
+        "  %s: %.0f of %.0f draft tokens accepted; the head ran %llu positions on the target's "
+        "hidden states, %llu chained; %llu decode graph replays\n",
+        what, accepted, drafted, (unsigned long long)stats.computed_tokens,
+        (unsigned long long)stats.chained_tokens,
+        (unsigned long long)(gpu.decode_graph_replays() - replays));
+    EXPECT_GT(drafted, 0);
+    EXPECT_GT(stats.computed_tokens, 0u);
+    EXPECT_GT(stats.chained_tokens, 0u);
+    if (verify_replays) {
+      EXPECT_GT(gpu.decode_graph_replays(), replays);
+    }
+  }
+}
+
+CudaOptions eager() {
+  CudaOptions options;
+  options.graphs = false;
+  return options;
+}
+
+// mtp: a Qwen3-Next target (NVFP4 experts, decode graphs; its verify chunks eager, recurrent
+// states rolled back) and a random MTP module of its shape (take_mtp_module), drafting from the
+// target's last hidden state. Hidden states against the CPU backend's: test_cuda_hidden_states.
+TEST(CudaSpecDecode, MtpDrafterOnTheGpu) {
+  const ModelConfig c = spec_config(Arch::Qwen3Next);
+  auto weights = spec_model(Arch::Qwen3Next, 0x656eu);
+  weights.mtp = testing::random_mtp_module(c, g_seed ^ 0x6d74u);
+  model::ModelWeights module = model::take_mtp_module(weights);
+  testing::quantize_experts(module);
+  auto gpu = make_cuda_backend(std::move(weights));
+  ASSERT_TRUE(gpu->returns_hidden_states());
+  expect_hidden_state_drafts_exact(
+      *gpu, kMaxSeqs,
+      [&] {
+        return std::make_shared<spec::HiddenStateDrafter>(
+            make_cuda_backend(module, eager()),
+            spec::HiddenStateDrafterOptions{.max_sequences = kMaxSeqs,
+                                            .max_tokens_per_sequence = gpu_shape().max_model_len,
+                                            .block_size = 16});
+      },
+      "mtp", /*verify_replays=*/false);
+}
+
+// eagle3: a Llama target handing out the inputs of its three layers (hidden_state_layers: copies
+// inside its decode graphs, its verify steps replayed as decode rows) to a random EAGLE-3 head
+// over half its vocabulary (d2t), which reads them through fc and then chains on its own output.
+TEST(CudaSpecDecode, Eagle3DrafterOnTheGpu) {
+  auto weights = spec_model(Arch::Llama, 0x656eu);
+  const std::vector<int> layers = {0, 1, 2};
+  const model::ModelWeights head = testing::random_eagle3_head(
+      weights, layers, /*norm_before_residual=*/false, g_seed ^ 0x6533u);
+  weights.config.hidden_state_layers = layers;
+  auto gpu = make_cuda_backend(std::move(weights));
+  expect_hidden_state_drafts_exact(
+      *gpu, 0,
+      [&] {
+        return std::make_shared<spec::HiddenStateDrafter>(
+            make_cuda_backend(head, eager()),
+            spec::HiddenStateDrafterOptions{.max_sequences = kMaxSeqs,
+                                            .max_tokens_per_sequence = gpu_shape().max_model_len,
+                                            .block_size = 16},
+            head.eagle3->draft_to_target);
+      },
+      "eagle3", /*verify_replays=*/true);
 }
 
 }  // namespace

@@ -411,5 +411,35 @@ TEST_F(Qwen3NextCpu, ZeroCentredNormsFoldIntoPlainOnes) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]);
 }
 
+// An MTP module (take_mtp_module) on the CUDA backend: nothing refused, and its input's two
+// norms, which are of the final norm's kind (decoder_forward.h), fold with it; a target that
+// still carries its module (input kEmbedding) leaves the module's norms alone.
+TEST_F(Qwen3NextCpu, AnMtpModulesInputNormsFoldWithItsFinalNorm) {
+  model::ModelWeights target = load("bf16");
+  ASSERT_TRUE(target.mtp.has_value());
+  model::ModelWeights carrying = target;
+  (void)fold_zero_centred_norms(carrying, model::describe_model(target.config));
+  EXPECT_EQ(carrying.mtp->embedding_norm, target.mtp->embedding_norm);
+  EXPECT_EQ(carrying.mtp->hidden_norm, target.mtp->hidden_norm);
+  const model::ModelWeights original = model::take_mtp_module(target);
+  EXPECT_THAT(features_beyond_baseline(original, model::describe_model(original.config)),
+              ::testing::IsEmpty());
+  EXPECT_NO_THROW(refuse_features_beyond_baseline(original, "cuda"));
+  model::ModelWeights folded = original;
+  const model::ModelDescription d =
+      fold_zero_centred_norms(folded, model::describe_model(original.config));
+  EXPECT_EQ(d.input, model::ModelInput::kEmbeddingAndHidden);
+  EXPECT_EQ(d.final_norm, model::NormKind::kRms);
+  const auto plus_one = [](const std::vector<float>& w) {
+    std::vector<float> v = w;
+    for (float& x : v) x += 1.0f;
+    return v;
+  };
+  EXPECT_EQ(folded.final_norm, plus_one(original.final_norm));
+  EXPECT_EQ(folded.mtp->embedding_norm, plus_one(original.mtp->embedding_norm));
+  EXPECT_EQ(folded.mtp->hidden_norm, plus_one(original.mtp->hidden_norm));
+  EXPECT_EQ(folded.mtp->fc.dense, original.mtp->fc.dense);
+}
+
 }  // namespace
 }  // namespace nibble::backend

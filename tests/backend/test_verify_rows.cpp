@@ -81,6 +81,29 @@ TEST(VerifyRows, LogitsRowsAndWindowTablesFollowTheRows) {
   }
 }
 
+// A target handing its hidden states to a drafter (mtp, eagle3): row j takes the item's j-th
+// hidden_out row, so that a replay's rows come back where the item wants them.
+TEST(VerifyRows, HiddenOutRowsFollowTheRows) {
+  constexpr std::size_t kWidth = 5;
+  Step step;
+  std::vector<float> a_hidden(3 * kWidth), b_hidden(kWidth);
+  step.items[0].hidden_out = a_hidden;
+  step.items[1].hidden_out = b_hidden;
+  std::vector<BatchItem> rows;
+  ASSERT_TRUE(verify_rows_as_decodes(step.items, rows));
+  ASSERT_EQ(rows.size(), 4u);
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(rows[j].hidden_out.data(), a_hidden.data() + j * kWidth);
+    EXPECT_EQ(rows[j].hidden_out.size(), kWidth);
+  }
+  EXPECT_EQ(rows[3].hidden_out.data(), b_hidden.data());
+  EXPECT_EQ(rows[3].hidden_out.size(), kWidth);
+  // Without hidden_out, none.
+  Step plain;
+  ASSERT_TRUE(verify_rows_as_decodes(plain.items, rows));
+  for (const BatchItem& row : rows) EXPECT_TRUE(row.hidden_out.empty());
+}
+
 TEST(VerifyRows, OtherStepsAreLeftAsTheyAre) {
   Step step;
   std::vector<BatchItem> rows = {BatchItem{}};
@@ -99,6 +122,12 @@ TEST(VerifyRows, OtherStepsAreLeftAsTheyAre) {
   std::vector<BatchItem> hybrid = step.items;
   hybrid[0].state_slot = 2;
   EXPECT_FALSE(verify_rows_as_decodes(hybrid, rows));
+  EXPECT_TRUE(rows.empty());
+  // An MTP module's item (hidden_in: an input the decode graphs do not read).
+  const std::vector<float> hidden(3 * 4);
+  std::vector<BatchItem> module = step.items;
+  module[0].hidden_in = hidden;
+  EXPECT_FALSE(verify_rows_as_decodes(module, rows));
   EXPECT_TRUE(rows.empty());
 }
 

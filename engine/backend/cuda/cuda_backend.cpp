@@ -13,6 +13,7 @@
 #include "engine/backend/cuda/device_model.h"
 #include "engine/backend/cuda/device_sampler.h"
 #include "engine/backend/cuda/forward_pass.h"
+#include "engine/backend/cuda/hidden_rows.h"
 #include "engine/backend/cuda/kernel_shapes.h"
 #include "engine/backend/cuda/moe_block.h"
 #include "engine/backend/cuda/step_buffers.h"
@@ -37,6 +38,10 @@ constexpr std::int64_t kMaxSplitRows = 256;  // split-K workspace: rows of parti
 bool samples_in(std::span<const BatchItem> items) {
   return std::any_of(items.begin(), items.end(),
                      [](const BatchItem& item) { return item.sample != nullptr; });
+}
+bool hidden_out_in(std::span<const BatchItem> items) {
+  return std::any_of(items.begin(), items.end(),
+                     [](const BatchItem& item) { return !item.hidden_out.empty(); });
 }
 bool bitmasks_in(std::span<const BatchItem> items) {
   return std::any_of(items.begin(), items.end(), [](const BatchItem& item) {
@@ -81,6 +86,10 @@ class CudaBackend : public Backend {
   CudaBackend(model::ModelWeights weights, const CudaOptions& options) : options_(options) {
     refuse_features_beyond_baseline(weights, "cuda");  // before anything reads the weights
     cuda::refuse_shapes_beyond_kernels(weights.config);
+    for (int l : weights.config.hidden_state_layers)
+      if (l < 0 || l >= weights.config.num_layers)
+        throw BackendError("cuda backend: hidden_state_layers names layer " + std::to_string(l) +
+                           " of a model of " + std::to_string(weights.config.num_layers));
     check(cudaFree(nullptr), "creating the CUDA context");
     std::size_t total = 0;
     check(cudaMemGetInfo(&free_at_start_, &total), "cudaMemGetInfo");
@@ -130,6 +139,9 @@ class CudaBackend : public Backend {
   }
 
   std::string name() const override { return "cuda"; }
+  // hidden_out for every model (the last layer's output, or hidden_state_layers' inputs); hidden_in
+  // for an MTP module and an EAGLE-3 head.
+  bool returns_hidden_states() const override { return true; }
   const ModelConfig& config() const override { return m_.config; }
 
   // BF16, or FP8 E4M3 with a BF16 scale per (token, KV head) row: 2 * D + 2 bytes of keys and
@@ -246,8 +258,12 @@ class CudaBackend : public Backend {
     DeviceKvCache& cache = own_cache(kv);
     const auto& c = m_.config;
     const std::int64_t T = check_batch(c, "cuda", cache, items, options_.device_sampling,
-                                       /*several_logits=*/true);
+                                       /*several_logits=*/true, /*hidden_states=*/true);
     check_state_slots("cuda", cache, items, hybrid_);
+    // Device sampling draws over the target's vocabulary; an EAGLE-3 head's logits are over its
+    // own (the drafter reads them).
+    if (c.eagle3 && samples_in(items))
+      throw BackendError("cuda backend: an EAGLE-3 head's logits are not sampled on the device");
     if (cache.blocks * std::int64_t(cache.block) > INT32_MAX)
       throw BackendError("cuda backend: a KV cache of more than 2^31 positions");
     const int snapshots = prepare_state_slots(cache, items);
@@ -260,6 +276,7 @@ class CudaBackend : public Backend {
     if (const auto replay =
             graphs_->launch(cache, items, host_work != nullptr && bitmasks_in(items))) {
       using Sampling = cuda::DecodeGraphRunner::Sampling;
+      hidden_to_host(items, std::int64_t(items.size()));
       run_host_work(host_work);
       if (*replay == Sampling::kAfterHostWork) graphs_->sample_after(items);
       finish(items, *replay != Sampling::kNone, true, std::int64_t(items.size()));
@@ -286,6 +303,7 @@ class CudaBackend : public Backend {
                           cudaMemcpyHostToDevice, stream_),
           "copying the step's layout");
     cuda::StepInputs in = cuda::step_inputs_at(buffers_.step.get(), packed);
+    in.hidden_in_runs = hidden_in_to_device(items);
     in.num_state_rows = int(layout.state_rows.size());
     in.snapshots = snapshots > 0;
     for (const kernels::GatedDeltaNetRow& row : layout.state_rows)
@@ -295,6 +313,7 @@ class CudaBackend : public Backend {
                           [](const kernels::AttentionTile& t) { return t.rows == 1; }));
     timer_->mark("start");
     forward_->enqueue(cache, in, {T, R, num_tiles, splits, true});
+    hidden_to_host(items, T);
     run_host_work(host_work);
     const bool sampled = R > 0 && samples_in(items);
     if (sampled) {
@@ -329,13 +348,58 @@ class CudaBackend : public Backend {
       logits_to_host(items);
     }
     check(cudaStreamSynchronize(stream_), "running the step");
+    deliver_hidden(items);
     timer_->end_step(long(tokens));
+  }
+
+  // An MTP module's or EAGLE-3 head's step: the items' hidden_in rows, in item order, as BF16
+  // into act.hidden_in (through pinned memory, on the step's stream; the step's activations
+  // already reserved). Returns the runs of rows of one width (an EAGLE-3 head's items bring the
+  // target's or its own; an MTP module's are all H wide).
+  std::span<const cuda::HiddenInRun> hidden_in_to_device(std::span<const BatchItem> items) {
+    hidden_in_runs_.clear();
+    if (!m_.config.mtp_module && !m_.config.eagle3) return {};
+    const std::size_t n = cuda::hidden_in_elements(items);
+    hidden_in_host_.ensure(n);
+    hidden_in_runs_ = cuda::pack_hidden_in(items, hidden_in_host_.get());
+    check(cudaMemcpyAsync(buffers_.act.hidden_in.get(), hidden_in_host_.get(), n * 2,
+                          cudaMemcpyHostToDevice, stream_),
+          "copying the hidden states in");
+    return hidden_in_runs_;
+  }
+
+  // Where some item wants hidden_out: the step's first `rows` rows of its hidden states, in one
+  // copy into pinned memory on the step's stream (deliver_hidden hands them out after the sync).
+  // They are act.kept for a model with hidden_state_layers (keep_hidden_state), act.h for an MTP
+  // module (after its final norm: logits()), else act.x, the last layer's output: buffers that
+  // decode graphs also write, so a replay's rows come back the same way.
+  void hidden_to_host(std::span<const BatchItem> items, std::int64_t rows) {
+    hidden_rows_ = 0;
+    if (!hidden_out_in(items)) return;
+    const auto& c = m_.config;
+    const std::uint16_t* from = !c.hidden_state_layers.empty() ? buffers_.act.kept.get()
+                                : c.mtp_module                 ? buffers_.act.h.get()
+                                                               : buffers_.act.x.get();
+    const std::size_t n = std::size_t(rows) * std::size_t(c.hidden_state_width());
+    hidden_host_.ensure(n);
+    check(cudaMemcpyAsync(hidden_host_.get(), from, n * 2, cudaMemcpyDeviceToHost, stream_),
+          "copying the hidden states out");
+    hidden_rows_ = rows;
+  }
+
+  // After the step's sync: each item's rows of hidden_to_host's copy, as floats, into its
+  // hidden_out (items' rows in item order, as the step laid them out).
+  void deliver_hidden(std::span<const BatchItem> items) {
+    if (hidden_rows_ == 0) return;
+    cuda::scatter_hidden_out(items, hidden_host_.get(),
+                             std::size_t(m_.config.hidden_state_width()));
+    hidden_rows_ = 0;
   }
 
   // Copies the logits of the step's sampled rows (the first R of act.logits: each item's
   // num_logits rows in turn, step_layout.h) into the items' buffers; synchronises the stream.
   void logits_to_host(std::span<const BatchItem> items) {
-    const std::size_t V = std::size_t(m_.config.vocab_size);
+    const std::size_t V = std::size_t(m_.config.logits_size());  // an EAGLE-3 head's: its own
     std::size_t R = 0;
     for (const BatchItem& item : items) R += item.logits.empty() ? 0 : std::size_t(item.num_logits);
     logits_host_.ensure(R * V);
@@ -400,7 +464,10 @@ class CudaBackend : public Backend {
   std::unique_ptr<cuda::DeviceSampler> sampler_;
   std::unique_ptr<cuda::DecodeGraphRunner> graphs_;
   cuda::PinnedBuffer<float> logits_host_;
-  std::vector<BatchItem> verify_rows_;  // the step's verify items as decode rows
+  cuda::PinnedBuffer<std::uint16_t> hidden_host_, hidden_in_host_;  // BF16 rows (hidden states)
+  std::int64_t hidden_rows_ = 0;  // rows hidden_to_host copied for deliver_hidden, 0: none
+  std::vector<cuda::HiddenInRun> hidden_in_runs_;  // the step's (hidden_in_to_device)
+  std::vector<BatchItem> verify_rows_;             // the step's verify items as decode rows
 };
 
 }  // namespace

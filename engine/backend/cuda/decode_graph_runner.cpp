@@ -209,7 +209,9 @@ std::optional<DecodeGraphRunner::Sampling> DecodeGraphRunner::launch(
   if (!active()) return std::nullopt;
   int max_position = 0;
   for (const BatchItem& item : items) {
-    if (item.tokens.size() != 1 || !wants_next_token(item)) return std::nullopt;
+    // hidden_in (an MTP module's step) is an input the graphs do not read: eagerly.
+    if (item.tokens.size() != 1 || !wants_next_token(item) || !item.hidden_in.empty())
+      return std::nullopt;
     max_position = std::max(max_position, item.start);
   }
   const bool sampled = samples_in(items);

@@ -47,7 +47,9 @@ class DecodeGraphRunner {
   enum class Sampling { kInGraph, kAfterHostWork, kNone };
   // Launches a decode step (every item one token, wanting a next token; a verify step's rows as
   // the backend expanded them) as its bucket's replay; nullopt, with nothing launched, when the
-  // step must run eagerly (a prefill chunk, more rows than the largest bucket). bitmasks_after:
+  // step must run eagerly (a prefill chunk, more rows than the largest bucket, hidden_in rows).
+  // Items' hidden_out rows come back after the replay as after an eager step (the buffers they
+  // are read from are the graphs' own, at fixed addresses). bitmasks_after:
   // the step's host work writes the items' bitmasks.
   std::optional<Sampling> launch(DeviceKvCache& cache, std::span<const BatchItem> items,
                                  bool bitmasks_after);

@@ -144,6 +144,7 @@ struct Uploader {
     d.post_attention_norm = floats(h.post_attention_norm);
     if (!h.q_norm.empty()) d.q_norm = floats(h.q_norm);
     if (!h.k_norm.empty()) d.k_norm = floats(h.k_norm);
+    if (!h.hidden_norm.empty()) d.hidden_norm = floats(h.hidden_norm);
     if (h.linear_attention.in_proj_qkvz.out_features > 0) {
       d.linear_attention = linear_attention(h.linear_attention);
     } else {
@@ -300,6 +301,18 @@ DeviceModel upload_model(model::ModelWeights w) {
 
   m.final_norm = up.floats(w.final_norm);
   m.lm_head = up.linear(w.lm_head);
+  // A target that still carries its module (not taken out) never runs it: not uploaded.
+  if (m.description.input == model::ModelInput::kEmbeddingAndHidden) {
+    if (!w.mtp) throw BackendError("cuda backend: an MTP module without its input weights");
+    m.mtp.emplace();
+    m.mtp->embedding_norm = up.floats(w.mtp->embedding_norm);
+    m.mtp->hidden_norm = up.floats(w.mtp->hidden_norm);
+    m.mtp->fc = up.linear(w.mtp->fc);
+  }
+  if (m.description.input == model::ModelInput::kEagle3) {
+    if (!w.eagle3) throw BackendError("cuda backend: an EAGLE-3 head without its fc");
+    m.eagle3_fc = up.linear(w.eagle3->fc);
+  }
   m.bytes = up.bytes;
   m.widest_nvfp4 = up.widest_nvfp4;
   m.largest_nvfp4 = up.largest_nvfp4;

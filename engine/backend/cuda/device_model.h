@@ -2,6 +2,7 @@
 // A model's weights in GPU memory: BF16 embeddings, FP32 norms, every Linear as a DeviceLinear
 // (NVFP4 in the W4A16 layout, dense in BF16), and the rotary inverse frequencies.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/backend/cuda/device_linear.h"
@@ -47,6 +48,7 @@ struct DeviceLinearAttention {
 struct DeviceLayer {
   // Norms as a plain RMSNorm applies them: zero-centred ones folded (zero_centred_norms.h).
   DeviceBuffer<float> input_norm, post_attention_norm, q_norm, k_norm;
+  DeviceBuffer<float> hidden_norm;  // EAGLE-3's first layer (AttentionSpec::reads_embedding)
   bool fused_qkv = false;
   DeviceLinear qkv;      // fused: [(Hq + 2 Hkv) D, H]
   DeviceLinear q, k, v;  // otherwise
@@ -69,6 +71,13 @@ struct DeviceLayer {
   DeviceLinearAttention linear_attention;  // Gated DeltaNet layers (q, k, v, o empty there)
 };
 
+// An MTP module's input (model::MtpWeights; ModelInput::kEmbeddingAndHidden): its two norms
+// (zero-centred ones folded, as the layers') and fc over [norm(embedding), norm(hidden)].
+struct DeviceMtpInput {
+  DeviceBuffer<float> embedding_norm, hidden_norm;
+  DeviceLinear fc;  // [H, 2 H]
+};
+
 struct DeviceModel {
   model::ModelConfig config;
   // What the layers compute, as the device runs them: zero-centred norms folded into their
@@ -78,6 +87,10 @@ struct DeviceModel {
   std::vector<DeviceLayer> layers;
   DeviceBuffer<float> final_norm;
   DeviceLinear lm_head;
+  std::optional<DeviceMtpInput> mtp;  // a model made by model::take_mtp_module only
+  // An EAGLE-3 head's fc (model::Eagle3Weights): [H, 3 target H], the target's hidden states to
+  // one.
+  std::optional<DeviceLinear> eagle3_fc;
   DeviceBuffer<double> inv_freq;  // [rope_dim / 2] (head_dim / 2 but with partial RoPE)
   std::int64_t widest_nvfp4 = 0;  // largest out_features of an NVFP4 Linear (split-K workspace)
   std::size_t largest_nvfp4 = 0;  // most (padded) weights of one NVFP4 Linear (dense scratch)

@@ -52,6 +52,53 @@ class CudaStepOps : public DecoderOps {
     mark("embed");
   }
 
+  // An MTP module's input: x = fc([norm(embedding), norm(hidden_in)]), the two normed halves
+  // side by side in act.pair (as the CPU backend's embed_with_hidden). act.hidden_in holds the
+  // items' hidden_in rows (the backend uploaded them).
+  void embed_with_hidden(model::NormKind norm) override {
+    const DeviceMtpInput& mtp = *f_.m_.mtp;
+    const std::int64_t T = step_.rows;
+    embed();
+    normalize(norm, act_.x.get(), mtp.embedding_norm.get());
+    normalize(norm, act_.hidden_in.get(), mtp.hidden_norm.get(), act_.x2.get());
+    side_by_side(act_.h.get(), act_.x2.get());
+    f_.linears_.run(mtp.fc, act_.pair.get(), T, nullptr, act_.x.get());
+    mark("mtp input");
+  }
+
+  // An EAGLE-3 head's input (as the CPU backend's eagle3_input): x = the items' hidden_in rows,
+  // through fc where they are the target's (StepInputs::hidden_in_runs say which rows are); the
+  // embeddings wait in act.embedding for the first layer's attention.
+  void eagle3_input() override {
+    const std::int64_t H = c_.hidden_size;
+    check(kernels::embed_rows(f_.m_.embed.get(), in_.tokens, int(step_.rows), c_.hidden_size,
+                              act_.embedding.get(), f_.stream_),
+          "embed_rows");
+    for (const HiddenInRun& run : in_.hidden_in_runs) {
+      std::uint16_t* x = act_.x.get() + run.row0 * H;
+      const std::uint16_t* rows = act_.hidden_in.get() + run.offset;
+      if (run.width == H) {
+        check(cudaMemcpyAsync(x, rows, std::size_t(run.rows * H) * sizeof(std::uint16_t),
+                              cudaMemcpyDeviceToDevice, f_.stream_),
+              "copying the EAGLE-3 input");
+      } else {
+        f_.linears_.run(*f_.m_.eagle3_fc, rows, run.rows, nullptr, x);
+      }
+    }
+    mark("eagle3 input");
+  }
+
+  // Before a layer of hidden_state_layers: x (the layer's input) into column block `index` of
+  // act.kept, read back after the step (one strided copy, captured in decode graphs too).
+  void keep_hidden_state(int index) override {
+    const std::size_t row = std::size_t(c_.hidden_size) * sizeof(std::uint16_t);
+    const std::size_t width = std::size_t(c_.hidden_state_width()) * sizeof(std::uint16_t);
+    check(cudaMemcpy2DAsync(act_.kept.get() + std::int64_t(index) * c_.hidden_size, width,
+                            act_.x.get(), row, row, std::size_t(step_.rows),
+                            cudaMemcpyDeviceToDevice, f_.stream_),
+          "keeping a hidden state");
+  }
+
   // x2 = x + o(attention(rope(q, k), v)), q, k, v projected from norm(x); with an output gate
   // (Qwen3-Next) q_proj yields each head's query then its gate, and the attention output is
   // multiplied by sigmoid(gate) before o. gpt-oss: biases on q, k, v and o (with the linears),
@@ -63,10 +110,16 @@ class CudaStepOps : public DecoderOps {
     const std::int64_t q_per_head = spec.output_gate ? 2 * D : D;
     const std::int64_t q_width = std::int64_t(c_.num_heads) * q_per_head,
                        kv_width = std::int64_t(c_.num_kv_heads) * D;
-    normalize(norm, act_.x.get(), w.input_norm.get());
+    // q, k and v read in = norm(x), or EAGLE-3's two normed halves (2 H a row).
+    const std::uint16_t* in = act_.h.get();
+    if (spec.reads_embedding) {
+      in = eagle3_attention_input(norm, w, spec);
+    } else {
+      normalize(norm, act_.x.get(), w.input_norm.get());
+    }
     // The q / k / v biases (spec.qkv_bias) ride with the projections' weights.
     if (w.fused_qkv) {
-      f_.linears_.run(w.qkv, act_.h.get(), T, nullptr, act_.qkv.get());
+      f_.linears_.run(w.qkv, in, T, nullptr, act_.qkv.get());
       rope_.q_in = act_.qkv.get();
       rope_.k = act_.qkv.get() + q_width;
       rope_.v = act_.qkv.get() + q_width + kv_width;
@@ -74,9 +127,9 @@ class CudaStepOps : public DecoderOps {
     } else {
       // A gated q goes to act.qkv: the rotated queries (act.q) cannot overwrite it in place.
       std::uint16_t* q = spec.output_gate ? act_.qkv.get() : act_.q.get();
-      f_.linears_.run(w.q, act_.h.get(), T, nullptr, q);
-      f_.linears_.run(w.k, act_.h.get(), T, nullptr, act_.k.get());
-      f_.linears_.run(w.v, act_.h.get(), T, nullptr, act_.v.get());
+      f_.linears_.run(w.q, in, T, nullptr, q);
+      f_.linears_.run(w.k, in, T, nullptr, act_.k.get());
+      f_.linears_.run(w.v, in, T, nullptr, act_.v.get());
       rope_.q_in = q;
       rope_.k = act_.k.get();
       rope_.v = act_.v.get();
@@ -168,6 +221,9 @@ class CudaStepOps : public DecoderOps {
   }
 
   void logits(model::NormKind norm) override {
+    // An MTP module hands out its output after its final norm (the chained drafts' input):
+    // every row's, into act.h, read back after the step (CudaBackend).
+    if (c_.mtp_module) normalize(norm, act_.x.get(), f_.m_.final_norm.get());
     const std::int64_t R = step_.sampled;
     if (R == 0) return;
     // The sampled rows' last hidden states, gathered and normed in one launch.
@@ -184,19 +240,47 @@ class CudaStepOps : public DecoderOps {
     // Logits through BF16, as vLLM computes them: cuBLAS's BF16 matrix-vector path is its
     // fastest for the lm_head (the widest matrix of the model).
     f_.linears_.run(f_.m_.lm_head, act_.last.get(), R, nullptr, act_.scratch.get());
-    check(kernels::bf16_to_float(act_.scratch.get(), R * c_.vocab_size, act_.logits.get(),
+    check(kernels::bf16_to_float(act_.scratch.get(), R * c_.logits_size(), act_.logits.get(),
                                  f_.stream_),
           "bf16_to_float");
     mark("final norm+lm_head");
   }
 
  private:
-  // act.h = norm(in) with weight w over the step's rows.
-  void normalize(model::NormKind norm, const std::uint16_t* in, const float* w) {
+  // EAGLE-3's first layer: [input_norm(embedding), hidden_norm(x)] side by side in act.pair (as
+  // the CPU backend's attention); with norm_before_residual the normed x is the residual too.
+  const std::uint16_t* eagle3_attention_input(model::NormKind norm, const DeviceLayer& w,
+                                              const model::AttentionSpec& spec) {
+    const std::int64_t T = step_.rows, H = c_.hidden_size;
+    normalize(norm, act_.embedding.get(), w.input_norm.get());
+    normalize(norm, act_.x.get(), w.hidden_norm.get(), act_.x2.get());
+    side_by_side(act_.h.get(), act_.x2.get());
+    if (spec.norm_before_residual)
+      check(cudaMemcpyAsync(act_.x.get(), act_.x2.get(), std::size_t(T * H) * sizeof(std::uint16_t),
+                            cudaMemcpyDeviceToDevice, f_.stream_),
+            "the normed residual");
+    return act_.pair.get();
+  }
+
+  // act.pair [T, 2 H] = [left, right], each [T, H]: two strided copies.
+  void side_by_side(const std::uint16_t* left, const std::uint16_t* right) {
+    const std::size_t row = std::size_t(c_.hidden_size) * sizeof(std::uint16_t);
+    const auto T = std::size_t(step_.rows);
+    check(cudaMemcpy2DAsync(act_.pair.get(), 2 * row, left, row, row, T, cudaMemcpyDeviceToDevice,
+                            f_.stream_),
+          "concatenating two rows");
+    check(cudaMemcpy2DAsync(act_.pair.get() + c_.hidden_size, 2 * row, right, row, row, T,
+                            cudaMemcpyDeviceToDevice, f_.stream_),
+          "concatenating two rows");
+  }
+
+  // out (act.h unless given) = norm(in) with weight w over the step's rows.
+  void normalize(model::NormKind norm, const std::uint16_t* in, const float* w,
+                 std::uint16_t* out = nullptr) {
     switch (norm) {
       case model::NormKind::kRms:
         check(kernels::rms_norm(in, w, int(step_.rows), c_.hidden_size, c_.rms_norm_eps,
-                                act_.h.get(), f_.stream_, f_.layer_),
+                                out != nullptr ? out : act_.h.get(), f_.stream_, f_.layer_),
               "rms_norm");
         break;
       case model::NormKind::kRmsZeroCentred:  // folded at load (DeviceModel::description)

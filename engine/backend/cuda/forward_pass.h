@@ -8,11 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "engine/backend/backend_options.h"
 #include "engine/backend/cuda/device_kv_cache.h"
 #include "engine/backend/cuda/device_linear.h"
 #include "engine/backend/cuda/device_model.h"
+#include "engine/backend/cuda/hidden_rows.h"
 #include "engine/backend/cuda/moe_block.h"
 #include "engine/backend/cuda/step_buffers.h"
 #include "engine/backend/cuda/step_timer.h"
@@ -43,6 +45,8 @@ struct StepInputs {
   int num_state_rows = 0;
   bool snapshots = false;  // some rows are verify rows keeping snapshots (eager steps only)
   int longest_state_row = 0;
+  // An EAGLE-3 head's hidden_in rows (eager steps only); an MTP module's are [T, H] as they are.
+  std::span<const HiddenInRun> hidden_in_runs;
 };
 
 // The step's inputs inside one device blob at `at`'s offsets (step_layout.h: PackedStep for an

@@ -52,6 +52,13 @@ bool Activations::ensure(const model::ModelConfig& c, std::int64_t T, std::int64
     grow(mixed, t * std::size_t(shape.value_dim()));
     grow(deltanet_work, kernels::gated_deltanet_chunked_workspace_bytes(shape, T));
   }
+  if (!c.hidden_state_layers.empty()) grow(kept, t * std::size_t(c.hidden_state_width()));
+  if (c.mtp_module || c.eagle3) {
+    const std::size_t widest_in = c.eagle3 ? std::max(H, std::size_t(c.eagle3->fc_inputs())) : H;
+    grow(hidden_in, t * widest_in);
+    grow(pair, t * 2 * H);
+  }
+  if (c.eagle3) grow(embedding, t * H);
   const auto rows = std::size_t(std::max<std::int64_t>(R, 1));
   grow(last, rows * H);
   grow(logits, rows * std::size_t(c.vocab_size));

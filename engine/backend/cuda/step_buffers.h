@@ -30,6 +30,14 @@ struct Activations {
   // The chunked delta rule's workspace for T tokens (gated_deltanet_chunked.h; decode graphs never
   // read it).
   DeviceBuffer<std::byte> deltanet_work;
+  // Hidden states (speculative decoding's mtp and eagle3). A model whose config names
+  // hidden_state_layers: [T, hidden_state_width] those layers' inputs side by side, written in the
+  // step (inside decode graphs too) and read back after it. An MTP module (ModelConfig::
+  // mtp_module) or an EAGLE-3 head (ModelConfig::eagle3): the hidden_in rows the step takes
+  // ([T, H]; an EAGLE-3 head's may be the target's, [T, 3 target H]), [T, 2 H] two normed halves
+  // side by side (the MTP module's fc input, the EAGLE-3 layer's q/k/v input); an EAGLE-3 head's
+  // [T, H] embeddings, kept for its first attention.
+  DeviceBuffer<bf16> kept, hidden_in, pair, embedding;
 
   // Grows every buffer for steps of T rows, R sampled; true when one was reallocated.
   bool ensure(const model::ModelConfig& c, std::int64_t T, std::int64_t R);

@@ -64,14 +64,15 @@ bool verify_rows_as_decodes(std::span<const BatchItem> items, std::vector<BatchI
   bool several = false;
   for (const BatchItem& item : items) {
     if (!wants_next_token(item) || item.tokens.size() != std::size_t(item.num_logits) ||
-        item.state_slot >= 0 || !item.hidden_out.empty() || !item.hidden_in.empty())
+        item.state_slot >= 0 || !item.hidden_in.empty())
       return false;
     several = several || item.num_logits > 1;
   }
   if (!several) return false;
   for (const BatchItem& item : items) {
     const std::size_t n = item.tokens.size();
-    const std::size_t width = item.logits.size() / n;  // logits_size, or 0 (sampled)
+    const std::size_t width = item.logits.size() / n;       // logits_size, or 0 (sampled)
+    const std::size_t hidden = item.hidden_out.size() / n;  // hidden_state_width, or 0
     for (std::size_t j = 0; j < n; ++j) {
       BatchItem row;
       row.tokens = item.tokens.subspan(j, 1);
@@ -80,6 +81,7 @@ bool verify_rows_as_decodes(std::span<const BatchItem> items, std::vector<BatchI
       row.window_block_table = item.window_block_table;
       if (item.sample != nullptr) row.sample = item.sample + j;
       if (!item.logits.empty()) row.logits = item.logits.subspan(j * width, width);
+      if (!item.hidden_out.empty()) row.hidden_out = item.hidden_out.subspan(j * hidden, hidden);
       rows.push_back(row);
     }
   }

@@ -47,13 +47,14 @@ StepLayout layout_step(std::span<const BatchItem> items, int block_size, int row
 // its tokens (tokens.size() == num_logits: decodes, and verify items of a decode row and its k
 // drafts) and some item has several, writes the step as one-token decode rows into `rows`: item
 // i's token j becomes a row at position start + j with the item's block (and window) table and
-// its j-th logits row or sampling request, in item order. Each row attends to positions
-// [0, start + j]: its own key and those of the item's earlier tokens, which the step's KV store
-// writes for every row before attention reads any (forward_pass.cpp: two kernels in stream
+// its j-th logits row or sampling request (and hidden_out row), in item order. Each row attends to
+// positions [0, start + j]: its own key and those of the item's earlier tokens, which the step's KV
+// store writes for every row before attention reads any (forward_pass.cpp: two kernels in stream
 // order). Rows of one item share its tables: no check refuses that, only state slots must be
 // distinct, and an item with one (hybrid models, whose recurrent state runs token after token),
-// or with hidden states, is not expanded. Returns false, leaving `rows` empty, for any other step
-// (a prefill chunk among the items, or decodes only: they are decode rows already).
+// or with hidden_in (an MTP module's step), is not expanded. Returns false, leaving `rows` empty,
+// for any other step (a prefill chunk among the items, or decodes only: they are decode rows
+// already).
 bool verify_rows_as_decodes(std::span<const BatchItem> items, std::vector<BatchItem>& rows);
 
 // The layout as one blob (each part 16-byte aligned) and where each part starts in it.

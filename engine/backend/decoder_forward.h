@@ -20,7 +20,6 @@
 //   moe(l, norm, spec)               x += sum over the top-k experts of h = norm(x), weighted
 //   logits(norm)                     the rows that want a next token: lm_head(norm(x))
 // Each op reads the layer's weights by index; the specs say what the layer computes.
-#include <stdexcept>
 
 #include "engine/model/model_description.h"
 
@@ -31,13 +30,8 @@ class DecoderOps {
   virtual ~DecoderOps() = default;
   virtual void embed() = 0;
   virtual void attention(int layer, model::NormKind norm, const model::AttentionSpec& spec) = 0;
-  // Not pure while only the CPU backend implements it: a backend without it refuses hybrid
-  // models at load (model_features.h), so the default is never reached there.
   virtual void gated_deltanet(int layer, model::NormKind norm,
-                              const model::LinearAttentionSpec& spec) {
-    (void)layer, (void)norm, (void)spec;
-    throw std::logic_error("this backend has no Gated DeltaNet op");
-  }
+                              const model::LinearAttentionSpec& spec) = 0;
   virtual void embed_with_hidden(model::NormKind norm) = 0;
   virtual void eagle3_input() = 0;
   virtual void keep_hidden_state(int index) = 0;

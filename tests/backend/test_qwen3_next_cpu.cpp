@@ -20,7 +20,6 @@
 #include "engine/backend/cpu/cpu_kv_cache.h"
 #include "engine/backend/cpu/cpu_ops.h"
 #include "engine/backend/greedy_decode.h"
-#include "engine/backend/model_features.h"
 #include "engine/backend/zero_centred_norms.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_weights.h"
@@ -359,14 +358,6 @@ TEST_F(Qwen3NextCpu, TheEngineServesABatchWithPreemptionsAsEachAlone) {
   }
 }
 
-// The CUDA backend runs every feature Qwen3-Next uses (tests/backend/test_cuda_qwen3_next.cpp
-// checks it on a GPU): its refusal list is empty.
-TEST_F(Qwen3NextCpu, TheCudaBackendRefusesNoFeatureOfIt) {
-  const model::ModelWeights w = load("bf16");
-  EXPECT_THAT(features_beyond_baseline(w, model::describe_model(w.config)), ::testing::IsEmpty());
-  EXPECT_NO_THROW(refuse_features_beyond_baseline(w, "cuda"));
-}
-
 // Zero-centred norms folded for a plain RMSNorm (the CUDA backend's device copy): the layers'
 // input, post-attention and q/k norms and the final norm gain 1, the linear-attention layers'
 // gated norm does not, and the description then says kRms everywhere; a row normed with the
@@ -422,9 +413,6 @@ TEST_F(Qwen3NextCpu, AnMtpModulesInputNormsFoldWithItsFinalNorm) {
   EXPECT_EQ(carrying.mtp->embedding_norm, target.mtp->embedding_norm);
   EXPECT_EQ(carrying.mtp->hidden_norm, target.mtp->hidden_norm);
   const model::ModelWeights original = model::take_mtp_module(target);
-  EXPECT_THAT(features_beyond_baseline(original, model::describe_model(original.config)),
-              ::testing::IsEmpty());
-  EXPECT_NO_THROW(refuse_features_beyond_baseline(original, "cuda"));
   model::ModelWeights folded = original;
   const model::ModelDescription d =
       fold_zero_centred_norms(folded, model::describe_model(original.config));

@@ -17,7 +17,6 @@
 #include <mutex>
 
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/backend/model_features.h"
 #include "engine/model/eagle3_head.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
@@ -428,17 +427,6 @@ TEST_F(Eagle3SpecDecode, AHeadAndATargetThatDoNotFitAreRefused) {
       spec::HiddenStateDrafter(backend::make_cpu_backend(std::move(no_map), 1),
                                spec::HiddenStateDrafterOptions{.max_tokens_per_sequence = 64}),
       spec::SpeculativeConfigError);
-}
-
-// The CUDA backend runs both sides (tests/backend/test_cuda_hidden_states.cpp checks them on a
-// GPU): it refuses neither the head nor a target that hands out its layers' inputs.
-TEST_F(Eagle3SpecDecode, TheCudaBackendRefusesNeitherSide) {
-  EXPECT_TRUE(
-      backend::features_beyond_baseline(*head_, model::describe_model(head_->config)).empty());
-  EXPECT_NO_THROW(backend::refuse_features_beyond_baseline(*head_, "cuda"));
-  model::ModelWeights target = *target_weights_;
-  target.config.hidden_state_layers = {0, 2, 3};
-  EXPECT_NO_THROW(backend::refuse_features_beyond_baseline(target, "cuda"));
 }
 
 }  // namespace

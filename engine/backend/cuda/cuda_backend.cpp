@@ -21,7 +21,6 @@
 #include "engine/backend/cuda/step_timer.h"
 #include "engine/backend/kv_layer_groups.h"
 #include "engine/backend/linear_attention_shape.h"
-#include "engine/backend/model_features.h"
 #include "engine/backend/state_slot_positions.h"
 #include "kernels/attention/paged_attention.h"
 
@@ -84,7 +83,6 @@ int sm_count() {
 class CudaBackend : public Backend {
  public:
   CudaBackend(model::ModelWeights weights, const CudaOptions& options) : options_(options) {
-    refuse_features_beyond_baseline(weights, "cuda");  // before anything reads the weights
     cuda::refuse_shapes_beyond_kernels(weights.config);
     for (int l : weights.config.hidden_state_layers)
       if (l < 0 || l >= weights.config.num_layers)

@@ -41,17 +41,24 @@ std::uint64_t g_seed = 0;  // main: 20261207 unless NIBBLE_TEST_SEED says otherw
 constexpr double kTolerance = 2.5e-2;
 constexpr int kBlock = 16, kTable = 4;
 
+// Qwen3-Next: test_cuda_qwen3_next's worst-row bound (its BF16 activations between the projections
+// and the delta rule, which the CPU keeps in FP32: 0.0251 measured on the last layer's output,
+// H100 2026-12-07); a wrong row is O(1).
+constexpr double kHybridTolerance = 6e-2;
+
 struct Case {
   std::string name;
   ModelConfig config;
   std::vector<int> hidden_state_layers;  // empty: the last layer's output
+  double tolerance = kTolerance;
 };
 
 std::vector<Case> cases() {
   return {{"Llama", testing::gpu_test_config(Arch::Llama, 64), {}},
           {"LlamaHiddenStateLayers", testing::gpu_test_config(Arch::Llama, 64), {0, 1, 2}},
-          {"Qwen3Next", testing::qwen3_next_test_config(4, 128, 8), {}},
-          {"Qwen3NextHiddenStateLayers", testing::qwen3_next_test_config(4, 128, 8), {1, 3}}};
+          {"Qwen3Next", testing::qwen3_next_test_config(4, 128, 8), {}, kHybridTolerance},
+          {"Qwen3NextHiddenStateLayers", testing::qwen3_next_test_config(4, 128, 8), {1, 3},
+           kHybridTolerance}};
 }
 
 // NVFP4 experts (Qwen3-Next): its MoE layers route on the device, so its decode steps replay
@@ -137,8 +144,8 @@ TEST_P(HiddenOut, MatchesTheCpuBackendWithGraphsOffAndOn) {
         SCOPED_TRACE(::testing::Message() << "step " << step << " sequence " << s);
         const double hidden = relative_l2(got[step].hidden[s], want[step].hidden[s]);
         const double logits = relative_l2(got[step].logits[s], want[step].logits[s]);
-        EXPECT_LT(hidden, kTolerance);
-        EXPECT_LT(logits, kTolerance);
+        EXPECT_LT(hidden, test.tolerance);
+        EXPECT_LT(logits, test.tolerance);
         worst_hidden = std::max(worst_hidden, hidden);
         worst_logits = std::max(worst_logits, logits);
       }

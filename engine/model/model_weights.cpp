@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "engine/model/fused_experts.h"
 #include "engine/model/model_description.h"
 #include "engine/model/model_error.h"
@@ -9,6 +11,8 @@
 
 namespace nibble::model {
 namespace {
+
+constexpr double kLoadProgressSeconds = 5.0;
 
 // model.layers.N.linear_attn.* (`p` ends in "linear_attn.").
 LinearAttentionWeights load_linear_attention(const Checkpoint& ck, QuantFormat format,
@@ -139,10 +143,22 @@ ModelWeights load_model(const std::filesystem::path& dir) {
   const auto& c = m.config;
   const std::int64_t H = c.hidden_size;
   const ModelDescription model = describe_model(c);
+  // A large checkpoint takes a minute or more to read: its progress every few seconds.
+  const auto start = std::chrono::steady_clock::now();
+  auto since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double last_report = 0;
   m.embed = load_floats(ck, "model.embed_tokens.weight", std::int64_t(c.vocab_size) * H);
-  for (int l = 0; l < c.num_layers; ++l)
+  for (int l = 0; l < c.num_layers; ++l) {
     m.layers.push_back(load_layer(ck, m, "model.layers." + std::to_string(l) + ".",
                                   model.layers[std::size_t(l)], dir));
+    if (since_start() - last_report >= kLoadProgressSeconds && l + 1 < c.num_layers) {
+      last_report = since_start();
+      spdlog::info("loading {}: {}/{} layers read ({:.1f} s)", dir.string(), l + 1, c.num_layers,
+                   last_report);
+    }
+  }
   m.final_norm = load_floats(ck, "model.norm.weight", H);
   if (ck.has("mtp.fc.weight")) m.mtp = load_mtp(ck, m, dir);
   if (c.num_nextn_predict_layers > 0 && !m.mtp)
@@ -157,8 +173,9 @@ ModelWeights load_model(const std::filesystem::path& dir) {
   } else {
     m.lm_head = load_linear(ck, m.quant.format, "lm_head", c.vocab_size, H);
   }
-  spdlog::info("loaded {} ({} layers{}, quantization {}) from {}", c.architecture, c.num_layers,
-               m.mtp ? " and an MTP module" : "", quant_format_name(m.quant.format), dir.string());
+  spdlog::info("loaded {} ({} layers{}, quantization {}) from {} in {:.1f} s", c.architecture,
+               c.num_layers, m.mtp ? " and an MTP module" : "", quant_format_name(m.quant.format),
+               dir.string(), since_start());
   return m;
 }
 

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/text/json_depth.h"
+
 namespace nibble::model {
 namespace {
 
@@ -27,18 +29,22 @@ using nlohmann::json;
   throw ModelError(file.string() + ": tensor '" + tensor + "': " + what);
 }
 
+// A header nests three levels (names, an entry, its shape); anything much deeper is not one.
+constexpr int kHeaderMaxDepth = 8;
+
 // Parses the header JSON; rejects duplicate top-level names, which nlohmann would silently merge.
 json parse_header(const std::filesystem::path& file, std::string_view text) {
   std::set<std::string> seen;
   std::string duplicate;
-  json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth == 1 && event == json::parse_event_t::key && parsed.is_string()) {
-      auto key = parsed.get<std::string>();
-      if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
-    }
-    return true;
-  };
-  json header = json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/false);
+  json header;
+  try {
+    header =
+        text::parse_json_with_max_depth<json>(text, kHeaderMaxDepth, [&](const std::string& key) {
+          if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
+        });
+  } catch (const text::JsonTooDeep&) {
+    fail(file, "header nests deeper than " + std::to_string(kHeaderMaxDepth) + " levels");
+  }
   if (header.is_discarded()) fail(file, "header is not valid JSON");
   if (!duplicate.empty()) fail_tensor(file, duplicate, "appears twice in the header");
   if (!header.is_object()) fail(file, "header must be a JSON object");

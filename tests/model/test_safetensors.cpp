@@ -101,6 +101,7 @@ TEST(Safetensors, MalformedHeadersGiveErrorsNamingFileAndTensor) {
        eight,
        {"'w'", "impossibly large"}},
       {"bad metadata", R"({"__metadata__":{"k":1}})", eight, {"__metadata__"}},
+      {"too deep", R"({"w":[[[[[[[[1]]]]]]]]})", eight, {"nests deeper than 8"}},
   };
   for (const auto& c : cases) {
     auto path = dir.path() / "bad.safetensors";

@@ -33,10 +33,13 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr int kBlockSize = 16;
-// draft_model: the draft KV cache keeps up to this many sequences (fewer with --max-num-seqs) of
-// --max-model-len tokens; more running sequences still get drafts, recomputing their prefix
-// when their slot was evicted (engine/spec/draft_model_drafter.h).
-constexpr int kDraftModelSequences = 16;
+// The drafters' own KV caches (draft_model, mtp, eagle3) keep up to this many sequences (fewer
+// with --max-num-seqs) of --max-model-len tokens each, allocated at start-up: --max-num-seqs' 256
+// slots of a long context did not fit (Qwen3-Next's MTP layer at 262,144 tokens: 2 KiB a token,
+// 128 GiB; 16 slots: 8 GiB). Past that, the least recently used sequence gives up its slot: a
+// draft model recomputes its prefix (engine/spec/draft_model_drafter.h), a head drafts nothing
+// more for it (engine/spec/hidden_state_drafter.h).
+constexpr int kDraftSequences = 16;
 
 // The chat output parsers: the flags, or the tool-call format the chat template shows.
 server::ChatOutputConfig chat_output_config(const ServeOptions& o,
@@ -234,12 +237,16 @@ int run_serve(const Args& args) {
       head_options.cuda.graphs = false;
       auto drafter = std::make_shared<spec::HiddenStateDrafter>(
           backend::make_backend(head_options, std::move(mtp_module ? *mtp_module : *eagle3_head)),
-          spec::HiddenStateDrafterOptions{.max_sequences = o.max_num_seqs,
-                                          .max_tokens_per_sequence = max_model_len,
-                                          .block_size = kBlockSize},
+          spec::HiddenStateDrafterOptions{
+              .max_sequences = std::min(o.max_num_seqs, kDraftSequences),
+              .max_tokens_per_sequence = max_model_len,
+              .block_size = kBlockSize},
           std::move(draft_to_target));
-      spdlog::info("{}: the head's KV cache keeps {} sequences of {} tokens ({:.2f} MiB)", method,
-                   o.max_num_seqs, max_model_len, double(drafter->kv_bytes()) / double(1 << 20));
+      spdlog::info(
+          "{}: the head's KV cache keeps {} sequences of {} tokens ({:.2f} MiB, least recently "
+          "used evicted: it drafts no more for a sequence it evicted)",
+          method, std::min(o.max_num_seqs, kDraftSequences), max_model_len,
+          double(drafter->kv_bytes()) / double(1 << 20));
       // The head's KV cache is its own, not in the prefix cache: it has nothing for a cached
       // prefix (hybrid models cache no prefixes anyway).
       if (eagle3_head && o.enable_prefix_caching && backend->state_slot_bytes() == 0)
@@ -259,7 +266,7 @@ int run_serve(const Args& args) {
       backend::BackendOptions draft_options = backend_options;
       draft_options.cuda.graphs = false;  // the draft runs one sequence per step, eagerly
       const spec::DraftModelOptions draft_shape{
-          .max_sequences = std::min(o.max_num_seqs, kDraftModelSequences),
+          .max_sequences = std::min(o.max_num_seqs, kDraftSequences),
           .max_tokens_per_sequence = max_model_len,
           .block_size = kBlockSize};
       auto drafter = std::make_shared<spec::DraftModelDrafter>(

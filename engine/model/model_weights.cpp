@@ -2,7 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <functional>
+#include <thread>
+#include <vector>
 
 #include "engine/model/fused_experts.h"
 #include "engine/model/model_description.h"
@@ -13,6 +19,7 @@ namespace nibble::model {
 namespace {
 
 constexpr double kLoadProgressSeconds = 5.0;
+constexpr int kLoadThreads = 16;
 
 // model.layers.N.linear_attn.* (`p` ends in "linear_attn.").
 LinearAttentionWeights load_linear_attention(const Checkpoint& ck, QuantFormat format,
@@ -51,6 +58,59 @@ MtpWeights load_mtp(const Checkpoint& ck, const ModelWeights& m, const std::file
   w.layer = load_layer(ck, m, "mtp.layers.0.", module.layers[0], dir);
   w.norm = load_floats(ck, "mtp.norm.weight", H);
   return w;
+}
+
+// The decoder layers, read by up to kLoadThreads threads (layer l by whichever takes it next):
+// reading a large checkpoint is page faults and copies out of the mapped files, one core's worth
+// each, so a 45 GB model read on one thread took minutes. Each layer reads only its own tensors
+// and writes only its own LayerWeights, so the result is the sequential read's. The first error
+// by layer order is the one thrown, as a sequential read would throw it. Progress every
+// kLoadProgressSeconds, from the calling thread.
+std::vector<LayerWeights> load_layers(const Checkpoint& ck, const ModelWeights& m,
+                                      const ModelDescription& model,
+                                      const std::filesystem::path& dir,
+                                      const std::function<double()>& since_start) {
+  const int layers = m.config.num_layers;
+  std::vector<LayerWeights> out(std::size_t(std::max(layers, 0)));
+  std::vector<std::exception_ptr> errors(out.size());
+  std::atomic<int> next{0}, done{0};
+  auto work = [&] {
+    for (int l = next++; l < layers; l = next++) {
+      try {
+        out[std::size_t(l)] = load_layer(ck, m, "model.layers." + std::to_string(l) + ".",
+                                         model.layers[std::size_t(l)], dir);
+      } catch (...) {
+        errors[std::size_t(l)] = std::current_exception();
+        next = layers;  // nothing later is needed: an earlier error, or this one, is thrown
+      }
+      ++done;
+    }
+  };
+  const int threads =
+      std::clamp(int(std::thread::hardware_concurrency()), 1, std::min(kLoadThreads, layers));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  std::thread reporter;  // the calling thread works too; a reporter only where others do
+  std::atomic<bool> finished{false};
+  if (threads > 1)
+    reporter = std::thread([&] {
+      double last = 0;
+      while (!finished) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!finished && since_start() - last >= kLoadProgressSeconds) {
+          last = since_start();
+          spdlog::info("loading {}: {}/{} layers read ({:.1f} s)", dir.string(), done.load(),
+                       layers, last);
+        }
+      }
+    });
+  work();
+  for (auto& t : pool) t.join();
+  finished = true;
+  if (reporter.joinable()) reporter.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
 }
 
 }  // namespace
@@ -143,22 +203,12 @@ ModelWeights load_model(const std::filesystem::path& dir) {
   const auto& c = m.config;
   const std::int64_t H = c.hidden_size;
   const ModelDescription model = describe_model(c);
-  // A large checkpoint takes a minute or more to read: its progress every few seconds.
   const auto start = std::chrono::steady_clock::now();
   auto since_start = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  double last_report = 0;
   m.embed = load_floats(ck, "model.embed_tokens.weight", std::int64_t(c.vocab_size) * H);
-  for (int l = 0; l < c.num_layers; ++l) {
-    m.layers.push_back(load_layer(ck, m, "model.layers." + std::to_string(l) + ".",
-                                  model.layers[std::size_t(l)], dir));
-    if (since_start() - last_report >= kLoadProgressSeconds && l + 1 < c.num_layers) {
-      last_report = since_start();
-      spdlog::info("loading {}: {}/{} layers read ({:.1f} s)", dir.string(), l + 1, c.num_layers,
-                   last_report);
-    }
-  }
+  m.layers = load_layers(ck, m, model, dir, since_start);
   m.final_norm = load_floats(ck, "model.norm.weight", H);
   if (ck.has("mtp.fc.weight")) m.mtp = load_mtp(ck, m, dir);
   if (c.num_nextn_predict_layers > 0 && !m.mtp)

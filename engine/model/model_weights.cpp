@@ -7,6 +7,7 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -64,8 +65,8 @@ MtpWeights load_mtp(const Checkpoint& ck, const ModelWeights& m, const std::file
 // reading a large checkpoint is page faults and copies out of the mapped files, one core's worth
 // each, so a 45 GB model read on one thread took minutes. Each layer reads only its own tensors
 // and writes only its own LayerWeights, so the result is the sequential read's. The first error
-// by layer order is the one thrown, as a sequential read would throw it. Progress every
-// kLoadProgressSeconds, from the calling thread.
+// by layer order is the one thrown, as a sequential read would throw it. Progress at most every
+// kLoadProgressSeconds, as layers finish.
 std::vector<LayerWeights> load_layers(const Checkpoint& ck, const ModelWeights& m,
                                       const ModelDescription& model,
                                       const std::filesystem::path& dir,
@@ -74,6 +75,8 @@ std::vector<LayerWeights> load_layers(const Checkpoint& ck, const ModelWeights& 
   std::vector<LayerWeights> out(std::size_t(std::max(layers, 0)));
   std::vector<std::exception_ptr> errors(out.size());
   std::atomic<int> next{0}, done{0};
+  std::mutex report_mutex;
+  double last_report = 0;
   auto work = [&] {
     for (int l = next++; l < layers; l = next++) {
       try {
@@ -83,31 +86,21 @@ std::vector<LayerWeights> load_layers(const Checkpoint& ck, const ModelWeights& 
         errors[std::size_t(l)] = std::current_exception();
         next = layers;  // nothing later is needed: an earlier error, or this one, is thrown
       }
-      ++done;
+      const int finished = ++done;
+      const std::lock_guard lock(report_mutex);
+      if (finished < layers && since_start() - last_report >= kLoadProgressSeconds) {
+        last_report = since_start();
+        spdlog::info("loading {}: {}/{} layers read ({:.1f} s)", dir.string(), finished, layers,
+                     last_report);
+      }
     }
   };
-  const int threads =
-      std::clamp(int(std::thread::hardware_concurrency()), 1, std::min(kLoadThreads, layers));
+  const int threads = std::clamp(int(std::thread::hardware_concurrency()), 1,
+                                 std::max(1, std::min(kLoadThreads, layers)));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  std::thread reporter;  // the calling thread works too; a reporter only where others do
-  std::atomic<bool> finished{false};
-  if (threads > 1)
-    reporter = std::thread([&] {
-      double last = 0;
-      while (!finished) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (!finished && since_start() - last >= kLoadProgressSeconds) {
-          last = since_start();
-          spdlog::info("loading {}: {}/{} layers read ({:.1f} s)", dir.string(), done.load(),
-                       layers, last);
-        }
-      }
-    });
   work();
   for (auto& t : pool) t.join();
-  finished = true;
-  if (reporter.joinable()) reporter.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   return out;

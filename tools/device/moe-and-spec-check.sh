@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 39, 41 and 42 in one device call, after tools/device/build-here.sh built nibble-engine,
 # nibble-make-model, nibble-kernel-bench, nibble-kernel-trace, nibble-spec-bench,
-# test_cuda_qwen3_next, test_cuda_hidden_states and test_moe_gpu (and, with .ab/base-src.tar.gz
+# test_cuda_qwen3_next, test_cuda_hidden_states, test_cuda_spec_decode and test_moe_gpu (and, with .ab/base-src.tar.gz
 # holding an older revision and NIBBLE_BASE_TARGETS=nibble-kernel-bench, that revision's bench
 # as nibble-kernel-bench-base). Within NIBBLE_CHECK_SECONDS (default 540) of its start:
 #   1. the GPU suites, in parallel, while the CPUs write the Qwen3-Next 16-layer cut and the
@@ -30,7 +30,7 @@ cut=$work/q3ncut moe=$work/qwen3moe
 ) &
 makers=$!
 echo "== GPU suites ($(el) s)"
-suites=(test_cuda_qwen3_next test_cuda_hidden_states "test_moe_gpu --quick")
+suites=(test_cuda_qwen3_next test_cuda_hidden_states test_cuda_spec_decode "test_moe_gpu --quick")
 pids=()
 for suite in "${suites[@]}"; do
   read -r -a cmd <<<"$suite"

@@ -3,7 +3,8 @@
 # nibble-make-model, nibble-kernel-bench, nibble-kernel-trace, nibble-spec-bench,
 # test_cuda_qwen3_next, test_cuda_hidden_states, test_cuda_spec_decode and test_moe_gpu (and, with
 # .ab/base-src.tar.gz holding an older revision and NIBBLE_BASE_TARGETS=nibble-kernel-bench, that
-# revision's bench as nibble-kernel-bench-base). Within NIBBLE_CHECK_SECONDS (default 540) of its start:
+# revision's bench as nibble-kernel-bench-base). Within NIBBLE_CHECK_SECONDS (default 540) of its
+# start:
 #   1. the GPU suites, in parallel, while the CPUs write the Qwen3-Next 16-layer cut and the
 #      Qwen3-30B-A3B-shaped model (correctness, not timing);
 #   2. the MoE block at Qwen3-Next's shape (E 512, k 10): nibble-kernel-bench --moe-shape

@@ -62,8 +62,8 @@ MtpWeights load_mtp(const Checkpoint& ck, const ModelWeights& m, const std::file
 }
 
 // The decoder layers, read by up to kLoadThreads threads (layer l by whichever takes it next):
-// reading a large checkpoint is page faults and copies out of the mapped files, one core's worth
-// each, so a 45 GB model read on one thread took minutes. Each layer reads only its own tensors
+// reading a checkpoint is page faults and copies out of the mapped files, a core's worth a
+// thread (not yet timed on the device against one thread). Each layer reads only its own tensors
 // and writes only its own LayerWeights, so the result is the sequential read's. The first error
 // by layer order is the one thrown, as a sequential read would throw it. Progress at most every
 // kLoadProgressSeconds, as layers finish.
@@ -184,6 +184,10 @@ LayerWeights load_layer(const Checkpoint& ck, const ModelWeights& m, const std::
 }
 
 ModelWeights load_model(const std::filesystem::path& dir) {
+  const auto start = std::chrono::steady_clock::now();
+  auto since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   ModelWeights m;
   m.config = load_model_config(dir);
   if (m.config.eagle3)
@@ -196,10 +200,6 @@ ModelWeights load_model(const std::filesystem::path& dir) {
   const auto& c = m.config;
   const std::int64_t H = c.hidden_size;
   const ModelDescription model = describe_model(c);
-  const auto start = std::chrono::steady_clock::now();
-  auto since_start = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
   m.embed = load_floats(ck, "model.embed_tokens.weight", std::int64_t(c.vocab_size) * H);
   m.layers = load_layers(ck, m, model, dir, since_start);
   m.final_norm = load_floats(ck, "model.norm.weight", H);

@@ -218,6 +218,7 @@ int run_serve(const Args& args) {
     return 2;
   }
   const int max_model_len = o.max_model_len > 0 ? o.max_model_len : model_context;
+  const int draft_sequences = std::min(o.max_num_seqs, kDraftSequences);
   // draft_model: loaded now, before the target's KV cache is sized, so that on a GPU its weights
   // and KV cache count against --gpu-memory-utilization's budget.
   std::shared_ptr<const spec::Drafter> draft_model;
@@ -237,16 +238,14 @@ int run_serve(const Args& args) {
       head_options.cuda.graphs = false;
       auto drafter = std::make_shared<spec::HiddenStateDrafter>(
           backend::make_backend(head_options, std::move(mtp_module ? *mtp_module : *eagle3_head)),
-          spec::HiddenStateDrafterOptions{
-              .max_sequences = std::min(o.max_num_seqs, kDraftSequences),
-              .max_tokens_per_sequence = max_model_len,
-              .block_size = kBlockSize},
+          spec::HiddenStateDrafterOptions{.max_sequences = draft_sequences,
+                                          .max_tokens_per_sequence = max_model_len,
+                                          .block_size = kBlockSize},
           std::move(draft_to_target));
       spdlog::info(
           "{}: the head's KV cache keeps {} sequences of {} tokens ({:.2f} MiB, least recently "
           "used evicted: it drafts no more for a sequence it evicted)",
-          method, std::min(o.max_num_seqs, kDraftSequences), max_model_len,
-          double(drafter->kv_bytes()) / double(1 << 20));
+          method, draft_sequences, max_model_len, double(drafter->kv_bytes()) / double(1 << 20));
       // The head's KV cache is its own, not in the prefix cache: it has nothing for a cached
       // prefix (hybrid models cache no prefixes anyway).
       if (eagle3_head && o.enable_prefix_caching && backend->state_slot_bytes() == 0)
@@ -265,10 +264,9 @@ int run_serve(const Args& args) {
       spdlog::info("loading the draft model {} ...", draft_dir.string());
       backend::BackendOptions draft_options = backend_options;
       draft_options.cuda.graphs = false;  // the draft runs one sequence per step, eagerly
-      const spec::DraftModelOptions draft_shape{
-          .max_sequences = std::min(o.max_num_seqs, kDraftSequences),
-          .max_tokens_per_sequence = max_model_len,
-          .block_size = kBlockSize};
+      const spec::DraftModelOptions draft_shape{.max_sequences = draft_sequences,
+                                                .max_tokens_per_sequence = max_model_len,
+                                                .block_size = kBlockSize};
       auto drafter = std::make_shared<spec::DraftModelDrafter>(
           backend::make_backend(draft_options, model::load_model(draft_dir)),
           backend->config().vocab_size, draft_shape);

@@ -7,8 +7,8 @@
 //
 // The limit is a SAX pass of its own, then a plain parse: nlohmann's callback parser (the other
 // way to see the depth) scans the enclosing container at every object's end, so `[{}, {}, ...]`
-// or a safetensors header of 26,000 tensors took time quadratic in its entries (seconds for a
-// 300 KB body, over a minute for a 16-layer Qwen3-Next checkpoint). Both passes are linear.
+// or a safetensors header of tens of thousands of tensors took time quadratic in its entries
+// (bench_safetensors_header: 6,481 ms against 110 ms at 32,000 entries). Both passes are linear.
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
